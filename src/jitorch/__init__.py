@@ -1,0 +1,38 @@
+"""jitorch: a PyTorch-compatible tensor library whose heart is a JIT to GIL-free Numba programs.
+
+This module is the public face: it only re-exports. `import jitorch as torch` runs ordinary
+PyTorch code that stays inside what jitorch offers.
+"""
+from . import _dtype
+from ._dtype import (bfloat16, bool, cdouble, cfloat, complex64, complex128, double, dtype,
+                     finfo, float, float16, float32, float64, get_default_dtype, half, iinfo,
+                     int, int8, int16, int32, int64, long, promote_types, result_type, short,
+                     set_default_dtype, uint8, can_cast)
+from ._device import device
+from ._tensor import Size, Tensor
+from . import autograd
+from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
+from ._creation import *  # noqa: F401,F403
+from ._ops import *  # noqa: F401,F403
+from ._ops.registry import PUBLIC as _PUBLIC
+
+globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
+
+__version__ = "0.1.0"
+
+
+def is_tensor(obj) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(input: Tensor) -> bool:
+    return input.is_floating_point()
+
+
+def is_complex(input: Tensor) -> bool:
+    return input.is_complex()
+
+
+def numel(input: Tensor) -> int:
+    return input.numel()

@@ -1,0 +1,10 @@
+"""The op families. Importing this package declares every op in the registry; the public
+functions are re-exported by `jitorch/__init__.py` through each family's `__all__`."""
+from . import registry  # noqa: F401
+from .binary import *  # noqa: F401,F403
+from .conversion import *  # noqa: F401,F403
+from .linalg import *  # noqa: F401,F403
+from .reduce import *  # noqa: F401,F403
+from .shape import *  # noqa: F401,F403
+from .unary import *  # noqa: F401,F403
+from . import operators  # noqa: F401  (binds Tensor dunders; must come last)

@@ -1,0 +1,44 @@
+"""Small helpers shared by op families: dim normalisation and reduction bookkeeping."""
+from __future__ import annotations
+
+import numpy as np
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    """PyTorch's dim wrapping (a 0-d tensor accepts dims -1 and 0), IndexError when out of range."""
+    n = max(ndim, 1)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return int(dim) % n
+
+
+def reduce_dims(dim, ndim: int) -> tuple:
+    """`dim` of a reduction (None, int, or sequence) as a sorted tuple of axes; () means all."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, (list, tuple)):
+        axes = tuple(sorted(wrap_dim(d, ndim) for d in dim))
+        if len(set(axes)) != len(axes):
+            raise RuntimeError(f"dim {axes[0]} appears multiple times in the list of dims")
+        return axes if axes or ndim else ()
+    return (wrap_dim(dim, ndim),)
+
+
+def np_axes(axes: tuple, ndim: int):
+    """NumPy axis argument for reduced axes (a 0-d array has no axes to reduce)."""
+    return None if ndim == 0 else axes
+
+
+def unreduce(g, input_shape, dim, keepdim: bool):
+    """Gradient of a reduction: reinsert reduced dims (if dropped) and broadcast back."""
+    ndim = len(input_shape)
+    axes = reduce_dims(dim, ndim)
+    if not keepdim and ndim:
+        shape = list(g.shape)
+        for a in axes:
+            shape.insert(a, 1)
+        g = g.reshape(shape)
+    return g.expand(input_shape)

@@ -1,0 +1,122 @@
+"""Conversion and copy ops: dtype casts, clone, contiguous, copy_, fill_, zero_, and the
+`copy_slices` node that in-place writes through views use (see autograd/inplace.py)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from ..autograd.inplace import check_inplace_allowed, rebase_history, write_result
+from .registry import defop
+
+__all__ = ["clone"]
+
+
+def _to_dtype_impl(input, dtype):
+    return input.astype(dtype.np)
+
+
+_to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
+                  vjp=lambda g, input_dtype: g.to(input_dtype),
+                  jvp=lambda t_input, dtype: t_input.to(dtype))
+
+
+def _clone_impl(input, *, memory_format=None):
+    return np.array(input, copy=True, order="C")
+
+
+clone = defop("clone", _clone_impl, kind="elementwise", dtype="promote",
+              vjp=lambda g: g, jvp=lambda t_input: t_input, scalar="{input}")
+
+
+def _contiguous_impl(input, memory_format=None):
+    return np.ascontiguousarray(input)
+
+
+defop("contiguous", _contiguous_impl, function=False, view="maybe",
+      vjp=lambda g: g, jvp=lambda t_input: t_input)
+
+
+def _expand_copy_impl(src, shape, dtype):
+    return np.broadcast_to(src, shape).astype(dtype.np)
+
+
+_expand_copy = defop("_expand_copy", _expand_copy_impl, tensors=("src",), method=False,
+                     vjp=lambda g: g, jvp=lambda t_src, shape, dtype: t_src.expand(shape)
+                     .to(dtype))
+
+
+def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
+    """`Tensor.copy_(src)`: broadcast src into self and cast to self's dtype (any cast)."""
+    if not isinstance(src, Tensor):
+        src = Tensor._make(np.asarray(src))
+    check_inplace_allowed(self)
+    try:
+        np.broadcast_shapes(src._data.shape, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({list(self.shape)}) must match the size of "
+                           f"tensor b ({list(src.shape)}) for copy_") from None
+    if np.broadcast_shapes(src._data.shape, self._data.shape) != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(np.broadcast_shapes(src._data.shape, self._data.shape))}")
+    r = _expand_copy(src, self._data.shape, self._dtype)
+    self._data[...] = r._data
+    self._version[0] += 1
+    if grad_mode._state.enabled and r._requires_grad:
+        rebase_history(self, r)
+    elif grad_mode._state.enabled and self._requires_grad and self._grad_fn is not None:
+        # overwritten with a constant: no gradient flows to the old value
+        rebase_history(self, _detached_zero_history(self))
+    if r._tangent is not None:
+        self._tangent = r._tangent
+    return self
+
+
+def _detached_zero_history(self: Tensor) -> Tensor:
+    return _mul_zero(self)
+
+
+_mul_zero = defop("_mul_zero", lambda input: np.zeros_like(input), method=False,
+                  vjp=lambda g: g * 0)
+
+
+def fill_(self: Tensor, value) -> Tensor:
+    """`Tensor.fill_(value)`: value is a number or a 0-dim tensor."""
+    if isinstance(value, Tensor):
+        if value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.dim()} dimensions.")
+        return copy_(self, value)
+    check_inplace_allowed(self)
+    if self._dtype.category < dt.scalar_category(value) and self._dtype is not dt.bool:
+        if not (self._dtype.category == dt.INT and dt.scalar_category(value) == dt.FLOAT):
+            raise RuntimeError(f"value cannot be converted to type {self._dtype} without "
+                               "overflow")
+    self._data[...] = value
+    self._version[0] += 1
+    if grad_mode._state.enabled and self._requires_grad and self._grad_fn is not None:
+        rebase_history(self, _detached_zero_history(self))
+    return self
+
+
+def zero_(self: Tensor) -> Tensor:
+    return fill_(self, 0)
+
+
+def _copy_slices_impl(base, src, view_fn):
+    return base
+
+
+def _copy_slices_vjp(g, view_fn):
+    gb = g.clone()
+    view_fn(gb)._data[...] = 0
+    return gb, view_fn(g)
+
+
+copy_slices = defop("_copy_slices", _copy_slices_impl, tensors=("base", "src"), method=False,
+                    vjp=_copy_slices_vjp)
+
+Tensor.copy_ = copy_
+Tensor.fill_ = fill_
+Tensor.zero_ = zero_

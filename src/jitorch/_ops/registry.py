@@ -1,0 +1,419 @@
+"""The op registry: each op is declared once, here-shaped, and everything else reads it.
+
+`defop(...)` takes one declaration (name, NumPy implementation, dtype rule, VJP and JVP rules,
+Numba scalar template, view-ness) and produces:
+- the public function, generated with the implementation's own signature (so Python does the
+  argument binding: no per-call `inspect`), plus an optional `out=` keyword;
+- the Tensor method and in-place method (`add`, `add_`) when asked for;
+- an `OpDef` that eager dispatch, autograd, forward AD, tracing and the compiler all read.
+
+Conventions for the implementation `impl(...)`: its first parameters are the tensor slots named in
+`tensors=` (a slot may also receive a Python number, or a list of tensors when named in
+`lists=`); the rest are static attributes. For `kind="elementwise"` ops the arrays arrive already
+cast to the compute dtype chosen by the dtype rule; other kinds get the raw arrays and return
+arrays of the result dtype.
+
+VJP and JVP rules are plain functions written with jitorch ops, so the same rule runs eagerly
+and builds higher-order graphs. Their parameter names say what they need, and so what autograd
+saves: the first parameter is the incoming gradient (a tuple for multi-output ops); other names
+may be a tensor slot (`input`), `result`, an attribute (`dim`), `<slot>_shape` or `<slot>_dtype`.
+A VJP returns one gradient per tensor slot (a list for list slots; None where not differentiable).
+A JVP takes `t_<slot>` tangents (zeros when absent) plus the same names and returns the output
+tangent(s).
+
+Dependency rule: this module never imports the compiler (`jitorch.script`); tracing hooks in by
+pushing a dispatch mode (`push_mode`).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd import grad_mode
+
+OPS: dict[str, "OpDef"] = {}
+PUBLIC: dict[str, Callable] = {}  # public function name -> function (jitorch.<name>)
+_modes: list = []  # dispatch modes (tracers); the innermost handles every op call
+
+
+@dataclass(eq=False)
+class OpDef:
+    name: str
+    impl: Callable
+    tensors: tuple
+    lists: tuple
+    attrs: tuple
+    kind: str  # "elementwise" | "reduction" | "shape" | "linalg" | "index" | "other"
+    dtype_rule: Any
+    vjp: Callable | None
+    jvp: Callable | None
+    scalar: str | None
+    view: Any  # False | True | "maybe": output 0 may share storage with input 0
+    nondiff: bool  # outputs never require grad (comparisons, argmax, ...)
+    vjp_params: tuple = ()
+    jvp_params: tuple = ()
+    doc: str = ""
+    extra: dict = field(default_factory=dict)
+
+    def __repr__(self):
+        return f"<op {self.name}>"
+
+
+def push_mode(mode) -> None:
+    """Install a dispatch mode (e.g. a tracer): `mode(op, slots, attrs)` handles every op call."""
+    _modes.append(mode)
+
+
+def pop_mode():
+    return _modes.pop()
+
+
+# --- dtype rules -------------------------------------------------------------------------------
+def _operand_dtype(slots) -> dt.dtype:
+    """PyTorch's three-tier promotion over an op's operands."""
+    dims, zeros, cats = [], [], []
+    for s in slots:
+        if isinstance(s, Tensor):
+            (dims if s._data.ndim else zeros).append(s._dtype)
+        elif s is not None:
+            cats.append(dt.scalar_category(s))
+    return dt.promote_tiers(dims, zeros, cats)
+
+
+def _to_float(d: dt.dtype) -> dt.dtype:
+    return d if d.category >= dt.FLOAT else dt.get_default_dtype()
+
+
+RULES = {
+    # rule name: promoted dtype -> (compute dtype, output dtype)
+    "promote": lambda d: (d, d),
+    "float": lambda d: (_to_float(d), _to_float(d)),
+    "bool": lambda d: (d, dt.bool),
+    "real": lambda d: (d, d.to_real()),
+    "float_real": lambda d: (_to_float(d), _to_float(d).to_real()),
+}
+
+
+def _int_only(name):
+    def rule(d):
+        if d.category > dt.INT:
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
+        return d, d
+    return rule
+
+
+def _no_complex(name, base="promote"):
+    def rule(d):
+        if d.category == dt.COMPLEX:
+            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
+        return RULES[base](d)
+    return rule
+
+
+def _pt_name(d: dt.dtype) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+
+
+# --- declaration -------------------------------------------------------------------------------
+_VJP_SPECIAL = ("result",)
+
+
+def _rule_params(fn, op_tensors, op_attrs, skip_first: bool):
+    """Classify a VJP/JVP rule's parameters: what autograd must save and pass."""
+    if fn is None:
+        return ()
+    names = list(inspect.signature(fn).parameters)
+    if skip_first:
+        names = names[1:]
+    out = []
+    for n in names:
+        if n in op_tensors:
+            out.append(("slot", n))
+        elif n == "result":
+            out.append(("result", n))
+        elif n in op_attrs:
+            out.append(("attr", n))
+        elif n.startswith("t_") and n[2:] in op_tensors:
+            out.append(("tangent", n[2:]))
+        elif n.endswith("_shape") and n[:-6] in op_tensors:
+            out.append(("shape", n[:-6]))
+        elif n.endswith("_dtype") and n[:-6] in op_tensors:
+            out.append(("dtype", n[:-6]))
+        else:
+            raise TypeError(f"rule {fn.__name__}: unknown parameter '{n}'")
+    return tuple(out)
+
+
+def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="other",
+          dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
+          method=True, function=True, inplace=False, export_as=None, extra=None,
+          varargs=None, doc=None) -> Callable:
+    """Declare an op once; returns its public function (also bound as method/in-place)."""
+    if name in OPS:
+        raise ValueError(f"op '{name}' declared twice")
+    sig = inspect.signature(impl)
+    params = list(sig.parameters.values())
+    tensor_names = tuple(tensors) + tuple(lists)
+    slot_names = [p.name for p in params if p.name in tensor_names]
+    attrs = tuple(p.name for p in params if p.name not in tensor_names)
+    rule = RULES[dtype] if isinstance(dtype, str) else dtype
+    extra = dict(extra or {})
+    if varargs:
+        extra["varargs"] = varargs
+    op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
+               attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
+               view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra)
+    op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
+    op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
+    OPS[name] = op
+    fn = _make_wrapper(op, sig, export_as or name)
+    op.fn = fn
+    if function and not name.startswith("_"):
+        PUBLIC[export_as or name] = fn
+    if method:
+        setattr(Tensor, name if method is True else method, fn)
+    if inplace:
+        ip = _make_inplace(op, sig, name + "_")
+        setattr(Tensor, name + "_", ip)
+        op.inplace_fn = ip
+    return fn
+
+
+def _signature_parts(op: OpDef, sig: inspect.Signature):
+    """The public parameter list; the attribute named by `varargs=` becomes `*name`."""
+    ns = {"_norm_varargs": _norm_varargs}
+    parts = []
+    varargs = op.extra.get("varargs")
+    for i, p in enumerate(sig.parameters.values()):
+        text = p.name
+        if p.name == varargs:
+            parts.append("*" + p.name)
+            continue
+        if p.default is not inspect.Parameter.empty:
+            ns[f"_d{i}"] = p.default
+            text += f"=_d{i}"
+        if p.kind is inspect.Parameter.KEYWORD_ONLY and "*" not in parts and not any(
+                q.startswith("*") for q in parts):
+            parts.append("*")
+        parts.append(text)
+    return parts, ns
+
+
+def _varargs_line(op: OpDef) -> str:
+    v = op.extra.get("varargs")
+    return f"    {v} = _norm_varargs({v})\n" if v else ""
+
+
+def _norm_varargs(args: tuple):
+    """`x.view(2, 3)`, `x.view((2, 3))` and `x.view([2, 3])` all mean the tuple (2, 3)."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    out = []
+    for a in args:
+        if isinstance(a, Tensor):
+            a = a.__index__()
+        elif not isinstance(a, (int, np.integer)) or isinstance(a, bool):
+            raise TypeError(f"expected a sequence of ints, but got an element of type "
+                            f"{type(a).__name__}")
+        out.append(int(a))
+    return tuple(out)
+
+
+def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
+    """Generate `def name(<impl signature>, out=None)` that calls dispatch without inspect."""
+    parts, ns = _signature_parts(op, sig)
+    ns.update({"_dispatch": dispatch, "_op": op, "_out": _write_out})
+    if "*" not in parts and not any(p.startswith("*") for p in parts):
+        parts.append("*")
+    parts.append("out=None")
+    slots = "(" + "".join(f"{n}, " for n in op.tensors) + ")"
+    attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
+    src = (f"def {pyname}({', '.join(parts)}):\n"
+           + _varargs_line(op) +
+           f"    r = _dispatch(_op, {slots}, {attrs})\n"
+           f"    return r if out is None else _out(out, r)\n")
+    exec(compile(src, f"<jitorch op {op.name}>", "exec"), ns)
+    fn = ns[pyname]
+    fn.__doc__ = op.doc
+    fn.__qualname__ = pyname
+    fn.__module__ = "jitorch"
+    return fn
+
+
+def _make_inplace(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
+    parts, ns = _signature_parts(op, sig)
+    ns.update({"_inplace": inplace_dispatch, "_op": op})
+    first = op.tensors[0]
+    slots = "(" + "".join(f"{n}, " for n in op.tensors) + ")"
+    attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
+    src = (f"def {pyname}({', '.join(parts)}):\n"
+           + _varargs_line(op) +
+           f"    return _inplace(_op, {first}, {slots}, {attrs})\n")
+    exec(compile(src, f"<jitorch op {op.name}_>", "exec"), ns)
+    fn = ns[pyname]
+    fn.__qualname__ = "Tensor." + pyname
+    return fn
+
+
+# --- eager dispatch ----------------------------------------------------------------------------
+def _as_tensor_arg(x, op: OpDef, name: str):
+    if isinstance(x, Tensor) or x is None:
+        return x
+    if isinstance(x, (bool, int, float, complex, np.number, np.bool_)):
+        return x
+    if isinstance(x, np.ndarray):
+        return Tensor._make(x)
+    if isinstance(x, (list, tuple)) and name in op.lists:
+        return x
+    raise TypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def dispatch(op: OpDef, slots: tuple, attrs: dict):
+    """Run one op call eagerly (or hand it to the active mode) and record autograd."""
+    if _modes:
+        return _modes[-1](op, slots, attrs)
+    if op.kind == "elementwise":
+        out_dtype, arrays = _elementwise_args(op, slots, attrs)
+        res = op.impl(*arrays, **attrs)
+        if res.dtype != out_dtype.np:
+            res = res.astype(out_dtype.np)
+        outs = Tensor._make(res if type(res) is np.ndarray else np.asarray(res), out_dtype)
+    else:
+        arrays = []
+        for i, s in enumerate(slots):
+            if isinstance(s, Tensor):
+                arrays.append(s._data)
+            elif op.tensors[i] in op.lists:
+                arrays.append([_list_item(op, x)._data for x in s])
+            else:
+                s = _as_tensor_arg(s, op, op.tensors[i])
+                arrays.append(s._data if isinstance(s, Tensor) else s)
+        res = op.impl(*arrays, **attrs)
+        outs = _wrap(res)
+        if op.view:
+            _mark_views(op, slots, attrs, outs)
+    if op.nondiff:
+        return outs
+    if grad_mode._state.enabled and op.vjp is not None:
+        _record(op, slots, attrs, outs)
+    if grad_mode._fwd_level[0] and op.jvp is not None:
+        _forward_ad(op, slots, attrs, outs)
+    return outs
+
+
+def _list_item(op, x):
+    if isinstance(x, Tensor):
+        return x
+    raise TypeError(f"{op.name}(): expected a sequence of Tensors, but got an element of type "
+                    f"{type(x).__name__}")
+
+
+def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
+    """Promote operands, apply the dtype rule and cast arrays to the compute dtype."""
+    t0 = slots[0]
+    if (len(slots) == 1 or (len(slots) == 2 and isinstance(slots[1], Tensor)
+                            and slots[1]._dtype is getattr(t0, "_dtype", None))) \
+            and isinstance(t0, Tensor):
+        d = t0._dtype  # fast path: one operand or equal dtypes
+    else:
+        for i, s in enumerate(slots):
+            if not isinstance(s, Tensor):
+                slots = slots[:i] + (_as_tensor_arg(s, op, op.tensors[i]),) + slots[i + 1:]
+        d = _operand_dtype(slots)
+    compute, out = op.dtype_rule(d, **attrs) if op.extra.get("dtype_attrs") else \
+        op.dtype_rule(d)
+    cnp = compute.compute
+    arrays = []
+    for s in slots:
+        if isinstance(s, Tensor):
+            a = s._data
+            arrays.append(a if a.dtype == cnp else a.astype(cnp))
+        elif s is None:
+            arrays.append(None)
+        else:
+            if compute.category < dt.scalar_category(s):
+                raise RuntimeError(f"{op.name}: result type {_pt_name(compute)} can't hold "
+                                   f"scalar {s!r}")
+            arrays.append(np.asarray(s, dtype=cnp))
+    return out, arrays
+
+
+def _wrap(res):
+    if isinstance(res, tuple):
+        return tuple(_wrap(r) for r in res)
+    if isinstance(res, list):
+        return [_wrap(r) for r in res]
+    if isinstance(res, Tensor):
+        return res
+    if type(res) is not np.ndarray:
+        if res is None or isinstance(res, (bool, int, float)) and not isinstance(res, np.generic):
+            return res
+        res = np.asarray(res)
+    return Tensor._make(res)
+
+
+def _mark_views(op, slots, attrs, outs):
+    """Outputs of view ops share the base's storage and version counter."""
+    src = slots[0]
+    base = src._base if src._base is not None else src
+    outs_list = outs if isinstance(outs, (list, tuple)) else (outs,)
+    for k, o in enumerate(outs_list):
+        if not isinstance(o, Tensor):
+            continue
+        if op.view == "maybe" and not np.shares_memory(o._data, src._data):
+            continue
+        o._base = base
+        o._version = src._version
+        parent_fn = src._view_fn
+        multi = isinstance(outs, (list, tuple))
+
+        def view_fn(b, _k=k, _p=parent_fn, _multi=multi):
+            v = b if _p is None else _p(b)
+            r = op.fn(*((v,) + tuple(slots[1:])), **attrs)
+            return r[_k] if _multi else r
+        o._view_fn = view_fn
+
+
+def _write_out(out: Tensor, r):
+    """`out=`: resize-and-copy semantics, with PyTorch's cast check."""
+    if isinstance(r, tuple):
+        for o, x in zip(out, r):
+            _write_out(o, x)
+        return out
+    if not dt.can_cast(r._dtype, out._dtype):
+        raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
+                           f"output type {_pt_name(out._dtype)}")
+    if out._requires_grad and grad_mode._state.enabled:
+        raise RuntimeError("out=... arguments don't support automatic differentiation, but one "
+                           "of the arguments requires grad.")
+    if out._data.shape != r._data.shape:
+        out._data = np.empty(r._data.shape, out._dtype.np)
+    out._data[...] = r._data
+    out._version[0] += 1
+    return out
+
+
+def inplace_dispatch(op: OpDef, self: Tensor, slots: tuple, attrs: dict):
+    """`x.op_(...)`: compute out of place, check the cast, write into x, rebase x's history."""
+    if not isinstance(self, Tensor):
+        raise TypeError(f"{op.name}_(): self must be a Tensor")
+    from ..autograd import inplace
+    return inplace.apply_inplace(op, self, slots, attrs)
+
+
+# --- autograd / forward-AD recording -------------------------------------------------------------
+def _record(op, slots, attrs, outs):
+    from ..autograd.graph import record
+    record(op, slots, attrs, outs)
+
+
+def _forward_ad(op, slots, attrs, outs):
+    from ..autograd.forward_ad import propagate
+    propagate(op, slots, attrs, outs)

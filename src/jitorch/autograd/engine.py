@@ -1,0 +1,230 @@
+"""The backward engine: `backward()` and `grad()` walk the recorded graph.
+
+Owns graph discovery, the execution order (a node runs once every gradient for it has arrived;
+among ready nodes the most recently created runs first, as in PyTorch), hooks, retain_grad,
+capture of gradients for `autograd.grad`, and freeing saved tensors unless `retain_graph`.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from . import grad_mode
+from .graph import AccumulateGrad, edge_of
+
+
+def _as_tuple(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def _root_grads(outputs, grad_outputs, is_grads_batched=False):
+    roots = []
+    grad_outputs = grad_outputs or (None,) * len(outputs)
+    if len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"grad can be implicitly created only for scalar outputs"
+                           if not grad_outputs else
+                           f"Mismatch in number of outputs ({len(outputs)}) and grad_outputs "
+                           f"({len(grad_outputs)})")
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected a Tensor as output {i}, got {type(t).__name__}")
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if g is None:
+            if t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._dtype.category != dt.FLOAT:
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs "
+                                   f"but got {t._dtype}")
+            g = Tensor._make(np.ones(t._data.shape, t._dtype.np), t._dtype)
+        elif not isinstance(g, Tensor):
+            g = Tensor._make(np.asarray(g, t._dtype.np), t._dtype)
+        elif g._data.shape != t._data.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                               f"{g.shape} and output[{i}] has a shape of {t.shape}.")
+        roots.append((edge_of(t), g))
+    return roots
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """`torch.autograd.backward`: accumulate gradients of `tensors` into the leaves' `.grad`."""
+    tensors = _as_tuple(tensors)
+    grad_tensors = _as_tuple(grad_tensors if grad_tensors is not None else grad_variables)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_grads(tensors, grad_tensors)
+    only = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        only = [edge_of(t) for t in inputs]
+    _run(roots, retain_graph, create_graph, capture=None, accumulate_only=only)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """`torch.autograd.grad`: gradients of `outputs` w.r.t. `inputs`, returned (not accumulated)."""
+    outputs = _as_tuple(outputs)
+    inputs = _as_tuple(inputs)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    for i, t in enumerate(inputs):
+        if not t._requires_grad:
+            raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = _root_grads(outputs, _as_tuple(grad_outputs))
+    edges = [edge_of(t) for t in inputs]
+    captured = _run(roots, retain_graph, create_graph, capture=edges, accumulate_only=None)
+    result = []
+    for t, g in zip(inputs, captured):
+        if g is None:
+            if materialize_grads:
+                g = Tensor._make(np.zeros(t._data.shape, t._dtype.np), t._dtype)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        result.append(g)
+    return tuple(result)
+
+
+def _add(a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _run(roots, retain_graph, create_graph, capture, accumulate_only):
+    # 1. discover the graph and count, per node, how many edges lead into it
+    deps: dict = {}
+    stack = []
+    for (node, _), _g in roots:
+        if node not in deps:
+            deps[node] = 0
+            stack.append(node)
+    order = []
+    while stack:
+        n = stack.pop()
+        order.append(n)
+        for e in n.next_edges:
+            if e is None:
+                continue
+            m = e[0]
+            if m in deps:
+                deps[m] += 1
+            else:
+                deps[m] = 1
+                stack.append(m)
+    targets = capture if capture is not None else accumulate_only
+    needed = None
+    if targets is not None:
+        needed = _reaching(order, {e[0] for e in targets})
+    capture_at = {}
+    if capture is not None:
+        for i, (n, nr) in enumerate(capture):
+            capture_at.setdefault((n, nr), []).append(i)
+    captured = [None] * (len(capture) if capture is not None else 0)
+    allowed_acc = None if accumulate_only is None else {e[0] for e in accumulate_only}
+
+    buffers: dict = {}
+    for (node, nr), g in roots:
+        buf = buffers.setdefault(node, [None] * len(node.out_meta))
+        buf[nr] = _add(buf[nr], g)
+    ready = [(-n.seq, id(n), n) for n in buffers if deps[n] == 0]
+    heapq.heapify(ready)
+    executed = []
+    with grad_mode.set_grad_enabled(create_graph):
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            grads = buffers.pop(node, None) or [None] * len(node.out_meta)
+            grads = _run_tensor_hooks(node, grads)
+            for (nr, idxs) in ((nr, capture_at.get((node, nr))) for nr in range(len(grads))):
+                if idxs:
+                    for i in idxs:
+                        captured[i] = grads[nr]
+            if isinstance(node, AccumulateGrad):
+                if capture is None and grads[0] is not None and (
+                        allowed_acc is None or node in allowed_acc):
+                    node.accumulate(grads[0], create_graph)
+                continue
+            run_it = any(g is not None for g in grads) and (needed is None or node in needed)
+            if run_it:
+                if node.pre_hooks:
+                    for h in node.pre_hooks:
+                        r = h(tuple(grads))
+                        if r is not None:
+                            grads = list(r)
+                in_grads = node.apply(grads) if node.custom is None else node.custom(grads)
+                if node.hooks:
+                    for h in node.hooks:
+                        r = h(tuple(in_grads), tuple(grads))
+                        if r is not None:
+                            in_grads = list(r)
+                executed.append(node)
+            else:
+                in_grads = [None] * len(node.next_edges)
+            for e, g in zip(node.next_edges, in_grads):
+                if e is None:
+                    continue
+                m, nr = e
+                if g is not None:
+                    buf = buffers.setdefault(m, [None] * len(m.out_meta))
+                    buf[nr] = _add(buf[nr], g)
+                deps[m] -= 1
+                if deps[m] == 0:
+                    heapq.heappush(ready, (-m.seq, id(m), m))
+    if not retain_graph:
+        for n in executed:
+            n.release()
+    return captured
+
+
+def _run_tensor_hooks(node, grads):
+    if node.tensor_hooks:
+        for nr, hooks in node.tensor_hooks.items():
+            for h in list(hooks):
+                if grads[nr] is not None:
+                    r = h(grads[nr])
+                    if r is not None:
+                        grads[nr] = r
+    if node.retains:
+        for nr, ref in node.retains.items():
+            t = ref()
+            if t is not None and grads[nr] is not None:
+                g = grads[nr]
+                if t._grad is None:
+                    t._grad = g if g._grad_fn is not None else Tensor._make(
+                        np.array(g._data), g._dtype)
+                else:
+                    t._grad = t._grad + g
+    return grads
+
+
+def _reaching(order, target_nodes):
+    """Nodes from which some target is reachable (only those must run)."""
+    reach = set()
+    for n in reversed(order):  # children are discovered after parents in DFS order
+        if n in target_nodes or any(e is not None and e[0] in reach for e in n.next_edges):
+            reach.add(n)
+    # DFS order is not topological in general; iterate to a fixed point.
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            if n not in reach and any(e is not None and e[0] in reach for e in n.next_edges):
+                reach.add(n)
+                changed = True
+    return reach

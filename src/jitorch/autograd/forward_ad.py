@@ -1,0 +1,108 @@
+"""Forward-mode AD (`jitorch.autograd.forward_ad`): dual tensors and JVP propagation.
+
+Owns `dual_level`, `make_dual`, `unpack_dual` and `propagate`, which dispatch calls after an op
+when a dual level is open: the op's JVP rule (from the registry) maps input tangents to output
+tangents. One level at a time (nested levels raise NotImplementedError).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from . import grad_mode
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+_live: list = []  # tensors given tangents in the open level (cleared on exit)
+
+
+class dual_level:
+    def __enter__(self):
+        if grad_mode._fwd_level[0]:
+            raise NotImplementedError("jitorch: nested forward AD levels are not implemented")
+        grad_mode._fwd_level[0] = 1
+        return 0
+
+    def __exit__(self, *exc):
+        grad_mode._fwd_level[0] = 0
+        for ref in _live:
+            ref._tangent = None
+        _live.clear()
+
+
+def enter_dual_level():
+    return dual_level().__enter__()
+
+
+def exit_dual_level(*, level=None):
+    dual_level().__exit__(None, None, None)
+
+
+def make_dual(tensor: Tensor, tangent: Tensor, *, level=None) -> Tensor:
+    if not grad_mode._fwd_level[0]:
+        raise RuntimeError("To create a dual Tensor, you must first enter a dual level with "
+                           "jitorch.autograd.forward_ad.dual_level")
+    if tangent.shape != tensor.shape:
+        raise RuntimeError(f"Trying to set a forward gradient that has a different size than "
+                           f"that of the original Tensor, this is not supported. Tensor is of "
+                           f"size {list(tensor.shape)} while the given forward gradient is of "
+                           f"size {list(tangent.shape)}.")
+    if tensor._dtype.category < dt.FLOAT:
+        raise ValueError("Expected primal to be floating point or complex, but got: "
+                         f"{tensor._dtype}")
+    d = tensor.view_as(tensor)
+    d._tangent = tangent
+    _live.append(d)
+    return d
+
+
+def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
+    return UnpackedDualTensor(tensor, tensor._tangent)
+
+
+def propagate(op, slots, attrs, outs) -> None:
+    if not any(isinstance(s, Tensor) and s._tangent is not None for s in slots):
+        return
+    kwargs = {}
+    slot_of = dict(zip(op.tensors, slots))
+    for kind, name in op.jvp_params:
+        if kind == "tangent":
+            s = slot_of[name]
+            if name in op.lists:
+                kwargs["t_" + name] = [_tangent_or_zero(x) for x in s]
+            else:
+                # a Python number operand is a constant: tangent 0; an absent optional one: None
+                kwargs["t_" + name] = (_tangent_or_zero(s) if isinstance(s, Tensor)
+                                       else None if s is None else 0.0)
+        elif kind == "slot":
+            kwargs[name] = slot_of[name]
+        elif kind == "result":
+            kwargs[name] = outs
+        elif kind == "attr":
+            kwargs[name] = attrs[name]
+        elif kind == "shape":
+            kwargs[name + "_shape"] = slot_of[name]._data.shape
+        elif kind == "dtype":
+            kwargs[name + "_dtype"] = slot_of[name]._dtype
+    level = grad_mode._fwd_level[0]
+    grad_mode._fwd_level[0] = 0  # tangent math is not itself forward-differentiated
+    try:
+        t = op.jvp(**kwargs)
+    finally:
+        grad_mode._fwd_level[0] = level
+    outs_l = outs if isinstance(outs, (tuple, list)) else (outs,)
+    ts = t if isinstance(t, (tuple, list)) else (t,)
+    for o, tt in zip(outs_l, ts):
+        if tt is not None and o._dtype.category >= dt.FLOAT:
+            if tt._data.shape != o._data.shape:
+                tt = tt.expand(o.shape) if tt.ndim <= o.ndim else tt.reshape(o.shape)
+            o._tangent = tt.to(o._dtype) if tt._dtype is not o._dtype else tt
+            _live.append(o)
+
+
+def _tangent_or_zero(t: Tensor) -> Tensor:
+    if t._tangent is not None:
+        return t._tangent
+    return Tensor._make(np.zeros(t._data.shape, t._dtype.np), t._dtype)

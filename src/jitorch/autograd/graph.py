@@ -1,0 +1,293 @@
+"""The backward graph: nodes recorded by ops, leaf accumulators, tensor hooks.
+
+Owns `Node` (one per differentiable op call: its VJP rule, what it saved, where its input
+gradients go), `AccumulateGrad` (the sink that writes a leaf's `.grad`), and `record`, which
+dispatch calls after an op ran with an input that requires grad.
+
+Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
+or None when that input does not require grad. Saved tensors remember their version at save time;
+unpacking a tensor modified in place since raises PyTorch's RuntimeError.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+
+_seq = itertools.count()
+
+_FREED_MSG = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after "
+    "they have already been freed). Saved intermediate values of the graph are freed when you "
+    "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
+    "through the graph a second time or if you need to access saved tensors after calling "
+    "backward.")
+
+
+class Node:
+    """A backward function: `apply(grads of outputs) -> grads of inputs`."""
+
+    __slots__ = ("op", "attrs", "next_edges", "saved", "versions", "in_meta", "out_meta",
+                 "seq", "pre_hooks", "hooks", "tensor_hooks", "retains", "freed",
+                 "custom", "metadata", "__weakref__")
+
+    def __init__(self):
+        self.seq = next(_seq)
+        self.pre_hooks = None
+        self.hooks = None
+        self.tensor_hooks = None  # output_nr -> [hook]
+        self.retains = None  # output_nr -> weakref(tensor)
+        self.freed = False
+        self.saved = None
+        self.versions = ()
+        self.custom = None
+        self.metadata = {}
+
+    def name(self) -> str:
+        return _backward_name(self.op.name)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def next_functions(self):
+        return tuple((e[0], e[1]) if e is not None else (None, 0) for e in self.next_edges)
+
+    def register_hook(self, fn):
+        self.hooks = (self.hooks or []) + [fn]
+        return _RemovableHandle(self, "hooks", fn)
+
+    def register_prehook(self, fn):
+        self.pre_hooks = (self.pre_hooks or []) + [fn]
+        return _RemovableHandle(self, "pre_hooks", fn)
+
+    # -- saved tensors ---------------------------------------------------------------------------
+    def unpack(self):
+        if self.freed:
+            raise RuntimeError(_FREED_MSG)
+        for (t, v) in self.versions:
+            if t._version[0] != v:
+                raise RuntimeError(
+                    "one of the variables needed for gradient computation has been modified by "
+                    f"an inplace operation: [{t.type()} [{', '.join(map(str, t.shape))}]]"
+                    f"{_output_desc(t)}, is at version {t._version[0]}; expected version {v} "
+                    "instead. Hint: the backtrace further above can point at the operation that "
+                    "failed to compute its gradient.")
+        return self.saved
+
+    def release(self):
+        if self.saved is not None or self.versions:
+            self.freed = True
+        self.saved = None
+        self.versions = ()
+
+    def apply(self, grads: list):
+        """grads: one entry per output (None where no gradient arrived)."""
+        op = self.op
+        for i, (shape, d) in enumerate(self.out_meta):
+            if grads[i] is None and d.category >= dt.FLOAT:
+                grads[i] = Tensor._make(np.zeros(shape, d.np), d)
+            elif grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX:
+                _no_complex(op.name)
+        saved = self.unpack() if op.vjp_params else None
+        g = grads[0] if len(self.out_meta) == 1 else tuple(grads)
+        kwargs = {}
+        if saved is not None:
+            kwargs = saved
+        res = op.vjp(g, **kwargs)
+        return self._normalize(res)
+
+    def _normalize(self, res):
+        op = self.op
+        if len(op.tensors) == 1:
+            res = (res,)
+        flat = []
+        for name, r in zip(op.tensors, res):
+            if name in op.lists:
+                flat.extend(r)
+            else:
+                flat.append(r)
+        out = []
+        for g, meta, edge in zip(flat, self.in_meta, self.next_edges):
+            if edge is None or g is None or meta is None:
+                out.append(None)
+                continue
+            if not isinstance(g, Tensor):
+                g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
+            out.append(_fit(g, meta))
+        return out
+
+
+def _fit(g: Tensor, meta) -> Tensor:
+    """Reduce a broadcast gradient to its input's shape and cast it to the input's dtype."""
+    shape, d = meta
+    if g._data.shape != shape:
+        gs = g._data.shape
+        lead = len(gs) - len(shape)
+        dims = tuple(range(lead)) + tuple(
+            i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        if dims:
+            g = g.sum(dim=dims, keepdim=True)
+        if lead:
+            g = g.reshape(shape)
+        if g._data.shape != shape:
+            g = g.expand(shape) if g.numel() == 1 else g.reshape(shape)
+    if g._dtype is not d:
+        g = g.to(d)
+    return g
+
+
+def _no_complex(name):
+    raise NotImplementedError(
+        f"jitorch: autograd through complex tensors is not implemented yet (op '{name}')")
+
+
+class AccumulateGrad(Node):
+    """Writes (or adds to) a leaf's `.grad`."""
+
+    __slots__ = ("variable",)
+
+    def __init__(self, variable: Tensor):
+        super().__init__()
+        self.variable = variable
+        self.next_edges = ()
+        self.out_meta = ((variable._data.shape, variable._dtype),)
+
+    def name(self):
+        return "AccumulateGrad"
+
+    def accumulate(self, g: Tensor, create_graph: bool):
+        var = self.variable
+        if g._dtype is not var._dtype:
+            g = g.to(var._dtype)
+        if var._grad is None:
+            var._grad = g if create_graph else Tensor._make(np.array(g._data), g._dtype)
+        elif create_graph or var._grad._requires_grad:
+            var._grad = var._grad + g
+        else:
+            var._grad._data += g._data
+            var._grad._version[0] += 1
+
+
+class _AccumOp:
+    name = "AccumulateGrad"
+
+
+def _backward_name(name: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_")) + "Backward0"
+
+
+def _output_desc(t: Tensor) -> str:
+    if t._grad_fn is None:
+        return ""
+    return f", which is output {t._output_nr} of {t._grad_fn.name()}"
+
+
+def edge_of(t: Tensor):
+    """Where gradient for `t` goes: its grad_fn output, or its (shared) accumulator."""
+    if t._grad_fn is not None:
+        return (t._grad_fn, t._output_nr)
+    acc = t._accum() if t._accum is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        t._accum = weakref.ref(acc)
+    return (acc, 0)
+
+
+def record(op, slots, attrs, outs) -> None:
+    """Attach a backward node to `outs` if any input requires grad."""
+    flat = []
+    for name, s in zip(op.tensors, slots):
+        if name in op.lists:
+            flat.extend(s)
+        else:
+            flat.append(s)
+    for t in flat:
+        if isinstance(t, Tensor) and t._requires_grad:
+            break
+    else:
+        return
+    node = Node()
+    node.op = op
+    node.next_edges = tuple(edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
+                            for t in flat)
+    node.in_meta = tuple((t._data.shape, t._dtype) if isinstance(t, Tensor) else None
+                         for t in flat)
+    outs_l = outs if isinstance(outs, (tuple, list)) else (outs,)
+    node.out_meta = tuple((o._data.shape, o._dtype) for o in outs_l)
+    if op.vjp_params:
+        saved, versions = {}, []
+        slot_of = dict(zip(op.tensors, slots))
+        for kind, name in op.vjp_params:
+            if kind == "slot":
+                v = slot_of[name]
+                saved[name] = v
+                for t in (v if isinstance(v, (list, tuple)) else (v,)):
+                    if isinstance(t, Tensor):
+                        versions.append((t, t._version[0]))
+            elif kind == "result":
+                saved[name] = outs
+                for o in outs_l:
+                    versions.append((o, o._version[0]))
+            elif kind == "attr":
+                saved[name] = attrs[name]
+            elif kind == "shape":
+                saved[name + "_shape"] = slot_of[name]._data.shape
+            elif kind == "dtype":
+                saved[name + "_dtype"] = slot_of[name]._dtype
+        node.saved = saved
+        node.versions = tuple(versions)
+    for k, o in enumerate(outs_l):
+        if o._dtype.category >= dt.FLOAT:
+            o._requires_grad = True
+            o._grad_fn = node
+            o._output_nr = k
+
+
+# --- tensor hooks -------------------------------------------------------------------------------
+class _RemovableHandle:
+    def __init__(self, owner, attr, fn, key=None):
+        self.owner, self.attr, self.fn, self.key = owner, attr, fn, key
+
+    def remove(self):
+        hooks = getattr(self.owner, self.attr)
+        if self.key is not None:
+            hooks = hooks.get(self.key, [])
+        if hooks and self.fn in hooks:
+            hooks.remove(self.fn)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_tensor_hook(t: Tensor, hook):
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if t._grad_fn is None:
+        acc, _ = edge_of(t)
+        t._hooks = acc  # keep the accumulator (and so its hooks) alive with the tensor
+        acc.tensor_hooks = acc.tensor_hooks or {}
+        acc.tensor_hooks.setdefault(0, []).append(hook)
+        return _RemovableHandle(acc, "tensor_hooks", hook, 0)
+    node = t._grad_fn
+    node.tensor_hooks = node.tensor_hooks or {}
+    node.tensor_hooks.setdefault(t._output_nr, []).append(hook)
+    return _RemovableHandle(node, "tensor_hooks", hook, t._output_nr)
+
+
+def retain_grad(t: Tensor) -> None:
+    if not t._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if t._grad_fn is None or t._retains_grad:
+        return
+    node = t._grad_fn
+    node.retains = node.retains or {}
+    node.retains[t._output_nr] = weakref.ref(t)
+    t._retains_grad = True

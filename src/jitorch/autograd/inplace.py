@@ -1,0 +1,71 @@
+"""In-place ops under autograd: `x.add_(y)`, `x[i] = v`, `x.copy_(y)`.
+
+Owns PyTorch's in-place rules: a leaf that requires grad (or a view of one) cannot be modified in
+place while grad mode is on; the written tensor takes the op's node as its new history; writing
+through a view rebases the view's base onto a `copy_slices` node, so gradients reach both the
+old base value and the written source. Every in-place write bumps the shared version counter.
+"""
+from __future__ import annotations
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from . import grad_mode
+
+
+def check_inplace_allowed(self: Tensor) -> None:
+    if not grad_mode._state.enabled:
+        return
+    if self._grad_fn is None and self._requires_grad:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    b = self._base
+    if b is not None and b._grad_fn is None and b._requires_grad:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                           "in-place operation.")
+
+
+def apply_inplace(op, self: Tensor, slots: tuple, attrs: dict) -> Tensor:
+    from .._ops.registry import dispatch, _pt_name
+    check_inplace_allowed(self)
+    tracking = grad_mode._state.enabled and op.vjp is not None and any(
+        isinstance(s, Tensor) and s._requires_grad for s in slots)
+    if tracking and self._requires_grad and any(k == "slot" and n == op.tensors[0]
+                                               for k, n in op.vjp_params):
+        # the rule reads the old value of self: give it a copy that keeps self's history
+        slots = (self.clone(),) + tuple(slots[1:])
+    r = dispatch(op, slots, attrs)
+    write_result(self, r, op.name)
+    if tracking and r._requires_grad:
+        rebase_history(self, r)
+    if r._tangent is not None:
+        self._tangent = r._tangent
+    return self
+
+
+def write_result(self: Tensor, r: Tensor, name: str) -> None:
+    from .._ops.registry import _pt_name
+    if not dt.can_cast(r._dtype, self._dtype):
+        raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
+                           f"output type {_pt_name(self._dtype)}")
+    if r._data.shape != self._data.shape:
+        raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
+                           f"broadcast shape {list(r._data.shape)}")
+    self._data[...] = r._data
+    self._version[0] += 1
+
+
+def rebase_history(self: Tensor, r: Tensor) -> None:
+    """Make `self` (just overwritten with r's values) carry r's history."""
+    base = self._base
+    if base is None or self._view_fn is None:
+        self._grad_fn, self._output_nr, self._requires_grad = r._grad_fn, r._output_nr, True
+        return
+    from .._ops.conversion import copy_slices
+    old = Tensor._make(base._data, base._dtype)
+    old._grad_fn, old._output_nr = base._grad_fn, base._output_nr
+    old._requires_grad = base._requires_grad
+    old._accum = base._accum
+    new_base = copy_slices(old, r, self._view_fn)
+    base._grad_fn, base._output_nr, base._requires_grad = new_base._grad_fn, 0, True
+    v = self._view_fn(base)
+    self._grad_fn, self._output_nr, self._requires_grad = v._grad_fn, v._output_nr, True
