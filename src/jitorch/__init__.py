@@ -14,6 +14,8 @@ from . import autograd
 from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ._creation import *  # noqa: F401,F403
+from ._random import *  # noqa: F401,F403
+from . import linalg
 from ._ops import *  # noqa: F401,F403
 from ._ops.registry import PUBLIC as _PUBLIC
 

@@ -29,7 +29,7 @@ negative = defop("negative", _neg, kind="elementwise", inplace=True, vjp=lambda 
 exp = defop("exp", lambda input: np.exp(input),
             kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, result: g * result, jvp=lambda t_input, result: t_input * result,
-            scalar="exp({input})")
+            scalar="np.exp({input})")
 
 
 def _log(input):
@@ -39,9 +39,9 @@ def _log(input):
 
 log = defop("log", _log, kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, input: g / input, jvp=lambda t_input, input: t_input / input,
-            scalar="log({input})")
+            scalar="np.log({input})")
 
 tanh = defop("tanh", lambda input: np.tanh(input), kind="elementwise", dtype="float",
              inplace=True, vjp=lambda g, result: g * (1 - result * result),
              jvp=lambda t_input, result: t_input * (1 - result * result),
-             scalar="tanh({input})")
+             scalar="np.tanh({input})")

@@ -1,0 +1,1 @@
+"""`jitorch.linalg` (being written)."""
