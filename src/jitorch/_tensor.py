@@ -38,9 +38,19 @@ class Size(tuple):
 
 
 class Tensor:
-    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr",
-                 "_version", "_base", "_view_fn", "_accum", "_retains_grad", "_hooks",
-                 "_tangent", "_is_param", "__weakref__", "__dict__")
+    # Per-instance state lives in __dict__; the autograd fields default to these class
+    # attributes, so making a tensor sets only three fields (eager op overhead matters).
+    _requires_grad = False
+    _grad = None
+    _grad_fn = None
+    _output_nr = 0
+    _base = None
+    _view_fn = None
+    _accum = None
+    _retains_grad = False
+    _hooks = None
+    _tangent = None
+    _is_param = False
 
     # NumPy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__)
     __array_priority__ = 1000
@@ -60,10 +70,10 @@ class Tensor:
 
     @staticmethod
     def _make(arr: np.ndarray, dtype: dt.dtype | None = None) -> "Tensor":
-        t = object.__new__(Tensor)
-        if dtype is None:
-            dtype = dt.from_numpy_dtype(arr.dtype)
-        _init(t, arr, dtype)
+        t = _new(Tensor)
+        t._data = arr
+        t._dtype = dt.from_numpy_dtype(arr.dtype) if dtype is None else dtype
+        t._version = [0]
         return t
 
     # --- metadata ---------------------------------------------------------------------------
@@ -398,18 +408,10 @@ def _rebuild(arr, dtype_name, requires_grad):
 def _init(t: Tensor, arr: np.ndarray, dtype: dt.dtype) -> None:
     t._data = arr
     t._dtype = dtype
-    t._requires_grad = False
-    t._grad = None
-    t._grad_fn = None
-    t._output_nr = 0
     t._version = [0]
-    t._base = None
-    t._view_fn = None
-    t._accum = None
-    t._retains_grad = False
-    t._hooks = None
-    t._tangent = None
-    t._is_param = False
+
+
+_new = object.__new__
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

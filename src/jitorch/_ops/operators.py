@@ -1,13 +1,15 @@
 """Binds Python operators on Tensor (`+`, `@`, `<`, `~`, `+=`, ...) to registry ops.
 
-Operators look the op up by name when called, so an op family can be added without touching
-this file. Reflected forms swap operands; in-place forms call the op's in-place method.
+Operators bind the registry's public function directly when it is declared (this module is
+imported after every op family), else look it up by name at call time. Reflected forms swap
+operands; in-place forms call the op's in-place method.
 """
 from __future__ import annotations
 
 import sys
 
 from .._tensor import Tensor
+from .registry import PUBLIC
 
 _jt = None
 
@@ -20,11 +22,19 @@ def _ns():
 
 
 def _binary(name):
-    def fwd(self, other):
-        return getattr(_ns(), name)(self, other)
+    f = PUBLIC.get(name)
+    if f is not None:
+        def fwd(self, other):
+            return f(self, other)
 
-    def rev(self, other):
-        return getattr(_ns(), name)(other, self)
+        def rev(self, other):
+            return f(other, self)
+    else:
+        def fwd(self, other):
+            return getattr(_ns(), name)(self, other)
+
+        def rev(self, other):
+            return getattr(_ns(), name)(other, self)
 
     def inplace(self, other):
         return getattr(self, name + "_")(other)

@@ -27,6 +27,7 @@ pushing a dispatch mode (`push_mode`).
 from __future__ import annotations
 
 import inspect
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -35,10 +36,20 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ..autograd.forward_ad import propagate
+from ..autograd.graph import record
+from ..autograd.grad_mode import _fwd_level, _state as _grad_state
+
+_new = object.__new__
 
 OPS: dict[str, "OpDef"] = {}
 PUBLIC: dict[str, Callable] = {}  # public function name -> function (jitorch.<name>)
-_modes: list = []  # dispatch modes (tracers); the innermost handles every op call
+class _ModeStack(threading.local):
+    """Dispatch modes (tracers) per thread: the innermost handles every op call."""
+    stack: list = []
+
+
+_mode_state = _ModeStack()
 
 
 @dataclass(eq=False)
@@ -65,12 +76,15 @@ class OpDef:
 
 
 def push_mode(mode) -> None:
-    """Install a dispatch mode (e.g. a tracer): `mode(op, slots, attrs)` handles every op call."""
-    _modes.append(mode)
+    """Install a dispatch mode (e.g. a tracer) for this thread: `mode(op, slots, attrs)` then
+    handles every op call made by this thread."""
+    _mode_state.stack = _mode_state.stack + [mode]
 
 
 def pop_mode():
-    return _modes.pop()
+    mode = _mode_state.stack[-1]
+    _mode_state.stack = _mode_state.stack[:-1]
+    return mode
 
 
 # --- dtype rules -------------------------------------------------------------------------------
@@ -276,15 +290,24 @@ def _as_tensor_arg(x, op: OpDef, name: str):
 
 
 def dispatch(op: OpDef, slots: tuple, attrs: dict):
-    """Run one op call eagerly (or hand it to the active mode) and record autograd."""
-    if _modes:
-        return _modes[-1](op, slots, attrs)
+    """Run one op call eagerly (or hand it to the active mode) and record autograd.
+
+    This is the hot path of eager mode: the common elementwise case (tensor operands of one
+    dtype, no autograd) is kept to a handful of attribute reads around the NumPy call."""
+    modes = _mode_state.stack
+    if modes:
+        return modes[-1](op, slots, attrs)
     if op.kind == "elementwise":
         out_dtype, arrays = _elementwise_args(op, slots, attrs)
         res = op.impl(*arrays, **attrs)
-        if res.dtype != out_dtype.np:
+        if type(res) is not np.ndarray:
+            res = np.asarray(res)
+        if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
             res = res.astype(out_dtype.np)
-        outs = Tensor._make(res if type(res) is np.ndarray else np.asarray(res), out_dtype)
+        outs = _new(Tensor)
+        outs._data = res
+        outs._dtype = out_dtype
+        outs._version = [0]
     else:
         arrays = []
         for i, s in enumerate(slots):
@@ -301,10 +324,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict):
             _mark_views(op, slots, attrs, outs)
     if op.nondiff:
         return outs
-    if grad_mode._state.enabled and op.vjp is not None:
-        _record(op, slots, attrs, outs)
-    if grad_mode._fwd_level[0] and op.jvp is not None:
-        _forward_ad(op, slots, attrs, outs)
+    if _grad_state.enabled and op.vjp is not None:
+        record(op, slots, attrs, outs)
+    if _fwd_level[0] and op.jvp is not None:
+        propagate(op, slots, attrs, outs)
     return outs
 
 
@@ -318,23 +341,23 @@ def _list_item(op, x):
 def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
     """Promote operands, apply the dtype rule and cast arrays to the compute dtype."""
     t0 = slots[0]
-    if (len(slots) == 1 or (len(slots) == 2 and isinstance(slots[1], Tensor)
-                            and slots[1]._dtype is getattr(t0, "_dtype", None))) \
-            and isinstance(t0, Tensor):
-        d = t0._dtype  # fast path: one operand or equal dtypes
+    n = len(slots)
+    if type(t0) is Tensor and (n == 1 or (n == 2 and type(slots[1]) is Tensor
+                                          and slots[1]._dtype is t0._dtype)):
+        d = t0._dtype  # fast path: one operand, or two of one dtype
     else:
         for i, s in enumerate(slots):
             if not isinstance(s, Tensor):
                 slots = slots[:i] + (_as_tensor_arg(s, op, op.tensors[i]),) + slots[i + 1:]
         d = _operand_dtype(slots)
-    compute, out = op.dtype_rule(d, **attrs) if op.extra.get("dtype_attrs") else \
-        op.dtype_rule(d)
+    rule = op.dtype_rule
+    compute, out = rule(d, **attrs) if op.extra.get("dtype_attrs") else rule(d)
     cnp = compute.compute
     arrays = []
     for s in slots:
         if isinstance(s, Tensor):
             a = s._data
-            arrays.append(a if a.dtype == cnp else a.astype(cnp))
+            arrays.append(a if a.dtype is cnp or a.dtype == cnp else a.astype(cnp))
         elif s is None:
             arrays.append(None)
         else:
@@ -408,12 +431,3 @@ def inplace_dispatch(op: OpDef, self: Tensor, slots: tuple, attrs: dict):
     return inplace.apply_inplace(op, self, slots, attrs)
 
 
-# --- autograd / forward-AD recording -------------------------------------------------------------
-def _record(op, slots, attrs, outs):
-    from ..autograd.graph import record
-    record(op, slots, attrs, outs)
-
-
-def _forward_ad(op, slots, attrs, outs):
-    from ..autograd.forward_ad import propagate
-    propagate(op, slots, attrs, outs)

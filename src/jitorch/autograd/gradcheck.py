@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from . import grad_mode
 from .engine import grad as autograd_grad
 
 
@@ -21,29 +20,30 @@ def _outputs(fn, inputs):
 
 
 def _numerical(fn, inputs, eps):
-    """Per differentiable input: array [n_in, total_out] of d out / d in."""
-    with grad_mode.no_grad():
-        base = _outputs(fn, inputs)
-        n_out = sum(o.numel() for o in base)
-        jacs = []
-        for t in inputs:
-            if not (isinstance(t, Tensor) and t._requires_grad):
-                continue
-            flat = t._data.reshape(-1)  # a view: t must be contiguous
-            if not np.shares_memory(flat, t._data):
-                raise ValueError("gradcheck needs contiguous inputs")
-            J = np.zeros((flat.size, n_out), dtype=np.float64)
-            for i in range(flat.size):
-                orig = flat[i].copy()
-                flat[i] = orig + eps
-                plus = np.concatenate([o._data.astype(np.float64).ravel()
-                                       for o in _outputs(fn, inputs)])
-                flat[i] = orig - eps
-                minus = np.concatenate([o._data.astype(np.float64).ravel()
-                                        for o in _outputs(fn, inputs)])
-                flat[i] = orig
-                J[i] = (plus - minus) / (2 * eps)
-            jacs.append(J)
+    """Per differentiable input: array [n_in, total_out] of d out / d in.
+
+    Runs with grad mode on: the function may itself call autograd (gradgradcheck)."""
+    base = _outputs(fn, inputs)
+    n_out = sum(o.numel() for o in base)
+    jacs = []
+    for t in inputs:
+        if not (isinstance(t, Tensor) and t._requires_grad):
+            continue
+        flat = t._data.reshape(-1)  # a view: t must be contiguous
+        if not np.shares_memory(flat, t._data):
+            raise ValueError("gradcheck needs contiguous inputs")
+        J = np.zeros((flat.size, n_out), dtype=np.float64)
+        for i in range(flat.size):
+            orig = flat[i].copy()
+            flat[i] = orig + eps
+            plus = np.concatenate([o._data.astype(np.float64).ravel()
+                                   for o in _outputs(fn, inputs)])
+            flat[i] = orig - eps
+            minus = np.concatenate([o._data.astype(np.float64).ravel()
+                                    for o in _outputs(fn, inputs)])
+            flat[i] = orig
+            J[i] = (plus - minus) / (2 * eps)
+        jacs.append(J)
     return jacs
 
 
