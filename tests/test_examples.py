@@ -13,8 +13,8 @@ def load(name):
 
 
 def test_quickstart_fits_sine(capsys):
-    final = load("quickstart").main(steps=300)
+    final = load("quickstart").main(steps=2000)
     out = capsys.readouterr().out
     assert "Result: y =" in out
-    # the cubic fit of sin on [-pi, pi] by this recipe goes below 100 within a few hundred steps
-    assert final < 100.0
+    # PyTorch's own run of this recipe ends near 9 after 2000 steps (from about 1e4-1e5)
+    assert final < 30.0

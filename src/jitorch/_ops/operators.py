@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
+from .. import _dtype as dt
 from .._tensor import Tensor
-from .registry import PUBLIC
+from .registry import OPS, PUBLIC
 
 _jt = None
 
@@ -21,14 +24,27 @@ def _ns():
     return _jt
 
 
+# Operands an operator accepts; anything else (None, a str, a list, a dtype) gets
+# NotImplemented as in PyTorch, so `t == None` is False and `t + None` is Python's TypeError.
+_OPERANDS = (Tensor, bool, int, float, complex, np.number, np.bool_, np.ndarray)
+
+
 def _binary(name):
     f = PUBLIC.get(name)
     if f is not None:
+        # `2 - t`: the number comes first, which the public function refuses (PyTorch's
+        # torch.sub(2, t) is a TypeError), so reflected forms use the unchecked wrapper
+        f_any = OPS[name].fn_any if name in OPS else f
+
         def fwd(self, other):
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
             return f(self, other)
 
         def rev(self, other):
-            return f(other, self)
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
+            return f_any(other, self)
     else:
         def fwd(self, other):
             return getattr(_ns(), name)(self, other)
@@ -51,14 +67,32 @@ for _py, _op in _BINARY.items():
     setattr(Tensor, f"__r{_py}__", _r)
     setattr(Tensor, f"__i{_py}__", _i)
 
+
+
+def _compare(name):
+    def fwd(self, other):
+        if not isinstance(other, _OPERANDS):
+            return NotImplemented
+        return getattr(_ns(), name)(self, other)
+    return fwd
+
+
 _COMPARE = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
 for _py, _op in _COMPARE.items():
-    setattr(Tensor, f"__{_py}__", _binary(_op)[0])
+    setattr(Tensor, f"__{_py}__", _compare(_op))
+
+
+def _invert(self):
+    if self.dtype.category >= dt.FLOAT:  # the operator has its own check and message
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return _ns().bitwise_not(self)
+
 
 Tensor.__neg__ = lambda self: _ns().neg(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _ns().abs(self)
-Tensor.__invert__ = lambda self: _ns().bitwise_not(self)
+Tensor.__invert__ = _invert
 Tensor.__getitem__ = lambda self, idx: _ns()._getitem(self, idx)
 Tensor.__setitem__ = lambda self, idx, value: _ns()._setitem(self, idx, value)
 Tensor.__hash__ = lambda self: id(self)

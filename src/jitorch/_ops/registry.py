@@ -66,6 +66,7 @@ class OpDef:
     scalar: str | None
     view: Any  # False | True | "maybe": output 0 may share storage with input 0
     nondiff: bool  # outputs never require grad (comparisons, argmax, ...)
+    scalar_first: bool = False  # accepts a Python number as its first operand (pow(2, t))
     vjp_params: tuple = ()
     jvp_params: tuple = ()
     doc: str = ""
@@ -116,7 +117,7 @@ RULES = {
 def _int_only(name):
     def rule(d):
         if d.category > dt.INT:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
         return d, d
     return rule
 
@@ -124,7 +125,7 @@ def _int_only(name):
 def _no_complex(name, base="promote"):
     def rule(d):
         if d.category == dt.COMPLEX:
-            raise RuntimeError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_pt_name(d)}\'')
         return RULES[base](d)
     return rule
 
@@ -168,7 +169,7 @@ def _rule_params(fn, op_tensors, op_attrs, skip_first: bool):
 def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="other",
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
-          varargs=None, doc=None) -> Callable:
+          varargs=None, scalar_first=False, doc=None) -> Callable:
     """Declare an op once; returns its public function (also bound as method/in-place)."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
@@ -183,7 +184,8 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
         extra["varargs"] = varargs
     op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
-               view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra)
+               view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
+               scalar_first=scalar_first)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
     OPS[name] = op
@@ -222,11 +224,19 @@ def _signature_parts(op: OpDef, sig: inspect.Signature):
 
 def _varargs_line(op: OpDef) -> str:
     v = op.extra.get("varargs")
-    return f"    {v} = _norm_varargs({v})\n" if v else ""
+    return f"    {v} = _norm_varargs({v}, _kw, '{v}')\n" if v else ""
 
 
-def _norm_varargs(args: tuple):
-    """`x.view(2, 3)`, `x.view((2, 3))` and `x.view([2, 3])` all mean the tuple (2, 3)."""
+def _norm_varargs(args: tuple, kw=None, name=None):
+    """`x.view(2, 3)`, `x.view((2, 3))` and `x.view([2, 3])` all mean the tuple (2, 3); so does
+    the keyword form `x.view(size=(2, 3))`, as in PyTorch (`kw` holds it)."""
+    if kw:
+        bad = [k for k in kw if k != name]
+        if bad:
+            raise TypeError(f"got an unexpected keyword argument '{bad[0]}'")
+        if args:
+            raise TypeError(f"got multiple values for argument '{name}'")
+        args = (kw[name],)
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
     out = []
@@ -240,6 +250,15 @@ def _norm_varargs(args: tuple):
     return tuple(out)
 
 
+def _check_first(op: OpDef, x) -> None:
+    """PyTorch's functions take a Tensor first (`torch.exp(1.0)` is a TypeError), except the
+    few with a Scalar-first overload (`torch.pow(2, t)`), flagged `scalar_first`."""
+    if op.scalar_first and isinstance(x, (bool, int, float, complex, np.number, np.bool_)):
+        return
+    raise TypeError(f"{op.name}(): argument '{op.tensors[0]}' (position 1) must be Tensor, not "
+                    f"{type(x).__name__}")
+
+
 def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     """Generate `def name(<impl signature>, out=None)` that calls dispatch without inspect."""
     parts, ns = _signature_parts(op, sig)
@@ -247,14 +266,25 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     if "*" not in parts and not any(p.startswith("*") for p in parts):
         parts.append("*")
     parts.append("out=None")
+    if op.extra.get("varargs"):
+        parts.append("**_kw")
     slots = "(" + "".join(f"{n}, " for n in op.tensors) + ")"
     attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
+    first = op.tensors[0] if op.tensors else None
+    check = (f"    if not isinstance({first}, _Tensor):\n"
+             f"        _check_first(_op, {first})\n") if first and first not in op.lists else ""
+    ns.update({"_Tensor": Tensor, "_check_first": _check_first})
     src = (f"def {pyname}({', '.join(parts)}):\n"
-           + _varargs_line(op) +
+           + _varargs_line(op) + check +
            f"    r = _dispatch(_op, {slots}, {attrs})\n"
            f"    return r if out is None else _out(out, r)\n")
     exec(compile(src, f"<jitorch op {op.name}>", "exec"), ns)
+    if check:  # the same function without the Tensor-first check, for reflected operators
+        exec(compile(src.replace(check, "").replace(f"def {pyname}(", f"def {pyname}_any("),
+                     f"<jitorch op {op.name}>", "exec"), ns)
+        op.fn_any = ns[pyname + "_any"]
     fn = ns[pyname]
+    op.fn_any = getattr(op, "fn_any", fn)
     fn.__doc__ = op.doc
     fn.__qualname__ = pyname
     fn.__module__ = "jitorch"
@@ -265,6 +295,8 @@ def _make_inplace(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     parts, ns = _signature_parts(op, sig)
     ns.update({"_inplace": inplace_dispatch, "_op": op})
     first = op.tensors[0]
+    if op.extra.get("varargs"):
+        parts.append("**_kw")
     slots = "(" + "".join(f"{n}, " for n in op.tensors) + ")"
     attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
     src = (f"def {pyname}({', '.join(parts)}):\n"
@@ -299,11 +331,21 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict):
         return modes[-1](op, slots, attrs)
     if op.kind == "elementwise":
         out_dtype, arrays = _elementwise_args(op, slots, attrs)
-        res = op.impl(*arrays, **attrs)
+        try:
+            res = op.impl(*arrays, **attrs)
+        except ValueError:
+            _check_broadcast(arrays)
+            raise
         if type(res) is not np.ndarray:
             res = np.asarray(res)
         if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
-            res = res.astype(out_dtype.np)
+            if out_dtype.itemsize == 2:  # float32 -> half overflows to inf silently, as PyTorch
+                with np.errstate(over="ignore"):
+                    res = res.astype(out_dtype.np)
+            else:
+                res = res.astype(out_dtype.np)
+        elif res is arrays[0] or (len(arrays) > 1 and res is arrays[1]):
+            res = res.copy()  # an impl returned its operand: the result must not alias it
         outs = _new(Tensor)
         outs._data = res
         outs._dtype = out_dtype
@@ -329,6 +371,19 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict):
     if _fwd_level[0] and op.jvp is not None:
         propagate(op, slots, attrs, outs)
     return outs
+
+
+def _check_broadcast(arrays) -> None:
+    """Turn NumPy's broadcast ValueError into PyTorch's RuntimeError naming both sizes."""
+    shapes = [a.shape for a in arrays if isinstance(a, np.ndarray)]
+    nd = max((len(sh) for sh in shapes), default=0)
+    padded = [(1,) * (nd - len(sh)) + sh for sh in shapes]
+    for i in range(nd):
+        sizes = {p[i] for p in padded} - {1}
+        if len(sizes) > 1:
+            a, b = [p[i] for p in padded if p[i] != 1][:2]
+            raise RuntimeError(f"The size of tensor a ({a}) must match the size of tensor b "
+                               f"({b}) at non-singleton dimension {i}")
 
 
 def _list_item(op, x):
@@ -364,7 +419,10 @@ def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
             if compute.category < dt.scalar_category(s):
                 raise RuntimeError(f"{op.name}: result type {_pt_name(compute)} can't hold "
                                    f"scalar {s!r}")
-            arrays.append(np.asarray(s, dtype=cnp))
+            try:
+                arrays.append(np.asarray(s, dtype=cnp))
+            except OverflowError:  # PyTorch wraps out-of-range ints (uint8 == -1 is 255)
+                arrays.append(np.asarray(s).astype(cnp))
     return out, arrays
 
 
@@ -399,7 +457,8 @@ def _mark_views(op, slots, attrs, outs):
 
         def view_fn(b, _k=k, _p=parent_fn, _multi=multi):
             v = b if _p is None else _p(b)
-            r = op.fn(*((v,) + tuple(slots[1:])), **attrs)
+            # dispatch, not op.fn: attrs can't be passed by keyword to a `*varargs` wrapper
+            r = dispatch(op, (v,) + tuple(slots[1:]), attrs)
             return r[_k] if _multi else r
         o._view_fn = view_fn
 

@@ -63,7 +63,10 @@ def unpack_dual(tensor: Tensor, *, level=None) -> UnpackedDualTensor:
 
 
 def propagate(op, slots, attrs, outs) -> None:
-    if not any(isinstance(s, Tensor) and s._tangent is not None for s in slots):
+    if not any(isinstance(s, Tensor) and s._tangent is not None
+               or isinstance(s, (list, tuple)) and any(  # a list slot (einsum, cat)
+                   isinstance(x, Tensor) and x._tangent is not None for x in s)
+               for s in slots):
         return
     kwargs = {}
     slot_of = dict(zip(op.tensors, slots))
@@ -83,7 +86,10 @@ def propagate(op, slots, attrs, outs) -> None:
         elif kind == "attr":
             kwargs[name] = attrs[name]
         elif kind == "shape":
-            kwargs[name + "_shape"] = slot_of[name]._data.shape
+            v = slot_of[name]
+            # a list slot (cat's `tensors`) gives one shape per tensor
+            kwargs[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
+                                    else v._data.shape)
         elif kind == "dtype":
             kwargs[name + "_dtype"] = slot_of[name]._dtype
     level = grad_mode._fwd_level[0]

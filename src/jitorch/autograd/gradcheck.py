@@ -30,7 +30,7 @@ def _numerical(fn, inputs, eps):
         if not (isinstance(t, Tensor) and t._requires_grad):
             continue
         flat = t._data.reshape(-1)  # a view: t must be contiguous
-        if not np.shares_memory(flat, t._data):
+        if flat.size and not np.shares_memory(flat, t._data):
             raise ValueError("gradcheck needs contiguous inputs")
         J = np.zeros((flat.size, n_out), dtype=np.float64)
         for i in range(flat.size):

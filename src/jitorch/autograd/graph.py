@@ -236,7 +236,10 @@ def record(op, slots, attrs, outs) -> None:
             elif kind == "attr":
                 saved[name] = attrs[name]
             elif kind == "shape":
-                saved[name + "_shape"] = slot_of[name]._data.shape
+                v = slot_of[name]
+                # a list slot (cat's `tensors`) gives one shape per tensor
+                saved[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
+                                        else v._data.shape)
             elif kind == "dtype":
                 saved[name + "_dtype"] = slot_of[name]._dtype
         node.saved = saved
