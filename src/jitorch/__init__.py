@@ -15,9 +15,13 @@ from .autograd import enable_grad, inference_mode, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ._creation import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
-from . import linalg
+from ._tensor_str import *  # noqa: F401,F403
 from ._ops import *  # noqa: F401,F403
+globals().pop("linalg", None)  # the star import above bound the `_ops.linalg` module here
+from . import linalg  # noqa: E402  (the `jitorch.linalg` namespace)
+from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)
 from ._ops.registry import PUBLIC as _PUBLIC
+from . import return_types  # noqa: E402
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

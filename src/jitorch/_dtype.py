@@ -203,11 +203,10 @@ def promote_tiers(dim_dtypes, zero_dim_dtypes, scalar_cats) -> dtype:
 
 
 def _upgrade(current: dtype, higher: dtype) -> dtype:
-    """A lower tier of a higher category wins, but complex keeps a float64 tensor's width."""
-    if higher.category == COMPLEX and current is float64:
-        return complex128
+    """A lower tier of a higher category wins, but a floating tensor meeting a lower-tier complex
+    keeps its own width (PyTorch's toComplexType: float64 -> complex128, else complex64)."""
     if higher.category == COMPLEX and current.category == FLOAT:
-        return higher if higher is complex128 else complex64
+        return complex128 if current is float64 else complex64
     return higher
 
 
@@ -247,7 +246,7 @@ class finfo:
         self.min = _py_float(info.min)
         self.tiny = _py_float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = _py_float(info.resolution)
+        self.resolution = 10.0 ** -_py_int(info.precision)  # PyTorch: exactly 10**-precision
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "

@@ -17,8 +17,8 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 def reduce_dims(dim, ndim: int) -> tuple:
     """`dim` of a reduction (None, int, or sequence) as a sorted tuple of axes; () means all."""
-    if dim is None:
-        return tuple(range(ndim))
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return tuple(range(ndim))  # PyTorch: dim=[] reduces every dim, like dim=None
     if isinstance(dim, (list, tuple)):
         axes = tuple(sorted(wrap_dim(d, ndim) for d in dim))
         if len(set(axes)) != len(axes):

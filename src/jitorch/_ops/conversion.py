@@ -2,6 +2,8 @@
 `copy_slices` node that in-place writes through views use (see autograd/inplace.py)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype as dt
@@ -14,7 +16,12 @@ __all__ = ["clone"]
 
 
 def _to_dtype_impl(input, dtype):
-    return input.astype(dtype.np)
+    if input.dtype.kind == "c" and dtype.category != dt.COMPLEX:
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=4)
+        input = input.real
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is silent in PyTorch
+        return input.astype(dtype.np)
 
 
 _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
@@ -109,9 +116,11 @@ def _copy_slices_impl(base, src, view_fn):
 
 
 def _copy_slices_vjp(g, view_fn):
-    gb = g.clone()
-    view_fn(gb)._data[...] = 0
-    return gb, view_fn(g)
+    # zero the overwritten region with an op, not by writing a clone's data: double backward
+    # must see that the base's gradient does not depend on g there
+    region = Tensor._make(np.zeros(g._data.shape, np.bool_))
+    view_fn(region)._data[...] = True
+    return g.masked_fill(region, 0), view_fn(g)
 
 
 copy_slices = defop("_copy_slices", _copy_slices_impl, tensors=("base", "src"), method=False,

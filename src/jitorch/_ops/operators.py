@@ -98,6 +98,13 @@ Tensor.__setitem__ = lambda self, idx, value: _ns()._setitem(self, idx, value)
 Tensor.__hash__ = lambda self: id(self)
 
 Tensor.T = property(lambda self: self.permute(tuple(range(self.ndim - 1, -1, -1))))
-Tensor.mT = property(lambda self: self.transpose(-2, -1))
+def _mT(self):
+    if self.ndim < 2:
+        raise RuntimeError(f"tensor.mT is only supported on matrices or batches of matrices. "
+                           f"Got {self.ndim}-D tensor.")
+    return self.transpose(-2, -1)
+
+
+Tensor.mT = property(_mT)
 Tensor.H = property(lambda self: self.T.conj() if self.is_complex() else self.T)
 Tensor.mH = property(lambda self: self.mT.conj() if self.is_complex() else self.mT)

@@ -50,8 +50,17 @@ def write_result(self: Tensor, r: Tensor, name: str) -> None:
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(r._data.shape)}")
+    check_writable(self)
     self._data[...] = r._data
     self._version[0] += 1
+
+
+def check_writable(self: Tensor) -> None:
+    """An expanded tensor has elements that share memory: writing to it is ambiguous."""
+    if not self._data.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
 
 
 def rebase_history(self: Tensor, r: Tensor) -> None:

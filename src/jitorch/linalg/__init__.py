@@ -1,1 +1,28 @@
-"""`jitorch.linalg` (being written)."""
+"""`jitorch.linalg`: PyTorch's linear algebra namespace. Re-exports only; the ops are declared
+in `jitorch/_ops/linalg*.py` (the top-level aliases such as `jitorch.det` live there too)."""
+from .._ops._linalg_util import LinAlgError
+from .._ops.linalg import matmul
+from .._ops.linalg_misc import linalg_cross as cross
+from .._ops.linalg_misc import matrix_power, multi_dot, vecdot
+from .._ops.linalg_decomp import eigh, eigvalsh, solve
+from .._ops.linalg_decomp import linalg_cholesky as cholesky
+from .._ops.linalg_decomp import linalg_det as det
+from .._ops.linalg_decomp import linalg_inv as inv
+from .._ops.linalg_decomp import linalg_qr as qr
+from .._ops.linalg_decomp import linalg_slogdet as slogdet
+from .._ops.linalg_diag import linalg_diagonal as diagonal
+from .._ops.linalg_norm import matrix_norm, norm, vector_norm
+from .._ops.linalg_svd import linalg_svd as svd
+from .._ops.linalg_svd import lstsq, matrix_rank, pinv, svdvals
+
+__all__ = ["LinAlgError", "matrix_power", "cross", "matmul", "multi_dot", "vecdot", "eigh",
+           "eigvalsh", "solve", "cholesky", "det", "inv", "qr", "slogdet", "diagonal",
+           "matrix_norm", "norm", "vector_norm", "svd", "lstsq", "matrix_rank", "pinv",
+           "svdvals"]
+
+for _name in __all__:  # the wrappers are defined as `linalg_<name>` next to the top-level ops
+    _fn = globals()[_name]
+    if callable(_fn) and getattr(_fn, "__name__", "").startswith("linalg_"):
+        _fn.__name__ = _fn.__qualname__ = _name
+        _fn.__module__ = __name__
+del _name, _fn
