@@ -17,8 +17,7 @@ from ._creation import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
 from ._tensor_str import *  # noqa: F401,F403
 from ._ops import *  # noqa: F401,F403
-globals().pop("linalg", None)  # the star import above bound the `_ops.linalg` module here
-from . import linalg  # noqa: E402  (the `jitorch.linalg` namespace)
+from . import linalg  # the `jitorch.linalg` namespace
 from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)
 from ._ops.registry import PUBLIC as _PUBLIC
 from . import return_types  # noqa: E402

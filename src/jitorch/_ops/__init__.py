@@ -1,28 +1,20 @@
-"""The op families. Importing this package declares every op in the registry; the public
-functions are re-exported by `jitorch/__init__.py` through each family's `__all__`."""
+"""The op families. Importing this package declares every op in the registry.
+
+`__all__` is the union of the families' `__all__` lists, so `from jitorch._ops import *` (done
+by `jitorch/__init__.py`) exports op functions only, never the family modules themselves.
+Module names never equal an op name (`sorting`, not `sort`), so `_ops.<module>` stays a module.
+"""
 from . import registry  # noqa: F401
-from .binary import *  # noqa: F401,F403
-from .ternary import *  # noqa: F401,F403
-from .compare import *  # noqa: F401,F403
-from .complex_ops import *  # noqa: F401,F403
-from .conversion import *  # noqa: F401,F403
-from .indexing import *  # noqa: F401,F403
-from .scatter import *  # noqa: F401,F403
-from .linalg import *  # noqa: F401,F403
-from .linalg_misc import *  # noqa: F401,F403
-from .einsum import *  # noqa: F401,F403
-from .linalg_diag import *  # noqa: F401,F403
-from .linalg_decomp import *  # noqa: F401,F403
-from .linalg_svd import *  # noqa: F401,F403
-from .linalg_norm import *  # noqa: F401,F403
-from .minmax import *  # noqa: F401,F403
-from .moments import *  # noqa: F401,F403
-from .reduce import *  # noqa: F401,F403
-from .scan import *  # noqa: F401,F403
-from .search import *  # noqa: F401,F403
-from .shape import *  # noqa: F401,F403
-from .join import *  # noqa: F401,F403
-from .reorder import *  # noqa: F401,F403
-from .sort import *  # noqa: F401,F403
-from .unary import *  # noqa: F401,F403
-from . import operators  # noqa: F401  (binds Tensor dunders; must come last)
+from . import (binary, compare, complex_ops, conversion, einsum_ops, indexing, join, linalg,
+               linalg_decomp, linalg_diag, linalg_misc, linalg_norm, linalg_svd, minmax,
+               moments, reduce, reorder, scan, scatter_ops, search, shape, sorting, ternary,
+               unary)
+from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
+
+_FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, join, linalg,
+             linalg_decomp, linalg_diag, linalg_misc, linalg_norm, linalg_svd, minmax, moments,
+             reduce, reorder, scan, scatter_ops, search, shape, sorting, ternary, unary)
+
+__all__ = sorted({name for m in _FAMILIES for name in getattr(m, "__all__", ())})
+globals().update({name: getattr(m, name) for m in _FAMILIES
+                  for name in getattr(m, "__all__", ())})

@@ -43,7 +43,7 @@ def _check(input, q, interpolation):
 
 def _plan(input, q, dim, interpolation, ignore_nan):
     """Working-layout (reduced axis last, Q values there) indices, weights and sorted values."""
-    from .sort import stable_argsort
+    from .sorting import stable_argsort
     if dim is None:
         xw = input.reshape(-1)
     else:
