@@ -16,6 +16,7 @@ from .autograd.grad_mode import is_grad_enabled, is_inference_mode_enabled
 from ._creation import *  # noqa: F401,F403
 from ._random import *  # noqa: F401,F403
 from ._tensor_str import *  # noqa: F401,F403
+from . import _random as random  # `jitorch.random.manual_seed`, `fork_rng`, ...
 from ._ops import *  # noqa: F401,F403
 from . import linalg  # the `jitorch.linalg` namespace
 from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)

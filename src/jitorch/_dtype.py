@@ -157,6 +157,10 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     key = (type1, type2)
     r = _PAIR_CACHE.get(key)
     if r is None:
+        for t in key:
+            if not isinstance(t, dtype):
+                raise TypeError(f"promote_types(): argument must be jitorch.dtype, not "
+                                f"{type(t).__name__}")
         r = _PAIR_CACHE[key] = _promote_pair(type1, type2)
     return r
 
@@ -224,6 +228,8 @@ def result_type(tensor1, tensor2) -> dtype:
 
 def can_cast(from_: dtype, to: dtype) -> _py_bool:
     """`torch.can_cast`: casting allowed under PyTorch's same-kind rule (no category demotion)."""
+    if not isinstance(from_, dtype) or not isinstance(to, dtype):
+        raise TypeError("can_cast(): arguments must be jitorch.dtype")
     if from_.category > to.category:
         return False
     return True

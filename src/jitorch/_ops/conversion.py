@@ -16,6 +16,8 @@ __all__ = ["clone"]
 
 
 def _to_dtype_impl(input, dtype):
+    if input.dtype.kind == "c" and dtype is dt.bool:
+        return input != 0  # nonzero test on both parts, silently, as in PyTorch
     if input.dtype.kind == "c" and dtype.category != dt.COMPLEX:
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=4)
@@ -96,10 +98,10 @@ def fill_(self: Tensor, value) -> Tensor:
                                f"with {value.dim()} dimensions.")
         return copy_(self, value)
     check_inplace_allowed(self)
-    if self._dtype.category < dt.scalar_category(value) and self._dtype is not dt.bool:
-        if not (self._dtype.category == dt.INT and dt.scalar_category(value) == dt.FLOAT):
-            raise RuntimeError(f"value cannot be converted to type {self._dtype} without "
-                               "overflow")
+    from .._creation import _convert_scalar
+    value = _convert_scalar(value, self._dtype)  # PyTorch's overflow check and message
+    from ..autograd.inplace import check_writable
+    check_writable(self)
     self._data[...] = value
     self._version[0] += 1
     if grad_mode._state.enabled and self._requires_grad and self._grad_fn is not None:

@@ -89,7 +89,7 @@ def propagate(op, slots, attrs, outs) -> None:
             v = slot_of[name]
             # a list slot (cat's `tensors`) gives one shape per tensor
             kwargs[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
-                                    else v._data.shape)
+                                    else v._data.shape if isinstance(v, Tensor) else ())
         elif kind == "dtype":
             kwargs[name + "_dtype"] = slot_of[name]._dtype
     level = grad_mode._fwd_level[0]

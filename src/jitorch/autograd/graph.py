@@ -32,7 +32,7 @@ class Node:
     """A backward function: `apply(grads of outputs) -> grads of inputs`."""
 
     __slots__ = ("op", "attrs", "next_edges", "saved", "versions", "in_meta", "out_meta",
-                 "seq", "pre_hooks", "hooks", "tensor_hooks", "retains", "freed",
+                 "multi", "seq", "pre_hooks", "hooks", "tensor_hooks", "retains", "freed",
                  "custom", "metadata", "__weakref__")
 
     def __init__(self):
@@ -45,6 +45,7 @@ class Node:
         self.saved = None
         self.versions = ()
         self.custom = None
+        self.multi = False  # the op returned a tuple/list: its rule gets a tuple of grads
         self.metadata = {}
 
     def name(self) -> str:
@@ -94,7 +95,7 @@ class Node:
             elif grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX:
                 _no_complex(op.name)
         saved = self.unpack() if op.vjp_params else None
-        g = grads[0] if len(self.out_meta) == 1 else tuple(grads)
+        g = tuple(grads) if self.multi else grads[0]
         kwargs = {}
         if saved is not None:
             kwargs = saved
@@ -217,7 +218,8 @@ def record(op, slots, attrs, outs) -> None:
                             for t in flat)
     node.in_meta = tuple((t._data.shape, t._dtype) if isinstance(t, Tensor) else None
                          for t in flat)
-    outs_l = outs if isinstance(outs, (tuple, list)) else (outs,)
+    node.multi = isinstance(outs, (tuple, list))
+    outs_l = outs if node.multi else (outs,)
     node.out_meta = tuple((o._data.shape, o._dtype) for o in outs_l)
     if op.vjp_params:
         saved, versions = {}, []
@@ -239,7 +241,7 @@ def record(op, slots, attrs, outs) -> None:
                 v = slot_of[name]
                 # a list slot (cat's `tensors`) gives one shape per tensor
                 saved[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
-                                        else v._data.shape)
+                                        else v._data.shape if isinstance(v, Tensor) else ())
             elif kind == "dtype":
                 saved[name + "_dtype"] = slot_of[name]._dtype
         node.saved = saved
