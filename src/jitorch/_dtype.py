@@ -91,7 +91,9 @@ def _by_name(name: str) -> dtype:
 
 def from_numpy_dtype(np_dtype) -> dtype:
     """The jitorch dtype of a NumPy dtype; TypeError for ones PyTorch lacks (e.g. uint16, str)."""
-    d = _BY_NP.get(np.dtype(np_dtype))
+    d = _BY_NP.get(np_dtype)
+    if d is None:
+        d = _BY_NP.get(np.dtype(np_dtype))
     if d is None:
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported "
@@ -104,6 +106,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
 _default = [float32]
 
 
+_default_listeners: list = []  # called after set_default_dtype (e.g. to drop memoised rules)
+
+
 def get_default_dtype() -> dtype:
     return _default[0]
 
@@ -112,6 +117,8 @@ def set_default_dtype(d: dtype) -> None:
     if not isinstance(d, dtype) or d.category != FLOAT:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")
     _default[0] = d
+    for listener in _default_listeners:
+        listener()
 
 
 def default_complex() -> dtype:

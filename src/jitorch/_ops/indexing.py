@@ -387,7 +387,13 @@ _index_backward = defop(
 
 def _getitem(self: Tensor, idx) -> Tensor:
     """`self[idx]`: a view for ints, slices, None and Ellipsis; a copy with index tensors."""
-    basic, adv, tensors = _parse(self._data.shape, idx)
+    shape = self._data.shape
+    if type(idx) is int and shape:  # fast path: x[i], the most common index
+        size = shape[0]
+        if not -size <= idx < size:
+            raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {size}")
+        return _index_view(self, (idx % size,))
+    basic, adv, tensors = _parse(shape, idx)
     if not adv:
         return _index_view(self, basic)
     return _index(self, tensors, basic, adv)

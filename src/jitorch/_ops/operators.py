@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from .indexing import _getitem, _setitem
 from .registry import OPS, PUBLIC
 
 _jt = None
@@ -93,8 +94,8 @@ Tensor.__neg__ = lambda self: _ns().neg(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _ns().abs(self)
 Tensor.__invert__ = _invert
-Tensor.__getitem__ = lambda self, idx: _ns()._getitem(self, idx)
-Tensor.__setitem__ = lambda self, idx, value: _ns()._setitem(self, idx, value)
+Tensor.__getitem__ = _getitem
+Tensor.__setitem__ = _setitem
 Tensor.__hash__ = lambda self: id(self)
 
 Tensor.T = property(lambda self: self.permute(tuple(range(self.ndim - 1, -1, -1))))

@@ -48,7 +48,13 @@ def _summed(input, dim, keepdim, dtype, np_fn):
 
 # --- sum / mean ----------------------------------------------------------------------------------
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
+    if dim is None and dtype is None and input.dtype.kind == "f" and input.itemsize > 2:
+        # fast path for x.sum(): np.add.reduce skips np.sum's Python-level dispatch
+        return np.asarray(_add_reduce(input, axis=None, keepdims=keepdim))
     return _summed(input, dim, keepdim, dtype, np.sum)
+
+
+_add_reduce = np.add.reduce
 
 
 def _sum_vjp(g, input_shape, dim, keepdim):

@@ -42,6 +42,7 @@ from ..autograd.graph import record
 from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 
 _new = object.__new__
+_dtype_of = dt.from_numpy_dtype
 
 # PyTorch computes IEEE results (inf, nan) silently. NumPy warns instead; silence the floating
 # point RuntimeWarnings raised from op implementations (they live in jitorch._ops.*) without
@@ -77,6 +78,7 @@ class OpDef:
     jvp_params: tuple = ()
     doc: str = ""
     extra: dict = field(default_factory=dict)
+    rule_cache: dict = field(default_factory=dict)
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -406,13 +408,16 @@ def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
     if type(t0) is Tensor and (n == 1 or (n == 2 and type(slots[1]) is Tensor
                                           and slots[1]._dtype is t0._dtype)):
         d = t0._dtype  # fast path: one operand, or two of one dtype
+        same = True
     else:
         for i, s in enumerate(slots):
             if not isinstance(s, Tensor):
                 slots = slots[:i] + (_as_tensor_arg(s, op, op.tensors[i]),) + slots[i + 1:]
         d = _operand_dtype(slots)
-    rule = op.dtype_rule
-    compute, out = rule(d, **attrs) if op.extra.get("dtype_attrs") else rule(d)
+        same = False
+    compute, out = _apply_rule(op, d, attrs)
+    if same and compute is d and d.compute is d.np:
+        return out, [s._data for s in slots]
     cnp = compute.compute
     arrays = []
     for s in slots:
@@ -432,7 +437,39 @@ def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
     return out, arrays
 
 
+def _clear_rule_caches() -> None:
+    for op in OPS.values():
+        op.rule_cache.clear()
+
+
+dt._default_listeners.append(_clear_rule_caches)  # "float" rules read the default dtype
+
+
+def _apply_rule(op: OpDef, d: dt.dtype, attrs: dict):
+    """The op's dtype rule, memoised: rules are pure functions of (dtype, attrs)."""
+    if op.extra.get("dtype_attrs"):
+        try:
+            vals = tuple(attrs.values())
+            key = (d,) + vals + tuple(map(type, vals))  # True == 1, but not as an alpha
+            r = op.rule_cache.get(key)
+        except TypeError:  # an unhashable attr (e.g. a tensor alpha): no memo
+            return op.dtype_rule(d, **attrs)
+        if r is None:
+            r = op.rule_cache[key] = op.dtype_rule(d, **attrs)
+        return r
+    r = op.rule_cache.get(d)
+    if r is None:
+        r = op.rule_cache[d] = op.dtype_rule(d)
+    return r
+
+
 def _wrap(res):
+    if type(res) is np.ndarray:  # the common case first: one array out
+        t = _new(Tensor)
+        t._data = res
+        t._dtype = _dtype_of(res.dtype)
+        t._version = [0]
+        return t
     if isinstance(res, tuple):
         return tuple(_wrap(r) for r in res)
     if isinstance(res, list):
