@@ -9,7 +9,7 @@ import time
 import timeit
 
 
-def per_call(fn, min_time: float = 0.2, repeat: int = 5) -> float:
+def per_call(fn, min_time: float = 0.5, repeat: int = 9) -> float:
     """Seconds per call: best of `repeat` runs, each long enough to be measurable."""
     fn()  # warm up (allocations, caches, first-call paths)
     n = 1

@@ -45,7 +45,7 @@ class Tensor:
     _grad_fn = None
     _output_nr = 0
     _base = None
-    _view_fn = None
+    _view_spec = None  # set on views by the registry; Tensor._view_fn replays it
     _accum = None
     _retains_grad = False
     _hooks = None

@@ -279,7 +279,15 @@ def _trim_basic(basic: list, shape: tuple) -> tuple:
 
 def _np_basic(basic: tuple) -> tuple:
     # the trailing Ellipsis keeps results arrays (a[1] of a 1-d array would be a NumPy scalar)
-    return tuple(slice(*b) if isinstance(b, tuple) else b for b in basic) + (Ellipsis,)
+    r = _NP_BASIC.get(basic)
+    if r is None:
+        r = tuple([slice(*b) if isinstance(b, tuple) else b for b in basic]) + (Ellipsis,)
+        if len(_NP_BASIC) < 4096:  # memo: loops index with the same few keys
+            _NP_BASIC[basic] = r
+    return r
+
+
+_NP_BASIC: dict = {}
 
 
 def _np_adv(indices: list, adv: tuple) -> tuple:

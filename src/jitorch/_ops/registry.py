@@ -483,27 +483,48 @@ def _wrap(res):
     return Tensor._make(res)
 
 
+class _ViewFn:
+    """Replays a view op on a new base: `view_fn(base) -> view` (for writes through views).
+
+    Views store only a cheap spec tuple (`_view_spec`: op, other slots, attrs, output index,
+    parent spec); `Tensor._view_fn` builds this callable when an in-place write needs it."""
+
+    __slots__ = ("op", "rest", "attrs", "k", "parent")
+
+    def __init__(self, op, rest, attrs, k, parent):
+        self.op, self.rest, self.attrs, self.k, self.parent = op, rest, attrs, k, parent
+
+    def __call__(self, b):
+        v = b if self.parent is None else _ViewFn(*self.parent)(b)
+        # dispatch, not op.fn: attrs can't be passed by keyword to a `*varargs` wrapper
+        r = dispatch(self.op, (v,) + self.rest, self.attrs)
+        return r if self.k < 0 else r[self.k]
+
+
+Tensor._view_fn = property(
+    lambda self: None if self._view_spec is None else _ViewFn(*self._view_spec))
+
+
 def _mark_views(op, slots, attrs, outs):
     """Outputs of view ops share the base's storage and version counter."""
     src = slots[0]
     base = src._base if src._base is not None else src
-    outs_list = outs if isinstance(outs, (list, tuple)) else (outs,)
-    for k, o in enumerate(outs_list):
+    if type(outs) is Tensor:  # the common single-output case, kept short
+        if op.view == "maybe" and not np.may_share_memory(outs._data, src._data):
+            return
+        outs._base = base
+        outs._version = src._version
+        outs._view_spec = (op, slots[1:], attrs, -1, src._view_spec)
+        return
+    for k, o in enumerate(outs):
         if not isinstance(o, Tensor):
             continue
-        if op.view == "maybe" and not np.shares_memory(o._data, src._data):
+        # a copy never overlaps its source, so the cheap bounds test is exact here
+        if op.view == "maybe" and not np.may_share_memory(o._data, src._data):
             continue
         o._base = base
         o._version = src._version
-        parent_fn = src._view_fn
-        multi = isinstance(outs, (list, tuple))
-
-        def view_fn(b, _k=k, _p=parent_fn, _multi=multi):
-            v = b if _p is None else _p(b)
-            # dispatch, not op.fn: attrs can't be passed by keyword to a `*varargs` wrapper
-            r = dispatch(op, (v,) + tuple(slots[1:]), attrs)
-            return r[_k] if _multi else r
-        o._view_fn = view_fn
+        o._view_spec = (op, slots[1:], attrs, k, src._view_spec)
 
 
 def _write_out(out: Tensor, r):
