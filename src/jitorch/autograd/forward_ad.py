@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from .rule_args import rule_kwargs
 from . import grad_mode
 
 UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
@@ -68,30 +69,7 @@ def propagate(op, slots, attrs, outs) -> None:
                    isinstance(x, Tensor) and x._tangent is not None for x in s)
                for s in slots):
         return
-    kwargs = {}
-    slot_of = dict(zip(op.tensors, slots))
-    for kind, name in op.jvp_params:
-        if kind == "tangent":
-            s = slot_of[name]
-            if name in op.lists:
-                kwargs["t_" + name] = [_tangent_or_zero(x) for x in s]
-            else:
-                # a Python number operand is a constant: tangent 0; an absent optional one: None
-                kwargs["t_" + name] = (_tangent_or_zero(s) if isinstance(s, Tensor)
-                                       else None if s is None else 0.0)
-        elif kind == "slot":
-            kwargs[name] = slot_of[name]
-        elif kind == "result":
-            kwargs[name] = outs
-        elif kind == "attr":
-            kwargs[name] = attrs[name]
-        elif kind == "shape":
-            v = slot_of[name]
-            # a list slot (cat's `tensors`) gives one shape per tensor
-            kwargs[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
-                                    else v._data.shape if isinstance(v, Tensor) else ())
-        elif kind == "dtype":
-            kwargs[name + "_dtype"] = slot_of[name]._dtype
+    kwargs = rule_kwargs(op, op.jvp_params, slots, attrs, outs, tangent=_tangent_or_zero)
     level = grad_mode._fwd_level[0]
     grad_mode._fwd_level[0] = 0  # tangent math is not itself forward-differentiated
     try:

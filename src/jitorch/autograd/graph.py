@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from .rule_args import rule_kwargs
 
 _seq = itertools.count()
 
@@ -222,28 +223,14 @@ def record(op, slots, attrs, outs) -> None:
     outs_l = outs if node.multi else (outs,)
     node.out_meta = tuple((o._data.shape, o._dtype) for o in outs_l)
     if op.vjp_params:
-        saved, versions = {}, []
-        slot_of = dict(zip(op.tensors, slots))
-        for kind, name in op.vjp_params:
-            if kind == "slot":
-                v = slot_of[name]
-                saved[name] = v
+        saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
+        versions = []
+        for kind, name in op.vjp_params:  # saved tensors remember their version
+            if kind in ("slot", "result"):
+                v = saved[name]
                 for t in (v if isinstance(v, (list, tuple)) else (v,)):
                     if isinstance(t, Tensor):
                         versions.append((t, t._version[0]))
-            elif kind == "result":
-                saved[name] = outs
-                for o in outs_l:
-                    versions.append((o, o._version[0]))
-            elif kind == "attr":
-                saved[name] = attrs[name]
-            elif kind == "shape":
-                v = slot_of[name]
-                # a list slot (cat's `tensors`) gives one shape per tensor
-                saved[name + "_shape"] = (tuple(t._data.shape for t in v) if name in op.lists
-                                        else v._data.shape if isinstance(v, Tensor) else ())
-            elif kind == "dtype":
-                saved[name + "_dtype"] = slot_of[name]._dtype
         node.saved = saved
         node.versions = tuple(versions)
     for k, o in enumerate(outs_l):
