@@ -21,6 +21,16 @@ def per_call(fn, min_time: float = 0.5, repeat: int = 9) -> float:
     return min(timeit.repeat(fn, number=n, repeat=repeat)) / n
 
 
+def interleaved(fns: dict, rounds: int = 5, min_time: float = 0.1) -> dict:
+    """Seconds per call for each of `fns`, measured in alternating rounds (best of rounds), so
+    that drift of a shared, noisy machine hits every peer alike."""
+    best = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, f in fns.items():
+            best[k] = min(best[k], per_call(f, min_time=min_time, repeat=3))
+    return best
+
+
 def try_import(name: str):
     try:
         return __import__(name)

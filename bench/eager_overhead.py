@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 import jitorch as jt
-from _harness import fmt_us, machine, per_call, stamp, try_import
+from _harness import fmt_us, interleaved, machine, stamp, try_import
 
 torch = try_import("torch")
 if torch is not None:
@@ -47,13 +47,12 @@ def main():
     rows = []
     for name, arrays, f, npf in cases():
         jt_args = [jt.from_numpy(a) for a in arrays]
-        t_jt = per_call(lambda: f(jt, *jt_args))
-        t_np = per_call(lambda: npf(*arrays))
-        t_pt = None
+        fns = {"jt": lambda: f(jt, *jt_args), "np": lambda: npf(*arrays)}
         if torch is not None:
             pt_args = [torch.from_numpy(a) for a in arrays]
-            t_pt = per_call(lambda: f(torch, *pt_args))
-        rows.append((name, t_jt, t_np, t_pt))
+            fns["pt"] = lambda: f(torch, *pt_args)
+        t = interleaved(fns)
+        rows.append((name, t["jt"], t["np"], t.get("pt")))
     print(f"eager_overhead — {stamp()} — {machine()}\n")
     head = "| op | jitorch us | NumPy us | jitorch/NumPy |"
     head += " PyTorch us | jitorch/PyTorch |" if torch is not None else ""

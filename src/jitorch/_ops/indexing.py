@@ -357,8 +357,12 @@ def _index_impl(input, indices, basic, adv):
     v = input[_np_basic(basic)]
     if not adv:
         return np.array(v, copy=True)
-    _check_adv(v.shape, indices, adv)
-    return v[_np_adv(indices, adv)]
+    try:
+        # NumPy checks bounds itself; PyTorch's checks run only to word the error
+        return v[_np_adv(indices, adv)]
+    except (IndexError, ValueError):
+        _check_adv(v.shape, indices, adv)
+        raise
 
 
 def _index_vjp(g, indices, input_shape, basic, adv):
