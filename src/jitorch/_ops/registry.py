@@ -74,6 +74,7 @@ class OpDef:
     view: Any  # False | True | "maybe": output 0 may share storage with input 0
     nondiff: bool  # outputs never require grad (comparisons, argmax, ...)
     scalar_first: bool = False  # accepts a Python number as its first operand (pow(2, t))
+    params: tuple = ()  # every impl parameter name in signature order (the IR's input order)
     vjp_params: tuple = ()
     jvp_params: tuple = ()
     doc: str = ""
@@ -194,6 +195,7 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
                view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
                scalar_first=scalar_first)
+    op.params = tuple(p.name for p in params)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
     OPS[name] = op
