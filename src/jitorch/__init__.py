@@ -22,6 +22,7 @@ from . import linalg  # the `jitorch.linalg` namespace
 from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)
 from ._ops.registry import PUBLIC as _PUBLIC
 from . import return_types  # noqa: E402
+from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from . import jit  # noqa: E402
 from . import script  # noqa: E402  (a callable module: `@jitorch.script`)
 

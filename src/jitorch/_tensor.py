@@ -260,6 +260,8 @@ class Tensor:
 
     # --- conversions --------------------------------------------------------------------------
     def item(self):
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'number (item())')
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
@@ -269,11 +271,15 @@ class Tensor:
         return v
 
     def tolist(self):
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'list (tolist())')
         if self._dtype is dt.bfloat16:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'NumPy array (numpy())')
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -355,20 +361,30 @@ class Tensor:
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'bool')
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(()))
 
     def __float__(self) -> float:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'float')
         return float(self.item().real if self.is_complex() else self.item())
 
     def __int__(self) -> int:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'int')
         return int(self.item())
 
     def __complex__(self) -> complex:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'complex')
         return complex(self.item())
 
     def __index__(self) -> int:
+        if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
+            _data_hook(self, 'int (as an index)')
         if self._dtype.category > dt.INT or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
@@ -412,6 +428,8 @@ def _init(t: Tensor, arr: np.ndarray, dtype: dt.dtype) -> None:
 
 
 _new = object.__new__
+# set by jitorch.script.trace while a trace runs (any thread): its check_data_dependence
+_data_hook = None
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

@@ -1,7 +1,143 @@
 """`jitorch.jit`: PyTorch's `torch.jit` facade over the compiler in `jitorch.script`.
 
-Re-exports only; the implementations live in `jitorch/script/`.
+Re-exports only (plus `fork`/`wait`, which are thin wrappers over jitorch's thread pool). The
+language helpers (`annotate`, `ignore`, `unused`, `is_scripting`, `export`, `Final`; in
+`script/lang.py`) and the errors (`ScriptError`, `Error`; in `script/errors.py`) are resolved
+lazily through the module `__getattr__`, so `import jitorch` never depends on those modules
+importing cleanly; until they exist, simple stand-ins with the same behaviour in eager code are
+used (they are not cached, so the real ones take over as soon as they import).
 """
 from __future__ import annotations
 
+import concurrent.futures
+import threading
+import typing
+
+from . import _threads
 from .script.api import script, trace  # noqa: F401
+from .script.runtime import ScriptFunction, TracerWarning  # noqa: F401
+from .script import stats as _stats
+
+__all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
+           "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
+           "save", "load", "freeze", "TracerWarning", "Future"]
+
+
+def stats():
+    """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
+    interpreted_runs, interpreted_reasons, compile_seconds, calls (a dict with attribute
+    access). `JITORCH_LOG=compile` prints each compile as it happens."""
+    return _stats.snapshot()
+
+
+def reset_stats() -> None:
+    _stats.reset()
+
+
+# --- fork / wait ----------------------------------------------------------------------------------
+class Future(concurrent.futures.Future):
+    """`torch.jit.Future`: a concurrent.futures.Future with `wait()` and `value()`."""
+
+    def wait(self):
+        return self.result()
+
+    def value(self):
+        return self.result()
+
+
+_in_pool = threading.local()
+
+
+def _run_in_pool(fn, args, kwargs):
+    _in_pool.active = True
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        _in_pool.active = False
+
+
+def fork(func, *args, **kwargs) -> Future:
+    """Run `func(*args, **kwargs)` on jitorch's thread pool (sized by
+    `jitorch.get_num_threads()`); compiled calls release the GIL, so forks run in parallel.
+    A fork from inside a forked task runs at once on that thread (waiting on a nested fork
+    from a full pool would deadlock)."""
+    if getattr(_in_pool, "active", False):
+        fut = Future()
+        try:
+            fut.set_result(func(*args, **kwargs))
+        except BaseException as e:  # delivered by wait(), like a pooled task
+            fut.set_exception(e)
+        return fut
+    fut = _threads.pool().submit(_run_in_pool, func, args, kwargs)
+    fut.__class__ = Future  # same layout: adds wait()/value() to the pool's future
+    return fut
+
+
+def wait(future):
+    """The result of a `fork` (re-raises its exception)."""
+    return future.wait() if hasattr(future, "wait") else future.result()
+
+
+# --- not yet ----------------------------------------------------------------------------
+def save(m, f, _extra_files=None):
+    raise NotImplementedError("jitorch.jit.save: saving compiled programs is issue 4 "
+                              "(script/serialize.py); not implemented yet")
+
+
+def load(f, map_location=None, _extra_files=None):
+    raise NotImplementedError("jitorch.jit.load: loading compiled programs is issue 4 "
+                              "(script/serialize.py); not implemented yet")
+
+
+def freeze(mod, preserved_attrs=None, optimize_numerics=True):
+    raise NotImplementedError("jitorch.jit.freeze is not implemented yet")
+
+
+# --- lazily resolved names ----------------------------------------------------------------
+_LANG = ("annotate", "ignore", "unused", "is_scripting", "export", "Final")
+
+
+def _fallback(name):
+    if name == "annotate":
+        return lambda the_type, the_value: the_value
+    if name in ("ignore", "unused"):
+        def deco(fn=None, drop=False, **kwargs):
+            if fn is None or isinstance(fn, bool):
+                return deco
+            return fn
+        return deco
+    if name == "export":
+        return lambda fn: fn
+    if name == "is_scripting":
+        return lambda: False
+    if name == "Final":
+        return typing.Final
+    if name == "Error":
+        from .script.interpreter import ScriptRuntimeError
+        return ScriptRuntimeError
+    if name == "ScriptError":
+        return _FallbackScriptError
+    raise AttributeError(name)
+
+
+class _FallbackScriptError(Exception):
+    """Stand-in for script/errors.py's ScriptError while that module is missing."""
+
+
+def __getattr__(name):
+    if name in _LANG:
+        try:
+            from .script import lang
+            val = getattr(lang, name)
+        except (ImportError, AttributeError):
+            return _fallback(name)
+    elif name in ("ScriptError", "Error"):
+        try:
+            from .script import errors
+            val = getattr(errors, name)
+        except (ImportError, AttributeError):
+            return _fallback(name)
+    else:
+        raise AttributeError(f"module 'jitorch.jit' has no attribute '{name}'")
+    globals()[name] = val  # the real one: cache it
+    return val

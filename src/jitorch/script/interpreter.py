@@ -3,9 +3,24 @@
 It is the reference semantics for every compiled program (tests compare against it), the
 fallback for graphs or nodes the code generator cannot lower, and, because it calls the same
 eager ops, it records autograd like eager code does.
+
+Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
+- `prim::If`: inputs (cond, *captured); the chosen block gets `captured` as params. A tensor
+  condition is read with `bool()` (one element).
+- `prim::Loop`: inputs (trip, cond, *carried, *captured); the body gets (i, *carried,
+  *captured) and returns (cond, *carried_next); `trip` None means unbounded (a while loop).
+- `prim::TensorToScalar`: attrs["type"] (an ir scalar type or its name) picks int/float/bool;
+  default `item()`.
+- `prim::ScalarOp`: attrs["fn"] names an operator (SCALAR_OPS), a `math.` function or a builtin.
+- `prim::Assert` / `prim::Raise` raise `ScriptRuntimeError` (`jitorch.jit.Error`) naming the node's
+  source location; any other exception raised by a node is re-raised as an exception that is
+  both its own type and `ScriptRuntimeError` (so `except IndexError` and `except jitorch.jit.Error`
+  both catch it), with the user's file:line appended to its message.
 """
 from __future__ import annotations
 
+import builtins
+import math
 import operator
 
 from .._ops import registry
@@ -19,14 +34,32 @@ class ScriptRuntimeError(RuntimeError):
 
 SCALAR_OPS = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
-    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
-    "neg": operator.neg, "not": operator.not_, "eq": operator.eq, "ne": operator.ne,
+    "div": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+    "pow": operator.pow, "neg": operator.neg, "pos": operator.pos, "invert": operator.invert,
+    "not": operator.not_, "eq": operator.eq, "ne": operator.ne,
     "lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge,
     "and": lambda a, b: a and b, "or": lambda a, b: a or b, "is": operator.is_,
-    "is_not": operator.is_not, "int": int, "float": float, "bool": bool,
+    "is_not": operator.is_not, "int": int, "float": float, "bool": bool, "str": str,
     "min": min, "max": max, "abs": abs, "len": len, "getitem": operator.getitem,
-    "contains": operator.contains,
+    "contains": operator.contains, "not_in": lambda a, b: a not in b,
+    "in": lambda a, b: a in b, "bitand": operator.and_, "bitor": operator.or_,
+    "bitxor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
+    "round": round, "divmod": divmod, "format": lambda fmt, *a: fmt.format(*a),
+    "list": list, "tuple": tuple, "range": lambda *a: list(range(*a)), "sum": sum,
 }
+
+
+def scalar_fn(name: str):
+    f = SCALAR_OPS.get(name)
+    if f is not None:
+        return f
+    if name.startswith("math."):
+        return getattr(math, name[5:])
+    for mod in (operator, builtins, math):
+        f = getattr(mod, name, None)
+        if callable(f):
+            return f
+    raise NotImplementedError(f"jitorch interpreter: unknown scalar op '{name}'")
 
 
 def call_registry_op(name: str, vals: list):
@@ -38,7 +71,11 @@ def call_registry_op(name: str, vals: list):
 
 
 def run_graph(graph: ir.Graph, args) -> list:
-    return run_block(graph.block, list(args), {})
+    """Run `graph` on `args` (one per graph input); returns the list of its outputs."""
+    args = list(args)
+    if len(args) != len(graph.inputs):
+        raise TypeError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(args)}")
+    return run_block(graph.block, args, {})
 
 
 def run_block(block: ir.Block, args: list, env: dict) -> list:
@@ -50,21 +87,76 @@ def run_block(block: ir.Block, args: list, env: dict) -> list:
         except ScriptRuntimeError:
             raise
         except Exception as e:  # name the user's line, keep the original as the cause
-            if n.loc is None or isinstance(e, (StopIteration,)):
+            if n.loc is None or isinstance(e, StopIteration):
                 raise
-            raise type(e)(f"{e}\n  in scripted code at {n.loc}: {n.loc.text.strip()}") from e
-        if len(n.outputs) == 1:
+            raise _located(e, n.loc) from e
+        k = len(n.outputs)
+        if k == 1:
             env[n.outputs[0].uid] = outs
-        else:
+        elif k:
+            outs = tuple(outs)
+            if len(outs) != k:
+                raise ScriptRuntimeError(f"{n.op} gave {len(outs)} values for {k} outputs"
+                                         + _where(n.loc))
             for v, o in zip(n.outputs, outs):
                 env[v.uid] = o
     return [env[v.uid] for v in block.returns]
 
 
+def _where(loc) -> str:
+    if loc is None:
+        return ""
+    text = f": {loc.text.strip()}" if loc.text else ""
+    return f"\n  in scripted code at {loc}{text}"
+
+
+_COMBINED: dict = {}
+
+
+def _located(e: Exception, loc) -> Exception:
+    """e's type and ScriptRuntimeError at once, its message followed by the user's line."""
+    cls = type(e)
+    combo = _COMBINED.get(cls)
+    if combo is None:
+        try:
+            combo = type(cls.__name__, (cls, ScriptRuntimeError), {"__module__": cls.__module__})
+        except TypeError:  # incompatible layouts (OSError, ...): the jit error alone
+            combo = ScriptRuntimeError
+        _COMBINED[cls] = combo
+    msg = e.args[0] if len(e.args) == 1 and isinstance(e.args[0], str) else str(e)
+    try:
+        return combo(msg + _where(loc))
+    except Exception:
+        return ScriptRuntimeError(f"{cls.__name__}: {msg}{_where(loc)}")
+
+
+def _single(n: ir.Node, r):
+    return r[0] if len(n.outputs) == 1 else r
+
+
+def _to_scalar(x, ty):
+    name = ty if isinstance(ty, str) else str(ty) if ty is not None else None
+    if isinstance(x, Tensor):
+        if name == "int":
+            return int(x.item())
+        if name == "float":
+            return float(x.item())
+        if name == "bool":
+            return bool(x.item())
+        return x.item()
+    return {"int": int, "float": float, "bool": bool}.get(name, lambda v: v)(x)
+
+
 def _execute(n: ir.Node, vals: list, env: dict):
     op = n.op
     if not op.startswith("prim::"):
-        return call_registry_op(op, vals)
+        r = call_registry_op(op, vals)
+        if isinstance(r, list) and len(n.outputs) > 1:
+            return tuple(r)
+        if isinstance(r, tuple) and len(n.outputs) == 1 and not isinstance(
+                n.outputs[0].type, (ir.TupleType, ir.ListType, ir.AnyType)):
+            return r[0]  # a multi-output op that gave one element (split into one chunk)
+        return r
     if op == "prim::Constant":
         return n.attrs["value"]
     if op == "prim::ListConstruct":
@@ -72,44 +164,45 @@ def _execute(n: ir.Node, vals: list, env: dict):
     if op == "prim::TupleConstruct":
         return tuple(vals)
     if op in ("prim::TupleUnpack", "prim::ListUnpack"):
-        return tuple(vals[0])
+        seq = vals[0]
+        if len(seq) != len(n.outputs):
+            raise ValueError(f"cannot unpack {len(seq)} values into {len(n.outputs)}")
+        return seq[0] if len(n.outputs) == 1 else tuple(seq)
     if op == "prim::TupleIndex":
         return vals[0][vals[1]]
     if op == "prim::DictConstruct":
         return dict(zip(vals[0::2], vals[1::2]))
     if op == "prim::ScalarOp":
-        return SCALAR_OPS[n.attrs["fn"]](*vals)
+        return scalar_fn(n.attrs["fn"])(*vals)
     if op == "prim::TensorToScalar":
-        return vals[0].item()
+        return _to_scalar(vals[0], n.attrs.get("type"))
     if op == "prim::GetAttr":
         return getattr(vals[0], n.attrs["name"])
     if op == "prim::If":
         branch = n.blocks[0] if bool(vals[0]) else n.blocks[1]
-        r = run_block(branch, vals[1:], env)
-        return r[0] if len(n.outputs) == 1 else r
+        return _single(n, run_block(branch, vals[1:], env))
     if op == "prim::Loop":
         return _run_loop(n, vals, env)
     if op == "prim::CallFunction":
-        r = run_graph(n.attrs["fn"], vals)
-        return r[0] if len(n.outputs) == 1 else r
+        return _single(n, run_graph(n.attrs["fn"], vals))
     if op == "prim::PythonOp":
         r = n.attrs["fn"](*vals)
+        if len(n.outputs) > 1:
+            return tuple(r)
         return r
     if op == "prim::Print":
         print(*vals)
         return None
     if op == "prim::Assert":
         if not bool(vals[0]):
-            raise ScriptRuntimeError(f"AssertionError: {vals[1] if len(vals) > 1 else ''}\n"
-                                     f"  in scripted code at {n.loc}")
+            msg = vals[1] if len(vals) > 1 and vals[1] is not None else ""
+            raise ScriptRuntimeError(f"AssertionError: {msg}{_where(n.loc)}")
         return None
     if op == "prim::Raise":
         msg = "".join(str(v) for v in vals)
-        raise ScriptRuntimeError(f"{n.attrs.get('exc', 'Exception')}: {msg}\n"
-                                 f"  in scripted code at {n.loc}")
+        raise ScriptRuntimeError(f"{n.attrs.get('exc', 'Exception')}: {msg}{_where(n.loc)}")
     if op == "prim::Fused":
-        r = run_block(n.blocks[0], vals, env)
-        return r[0] if len(n.outputs) == 1 else r
+        return _single(n, run_block(n.blocks[0], vals, env))
     raise NotImplementedError(f"jitorch interpreter: no rule for {op}")
 
 

@@ -9,8 +9,10 @@ Grammar (indentation is 2 spaces per block level; the parser relies on the token
     block   := LABEL "(" params "):" NL node* "-> (" values ")" NL
     attrs   := KEY "=" LITERAL ("," KEY "=" LITERAL)*
     VALUE   := "%" NAME          TYPE := see ir.Type.__str__ (f32[?,8], int, List[int], ...)
-    LITERAL := a Python literal (repr of int/float/bool/str/None/tuple/list), a dtype
-               `jitorch.float32`, `@name` for a graph or callable, or a nested block `{...}`
+    LITERAL := a Python literal (repr of int/float/bool/str/None/tuple/list/dict, also inf,
+               nan, complex), a dtype `jitorch.float32`, a device `device(type='cpu')`,
+               `@name` for a graph or callable, `Tensor(f32[2,3])` for a tensor constant
+               (a placeholder: the data is not printed), or `{block}`
 
 Values are numbered in definition order (%0, %1, ...) unless they carry a name hint that is a
 valid identifier and not yet used (graph inputs keep the user's argument names).
@@ -18,6 +20,7 @@ valid identifier and not yet used (graph inputs keep the user's argument names).
 from __future__ import annotations
 
 from .. import _dtype as dt
+from .._tensor import Tensor
 from . import ir
 
 BLOCK_LABELS = {"prim::If": ("then", "else"), "prim::Loop": ("body",),
@@ -47,6 +50,8 @@ class _Namer:
 
 
 def format_literal(v) -> str:
+    if isinstance(v, Tensor):  # data is not printed: a placeholder the parser keeps as one
+        return "Tensor(" + str(ir.TensorType(v._dtype, v._data.shape)) + ")"
     if isinstance(v, dt.dtype):
         return repr(v)  # jitorch.float32
     if isinstance(v, ir.Graph):

@@ -1,0 +1,115 @@
+"""Run every compiler benchmark and rewrite the issue-3 section of bench/RESULTS.md.
+
+Each script runs in its own process (so peers' thread settings and caches do not leak between
+workloads); its Markdown output is pasted under "## Compiler (issue 3)" with the command, date
+and machine. Everything else in RESULTS.md (the issue-2 section) is kept as is.
+
+    python bench/run_all.py [--quick] [--only gelu_chain mlp ...] [--no-write]
+
+With --only, the tables of the scripts not run are kept from the current RESULTS.md.
+"""
+from __future__ import annotations
+
+import argparse
+import pathlib
+import subprocess
+import sys
+import time
+
+HERE = pathlib.Path(__file__).resolve().parent
+RESULTS = HERE / "RESULTS.md"
+HEADER = "## Compiler (issue 3)"
+ANALYSIS = "### Analysis"  # hand-written part of the section, kept across reruns
+SCRIPTS = ["gelu_chain", "layernorm_softmax", "mlp", "lstm", "call_overhead", "threads",
+           "compile_time"]
+
+
+def run_script(name: str, quick: bool) -> str:
+    cmd = [sys.executable, str(HERE / f"{name}.py")] + (["--quick"] if quick else [])
+    t0 = time.perf_counter()
+    try:
+        r = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True, timeout=1800)
+        out = r.stdout.strip()
+        if r.returncode != 0:
+            tail = "\n".join(r.stderr.strip().splitlines()[-5:])
+            out += f"\n\n`{name}.py` failed (exit {r.returncode}):\n\n```\n{tail}\n```"
+    except subprocess.TimeoutExpired:
+        out = f"`{name}.py` timed out after 1800 s"
+    print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+    return out
+
+
+def section(outputs: dict, quick: bool) -> str:
+    sys.path.insert(0, str(HERE))
+    from _harness import machine, stamp
+    cmd = "python bench/run_all.py" + (" --quick" if quick else "")
+    parts = [HEADER, "",
+             f"Command: `{cmd}` (one script per workload, each in its own process; every peer "
+             "pinned to one intra-op/BLAS thread per caller).", "",
+             f"Run: {stamp()} — {machine()}", "",
+             "Peers: jitorch `@script` (the same source as PyTorch's rows, "
+             "bench/_workloads.py), NumPy eager, hand-written Numba kernels (bench/_kernels.py, "
+             "the ideal for this backend), PyTorch eager, `torch.jit.script`, `torch.compile` "
+             "and `jax.jit` where installed. A cell that starts with a peer's name is why that "
+             "peer has no time in this run.", ""]
+    for name, out in outputs.items():
+        parts += [f"<!-- {name}.py -->", out, ""]
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def previous_outputs(text: str) -> dict:
+    """Script name -> its output block, as pasted in the current issue-3 section."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == HEADER), None)
+    out, name = {}, None
+    if start is None:
+        return out
+    for ln in lines[start + 1:]:
+        if ln.startswith("## ") or ln.rstrip() == ANALYSIS:
+            break
+        if ln.startswith("<!-- ") and ln.endswith(".py -->"):
+            name = ln[5:-7]
+            out[name] = []
+        elif name is not None:
+            out[name].append(ln)
+    return {k: "\n".join(v).strip() for k, v in out.items()}
+
+
+def rewrite(text: str, new_section: str) -> str:
+    """Replace the issue-3 section (from HEADER to the next level-2 heading) or append it.
+    A hand-written "### Analysis" subsection of the old section is kept, after the tables."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if ln.rstrip() == HEADER), None)
+    if start is None:
+        return text.rstrip() + "\n\n" + new_section
+    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")),
+               len(lines))
+    old = lines[start:end]
+    a = next((i for i, ln in enumerate(old) if ln.rstrip() == ANALYSIS), None)
+    if a is not None:
+        new_section = new_section.rstrip() + "\n\n" + "".join(old[a:]).rstrip() + "\n"
+    tail = "".join(lines[end:])
+    return "".join(lines[:start]) + new_section + ("\n" + tail if tail else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer sizes and rounds")
+    ap.add_argument("--only", nargs="+", choices=SCRIPTS, default=SCRIPTS)
+    ap.add_argument("--no-write", action="store_true", help="print, do not edit RESULTS.md")
+    a = ap.parse_args()
+    outputs = {name: run_script(name, a.quick) for name in a.only}
+    if set(a.only) != set(SCRIPTS):  # --only: keep the other scripts' tables from the file
+        old = previous_outputs(RESULTS.read_text())
+        outputs = {n: outputs[n] if n in outputs else old[n] for n in SCRIPTS
+                   if n in outputs or n in old}
+    new = section(outputs, a.quick)
+    if a.no_write:
+        print(new)
+        return
+    RESULTS.write_text(rewrite(RESULTS.read_text(), new))
+    print(f"rewrote the issue-3 section of {RESULTS}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""The runtime side of autodiff: a scripted call with inputs that require grad.
+
+Owns `build(sf, arg_types, static, args)` -> (`AutodiffEntry` | None, reason). The entry runs a
+compiled (or, per program, interpreted) forward that also returns the saved values, then hangs
+ONE node on the eager tape (`grad_node.attach`) whose backward runs the backward program.
+
+Choices (see passes/autodiff.py): differentiation happens on the specialised graph before
+fusion (`_pre_fusion`); the forward program is shape-generic, the backward graph has
+shape-derived constants baked in, so backward programs are cached per `shape_key` (exact input
+shapes) and built lazily at the first backward for those shapes. When `passes.autodiff` or
+`grad_node` is missing, or the graph is not differentiable, `build` returns the reason and the
+caller interprets the graph with eager autograd (correct, not compiled).
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+from ..autograd import grad_mode
+from . import ir, stats
+
+
+def _pre_fusion(graph: ir.Graph, arg_types) -> ir.Graph:
+    """Specialise and run the generic passes, but not fusion (autodiff wants plain nodes)."""
+    from .passes import types as _types
+    g = _types.specialize(graph, arg_types)
+    try:
+        from .passes import pipeline
+    except ImportError:
+        return g
+    default = getattr(pipeline, "DEFAULT", None)
+    if default is None:
+        return g
+    keep = [p for p in default if "fuse" not in (getattr(p, "__module__", "") or "") +
+            (getattr(p, "__name__", "") or str(p))]
+    try:
+        return pipeline.run(g, passes=keep)
+    except TypeError:
+        return g
+
+
+class AutodiffEntry:
+    how = "compiled"
+    reason = None
+
+    def __init__(self, sf, base: ir.Graph, d, fwd_entry, arg_types):
+        self.base, self.d, self.fwd, self.arg_types = base, d, fwd_entry, arg_types
+        self.forward = fwd_entry
+        self.n_out = len(base.outputs)
+        self.bwd: dict = {}
+        self.diffs = {d.shape_key: d}
+        self.lock = threading.Lock()
+        self.name = sf.name
+        self.first = True
+
+    def source(self) -> str:
+        parts = []
+        if self.fwd.kind == "interpreted":
+            parts.append(f"# forward runs interpreted: {self.fwd.reason}\n")
+        else:
+            parts.append("# forward\n" + self.fwd.source)
+        for k, e in self.bwd.items():
+            if e.kind == "interpreted":
+                parts.append(f"# backward for shapes {k} runs interpreted: {e.reason}\n")
+            else:
+                parts.append(f"# backward for shapes {k}\n" + e.source)
+        return "\n".join(parts)
+
+    def run(self, args, sf):
+        from . import grad_node, runtime
+        from .passes.autodiff import shape_key_of
+        with grad_mode.no_grad():
+            if self.first and self.fwd.kind == "compiled":
+                outs, how = runtime.first_call(self.fwd, args)
+                if outs is None:
+                    outs = self.fwd.run(args)
+                self.how, self.first = how, False
+            else:
+                outs = self.fwd.run(args)
+        n = self.n_out
+        outputs, saved = list(outs[:n]), list(outs[n:])
+        sk = shape_key_of(args)
+        inputs = list(args)
+        entry = self
+
+        def run_backward(grads):
+            bw = entry._backward_for(sk, inputs)
+            with grad_mode.no_grad():
+                return bw.run(list(grads) + saved)
+
+        d = self.diffs.get(sk, self.d)
+        saved_reachable = [inputs[i] for i in d.saved_inputs if i is not None]
+        grad_node.attach(outputs, inputs, run_backward, saved=saved_reachable,
+                         name=sf.name, differentiable=d.output_requires_grad)
+        return outputs
+
+    def _backward_for(self, sk, args):
+        e = self.bwd.get(sk)
+        if e is not None:
+            return e
+        with self.lock:
+            e = self.bwd.get(sk)
+            if e is not None:
+                return e
+            from . import runtime
+            from .passes.autodiff import differentiate
+            t0 = time.perf_counter()
+            d = self.diffs.get(sk)
+            if d is None:
+                d = self.diffs[sk] = differentiate(self.base, args)
+            types = [runtime._symbolic(v.type) for v in d.backward.inputs]
+            e, how = runtime.build_entry(d.backward, types)
+            dt_s = time.perf_counter() - t0
+            e = _LazyFirst(e, self.name + ".backward", f"shapes {sk}", dt_s)
+            if e.kind == "interpreted":
+                reason = f"backward: {e.reason}"
+                stats.record_compile(dt_s, how="interpreted", reason=reason)
+                stats.log_compile(e.name, e.why, "interpreted", dt_s, reason)
+            self.bwd[sk] = e
+            return e
+
+
+class _LazyFirst:
+    """A backward entry whose first run is where Numba compiles (or loads from disk): the
+    compile is counted and logged then, with the time spent building it before."""
+
+    def __init__(self, entry, name, why, build_s):
+        self.entry, self.name, self.why, self.build_s = entry, name, why, build_s
+        self.first = entry.kind == "compiled"
+        self.lock = threading.Lock()
+
+    kind = property(lambda self: self.entry.kind)
+    reason = property(lambda self: self.entry.reason)
+    source = property(lambda self: self.entry.source)
+
+    def run(self, args):
+        if self.first:
+            with self.lock:
+                if self.first:
+                    from . import runtime
+                    t0 = time.perf_counter()
+                    outs, how = runtime.first_call(self.entry, args)
+                    if outs is None:
+                        outs = self.entry.run(args)
+                    dt_s = self.build_s + time.perf_counter() - t0
+                    reason = self.entry.reason and f"backward: {self.entry.reason}"
+                    stats.record_compile(dt_s, how=how, reason=reason)
+                    stats.log_compile(self.name, self.why, how, dt_s, reason)
+                    self.first = False
+                    return outs
+        return self.entry.run(args)
+
+
+def build(sf, arg_types, static, args):
+    """-> (AutodiffEntry, None) or (None, reason to interpret with eager autograd)."""
+    try:
+        from . import grad_node  # noqa: F401
+        from .passes import autodiff
+    except ImportError as e:
+        return None, f"autodiff: interpreted ({e})"
+    from . import runtime
+    try:
+        base = _pre_fusion(sf.graph, arg_types)
+        d = autodiff.differentiate(base, args)
+    except autodiff.NotDifferentiable as e:
+        return None, f"autodiff: interpreted ({e})"
+    except ImportError as e:
+        return None, f"autodiff: interpreted ({e})"
+    except Exception as e:
+        if runtime._strict():
+            raise
+        return None, f"autodiff: interpreted (internal error: {type(e).__name__}: {e})"
+    fwd_types = [runtime._symbolic(v.type) for v in d.forward.inputs]
+    fwd, how = runtime.build_entry(d.forward, fwd_types, static)
+    ad = AutodiffEntry(sf, base, d, fwd, arg_types)
+    if fwd.kind == "interpreted":
+        ad.how = "interpreted"
+        ad.reason = f"autodiff forward interpreted: {fwd.reason}"
+    return ad, None

@@ -1,0 +1,423 @@
+"""CPU code generator: a specialised, fused Graph -> the source of one Numba njit(nogil) program.
+
+Owns `generate(graph) -> Program` and the `Emitter` that the `lower_*` modules write into.
+The program is one self-contained module (`import numpy as np, numba, math`, plus the float32
+fast math functions when `fastmath.py` exists) whose entry function takes NumPy arrays for tensor
+inputs and Python numbers for scalars and returns a tuple. Everything is specialised on dtype and
+rank only: shapes are read from the arrays at run time, and every size relation the generated
+loops rely on (broadcasting, matmul inner dims, reshape sizes, index bounds) is checked at the
+point of use with PyTorch's message, so generated code never reads out of bounds.
+
+What cannot be lowered raises `NotLowered(reason)` at generation time; the runtime then runs
+the graph with the interpreter. Families live in `lower_elementwise.py`, `lower_reduce.py`,
+`lower_linalg.py` and `lower_shape.py`; structural ops (constants, scalars, tuples, if, loop)
+are here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ... import _dtype as dt
+from .. import ir
+from . import NotLowered
+
+DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
+             'cache=False)')
+MAX_CONST_ELEMS = 4096  # tensor constants are embedded in the source as literals
+
+
+@dataclass
+class Program:
+    source: str
+    entry: str
+    output_types: list
+    helpers: list = field(default_factory=list)  # names imported from fastmath.py
+
+
+class Emitter:
+    """Accumulates the entry function's lines; maps IR values to Python names or constants."""
+
+    def __init__(self):
+        self.lines: list = []
+        self.globals: list = []
+        self.indent = 1
+        self.names: dict = {}   # value uid -> expression holding it at run time
+        self.consts: dict = {}  # value uid -> Python value known at compile time
+        self.lists: dict = {}   # value uid -> [values] of a ListConstruct of runtime values
+        self.tuples: dict = {}  # value uid -> [values] of a TupleConstruct
+        self.helpers: set = set()
+        self.exceptions: set = set()
+        self._n = 0
+
+    def fresh(self, prefix: str = "v") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def is_const(self, v: ir.Value) -> bool:
+        return v.uid in self.consts
+
+    def const(self, v: ir.Value):
+        if v.uid not in self.consts:
+            raise NotLowered(f"value {v} must be a constant")
+        return self.consts[v.uid]
+
+    def name(self, v: ir.Value) -> str:
+        """A run-time expression for `v` (scalar constants become literals)."""
+        if v.uid in self.names:
+            return self.names[v.uid]
+        if v.uid in self.consts:
+            c = self.consts[v.uid]
+            if isinstance(c, (bool, int, float)):
+                return repr(c)
+            raise NotLowered(f"constant {c!r} of type {type(c).__name__} used at run time")
+        if v.uid in self.tuples:
+            return "(" + "".join(self.name(x) + ", " for x in self.tuples[v.uid]) + ")"
+        raise NotLowered(f"value {v} has no lowering")
+
+    def bind(self, v: ir.Value, expr: str) -> None:
+        self.names[v.uid] = expr
+
+    def tensor(self, v: ir.Value) -> ir.TensorType:
+        t = v.type
+        if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
+            raise NotLowered(f"value {v}: dtype or rank unknown")
+        if t.dtype not in SUPPORTED:
+            raise NotLowered(f"dtype {t.dtype} is not lowered on CPU yet")
+        return t
+
+    def raise_(self, exc: str, *parts) -> None:
+        """Emit a raise of PyTorch's exception type whose message mixes literal strings and
+        run-time ints (1-tuples of expressions). The ints travel as exception args and the
+        module's exception class formats them: `str(int)` inside njit would cost ~0.3 s of
+        compile time per program."""
+        fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
+        args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
+        self.exceptions.add(exc)
+        self.emit(f"raise _{exc}({fmt!r}{args})")
+
+
+SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
+
+
+def np_type(d: dt.dtype) -> str:
+    return "np." + ("bool_" if d is dt.bool else d.name)
+
+
+def typed_literal(value, d: dt.dtype) -> str:
+    """`value` as a literal of dtype `d` (PyTorch casts a Python scalar to the compute dtype)."""
+    if d is dt.bool:
+        return repr(bool(value))
+    if d.category == dt.FLOAT:
+        f = float(value)
+        if f != f or f in (float("inf"), float("-inf")):
+            return f"{np_type(d)}({'np.nan' if f != f else ('np.inf' if f > 0 else '-np.inf')})"
+        return f"{np_type(d)}({f!r})"
+    return f"{np_type(d)}({int(value)})"
+
+
+# --- entry point --------------------------------------------------------------------------------
+
+def _ident(name: str) -> str:
+    s = re.sub(r"\W", "_", name or "graph")
+    return s if s and not s[0].isdigit() else "g_" + s
+
+
+def generate(graph: ir.Graph) -> Program:
+    from . import lower_elementwise
+    em = Emitter()
+    args = []
+    for i, p in enumerate(graph.inputs):
+        t = p.type
+        if isinstance(t, ir.TensorType):
+            em.tensor(p)
+        elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
+            raise NotLowered(f"input {i} of type {t} is not lowered")
+        nm = f"a{i}_" + _ident(p.name or "")[:20]
+        args.append(nm)
+        em.bind(p, nm)
+    lower_block(em, graph.block.nodes)
+    outs = []
+    for v in graph.outputs:
+        if v.node is not None and v.node.op == "prim::Constant" and \
+                isinstance(v.type, ir.TensorType):
+            outs.append(f"{em.name(v)}.copy()")  # never hand out the module's (frozen) global
+        else:
+            outs.append(em.name(v))
+    entry = "entry_" + _ident(graph.name)
+    helpers = sorted(em.helpers)
+    head = ["import math", "import numba", "import numpy as np"]
+    if helpers:
+        # the hash makes the module's content (and so its cache key) follow fastmath.py:
+        # Numba's own cache does not notice changes in other files
+        head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
+                    f"# fastmath {lower_elementwise.fastmath_hash()}")
+    for exc in sorted(em.exceptions):
+        head.append(_EXC_CLASS.format(exc=exc))
+    src = "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals) + "\n\n" + \
+        DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + "\n".join(em.lines) + \
+        ("\n" if em.lines else "") + f"    return ({''.join(o + ', ' for o in outs)})\n"
+    return Program(src, entry, [v.type for v in graph.outputs], helpers)
+
+
+_EXC_CLASS = """
+
+class _{exc}({exc}):
+    \"\"\"{exc} raised by the program; args = (format, ints...).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
+
+
+def lower_block(em: Emitter, nodes) -> None:
+    for n in nodes:
+        lower_node(em, n)
+
+
+def lower_node(em: Emitter, n: ir.Node) -> None:
+    from . import lower_elementwise, lower_linalg, lower_reduce, lower_shape
+    op = n.op
+    if op.startswith("prim::"):
+        fn = _PRIMS.get(op)
+        if fn is None:
+            raise NotLowered(f"op {op}: no CPU lowering")
+        fn(em, n)
+        return
+    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape):
+        fn = mod.LOWER.get(op)
+        if fn is not None:
+            fn(em, n)
+            return
+    if lower_elementwise.lower_single(em, n):
+        return
+    raise NotLowered(f"op {op}: no CPU lowering")
+
+
+# --- structural ops -----------------------------------------------------------------------------
+
+def _tensor_const(em: Emitter, t) -> str:
+    arr = np.asarray(t._data, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
+    d = dt.from_numpy_dtype(arr.dtype)
+    if d not in SUPPORTED:
+        raise NotLowered(f"tensor constant of dtype {d} is not lowered")
+    if arr.size > MAX_CONST_ELEMS:
+        raise NotLowered(f"tensor constant with {arr.size} elements is too large to embed")
+    name = f"_C{len(em.globals)}"
+    flat = arr.reshape(-1).tolist()
+    if d.category == dt.FLOAT:
+        flat = [float(x) if np.isfinite(x) else repr(float(x)) for x in flat]
+        body = "[" + ", ".join(x if isinstance(x, str) else repr(x) for x in flat) + "]"
+        body = body.replace("'", "")
+        body = body.replace("nan", "np.nan").replace("inf", "np.inf")
+    else:
+        body = repr(flat)
+    em.globals.append(f"{name} = np.array({body}, dtype={np_type(d)}).reshape({arr.shape!r})")
+    return name
+
+
+def _constant(em: Emitter, n: ir.Node) -> None:
+    v = n.attrs.get("value")
+    from ..._tensor import Tensor
+    if isinstance(v, Tensor):
+        em.bind(n.output, _tensor_const(em, v))
+    else:
+        em.consts[n.output.uid] = v
+
+
+def _list(em: Emitter, n: ir.Node) -> None:
+    if all(em.is_const(v) for v in n.inputs):
+        em.consts[n.output.uid] = [em.const(v) for v in n.inputs]
+    else:
+        em.lists[n.output.uid] = list(n.inputs)
+
+
+def _tuple(em: Emitter, n: ir.Node) -> None:
+    if all(em.is_const(v) for v in n.inputs):
+        em.consts[n.output.uid] = tuple(em.const(v) for v in n.inputs)
+    else:
+        em.tuples[n.output.uid] = list(n.inputs)
+
+
+def _tuple_index(em: Emitter, n: ir.Node) -> None:
+    t, i = n.inputs
+    idx = em.const(i)
+    if t.uid in em.tuples:
+        src = em.tuples[t.uid][idx]
+        _alias(em, n.output, src)
+    elif t.uid in em.consts:
+        em.consts[n.output.uid] = em.consts[t.uid][idx]
+    else:
+        em.bind(n.output, f"{em.name(t)}[{int(idx)}]")
+
+
+def _alias(em: Emitter, dst: ir.Value, src: ir.Value) -> None:
+    for table in (em.consts, em.names, em.tuples, em.lists):
+        if src.uid in table:
+            table[dst.uid] = table[src.uid]
+            return
+    raise NotLowered(f"value {src} has no lowering")
+
+
+def _unpack(em: Emitter, n: ir.Node) -> None:
+    t = n.inputs[0]
+    for k, o in enumerate(n.outputs):
+        if t.uid in em.tuples:
+            _alias(em, o, em.tuples[t.uid][k])
+        elif t.uid in em.lists:
+            _alias(em, o, em.lists[t.uid][k])
+        elif t.uid in em.consts:
+            em.consts[o.uid] = em.consts[t.uid][k]
+        else:
+            em.bind(o, f"{em.name(t)}[{k}]")
+
+
+_SCALAR_BIN = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+               "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
+               "ge": ">=", "and": "and", "or": "or"}
+
+
+def _scalar_op(em: Emitter, n: ir.Node) -> None:
+    fn = n.attrs.get("fn")
+    if all(em.is_const(v) for v in n.inputs):
+        from ..interpreter import SCALAR_OPS
+        try:
+            em.consts[n.output.uid] = SCALAR_OPS[fn](*[em.const(v) for v in n.inputs])
+            return
+        except Exception:
+            pass
+    for v in n.inputs:
+        if not isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
+            raise NotLowered(f"scalar op {fn} on {v.type}")
+    a = [em.name(v) for v in n.inputs]
+    if fn in _SCALAR_BIN and len(a) == 2:
+        if fn in ("floordiv", "mod") and all(isinstance(v.type, ir.IntType) for v in n.inputs):
+            em.emit(f"if {a[1]} == 0:")
+            em.indent += 1
+            em.raise_("ZeroDivisionError", "integer division or modulo by zero")
+            em.indent -= 1
+        expr = f"({a[0]} {_SCALAR_BIN[fn]} {a[1]})"
+    elif fn == "neg":
+        expr = f"(-{a[0]})"
+    elif fn == "not":
+        expr = f"(not {a[0]})"
+    elif fn in ("int", "float", "bool", "abs") and len(a) == 1:
+        expr = f"{fn}({a[0]})"
+    elif fn in ("min", "max") and len(a) == 2:
+        expr = f"{fn}({a[0]}, {a[1]})"
+    else:
+        raise NotLowered(f"scalar op {fn}")
+    out = em.fresh("s")
+    em.emit(f"{out} = {expr}")
+    em.bind(n.output, out)
+
+
+def _to_scalar(em: Emitter, n: ir.Node) -> None:
+    x = em.name(n.inputs[0])
+    em.tensor(n.inputs[0])
+    em.emit(f"if {x}.size != 1:")
+    em.indent += 1
+    em.raise_("RuntimeError", "a Tensor with ", (f"{x}.size",),
+              " elements cannot be converted to Scalar")
+    em.indent -= 1
+    t = n.output.type
+    conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}.get(type(t))
+    if conv is None:
+        raise NotLowered(f"item() to {t}")
+    out = em.fresh("s")
+    em.emit(f"{out} = {conv}({x}.flat[0])")
+    em.bind(n.output, out)
+
+
+def _run_sub_block(em: Emitter, block: ir.Block, args) -> list:
+    """Lower a closed block inline: its params alias `args`; returns its return values."""
+    for p, a in zip(block.params, args):
+        if isinstance(a, ir.Value):
+            _alias(em, p, a)
+        else:
+            em.bind(p, a)
+    lower_block(em, block.nodes)
+    return block.returns
+
+
+def _assign_outputs(em: Emitter, outs, rets) -> None:
+    for name, r in zip(outs, rets):
+        if isinstance(r.type, ir.TensorType) and r.uid in em.consts:
+            em.emit(f"{name} = {_tensor_const(em, em.consts[r.uid])}.copy()")
+        else:
+            em.emit(f"{name} = {em.name(r)}")
+
+
+def _if(em: Emitter, n: ir.Node) -> None:
+    cond = n.inputs[0]
+    if em.is_const(cond):  # a static branch: lower only the taken block
+        rets = _run_sub_block(em, n.blocks[0 if em.const(cond) else 1], n.inputs[1:])
+        for o, r in zip(n.outputs, rets):
+            _alias(em, o, r)
+        return
+    for o in n.outputs:
+        _check_runtime_type(o)
+    outs = [em.fresh("r") for _ in n.outputs]
+    em.emit(f"if {em.name(cond)}:")
+    for k, b in enumerate(n.blocks):
+        if k == 1:
+            em.emit("else:")
+        em.indent += 1
+        rets = _run_sub_block(em, b, n.inputs[1:])
+        _assign_outputs(em, outs, rets)
+        if not outs:
+            em.emit("pass")
+        em.indent -= 1
+    for o, nm in zip(n.outputs, outs):
+        em.bind(o, nm)
+
+
+def _check_runtime_type(v: ir.Value) -> None:
+    t = v.type
+    if isinstance(t, ir.TensorType):
+        if t.dtype is None or t.ndim is None or t.dtype not in SUPPORTED:
+            raise NotLowered(f"value {v}: dtype or rank unknown")
+    elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
+        raise NotLowered(f"control flow value of type {t}")
+
+
+def _loop(em: Emitter, n: ir.Node) -> None:
+    nc = len(n.outputs)
+    trip, cond = n.inputs[0], n.inputs[1]
+    carried_init = n.inputs[2:2 + nc]
+    captured = n.inputs[2 + nc:]
+    body = n.blocks[0]
+    for o in n.outputs:
+        _check_runtime_type(o)
+    carried = [em.fresh("c") for _ in range(nc)]
+    _assign_outputs(em, carried, carried_init)
+    i, c = em.fresh("i"), em.fresh("cond")
+    em.emit(f"{i} = 0")
+    em.emit(f"{c} = {em.name(cond)}")
+    trip_s = None if em.is_const(trip) and em.const(trip) is None else em.name(trip)
+    em.emit(f"while {c}" + (f" and {i} < {trip_s}:" if trip_s else ":"))
+    em.indent += 1
+    rets = _run_sub_block(em, body, [i] + carried + list(captured))
+    _assign_outputs(em, [c] + carried, rets)
+    em.emit(f"{i} += 1")
+    em.indent -= 1
+    for o, nm in zip(n.outputs, carried):
+        em.bind(o, nm)
+
+
+def _fused(em: Emitter, n: ir.Node) -> None:
+    from . import lower_elementwise
+    lower_elementwise.lower_group(em, n.blocks[0], list(n.inputs), list(n.outputs))
+
+
+_PRIMS = {
+    "prim::Constant": _constant, "prim::ListConstruct": _list, "prim::TupleConstruct": _tuple,
+    "prim::TupleIndex": _tuple_index, "prim::TupleUnpack": _unpack,
+    "prim::ListUnpack": _unpack, "prim::ScalarOp": _scalar_op,
+    "prim::TensorToScalar": _to_scalar, "prim::If": _if, "prim::Loop": _loop,
+    "prim::Fused": _fused,
+}

@@ -1,0 +1,339 @@
+"""Lowering of shape ops to NumPy array methods Numba supports.
+
+Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
+`None` indexing, expand via `np.broadcast_to`); reshape/view/flatten go through
+`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). Sizes the
+IR fixed at trace time (a reshape target, an integer index) are checked at run time with
+PyTorch's message, so a call with other sizes fails cleanly instead of reading out of bounds.
+"""
+from __future__ import annotations
+
+from .. import ir
+from . import NotLowered
+from .cpu import Emitter, np_type
+
+
+def _tup(parts) -> str:
+    return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+
+def _norm(dim: int, rank: int, op: str) -> int:
+    r = max(rank, 1)
+    if not isinstance(dim, int) or not -r <= dim < r:
+        raise NotLowered(f"op {op}: dim {dim!r} out of range")
+    return dim % r
+
+
+def lower_reshape(em: Emitter, n: ir.Node) -> None:
+    x = n.inputs[0]
+    em.tensor(x)
+    shape = list(em.const(n.inputs[1]))
+    xs = em.name(x)
+    src = em.fresh("rs")
+    em.emit(f"{src} = np.ascontiguousarray({xs})")
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    txt = "[" + ", ".join(map(str, shape)) + "]"
+    if shape.count(-1) > 1:
+        raise NotLowered("reshape: only one dimension can be inferred")
+    if -1 in shape:
+        cond = f"{src}.size % {known} != 0" if known else "True"
+        em.emit(f"if {cond}:")
+        em.indent += 1
+        em.raise_("RuntimeError", f"shape '{txt}' is invalid for input of size ", (f"{src}.size",))
+        em.indent -= 1
+        parts = [f"{src}.size // {known}" if s == -1 else str(s) for s in shape]
+    else:
+        em.emit(f"if {src}.size != {known}:")
+        em.indent += 1
+        em.raise_("RuntimeError", f"shape '{txt}' is invalid for input of size ", (f"{src}.size",))
+        em.indent -= 1
+        parts = [str(s) for s in shape]
+    out = em.fresh("v")
+    em.emit(f"{out} = {src}.reshape({_tup(parts)})")
+    em.bind(n.outputs[0], out)
+
+
+def lower_flatten(em: Emitter, n: ir.Node) -> None:
+    x = n.inputs[0]
+    r = em.tensor(x).ndim
+    xs = em.name(x)
+    out = em.fresh("v")
+    if r == 0:
+        em.emit(f"{out} = {xs}.reshape((1,))")
+    else:
+        s, e = _norm(em.const(n.inputs[1]), r, "flatten"), _norm(em.const(n.inputs[2]), r,
+                                                                 "flatten")
+        if s > e:
+            raise NotLowered("flatten: start_dim after end_dim")
+        parts = [f"{xs}.shape[{d}]" for d in range(s)]
+        parts.append(" * ".join(f"{xs}.shape[{d}]" for d in range(s, e + 1)))
+        parts += [f"{xs}.shape[{d}]" for d in range(e + 1, r)]
+        em.emit(f"{out} = np.ascontiguousarray({xs}).reshape({_tup(parts)})")
+    em.bind(n.outputs[0], out)
+
+
+def _permute(em: Emitter, n: ir.Node, perm) -> None:
+    xs = em.name(n.inputs[0])
+    out = em.fresh("v")
+    if list(perm) == list(range(len(perm))):
+        em.bind(n.outputs[0], xs)
+        return
+    # 2-d: the x.T view. Higher ranks: a copy loop into a C array. Numba's transpose with an
+    # axes tuple costs ~5 s of typing on first use in a process (np.transpose more), and the
+    # copy leaves a contiguous operand for the loops and reshapes that usually follow.
+    if list(perm) == [1, 0]:
+        em.emit(f"{out} = {xs}.T")
+    else:
+        r = len(perm)
+        d = em.tensor(n.outputs[0]).dtype
+        em.emit(f"{out} = np.empty({_tup(f'{xs}.shape[{p}]' for p in perm)}, {np_type(d)})")
+        idx = [em.fresh("i") for _ in range(r)]
+        base = em.indent
+        for k in range(r):  # loop in input order: contiguous reads
+            em.emit(f"for {idx[k]} in range({xs}.shape[{k}]):")
+            em.indent += 1
+        oix = ", ".join(idx[p] for p in perm)
+        em.emit(f"{out}[{oix}] = {xs}[{', '.join(idx)}]")
+        em.indent = base
+    em.bind(n.outputs[0], out)
+
+
+def lower_transpose(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    if r == 0:
+        em.bind(n.outputs[0], em.name(n.inputs[0]))
+        return
+    d0, d1 = _norm(em.const(n.inputs[1]), r, "transpose"), _norm(em.const(n.inputs[2]), r,
+                                                                 "transpose")
+    perm = list(range(r))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    _permute(em, n, perm)
+
+
+def lower_t(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    if r > 2:
+        raise NotLowered("t() of a tensor with more than 2 dims")
+    _permute(em, n, [1, 0] if r == 2 else list(range(r)))
+
+
+def lower_permute(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    perm = [_norm(d, r, "permute") for d in em.const(n.inputs[1])]
+    if sorted(perm) != list(range(r)):
+        raise NotLowered("permute: dims are not a permutation")
+    _permute(em, n, perm)
+
+
+def lower_unsqueeze(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    d = _norm(em.const(n.inputs[1]), r + 1, "unsqueeze")
+    xs = em.name(n.inputs[0])
+    out = em.fresh("v")
+    if r == 0:
+        em.emit(f"{out} = {xs}.reshape((1,))")
+    else:
+        parts = [":"] * r
+        parts.insert(d, "None")
+        em.emit(f"{out} = {xs}[{', '.join(parts)}]")
+    em.bind(n.outputs[0], out)
+
+
+def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
+    """broadcast_to with PyTorch's check; target entries are expressions (or -1)."""
+    nt = len(target)
+    if nt < r:
+        raise NotLowered("expand: fewer sizes than dims")
+    parts = []
+    for d, s in enumerate(target):
+        j = d - (nt - r)
+        if j < 0:
+            if s == "-1":
+                raise NotLowered("expand: -1 for a new leading dim")
+            parts.append(s)
+            continue
+        if s == "-1":
+            parts.append(f"{xs}.shape[{j}]")
+            continue
+        em.emit(f"if {xs}.shape[{j}] != 1 and {xs}.shape[{j}] != {s}:")
+        em.indent += 1
+        em.raise_("RuntimeError", "The expanded size of the tensor (", (s,),
+                  ") must match the existing size (", (f"{xs}.shape[{j}]",),
+                  f") at non-singleton dimension {d}.  Target sizes: [...].  Tensor sizes: "
+                  "[...]")
+        em.indent -= 1
+        parts.append(s)
+    em.emit(f"{out} = np.broadcast_to({xs}, {_tup(parts)})")
+
+
+def lower_expand(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    out = em.fresh("v")
+    _expand_to(em, em.name(n.inputs[0]), r, [str(s) for s in em.const(n.inputs[1])], out)
+    em.bind(n.outputs[0], out)
+
+
+def lower_expand_as(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    ro = em.tensor(n.inputs[1]).ndim
+    os_ = em.name(n.inputs[1])
+    out = em.fresh("v")
+    _expand_to(em, em.name(n.inputs[0]), r, [f"{os_}.shape[{d}]" for d in range(ro)], out)
+    em.bind(n.outputs[0], out)
+
+
+def lower_contiguous(em: Emitter, n: ir.Node) -> None:
+    em.tensor(n.inputs[0])
+    out = em.fresh("v")
+    em.emit(f"{out} = np.ascontiguousarray({em.name(n.inputs[0])})")
+    em.bind(n.outputs[0], out)
+
+
+def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
+    t = em.tensor(n.inputs[0])
+    d = em.tensor(n.outputs[0]).dtype
+    xs = em.name(n.inputs[0])
+    if d is t.dtype:
+        em.bind(n.outputs[0], xs)
+        return
+    out = em.fresh("v")
+    em.emit(f"{out} = {xs}.astype({np_type(d)})")
+    em.bind(n.outputs[0], out)
+
+
+def lower_cat(em: Emitter, n: ir.Node) -> None:
+    lst, dim = n.inputs
+    if lst.uid not in em.lists:
+        raise NotLowered(f"op {n.op}: the tensor list is not built in the graph")
+    vals = em.lists[lst.uid]
+    out_t = em.tensor(n.outputs[0])
+    ranks = {em.tensor(v).ndim for v in vals}
+    if len(ranks) != 1 or 0 in ranks and n.op == "cat":
+        raise NotLowered(f"op {n.op}: tensors of different ranks")
+    r = ranks.pop()
+    d = _norm(em.const(dim), r + (1 if n.op == "stack" else 0), n.op)
+    names = []
+    for v in vals:
+        nm = em.name(v)
+        if em.tensor(v).dtype is not out_t.dtype:
+            nm = f"{nm}.astype({np_type(out_t.dtype)})"
+        names.append(nm)
+    out = em.fresh("v")
+    fn = "np.concatenate" if n.op == "cat" else "np.stack"
+    em.emit(f"{out} = {fn}({_tup(names)}, {d})")
+    em.bind(n.outputs[0], out)
+
+
+def _int_index(em: Emitter, xs: str, j: int, idx: int) -> str:
+    """A checked, normalised integer index into dim j (PyTorch's IndexError otherwise)."""
+    k = em.fresh("ix")
+    em.emit(f"{k} = {idx} if {idx} >= 0 else {idx} + {xs}.shape[{j}]")
+    em.emit(f"if {k} < 0 or {k} >= {xs}.shape[{j}]:")
+    em.indent += 1
+    em.raise_("IndexError", f"index {idx} is out of bounds for dimension {j} with size ",
+              (f"{xs}.shape[{j}]",))
+    em.indent -= 1
+    return k
+
+
+def _index(em: Emitter, n: ir.Node, spec) -> None:
+    """spec: per input dim an int, a (start, stop, step) tuple, or None (a new axis)."""
+    x = n.inputs[0]
+    r = em.tensor(x).ndim
+    xs = em.name(x)
+    parts, j = [], 0
+    for b in spec:
+        if b is None:
+            parts.append("None")
+        elif isinstance(b, bool) or b is Ellipsis:
+            raise NotLowered(f"index element {b!r}")
+        elif isinstance(b, int):
+            if j >= r:
+                raise NotLowered("too many indices")
+            parts.append(_int_index(em, xs, j, b))
+            j += 1
+        elif isinstance(b, tuple) and len(b) == 3:
+            if j >= r:
+                raise NotLowered("too many indices")
+            st, sp, step = b
+            if step is not None and step <= 0:
+                raise NotLowered("slice step must be positive")
+            parts.append(":".join("" if p is None else str(p) for p in (st, sp, step)))
+            j += 1
+        else:
+            raise NotLowered(f"index element {b!r}")
+    out_t = em.tensor(n.outputs[0])
+    out = em.fresh("v")
+    if out_t.ndim == 0:  # Numba gives a scalar: keep a 0-d array (a copy)
+        em.emit(f"{out} = np.empty((), {np_type(out_t.dtype)})")
+        em.emit(f"{out}[()] = {xs}[{', '.join(parts)}]")
+    elif not parts:
+        em.bind(n.outputs[0], xs)
+        return
+    else:
+        em.emit(f"{out} = {xs}[{', '.join(parts)}]")
+    em.bind(n.outputs[0], out)
+
+
+def lower_index_view(em: Emitter, n: ir.Node) -> None:
+    _index(em, n, list(em.const(n.inputs[1])))
+
+
+def lower_select(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    d = _norm(em.const(n.inputs[1]), r, "select")
+    idx = em.const(n.inputs[2])
+    if not isinstance(idx, int):
+        raise NotLowered("select with a run-time index")
+    _index(em, n, [(None, None, None)] * d + [idx])
+
+
+def lower_narrow(em: Emitter, n: ir.Node) -> None:
+    r = em.tensor(n.inputs[0]).ndim
+    d = _norm(em.const(n.inputs[1]), r, "narrow")
+    start, length = em.const(n.inputs[2]), em.const(n.inputs[3])
+    if not isinstance(start, int) or not isinstance(length, int) or start < 0:
+        raise NotLowered("narrow with run-time or negative bounds")
+    xs = em.name(n.inputs[0])
+    em.emit(f"if {start + length} > {xs}.shape[{d}]:")
+    em.indent += 1
+    em.raise_("IndexError", f"start ({start}) + length ({length}) exceeds dimension size (",
+              (f"{xs}.shape[{d}]",), ").")
+    em.indent -= 1
+    _index(em, n, [(None, None, None)] * d + [(start, start + length, None)])
+
+
+def lower_ravel(em: Emitter, n: ir.Node) -> None:
+    em.tensor(n.inputs[0])
+    xs = em.name(n.inputs[0])
+    out = em.fresh("v")
+    em.emit(f"{out} = np.ascontiguousarray({xs}).reshape(({xs}.size,))")
+    em.bind(n.outputs[0], out)
+
+
+def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
+    em.tensor(n.inputs[0])
+    ro = em.tensor(n.inputs[1]).ndim
+    xs, os_ = em.name(n.inputs[0]), em.name(n.inputs[1])
+    src, out = em.fresh("rs"), em.fresh("v")
+    em.emit(f"{src} = np.ascontiguousarray({xs})")
+    em.emit(f"if {src}.size != {os_}.size:")
+    em.indent += 1
+    em.raise_("RuntimeError", "shape '[...]' is invalid for input of size ", (f"{src}.size",))
+    em.indent -= 1
+    em.emit(f"{out} = {src}.reshape({_tup(f'{os_}.shape[{d}]' for d in range(ro))})")
+    em.bind(n.outputs[0], out)
+
+
+LOWER = {
+    "reshape": lower_reshape, "view": lower_reshape, "flatten": lower_flatten,
+    "transpose": lower_transpose, "t": lower_t, "permute": lower_permute,
+    "unsqueeze": lower_unsqueeze, "expand": lower_expand, "expand_as": lower_expand_as,
+    "contiguous": lower_contiguous, "_to_dtype": lower_to_dtype, "cat": lower_cat,
+    "stack": lower_cat, "_index_view": lower_index_view,
+    "select": lower_select, "narrow": lower_narrow, "ravel": lower_ravel,
+    "view_as": lower_reshape_as, "reshape_as": lower_reshape_as, "broadcast_to": lower_expand,
+}

@@ -1,0 +1,271 @@
+"""The fuser: groups chains of elementwise ops into `prim::Fused` nodes (one loop nest each).
+
+Owns `run(graph) -> Graph` and `fusible(node)`. Works on a specialised graph (types.py has set
+dtype and rank). A group holds elementwise registry ops whose `scalar` template the code
+generator can emit and whose outputs have one rank (the group's loop rank); sizes may still
+differ (a `(1, n)` member inside a `(m, n)` group is fine: the code generator writes every
+output through its own 0/1 broadcast multipliers).
+
+The `prim::Fused` node's one block is closed: its params mirror the node's inputs (the values
+the members read from outside), scalar constants the members read are copied into the block (so
+attrs such as `alpha` stay visible as constants), and its returns are the member outputs used
+after the group (mirrored by the node's outputs). Groups of a single op are left alone: the code
+generator lowers a lone elementwise op as a group of one.
+
+Placement: a group sits where its last member was, or where its first member was when an earlier
+consumer outside the group needs it there. A node joins a producer's group, and the other
+producer groups it reads merge into that group, only where one of the two placements keeps every
+value defined before its uses (`_order_ok` checks the whole block).
+"""
+from __future__ import annotations
+
+from ... import _dtype as dt
+from ..._ops import registry
+from .. import ir
+from .types import const_value, norm_dims, reduction_dtype
+
+SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
+_INT_DIV = {"floor_divide", "remainder", "fmod", "div"}
+
+
+def fusible(n: ir.Node) -> bool:
+    """Can the code generator emit this node as a scalar expression inside a loop nest?"""
+    op = registry.OPS.get(n.op)
+    if op is None or op.kind != "elementwise" or not op.scalar or len(n.outputs) != 1:
+        return False
+    out = n.outputs[0].type
+    if not isinstance(out, ir.TensorType) or out.dtype not in SUPPORTED or out.ndim is None:
+        return False
+    by = dict(zip(op.params, n.inputs))
+    for name in op.tensors:
+        t = by[name].type
+        if isinstance(t, ir.TensorType):
+            if t.dtype not in SUPPORTED or t.ndim is None:
+                return False
+        elif isinstance(t, ir.NoneType) and n.op == "clamp" and \
+                not all(isinstance(by[k].type, ir.NoneType) for k in ("min", "max")):
+            continue  # one-sided clamp: lowered with clamp_min/clamp_max's template
+        elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
+            return False  # other None slots have no scalar form
+    for a in op.attrs:
+        ok, val = const_value(by[a])
+        if not ok or not isinstance(val, (int, float, bool, type(None))):
+            return False
+    if n.op == "div":
+        ok, mode = const_value(by["rounding_mode"])
+        if mode is not None:
+            return False
+    if n.op in _INT_DIV:
+        from .types import elementwise_dtypes
+        r = elementwise_dtypes(op, n.inputs)
+        if r is None or r[0].category <= dt.INT:
+            return False  # integer division by zero raises in PyTorch
+    return True
+
+
+def run(graph: ir.Graph) -> ir.Graph:
+    _fuse_block(graph.block)
+    return graph
+
+
+REDUCE_OPS = ("sum", "mean", "amax", "amin")
+
+
+def _absorb_reductions(block: ir.Block) -> None:
+    """Move a last-dim reduction into the group that computes its only operand."""
+    uses: dict = {}
+    for n in block.nodes:
+        for v in n.inputs:
+            uses[v.uid] = uses.get(v.uid, 0) + 1
+    for v in block.returns:
+        uses[v.uid] = uses.get(v.uid, 0) + 1
+    for r in list(block.nodes):
+        if r.op not in REDUCE_OPS or len(r.outputs) != 1:
+            continue
+        x = r.inputs[0]
+        p = x.node
+        t = x.type
+        if p is None or uses.get(x.uid) != 1 or not isinstance(t, ir.TensorType) or \
+                not t.ndim or t.dtype is None:
+            continue
+        consts = [const_value(v) for v in r.inputs[1:]]
+        if not all(ok for ok, _ in consts):
+            continue
+        dim = consts[0][1]
+        if r.op in ("sum", "mean") and consts[2][1] is not None:
+            continue
+        try:
+            if norm_dims(dim, t.ndim) != (t.ndim - 1,):
+                continue
+            if reduction_dtype(r.op, t, None) is not r.outputs[0].type.dtype:
+                continue
+        except (TypeError, IndexError, AttributeError):
+            continue
+        if r.op in ("amax", "amin") and t.dtype is dt.bool:
+            continue
+        if p.op != "prim::Fused":
+            if not fusible(p) or p not in block.nodes:
+                continue
+            sub: dict = {}
+            consumers = {x.uid: [r]}
+            fused = _make_fused([p], block, consumers, sub)
+            block.nodes[block.nodes.index(p)] = fused
+            r.inputs[0] = fused.outputs[0]
+            p = fused
+        elif len(p.outputs) != 1:
+            continue
+        body = p.blocks[0]
+        inner_x = body.returns[0]
+        copies = []
+        new_inputs = [inner_x]
+        for v in r.inputs[1:]:
+            c = ir.Node("prim::Constant", (), (v.type,), dict(v.node.attrs), loc=v.node.loc)
+            copies.append(c)
+            new_inputs.append(c.output)
+        r.inputs = new_inputs
+        body.nodes = copies + body.nodes + [r]
+        out = ir.Value(r.outputs[0].type, r.outputs[0].name, node=p)
+        body.returns = [r.outputs[0]]
+        old = r.outputs[0]
+        p.outputs = [out]
+        p.attrs["ops"] = p.attrs.get("ops", "") + " -> " + r.op
+        block.nodes.remove(r)
+        for n in block.nodes:
+            n.inputs = [out if v is old else v for v in n.inputs]
+        block.returns = [out if v is old else v for v in block.returns]
+
+
+def _fuse_block(block: ir.Block) -> None:
+    for n in block.nodes:
+        for b in n.blocks:
+            _fuse_block(b)
+    nodes = block.nodes
+    pos = {id(n): i for i, n in enumerate(nodes)}
+    consumers: dict = {}  # value uid -> consumer nodes in this block
+    for n in nodes:
+        for v in n.inputs:
+            consumers.setdefault(v.uid, []).append(n)
+    group_of: dict = {}  # id(node) -> group {"nodes": [...], "rank": r, "at": "last"|"first"}
+    groups: list = []
+    for n in nodes:
+        if not fusible(n):
+            continue
+        rank = n.outputs[0].type.ndim
+        cands = []
+        for v in n.inputs:
+            g = group_of.get(id(v.node)) if v.node is not None else None
+            if g is not None and g["rank"] == rank and all(g is not c for c in cands):
+                cands.append(g)
+        home = None
+        for g in cands:  # join the first group that keeps the order valid
+            for at in ("last", "first"):
+                saved = g.get("at", "last")
+                g["nodes"].append(n)
+                g["at"] = at
+                if _order_ok(nodes, groups, pos):
+                    home = g
+                    break
+                g["nodes"].pop()
+                g["at"] = saved
+            if home is not None:
+                break
+        if home is None:
+            home = {"nodes": [n], "rank": rank, "at": "last"}
+            groups.append(home)
+        group_of[id(n)] = home
+        for g in cands:  # then merge the other producer groups into it where possible
+            if g is home or g not in groups:
+                continue
+            saved = (list(home["nodes"]), home["at"])
+            groups.remove(g)
+            home["nodes"] = sorted(home["nodes"] + g["nodes"], key=lambda m: pos[id(m)])
+            ok = False
+            for at in ("last", "first"):
+                home["at"] = at
+                if _order_ok(nodes, groups, pos):
+                    ok = True
+                    break
+            if ok:
+                for m in g["nodes"]:
+                    group_of[id(m)] = home
+            else:
+                home["nodes"], home["at"] = saved
+                groups.append(g)
+    multi = [g for g in groups if len(g["nodes"]) > 1]
+    if not multi:
+        _absorb_reductions(block)
+        return
+    replace, sub = {}, {}
+    for g in multi:
+        members = g["nodes"]
+        anchor = members[-1] if g["at"] == "last" else members[0]
+        replace[id(anchor)] = _make_fused(members, block, consumers, sub)
+    fused_members = {id(m) for g in multi for m in g["nodes"]}
+    new_nodes = []
+    for n in nodes:
+        if id(n) in replace:
+            new_nodes.append(replace[id(n)])
+        elif id(n) not in fused_members:
+            new_nodes.append(n)
+    for n in new_nodes:  # later uses of escaping member outputs read the fused outputs
+        n.inputs = [sub.get(v.uid, v) for v in n.inputs]
+    block.returns = [sub.get(v.uid, v) for v in block.returns]
+    block.nodes = new_nodes
+    _absorb_reductions(block)
+
+
+def _order_ok(nodes, groups, pos) -> bool:
+    """Would every value still be defined before its first use once the groups are placed?"""
+    slot = {id(n): pos[id(n)] for n in nodes}
+    owner = {}
+    for k, g in enumerate(groups):
+        members = g["nodes"]
+        at = pos[id(members[-1] if g.get("at", "last") == "last" else members[0])]
+        for m in members:
+            slot[id(m)] = at
+            owner[id(m)] = k
+    for n in nodes:
+        for v in n.inputs:
+            d = v.node
+            if d is None or id(d) not in slot:
+                continue
+            if id(n) in owner and d.op == "prim::Constant" and \
+                    not isinstance(v.type, ir.TensorType):
+                continue  # copied into the block
+            same = id(d) in owner and owner.get(id(d)) == owner.get(id(n))
+            if not same and slot[id(d)] >= slot[id(n)]:
+                return False
+    return True
+
+
+def _make_fused(members, block: ir.Block, consumers, sub: dict) -> ir.Node:
+    ids = {id(m) for m in members}
+    outer_inputs, params, vmap, const_nodes = [], [], {}, []
+    for m in members:
+        for v in m.inputs:
+            if v.uid in vmap or (v.node is not None and id(v.node) in ids):
+                continue
+            if v.node is not None and v.node.op == "prim::Constant" and \
+                    not isinstance(v.type, ir.TensorType):
+                c = ir.Node("prim::Constant", (), (v.type,), dict(v.node.attrs), loc=v.node.loc)
+                const_nodes.append(c)
+                vmap[v.uid] = c.output
+                continue
+            p = ir.Value(v.type, v.name)
+            vmap[v.uid] = p
+            params.append(p)
+            outer_inputs.append(v)
+    returned = {v.uid for v in block.returns}
+    escaping = []
+    for m in members:
+        for o in m.outputs:
+            if o.uid in returned or any(id(c) not in ids for c in consumers.get(o.uid, ())):
+                escaping.append(o)
+    for m in members:
+        m.inputs = [vmap.get(v.uid, v) for v in m.inputs]
+    body = ir.Block(params, const_nodes + list(members), list(escaping))
+    ops = " -> ".join(m.op for m in members)
+    fused = ir.Node("prim::Fused", outer_inputs, [o.type for o in escaping],
+                    attrs={"ops": ops}, blocks=[body], loc=members[0].loc)
+    sub.update({o.uid: f for o, f in zip(escaping, fused.outputs)})
+    return fused

@@ -1,0 +1,288 @@
+"""Simplification: constant folding, algebraic identities and control flow on constants.
+
+Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
+- `prim::ScalarOp` on constants -> `prim::Constant` (an operation that raises is left alone,
+  so the error still happens at run time, at the user's line);
+- a pure registry op whose inputs are all constants and whose tensors are small
+  (<= FOLD_MAX_ELEMENTS elements, no requires_grad) -> a constant when its one result is small;
+  `prim::TensorToScalar` of a constant tensor likewise;
+- `x * 1`, `1 * x`, `x + 0`, `0 + x`, `x - 0`, `x / 1`, `x ** 1`, `x.to(x.dtype)` -> `x`, only
+  when x is a tensor of known dtype and rank and the result has the same dtype and rank (so
+  promotion and broadcasting are unchanged), and not when that would make a graph output alias
+  a graph input or when an in-place op uses either value;
+- `prim::If` on a constant condition -> the taken block's body;
+- `prim::Loop` whose trip count is 0 or whose initial condition is False -> its initial values;
+- `prim::TupleIndex` / `prim::TupleUnpack` of a `prim::TupleConstruct` or tuple constant -> the
+  element(s); `prim::ListUnpack` of a `prim::ListConstruct` read by nothing else.
+Placeholders from the parser (`TensorLiteral`, `Ref`) are never folded.
+"""
+from __future__ import annotations
+
+import numbers
+
+from ..._ops import registry
+from ..._tensor import Tensor
+from .. import ir
+from ..interpreter import SCALAR_OPS, call_registry_op
+from ..ir_util import inline_block, is_inplace, node_is_pure, replace_many, uses
+
+FOLD_MAX_ELEMENTS = 64
+MAX_ROUNDS = 20
+
+_IDENTITY = {  # op -> [(operand index of x, operand index of the constant, neutral value)]
+    "mul": [(0, 1, 1), (1, 0, 1)],
+    "add": [(0, 1, 0), (1, 0, 0)],
+    "sub": [(0, 1, 0)],
+    "div": [(0, 1, 1)],
+    "true_divide": [(0, 1, 1)],
+    "pow": [(0, 1, 1)],
+}
+
+
+def run(graph: ir.Graph) -> ir.Graph:
+    for _ in range(MAX_ROUNDS):
+        s = _Simplifier(graph)
+        if not s.block(graph.block):
+            break
+    return graph
+
+
+def const(v: ir.Value):
+    """(True, value) when `v` is a prim::Constant output, else (False, None)."""
+    n = v.node
+    if n is not None and n.op == "prim::Constant" and "value" in n.attrs:
+        return True, n.attrs["value"]
+    return False, None
+
+
+def _foldable_value(x) -> bool:
+    if isinstance(x, Tensor):
+        return x._data.size <= FOLD_MAX_ELEMENTS and not x._requires_grad
+    if isinstance(x, (bool, numbers.Number, str, type(None))):
+        return True
+    if isinstance(x, (list, tuple)):
+        return all(_foldable_value(e) for e in x)
+    from ... import _dtype as dt
+    return isinstance(x, dt.dtype)
+
+
+def _make_const(n: ir.Node, value) -> None:
+    """Turn `n` (one output) into a constant, keeping its output Value and so all its uses."""
+    n.op = "prim::Constant"
+    n.inputs = []
+    n.blocks = []
+    n.attrs = {"value": value}
+
+
+class _Simplifier:
+    def __init__(self, graph: ir.Graph):
+        self.graph = graph
+        self.uses = uses(graph)
+        self.graph_params = set(graph.block.params)
+        self.graph_returns = set(graph.block.returns)
+        self.changed = False
+
+    def block(self, block: ir.Block) -> bool:
+        out = []
+        mapping: dict = {}
+        for n in block.nodes:
+            if mapping:
+                n.inputs = [mapping.get(v, v) for v in n.inputs]
+            for b in n.blocks:
+                self.block(b)
+            repl = self.node(n, mapping)
+            if repl is None:
+                out.append(n)
+            else:
+                self.changed = True
+                out.extend(repl)
+        block.nodes = out
+        if mapping:
+            replace_many(block, mapping)
+            self.changed = True
+        return self.changed
+
+    # each rule returns None (keep n) or the list of nodes replacing it (outputs go to mapping)
+    def node(self, n: ir.Node, mapping: dict):
+        op = n.op
+        if op == "prim::ScalarOp":
+            return self.fold_scalar(n)
+        if op == "prim::If":
+            return self.fold_if(n, mapping)
+        if op == "prim::Loop":
+            return self.fold_loop(n, mapping)
+        if op in ("prim::TupleIndex", "prim::TupleUnpack", "prim::ListUnpack"):
+            return self.fold_unpack(n, mapping)
+        if op == "prim::TensorToScalar":
+            ok, t = const(n.inputs[0])
+            if ok and isinstance(t, Tensor) and t._data.size == 1:
+                _make_const(n, t.item())
+                return [n]
+            return None
+        if op.startswith("prim::") or not node_is_pure(n):
+            return None
+        r = self.identity(n, mapping)
+        if r is not None:
+            return r
+        return self.fold_op(n)
+
+    def fold_scalar(self, n: ir.Node):
+        vals = [const(v) for v in n.inputs]
+        if not all(ok for ok, _ in vals) or n.attrs.get("fn") not in SCALAR_OPS:
+            return None
+        try:
+            r = SCALAR_OPS[n.attrs["fn"]](*[x for _, x in vals])
+        except Exception:
+            return None
+        if not isinstance(r, (bool, int, float, complex, str, type(None))):
+            return None
+        _make_const(n, r)
+        return [n]
+
+    def fold_op(self, n: ir.Node):
+        if len(n.outputs) != 1 or registry._mode_state.stack:
+            return None  # multi-output ops are rare here; inside a tracer, dispatch would record
+        vals = []
+        for v in n.inputs:
+            if v.node is not None and v.node.op == "prim::ListConstruct":
+                items = [const(x) for x in v.node.inputs]
+                if not all(ok for ok, _ in items):
+                    return None
+                vals.append([x for _, x in items])
+                continue
+            ok, x = const(v)
+            if not ok or not _foldable_value(x):
+                return None
+            vals.append(x)
+        opdef = registry.OPS.get(n.op)
+        if opdef is None or opdef.view:
+            return None
+        from ...autograd import grad_mode
+        try:
+            with grad_mode.no_grad():
+                r = call_registry_op(n.op, vals)
+        except Exception:  # eager would raise: keep the node so it raises at run time
+            return None
+        if isinstance(r, Tensor):
+            ty = n.output.type
+            if r._data.size > FOLD_MAX_ELEMENTS or (
+                    isinstance(ty, ir.TensorType) and ty.dtype is not None and
+                    ty.dtype is not r._dtype):
+                return None
+        elif not isinstance(r, (bool, int, float)):
+            return None
+        _make_const(n, r)
+        return [n]
+
+    def identity(self, n: ir.Node, mapping: dict):
+        rules = _IDENTITY.get(n.op)
+        if n.op == "_to_dtype":
+            x, (ok, d) = n.inputs[0], const(n.inputs[1])
+            if ok and isinstance(x.type, ir.TensorType) and x.type.dtype is not None and \
+                    d is x.type.dtype:
+                return self._alias(n, x, mapping)
+            return None
+        if not rules:
+            return None
+        params = registry.OPS[n.op].params
+        by = dict(zip(params, n.inputs))
+        if n.op in ("add", "sub"):
+            ok, alpha = const(by["alpha"])
+            if not ok or not isinstance(alpha, numbers.Number):
+                return None
+        if n.op == "div":
+            ok, mode = const(by["rounding_mode"])
+            if not ok or mode is not None:
+                return None
+        for xi, ci, neutral in rules:
+            if n.op == "add" and xi == 1 and alpha != 1:
+                continue
+            x = n.inputs[xi]
+            ok, c = const(n.inputs[ci])
+            if not ok:
+                continue
+            if isinstance(c, Tensor):
+                if c._data.ndim != 0 or c._requires_grad:
+                    continue
+                c = c.item()
+            if isinstance(c, bool) or not isinstance(c, numbers.Number) or c != neutral:
+                continue
+            return self._alias(n, x, mapping)
+        return None
+
+    def _alias(self, n: ir.Node, x: ir.Value, mapping: dict):
+        out = n.output
+        xt, ot = x.type, out.type
+        if not (isinstance(xt, ir.TensorType) and isinstance(ot, ir.TensorType)):
+            return None
+        if xt.dtype is None or xt.shape is None or ot.dtype is not xt.dtype or \
+                ot.ndim != xt.ndim:
+            return None
+        if x in self.graph_params and out in self.graph_returns:
+            return None  # the output would alias the caller's input
+        for v in (x, out):
+            for user, _ in self.uses.get(v, ()):
+                if isinstance(user, ir.Node) and is_inplace(user.op):
+                    return None
+        mapping[out] = mapping.get(x, x)
+        return []
+
+    def fold_if(self, n: ir.Node, mapping: dict):
+        ok, c = const(n.inputs[0])
+        if not ok or not isinstance(c, (bool, int, float, type(None))):
+            return None
+        branch = n.blocks[0] if c else n.blocks[1]
+        nodes, rets = inline_block(branch, n.inputs[1:])
+        for o, r in zip(n.outputs, rets):
+            mapping[o] = mapping.get(r, r)
+        return nodes
+
+    def fold_loop(self, n: ir.Node, mapping: dict):
+        ok_t, trip = const(n.inputs[0])
+        ok_c, cond = const(n.inputs[1])
+        never = (ok_t and isinstance(trip, int) and trip <= 0) or (
+            ok_c and isinstance(cond, (bool, int)) and not cond)
+        if not never:
+            return None
+        for o, v in zip(n.outputs, n.inputs[2:2 + len(n.outputs)]):
+            mapping[o] = mapping.get(v, v)
+        return []
+
+    def fold_unpack(self, n: ir.Node, mapping: dict):
+        src = n.inputs[0]
+        d = src.node
+        if n.op == "prim::TupleIndex":
+            ok, i = const(n.inputs[1])
+            if not ok or not isinstance(i, int):
+                return None
+            if d is not None and d.op == "prim::TupleConstruct" and -len(d.inputs) <= i < \
+                    len(d.inputs):
+                mapping[n.output] = d.inputs[i]
+                return []
+            ok, t = const(src)
+            if ok and isinstance(t, tuple) and -len(t) <= i < len(t):
+                _make_const(n, t[i])
+                return [n]
+            return None
+        if d is None:
+            return None
+        kind = "prim::TupleConstruct" if n.op == "prim::TupleUnpack" else "prim::ListConstruct"
+        if d.op == kind and len(d.inputs) == len(n.outputs):
+            if kind == "prim::ListConstruct" and any(
+                    not (isinstance(u, ir.Node) and u.op == "prim::ListUnpack")
+                    for u, _ in self.uses.get(src, ())):
+                return None  # the list may be mutated or escape: keep it
+            for o, v in zip(n.outputs, d.inputs):
+                mapping[o] = v
+            return []
+        ok, t = const(src)
+        if ok and isinstance(t, tuple) and n.op == "prim::TupleUnpack" and \
+                len(t) == len(n.outputs):
+            nodes = []
+            for o, x in zip(n.outputs, t):
+                c = ir.Node("prim::Constant", (), (o.type,), attrs={"value": x}, loc=n.loc)
+                mapping[o] = c.output
+                nodes.append(c)
+            return nodes
+        return None
+

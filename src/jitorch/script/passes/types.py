@@ -1,0 +1,396 @@
+"""Type specialisation: copy a graph, give its inputs concrete types, propagate dtype and rank.
+
+Owns `specialize(graph, arg_types) -> Graph` and `copy_graph(graph)`. Input tensor types keep
+their dtype and rank but lose their sizes (None): a program is compiled per dtype/rank, never per
+size. Every tensor value then gets a dtype and rank where a rule knows them:
+- elementwise registry ops: PyTorch's three-tier promotion (dimensioned tensors > 0-d tensors >
+  Python scalars, `_dtype.promote_tiers`), then the op's own dtype rule (`registry._apply_rule`);
+  the rank is the largest operand rank;
+- reductions, matmuls and the shape ops the code generator lowers: rules in `_RULES` below;
+- anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
+  refuses them (NotLowered), so the interpreter runs the graph.
+Sizes stay None except for tensor constants (their shape is known).
+"""
+from __future__ import annotations
+
+from ... import _dtype as dt
+from ..._ops import registry
+from .. import ir
+
+# --- copying ------------------------------------------------------------------------------------
+
+
+def copy_graph(graph: ir.Graph) -> ir.Graph:
+    """A deep copy with fresh Values (attrs are shared, except nested Blocks, which are copied)."""
+    vmap: dict = {}
+    return ir.Graph(graph.name, _copy_block(graph.block, vmap))
+
+
+def _copy_value(v: ir.Value, vmap: dict) -> ir.Value:
+    nv = ir.Value(v.type, v.name)
+    vmap[v.uid] = nv
+    return nv
+
+
+def _copy_block(b: ir.Block, vmap: dict) -> ir.Block:
+    params = [_copy_value(p, vmap) for p in b.params]
+    nodes = [_copy_node(n, vmap) for n in b.nodes]
+    return ir.Block(params, nodes, [vmap.get(v.uid, v) for v in b.returns])
+
+
+def _copy_node(n: ir.Node, vmap: dict) -> ir.Node:
+    attrs = {k: (_copy_block(v, vmap) if isinstance(v, ir.Block) else v)
+             for k, v in n.attrs.items()}
+    blocks = [_copy_block(b, vmap) for b in n.blocks]
+    m = ir.Node(n.op, [vmap.get(v.uid, v) for v in n.inputs], (), attrs, blocks, n.loc)
+    m.outputs = []
+    for o in n.outputs:
+        no = ir.Value(o.type, o.name, node=m)
+        vmap[o.uid] = no
+        m.outputs.append(no)
+    return m
+
+
+# --- specialisation -----------------------------------------------------------------------------
+
+
+def strip_sizes(t: ir.Type) -> ir.Type:
+    if isinstance(t, ir.TensorType):
+        shape = None if t.shape is None else (None,) * len(t.shape)
+        return ir.TensorType(t.dtype, shape, t.device, t.requires_grad)
+    if isinstance(t, ir.TupleType):
+        return ir.TupleType([strip_sizes(e) for e in t.elems])
+    return t
+
+
+def specialize(graph: ir.Graph, arg_types) -> ir.Graph:
+    g = copy_graph(graph)
+    for p, t in zip(g.block.params, arg_types):
+        p.type = strip_sizes(t)
+    propagate_block(g.block)
+    return g
+
+
+UNKNOWN = ir.TensorType(None, None)
+
+
+def const_value(v: ir.Value):
+    """(True, value) when `v` is a prim::Constant output, else (False, None)."""
+    n = v.node
+    if n is not None and n.op == "prim::Constant":
+        return True, n.attrs.get("value")
+    if n is not None and n.op == "prim::ListConstruct":
+        vals = [const_value(x) for x in n.inputs]
+        if all(k for k, _ in vals):
+            return True, [x for _, x in vals]
+    return False, None
+
+
+def propagate_block(block: ir.Block) -> None:
+    for n in block.nodes:
+        propagate_node(n)
+
+
+def _set(n: ir.Node, types) -> None:
+    for o, t in zip(n.outputs, types):
+        o.type = t
+
+
+def _join(a: ir.Type, b: ir.Type) -> ir.Type:
+    if a == b:
+        return a
+    if isinstance(a, ir.TensorType) and isinstance(b, ir.TensorType):
+        dtype = a.dtype if a.dtype is b.dtype else None
+        rank = a.ndim if a.ndim == b.ndim else None
+        return ir.TensorType(dtype, None if rank is None else (None,) * rank)
+    return a
+
+
+def propagate_node(n: ir.Node) -> None:
+    op = n.op
+    if op.startswith("prim::"):
+        _prim(n)
+        return
+    opdef = registry.OPS.get(op)
+    try:
+        if opdef is not None and opdef.kind == "elementwise":
+            _set(n, [elementwise_type(opdef, n.inputs)])
+            return
+        rule = _RULES.get(op)
+        if rule is not None:
+            _set(n, [rule(n, *n.inputs)])
+            return
+    except Exception:  # a rule that cannot decide (unknown attr, eager would raise): unknown
+        pass
+    _set(n, [UNKNOWN if isinstance(o.type, ir.TensorType) else o.type for o in n.outputs])
+
+
+def elementwise_dtypes(opdef, inputs):
+    """(compute dtype, output dtype) of an elementwise op node, as eager computes them."""
+    by = dict(zip(opdef.params, inputs))
+    dims, zeros, cats = [], [], []
+    for name in opdef.tensors:
+        t = by[name].type
+        if isinstance(t, ir.TensorType):
+            if t.dtype is None or t.ndim is None:
+                return None
+            (dims if t.ndim else zeros).append(t.dtype)
+        elif isinstance(t, ir.BoolType):
+            cats.append(dt.BOOL)
+        elif isinstance(t, ir.IntType):
+            cats.append(dt.INT)
+        elif isinstance(t, ir.FloatType):
+            cats.append(dt.FLOAT)
+        elif isinstance(t, ir.NoneType):
+            continue
+        else:
+            return None
+    d = dt.promote_tiers(dims, zeros, cats)
+    attrs = {}
+    for a in opdef.attrs:
+        ok, val = const_value(by[a])
+        if not ok:
+            return None
+        attrs[a] = val
+    return registry._apply_rule(opdef, d, attrs)
+
+
+def elementwise_type(opdef, inputs) -> ir.Type:
+    r = elementwise_dtypes(opdef, inputs)
+    ranks = [v.type.ndim for v in inputs if isinstance(v.type, ir.TensorType)]
+    if r is None or any(k is None for k in ranks):
+        return UNKNOWN
+    return ir.TensorType(r[1], (None,) * max(ranks, default=0))
+
+
+def _tensor(v) -> ir.TensorType:
+    t = v.type
+    if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
+        raise TypeError("unknown tensor")
+    return t
+
+
+def _const(v):
+    ok, val = const_value(v)
+    if not ok:
+        raise TypeError("not a constant")
+    return val
+
+
+def _ranked(dtype, rank) -> ir.TensorType:
+    return ir.TensorType(dtype, (None,) * rank)
+
+
+def norm_dims(dim, rank: int) -> tuple:
+    """Reduction dims as sorted non-negative ints (None or () means all dims)."""
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+        return tuple(range(rank))
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = set()
+    for d in dim:
+        r = max(rank, 1)
+        if not -r <= d < r:
+            raise IndexError("dim out of range")
+        out.add(d % r if rank else 0)
+    return tuple(sorted(out))
+
+
+def reduction_dtype(op: str, t: ir.TensorType, dtype):
+    if dtype is not None:
+        return dtype
+    if op in ("sum", "prod") and t.dtype.category <= dt.INT:
+        return dt.int64
+    if op == "mean" and t.dtype.category <= dt.INT:
+        raise TypeError("mean of integers")
+    return t.dtype
+
+
+def _reduce(n, x, dim, keepdim, dtype=None):
+    t = _tensor(x)
+    dims = norm_dims(_const(dim), t.ndim)
+    rank = t.ndim if _const(keepdim) else t.ndim - len([d for d in dims if d < t.ndim])
+    return _ranked(reduction_dtype(n.op, t, None if dtype is None else _const(dtype)), rank)
+
+
+def _matmul(n, a, b):
+    ta, tb = _tensor(a), _tensor(b)
+    ra, rb = ta.ndim, tb.ndim
+    if ra == 0 or rb == 0:
+        raise TypeError("matmul of 0-d")
+    if ra == 1 and rb == 1:
+        rank = 0
+    elif ra == 1:
+        rank = rb - 1
+    elif rb == 1:
+        rank = ra - 1
+    else:
+        rank = max(ra, rb)
+    return _ranked(dt.promote_types(ta.dtype, tb.dtype), rank)
+
+
+def _fixed_rank(rank):
+    def rule(n, a, b, *rest):
+        ta, tb = _tensor(a), _tensor(b)
+        return _ranked(dt.promote_types(ta.dtype, tb.dtype), rank)
+    return rule
+
+
+def _addmm(n, inp, a, b, beta, alpha):
+    return _ranked(dt.promote_types(_tensor(a).dtype, _tensor(b).dtype), 2)
+
+
+def _same(n, x, *rest):
+    return _tensor(x)
+
+
+def _sized(n, x, size):
+    return _ranked(_tensor(x).dtype, len(_const(size)))
+
+
+def _unsqueeze(n, x, dim):
+    return _ranked(_tensor(x).dtype, _tensor(x).ndim + 1)
+
+
+def _flatten(n, x, start, end):
+    t = _tensor(x)
+    if t.ndim == 0:
+        return _ranked(t.dtype, 1)
+    s, e = _const(start) % t.ndim, _const(end) % t.ndim
+    return _ranked(t.dtype, t.ndim - (e - s))
+
+
+def _cat(n, lst, dim):
+    ts = [_tensor(v) for v in lst.node.inputs] if lst.node is not None and \
+        lst.node.op == "prim::ListConstruct" else None
+    if not ts:
+        raise TypeError("unknown list")
+    d = ts[0].dtype
+    for t in ts[1:]:
+        d = dt.promote_types(d, t.dtype)
+    rank = max(t.ndim for t in ts)
+    return _ranked(d, rank + 1 if n.op == "stack" else rank)
+
+
+def _index_view(n, x, basic):
+    t = _tensor(x)
+    rank = t.ndim
+    for b in _const(basic):
+        if b is None:
+            rank += 1
+        elif isinstance(b, int):
+            rank -= 1
+        elif not isinstance(b, tuple):
+            raise TypeError("unknown index")
+    return _ranked(t.dtype, rank)
+
+
+def _select(n, x, dim, index):
+    return _ranked(_tensor(x).dtype, _tensor(x).ndim - 1)
+
+
+def _to_dtype(n, x, dtype):
+    return _ranked(_const(dtype), _tensor(x).ndim)
+
+
+def _expand_as(n, x, other):
+    return _ranked(_tensor(x).dtype, _tensor(other).ndim)
+
+
+_RULES = {
+    "sum": _reduce, "mean": _reduce, "prod": _reduce, "amax": _reduce, "amin": _reduce,
+    "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
+    "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
+    "t": _same, "contiguous": _same, "narrow": _same, "unsqueeze": _unsqueeze,
+    "flatten": _flatten, "cat": _cat, "stack": _cat, "_index_view": _index_view,
+    "select": _select, "_to_dtype": _to_dtype, "expand_as": _expand_as,
+    "ravel": lambda n, x: _ranked(_tensor(x).dtype, 1), "view_as": _expand_as,
+    "reshape_as": _expand_as, "broadcast_to": _sized,
+}
+
+
+# --- structural ops -----------------------------------------------------------------------------
+_CMP = {"eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "is", "is_not", "contains",
+        "bool"}
+
+
+def _scalar_result(fn: str, types) -> ir.Type:
+    if fn in _CMP:
+        return ir.BOOL
+    if fn == "int" or fn == "len":
+        return ir.INT
+    if fn == "float" or fn == "truediv":
+        return ir.FLOAT
+    if fn in ("add", "sub", "mul", "floordiv", "mod", "pow", "neg", "min", "max", "abs"):
+        if any(isinstance(t, ir.FloatType) for t in types):
+            return ir.FLOAT
+        if all(isinstance(t, (ir.IntType, ir.BoolType)) for t in types):
+            return ir.INT
+    return None
+
+
+def _prim(n: ir.Node) -> None:
+    op = n.op
+    if op == "prim::Constant":
+        from ..trace import value_type
+        t = value_type(n.attrs.get("value"))
+        if t != ir.ANY:  # keep the frontend's type for values the tracer cannot name
+            _set(n, [t])
+    elif op == "prim::ListConstruct":
+        elems = [v.type for v in n.inputs]
+        el = elems[0] if elems else ir.ANY
+        for e in elems[1:]:
+            el = _join(el, e)
+        _set(n, [ir.ListType(el)])
+    elif op == "prim::TupleConstruct":
+        _set(n, [ir.TupleType([v.type for v in n.inputs])])
+    elif op in ("prim::TupleUnpack", "prim::ListUnpack"):
+        t = n.inputs[0].type
+        if isinstance(t, ir.TupleType):
+            _set(n, list(t.elems))
+        elif isinstance(t, ir.ListType):
+            _set(n, [t.elem] * len(n.outputs))
+    elif op == "prim::TupleIndex":
+        t = n.inputs[0].type
+        ok, idx = const_value(n.inputs[1])
+        if isinstance(t, ir.TupleType) and ok and isinstance(idx, int):
+            _set(n, [t.elems[idx]])
+    elif op == "prim::ScalarOp":
+        r = _scalar_result(n.attrs.get("fn"), [v.type for v in n.inputs])
+        if r is not None:
+            _set(n, [r])
+    elif op == "prim::If":
+        for b in n.blocks:
+            for p, v in zip(b.params, n.inputs[1:]):
+                p.type = v.type
+            propagate_block(b)
+        if len(n.blocks) == 2:
+            _set(n, [_join(a.type, b.type) for a, b in
+                     zip(n.blocks[0].returns, n.blocks[1].returns)])
+    elif op == "prim::Loop":
+        _loop(n)
+    elif op == "prim::Fused":
+        b = n.blocks[0]
+        for p, v in zip(b.params, n.inputs):
+            p.type = v.type
+        propagate_block(b)
+        _set(n, [v.type for v in b.returns])
+    else:  # other prims keep the frontend's types, without sizes
+        _set(n, [strip_sizes(o.type) for o in n.outputs])
+
+
+def _loop(n: ir.Node) -> None:
+    """Carried types to a fixpoint: start from the initial values, join with the body's."""
+    nc = len(n.outputs)
+    body = n.blocks[0]
+    carried = [v.type for v in n.inputs[2:2 + nc]]
+    captured = [v.type for v in n.inputs[2 + nc:]]
+    for _ in range(4):
+        for p, t in zip(body.params, [ir.INT] + carried + captured):
+            p.type = t
+        propagate_block(body)
+        new = [_join(c, r.type) for c, r in zip(carried, body.returns[1:])]
+        if new == carried:
+            break
+        carried = new
+    _set(n, carried)

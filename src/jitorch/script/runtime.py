@@ -1,0 +1,676 @@
+"""The runtime: `ScriptFunction`, per-call specialisation, the in-memory compile cache.
+
+Owns what happens at a scripted/traced function's boundary (the only place the GIL is needed):
+1. arguments are bound (defaults, keywords) and checked against the graph's input types, with
+   PyTorch-like TypeErrors;
+2. the specialisation key is computed: per tensor (dtype, ndim, requires_grad when grad mode is
+   on), per scalar its type, per static argument its value. Sizes are never part of it, so a new
+   batch size never compiles;
+3. a key miss builds the specialisation under a lock held for that key only (8 threads making
+   the same first call compile once; other keys proceed): `passes.types.specialize` ->
+   `passes.pipeline.run` -> `codegen.cpu.generate` -> `cache.load_module` (disk cache), and the
+   first call runs inside the lock, because that is when Numba compiles (or loads from disk);
+4. tensors enter as C-contiguous NumPy arrays; outputs become Tensors of the graph's dtypes.
+Where a graph cannot be lowered (`codegen.NotLowered`, a Numba typing error, a missing compiler
+part) the specialisation runs the IR interpreter instead and the reason is recorded
+(`jitorch.jit.stats()`, `fn.code`, JITORCH_LOG=compile). With grad mode on and an input that
+requires grad, `passes.autodiff` + `grad_node` give a compiled forward/backward pair that is one
+node on the eager tape; without them (or when the graph is not differentiable) the interpreter
+runs the graph with eager autograd recording the tape.
+
+Env: JITORCH_STRICT=1 re-raises internal compiler errors instead of falling back (for the
+compiler's own tests); JITORCH_LOG=compile logs compiles (see stats.py).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+import threading
+import time
+import warnings
+
+import numpy as np
+
+from .. import _threads
+from .. import _dtype as dt
+from .._tensor import Tensor
+from ..autograd import grad_mode
+from . import cache, interpreter, ir, stats
+from .codegen import NotLowered
+
+
+class TracerWarning(Warning):
+    """`jitorch.jit.TracerWarning`: the traced program disagrees with eager on the examples."""
+
+
+_gstate = grad_mode._state
+_counters = stats._c
+_new = object.__new__
+
+
+def _ascontig(a, _asarray=np.asarray):
+    # not np.ascontiguousarray: it turns 0-d arrays into shape (1,)
+    return _asarray(a, order="C")
+
+
+def _strict() -> bool:
+    return os.environ.get("JITORCH_STRICT", "") not in ("", "0")
+
+
+# --- building one specialisation -----------------------------------------------------------------
+def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
+    """graph -> (optimised graph, Program or None, reason when None). Tests replace this."""
+    g = graph
+    stage = "passes.types"
+    try:
+        from .passes import types as _types
+        stage = "passes.types.specialize"
+        g = _types.specialize(graph, arg_types)
+        stage = "passes.pipeline"
+        from .passes import pipeline
+        stage = "passes.pipeline.run"
+        g = pipeline.run(g)
+        stage = "codegen.cpu"
+        from .codegen import cpu
+        stage = "codegen.cpu.generate"
+        return g, cpu.generate(g), None
+    except NotLowered as e:
+        return g, None, f"not lowered: {e}"
+    except ImportError as e:
+        if _strict() and getattr(e, "name", "") and "jitorch" not in str(e.name):
+            raise
+        return g, None, f"{stage} not available ({e})"
+    except Exception as e:
+        if _strict():
+            raise
+        # a compiler bug must not break the user's call: run the frontend's graph instead
+        return graph, None, f"internal error in {stage}: {type(e).__name__}: {e}"
+
+
+class _Entry:
+    """One specialisation: a compiled program or an interpreted graph."""
+
+    __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff")
+
+    def __init__(self, kind, graph, *, fn=None, source=None, out_types=None, reason=None,
+                 autodiff=None):
+        self.kind, self.graph, self.fn, self.source = kind, graph, fn, source
+        self.out_types, self.reason, self.autodiff = out_types, reason, autodiff
+        self.wraps = [_wrapper(t) for t in out_types or ()]
+
+    def run(self, args):
+        """Run with Tensors/scalars in; returns the list of outputs (Tensors/scalars)."""
+        if self.kind == "interpreted":
+            return interpreter.run_graph(self.graph, args)
+        res = self.fn(*[_ascontig(a._data) if type(a) is Tensor else _to_numpy(a)
+                        for a in args])
+        if type(res) is not tuple:
+            res = (res,)
+        return [w(r) for w, r in zip(self.wraps, res)]
+
+    def runner(self, n_args: int):
+        """An unrolled `run` for n_args arguments of a compiled entry (the per-call path of
+        ScriptFunction: no list comprehensions, no zip)."""
+        conv = ", ".join(f"(_asarray(a[{i}]._data, order='C') if type(a[{i}]) is _T "
+                         f"else _to_numpy(a[{i}]))" for i in range(n_args))
+        outs = ", ".join(f"_w{k}(r[{k}])" for k in range(len(self.wraps)))
+        ns = {"_fn": self.fn, "_asarray": np.asarray, "_T": Tensor, "_to_numpy": _to_numpy}
+        ns.update({f"_w{k}": w for k, w in enumerate(self.wraps)})
+        exec(f"def run(a):\n    r = _fn({conv})\n    if type(r) is not tuple:\n"
+             f"        r = (r,)\n    return [{outs}]\n", ns)
+        return ns["run"]
+
+
+def _wrapper(ty):
+    """A function that turns a program's output into the value of IR type `ty` (the hot case,
+    an array of the right dtype, makes a Tensor without any conversion)."""
+    if isinstance(ty, ir.TensorType) and ty.dtype is not None:
+        d = ty.dtype
+        npd = d.np
+
+        def wrap_tensor(x):
+            if type(x) is not np.ndarray or x.dtype != npd:
+                x = np.asarray(x).astype(npd, copy=False)
+            t = _new(Tensor)
+            t._data, t._dtype, t._version = x, d, [0]
+            return t
+        return wrap_tensor
+    return functools.partial(_wrap, ty=ty)
+
+
+def _interp(entry: _Entry) -> bool:
+    if entry.autodiff is not None:
+        return entry.autodiff.fwd.kind == "interpreted"
+    return entry.kind == "interpreted"
+
+
+def _to_numpy(a):
+    if isinstance(a, Tensor):
+        return _ascontig(a._data)
+    if isinstance(a, (tuple, list)) and a and isinstance(a[0], Tensor):
+        return type(a)(_ascontig(t._data) for t in a)
+    return a
+
+
+def _wrap(x, ty):
+    if isinstance(ty, ir.TensorType):
+        arr = x if type(x) is np.ndarray else np.asarray(x)
+        d = ty.dtype if ty.dtype is not None else dt.from_numpy_dtype(arr.dtype)
+        if arr.dtype != d.np:
+            arr = arr.astype(d.np)
+        return Tensor._make(arr, d)
+    if isinstance(ty, ir.TupleType):
+        return tuple(_wrap(e, t) for e, t in zip(x, ty.elems))
+    if isinstance(ty, ir.ListType):
+        return [_wrap(e, ty.elem) for e in x]
+    if isinstance(ty, ir.BoolType):
+        return bool(x)
+    if isinstance(ty, ir.IntType):
+        return int(x)
+    if isinstance(ty, ir.FloatType):
+        return float(x)
+    if isinstance(ty, ir.OptionalType):
+        return None if x is None else _wrap(x, ty.elem)
+    return x
+
+
+def _arg_type(a, declared: ir.Type, rg: bool) -> ir.Type:
+    if isinstance(a, Tensor):
+        return ir.TensorType(a._dtype, (None,) * a._data.ndim, requires_grad=rg or None)
+    if isinstance(declared, ir.OptionalType) and a is None:
+        return ir.NONE
+    if isinstance(declared, (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType)):
+        return declared
+    from .trace import value_type
+    t = value_type(a)
+    if isinstance(t, (ir.ListType, ir.TupleType)):  # sizes of tensors in containers: symbolic
+        t = _symbolic(t)
+    return t
+
+
+def _symbolic(t):
+    if isinstance(t, ir.TensorType):
+        return ir.TensorType(t.dtype, None if t.shape is None else (None,) * len(t.shape))
+    if isinstance(t, ir.TupleType):
+        return ir.TupleType([_symbolic(e) for e in t.elems])
+    if isinstance(t, ir.ListType):
+        return ir.ListType(_symbolic(t.elem))
+    return t
+
+
+def _type_name(t: ir.Type) -> str:
+    if isinstance(t, ir.TensorType):
+        return "Tensor"
+    return str(t)
+
+
+def _describe_key_part(p) -> str:
+    if isinstance(p, tuple) and p and p[0] == "T":
+        return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "")
+    if isinstance(p, tuple) and p and p[0] == "S":
+        return f"static={p[1]!r}"
+    return str(getattr(p, "__name__", p))
+
+
+# --- the callable ---------------------------------------------------------------------------------
+class ScriptFunction:
+    """A scripted or traced function: callable like the original, compiled per signature.
+
+    `.graph`: the frontend's IR; `.code`: the generated source of the last specialisation (or why
+    it runs interpreted); `.graph_for(*args)`: the optimised graph used for these arguments;
+    `.__wrapped__`: the Python function."""
+
+    def __init__(self, graph: ir.Graph, fn=None, *, name: str | None = None,
+                 static_args=(), defaults=None, signature=None, kind: str = "script",
+                 tuple_out: bool = False, owner=None):
+        self.graph = graph
+        self.__wrapped__ = fn
+        self.name = name or graph.name
+        self.__name__ = self.name
+        self.__qualname__ = getattr(fn, "__qualname__", self.name)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__module__ = getattr(fn, "__module__", __name__)
+        self.kind = kind
+        self.owner = owner
+        self._tuple_out = tuple_out
+        self.python_ops = ()  # Python callables the program calls (they take the GIL)
+        self._inputs = list(graph.inputs)
+        self._names = [v.name or f"arg{i}" for i, v in enumerate(self._inputs)]
+        self._types = [v.type for v in self._inputs]
+        self._static = set(static_args or ())
+        self._defaults = dict(defaults or {})
+        self._signature = signature
+        self._cache: dict = {}
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+        self._last: _Entry | None = None
+        self._last_key = None
+        # per input: how to check it and what its key part is (precomputed: the hot path)
+        self._kinds = [self._kind_of(n, t) for n, t in zip(self._names, self._types)]
+        self._all_tensors = all(k == "tensor" for k in self._kinds)
+        self._fast: dict = {}  # flat key -> unrolled runner of a compiled entry (all tensors)
+        self._fast_key = _make_fast_key(len(self._kinds)) if self._all_tensors else None
+
+    def _kind_of(self, name, t):
+        if name in self._static:
+            return "static"
+        if isinstance(t, ir.TensorType):
+            return "tensor"
+        for cls, k in ((ir.BoolType, "bool"), (ir.IntType, "int"), (ir.FloatType, "float"),
+                       (ir.StrType, "str")):
+            if isinstance(t, cls):
+                return k
+        if isinstance(t, ir.OptionalType) and isinstance(t.elem, ir.TensorType):
+            return "opt_tensor"
+        return "other"
+
+    def __repr__(self):
+        return f"<jitorch.jit.ScriptFunction {self.name}>"
+
+    def __get__(self, obj, objtype=None):  # scripted methods bind like functions
+        return self if obj is None else functools.partial(self, obj)
+
+    # -- arguments ---------------------------------------------------------------------------
+    def _bind(self, args, kwargs):
+        n = len(self._names)
+        if len(args) > n:
+            raise TypeError(f"{self.name}() expected at most {n} argument(s) but received "
+                            f"{len(args) + len(kwargs)} argument(s). Declaration: "
+                            f"{self._declaration()}")
+        out = list(args)
+        for name in self._names[len(args):]:
+            if name in kwargs:
+                out.append(kwargs.pop(name))
+            elif name in self._defaults:
+                out.append(self._defaults[name])
+            else:
+                raise TypeError(f"{self.name}() missing value for argument '{name}'. "
+                                f"Declaration: {self._declaration()}")
+        if kwargs:
+            k = next(iter(kwargs))
+            if k in self._names:
+                raise TypeError(f"{self.name}() got multiple values for argument '{k}'. "
+                                f"Declaration: {self._declaration()}")
+            raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'. "
+                            f"Declaration: {self._declaration()}")
+        return out
+
+    def _declaration(self) -> str:
+        parts = []
+        for n, t in zip(self._names, self._types):
+            d = f"{n}: {_type_name(t)}"
+            if n in self._defaults:
+                d += f"={self._defaults[n]!r}"
+            parts.append(d)
+        return f"{self.name}({', '.join(parts)})"
+
+    def _bad(self, i, a, want):
+        raise TypeError(f"{self.name}() Expected a value of type '{want}' for argument "
+                        f"'{self._names[i]}' but instead found type '{type(a).__name__}'.\n"
+                        f"Position: {i}\nValue: {a!r}\nDeclaration: {self._declaration()}")
+
+    def _key(self, args):
+        """(key, need_grad) for a bound argument list (numbers in `args` are converted)."""
+        grad_on = _gstate.enabled
+        if self._all_tensors:  # the common case, kept short: it runs on every call
+            try:
+                if grad_on:
+                    key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad)
+                                 for a in args])
+                    return key, any(k[3] for k in key)
+                return tuple([("T", a._dtype, a._data.ndim, False) for a in args]), False
+            except AttributeError:
+                pass  # not a Tensor: the loop below raises the TypeError
+        key = []
+        need_grad = False
+        for i, (k, a) in enumerate(zip(self._kinds, args)):
+            if k == "tensor" or (k == "opt_tensor" and a is not None):
+                if not isinstance(a, Tensor):
+                    self._bad(i, a, "Tensor")
+                rg = grad_on and a._requires_grad
+                need_grad |= rg
+                key.append(("T", a._dtype, a._data.ndim, rg))
+            elif k == "float":
+                if type(a) is not float:
+                    if isinstance(a, bool) or not isinstance(a, (int, float)):
+                        self._bad(i, a, "float")
+                    args[i] = float(a)
+                key.append(float)
+            elif k == "int":
+                if type(a) is not int:
+                    if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                        self._bad(i, a, "int")
+                    args[i] = int(a)
+                key.append(int)
+            elif k == "bool":
+                if type(a) is not bool:
+                    if not isinstance(a, np.bool_):
+                        self._bad(i, a, "bool")
+                    args[i] = bool(a)
+                key.append(bool)
+            elif k == "str":
+                if not isinstance(a, str):
+                    self._bad(i, a, "str")
+                key.append(str)
+            elif k == "static":
+                try:
+                    hash(a)
+                    key.append(("S", a))
+                except TypeError:
+                    key.append(("S", repr(a)))
+            elif k == "opt_tensor":
+                key.append(None)
+            else:
+                key.append(_other_key(a, grad_on))
+                if grad_on and _any_rg(a):
+                    need_grad = True
+        return tuple(key), need_grad
+
+    # -- calls -------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if kwargs or len(args) != len(self._names):
+            args = self._bind(args, kwargs)
+        else:
+            fk = self._fast_key
+            if fk is not None:  # all-tensor signature: an unrolled key, one dict lookup
+                try:
+                    entry = self._fast.get(fk(args, _gstate.enabled))
+                except AttributeError:  # not a Tensor: the checks below raise TypeError
+                    entry = None
+                if entry is not None:
+                    if not _threads._pinned:
+                        _threads.note_caller_thread()
+                    next(_counters.calls)
+                    next(_counters.memory_hits)
+                    outs = entry(args)
+                    if len(outs) == 1 and not self._tuple_out:
+                        return outs[0]
+                    return tuple(outs)
+            args = list(args)
+        key, need_grad = self._key(args)
+        entry = self._cache.get(key)
+        if entry is None:
+            outs = self._miss(key, args, need_grad)
+        else:
+            if not _threads._pinned:
+                _threads.note_caller_thread()
+            if entry.kind == "compiled":  # stats.record_call, inlined
+                next(_counters.calls)
+                next(_counters.memory_hits)
+                if self._fast_key is not None:
+                    self._fast[self._fast_key(args, _gstate.enabled)] = \
+                        entry.runner(len(args))
+                outs = entry.run(args)
+            else:
+                stats.record_call(hit=True, interpreted=_interp(entry))
+                outs = self._run(entry, args)
+        if len(outs) == 1 and not self._tuple_out:
+            return outs[0]
+        return tuple(outs)
+
+    def _run(self, entry: _Entry, args):
+        if entry.autodiff is not None:
+            return entry.autodiff.run(args, self)
+        return entry.run(args)
+
+    def _miss(self, key, args, need_grad):
+        with self._lock:
+            # reentrant: a first call that calls back into this function (through an
+            # @ignore'd Python function) must not deadlock on its own key
+            lock = self._locks.setdefault(key, threading.RLock())
+        with lock:
+            entry = self._cache.get(key)
+            if entry is not None:  # another thread built it while we waited
+                stats.record_call(hit=True, interpreted=_interp(entry))
+                return self._run(entry, args)
+            t0 = time.perf_counter()
+            why = self._why(key)
+            entry, outs, how = self._build(key, args, need_grad)
+            dt_s = time.perf_counter() - t0
+            stats.record_compile(dt_s, how=how, reason=entry.reason)
+            stats.record_call(hit=False, interpreted=_interp(entry))
+            stats.log_compile(self.name, why, how, dt_s, entry.reason)
+            self._cache[key] = entry
+            self._last, self._last_key = entry, key
+            return outs
+
+    def _why(self, key) -> str:
+        prev = self._last_key
+        if prev is None:
+            return "first call"
+        parts = []
+        for name, a, b in zip(self._names, prev, key):
+            if a != b:
+                parts.append(f"'{name}' {_describe_key_part(a)} -> {_describe_key_part(b)}")
+        return "new key: " + ("; ".join(parts) or "grad mode")
+
+    def _build(self, key, args, need_grad):
+        """-> (entry, outputs of this first call, how) where how is as in stats.record_compile."""
+        arg_types = [_arg_type(a, t, p[3] if isinstance(p, tuple) and p and p[0] == "T"
+                               else False)
+                     for a, t, p in zip(args, self._types, key)]
+        static = {n: a for n, a in zip(self._names, args) if n in self._static}
+        if need_grad:
+            from . import autodiff_rt
+            ad, reason = autodiff_rt.build(self, arg_types, static, args)
+            if ad is not None:
+                entry = _Entry("autodiff", ad.forward.graph, autodiff=ad)
+                try:
+                    outs = ad.run(args, self)
+                except Exception:
+                    self._cache[key] = entry  # a user error in the first call keeps it
+                    raise
+                entry.reason = ad.reason
+                return entry, outs, ad.how
+            entry = _Entry("interpreted", self.graph, reason=reason)
+            return entry, self._first_run(key, entry, args), "interpreted"
+        entry, how = build_entry(self.graph, arg_types, static)
+        if entry.kind == "interpreted":
+            return entry, self._first_run(key, entry, args), how
+        try:
+            outs, how = first_call(entry, args)
+        except Exception:
+            self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
+            raise
+        if outs is None:  # Numba could not type/lower the program: interpret instead
+            return entry, self._first_run(key, entry, args), "interpreted"
+        return entry, outs, how
+
+    def _first_run(self, key, entry, args):
+        try:
+            return entry.run(args)
+        except Exception:
+            self._cache[key] = entry  # the program stays; the user's error propagates
+            self._last, self._last_key = entry, key
+            raise
+
+    # -- introspection -----------------------------------------------------------------------
+    @property
+    def code(self) -> str:
+        note = ""
+        if self.python_ops:
+            names = ", ".join(getattr(f, "__qualname__", repr(f)) for f in self.python_ops)
+            note = (f"# note: this program calls Python ({names}): it takes the GIL for "
+                    "those calls\n")
+        return note + self._code()
+
+    def _code(self) -> str:
+        e = self._last
+        if e is None:
+            return ("# no specialisation yet: call the function (or use graph_for(*args)) to "
+                    "generate code")
+        if e.autodiff is not None:
+            return e.autodiff.source()
+        if e.kind == "interpreted":
+            return f"# runs interpreted: {e.reason}\n"
+        return e.source
+
+    @property
+    def stats(self):
+        return {"specialisations": len(self._cache),
+                "interpreted": {str(k): e.reason for k, e in self._cache.items()
+                                if e.kind == "interpreted"}}
+
+    def graph_for(self, *args, **kwargs) -> ir.Graph:
+        """The optimised graph this function runs for these arguments (compiles if needed)."""
+        a = self._bind(args, dict(kwargs)) if kwargs or len(args) != len(self._names) \
+            else list(args)
+        key, _ = self._key(list(a))
+        if key not in self._cache:
+            self(*args, **kwargs)
+        return self._cache[key].graph
+
+    def _reset(self):
+        """Forget every specialisation (tests)."""
+        with self._lock:
+            self._cache.clear()
+            self._fast.clear()
+            self._last = self._last_key = None
+
+
+def _make_fast_key(n: int):
+    """`key(args, grad_on)` for n tensors, unrolled (about twice as fast as a loop): a flat
+    tuple of (dtype, ndim, requires_grad) per tensor. Only used to find compiled entries
+    already made; misses take the checked path (`_key`)."""
+    if n == 0:
+        return lambda args, grad_on: ()
+    parts = ", ".join(f"a[{i}]._dtype, a[{i}]._data.ndim, grad_on and a[{i}]._requires_grad"
+                      for i in range(n))
+    ns: dict = {}
+    exec(f"def fast_key(a, grad_on):\n    return ({parts},)\n", ns)
+    return ns["fast_key"]
+
+
+def _other_key(a, grad_on):
+    if isinstance(a, Tensor):
+        return ("T", a._dtype, a._data.ndim, grad_on and a._requires_grad)
+    if isinstance(a, (list, tuple)):
+        return (type(a), tuple(_other_key(e, grad_on) for e in a))
+    return type(a)
+
+
+def _any_rg(a):
+    if isinstance(a, Tensor):
+        return a._requires_grad
+    if isinstance(a, (list, tuple)):
+        return any(_any_rg(e) for e in a)
+    return False
+
+
+def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
+    """Lower `graph` for `arg_types` and load its program: -> (entry, how). An interpreted
+    entry (how == "interpreted") says why in entry.reason. Used for plain calls and by the
+    autodiff runtime for each of its forward/backward graphs."""
+    g, prog, reason = _lower(graph, arg_types, static)
+    if prog is None:
+        return _Entry("interpreted", g, reason=reason), "interpreted"
+    try:
+        mod, _ = cache.load_module(prog.source, getattr(prog, "njit_options", None))
+        fn = getattr(mod, prog.entry)
+    except Exception as e:
+        if _strict():
+            raise
+        return _Entry("interpreted", g, reason=f"loading the program failed: "
+                                              f"{type(e).__name__}: {e}"), "interpreted"
+    src = getattr(mod, "__file__", None)
+    try:
+        with open(src) as f:
+            source = f.read()
+    except (OSError, TypeError):
+        source = prog.source
+    return _Entry("compiled", g, fn=fn, source=source,
+                  out_types=list(prog.output_types)), "pending"
+
+
+def first_call(entry: _Entry, args):
+    """Run a freshly loaded program once (Numba compiles or loads it now): -> (outs, how).
+    On a Numba compile error the entry turns into an interpreted one and outs is None."""
+    before = cache.dispatcher_counts(entry.fn)
+    try:
+        outs = entry.run(args)
+    except Exception as e:
+        if not _is_numba_compile_error(e) or _strict():
+            raise
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        entry.kind, entry.fn = "interpreted", None
+        entry.reason = f"numba could not compile the program: {type(e).__name__}: {first}"
+        return None, "interpreted"
+    return outs, cache.dispatcher_outcome(entry.fn, before)
+
+
+def _is_numba_compile_error(e) -> bool:
+    try:
+        from numba.core.errors import NumbaError
+    except ImportError:
+        return False
+    return isinstance(e, NumbaError)
+
+
+# --- frontends -> ScriptFunction ------------------------------------------------------------------
+def script_object(obj, frontend):
+    """`jitorch.jit.script(obj)`: a function via frontend.compile_function, a class via
+    frontend.compile_class; an existing ScriptFunction is returned as is."""
+    if isinstance(obj, ScriptFunction):
+        return obj
+    if inspect.isclass(obj):
+        return frontend.compile_class(obj)
+    if not callable(obj):
+        raise TypeError(f"jitorch.jit.script: expected a function, class or module, got "
+                        f"{type(obj).__name__}")
+    if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
+        compile_module = getattr(frontend, "compile_module", None)
+        if compile_module is None:
+            raise NotImplementedError(
+                f"jitorch.jit.script: scripting a {type(obj).__name__} instance is not "
+                "supported yet; script its forward function or use jitorch.jit.trace")
+        return compile_module(obj)
+    res = frontend.compile_function(obj)
+    sf = ScriptFunction(res.graph, obj, static_args=getattr(res, "static_args", ()),
+                        defaults=getattr(res, "defaults", None),
+                        signature=getattr(res, "signature", None), kind="script",
+                        tuple_out=bool(getattr(res, "returns_tuple", False)))
+    sf.python_ops = tuple(getattr(res, "python_ops", ()))
+    return sf
+
+
+def trace_object(func, example_inputs, check_trace: bool = True):
+    """`jitorch.jit.trace(func, example_inputs)`: record once, return a ScriptFunction whose
+    input sizes are symbolic (one specialisation serves every size)."""
+    from . import trace as _trace
+    if isinstance(example_inputs, Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs or ())
+    target = func
+    if not (inspect.isfunction(func) or inspect.ismethod(func)) and hasattr(func, "forward"):
+        target = func.forward
+    name = getattr(func, "__name__", None) or type(func).__name__
+    graph, out = _trace.trace_graph(target, example_inputs, name=name)
+    for v in graph.inputs:
+        v.type = _symbolic(v.type)
+    sf = ScriptFunction(graph, func, name=name, kind="trace",
+                        tuple_out=isinstance(out, tuple))
+    if check_trace:
+        got = sf(*example_inputs)
+        if not _same(got, out):
+            warnings.warn(f"jitorch.jit.trace: the traced function {name} gives different "
+                          "results than the Python function on the example inputs (is it "
+                          "nondeterministic, or does it depend on data?)", TracerWarning,
+                          stacklevel=3)
+    return sf
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        x, y = a._data, b._data
+        if x.shape != y.shape or a._dtype != b._dtype:
+            return False
+        if x.dtype.kind in "fc":
+            return bool(np.allclose(x, y, rtol=1e-4, atol=1e-5, equal_nan=True))
+        return bool(np.array_equal(x, y))
+    try:
+        return bool(a == b)
+    except Exception:
+        return False

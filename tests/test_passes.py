@@ -1,0 +1,418 @@
+"""The generic IR passes (inline, simplify, cse, dce) and the pipeline, on printed IR: each test
+checks the graph before/after and that `interpreter.run_graph` gives the same results."""
+import numpy as np
+import pytest
+
+import jitorch as t
+from jitorch.script import ir_util
+from jitorch.script.interpreter import run_graph
+from jitorch.script.parser import parse_graph
+from jitorch.script.passes import cse, dce, inline, pipeline, simplify
+from jitorch.script.trace import trace_graph
+from jitorch.script.verify import VerifyError, verify
+
+
+def _same(a, b):
+    if isinstance(a, (tuple, list)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, t.Tensor):
+        assert isinstance(b, t.Tensor) and a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    else:
+        assert a == b and type(a) is type(b)
+
+
+def apply(p, src, args, resolve=None):
+    """Parse, run `p` on a copy, verify, check semantics; returns the new graph."""
+    g = parse_graph(src, resolve)
+    verify(g)
+    before = run_graph(g, args)
+    g2 = p(ir_util.clone_graph(g))
+    verify(g2)
+    _same(before, run_graph(g2, args))
+    return g2
+
+
+def ops(g):
+    return [n.op for n in g.nodes()]
+
+
+X = t.randn(3, 4)
+
+
+# --- inline -------------------------------------------------------------------------------------
+CALLEE = parse_graph("""graph @sq(%a: f32[?,4]) {
+  %0: f32[?,4] = mul(%a, %a)
+  return (%0)
+}
+""")
+CALLER2 = parse_graph("""graph @twice(%a: f32[?,4]) {
+  %0: f32[?,4] = prim::CallFunction[fn=@sq](%a)
+  %1: f32[?,4] = prim::CallFunction[fn=@sq](%0)
+  return (%1)
+}
+""", {"sq": CALLEE}.get)
+
+
+def test_inline_nested_calls_and_blocks():
+    src = """graph @g(%x: f32[?,4], %c: bool) {
+  %0: f32[?,4] = prim::CallFunction[fn=@twice](%x)
+  %1: f32[?,4] = prim::If(%c, %0) {
+    then(%a: f32[?,4]):
+      %2: f32[?,4] = prim::CallFunction[fn=@sq](%a)
+      -> (%2)
+    else(%b: f32[?,4]):
+      -> (%b)
+  }
+  return (%1, %0)
+}
+"""
+    res = {"sq": CALLEE, "twice": CALLER2}.get
+    g = apply(inline.run, src, [X, True], res)
+    assert "prim::CallFunction" not in ops(g)
+    assert ops(g).count("mul") == 3
+    apply(inline.run, src, [X, False], res)
+
+
+def test_inline_leaves_python_calls_and_rejects_recursion():
+    g = parse_graph("""graph @g(%x: f32[?,4]) {
+  %0: f32[?,4] = prim::CallFunction[fn=@g](%x)
+  return (%0)
+}
+""")
+    call = g.block.nodes[0]
+    assert inline.run(ir_util.clone_graph(g)).block.nodes[0].op == "prim::CallFunction"
+    call.attrs["fn"] = g  # calls itself
+    with pytest.raises(inline.InlineError, match="recursive"):
+        inline.run(g)
+
+
+# --- simplify ----------------------------------------------------------------------------------
+def test_simplify_scalar_folding():
+    src = """graph @g(%x: f32[?,4]) {
+  %0: int = prim::Constant[value=3]()
+  %1: int = prim::Constant[value=4]()
+  %2: int = prim::ScalarOp[fn='mul'](%0, %1)
+  %3: bool = prim::ScalarOp[fn='gt'](%2, %0)
+  %4: int = prim::Constant[value=0]()
+  %5: int = prim::ScalarOp[fn='floordiv'](%0, %4)
+  return (%2, %3, %5)
+}
+"""
+    g = simplify.run(parse_graph(src))
+    vals = [n.attrs.get("value") for n in g.block.nodes if n.op == "prim::Constant"]
+    assert 12 in vals and True in vals
+    # 3 // 0 raises: it stays, to raise at run time
+    assert [n.attrs["fn"] for n in g.nodes() if n.op == "prim::ScalarOp"] == ["floordiv"]
+
+
+def test_simplify_folds_small_registry_ops_only():
+    def f(x):
+        return x + (t.ones(2, 2) * 3).sum(), x.sum() + (t.ones(100) * 2).sum()
+    g, _ = trace_graph(f, (t.randn(2, 2),))
+    x = t.randn(2, 2)
+    before = run_graph(g, [x])
+    g2 = simplify.run(ir_util.clone_graph(g))
+    verify(g2)
+    _same(before, run_graph(g2, [x]))
+    assert ops(g2).count("sum") == 2  # ones(2,2)*3 and its sum folded; x.sum() and the big one stay
+    assert ops(g2).count("mul") == 1  # 100 elements: too big to fold
+
+
+def test_simplify_identities():
+    src = """graph @g(%x: f32[?,4], %y: f32[?,4]) {
+  %one: int = prim::Constant[value=1]()
+  %zero: float = prim::Constant[value=0.0]()
+  %none: None = prim::Constant[value=None]()
+  %0: f32[?,4] = mul(%x, %one)
+  %1: f32[?,4] = add(%zero, %0, %one)
+  %2: f32[?,4] = sub(%1, %zero, %one)
+  %3: f32[?,4] = div(%2, %one, %none)
+  %4: f32[?,4] = pow(%3, %one)
+  %5: f32[?,4] = mul(%4, %y)
+  return (%5)
+}
+"""
+    g = apply(simplify.run, src, [X, X])
+    assert [n.op for n in g.block.nodes if n.op != "prim::Constant"] == ["mul"]
+    assert g.block.nodes[-1].inputs[0] is g.block.params[0]
+
+
+def test_simplify_identity_guards():
+    # int tensor * 1.0 promotes to float: not an identity
+    src = """graph @g(%x: i64[?], %y: f32[?]) {
+  %one: float = prim::Constant[value=1.0]()
+  %0: f32[?] = mul(%x, %one)
+  %1: f32[?] = mul(%y, %one)
+  return (%0, %1)
+}
+"""
+    g = apply(simplify.run, src, [t.tensor([1, 2]), t.randn(2)])
+    # the first changes dtype; the second would make an output alias input %y
+    assert ops(g).count("mul") == 2
+    # unknown types (an unspecialised graph): no rewrite
+    src2 = src.replace("i64[?]", "Tensor").replace("f32[?]", "Tensor")
+    assert ops(apply(simplify.run, src2, [t.tensor([1, 2]), t.randn(2)])).count("mul") == 2
+
+
+def test_simplify_to_same_dtype():
+    def f(x):
+        return (x.to(t.float32) + 1).to(t.float64)
+    g, _ = trace_graph(f, (t.randn(3),))
+    x = t.randn(3)
+    g2 = simplify.run(ir_util.clone_graph(g))
+    assert ops(g2).count("_to_dtype") == 1
+    _same(run_graph(g, [x]), run_graph(g2, [x]))
+
+
+def test_simplify_constant_if_and_loop():
+    src = """graph @g(%x: f32[?,4], %n: int) {
+  %c: bool = prim::Constant[value=False]()
+  %0: f32[?,4] = prim::If(%c, %x) {
+    then(%a: f32[?,4]):
+      %1: f32[?,4] = tanh(%a)
+      -> (%1)
+    else(%b: f32[?,4]):
+      %2: f32[?,4] = exp(%b)
+      -> (%2)
+  }
+  %z: int = prim::Constant[value=0]()
+  %t: bool = prim::Constant[value=True]()
+  %3: f32[?,4] = prim::Loop(%z, %t, %0, %x) {
+    body(%i: int, %acc: f32[?,4], %xx: f32[?,4]):
+      %k: int = prim::Constant[value=1]()
+      %4: f32[?,4] = add(%acc, %xx, %k)
+      -> (%t2, %4)
+  }
+  return (%3)
+}
+""".replace("-> (%t2, %4)", "-> (%i2, %4)").replace(
+        "      %4: f32", "      %i2: bool = prim::Constant[value=True]()\n      %4: f32")
+    g = apply(simplify.run, src, [X, 3])
+    assert "prim::If" not in ops(g) and "prim::Loop" not in ops(g)
+    assert "exp" in ops(g) and "tanh" not in ops(g)
+
+
+def test_simplify_tuples_and_lists():
+    src = """graph @g(%x: f32[?,4], %y: f32[?,4]) {
+  %0: Tuple[f32[?,4], f32[?,4]] = prim::TupleConstruct(%x, %y)
+  %1: int = prim::Constant[value=1]()
+  %2: f32[?,4] = prim::TupleIndex(%0, %1)
+  %3: f32[?,4], %4: f32[?,4] = prim::TupleUnpack(%0)
+  %5: List[f32[?,4]] = prim::ListConstruct(%x, %y)
+  %6: f32[?,4], %7: f32[?,4] = prim::ListUnpack(%5)
+  %8: Tuple[int, float] = prim::Constant[value=(2, 2.5)]()
+  %9: float = prim::TupleIndex(%8, %1)
+  %10: int, %11: float = prim::TupleUnpack(%8)
+  return (%2, %3, %4, %6, %7, %9, %10, %11)
+}
+"""
+    g = apply(simplify.run, src, [X, X + 1])
+    g = dce.run(g)
+    assert g.block.returns[:5] == [g.block.params[i] for i in (1, 0, 1, 0, 1)]
+    assert set(ops(g)) == {"prim::Constant"}
+
+
+def test_simplify_list_kept_when_it_escapes():
+    src = """graph @g(%x: f32[?,4], %y: f32[?,4]) {
+  %0: List[f32[?,4]] = prim::ListConstruct(%x, %y)
+  %1: f32[?,4], %2: f32[?,4] = prim::ListUnpack(%0)
+  return (%1, %0)
+}
+"""
+    assert "prim::ListUnpack" in ops(apply(simplify.run, src, [X, X]))
+
+
+# --- cse ---------------------------------------------------------------------------------------
+def test_cse_merges_pure_nodes_and_equal_constants():
+    src = """graph @g(%x: f32[?,4]) {
+  %a: int = prim::Constant[value=1]()
+  %b: int = prim::Constant[value=1]()
+  %c: float = prim::Constant[value=1.0]()
+  %d: bool = prim::Constant[value=True]()
+  %0: f32[?,4] = add(%x, %x, %a)
+  %1: f32[?,4] = add(%x, %x, %b)
+  %2: f32[?,4] = add(%x, %x, %c)
+  %3: f32[?,4] = tanh(%0)
+  %4: f32[?,4] = tanh(%1)
+  %5: List[f32[?,4]] = prim::ListConstruct(%3)
+  %6: List[f32[?,4]] = prim::ListConstruct(%4)
+  prim::Print(%3)
+  prim::Print(%4)
+  return (%3, %4, %2, %5, %6, %d)
+}
+"""
+    g = apply(cse.run, src, [X])
+    assert ops(g).count("tanh") == 1 and ops(g).count("add") == 2
+    consts = [n.attrs["value"] for n in g.nodes() if n.op == "prim::Constant"]
+    assert len(consts) == 3  # 1, 1.0 and True stay distinct
+    assert ops(g).count("prim::ListConstruct") == 2 and ops(g).count("prim::Print") == 2
+    assert g.block.returns[0] is g.block.returns[1]
+
+
+def test_cse_inside_blocks():
+    src = """graph @g(%x: f32[?,4], %c: bool) {
+  %0: f32[?,4] = prim::If(%c, %x) {
+    then(%a: f32[?,4]):
+      %1: f32[?,4] = exp(%a)
+      %2: f32[?,4] = exp(%a)
+      %3: f32[?,4] = mul(%1, %2)
+      -> (%3)
+    else(%b: f32[?,4]):
+      -> (%b)
+  }
+  %4: f32[?,4] = exp(%x)
+  return (%0, %4)
+}
+"""
+    g = apply(cse.run, src, [X, True])
+    assert ops(g).count("exp") == 2  # one per block: blocks are closed
+
+
+def test_cse_keeps_impure():
+    g = parse_graph("""graph @g(%x: f32[?,4]) {
+  %0: Any = prim::PythonOp[fn=@f](%x)
+  %1: Any = prim::PythonOp[fn=@f](%x)
+  return (%0, %1)
+}
+""")
+    cse.run(g)
+    assert ops(g) == ["prim::PythonOp"] * 2
+
+
+# --- dce ---------------------------------------------------------------------------------------
+def test_dce_removes_unused_keeps_effects():
+    src = """graph @g(%x: f32[?,4]) {
+  %0: f32[?,4] = tanh(%x)
+  %1: f32[?,4] = exp(%0)
+  %2: f32[?,4] = neg(%x)
+  prim::Print(%2)
+  return (%x)
+}
+"""
+    g = apply(dce.run, src, [X])
+    assert ops(g) == ["neg", "prim::Print"]
+
+
+def test_dce_if_outputs_and_captures():
+    src = """graph @g(%x: f32[?,4], %y: f32[?,4], %c: bool) {
+  %0: f32[?,4], %1: f32[?,4] = prim::If(%c, %x, %y) {
+    then(%a: f32[?,4], %b: f32[?,4]):
+      %2: f32[?,4] = exp(%b)
+      -> (%a, %2)
+    else(%a2: f32[?,4], %b2: f32[?,4]):
+      %3: f32[?,4] = tanh(%b2)
+      -> (%a2, %3)
+  }
+  return (%0)
+}
+"""
+    for c in (True, False):
+        g = apply(dce.run, src, [X, X * 2, c])
+        ifn = g.block.nodes[0]
+        assert len(ifn.outputs) == 1 and len(ifn.inputs) == 2
+        assert ops(g) == ["prim::If"]
+
+
+def test_dce_loop_carried():
+    src = """graph @g(%x: f32[?,4], %n: int) {
+  %t: bool = prim::Constant[value=True]()
+  %z: int = prim::Constant[value=0]()
+  %0: f32[?,4], %1: int, %2: f32[?,4], %3: f32[?,4] = prim::Loop(%n, %t, %x, %z, %x, %x, %x) {
+    body(%i: int, %acc: f32[?,4], %k: int, %dead: f32[?,4], %feeds: f32[?,4], %cap: f32[?,4]):
+      %one: int = prim::Constant[value=1]()
+      %k2: int = prim::ScalarOp[fn='add'](%k, %one)
+      %d2: f32[?,4] = exp(%dead)
+      %4: f32[?,4] = add(%acc, %feeds, %one)
+      %5: f32[?,4] = neg(%feeds)
+      %tt: bool = prim::Constant[value=True]()
+      -> (%tt, %4, %k2, %d2, %5)
+  }
+  return (%0)
+}
+"""
+    g = apply(dce.run, src, [X, 3])
+    loop = g.block.nodes[-1]
+    # %acc is used; %feeds only feeds %acc but is live through it; %k and %dead are dead;
+    # the captured %cap is read by nothing
+    assert len(loop.outputs) == 2 and len(loop.inputs) == 4
+    assert [p.name for p in loop.blocks[0].params] == ["i", "acc", "feeds"]
+    assert "exp" not in ops(g) and "prim::ScalarOp" not in ops(g)
+
+
+# --- pipeline -----------------------------------------------------------------------------------
+MINE = ("inline", "simplify", "cse", "dce", "verify")
+
+
+def _f1(x, y):
+    a = (x * 1).tanh() + (x * 1).tanh()
+    return (a * y).sum(1) + 0, x.to(t.float32).exp()
+
+
+def _f2(x, y):
+    z = (x @ y.t()).relu() if hasattr(x, "relu") else (x @ y.t()).clamp(min=0)
+    return z.softmax(1) if hasattr(z, "softmax") else z.exp() / z.exp().sum(1, keepdim=True)
+
+
+def _f3(x, y):
+    w = t.ones(4) * 2 + 1
+    return t.cat([x * w, y - w], 1).mean(0), (x - y).abs().amax()
+
+
+@pytest.mark.parametrize("fn", [_f1, _f2, _f3], ids=lambda f: f.__name__)
+def test_pipeline_preserves_traced_semantics(fn):
+    x, y = t.randn(3, 4), t.randn(3, 4)
+    g, _ = trace_graph(fn, (x, y))
+    text = str(g)
+    g2 = pipeline.run(g, MINE, verify_each=True)
+    assert str(g) == text  # the input graph is not modified
+    assert len(list(g2.nodes())) <= len(list(g.nodes()))
+    for _ in range(2):
+        x, y = t.randn(3, 4), t.randn(3, 4)
+        _same(run_graph(g, [x, y]), run_graph(g2, [x, y]))
+
+
+def test_pipeline_shrinks_duplicates():
+    g, _ = trace_graph(_f1, (t.randn(3, 4), t.randn(3, 4)))
+    g2 = pipeline.run(g, MINE)
+    assert ops(g2).count("tanh") == 1 and ops(g2).count("mul") == 1
+    assert "_to_dtype" not in ops(g2)
+
+
+def test_pipeline_dump_and_skips(monkeypatch, capsys):
+    monkeypatch.setenv("JITORCH_DUMP", "1")
+    g, _ = trace_graph(lambda x: x * 1 + 2, (t.randn(2),))
+    pipeline.run(g, ("simplify", "not_written_yet", "dce"))
+    err = capsys.readouterr().err
+    assert "before passes" in err and "after simplify (" in err and "ms) ---" in err
+    assert "after dce" in err and "not_written_yet" not in err
+
+
+def test_pipeline_names_the_breaking_pass():
+    def bad(g):
+        g.block.nodes.reverse()
+        return g
+    g, _ = trace_graph(lambda x: (x * 2).exp(), (t.randn(2),))
+    with pytest.raises(VerifyError, match="after pass test_passes.bad"):
+        pipeline.run(g, ("simplify", bad), verify_each=True)
+    assert pipeline.DEFAULT == ("inline", "simplify", "cse", "dce", "fuse", "verify")
+
+
+def test_inline_retypes_from_caller():
+    pytest.importorskip("jitorch.script.passes.types")
+    callee = parse_graph("""graph @h(%a: Tensor) {
+  %0: Tensor = tanh(%a)
+  return (%0)
+}
+""")
+    g = parse_graph("""graph @g(%x: f64[?,?]) {
+  %0: Tensor = prim::CallFunction[fn=@h](%x)
+  %1: Tensor = exp(%0)
+  return (%1)
+}
+""", {"h": callee}.get)
+    g = inline.run(g)
+    assert [str(n.output.type) for n in g.block.nodes] == ["f64[?,?]", "f64[?,?]"]
+    assert str(callee.block.nodes[0].output.type) == "Tensor"  # the callee is untouched
