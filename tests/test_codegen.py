@@ -9,6 +9,7 @@ once per test.
 from __future__ import annotations
 
 import hashlib
+import math
 import importlib.util
 import sys
 import tempfile
@@ -288,3 +289,49 @@ def test_not_lowered_reasons():
     g, _ = trace_graph(lambda x: x.squeeze(1) + 1, (R(3, 1),))
     with pytest.raises(NotLowered):
         lower(g, [R(3, 1)])
+
+
+# --- one-sided clamps, shape queries, run-time select, chunk, math, None outputs -----------------
+
+
+def test_one_sided_clamps_fused():
+    w, b = R(5, 4), R(5)
+
+    def f(x):
+        h = (x @ w.t() + b).clamp(min=0.0)
+        return (t.clamp(h, max=0.5) * 2 + t.clamp_min(h, 0.1) - t.clamp_max(h, 0.2),
+                t.maximum(h, t.tensor(0.25)) + t.minimum(h, t.tensor(0.3)))
+    sg, prog, _ = check(f, (R(3, 4),), (R(1, 4),))
+    ops = " ".join(n.attrs["ops"] for n in sg.nodes() if n.op == "prim::Fused")
+    assert "clamp" in ops and "maximum" in ops
+
+
+def _shapes_loop(x, h, w, i: int):
+    n = x.size(0) + len(x) + x.dim() + x.shape[-1]
+    s = math.exp(0.5 * i) + math.sqrt(float(n)) + math.floor(1.5)
+    for k in range(x.shape[0]):
+        a, b = (x[k] @ w).chunk(2, 1)
+        h = a.sigmoid() * b.tanh() + h
+    return h * n + s, x[i], x[-1 - i], None
+
+
+def _script_lower(f, args):
+    from jitorch.script.passes import pipeline
+    g = t.script(f).graph
+    sg = pipeline.run(specialize(g, [value_type(a) for a in args]))
+    return g, load(cpu.generate(sg))
+
+
+def test_shape_queries_runtime_select_chunk_math_none():
+    args = (R(3, 2, 4), R(2, 3), R(4, 6), 1)
+    g, fn = _script_lower(_shapes_loop, args)
+    for a in (args, (R(5, 1, 4), R(1, 3), R(4, 6), -2)):
+        ref = interpreter.run_graph(g, list(a))
+        got = fn(*[raw(v) for v in a])
+        assert got[3] is None and ref[3] is None
+        for r, o in zip(ref[:3], got[:3]):
+            np.testing.assert_allclose(o, raw(r), rtol=1e-5, atol=1e-5)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        fn(*[raw(v) for v in args[:3]], 3)
+    with pytest.raises(ValueError, match=r"not enough values to unpack \(expected 2, got 1\)"):
+        fn(raw(R(3, 2, 4)), raw(R(2, 1)), raw(R(4, 1)), 0)

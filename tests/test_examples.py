@@ -12,8 +12,8 @@ def load(name):
     return mod
 
 
-def test_quickstart_fits_sine(capsys):
-    final = load("quickstart").main(steps=2000)
+def test_fit_sine_example(capsys):
+    final = load("fit_sine").main(steps=2000)
     out = capsys.readouterr().out
     assert "Result: y =" in out
     # PyTorch's own run of this recipe ends near 9 after 2000 steps (from about 1e4-1e5)

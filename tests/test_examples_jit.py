@@ -1,4 +1,4 @@
-"""The compiler examples (examples/script_quickstart.py, custom_rnn.py, serve_threads.py) each
+"""The compiler examples (examples/quickstart.py, custom_rnn.py, serve_threads.py) each
 run at small size and reach what they claim: scripted results equal eager, a new size adds no
 compile, N threads serve the scripted model."""
 import importlib.util
@@ -21,8 +21,8 @@ def compiles():
     return s["compiles"] if isinstance(s, dict) else s.compiles
 
 
-def test_script_quickstart(capsys):
-    mod = load("script_quickstart")
+def test_quickstart(capsys):
+    mod = load("quickstart")
     err = mod.main(n=16)
     out = capsys.readouterr().out
     assert err < 1e-5

@@ -25,6 +25,7 @@ _pool_size = 0
 _pinned = False  # read without the lock on the hot path: a stale False only re-pins
 _limiter = None
 _main = threading.main_thread()
+_main_ident = _main.ident
 
 
 def _default_threads() -> int:
@@ -139,5 +140,5 @@ def blas_threads() -> dict:
 def note_caller_thread() -> None:
     """Called by compiled calls: a program running off the main thread means jitorch code runs
     on several threads, so BLAS gets pinned (once)."""
-    if not _pinned and threading.current_thread() is not _main:
+    if not _pinned and threading.get_ident() != _main_ident:  # get_ident: cheapest check
         pin_blas()

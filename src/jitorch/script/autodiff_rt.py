@@ -68,7 +68,6 @@ class AutodiffEntry:
 
     def run(self, args, sf):
         from . import grad_node, runtime
-        from .passes.autodiff import shape_key_of
         with grad_mode.no_grad():
             if self.first and self.fwd.kind == "compiled":
                 outs, how = runtime.first_call(self.fwd, args)
@@ -79,7 +78,9 @@ class AutodiffEntry:
                 outs = self.fwd.run(args)
         n = self.n_out
         outputs, saved = list(outs[:n]), list(outs[n:])
-        sk = shape_key_of(args)
+        # the backward is keyed by what its baked sizes depend on: the 0/1/many pattern of the
+        # input shapes when differentiate() found it size-generic, else the exact shapes
+        sk = self.d.key_of(args)
         inputs = list(args)
         entry = self
 
@@ -89,10 +90,11 @@ class AutodiffEntry:
                 return bw.run(list(grads) + saved)
 
         d = self.diffs.get(sk, self.d)
-        saved_reachable = [inputs[i] for i in d.saved_inputs if i is not None]
-        grad_node.attach(outputs, inputs, run_backward, saved=saved_reachable,
-                         name=sf.name, differentiable=d.output_requires_grad)
-        return outputs
+        return grad_node.attach(
+            outputs, inputs, run_backward, saved=d.saved_to_check(inputs, outputs),
+            name=sf.name, differentiable=d.output_requires_grad,
+            # create_graph=True (higher order) re-runs the graph eagerly to build a tape
+            create_graph_backward=grad_node.recompute_backward(self.base, inputs))
 
     def _backward_for(self, sk, args):
         e = self.bwd.get(sk)

@@ -648,8 +648,15 @@ def trace_object(func, example_inputs, check_trace: bool = True):
     graph, out = _trace.trace_graph(target, example_inputs, name=name)
     for v in graph.inputs:
         v.type = _symbolic(v.type)
-    sf = ScriptFunction(graph, func, name=name, kind="trace",
-                        tuple_out=isinstance(out, tuple))
+    info = getattr(graph, "trace_info", None)
+    if info is not None and not (info.simple and (isinstance(out, Tensor) or (
+            isinstance(out, tuple) and all(isinstance(o, Tensor) for o in out)))):
+        # nested/dict/static arguments or results: map calls onto the graph's tensor leaves
+        sf = StructuredTrace(ScriptFunction(graph, func, name=name, kind="trace",
+                                            tuple_out=True), info)
+    else:
+        sf = ScriptFunction(graph, func, name=name, kind="trace",
+                            tuple_out=isinstance(out, tuple))
     if check_trace:
         got = sf(*example_inputs)
         if not _same(got, out):
@@ -660,7 +667,24 @@ def trace_object(func, example_inputs, check_trace: bool = True):
     return sf
 
 
+class StructuredTrace:
+    """A traced function whose arguments or results are not flat tensors: flattens the call's
+    arguments to the graph's tensor inputs (checking static values) and rebuilds the result."""
+
+    def __init__(self, fn: "ScriptFunction", info):
+        self._fn, self._info = fn, info
+
+    def __call__(self, *args):
+        outs = self._fn(*self._info.flatten_args(args))
+        return self._info.unflatten_outputs(outs)
+
+    def __getattr__(self, name):  # graph, code, graph_for, ...
+        return getattr(self._fn, name)
+
+
 def _same(a, b) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     if isinstance(a, Tensor) and isinstance(b, Tensor):

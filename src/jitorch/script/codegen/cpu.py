@@ -10,8 +10,10 @@ point of use with PyTorch's message, so generated code never reads out of bounds
 
 What cannot be lowered raises `NotLowered(reason)` at generation time; the runtime then runs
 the graph with the interpreter. Families live in `lower_elementwise.py`, `lower_reduce.py`,
-`lower_linalg.py` and `lower_shape.py`; structural ops (constants, scalars, tuples, if, loop)
-are here.
+`lower_linalg.py` and `lower_shape.py`; structural ops (constants, scalars, tuples, if, loop,
+`x.shape` / `x.ndim` / `len(x)` queries, `math.*` scalar functions) are here. A None constant may
+be returned (Numba accepts None in the returned tuple): backward graphs return one per input
+without grad.
 """
 from __future__ import annotations
 
@@ -48,6 +50,8 @@ class Emitter:
         self.consts: dict = {}  # value uid -> Python value known at compile time
         self.lists: dict = {}   # value uid -> [values] of a ListConstruct of runtime values
         self.tuples: dict = {}  # value uid -> [values] of a TupleConstruct
+        self.shapes: dict = {}  # value uid -> (array expression, rank) of a `x.shape` list
+        self.chunks: dict = {}  # value uid -> (array expression, dim, chunks) of a chunk list
         self.helpers: set = set()
         self.exceptions: set = set()
         self._n = 0
@@ -147,6 +151,8 @@ def generate(graph: ir.Graph) -> Program:
         if v.node is not None and v.node.op == "prim::Constant" and \
                 isinstance(v.type, ir.TensorType):
             outs.append(f"{em.name(v)}.copy()")  # never hand out the module's (frozen) global
+        elif v.uid in em.consts and em.consts[v.uid] is None:
+            outs.append("None")  # e.g. a backward graph's grad of an input without grad
         else:
             outs.append(em.name(v))
     entry = "entry_" + _ident(graph.name)
@@ -265,6 +271,10 @@ def _alias(em: Emitter, dst: ir.Value, src: ir.Value) -> None:
 
 def _unpack(em: Emitter, n: ir.Node) -> None:
     t = n.inputs[0]
+    if t.uid in em.chunks:
+        from . import lower_shape
+        lower_shape.unpack_chunks(em, em.chunks[t.uid], n.outputs)
+        return
     for k, o in enumerate(n.outputs):
         if t.uid in em.tuples:
             _alias(em, o, em.tuples[t.uid][k])
@@ -290,6 +300,8 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
             return
         except Exception:
             pass
+    if fn in ("getitem", "len") and _shape_op(em, n, fn):
+        return
     for v in n.inputs:
         if not isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
             raise NotLowered(f"scalar op {fn} on {v.type}")
@@ -309,11 +321,89 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
         expr = f"{fn}({a[0]})"
     elif fn in ("min", "max") and len(a) == 2:
         expr = f"{fn}({a[0]}, {a[1]})"
+    elif fn in _MATH_FNS and len(a) in (1, 2):
+        if not isinstance(n.output.type, (ir.IntType, ir.FloatType, ir.BoolType)):
+            raise NotLowered(f"scalar op {fn} of unknown result type")
+        conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}[type(n.output.type)]
+        bad = _MATH_DOMAIN.get(fn)
+        if bad is not None and len(a) == 1:  # CPython raises where Numba would give nan
+            em.emit(f"if {bad.format(a[0])}:")
+            em.indent += 1
+            em.raise_("ValueError", "math domain error")
+            em.indent -= 1
+        # floats, as CPython's math module converts its arguments (Numba rejects some ints)
+        expr = f"{conv}({fn}({', '.join(f'float({x})' for x in a)}))"
     else:
         raise NotLowered(f"scalar op {fn}")
     out = em.fresh("s")
     em.emit(f"{out} = {expr}")
     em.bind(n.output, out)
+
+
+# math functions whose Numba versions agree with CPython's on float arguments; where CPython
+# raises "math domain error" (_MATH_DOMAIN) the program checks first (two-argument log is left out)
+_MATH_FNS = {"math." + f for f in (
+    "exp", "expm1", "sin", "cos", "tan", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite", "copysign", "hypot",
+    "erf", "erfc", "degrees", "radians", "sqrt", "log", "log2", "log10", "log1p")}
+_MATH_DOMAIN = {"math.sqrt": "{0} < 0", "math.log": "{0} <= 0", "math.log2": "{0} <= 0",
+                "math.log10": "{0} <= 0", "math.log1p": "{0} <= -1"}
+
+
+def _getattr(em: Emitter, n: ir.Node) -> None:
+    name = n.attrs.get("name")
+    x = n.inputs[0]
+    if not isinstance(x.type, ir.TensorType):
+        raise NotLowered(f"attribute {name} of {x.type}")
+    t = em.tensor(x)
+    if name == "shape":
+        em.shapes[n.output.uid] = (em.name(x), t.ndim)
+    elif name == "ndim":
+        em.consts[n.output.uid] = t.ndim
+    else:
+        raise NotLowered(f"attribute {name} of a tensor")
+
+
+def _shape_op(em: Emitter, n: ir.Node, fn: str) -> bool:
+    """`x.shape[i]`, `len(x.shape)`, `len(x)`: True when lowered here."""
+    src = n.inputs[0]
+    if src.uid in em.shapes:
+        xs, rank = em.shapes[src.uid]
+    elif fn == "len" and isinstance(src.type, ir.TensorType):
+        xs, rank = em.name(src), em.tensor(src).ndim
+        if rank == 0:
+            raise NotLowered("len() of a 0-d tensor")  # the interpreter raises TypeError
+        _bind_new(em, n.output, f"{xs}.shape[0]")
+        return True
+    else:
+        return False
+    if fn == "len":
+        em.consts[n.output.uid] = rank
+        return True
+    i = n.inputs[1]
+    if not isinstance(i.type, ir.IntType) and not em.is_const(i):
+        raise NotLowered(f"shape index of type {i.type}")
+    if em.is_const(i):
+        k = em.const(i)
+        if isinstance(k, bool) or not isinstance(k, int) or not -rank <= k < rank:
+            raise NotLowered(f"shape index {k!r}")  # the interpreter raises the error
+        _bind_new(em, n.output, f"{xs}.shape[{k % rank}]")
+        return True
+    k, out = em.name(i), em.fresh("s")
+    em.emit(f"if {k} < -{rank} or {k} >= {rank}:")
+    em.indent += 1
+    em.raise_("IndexError", "tuple index out of range")
+    em.indent -= 1
+    em.emit(f"{out} = {xs}.shape[{k} if {k} >= 0 else {k} + {rank}]")
+    em.bind(n.output, out)
+    return True
+
+
+def _bind_new(em: Emitter, v: ir.Value, expr: str) -> None:
+    # a local, not the expression: the array's name may be rebound later (loop-carried values)
+    out = em.fresh("s")
+    em.emit(f"{out} = {expr}")
+    em.bind(v, out)
 
 
 def _to_scalar(em: Emitter, n: ir.Node) -> None:
@@ -419,5 +509,5 @@ _PRIMS = {
     "prim::TupleIndex": _tuple_index, "prim::TupleUnpack": _unpack,
     "prim::ListUnpack": _unpack, "prim::ScalarOp": _scalar_op,
     "prim::TensorToScalar": _to_scalar, "prim::If": _if, "prim::Loop": _loop,
-    "prim::Fused": _fused,
+    "prim::Fused": _fused, "prim::GetAttr": _getattr,
 }

@@ -5,6 +5,8 @@ Views stay views where Numba can express them (transpose/permute, basic slicing,
 `np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). Sizes the
 IR fixed at trace time (a reshape target, an integer index) are checked at run time with
 PyTorch's message, so a call with other sizes fails cleanly instead of reading out of bounds.
+`select` takes a run-time index too (`x[i]` in a loop), and `chunk` is lowered when a
+`prim::ListUnpack` consumes it (the unpack knows how many views to emit).
 """
 from __future__ import annotations
 
@@ -227,16 +229,22 @@ def lower_cat(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-def _int_index(em: Emitter, xs: str, j: int, idx: int) -> str:
-    """A checked, normalised integer index into dim j (PyTorch's IndexError otherwise)."""
+def _int_index(em: Emitter, xs: str, j: int, idx) -> str:
+    """A checked, normalised integer index into dim j (PyTorch's IndexError otherwise).
+    `idx` is an int, or a `_RunTime` expression of an int."""
     k = em.fresh("ix")
     em.emit(f"{k} = {idx} if {idx} >= 0 else {idx} + {xs}.shape[{j}]")
     em.emit(f"if {k} < 0 or {k} >= {xs}.shape[{j}]:")
     em.indent += 1
-    em.raise_("IndexError", f"index {idx} is out of bounds for dimension {j} with size ",
+    shown = (str(idx),) if isinstance(idx, _RunTime) else f"{idx}"
+    em.raise_("IndexError", "index ", shown, f" is out of bounds for dimension {j} with size ",
               (f"{xs}.shape[{j}]",))
     em.indent -= 1
     return k
+
+
+class _RunTime(str):
+    """An index known only at run time: the expression of a Python int."""
 
 
 def _index(em: Emitter, n: ir.Node, spec) -> None:
@@ -250,7 +258,7 @@ def _index(em: Emitter, n: ir.Node, spec) -> None:
             parts.append("None")
         elif isinstance(b, bool) or b is Ellipsis:
             raise NotLowered(f"index element {b!r}")
-        elif isinstance(b, int):
+        elif isinstance(b, (int, _RunTime)):
             if j >= r:
                 raise NotLowered("too many indices")
             parts.append(_int_index(em, xs, j, b))
@@ -285,10 +293,50 @@ def lower_index_view(em: Emitter, n: ir.Node) -> None:
 def lower_select(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "select")
-    idx = em.const(n.inputs[2])
-    if not isinstance(idx, int):
-        raise NotLowered("select with a run-time index")
+    i = n.inputs[2]
+    if em.is_const(i):
+        idx = em.const(i)
+        if isinstance(idx, bool) or not isinstance(idx, int):
+            raise NotLowered(f"select with index {idx!r}")
+    elif isinstance(i.type, ir.IntType):
+        idx = _RunTime(em.name(i))
+    else:
+        raise NotLowered(f"select with an index of type {i.type}")
     _index(em, n, [(None, None, None)] * d + [idx])
+
+
+def lower_chunk(em: Emitter, n: ir.Node) -> None:
+    """Recorded only: a following prim::ListUnpack (which knows the count) emits the views."""
+    r = em.tensor(n.inputs[0]).ndim
+    chunks = em.const(n.inputs[1])
+    if r == 0 or isinstance(chunks, bool) or not isinstance(chunks, int) or chunks <= 0:
+        raise NotLowered("chunk of a 0-d tensor or with a bad count")  # the interpreter raises
+    d = _norm(em.const(n.inputs[2]), r, "chunk")
+    em.chunks[n.outputs[0].uid] = (em.name(n.inputs[0]), r, d, chunks)
+
+
+def unpack_chunks(em: Emitter, rec, outputs) -> None:
+    xs, r, d, chunks = rec
+    k = len(outputs)
+    size, cs, cnt = em.fresh("n"), em.fresh("cs"), em.fresh("cnt")
+    em.emit(f"{size} = {xs}.shape[{d}]")
+    em.emit(f"{cs} = -(-{size} // {chunks})")
+    em.emit(f"{cnt} = {chunks} if {size} == 0 else -(-{size} // {cs})")
+    em.emit(f"if {cnt} > {k}:")  # Python's messages, as eager unpacking gives them
+    em.indent += 1
+    em.raise_("ValueError", f"too many values to unpack (expected {k})")
+    em.indent -= 1
+    em.emit(f"if {cnt} < {k}:")
+    em.indent += 1
+    em.raise_("ValueError", f"not enough values to unpack (expected {k}, got ", (cnt,), ")")
+    em.indent -= 1
+    for c, o in enumerate(outputs):
+        lo = em.fresh("lo")
+        em.emit(f"{lo} = min({c} * {cs}, {size})")
+        parts = [":"] * d + [f"{lo}:min({lo} + {cs}, {size})"]
+        v = em.fresh("v")
+        em.emit(f"{v} = {xs}[{', '.join(parts)}]")
+        em.bind(o, v)
 
 
 def lower_narrow(em: Emitter, n: ir.Node) -> None:
@@ -334,6 +382,6 @@ LOWER = {
     "unsqueeze": lower_unsqueeze, "expand": lower_expand, "expand_as": lower_expand_as,
     "contiguous": lower_contiguous, "_to_dtype": lower_to_dtype, "cat": lower_cat,
     "stack": lower_cat, "_index_view": lower_index_view,
-    "select": lower_select, "narrow": lower_narrow, "ravel": lower_ravel,
+    "select": lower_select, "chunk": lower_chunk, "narrow": lower_narrow, "ravel": lower_ravel,
     "view_as": lower_reshape_as, "reshape_as": lower_reshape_as, "broadcast_to": lower_expand,
 }

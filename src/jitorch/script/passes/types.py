@@ -306,6 +306,8 @@ _RULES = {
     "select": _select, "_to_dtype": _to_dtype, "expand_as": _expand_as,
     "ravel": lambda n, x: _ranked(_tensor(x).dtype, 1), "view_as": _expand_as,
     "reshape_as": _expand_as, "broadcast_to": _sized,
+    # a list of views of x's dtype and rank (the frontend typed it List[Tensor])
+    "chunk": lambda n, x, *rest: ir.ListType(_ranked(_tensor(x).dtype, _tensor(x).ndim)),
 }
 
 
