@@ -193,6 +193,10 @@ def _compiled_params():
             ds = ds[:1] if jitorch.float32 in ds or not ds else \
                 [d for d in (jitorch.int64, jitorch.float64) if d in ds][:1]
         for d in ds:
+            # ops whose samples return no tensor (allclose, equal, ...) give a graph with
+            # nothing to compile: the interpreter test above checks their values
+            if not _usable(info, d):
+                continue
             out.append(_mark(info, "value", pytest.param(info, d, id=f"{info.name}-{d.name}")))
     return out
 
@@ -200,8 +204,6 @@ def _compiled_params():
 @pytest.mark.parametrize("info,dtype", _compiled_params())
 def test_jit_trace_matches_eager(info, dtype):
     calls = _usable(info, dtype)
-    if not calls:
-        pytest.skip("no sample returns a tensor")
     fn = _all_samples_fn(calls)
     example = [t for c in calls for t in c.fresh()]
     traced = jitorch.jit.trace(fn, tuple(example), check_trace=False)
