@@ -251,9 +251,14 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
                 om.append(mm)
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in shape_parts)}), {np_type(t.dtype)})")
         out_names.append((o, om))
-    # the loop nest
-    idx = [em.fresh("i") for _ in range(rank)]
     base = em.indent
+    fast = _fast_condition(tensor_in, out_names, sizes, rank)
+    if fast is not None:
+        _flat_loop(em, block, tensor_in, dict(local), out_names, sizes, fast)
+        em.emit("else:")
+        em.indent += 1
+    # the general loop nest (broadcasting, or an operand that is not C-contiguous)
+    idx = [em.fresh("i") for _ in range(rank)]
     for d in range(rank):
         em.emit(f"for {idx[d]} in range({sizes[d]}):")
         em.indent += 1
@@ -271,6 +276,58 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
     em.indent = base
     for (o, _), v in zip(out_names, outputs):
         em.bind(v, o)
+
+
+def _fast_condition(tensor_in, out_names, sizes, rank):
+    """The run-time test for the flat loop, or None where it can never hold (or gains nothing).
+
+    The flat loop needs every operand and output to have exactly the loop's shape and to be
+    C-contiguous: then one index `k` addresses the same element everywhere and LLVM vectorises
+    the loop, which it does not do through the 0/1 multipliers of the general nest.
+    """
+    if rank == 0 or any(r != rank for _, _, r in tensor_in):
+        return None
+    conds = []
+    for _, x, _ in tensor_in:
+        conds.append(f"{x}.flags.c_contiguous")
+        conds += [f"{x}.shape[{d}] == {sizes[d]}" for d in range(rank)]
+    for o, om in out_names:
+        if om is not None:  # allocated (C-contiguous) with the shape of its own inputs
+            conds += [f"{o}.shape[{d}] == {sizes[d]}" for d in range(rank)]
+    return conds
+
+
+def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds) -> None:
+    """`if <conds>:` one loop over flattened views, with the same scalar members."""
+    em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
+    em.indent += 1
+    nf = em.fresh("nf")
+    em.emit(f"{nf} = {' * '.join(sizes)}")
+    flat = []
+    for p, x, _ in tensor_in:
+        f = em.fresh("f")
+        # a view typed C-contiguous: Numba types values from views as 'A' layout (no reshape);
+        # ascontiguousarray of an 'A' array that is contiguous at run time does not copy
+        em.emit(f"{f} = np.ascontiguousarray({x}).reshape({nf})")
+        flat.append((p, f, 1))
+    oflat = []
+    for o, _ in out_names:
+        f = em.fresh("g")
+        em.emit(f"{f} = {o}.reshape({nf})")
+        oflat.append(f)
+    k = em.fresh("k")
+    em.emit(f"for {k} in range({nf}):")
+    em.indent += 1
+    for p, f, _ in flat:
+        nm = em.fresh("x")
+        em.emit(f"{nm} = {f}[{k}]")
+        local[p.uid] = (nm, p.type.dtype)
+    _members(em, block.nodes, local)
+    for f, r in zip(oflat, block.returns):
+        if r.uid not in local:
+            raise NotLowered("fused group returns a value it does not compute")
+        em.emit(f"{f}[{k}] = {local[r.uid][0]}")
+    em.indent -= 2
 
 
 def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
