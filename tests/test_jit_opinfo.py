@@ -227,8 +227,7 @@ def test_jit_trace_gradients_match_eager(info):
     samples = gen(np.dtype(np.float64), np.random.default_rng(99))
     calls = [c for c in _usable(info, jitorch.float64, requires_grad=True, samples=samples)
              if any(t.requires_grad for t in c.tensors)]
-    if not calls:
-        pytest.skip("no differentiable sample")
+    assert calls, f"{info.name}: OpInfo says grad=True but no sample is differentiable"
     fn = _all_samples_fn(calls)
     with jitorch.no_grad():
         traced = jitorch.jit.trace(fn, tuple(t for c in calls for t in c.fresh()),

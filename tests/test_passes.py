@@ -401,7 +401,6 @@ def test_pipeline_names_the_breaking_pass():
 
 
 def test_inline_retypes_from_caller():
-    pytest.importorskip("jitorch.script.passes.types")
     callee = parse_graph("""graph @h(%a: Tensor) {
   %0: Tensor = tanh(%a)
   return (%0)

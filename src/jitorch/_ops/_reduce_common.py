@@ -179,3 +179,27 @@ def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
     if not keepdim:
         g = unsqueeze_dims(g, axes, len(input_shape))
     return g.expand(input_shape)
+
+
+# Gradient rules shared by every (values, indices) selection over one dim: max/min(dim),
+# median(dim), mode, kthvalue, sort, topk...
+def index_pick_vjp(g, result, input_shape, dim, keepdim):
+    """Gradient of (values, indices) selections: to the chosen index only."""
+    gv, idx = g[0], result[1]
+    nd = len(input_shape)
+    if nd == 0:
+        return gv
+    axis = dim % nd
+    if not keepdim:
+        gv, idx = gv.unsqueeze(axis), idx.unsqueeze(axis)
+    return put_along(gv, idx, axis, input_shape)
+
+
+def index_pick_jvp(t_input, result, dim, keepdim):
+    vals, idx = result
+    if t_input.ndim == 0:
+        return t_input, None
+    axis = dim % t_input.ndim
+    if not keepdim:
+        idx = idx.unsqueeze(axis)
+    return take_along(t_input, idx, axis).reshape(vals.shape), None

@@ -16,8 +16,8 @@ import numpy as np
 from .. import return_types
 from .._tensor import Tensor
 from ._reduce_common import (axes_of, check_dims_nonempty, check_full_nonempty, eq_mask,
-                             expand_back, np_axes, one_dim, pt_name, public, put_along,
-                             take_along)
+                             expand_back, index_pick_jvp, index_pick_vjp, np_axes, one_dim,
+                             pt_name, public, put_along, take_along)
 from .registry import defop
 
 __all__ = ["amax", "amin", "aminmax", "max", "min", "argmax", "argmin"]

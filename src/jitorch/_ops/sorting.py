@@ -13,8 +13,8 @@ import numpy as np
 
 from .. import return_types
 from ._quantile import nanquantile, quantile
-from ._reduce_common import (check_dims_nonempty, compute_array, eq_mask, one_dim, pt_name,
-                             public, put_along, take_along)
+from ._reduce_common import (check_dims_nonempty, compute_array, eq_mask, index_pick_jvp,
+                             index_pick_vjp, one_dim, pt_name, public, put_along, take_along)
 from .registry import defop
 
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
