@@ -25,6 +25,7 @@ from . import return_types  # noqa: E402
 from ._threads import get_num_threads, set_num_threads  # noqa: E402
 from . import jit  # noqa: E402
 from . import script  # noqa: E402  (a callable module: `@jitorch.script`)
+from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

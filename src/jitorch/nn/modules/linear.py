@@ -1,0 +1,114 @@
+"""`Identity`, `Linear` and `Bilinear` with PyTorch's default initialisation and printed form."""
+from __future__ import annotations
+
+import math
+
+import jitorch as _jt  # public ops, looked up at call time (no import cycle)
+from ..._tensor import Tensor
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["Identity", "Linear", "Bilinear"]
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    out = _jt.matmul(input, weight.t())
+    return out if bias is None else out + bias
+
+
+class Identity(Module):
+    """Returns its input; accepts and ignores any constructor arguments."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, input: Tensor) -> Tensor:
+        return input
+
+
+class Linear(Module):
+    """y = x W^T + b, W of shape (out_features, in_features)."""
+
+    __constants__ = ["in_features", "out_features"]
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.in_features = in_features
+        self.out_features = out_features
+        self.weight = Parameter(_jt.empty((out_features, in_features), device=device,
+                                          dtype=dtype))
+        if bias:
+            self.bias = Parameter(_jt.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        # kaiming_uniform_ with a=sqrt(5) gives U(-1/sqrt(fan_in), 1/sqrt(fan_in)), as PyTorch
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() >= 1 and input.shape[-1] != self.weight.shape[-1]:
+            # PyTorch's matmul message, prefixed with the layer (issue 4: errors name the layer)
+            rows = input.numel() // max(input.shape[-1], 1) if input.dim() > 1 else 1
+            raise RuntimeError(
+                f"{self!r}: mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
+                f"and {self.weight.shape[1]}x{self.weight.shape[0]})")
+        return _linear(input, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class Bilinear(Module):
+    """y = x1^T A x2 + b, A of shape (out_features, in1_features, in2_features)."""
+
+    __constants__ = ["in1_features", "in2_features", "out_features"]
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__()
+        self.in1_features = in1_features
+        self.in2_features = in2_features
+        self.out_features = out_features
+        self.weight = Parameter(_jt.empty((out_features, in1_features, in2_features),
+                                          device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(_jt.empty(out_features, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        bound = 1 / math.sqrt(self.weight.size(1))
+        init.uniform_(self.weight, -bound, bound)
+        if self.bias is not None:
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        if input1.dim() != input2.dim():
+            raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} "
+                               f"and {input2.dim()}")
+        for i in range(input1.dim() - 1):
+            if input1.shape[i] != input2.shape[i]:
+                raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                                   f"got {input1.shape[i]} and {input2.shape[i]}")
+        if input1.shape[-1] != self.in1_features:
+            raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                               f"{input1.shape[-1]} but expected {self.in1_features}")
+        if input2.shape[-1] != self.in2_features:
+            raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                               f"{input2.shape[-1]} but expected {self.in2_features}")
+        out = _jt.einsum("...i,oij,...j->...o", input1, self.weight, input2)
+        return out if self.bias is None else out + self.bias
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")

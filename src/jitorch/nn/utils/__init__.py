@@ -1,0 +1,9 @@
+"""`jitorch.nn.utils`: gradient clipping, parameter/vector conversion, `rnn.pad_sequence`,
+`stateless.functional_call`."""
+from . import rnn, stateless  # noqa: F401
+from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
+                        clip_grads_with_norm_, get_total_norm)
+from .convert_parameters import parameters_to_vector, vector_to_parameters  # noqa: F401
+
+__all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
+           "get_total_norm", "parameters_to_vector", "vector_to_parameters", "rnn", "stateless"]
