@@ -1,0 +1,4 @@
+"""`jitorch.utils`: utilities with PyTorch's names (`jitorch.utils.data`)."""
+from . import data  # noqa: F401
+
+__all__ = ["data"]
