@@ -12,8 +12,11 @@ import time
 import jitorch
 
 
-def lstm_eager(x, h, c, w_ih, w_hh, b):
-    # x: (T, B, I); h, c: (B, H); w_ih: (I, 4H); w_hh: (H, 4H); b: (4H)
+def lstm_eager(x, w_ih, w_hh, b):
+    # x: (T, B, I); w_ih: (I, 4H); w_hh: (H, 4H); b: (4H). The initial state is made here:
+    # inside the script, zeros(B, H) is part of the compiled program (sizes read at run time)
+    h = jitorch.zeros(x.size(1), w_hh.size(0))
+    c = jitorch.zeros(x.size(1), w_hh.size(0))
     for t in range(x.size(0)):
         gates = x[t] @ w_ih + h @ w_hh + b
         i, f, g, o = gates.chunk(4, 1)
@@ -32,8 +35,7 @@ lstm = jitorch.script(lstm_eager)
 
 def make_inputs(steps, batch, inp, hidden):
     s = hidden ** -0.5
-    return (jitorch.randn(steps, batch, inp), jitorch.zeros(batch, hidden),
-            jitorch.zeros(batch, hidden), s * jitorch.randn(inp, 4 * hidden),
+    return (jitorch.randn(steps, batch, inp), s * jitorch.randn(inp, 4 * hidden),
             s * jitorch.randn(hidden, 4 * hidden), s * jitorch.randn(4 * hidden))
 
 

@@ -169,10 +169,7 @@ def _usable(info, dtype, requires_grad=False, samples=None):
 
 # Known failures of other compiler parts, found by this file (reported to the lead); they
 # stay visible as xfail (not strict: they pass once fixed).
-KNOWN = {
-    ("einsum", "grad"): "autodiff: no gradient reaches the inputs (grads are None)",
-    ("tensordot", "grad"): "autodiff: no gradient reaches the inputs (grads are None)",
-}
+KNOWN: dict = {}
 
 
 def _mark(info, what, p):

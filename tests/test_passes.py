@@ -415,3 +415,58 @@ def test_inline_retypes_from_caller():
     g = inline.run(g)
     assert [str(n.output.type) for n in g.block.nodes] == ["f64[?,?]", "f64[?,?]"]
     assert str(callee.block.nodes[0].output.type) == "Tensor"  # the callee is untouched
+
+
+# --- row fusion (fuse_rows) -----------------------------------------------------------------------
+def _fused_ir(f, *args):
+    """The printed graph after the whole pipeline (fusion included) for these example args."""
+    from jitorch.script.passes.types import specialize
+    from jitorch.script.trace import value_type
+    g, _ = trace_graph(f, args)
+    g2 = pipeline.run(specialize(g, [value_type(a) for a in args]))
+    verify(g2)
+    _same(run_graph(g, list(args)), run_graph(g2, list(args)))
+    return str(g2), g2
+
+
+def _lnsm(x, w, b):
+    mu = x.mean(-1, keepdim=True)
+    d = x - mu
+    var = (d * d).mean(-1, keepdim=True)
+    y = d * t.rsqrt(var + 1e-5) * w + b
+    e = t.exp(y - y.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def test_fuse_rows_layernorm_softmax_one_node():
+    text, g = _fused_ir(_lnsm, t.randn(3, 8), t.randn(8), t.randn(8))
+    assert text.count("prim::Fused") == 1
+    assert ("prim::Fused[kind='rows', ops='mean -> sub -> mul -> mean -> add -> rsqrt -> mul -> "
+            "mul -> add -> amax -> sub -> exp -> sum -> div'](%x, %w, %b)") in text
+    assert [n.op for n in g.block.nodes if n.op != "prim::Constant"] == ["prim::Fused"]
+
+
+def _rows_and_more(x, y):
+    sm = t.exp(x - x.amax(-1, keepdim=True))        # a row region ...
+    ms = (y * y).mean(-1, keepdim=True) + 1          # ... and a per-row epilogue: no row region
+    s0 = x.sum(0, keepdim=True)                      # not over the last dim
+    s1 = (x * 2).sum(-1)                             # keepdim=False: prologue fusion only
+    return sm / sm.sum(-1, keepdim=True), ms, x - s0, s1
+
+
+def test_fuse_rows_only_for_broadcasts_along_the_row():
+    text, g = _fused_ir(_rows_and_more, t.randn(3, 5), t.randn(3, 5))
+    rows = [n for n in g.nodes() if n.op == "prim::Fused" and n.attrs.get("kind") == "rows"]
+    assert [n.attrs["ops"] for n in rows] == ["amax -> sub -> exp -> sum -> div"]
+    assert "prim::Fused[ops='mul -> mean -> add']" not in text  # the old prologue fusion
+    assert "ops='mul -> sum'" in text and "sum(%x," in text
+
+
+def _rank3_rms(x, w):
+    return x * t.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def test_fuse_rows_rank3_and_float64():
+    text, _ = _fused_ir(_rank3_rms, t.randn(2, 3, 4, dtype=t.float64), t.randn(4, dtype=t.float64))
+    assert "prim::Fused[kind='rows', ops='mul -> mean -> add -> rsqrt -> mul -> mul'](%x, %w)" \
+        in text and "f64[?,?,?]" in text

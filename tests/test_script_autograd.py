@@ -172,11 +172,82 @@ def test_forward_and_saved_layout_do_not_depend_on_sizes(name):
 
 
 def test_shape_key_exact_when_rules_bake_sizes():
-    x = R(3, 4)
-    g = _trace(lambda x: x.sum(0), (x,))   # sum's rule expands to the input's sizes
+    x = R(3, 3)
+    # the diagonal's rule builds an identity matrix of the example's size: a baked constant
+    g = _trace(lambda x: t.einsum("ii->i", x), (x,))
     d = differentiate(g, [x.requires_grad_()])
-    assert d.key_kind == "exact" and d.shape_key == ((3, 4),) == shape_key_of([x])
-    assert d.matches([R(3, 4)]) and not d.matches([R(5, 4)])
+    assert d.key_kind == "exact" and d.shape_key == ((3, 3),) == shape_key_of([x])
+    assert d.matches([R(3, 3)]) and not d.matches([R(5, 5)])
+    assert "baked" in d.extra["sizes"]
+
+
+# Sizes the rules read are run-time values: ONE backward graph per 0/1/many size pattern
+# (traced functions: their forward bakes the sizes they pass to ops, so these avoid that)
+SIZE_GENERIC = {
+    "sum_dims": (lambda x: x.sum((0, 2)) * 2, [(3, 4, 5)]),
+    "mean_dim": (lambda x: x.mean(1) + x.mean(), [(3, 4)]),
+    "sum_keepdim": (lambda x: x * x.sum(-1, keepdim=True), [(3, 4)]),
+    "reshape_view": (lambda x: x.reshape(-1).sin() + x.view(-1).cos(), [(3, 4)]),
+    "flatten": (lambda x: x.flatten(1).exp(), [(3, 2, 2)]),
+    "expand_as": (lambda x, y: x.expand_as(y) * y, [(3, 1), (3, 4)]),
+    "select_narrow": (lambda x: x.select(1, 1) * x.select(0, 0).sum() + x.narrow(1, 0, 2).sum(1),
+                      [(3, 4)]),
+    "index": (lambda x, i: x[i].sum(0), [(4, 3), "idx"]),
+    "cat_stack_chunk": (lambda x, y: t.cat([x, y], 1).tanh().chunk(2, 1)[0] * 2
+                        + t.stack([x, y], 0).sum(0).sum(1, keepdim=True),
+                        [(3, 2), (3, 2)]),
+    "softmaxish": (lambda x: x.exp() / x.exp().sum(-1, keepdim=True), [(3, 4)]),
+    "matmul_broadcast": (lambda a, b: (a @ b).tanh(), [(2, 3, 4), (4, 5)]),
+    "max_min_dim": (lambda x: x.max(1)[0] + x.min(0, keepdim=True)[0].sum(), [(3, 4)]),
+    "mlp": (lambda x, w, b: ((x @ w + b).clamp_min(0)).mean(), [(4, 3), (3, 5), (5,)]),
+}
+
+
+def _size_args(shapes, grow):
+    out = []
+    for s in shapes:
+        if s == "idx":
+            out.append(t.tensor([0, 2, 2]))
+        else:
+            out.append(R(*[n + grow if n >= 2 else n for n in s]))
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_GENERIC))
+def test_backward_is_size_generic(name):
+    fn, shapes = SIZE_GENERIC[name]
+    args = _fresh(_size_args(shapes, 0))
+    g = _trace(fn, args)
+    d = differentiate(g, args)
+    assert d.key_kind == "pattern" and d.symbolic, d.extra
+    n_out = len(g.outputs)
+    for grow in (0, 3, 5):  # the same graphs serve other sizes; grads equal eager's
+        new = _fresh(_size_args(shapes, grow))
+        assert d.matches(new)
+        with t.no_grad():
+            res = run_graph(d.forward, new)
+            go = [t.tensor(np.random.default_rng(grow).standard_normal(o.shape),
+                           dtype=o.dtype) for o in res[:n_out]]
+            grads = run_graph(d.backward, go + list(res[n_out:]))
+        wrt = [a for a in new if a.requires_grad]
+        ref = t.autograd.grad(list(fn(*new)) if n_out > 1 else fn(*new), wrt,
+                              go if n_out > 1 else go[0])
+        got = [gr for a, gr in zip(new, grads) if a.requires_grad]
+        for a, b in zip(got, ref):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
+
+
+def test_saved_sizes_are_forward_outputs():
+    g = _trace(lambda x: x.sum(0), (R(3, 4),))
+    d = differentiate(g, [R(3, 4).requires_grad_()])
+    assert d.key_kind == "pattern" and d.n_saved == 2  # x.shape[0], x.shape[1]; not x
+    assert [v.type for v in d.backward.inputs[1:]] == [ir.INT, ir.INT]
+    assert not any(n.op == "prim::Constant" and n.attrs["value"] in ((3, 4), [3, 4])
+                   for n in d.backward.block.nodes)
+    with t.no_grad():
+        res = run_graph(d.forward, [R(6, 2)])
+    assert res[1:] == [6, 2]
 
 
 def test_shape_key_pattern_reused_for_other_sizes():
@@ -262,9 +333,10 @@ def test_frontend_style_graph_with_size_read():
     xv = R(4, 3).requires_grad_()
     d = differentiate(g, [xv, 0.5])
     # `n` (div's `other`) and `a` (mul's `other`) are backward inputs, not baked constants
-    scalars = [i for i in d.backward.inputs if i.type in (ir.INT, ir.FLOAT)]
+    scalars = [i for i in d.backward.inputs if i.type in (ir.INT, ir.FLOAT)
+               and i.name.startswith("saved")]
     assert len(scalars) == 2
-    assert d.key_kind == "exact"  # sum's rule bakes the (4, 3) sizes
+    assert d.key_kind == "pattern"  # sum's rule reads x's sizes: saved, run-time values
     with t.no_grad():  # another value of `a`: the same graphs
         res = run_graph(d.forward, [xv.detach(), 2.0])
         (gx, ga) = run_graph(d.backward, [t.ones(3)] + res[1:])
@@ -376,7 +448,13 @@ def test_identity_and_duplicate_outputs():
 def test_double_backward():
     fn = lambda x, w: (x @ w).tanh() * x.sum()
     args = (R(2, 3, dtype=t.float64), R(3, 2, dtype=t.float64))
+    before = t.jit.stats()
     assert t.autograd.gradgradcheck(compiled(fn, args, higher_order=True), _fresh(args))
+    after = t.jit.stats()  # the eager fallback is recorded
+    from jitorch.script.grad_node import CREATE_GRAPH_REASON
+    assert after.interpreted_reasons.get(CREATE_GRAPH_REASON, 0) > \
+        before.interpreted_reasons.get(CREATE_GRAPH_REASON, 0)
+    assert after.interpreted_runs > before.interpreted_runs
     x, w = _fresh(args)
     y = compiled(fn, args)(x, w).sum()
     with pytest.raises(RuntimeError, match="double backward"):
@@ -427,3 +505,40 @@ def test_no_grad_inputs_attach_nothing():
     f = compiled(lambda x: x * 2, (R(3),))
     y = f(R(3))
     assert not y.requires_grad and y.grad_fn is None
+
+
+# --- the runtime: one backward program for every batch size --------------------------------------
+@t.jit.script
+def _train_step(x, w, b, w2):
+    h = (x @ w + b).tanh()                        # matmul with a broadcast bias
+    sm = h.exp() / h.exp().sum(-1, keepdim=True)  # softmax-like: sum with a dim, keepdim
+    flat = h.reshape(-1).sum() / h.size(0)        # reshape; a run-time size
+    return (sm @ w2).mean(1).sum() + flat + h.amax(1).mean()
+
+
+def test_scripted_training_steps_share_one_backward():
+    rng = np.random.default_rng(3)
+    ws = [rng.standard_normal(s) for s in ((3, 4), (4,), (4, 2))]
+    base = first = t.jit.stats()
+    for k, batch in enumerate((5, 7, 9)):
+        xs = rng.standard_normal((batch, 3))
+        x = t.tensor(xs, dtype=t.float32)
+        w, b, w2 = [t.tensor(a, dtype=t.float32).requires_grad_() for a in ws]
+        if k == 1:  # the first step built the forward and the backward
+            base = t.jit.stats()
+        _train_step(x, w, b, w2).backward()
+        ref = _eager_step(t.tensor(xs, dtype=t.float32), *ws)
+        for got, want in zip((w.grad, b.grad, w2.grad), ref):
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-4, atol=1e-5)
+    after = t.jit.stats()
+    assert base.compiles == first.compiles + 2  # batch 5: the forward and ONE backward
+    assert after.compiles == base.compiles, (base, after)  # batch sizes 7 and 9: no new build
+
+
+def _eager_step(x, *ws):
+    w, b, w2 = [t.tensor(a, dtype=t.float32).requires_grad_() for a in ws]
+    h = (x @ w + b).tanh()
+    sm = h.exp() / h.exp().sum(-1, keepdim=True)
+    flat = h.reshape(-1).sum() / h.size(0)
+    ((sm @ w2).mean(1).sum() + flat + h.amax(1).mean()).backward()
+    return [a.grad.numpy() for a in (w, b, w2)]

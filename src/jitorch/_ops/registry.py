@@ -256,7 +256,8 @@ def _norm_varargs(args: tuple, kw=None, name=None):
         elif not isinstance(a, (int, np.integer)) or isinstance(a, bool):
             raise TypeError(f"expected a sequence of ints, but got an element of type "
                             f"{type(a).__name__}")
-        out.append(int(a))
+        # int subclasses stay as given: autodiff's size stand-ins must reach the recorded op
+        out.append(a if isinstance(a, int) else int(a))
     return tuple(out)
 
 

@@ -5,11 +5,15 @@ compiled (or, per program, interpreted) forward that also returns the saved valu
 ONE node on the eager tape (`grad_node.attach`) whose backward runs the backward program.
 
 Choices (see passes/autodiff.py): differentiation happens on the specialised graph before
-fusion (`_pre_fusion`); the forward program is shape-generic, the backward graph has
-shape-derived constants baked in, so backward programs are cached per `shape_key` (exact input
-shapes) and built lazily at the first backward for those shapes. When `passes.autodiff` or
-`grad_node` is missing, or the graph is not differentiable, `build` returns the reason and the
-caller interprets the graph with eager autograd (correct, not compiled).
+fusion (`_pre_fusion`); the forward program is shape-generic. Sizes the VJP rules read are
+run-time values saved by the forward, so one backward serves every size with the same 0/1/many
+pattern (`Differentiated.key_kind == "pattern"`); backward programs are cached per `shape_key`
+(that pattern, or exact shapes where differentiate could not make the backward size-generic)
+and built lazily at the first backward for the key. Another pattern may save other sizes (a
+size-1 dim is no run-time value): when its saved layout differs, it gets its own forward.
+When `passes.autodiff` or `grad_node` is missing, or the graph is not differentiable, `build`
+returns the reason and the caller interprets the graph with eager autograd (correct, not
+compiled).
 """
 from __future__ import annotations
 
@@ -43,8 +47,10 @@ class AutodiffEntry:
     how = "compiled"
     reason = None
 
-    def __init__(self, sf, base: ir.Graph, d, fwd_entry, arg_types):
+    def __init__(self, sf, base: ir.Graph, d, fwd_entry, arg_types, static=None):
         self.base, self.d, self.fwd, self.arg_types = base, d, fwd_entry, arg_types
+        self.static = static
+        self.fwds: dict = {}  # shape key -> forward entry, for keys whose saved layout differs
         self.forward = fwd_entry
         self.n_out = len(base.outputs)
         self.bwd: dict = {}
@@ -68,19 +74,20 @@ class AutodiffEntry:
 
     def run(self, args, sf):
         from . import grad_node, runtime
+        # the backward is keyed by what its graph depends on: the 0/1/many pattern of the
+        # input shapes when differentiate() found it size-generic, else the exact shapes
+        sk = self.d.key_of(args)
+        fwd = self.fwd if sk == self.d.shape_key else self._forward_for(sk, args)
         with grad_mode.no_grad():
-            if self.first and self.fwd.kind == "compiled":
+            if fwd is self.fwd and self.first and self.fwd.kind == "compiled":
                 outs, how = runtime.first_call(self.fwd, args)
                 if outs is None:
                     outs = self.fwd.run(args)
                 self.how, self.first = how, False
             else:
-                outs = self.fwd.run(args)
+                outs = fwd.run(args)
         n = self.n_out
         outputs, saved = list(outs[:n]), list(outs[n:])
-        # the backward is keyed by what its baked sizes depend on: the 0/1/many pattern of the
-        # input shapes when differentiate() found it size-generic, else the exact shapes
-        sk = self.d.key_of(args)
         inputs = list(args)
         entry = self
 
@@ -96,6 +103,38 @@ class AutodiffEntry:
             # create_graph=True (higher order) re-runs the graph eagerly to build a tape
             create_graph_backward=grad_node.recompute_backward(self.base, inputs))
 
+    def _diff_for(self, sk, args):
+        """The Differentiated for shape key `sk` (derived once per key, with the example's
+        choice of symbolic sizes so saved layouts stay comparable). Holds self.lock."""
+        d = self.diffs.get(sk)
+        if d is None:
+            from .passes.autodiff import differentiate
+            d = self.diffs[sk] = differentiate(self.base, args, symbolic=self.d.symbolic)
+        return d
+
+    def _forward_for(self, sk, args):
+        """The forward for another shape key: the example's program when the key saves the
+        same values (the usual case), else one built for it."""
+        e = self.fwds.get(sk)
+        if e is not None:
+            return e
+        with self.lock:
+            e = self.fwds.get(sk)
+            if e is not None:
+                return e
+            from . import runtime
+            t0 = time.perf_counter()
+            d = self._diff_for(sk, args)
+            if d.layout == self.d.layout and d.n_saved == self.d.n_saved:
+                e = self.fwd
+            else:
+                types = [runtime._symbolic(v.type) for v in d.forward.inputs]
+                e, how = runtime.build_entry(d.forward, types, self.static)
+                e = _LazyFirst(e, self.name + ".forward", f"saved layout of shapes {sk}",
+                               time.perf_counter() - t0)
+            self.fwds[sk] = e
+            return e
+
     def _backward_for(self, sk, args):
         e = self.bwd.get(sk)
         if e is not None:
@@ -105,15 +144,15 @@ class AutodiffEntry:
             if e is not None:
                 return e
             from . import runtime
-            from .passes.autodiff import differentiate
             t0 = time.perf_counter()
-            d = self.diffs.get(sk)
-            if d is None:
-                d = self.diffs[sk] = differentiate(self.base, args)
+            d = self._diff_for(sk, args)
             types = [runtime._symbolic(v.type) for v in d.backward.inputs]
             e, how = runtime.build_entry(d.backward, types)
             dt_s = time.perf_counter() - t0
-            e = _LazyFirst(e, self.name + ".backward", f"shapes {sk}", dt_s)
+            why = f"shapes {sk}"
+            if d.extra.get("sizes"):  # one backward per exact shape: say why
+                why += f" ({d.extra['sizes']})"
+            e = _LazyFirst(e, self.name + ".backward", why, dt_s)
             if e.kind == "interpreted":
                 reason = f"backward: {e.reason}"
                 stats.record_compile(dt_s, how="interpreted", reason=reason)
@@ -174,7 +213,7 @@ def build(sf, arg_types, static, args):
         return None, f"autodiff: interpreted (internal error: {type(e).__name__}: {e})"
     fwd_types = [runtime._symbolic(v.type) for v in d.forward.inputs]
     fwd, how = runtime.build_entry(d.forward, fwd_types, static)
-    ad = AutodiffEntry(sf, base, d, fwd, arg_types)
+    ad = AutodiffEntry(sf, base, d, fwd, arg_types, static)
     if fwd.kind == "interpreted":
         ad.how = "interpreted"
         ad.reason = f"autodiff forward interpreted: {fwd.reason}"

@@ -19,8 +19,10 @@ Invariants of the graphs produced here:
 - `return`, `break` and `continue` inside `if` are compiled by continuation: the statements that
   follow the `if` are compiled into each branch that does not leave, so every path ends in one
   exit (function: the return value; loop body: `(continue_condition, *carried)`).
-- `x[idx] = v` is out of place: the name `x` is rebound to a copy with the write applied (other
-  names aliasing the old tensor do not see the write).
+- In-place writes (`x[idx] = v`, `x.add_(y)`, `x += y`) rebind every variable sharing the
+  written storage (frontend_alias.py); writes to tensor arguments are extra graph outputs after
+  the results (`graph.mutated_inputs` lists their inputs) that the runtime copies back into the
+  caller's tensors, so callers see them as in PyTorch.
 - Values that are Python-static at compile time (modules, functions, classes, `is_scripting()`,
   global constants, `Final`s) are folded; `if` on a static condition compiles one branch only.
 """
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from . import frontend_types as ft
 from . import ir
 from .errors import ScriptError
+from .frontend_alias import AliasMixin
 from .frontend_expr import ExprMixin, Sugar
 from .frontend_stmt import StmtMixin
 
@@ -134,7 +137,7 @@ def _defining_frame_locals(code) -> dict | None:
 
 
 # --- the compiler ------------------------------------------------------------------------------
-class FunctionCompiler(StmtMixin, ExprMixin):
+class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
     def __init__(self, fn, name=None, self_type=None, scope_extra=None):
         self.fn = fn
         self.self_type = self_type
@@ -194,6 +197,7 @@ class FunctionCompiler(StmtMixin, ExprMixin):
     def emit(self, op: str, inputs, types, attrs=None, blocks=()) -> ir.Node:
         n = ir.Node(op, inputs, types, attrs=attrs, blocks=blocks, loc=self.loc())
         self.block.nodes.append(n)
+        self.note_view(n)
         return n
 
     def const(self, value, ty=None) -> ir.Value:
@@ -233,6 +237,7 @@ class FunctionCompiler(StmtMixin, ExprMixin):
             v = ir.Value(ty, arg.arg)
             self.block.params.append(v)
             self.env[arg.arg] = v
+        self.init_aliases()
         self.ret_type = None
         if self.fdef.returns is not None:
             self.ret_type = self.annotation(self.fdef.returns)
@@ -241,6 +246,9 @@ class FunctionCompiler(StmtMixin, ExprMixin):
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # the docstring
         rets = self.stmts(body, FunctionExit(self))
+        n_extra = len(self.arg_tokens)
+        extras = list(rets[len(rets) - n_extra:]) if n_extra else []
+        rets = rets[:len(rets) - n_extra]
         out = rets[0]
         returns_tuple = False
         if isinstance(out.type, ir.TupleType):
@@ -251,7 +259,7 @@ class FunctionCompiler(StmtMixin, ExprMixin):
             else:
                 self.cur = self.fdef
                 rets = self.emit("prim::TupleUnpack", [out], out.type.elems).outputs
-        self.block.returns = list(rets)
+        self.block.returns = self.finish_mutations(list(rets), extras)
         close_blocks(self.graph.block)
         holds = bool(self.python_ops)
         self.graph.holds_gil = holds
@@ -285,10 +293,10 @@ class FunctionExit:
         self.c = c
 
     def ret(self, v: ir.Value) -> list:
-        return [v]
+        return [v] + self.c.exit_values()
 
     def fallthrough(self) -> list:
-        return [self.c.const(None)]
+        return [self.c.const(None)] + self.c.exit_values()
 
     def brk(self, node):
         self.c.fail("'break' outside a loop", node)

@@ -13,8 +13,10 @@
   ones: `prim::Raise`;
 - plain Python functions (and scripted ones, via `__wrapped__`): compiled recursively ->
   `prim::CallFunction` (attrs fn=Graph);
-- other library callables (jitorch composites such as `softmax`, factories): `prim::PythonOp`
-  calling the function (correct through the interpreter; holds the GIL).
+- tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes declared in
+  `factories.py` (compiled; a PythonOp where the call is not static enough);
+- other library callables (jitorch composites such as `softmax`, random factories):
+  `prim::PythonOp` calling the function (correct through the interpreter; holds the GIL).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ import builtins
 import inspect
 import math
 
+from . import factories
 from . import frontend_types as ft
 from . import ir
 
@@ -255,6 +258,10 @@ class CallMixin:
             return self.python_call(obj, node, ir.ClassType(obj.__qualname__))
         if isinstance(obj, type) and issubclass(obj, BaseException):
             self.fail("exceptions can only be raised in scripted code", node)
+        fname = factories.factory_of(obj)
+        if fname is not None:  # zeros(B, H), arange(n), ...: a factory node (factories.py)
+            r = factories.frontend_call(self, fname, node)
+            return r if r is not None else self.library_call(obj, node)
         mod = getattr(obj, "__module__", "") or ""
         if mod == "jitorch" or mod.startswith("jitorch.") or mod.startswith("torch"):
             self._evaluated = None
@@ -471,6 +478,11 @@ class CallMixin:
                     r = self.op_call(op, [v] + args, kwargs, node)
                     self.env[bm.node.value.id] = r
                     return r
+            fac = factories.FACTORIES.get(name)
+            if fac is not None and fac.method:  # x.new_zeros(...): a factory node
+                r = factories.frontend_call(self, name, node, recv=v)
+                return r if r is not None else self.python_call(
+                    None, node, ft.tensor(), method=name, recv=v, evaluated=self._evaluated)
             f = getattr(Tensor, name, None)
             if f is None:
                 self.fail(f"Tensor has no method '{name}'", node)

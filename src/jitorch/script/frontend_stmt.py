@@ -12,6 +12,7 @@ import ast
 
 from . import frontend_types as ft
 from . import ir
+from .frontend_alias import LoopEntry
 from .frontend_loops import LoopExit, LoopMixin, _exits, _has_return
 
 
@@ -81,6 +82,9 @@ class StmtMixin(LoopMixin):
     # -- one statement -------------------------------------------------------------------------
     def stmt(self, s):
         kind = type(s)
+        if kind is LoopEntry:
+            self.loop_entry(s)
+            return
         if kind in _UNSUPPORTED:
             self.fail(_UNSUPPORTED[kind], s)
         if isinstance(s, ast.Expr):
@@ -129,12 +133,13 @@ class StmtMixin(LoopMixin):
             for e, p in zip(t.elts, parts):
                 self.assign(e, p)
         elif isinstance(t, ast.Subscript):
-            if not isinstance(t.value, ast.Name):
-                self.fail("subscript assignment is only supported on a variable "
-                          "(`x[i] = v`)", t)
             self.cur = t
             base = self.expr_value(t.value)
-            self.env[t.value.id] = self.setitem(base, t.slice, self.to_value(v), t)
+            if not isinstance(t.value, ast.Name) and not ft.is_tensor(base.type):
+                self.fail("subscript assignment is only supported on a variable or a tensor "
+                          "(`x[i] = v`, `x.t()[i] = v`)", t)
+            self.store_item(getattr(t.value, "id", None), base,
+                            self.setitem(base, t.slice, self.to_value(v), t), t)
         elif isinstance(t, ast.Attribute):
             self.fail("assigning to attributes is only supported in a scripted class's "
                       "__init__", t)
@@ -142,6 +147,16 @@ class StmtMixin(LoopMixin):
             self.fail("starred assignment targets are not supported in scripted code", t)
         else:
             self.fail(f"cannot assign to {type(t).__name__} in scripted code", t)
+
+    def store_item(self, name, base, new, node):
+        """After `name[idx] = v`: a tensor is written in place (every alias sees it), other
+        containers are rebound."""
+        if new is None:  # setitem wrote through a view already
+            return
+        if isinstance(ft.base(base.type), ir.TensorType):
+            self.mutate(base, new, node)
+        else:
+            self.env[name] = new
 
     def aug_assign(self, s):
         self.cur = s
@@ -151,14 +166,22 @@ class StmtMixin(LoopMixin):
                                            col_offset=s.col_offset))
             rhs = self.expr(s.value)
             self.cur = s
-            self.env[s.target.id] = self.binop(op, cur, rhs, s)
-        elif isinstance(s.target, ast.Subscript) and isinstance(s.target.value, ast.Name):
+            new = self.binop(op, cur, rhs, s)
+            if isinstance(ft.base(cur.type), ir.TensorType):  # `x += y` is x.add_(y)
+                self.mutate(cur, self.write_op(cur, self.to_value(new), cast_check=True), s)
+            else:
+                self.env[s.target.id] = new
+        elif isinstance(s.target, ast.Subscript):
             base = self.expr_value(s.target.value)
+            if not isinstance(s.target.value, ast.Name) and not ft.is_tensor(base.type):
+                self.fail("augmented assignment is only supported on variables and `x[i]`", s)
             cur = self.getitem(base, s.target.slice, s.target)
             rhs = self.expr(s.value)
             self.cur = s
             new = self.binop(op, cur, rhs, s)
-            self.env[s.target.value.id] = self.setitem(base, s.target.slice, new, s.target)
+            self.store_item(getattr(s.target.value, "id", None), base,
+                            self.setitem(base, s.target.slice, self.to_value(new), s.target),
+                            s.target)
         else:
             self.fail("augmented assignment is only supported on variables and `x[i]`", s)
 
@@ -210,6 +233,7 @@ class StmtMixin(LoopMixin):
         for n, o in zip(names, node.outputs):
             o.name = n
             self.env[n] = o
+            self.merge_alias(o, env_t.get(n), env_e.get(n))
         for n in list(env_t) + list(env_e):  # defined on one path only: gone, say why if used
             if n not in self.env and not n.startswith("$"):
                 self.partial_names[n] = s

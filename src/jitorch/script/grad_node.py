@@ -143,6 +143,7 @@ def recompute_backward(graph, inputs):
     from .interpreter import run_graph
 
     def run(grads):
+        _record_fallback(graph)
         with grad_mode.enable_grad():
             outs = run_graph(graph, list(inputs))
         pairs = [(o, g) for o, g in zip(outs, grads)
@@ -157,3 +158,20 @@ def recompute_backward(graph, inputs):
             res[i] = g
         return res
     return run
+
+
+CREATE_GRAPH_REASON = "create_graph=True: the backward re-runs the graph eagerly"
+
+
+def _record_fallback(graph) -> None:
+    """Count the eager re-run in `jitorch.jit.stats()` (an interpreted run, with its reason in
+    `interpreted_reasons`) and log it under JITORCH_LOG=compile, so it is never silent."""
+    import sys
+
+    from . import stats
+    with stats._lock:
+        stats._c.interpreted_reasons[CREATE_GRAPH_REASON] += 1
+    next(stats._c.interpreted_runs)
+    if stats.log_enabled("compile"):
+        print(f"jitorch: {graph.name}: {CREATE_GRAPH_REASON}", file=sys.stderr, flush=True)
+

@@ -12,6 +12,7 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
 - `prim::TensorToScalar`: attrs["type"] (an ir scalar type or its name) picks int/float/bool;
   default `item()`.
 - `prim::ScalarOp`: attrs["fn"] names an operator (SCALAR_OPS), a `math.` function or a builtin.
+- factory nodes (`zeros`, `arange`, ...; factories.py): the eager factory, `factories.run`.
 - `prim::Assert` / `prim::Raise` raise `ScriptRuntimeError` (`jitorch.jit.Error`) naming the node's
   source location; any other exception raised by a node is re-raised as an exception that is
   both its own type and `ScriptRuntimeError` (so `except IndexError` and `except jitorch.jit.Error`
@@ -26,6 +27,7 @@ import operator
 from .._ops import registry
 from .._tensor import Tensor
 from . import ir
+from .factories import FACTORIES, run as run_factory
 
 
 class ScriptRuntimeError(RuntimeError):
@@ -150,6 +152,8 @@ def _to_scalar(x, ty):
 def _execute(n: ir.Node, vals: list, env: dict):
     op = n.op
     if not op.startswith("prim::"):
+        if op in FACTORIES:
+            return run_factory(op, vals)
         r = call_registry_op(op, vals)
         if isinstance(r, list) and len(n.outputs) > 1:
             return tuple(r)

@@ -251,6 +251,12 @@ class ScriptFunction:
         self._all_tensors = all(k == "tensor" for k in self._kinds)
         self._fast: dict = {}  # flat key -> unrolled runner of a compiled entry (all tensors)
         self._fast_key = _make_fast_key(len(self._kinds)) if self._all_tensors else None
+        # in-place writes to arguments (frontend_alias.py): the graph's last outputs are the
+        # final values of these inputs, written back into the caller's tensors after a call
+        self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
+        self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
+        if self._mutated:
+            self._fast_key = None
 
     def _kind_of(self, name, t):
         if name in self._static:
@@ -388,6 +394,9 @@ class ScriptFunction:
                         return outs[0]
                     return tuple(outs)
             args = list(args)
+        orig = args
+        if self._mutated:
+            args = self._check_writes(args)
         key, need_grad = self._key(args)
         entry = self._cache.get(key)
         if entry is None:
@@ -405,9 +414,57 @@ class ScriptFunction:
             else:
                 stats.record_call(hit=True, interpreted=_interp(entry))
                 outs = self._run(entry, args)
+        if self._mutated:
+            outs = self._write_back(orig, outs, args)
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)
+
+    def _check_writes(self, args):
+        """PyTorch's refusals, before anything runs: arguments the function writes to must be
+        tensors that may be modified in place (not a leaf that requires grad in grad mode, not
+        an expanded tensor)."""
+        from ..autograd.inplace import check_inplace_allowed, check_writable
+        for i in self._mutated:
+            a = args[i]
+            if isinstance(a, Tensor):
+                check_inplace_allowed(a)
+                check_writable(a)
+        if _gstate.enabled and any(_any_rg(a) for a in args):
+            # autograd may save the inputs (version-checked): the call reads clones of the
+            # written arguments (which keep their history), so the write-back does not
+            # overwrite what the backward needs
+            args = list(args)
+            for i in self._mutated:
+                if isinstance(args[i], Tensor):
+                    args[i] = args[i].clone()
+                elif isinstance(args[i], (list, tuple)):
+                    args[i] = type(args[i])(e.clone() if isinstance(e, Tensor) else e
+                                            for e in args[i])
+        return args
+
+    def _write_back(self, args, outs, ran_with):
+        """Copy the final values of written arguments into the caller's tensors (through their
+        views, so a non-contiguous argument's storage is written where it lives), bump their
+        version counters and, under autograd, give them the write's history."""
+        from ..autograd.inplace import rebase_history
+        k = len(self._mutated)
+        outs = list(outs)
+        extra = outs[len(outs) - k:]
+        del outs[len(outs) - k:]
+        for i, new in zip(self._mutated, extra):
+            a = args[i]
+            if isinstance(a, list) and isinstance(new, (list, tuple)):
+                for e, ne, ran in zip(a, new, ran_with[i]):
+                    if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
+                        _write_one(e, ne, rebase_history)  # elements the call wrote
+                continue
+            if isinstance(a, Tensor) and isinstance(new, Tensor):
+                _write_one(a, new, rebase_history)
+        for j, i in self._ret_alias.items():
+            if j < len(outs) and isinstance(args[i], Tensor):
+                outs[j] = args[i]
+        return outs
 
     def _run(self, entry: _Entry, args):
         if entry.autodiff is not None:
@@ -518,7 +575,13 @@ class ScriptFunction:
             else list(args)
         key, _ = self._key(list(a))
         if key not in self._cache:
-            self(*args, **kwargs)
+            if self._mutated:  # compiling must not write to the caller's tensors
+                a = [x.detach().clone().requires_grad_(x._requires_grad)
+                     if isinstance(x, Tensor) else
+                     [e.clone() for e in x] if isinstance(x, list) else x for x in a]
+                self(*a)
+            else:
+                self(*args, **kwargs)
         return self._cache[key].graph
 
     def _reset(self):
@@ -527,6 +590,18 @@ class ScriptFunction:
             self._cache.clear()
             self._fast.clear()
             self._last = self._last_key = None
+
+
+def _write_one(a: Tensor, new: Tensor, rebase_history) -> None:
+    from ..autograd.inplace import check_inplace_allowed, check_writable
+    if new._data is a._data:
+        return
+    check_inplace_allowed(a)  # (list elements are only known to be written now)
+    check_writable(a)
+    np.copyto(a._data, new._data, casting="unsafe")
+    a._version[0] += 1
+    if _gstate.enabled and new._requires_grad:
+        rebase_history(a, new)
 
 
 def _make_fast_key(n: int):

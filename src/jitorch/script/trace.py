@@ -169,7 +169,10 @@ class Tracer:
                     v = self.value_of(alias)  # x.detach() (or .data) of a traced tensor
                     self.bind(x, v)
                     return v
-                v = self.constant(x)  # not an input and not computed here: bake it in
+                # not an input and not computed here: bake it in (a uniform one, such as
+                # zeros(3, 4), as its factory node: factories.traced_factory)
+                from .factories import traced_factory
+                v = traced_factory(self, x) or self.constant(x)
                 self.bind(x, v)
             elif self.versions.get(id(x)) != x._version[0]:
                 v = self._refresh(x)

@@ -186,15 +186,19 @@ def lower_block(em: Emitter, nodes) -> None:
 
 
 def lower_node(em: Emitter, n: ir.Node) -> None:
-    from . import lower_elementwise, lower_linalg, lower_reduce, lower_shape
+    from . import lower_elementwise, lower_factory, lower_linalg, lower_reduce, lower_shape
+    from . import lower_write
     op = n.op
+    if "lower" in n.attrs:  # a PythonOp carrying its own lowering (codegen/lower_autodiff.py)
+        return n.attrs["lower"](em, n)
     if op.startswith("prim::"):
         fn = _PRIMS.get(op)
         if fn is None:
             raise NotLowered(f"op {op}: no CPU lowering")
         fn(em, n)
         return
-    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape):
+    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
+                lower_write):
         fn = mod.LOWER.get(op)
         if fn is not None:
             fn(em, n)

@@ -13,27 +13,42 @@ should keep using libm, which Numba runs as fast as NumPy); cast with np.float32
 Use from generated code: call them from an `njit(nogil=True, error_model="numpy",
 fastmath={"reassoc", "contract"})` loop (they are `njit(inline="always")`, so Numba inlines them
 at IR level and they are lowered with the caller's flags). They are written to stay accurate
-under those flags: the order-sensitive steps (Cody-Waite argument reduction, the two-step 2**n
-scaling) are emitted by `@intrinsic`s whose instructions carry the harmless "contract" flag, which
-Numba's fastmath pass then leaves alone (it only flags instructions that have none); other
-critical combinations run in float64 (exact enough whatever the flags, still vectorised). They
-assume IEEE semantics: do NOT use them under `fastmath=True` ("nnan"/"ninf" would delete the
-special-value selects). `error_model="numpy"` is needed for vectorisation of the divisions (tanh,
+under those flags: the order-sensitive steps (the "shifter" rounding and Cody-Waite argument
+reduction, 2**n * s + (2**n - 1)) are emitted by `@intrinsic`s whose instructions carry the
+harmless "contract" flag, which Numba's fastmath pass then leaves alone (it only flags
+instructions that have none); log, erf and gelu_tanh run their critical combinations in float64
+(exact enough whatever the flags, still vectorised). They assume IEEE semantics: do NOT use them
+under `fastmath=True` ("nnan"/"ninf" would delete the special-value selects and the nan
+propagation). `error_model="numpy"` is needed for vectorisation of the divisions (tanh,
 sigmoid, gelu). `SOURCE_HASH` (hash of this file) lets a code cache key on this module's version,
 since Numba's cache ignores changes in other files. `FUNCTIONS` maps op name -> function.
 
-Techniques (all float32 unless said): exp: n = floor(x*log2(e) + 1/2), r = x - n*C1 - n*C2
-(Cephes split of ln2), Cephes degree-6 polynomial, scale by 2**n via exponent bits in two exact
-steps, so the result is rounded once: correct overflow to inf and gradual underflow to
-subnormals/0. log: exponent/mantissa split by bitcast (subnormals pre-scaled by 2**25), Cephes
-polynomial, e*ln2 added in float64. tanh: Cephes odd polynomial for |x| < 0.625, else
-1 - 2/(exp(2|x|) + 1) in float64. sigmoid: e = exp(-|x|), (x < 0 ? e : 1)/(1 + e) in float64
-(never overflows, exact subnormal tail). erf (float64 polynomials, fitted for this module):
-x*P(x**2) for |x| < 0.921875 (relative error 4e-10), else 1 - exp(Q(|x|)) with Q a degree-8
-fit of log(erfc) on [0.921875, 4] (beyond 4, erf rounds to +-1). gelu_tanh:
+Techniques (all float32 unless said): exp: n = rint(x*log2(e)) by the "shifter" trick (adding
+1.5*2**23 + bias rounds to an integer and leaves n + bias in the low mantissa bits, which one
+shift turns into the exponent field of 2**(n + bias): no float->int conversion), r = x - n*C1 -
+n*C2 (Cephes split of ln2), s = expm1(r) by the Cephes degree-7 polynomial, result
+(2**(n+b) * s + 2**(n+b)) * 2**-b with b = -1 for x > 0 and 64 below: one rounding in the fma,
+the final scale is exact or is the single gradual-underflow rounding (or the overflow to inf).
+log: exponent/mantissa split by bitcast (subnormals pre-scaled by 2**25), Cephes polynomial,
+e*ln2 added in float64. tanh: one formula for all x, tanh(|x|) = -m/(m + 2) with
+m = expm1(-2|x|) = 2**n * s + (2**n - 1) in [-1, 0] (no cancellation: for n = 0 it is s itself),
+sign copied from x. sigmoid: e = exp(-|x|) in (0, 1] (never overflows), 1/(1 + e) for x >= 0,
+else ((1 + s)/(1 + e)) * 2**n (exact subnormal tail). erf (float64 polynomials, fitted for this
+module): x*P(x**2) for |x| < 0.921875 (relative error 4e-10), else 1 - exp_f32(Q(|x|)) with Q a
+degree-8 fit of log(erfc) on [0.921875, 4] (beyond 4, erf rounds to +-1). gelu_tanh:
 0.5*x*(1 + tanh(u)) rewritten as x/(1 + exp(-2u)) (no cancellation for x < 0), with u and the
 whole exp in float64 (-2u reaches ~87: a float32 u would cost ~100 ulp).
-Both branches of every select are always computed: that is what lets LLVM vectorise.
+Both branches of every select are always computed: that is what lets LLVM vectorise. nan needs
+no select in exp/tanh/sigmoid: Python's min/max keep a nan argument, and it propagates through
+r (the shifter's bits of a nan are garbage but only feed 2**n, which multiplies the nan).
+
+Speed (an AVX-512 x86 host, numba 0.68 / LLVM 20): LLVM vectorises these loops 8 lanes wide,
+float32 in ymm and float64 parts in zmm, so float64 does not halve the lanes here, but a zmm op
+costs ~1.7 ymm ops (measured) and a float64 division 3x a float32 one: tanh, sigmoid and exp are
+therefore float32 throughout (loop bodies of 27, 30 and 25 instructions per 8 elements; the
+previous float64-tail versions took 52, 40 and 33). The 2-ulp contract is what costs: the
+hand-written GELU in bench/_kernels.py uses a rational tanh (~19 instructions) that is off by
+up to ~100 ulp near 0 and by far more in the GELU tail.
 
 Special values: exp(+-inf) = inf/0, exp(nan) = nan, overflow -> inf, underflow -> subnormal/0;
 log(0) = log(-0) = -inf, log(x<0) = nan, log(inf) = inf; tanh/erf(+-0) = +-0, (+-inf) = +-1;
@@ -42,12 +57,16 @@ formula give nan: -inf * 0), gelu_tanh(-0) = -0. nan in -> nan out everywhere.
 
 Measured max error, in ulp of the float32 result, against float64 references (NumPy, or
 Numba's float64 libm for erf) rounded to float32; exhaustive over all 2^32 float32 inputs
-(bench/fastmath_kernels.py --exhaustive: each function inlined in a loop compiled with
-{"reassoc", "contract"}; exp also with default flags; tests/test_fastmath.py checks both flag
-sets on a 2^20-point sweep):
+(bench/fastmath_kernels.py --exhaustive, or --reduced: every input where the computation differs,
+the rest following exactly from symmetry and clamps; each function inlined in a loop compiled
+with {"reassoc", "contract"}; tests/test_fastmath.py checks that and default flags on a
+2^20-point sweep):
 
-    exp_f32 1, log_f32 1, tanh_f32 1, sigmoid_f32 1, erf_f32 1, gelu_tanh_f32 1
+    exp_f32 1, log_f32 1, tanh_f32 2, sigmoid_f32 2, erf_f32 1, gelu_tanh_f32 1
 
+(tanh/sigmoid/exp/erf: --reduced, 2026-11-29; log/gelu_tanh: full 2^32, unchanged since. tanh's
+2 ulp are at small |x| (e.g. 0.0153939), sigmoid's around x = -1.1: the price of staying in
+float32; the float64-tail versions had 1 ulp at 1.5-3x the cost.)
 (gelu_tanh's reference is x/(1 + exp(-2u)) in float64: the literal 0.5*x*(1 + tanh(u)) cancels
 catastrophically for x < -5 even in float64; PyTorch float32 returns -0.0 there (e.g. at
 x = -10), where this function returns the tiny correctly rounded negative value.)
@@ -129,6 +148,20 @@ def _expo_f32(typingctx, x):
 # Cody-Waite split of ln2 (Cephes): n*_C1 is exact for |n| < 2**15.
 _C1 = 0.693359375
 _C2 = -2.12194440e-4
+_LOG2E = 1.4426950408889634
+_LN2 = 0.6931471805599453
+_INF32 = np.float32(np.inf)
+_NAN32 = np.float32(np.nan)
+_F32 = {"contract"}
+
+# "Shifter" constants for _exp_split: 1.5 * 2**23 plus the bias of the exponent field that the
+# result 2**(n + b) gets (127 + b). Adding the shifter rounds t*log2(e) to the integer n and puts
+# n + 127 + b in the low bits of the float, where a shift by 23 makes them an exponent field.
+_SHIFTER = 12582912.0 + 127.0
+_S_TANH = np.float32(_SHIFTER)           # 2**n, n in [-28, 0]
+_S_HIGH = np.float32(_SHIFTER - 1.0)     # 2**(n - 1), n in [1, 128]: times 2 at the end
+_S_LOW = np.float32(_SHIFTER + 64.0)     # 2**(n + 64), n in [-150, 0]: times 2**-64 at the end
+_TWO_M64 = np.float32(2.0 ** -64)
 
 
 def _protected(instr):
@@ -140,64 +173,56 @@ def _protected(instr):
 
 
 @intrinsic
-def _exp_reduce_f32(typingctx, x, n):
-    """(x - n*C1) - n*C2 in float32, in this order even under the caller's "reassoc"."""
-    if (x, n) != (types.float32, types.float32):
+def _exp_split(typingctx, t, shifter):
+    """(r, 2**(n + b)) for exp(t) = 2**n * e**r: n = rint(t*log2(e)), r = t - n*ln2 by the
+    Cody-Waite split (|r| <= ln2/2, exact enough in float32), b chosen by the shifter (one of
+    the _S_* constants) so that n + 127 + b is in [1, 254] for the caller's range of t. A nan t
+    gives a nan r. Every step is protected from re-association (which would cancel the
+    shifter), so this is exact whatever the caller's flags."""
+    if (t, shifter) != (types.float32, types.float32):
         return None
-    sig = types.float32(types.float32, types.float32)
+    sig = types.UniTuple(types.float32, 2)(types.float32, types.float32)
 
     def codegen(context, builder, signature, args):
-        x, n = args
+        t, s = args
         f32 = llir.FloatType()
-        r = _protected(builder.fsub(x, _protected(builder.fmul(n, llir.Constant(f32, _C1)))))
-        return _protected(builder.fsub(r, _protected(builder.fmul(n, llir.Constant(f32, _C2)))))
+        P = _protected
+        k = P(builder.fadd(P(builder.fmul(t, llir.Constant(f32, _LOG2E))), s))
+        n = P(builder.fsub(k, s))  # exact: k and s are integers below 2**24
+        r = P(builder.fsub(t, P(builder.fmul(n, llir.Constant(f32, _C1)))))
+        r = P(builder.fsub(r, P(builder.fmul(n, llir.Constant(f32, _C2)))))
+        pw = builder.bitcast(builder.shl(builder.bitcast(k, _I32), llir.Constant(_I32, 23)), f32)
+        return context.make_tuple(builder, signature.return_type, [r, pw])
 
     return sig, codegen
 
 
 @intrinsic
-def _ldexp_f32(typingctx, p, n):
-    """p * 2**n in float32 for n (an integral float32) in [-150, 128] and p in [0.5, 2]:
-    (p * 2**(n>>1)) * 2**(n - (n>>1)); the first product is exact, so the result is rounded
-    once, overflowing to inf and underflowing gradually. Protected from re-association (that
-    would form 2**n1 * 2**n2 first, which over/underflows)."""
-    if (p, n) != (types.float32, types.float32):
+def _mul_add(typingctx, a, b, c):
+    """a*b + c in this order even under the caller's "reassoc" (the backend may fuse it into
+    one fma, which is only more accurate). Used for 2**n * s + (2**n - 1) and 2**n * s + 2**n,
+    which re-association would turn into 2**n * (s + 1) - 1, losing s for small arguments."""
+    if (a, b, c) != (types.float32,) * 3:
         return None
-    sig = types.float32(types.float32, types.float32)
+    sig = types.float32(types.float32, types.float32, types.float32)
 
     def codegen(context, builder, signature, args):
-        p, n = args
-        f32 = llir.FloatType()
-
-        def pow2(k):
-            k = builder.shl(builder.add(k, llir.Constant(_I32, 127)), llir.Constant(_I32, 23))
-            return builder.bitcast(k, f32)
-
-        k = builder.fptosi(n, _I32)
-        k1 = builder.ashr(k, llir.Constant(_I32, 1))
-        k2 = builder.sub(k, k1)
-        return _protected(builder.fmul(_protected(builder.fmul(p, pow2(k1))), pow2(k2)))
+        a, b, c = args
+        return _protected(builder.fadd(_protected(builder.fmul(a, b)), c))
 
     return sig, codegen
 
 
-_LOG2E = 1.4426950408889634
-_LN2 = 0.6931471805599453
-_INF32 = np.float32(np.inf)
-_NAN32 = np.float32(np.nan)
-_F32 = {"contract"}
-
-
 @njit(inline="always", fastmath=_F32, error_model="numpy")
-def _exp_poly(r):
-    """e**r for |r| <= ln2/2 (Cephes expf polynomial), float32."""
+def _expm1_poly(r):
+    """e**r - 1 for |r| <= ln2/2 (Cephes expf polynomial without its final + 1), float32."""
     p = np.float32(1.9875691500e-4)
     p = p * r + np.float32(1.3981999507e-3)
     p = p * r + np.float32(8.3334519073e-3)
     p = p * r + np.float32(4.1665795894e-2)
     p = p * r + np.float32(1.6666665459e-1)
     p = p * r + np.float32(5.0000001201e-1)
-    return p * (r * r) + r + np.float32(1.0)
+    return p * (r * r) + r
 
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
@@ -235,14 +260,15 @@ def _exp_nn(xd):
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
 def exp_f32(x):
-    """exp(x) for float32 x; max error 1 ulp. All float32 (twice the SIMD width of float64)."""
-    nan = x != x
-    # exp(89) > FLT_MAX, exp(-104) < FLT_TRUE_MIN / 2: the clamp only keeps n in range. The nan
-    # select keeps fptosi away from nan (poison in LLVM).
-    xc = min(max(np.float32(0.0) if nan else x, np.float32(-104.0)), np.float32(89.0))
-    n = np.floor(xc * np.float32(_LOG2E) + np.float32(0.5))
-    e = _ldexp_f32(_exp_poly(_exp_reduce_f32(xc, n)), n)
-    return x if nan else e
+    """exp(x) for float32 x; max error 1 ulp. All float32 (no float64 on the way)."""
+    # exp(88.8) > FLT_MAX, exp(-104) < FLT_TRUE_MIN / 2: the clamp only keeps n in range.
+    # Python's min/max semantics keep a nan x as nan (it then propagates through r).
+    t = min(max(x, np.float32(-104.0)), np.float32(88.8))
+    high = t > np.float32(0.0)
+    r, pw = _exp_split(t, _S_HIGH if high else _S_LOW)
+    # 2**n * e**r = pw * (1 + s) * scale: rounded once by the fma (the scale by 2 or 2**-64 is
+    # exact, or it is the one gradual-underflow rounding / the overflow to inf).
+    return _mul_add(pw, _expm1_poly(r), pw) * (np.float32(2.0) if high else _TWO_M64)
 
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
@@ -276,30 +302,31 @@ def log_f32(x):
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
 def tanh_f32(x):
-    """tanh(x) for float32 x; max error 1 ulp."""
-    a = abs(x)
-    # |x| < 0.625: odd polynomial (Cephes tanhf); exact sign, -0.0 preserved.
-    z = x * x
-    p = np.float32(-5.70498872745e-3)
-    p = p * z + np.float32(2.06390887954e-2)
-    p = p * z - np.float32(5.37397155531e-2)
-    p = p * z + np.float32(1.33314422036e-1)
-    p = p * z - np.float32(3.33332819422e-1)
-    # copysign: p*z*x + x is +0.0 for x = -0.0 (-0 * -0 = +0); tanh is odd, so this is exact.
-    small = np.copysign(p * z * x + x, x)
-    # |x| >= 0.625: 1 - 2/(exp(2|x|) + 1), no cancellation since the result is >= 0.55.
-    e = np.float64(exp_f32(a + a))  # 2|x| is exact (or inf, which gives 1)
-    big = np.float32(1.0 - 2.0 / (e + 1.0))
-    big = -big if x < np.float32(0.0) else big
-    return small if a < np.float32(0.625) else big  # nan: big branch, exp(nan) = nan
+    """tanh(x) for float32 x; max error 2 ulp. One branch-free formula, all float32:
+    tanh(|x|) = -m / (m + 2) with m = expm1(-2|x|) in [-1, 0] (no cancellation anywhere: m is
+    computed as 2**n * s + (2**n - 1) from the reduced s = expm1(r)), sign copied from x."""
+    # |x| >= 9.1 rounds to 1: the clamp keeps 2**n normal (n >= -28) and maps inf; a nan x
+    # stays nan through min (Python semantics) and propagates (nan r, nan m).
+    a = min(abs(x), np.float32(9.5))
+    r, pw = _exp_split(-(a + a), _S_TANH)  # -2a is exact
+    m = _mul_add(pw, _expm1_poly(r), pw - np.float32(1.0))
+    # m <= 0 < m + 2, so m / (m + 2) = -tanh(|x|): copysign gives the sign (and -0.0 for -0.0)
+    return np.copysign(m / (m + np.float32(2.0)), x)
 
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
 def sigmoid_f32(x):
-    """1 / (1 + exp(-x)) for float32 x; max error 1 ulp."""
-    e = np.float64(exp_f32(-abs(x)))  # in [0, 1]: never overflows
-    num = e if x < np.float32(0.0) else 1.0
-    return np.float32(num / (1.0 + e))
+    """1 / (1 + exp(-x)) for float32 x; max error 2 ulp. All float32. With e = exp(-|x|) in
+    (0, 1] (never overflows): 1 / (1 + e) for x >= 0; for x < 0, e / (1 + e) computed as
+    ((1 + s) / (1 + e)) * 2**n, so that results below FLT_MIN underflow gradually and exactly
+    once."""
+    t = max(-abs(x), np.float32(-104.0))  # sigmoid(-104) < FLT_TRUE_MIN / 2; nan stays nan
+    r, pw = _exp_split(t, _S_LOW)  # pw = 2**(n + 64), n in [-150, 0]
+    s = _expm1_poly(r)
+    e = _mul_add(pw, s, pw) * _TWO_M64
+    neg = x < np.float32(0.0)
+    v = ((np.float32(1.0) + s) if neg else np.float32(1.0)) / (np.float32(1.0) + e)
+    return (v * pw) * _TWO_M64 if neg else v
 
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")

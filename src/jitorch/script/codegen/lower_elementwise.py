@@ -140,6 +140,10 @@ REDUCE_OPS = ("sum", "mean", "amax", "amin")
 
 
 def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
+    from . import lower_rows
+    if lower_rows.is_rows(block):  # softmax / layer-norm: passes over each row
+        lower_rows.lower_rows(em, block, inputs, outputs)
+        return
     red = block.nodes[-1] if block.nodes and block.nodes[-1].op in REDUCE_OPS else None
     if red is not None:  # an elementwise prologue feeding a reduction over the last dim
         _lower_reduce_group(em, block, inputs, outputs, red)

@@ -1,9 +1,13 @@
-"""Lowering of matmul / mm / bmm / addmm to BLAS (`np.dot` inside njit releases the GIL).
+"""Lowering of matmul / mm / bmm / addmm to `codegen/blas.py` (inside njit, without the GIL).
 
-Operands are made contiguous (`np.ascontiguousarray` is free on C arrays) because Numba's dot
-copies 'A'-layout arrays anyway and warns. Batched products loop over the batch with
-`np.dot(a[k], b[k], out[k])`. Only float32/float64 operands of one dtype are lowered (PyTorch
-rejects mixed dtypes; Numba has no integer BLAS); inner dims are checked with PyTorch's message.
+Every product becomes `mm_into(a, b, c, accumulate)` or `matmul2(a, b)` on 2-D views: blas.py
+chooses per call, from the run-time sizes and strides, between its register-tiled small-M kernel,
+BLAS gemm/gemv with transpose flags (a transposed view such as `x @ w.t()` is never copied) and
+integer loops. Vectors become 1-row/1-column views (`v[None, :]`), batched products loop over
+the batch with `mm_into(a[k], b[k], out[k])`, addmm with alpha == 1 accumulates the product into
+the broadcast `beta * input`. Operands of one dtype are lowered: float32/float64, and integer
+dtypes (loops, wrapping like PyTorch); mixed dtypes and bool are left to the interpreter, which
+raises PyTorch's error. Every size relation is checked with PyTorch's message before the call.
 """
 from __future__ import annotations
 
@@ -12,15 +16,27 @@ from .. import ir
 from . import NotLowered
 from .cpu import Emitter, np_type, typed_literal
 
+_DTYPES = (dt.float32, dt.float64, dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
+BLAS_MODULE = "jitorch.script.codegen.blas"
+
+
+def _import(em: Emitter) -> None:
+    from . import blas
+    line = f"from {BLAS_MODULE} import matmul2, mm_into  # blas {blas.SOURCE_HASH}"
+    if line not in em.globals:
+        em.globals.append(line)
+
 
 def _operands(em: Emitter, n: ir.Node, a: ir.Value, b: ir.Value):
     ta, tb = em.tensor(a), em.tensor(b)
-    if ta.dtype is not tb.dtype or ta.dtype not in (dt.float32, dt.float64):
-        raise NotLowered(f"op {n.op}: operands {ta.dtype} and {tb.dtype} (BLAS needs one float "
-                         "dtype)")
+    if ta.dtype is not tb.dtype or ta.dtype not in _DTYPES:
+        raise NotLowered(f"op {n.op}: operands {ta.dtype} and {tb.dtype} (one float or integer "
+                         "dtype is lowered)")
+    _import(em)
+    # locals, not the expressions: a loop-carried array's name may be rebound later
     an, bn = em.fresh("ma"), em.fresh("mb")
-    em.emit(f"{an} = np.ascontiguousarray({em.name(a)})")
-    em.emit(f"{bn} = np.ascontiguousarray({em.name(b)})")
+    em.emit(f"{an} = {em.name(a)}")
+    em.emit(f"{bn} = {em.name(b)}")
     return ta, tb, an, bn
 
 
@@ -64,7 +80,7 @@ def _batched(em: Emitter, ta, tb, an, bn, d) -> str:
     ia = (f"{an}[{k} if {an}.shape[0] != 1 else 0]" if ta.ndim == 3 else an)
     ib = (f"{bn}[{k} if {bn}.shape[0] != 1 else 0]" if tb.ndim == 3 else bn)
     em.emit(f"for {k} in range({nb}):")
-    em.emit(f"    np.dot({ia}, {ib}, {out}[{k}])")
+    em.emit(f"    mm_into({ia}, {ib}, {out}[{k}], False)")
     return out
 
 
@@ -80,25 +96,30 @@ def lower_matmul(em: Emitter, n: ir.Node) -> None:
         raise NotLowered("bmm of non-3-d tensors")
     if ra == 2 and rb == 2:
         _check_2d(em, an, bn, 1, 0)
-        em.emit(f"{out} = np.dot({an}, {bn})")
+        em.emit(f"{out} = matmul2({an}, {bn})")
     elif ra == 1 and rb == 1:
         _check(em, f"{an}.shape[0] != {bn}.shape[0]",
                "inconsistent tensor size, expected tensor [", (f"{an}.shape[0]",),
                "] and src [", (f"{bn}.shape[0]",),
                "] to have the same number of elements, but got ", (f"{an}.shape[0]",), " and ",
                (f"{bn}.shape[0]",), " elements respectively")
+        t = em.fresh("mm")
+        em.emit(f"{t} = np.empty((1, 1), {np_type(d)})")
+        em.emit(f"mm_into({an}[None, :], {bn}[:, None], {t}, False)")
         em.emit(f"{out} = np.empty((), {np_type(d)})")
-        em.emit(f"{out}[()] = np.dot({an}, {bn})")
+        em.emit(f"{out}[()] = {t}[0, 0]")
     elif ra == 2 and rb == 1:
         _check(em, f"{an}.shape[1] != {bn}.shape[0]", "size mismatch, got input (",
                (f"{an}.shape[0]",), "), mat (", (f"{an}.shape[0]",), "x", (f"{an}.shape[1]",),
                "), vec (", (f"{bn}.shape[0]",), ")")
-        em.emit(f"{out} = np.dot({an}, {bn})")
+        em.emit(f"{out} = np.empty({an}.shape[0], {np_type(d)})")
+        em.emit(f"mm_into({an}, {bn}[:, None], {out}[:, None], False)")
     elif ra == 1 and rb == 2:
         _check(em, f"{an}.shape[0] != {bn}.shape[0]", "size mismatch, got input (",
                (f"{bn}.shape[1]",), "), mat (", (f"{bn}.shape[1]",), "x", (f"{bn}.shape[0]",),
                "), vec (", (f"{an}.shape[0]",), ")")
-        em.emit(f"{out} = np.dot({an}, {bn})")
+        em.emit(f"{out} = np.empty({bn}.shape[1], {np_type(d)})")
+        em.emit(f"mm_into({an}[None, :], {bn}, {out}[None, :], False)")
     elif ra in (2, 3) and rb in (2, 3):
         if n.op == "bmm":
             _check(em, f"{an}.shape[0] != {bn}.shape[0]", "batch1 and batch2 must have same "
@@ -120,7 +141,7 @@ def lower_addmm(em: Emitter, n: ir.Node) -> None:
     d = ta.dtype
     _check_2d(em, an, bn, 1, 0)
     out = em.fresh("mm")
-    em.emit(f"{out} = np.dot({an}, {bn})")
+    em.emit(f"{out} = np.empty(({an}.shape[0], {bn}.shape[1]), {np_type(d)})")
     x = em.name(inp)
     ms = []
     for j in range(ti.ndim):
@@ -135,16 +156,22 @@ def lower_addmm(em: Emitter, n: ir.Node) -> None:
     i, j = em.fresh("i"), em.fresh("j")
     idx = {0: "()", 1: f"{j} * {ms[0]}" if ms else "", 2: ""}[ti.ndim] if ti.ndim < 2 else \
         f"{i} * {ms[0]}, {j} * {ms[1]}"
-    em.emit(f"for {i} in range({out}.shape[0]):")
-    em.emit(f"    for {j} in range({out}.shape[1]):")
-    prod = f"{out}[{i}, {j}]"
-    if alpha != 1:
-        prod = f"{typed_literal(alpha, d)} * {prod}"
-    if beta == 0:
-        em.emit(f"        {out}[{i}, {j}] = {prod}")
+    bterm = f"{x}[{idx}]" if beta == 1 else f"{typed_literal(beta, d)} * {x}[{idx}]"
+    if beta == 0:  # PyTorch ignores input (nan and inf in it do not propagate)
+        em.emit(f"mm_into({an}, {bn}, {out}, False)")
+        if alpha != 1:
+            em.emit(f"{out} *= {typed_literal(alpha, d)}")
+    elif alpha == 1:  # C = beta * input, then C += A @ B inside the product
+        em.emit(f"for {i} in range({out}.shape[0]):")
+        em.emit(f"    for {j} in range({out}.shape[1]):")
+        em.emit(f"        {out}[{i}, {j}] = {bterm}")
+        em.emit(f"mm_into({an}, {bn}, {out}, True)")
     else:
-        bterm = f"{x}[{idx}]" if beta == 1 else f"{typed_literal(beta, d)} * {x}[{idx}]"
-        em.emit(f"        {out}[{i}, {j}] = {bterm} + {prod}")
+        em.emit(f"mm_into({an}, {bn}, {out}, False)")
+        em.emit(f"for {i} in range({out}.shape[0]):")
+        em.emit(f"    for {j} in range({out}.shape[1]):")
+        em.emit(f"        {out}[{i}, {j}] = {bterm} + {typed_literal(alpha, d)} * "
+                f"{out}[{i}, {j}]")
     em.bind(n.outputs[0], out)
 
 

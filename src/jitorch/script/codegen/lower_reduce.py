@@ -37,6 +37,37 @@ def _combine(op: str, acc: str, v: str, d: dt.dtype) -> list:
     return [f"if {v} {cmp} {acc}:", f"    {acc} = {v}"]
 
 
+def vector_combine(op: str, acc: str, v: str, d: dt.dtype, flag: str | None) -> list:
+    """Like `_combine`, but a float amax/amin keeps a NaN flag (`flag |= isnan(v)`, set to False
+    before the loop; `nan_fixup` after it) instead of branching on NaN: LLVM vectorises
+    `max(acc, v)` and an or-reduction, not the branch (measured ~10% of a layer norm+softmax)."""
+    if op in ("amax", "amin") and d.category == dt.FLOAT and flag is not None:
+        return [f"{acc} = {'max' if op == 'amax' else 'min'}({acc}, {v})",
+                f"{flag} = {flag} | np.isnan({v})"]
+    return _combine(op, acc, v, d)
+
+
+def nan_fixup(op: str, acc: str, d: dt.dtype, flag: str | None) -> list:
+    if op in ("amax", "amin") and d.category == dt.FLOAT and flag is not None:
+        return [f"if {flag}:", f"    {acc} = {np_type(d)}(np.nan)"]
+    return []
+
+
+def _row_extreme(em: Emitter, op: str, xs: str, lead: list, n: str, acc: str,
+                 d: dt.dtype) -> None:
+    """amax/amin of the row `xs[lead..., :]` (n >= 1, checked before): a vectorised NaN test,
+    then lower_rows' unrolled helper (LLVM does not vectorise a float max reduction: 6x)."""
+    from .lower_rows import _row_helper
+    row, flag, j = em.fresh("row"), em.fresh("nan"), em.fresh("j")
+    em.emit(f"{row} = {xs}[{''.join(i + ', ' for i in lead)}:]")
+    em.emit(f"{flag} = False")
+    em.emit(f"for {j} in range({n}):")
+    em.emit(f"    {flag} = {flag} | np.isnan({row}[{j}])")
+    em.emit(f"{acc} = {_row_helper(em, op)}({row}, {n})")
+    for line in nan_fixup(op, acc, d, flag):
+        em.emit(line)
+
+
 def lower_reduction(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     t = em.tensor(x)
@@ -95,12 +126,17 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
             em.indent += 1
         em.emit(f"{acc} = {_identity(op, acc_d)}")
         inner = em.indent
-        for d in red:
-            em.emit(f"for {idx[d]} in range({xs}.shape[{d}]):")
-            em.indent += 1
-        em.emit(f"{v} = {load}")
-        for line in _combine(op, acc, v, acc_d):
-            em.emit(line)
+        if red == [r - 1] and op in ("amax", "amin") and acc_d.category == dt.FLOAT and \
+                t.dtype is acc_d:
+            _row_extreme(em, op, xs, [idx[d] for d in kept], f"{xs}.shape[{r - 1}]", acc,
+                         acc_d)
+        else:
+            for d in red:
+                em.emit(f"for {idx[d]} in range({xs}.shape[{d}]):")
+                em.indent += 1
+            em.emit(f"{v} = {load}")
+            for line in _combine(op, acc, v, acc_d):
+                em.emit(line)
         em.indent = inner
         if op == "mean":
             em.emit(f"{acc} = {acc} / {np_type(acc_d)}({count})")

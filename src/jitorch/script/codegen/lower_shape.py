@@ -26,9 +26,64 @@ def _norm(dim: int, rank: int, op: str) -> int:
     return dim % r
 
 
+def _runtime_sizes(em: Emitter, v: ir.Value):
+    """Expressions for a size list built from run-time ints (`prim::ListConstruct(%n, 4)`, as
+    the frontend gives for `x.view(n, 4)` and autodiff for backward reshapes); None when the
+    list is a constant."""
+    if em.is_const(v):
+        return None
+    items = em.lists.get(v.uid, em.tuples.get(v.uid))
+    if items is None:
+        raise NotLowered(f"value {v} must be a constant")
+    out = []
+    for e in items:
+        if em.is_const(e):
+            c = em.const(e)
+            if isinstance(c, bool) or not isinstance(c, int):
+                raise NotLowered(f"size {c!r}")
+            out.append(str(c))
+        elif isinstance(e.type, ir.IntType):
+            out.append(em.name(e))
+        else:
+            raise NotLowered(f"size of type {e.type}")
+    return out
+
+
+def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
+    """reshape to sizes some of which are run-time ints (non-negative, or -1 when constant)."""
+    xs = em.name(n.inputs[0])
+    src, k = em.fresh("rs"), em.fresh("s")
+    em.emit(f"{src} = np.ascontiguousarray({xs})")
+    if parts.count("-1") > 1:
+        raise NotLowered("reshape: only one dimension can be inferred")
+    for p in parts:
+        if not p.lstrip("-").isdigit():
+            em.emit(f"if {p} < 0:")
+            em.indent += 1
+            em.raise_("RuntimeError", "invalid shape dimension ", (p,))
+            em.indent -= 1
+    known = [p for p in parts if p != "-1"]
+    em.emit(f"{k} = {' * '.join(known) if known else '1'}")
+    if "-1" in parts:
+        em.emit(f"if {k} == 0 or {src}.size % {k} != 0:")
+        parts = [f"{src}.size // {k}" if p == "-1" else p for p in parts]
+    else:
+        em.emit(f"if {src}.size != {k}:")
+    em.indent += 1
+    em.raise_("RuntimeError", "shape '[...]' is invalid for input of size ", (f"{src}.size",))
+    em.indent -= 1
+    out = em.fresh("v")
+    em.emit(f"{out} = {src}.reshape({_tup(parts)})")
+    em.bind(n.outputs[0], out)
+
+
 def lower_reshape(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     em.tensor(x)
+    rt = _runtime_sizes(em, n.inputs[1])
+    if rt is not None:
+        _lower_reshape_runtime(em, n, rt)
+        return
     shape = list(em.const(n.inputs[1]))
     xs = em.name(x)
     src = em.fresh("rs")
@@ -174,7 +229,9 @@ def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
 def lower_expand(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     out = em.fresh("v")
-    _expand_to(em, em.name(n.inputs[0]), r, [str(s) for s in em.const(n.inputs[1])], out)
+    rt = _runtime_sizes(em, n.inputs[1])
+    _expand_to(em, em.name(n.inputs[0]), r,
+               rt if rt is not None else [str(s) for s in em.const(n.inputs[1])], out)
     em.bind(n.outputs[0], out)
 
 

@@ -13,37 +13,45 @@ value used several times are summed. The traced graph is the backward.
 
 Invariants and choices:
 - forward = the original graph (cloned) with extra outputs: the saved values, i.e. the tensor
-  inputs and intermediate/`result` tensors the rules read. `n_saved` counts them. Static values
-  the rules read (attributes from `prim::Constant`, `<slot>_shape`, `<slot>_dtype`, tensors
-  computed from constants only) are baked into the backward as constants.
+  inputs and intermediate/`result` tensors the rules read, and saved SIZES (ints
+  `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. Static
+  values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
+  from constants only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's
   dtype when the output is differentiable, else a `None` slot the caller fills with None),
   then the saved values in order. It returns one grad per graph input (None constant where the
   input is not a tensor requiring grad, or no gradient reaches it).
-- SHAPE KEY: tracing bakes shape-derived constants into the backward (reshape/expand targets
-  and counts of rules such as sum's `expand_back(g, input_shape, ...)`, materialised zero
-  grads). `differentiate` therefore checks whether its backward is size-generic: it traces the
-  backward again for two perturbed example sets (every size >= 2 grown by 1 and by 2; sizes 0
-  and 1 kept, as they decide broadcasting) and compares the graphs' structure (ops, wiring,
-  constants). Equal: the backward depends only on each input's rank and 0/1/many size pattern
-  and `shape_key` is that pattern (`kind="pattern"`); otherwise (or when a perturbed run
-  fails) `shape_key` is the exact input shapes (`kind="exact"`). Callers reuse a
-  `Differentiated` for args where `d.matches(args)`. Broadcast-gradient reduction uses a
-  size-generic form of autograd's `_fit` (sums over broadcast dims, no reshape to sizes), so
-  elementwise/matmul graphs get pattern keys; reductions whose rules bake sizes get exact ones.
-  The forward graph is shape-generic (it is the original graph plus outputs).
+- SIZES ARE RUN-TIME VALUES (DESIGN property 3: compile per dtype/rank, never per size). The
+  rules get `<slot>_shape`, and the saved tensors / incoming grads get `.shape`, whose sizes
+  >= 2 are `_SymSize` stand-ins (autodiff_sym.py); a reshape/expand/narrow... target or a
+  count (mean's `n0 * n1`) recorded with them becomes `prim::ListConstruct` / `prim::ScalarOp`
+  nodes over backward inputs: read from a backward input of that shape
+  (`prim::GetAttr[name='shape']` + getitem) when there is one, else saved by the forward.
+  Sizes 0 and 1 stay numbers: they decide broadcasting. Rules reshaping a grad to its own
+  sizes plus 1s (`unsqueeze_dims`) get unsqueezes instead; missing float grads are zeros
+  expanded to run-time sizes. List outputs (chunk/split picked by getitem or ListUnpack) get
+  one grad per element.
+- SHAPE KEY, the safety net: `differentiate` traces the backward again for two perturbed
+  example sets (every size >= 2 grown by 1 and by 2; 0 and 1 kept) and compares the graphs'
+  structure (ops, wiring, constants). Equal: the backward depends only on each input's rank
+  and 0/1/many size pattern and `shape_key` is that pattern (`kind="pattern"`: one backward
+  for every batch size). Otherwise (a rule that bakes a size in a tensor constant such as
+  einsum's diagonal `eye(n)`, sizes a trace baked into the forward, a perturbed run that
+  fails) `shape_key` is the exact input shapes (`kind="exact"`) and `extra["sizes"]` says
+  why. If tracing with stand-ins fails, the backward is traced with the example's sizes
+  (`symbolic=False`, exact key). Comparisons of stand-ins use the example's value (the key
+  fixes the pattern; the perturbed traces check the rest); conversions (`int()`, NumPy) bake.
 - Not differentiated (raise `NotDifferentiable`; the runtime falls back to the interpreter with
-  eager autograd): control flow (`prim::If`, `prim::Loop`), `prim::PythonOp`,
-  `prim::CallFunction`/`prim::Fused` (autodiff runs after inlining, before fusion), any other
-  prim op on a value that needs grad, list-valued op outputs that need grad, and rules that
-  compute in Python with a non-constant scalar (see below), a rule that raises while traced
-  (eager autograd then raises it at backward time, as PyTorch does), and calls made while a
-  trace is being recorded (the example run would land in the outer trace).
+  eager autograd): control flow (`prim::If`, `prim::Loop`; see autodiff_control.py),
+  `prim::PythonOp`, `prim::CallFunction`/`prim::Fused` (autodiff runs after inlining, before
+  fusion), any other prim op on a value that needs grad, rules that branch on a non-constant
+  scalar (see below), a rule that raises while traced (eager autograd then raises it at
+  backward time, as PyTorch does), and calls made while a trace is being recorded (the
+  example run would land in the outer trace).
 - Non-constant Python numbers the rules read (`x * a` with `a: float` a graph input) are saved
-  like tensors: the rule gets a stand-in (`_SymFloat`/`_SymInt`) that works as an op operand but
-  raises on Python arithmetic/comparison/truth (those results would be baked); the tracer's
-  constant for it becomes a backward input. Residual risk: a rule that converts it with
-  `float()`/`int()` itself (NumPy needs those conversions) would bake the value.
+  like tensors: the rule gets a stand-in (`_SymFloat`/`_SymInt`) that works as an op operand;
+  arithmetic on it is recorded as scalar ops, comparison/truth raise (the branch would be
+  baked). Residual risk: a rule that converts it with `float()`/`int()` itself would bake it.
 
 Runtime use (see tests/test_script_autograd.py `compiled`): `d = differentiate(g, args)`;
 per call with `d.matches(args)`: `res = forward(*args)`, `outs, saved = res[:k], res[k:]`;
@@ -52,7 +60,6 @@ saved=d.saved_to_check(args, outs), differentiable=d.output_requires_grad)`.
 """
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,7 +70,11 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.graph import _fit
 from .. import interpreter, ir
+from ..factories import FACTORIES
 from ..trace import Tracer
+from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SymFloat, _SymInt, _SymSize,
+                           _SizeRef, _clone_with_outputs, _unsqueezes,
+                           contains_sym as _contains_sym, materialise, with_sym_shape)
 
 
 class NotDifferentiable(Exception):
@@ -86,6 +97,8 @@ class Differentiated:
     saved_inputs: tuple = ()          # per saved value: index of the graph input it is, or None
     saved_outputs: tuple = ()         # per saved value: index of the graph output it is, or None
     key_kind: str = "exact"           # "exact" | "pattern": how shape_key was computed
+    symbolic: bool = True             # sizes the rules read are run-time values (module doc)
+    layout: tuple = ()                # what each saved value is (same layout: same forward)
     extra: dict = field(default_factory=dict)
 
     def key_of(self, args) -> tuple:
@@ -114,19 +127,24 @@ def shape_key_of(args, kind: str = "exact") -> tuple:
 
 
 def differentiate(graph: ir.Graph, example_args, requires_grad=None,
-                  check_generic: bool = True) -> Differentiated:
+                  check_generic: bool = True, symbolic=None) -> Differentiated:
     """Split `graph` into forward (+ saved values) and backward graphs.
 
     `example_args`: one value per graph input (tensors, numbers). `requires_grad`: optional
     per-input bools; by default a float tensor input needs a grad when it requires grad (or,
     if none does, every float tensor input). `check_generic`: try for a size-pattern key
-    (two extra traces, see module doc); False keys the result by exact shapes."""
+    (two extra traces, see module doc); False keys the result by exact shapes. `symbolic`:
+    sizes the rules read become run-time values (True), are baked (False), or (None) True
+    unless tracing with them fails, then False (the reason lands in `extra["sizes"]`)."""
     args = list(example_args)
     if registry._mode_state.stack:
         raise NotDifferentiable("differentiate called while a trace is being recorded")
     if len(args) != len(graph.inputs):
         raise TypeError(f"differentiate: expected {len(graph.inputs)} example args, got "
                         f"{len(args)}")
+    if any(n.op in ("prim::Loop", "prim::If") for n in graph.block.nodes):  # autodiff_control.py
+        from . import autodiff_control
+        return autodiff_control.differentiate(graph, args, requires_grad, check_generic)
     for n in graph.nodes():
         if n.op in _REJECT or n.blocks:
             raise NotDifferentiable(f"'{n.op}' is not differentiated by the compiler")
@@ -137,32 +155,50 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
     wrt = tuple(bool(r) and isinstance(a, Tensor) and a._dtype.category >= dt.FLOAT
                 for a, r in zip(args, requires_grad))
 
-    backward, saved, needs = _differentiate_once(graph, args, wrt)
+    extra = {}
+    if symbolic is None:
+        try:
+            backward, saved, needs = _differentiate_once(graph, args, wrt, True)
+            symbolic = True
+        except NotDifferentiable as e:
+            # e.g. a rule converting a size with int(): trace with the example's sizes; the
+            # exact shape key then keeps it correct (one backward per shape)
+            backward, saved, needs = _differentiate_once(graph, args, wrt, False)
+            symbolic = False
+            extra["sizes"] = f"baked: {e}"
+    else:
+        backward, saved, needs = _differentiate_once(graph, args, wrt, symbolic)
     forward = _clone_with_outputs(graph, saved)
     input_pos = {p.uid: i for i, p in enumerate(graph.inputs)}
     output_pos = {}
     for j, v in enumerate(graph.outputs):
         output_pos.setdefault(v.uid, j)
-    kind = "pattern" if check_generic and _size_generic(graph, args, wrt, backward) else "exact"
+    kind = "pattern" if check_generic and _size_generic(graph, args, wrt, backward,
+                                                        symbolic) else "exact"
+    if kind == "exact" and check_generic and "sizes" not in extra:
+        extra["sizes"] = "baked: the backward's structure depends on the sizes"
     return Differentiated(
         forward=forward, backward=backward, n_saved=len(saved),
         input_requires_grad=wrt,
         output_requires_grad=tuple(v.uid in needs for v in graph.outputs),
         shape_key=shape_key_of(args, kind), key_kind=kind,
         saved_inputs=tuple(input_pos.get(v.uid) for v in saved),
-        saved_outputs=tuple(output_pos.get(v.uid) for v in saved))
+        saved_outputs=tuple(output_pos.get(v.uid) for v in saved),
+        symbolic=symbolic, extra=extra,
+        layout=tuple(("size", v.value.uid, v.dim, v.elem) if isinstance(v, _SizeRef) else v.uid
+                     for v in saved))
 
 
-def _differentiate_once(graph, args, wrt):
+def _differentiate_once(graph, args, wrt, symbolic=True):
     env: dict = {}
     with grad_mode.no_grad():
         interpreter.run_block(graph.block, args, env)
     needs, dynamic = _analyse(graph, wrt, env)
-    bw = _Backward(graph, env, needs, dynamic)
+    bw = _Backward(graph, env, needs, dynamic, symbolic)
     return bw.trace(), bw.saved, needs
 
 
-def _size_generic(graph, args, wrt, backward) -> bool:
+def _size_generic(graph, args, wrt, backward, symbolic=True) -> bool:
     """Is `backward` the same graph for other sizes with the same 0/1/many pattern?"""
     if not any(isinstance(a, Tensor) and any(s >= 2 for s in a._data.shape) for a in args):
         return True  # nothing can vary within the pattern
@@ -178,7 +214,7 @@ def _size_generic(graph, args, wrt, backward) -> bool:
                 a = Tensor._make(np.asarray(data, a._dtype.np), a._dtype)
             other.append(a)
         try:
-            bw, _, _ = _differentiate_once(graph, other, wrt)
+            bw, _, _ = _differentiate_once(graph, other, wrt, symbolic)
         except Exception:  # the graph itself is size-specific (e.g. a trace's baked reshape)
             return False
         if _structure(bw) != want:
@@ -227,7 +263,10 @@ def _analyse(graph: ir.Graph, wrt, env):
         if n.op == "prim::ListConstruct":
             needs.add(n.output.uid)
             continue
-        if n.op in _NONDIFF_PRIMS:
+        if _list_pick(n, env, dynamic) is not None:  # an element of a list output (chunk)
+            needs.update(o.uid for o in n.outputs if _is_float_tensor(env[o.uid]))
+            continue
+        if n.op in _NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
             continue
         if n.op.startswith("prim::"):
             raise NotDifferentiable(f"'{n.op}' on a value that requires grad")
@@ -242,8 +281,13 @@ def _analyse(graph: ir.Graph, wrt, env):
         for o in n.outputs:
             val = env[o.uid]
             if isinstance(val, (list, tuple)):
-                raise NotDifferentiable(f"'{n.op}' returns a list; its gradient is not "
-                                        "compiled")
+                if len(n.outputs) > 1 or not val or not all(_is_float_tensor(e) for e in val):
+                    raise NotDifferentiable(f"'{n.op}' returns a list; its gradient is not "
+                                            "compiled")
+                if any(e._dtype.category == dt.COMPLEX for e in val):
+                    raise NotDifferentiable("autograd through complex tensors")
+                needs.add(o.uid)  # its elements are picked by getitem / ListUnpack
+                continue
             if _is_float_tensor(val):
                 if val._dtype.category == dt.COMPLEX:
                     raise NotDifferentiable("autograd through complex tensors")
@@ -251,10 +295,28 @@ def _analyse(graph: ir.Graph, wrt, env):
     return needs, dynamic
 
 
+def _list_pick(n: ir.Node, env, dynamic):
+    """For `lst[k]` (constant k) or `prim::ListUnpack(lst)` of a list of tensors: the element
+    index of each output; else None."""
+    if n.op == "prim::ListUnpack" and isinstance(env.get(n.inputs[0].uid), (list, tuple)):
+        return list(range(len(n.outputs)))
+    if n.op == "prim::ScalarOp" and n.attrs.get("fn") == "getitem" and len(n.inputs) == 2 \
+            and isinstance(env.get(n.inputs[0].uid), (list, tuple)) \
+            and n.inputs[1].uid not in dynamic and isinstance(env.get(n.inputs[1].uid), int):
+        k = env[n.inputs[1].uid]
+        return [k % len(env[n.inputs[0].uid])] if env[n.inputs[0].uid] else None
+    return None
+
+
 # --- the backward tracer -------------------------------------------------------------------------
 class _Backward:
-    def __init__(self, graph, env, needs, dynamic):
+    def __init__(self, graph, env, needs, dynamic, symbolic=False):
         self.graph, self.env, self.needs, self.dynamic = graph, env, needs, dynamic
+        self.symbolic = symbolic
+        self.shapes: dict = {}     # forward uid -> the shape the rules get (see _shape)
+        self.params: dict = {}     # forward uid -> backward input holding it (saved or grad)
+        self.emit: list = []       # where _size_param puts the nodes it needs
+        self.shape_reads: dict = {}  # backward input uid -> its prim::GetAttr shape
         self.saved: list[ir.Value] = []   # forward values the backward reads, in input order
         self.saved_t: dict = {}           # uid -> the tracer-side tensor standing for it
         self.grads: dict = {}             # uid -> accumulated grad tensor (traced)
@@ -268,6 +330,7 @@ class _Backward:
         try:
             with grad_mode.no_grad(), tr:
                 self._trace_body()
+            self._substitute_symbols(tr.graph)
         except _SymbolicArithmetic as e:
             raise NotDifferentiable(f"a VJP rule computes with a non-constant scalar ({e}); a "
                                     "traced backward would bake the result") from None
@@ -279,7 +342,6 @@ class _Backward:
             # autograd, which reproduces the error where PyTorch raises it
             raise NotDifferentiable(f"tracing the VJP rules failed: {type(e).__name__}: "
                                     f"{e}") from e
-        self._substitute_symbols(tr.graph)
         return tr.graph
 
     def _trace_body(self) -> None:
@@ -287,14 +349,25 @@ class _Backward:
         for i, v in enumerate(self.graph.outputs):
             if v.uid in self.needs:
                 ref = self.env[v.uid]
-                g = Tensor._make(np.ones(ref._data.shape, ref._dtype.np), ref._dtype)
-                tr.add_input(g, f"grad_{i}")
+                g = Tensor._make(with_sym_shape(np.ones(ref._data.shape, ref._dtype.np),
+                                                 self._shape(v)), ref._dtype)
+                p = tr.add_input(g, f"grad_{i}")
+                p.type = ir.TensorType(ref._dtype, tuple(ref._data.shape))  # not stand-ins
+                self.params.setdefault(v.uid, p)
                 self._accumulate(v, g)
             else:
                 tr.block.params.append(ir.Value(ir.NONE, f"grad_{i}"))
         for n in reversed(self.graph.block.nodes):
             if not n.op.startswith("prim::"):
                 self._node(n)
+            elif n.inputs and n.inputs[0].uid in self.needs:
+                ks = _list_pick(n, self.env, self.dynamic)
+                if ks is not None:  # elements' grads, collected per list index
+                    got = self.grads.setdefault(n.inputs[0].uid, {})
+                    for k, o in zip(ks, n.outputs):
+                        g = self.grads.get(o.uid)
+                        if g is not None:
+                            got[k] = g if got.get(k) is None else got[k] + g
         rets = []
         for p in self.graph.inputs:
             g = self.grads.get(p.uid)
@@ -315,8 +388,12 @@ class _Backward:
             if t is None:
                 # a fresh wrapper: the tracer binds by object identity, and the same tensor
                 # object may stand for several forward values
-                t = Tensor._make(x._data, x._dtype)
-                self.tracer.add_input(t, f"saved_{len(self.saved)}")
+                t = Tensor._make(with_sym_shape(x._data, self._shape(v)), x._dtype)
+                # as in eager, where rules see the saved tensors themselves: some rules (einsum,
+                # tensordot) compute a grad only for operands that require grad
+                t._requires_grad = v.uid in self.needs
+                p = self.params[v.uid] = self.tracer.add_input(t, f"saved_{len(self.saved)}")
+                p.type = ir.TensorType(x._dtype, tuple(x._data.shape))  # as before the flag
                 self.saved.append(v)
                 self.saved_t[v.uid] = t
             return t
@@ -348,38 +425,94 @@ class _Backward:
             self.sym_param[id(sym)] = p
         return sym
 
+    def _shape(self, v: ir.Value, elem=None):
+        """The shape a rule gets for forward value `v`: for a value that depends on the inputs
+        (symbolic mode), sizes >= 2 are `_SymSize` stand-ins, so ops the rule records with them
+        (reshape/expand targets, counts) read run-time sizes; 0 and 1 stay numbers (they are
+        part of the shape key's pattern and decide broadcasting)."""
+        x = self.env[v.uid]
+        if elem is not None:
+            x = x[elem]
+        shape = tuple(x._data.shape) if isinstance(x, Tensor) else ()
+        if not self.symbolic or v.uid not in self.dynamic or not isinstance(x, Tensor):
+            return shape
+        got = self.shapes.get((v.uid, elem))
+        if got is None:
+            got = []
+            for d, s in enumerate(shape):
+                if s >= 2:
+                    s = _SymSize(s)
+                    s.key = (v, d, elem)
+                got.append(s)
+            got = self.shapes[(v.uid, elem)] = tuple(got)
+        return got
+
+    def _size_param(self, sym) -> ir.Value:
+        """The backward input for a base stand-in: a saved scalar input, or a saved size (the
+        forward computes `value.shape[dim]`), added on first use."""
+        p = self.sym_param.get(id(sym))
+        if p is None:
+            if not isinstance(sym, _SymSize):
+                raise NotDifferentiable(f"a stand-in {sym!r} of another trace")
+            v, d, elem = sym.key
+            src = self.params.get(v.uid) if elem is None else None
+            if src is not None:  # a backward input has this shape: read it there
+                sh = self.shape_reads.get(src.uid)
+                if sh is None:
+                    n = ir.Node("prim::GetAttr", [src], [ir.ListType(ir.INT)],
+                                attrs={"name": "shape"})
+                    self.emit.append(n)
+                    sh = self.shape_reads[src.uid] = n.output
+                k = ir.Node("prim::Constant", (), (ir.INT,), attrs={"value": d})
+                gi = ir.Node("prim::ScalarOp", [sh, k.output], [ir.INT], attrs={"fn": "getitem"})
+                self.emit += [k, gi]
+                self.sym_param[id(sym)] = gi.output
+                return gi.output
+            p = ir.Value(ir.INT, f"size_{len(self.saved)}")
+            self.tracer.block.params.append(p)
+            self.saved.append(_SizeRef(v, d, elem, len(self.env[v.uid]) if elem is not None
+                                       else 0))
+            self.sym_param[id(sym)] = p
+        return p
+
     def _substitute_symbols(self, graph: ir.Graph) -> None:
         """Drop dead nodes (rules also compute grads nobody takes), then replace the tracer's
-        constants for stand-ins by the backward's scalar inputs; a live derived value or a
-        stand-in inside a constant would be baked: refuse."""
+        constants holding stand-ins by backward inputs and the scalar ops that derive values
+        from them (see autodiff_sym.materialise)."""
         _dce(graph)
         repl = {}
-        nodes = []
+        nodes = self.emit = []
+        memo: dict = {}
         for n in graph.block.nodes:
+            if self.symbolic and n.op in ("reshape", "view") and _unsqueezes(n, nodes, repl):
+                continue
             if n.op == "prim::Constant":
                 val = n.attrs.get("value")
-                if isinstance(val, _Sym) and not val.derived and id(val) in self.sym_param:
-                    repl[n.output.uid] = self.sym_param[id(val)]
-                    continue
                 if _contains_sym(val):
-                    raise NotDifferentiable("a VJP rule computes with a non-constant scalar "
-                                            f"({val!r}); a traced backward would bake it")
+                    repl[n.output.uid] = materialise(val, nodes, memo, self._size_param)
+                    continue
             n.inputs = [repl.get(i.uid, i) for i in n.inputs]
             nodes.append(n)
         graph.block.nodes = nodes
         graph.block.returns = [repl.get(r.uid, r) for r in graph.block.returns]
+        _dce(graph)  # constants the rewrites left unused
 
     def _node(self, n: ir.Node) -> None:
-        op = registry.OPS[n.op]
         if not any(o.uid in self.needs for o in n.outputs):
-            return
+            return  # (factory nodes, which are not registry ops, always leave here)
+        op = registry.OPS[n.op]
         gs = [self.grads.get(o.uid) for o in n.outputs]
         if all(g is None for g in gs):
             return
         for i, o in enumerate(n.outputs):  # as Node.apply: missing float grads are zeros
             ref = self.env[o.uid]
             if gs[i] is None and _is_float_tensor(ref):
-                gs[i] = Tensor._make(np.zeros(ref._data.shape, ref._dtype.np), ref._dtype)
+                gs[i] = self._zeros(o, ref)
+            elif isinstance(gs[i], dict):  # a list output: one grad per element
+                gs[i] = tuple(gs[i][k] if gs[i].get(k) is not None else
+                              self._zeros(o, e, k) for k, e in enumerate(ref))
+        if len(n.outputs) == 1 and isinstance(gs[0], tuple):
+            gs = list(gs[0])  # the rule takes the elements' grads as for a tuple output
         by_name = dict(zip(op.params, n.inputs))
         kwargs = {}
         for kind, name in op.vjp_params:
@@ -392,11 +525,12 @@ class _Backward:
                 kwargs[name] = self._value(by_name[name])
             elif kind == "shape":
                 x = self.env[by_name[name].uid]
-                kwargs[name + "_shape"] = (tuple(t._data.shape for t in x) if name in op.lists
-                                           else x._data.shape if isinstance(x, Tensor) else ())
+                kwargs[name + "_shape"] = (self._list_shapes(by_name[name], x)
+                                           if name in op.lists else self._shape(by_name[name]))
             elif kind == "dtype":
                 kwargs[name + "_dtype"] = self.env[by_name[name].uid]._dtype
-        g = tuple(gs) if len(n.outputs) > 1 else gs[0]
+        g = tuple(gs) if len(gs) > 1 or isinstance(self.env[n.outputs[0].uid], (list, tuple)) \
+            else gs[0]
         res = op.vjp(g, **kwargs)
         if len(op.tensors) == 1:
             res = (res,)
@@ -413,15 +547,35 @@ class _Backward:
             else:
                 self._give(v, r)
 
+    def _list_shapes(self, v: ir.Value, x) -> tuple:
+        ln = self.def_node.get(v.uid)
+        if ln is not None and ln.op == "prim::ListConstruct":
+            return tuple(self._shape(e) for e in ln.inputs)
+        return tuple(t._data.shape for t in x)
+
+    def _zeros(self, v: ir.Value, ref, elem=None) -> Tensor:
+        """A missing grad of float output `v` (element `elem` of a list output), as zeros (what
+        Node.apply gives the rule)."""
+        shape = self._shape(v, elem)
+        if not _contains_sym(shape):
+            return Tensor._make(np.zeros(ref._data.shape, ref._dtype.np), ref._dtype)
+        z = Tensor._make(np.zeros((), ref._dtype.np), ref._dtype)
+        return z.expand(shape).contiguous()  # run-time sizes; a writable array
+
     def _give(self, v: ir.Value, g) -> None:
         if g is None or v.uid not in self.needs:
             return
         ref = self.env[v.uid]
-        meta = (ref._data.shape, ref._dtype)
+        meta = (self._shape(v), ref._dtype)
         if isinstance(g, _Sym):
             raise NotDifferentiable("a VJP rule returns a non-constant scalar as a gradient")
         if not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, ref._dtype.np), ref._dtype)
+        elif self.symbolic and id(g) not in self.tracer.values and \
+                g._data.shape == ref._data.shape and not g._data.any():
+            # an input-independent zero grad (`zeros_like(g)` of floor/sign/round...): zeros of
+            # the run-time size, not a constant of the example's
+            g = self._zeros(v, ref)
         self._accumulate(v, _fit_generic(g, meta))
 
 
@@ -450,111 +604,3 @@ def _dce(graph: ir.Graph) -> None:
             kept.append(n)
             live.update(i.uid for i in n.inputs)
     graph.block.nodes = kept[::-1]
-
-
-# --- stand-ins for non-constant scalars -----------------------------------------------------------
-class _SymbolicArithmetic(Exception):
-    pass
-
-
-class _Sym:
-    """Mixin for stand-ins of non-constant numbers. Comparison and truth raise (a rule branching
-    on the value would bake the branch). Arithmetic gives a DERIVED value (`_Derived*`): fine
-    while it stays out of the backward (e.g. div's rule computes `other * other` for the grad of
-    a scalar `other`, which is dropped), an error if a live node uses it (its value would be
-    baked). Conversions NumPy needs to consume a stand-in in an op stay allowed."""
-
-    derived = False
-
-    def _refuse(self, *args):
-        raise _SymbolicArithmetic(f"{type(self).__name__}({float(self)!r})")
-
-    __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __round__ = __trunc__ = _refuse
-    __divmod__ = __rdivmod__ = __floor__ = __ceil__ = _refuse
-
-    def __repr__(self):
-        return f"<non-constant {float.__repr__(float(self))}>"
-
-    __hash__ = object.__hash__
-
-    def __eq__(self, other):
-        if other is self:
-            return True
-        self._refuse()
-
-    def __ne__(self, other):
-        return not self.__eq__(other)
-
-
-def _plain(x):
-    if isinstance(x, _Sym):
-        return int(x) if isinstance(x, int) else float(x)
-    return x
-
-
-def _derive(fn, reflected=False):
-    def method(self, *other):
-        if other and not isinstance(other[0], (int, float)):
-            return NotImplemented
-        args = (_plain(self),) + tuple(_plain(o) for o in other)
-        r = fn(*(args[::-1] if reflected else args))
-        if isinstance(r, bool) or not isinstance(r, (int, float)):
-            raise _SymbolicArithmetic(f"{fn.__name__} of a non-constant scalar")
-        return (_DerivedInt if isinstance(r, int) else _DerivedFloat)(r)
-    return method
-
-
-for _name, _fn in [("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("truediv", operator.truediv), ("floordiv", operator.floordiv),
-                   ("mod", operator.mod), ("pow", operator.pow)]:
-    setattr(_Sym, f"__{_name}__", _derive(_fn))
-    setattr(_Sym, f"__r{_name}__", _derive(_fn, reflected=True))
-for _name, _fn in [("neg", operator.neg), ("pos", operator.pos), ("abs", operator.abs)]:
-    setattr(_Sym, f"__{_name}__", _derive(_fn))
-
-
-class _SymFloat(_Sym, float):
-    pass
-
-
-class _SymInt(_Sym, int):
-    pass
-
-
-class _DerivedFloat(_Sym, float):
-    derived = True
-
-
-class _DerivedInt(_Sym, int):
-    derived = True
-
-
-def _contains_sym(val) -> bool:
-    if isinstance(val, _Sym):
-        return True
-    if isinstance(val, (tuple, list)):
-        return any(_contains_sym(e) for e in val)
-    return False
-
-
-# --- the forward graph ---------------------------------------------------------------------------
-def _clone_with_outputs(graph: ir.Graph, saved) -> ir.Graph:
-    """A copy of `graph` (fresh Values and Nodes, so passes on it never touch the original)
-    returning its outputs followed by `saved`."""
-    vmap = {}
-    params = []
-    for p in graph.inputs:
-        q = ir.Value(p.type, p.name)
-        vmap[p.uid] = q
-        params.append(q)
-    nodes = []
-    for n in graph.block.nodes:
-        m = ir.Node(n.op, [vmap[v.uid] for v in n.inputs], [o.type for o in n.outputs],
-                    attrs=n.attrs, loc=n.loc)
-        for o, mo in zip(n.outputs, m.outputs):
-            mo.name = o.name
-            vmap[o.uid] = mo
-        nodes.append(m)
-    returns = [vmap[v.uid] for v in graph.outputs] + [vmap[v.uid] for v in saved]
-    return ir.Graph(graph.name + "_forward", ir.Block(params, nodes, returns))
-

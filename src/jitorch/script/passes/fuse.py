@@ -10,7 +10,9 @@ The `prim::Fused` node's one block is closed: its params mirror the node's input
 the members read from outside), scalar constants the members read are copied into the block (so
 attrs such as `alpha` stay visible as constants), and its returns are the member outputs used
 after the group (mirrored by the node's outputs). Groups of a single op are left alone: the code
-generator lowers a lone elementwise op as a group of one.
+generator lowers a lone elementwise op as a group of one. Row regions (softmax / layer-norm
+chains of last-dim reductions and the elementwise ops around them, `fuse_rows.py`) are formed
+first, as `prim::Fused[kind='rows']` nodes.
 
 Placement: a group sits where its last member was, or where its first member was when an earlier
 consumer outside the group needs it there. A node joins a producer's group, and the other
@@ -112,7 +114,7 @@ def _absorb_reductions(block: ir.Block) -> None:
             block.nodes[block.nodes.index(p)] = fused
             r.inputs[0] = fused.outputs[0]
             p = fused
-        elif len(p.outputs) != 1:
+        elif len(p.outputs) != 1 or p.attrs.get("kind") == "rows":
             continue
         body = p.blocks[0]
         inner_x = body.returns[0]
@@ -139,6 +141,8 @@ def _fuse_block(block: ir.Block) -> None:
     for n in block.nodes:
         for b in n.blocks:
             _fuse_block(b)
+    from .fuse_rows import fuse_rows
+    fuse_rows(block)  # softmax / layer-norm chains first: one loop nest over rows each
     nodes = block.nodes
     pos = {id(n): i for i, n in enumerate(nodes)}
     consumers: dict = {}  # value uid -> consumer nodes in this block

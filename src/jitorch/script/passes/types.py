@@ -6,6 +6,8 @@ size. Every tensor value then gets a dtype and rank where a rule knows them:
 - elementwise registry ops: PyTorch's three-tier promotion (dimensioned tensors > 0-d tensors >
   Python scalars, `_dtype.promote_tiers`), then the op's own dtype rule (`registry._apply_rule`);
   the rank is the largest operand rank;
+- tensor factories (`zeros`, `arange`, ...): their declarations' rules (factories.py): dtype
+  from the dtype argument or PyTorch's default, rank from the size list;
 - reductions, matmuls and the shape ops the code generator lowers: rules in `_RULES` below;
 - anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
   refuses them (NotLowered), so the interpreter runs the graph.
@@ -16,6 +18,7 @@ from __future__ import annotations
 from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
+from ..factories import FACTORIES, result_type as factory_type
 
 # --- copying ------------------------------------------------------------------------------------
 
@@ -111,6 +114,9 @@ def propagate_node(n: ir.Node) -> None:
     if op.startswith("prim::"):
         _prim(n)
         return
+    if op in FACTORIES:
+        _set(n, [factory_type(n)])
+        return
     opdef = registry.OPS.get(op)
     try:
         if opdef is not None and opdef.kind == "elementwise":
@@ -203,6 +209,8 @@ def reduction_dtype(op: str, t: ir.TensorType, dtype):
         return dt.int64
     if op == "mean" and t.dtype.category <= dt.INT:
         raise TypeError("mean of integers")
+    if op == "logsumexp" and t.dtype not in (dt.float32, dt.float64):
+        raise TypeError("logsumexp of a non-float tensor")  # left untyped: interpreted
     return t.dtype
 
 
@@ -245,6 +253,9 @@ def _same(n, x, *rest):
 
 
 def _sized(n, x, size):
+    # a size list built at run time (e.g. a backward reading saved shapes) has a known length
+    if size.node is not None and size.node.op == "prim::ListConstruct":
+        return _ranked(_tensor(x).dtype, len(size.node.inputs))
     return _ranked(_tensor(x).dtype, len(_const(size)))
 
 
@@ -299,6 +310,7 @@ def _expand_as(n, x, other):
 
 _RULES = {
     "sum": _reduce, "mean": _reduce, "prod": _reduce, "amax": _reduce, "amin": _reduce,
+    "logsumexp": _reduce,
     "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
     "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
     "t": _same, "contiguous": _same, "narrow": _same, "unsqueeze": _unsqueeze,

@@ -1,0 +1,279 @@
+"""Lowering of tensor factory nodes (declared in `script/factories.py`) to NumPy calls and loops
+inside the njit program.
+
+Sizes and fill values are run-time values (`x.shape[0]`, a loop counter, an int argument):
+the program is compiled per dtype/rank and a new size never recompiles. Every run-time
+argument eager validates is validated here too, with eager's exception type and message
+(negative sizes, arange's step and bounds, linspace's steps, eye's n/m), so the program never
+allocates a nonsense shape. Results are fresh C-contiguous arrays. Dtypes the CPU backend does not
+lower (complex, half) and `arange`/`linspace` of bool raise NotLowered: the interpreter runs
+the eager factory, which raises or computes as eager does.
+"""
+from __future__ import annotations
+
+from ... import _dtype as dt
+from .. import ir
+from ..factories import data_info
+from . import NotLowered
+from .cpu import Emitter, np_type, typed_literal
+
+
+def _tup(parts) -> str:
+    return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+
+def _out_dtype(em: Emitter, n: ir.Node) -> dt.dtype:
+    return em.tensor(n.output).dtype
+
+
+def _size_parts(em: Emitter, v: ir.Value) -> tuple[list, bool]:
+    """Run-time expressions for a size list, and whether any entry may be negative."""
+    if em.is_const(v):
+        c = em.const(v)
+        c = list(c) if isinstance(c, (list, tuple)) else [c]
+        if any(isinstance(x, bool) or not isinstance(x, int) for x in c):
+            raise NotLowered(f"size {c!r} is not a list of ints")
+        if any(x < 0 for x in c):
+            raise NotLowered("negative size")  # the interpreter raises eager's error
+        return [repr(x) for x in c], False
+    if v.uid in em.shapes:
+        xs, rank = em.shapes[v.uid]
+        return [f"{xs}.shape[{k}]" for k in range(rank)], False
+    elems = em.tuples.get(v.uid) or em.lists.get(v.uid)
+    if elems is None:
+        raise NotLowered("size list of unknown length")
+    for x in elems:
+        if not isinstance(x.type, ir.IntType):
+            raise NotLowered(f"size entry of type {x.type}")
+    return [em.name(x) for x in elems], True
+
+
+def _check_sizes(em: Emitter, parts: list, fname: str) -> None:
+    """Eager's negative-size error (`_creation._check_sizes`), raised before allocating."""
+    cond = " or ".join(f"{p} < 0" for p in parts)
+    em.emit(f"if {cond}:")
+    em.indent += 1
+    if fname == "zeros":
+        em.raise_("RuntimeError", "zeros: Dimension size must be non-negative.")
+    else:
+        # the first negative entry, then the whole list, as eager prints them
+        first = em.fresh("neg")
+        em.emit(f"{first} = 0")
+        for p in reversed(parts):
+            em.emit(f"if {p} < 0:")
+            em.emit(f"    {first} = {p}")
+        msg = ["Trying to create tensor with negative dimension ", (first,), ": ["]
+        for k, p in enumerate(parts):
+            msg += ([", "] if k else []) + [(p,)]
+        em.raise_("RuntimeError", *msg, "]")
+    em.indent -= 1
+
+
+def _bind(em: Emitter, n: ir.Node, expr: str) -> str:
+    out = em.fresh("f")
+    em.emit(f"{out} = {expr}")
+    em.bind(n.output, out)
+    return out
+
+
+def _filled(em: Emitter, n: ir.Node, parts: list, fill, d: dt.dtype) -> None:
+    shape, ty = _tup(parts), np_type(d)
+    if fill == 0:
+        _bind(em, n, f"np.zeros({shape}, {ty})")
+    elif fill == 1:
+        _bind(em, n, f"np.ones({shape}, {ty})")
+    else:
+        _bind(em, n, f"np.full({shape}, {fill}, {ty})")  # arr.fill() rejects 0-d arrays
+
+
+def _fill_expr(em: Emitter, v: ir.Value, d: dt.dtype) -> str:
+    """A fill value converted to `d` (a typed literal for constants)."""
+    if em.is_const(v):
+        c = em.const(v)
+        if d.category == dt.INT and isinstance(c, float):
+            raise NotLowered("float fill of an integer tensor")  # eager checks the range
+        return typed_literal(c, d)
+    if d.category == dt.INT and isinstance(v.type, ir.FloatType):
+        raise NotLowered("float fill of an integer tensor")
+    return f"{np_type(d)}({em.name(v)})"
+
+
+def _sized(fill):
+    def lower(em: Emitter, n: ir.Node) -> None:
+        d = _out_dtype(em, n)
+        size = n.inputs[1] if n.op.startswith("new_") else n.inputs[0]
+        parts, check = _size_parts(em, size)
+        if check:
+            base = n.op[4:] if n.op.startswith("new_") else n.op
+            _check_sizes(em, parts, base)
+        _filled(em, n, parts, fill, d)
+    return lower
+
+
+def lower_full(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    ins = n.inputs[1:] if n.op == "new_full" else n.inputs
+    parts, check = _size_parts(em, ins[0])
+    if check:
+        _check_sizes(em, parts, "full")
+    _filled(em, n, parts, _fill_expr(em, ins[1], d), d)
+
+
+def _like(fill):
+    def lower(em: Emitter, n: ir.Node) -> None:
+        d = _out_dtype(em, n)
+        x = n.inputs[0]
+        r = em.tensor(x).ndim
+        xs = em.name(x)
+        parts = [f"{xs}.shape[{k}]" for k in range(r)]
+        _filled(em, n, parts, fill if fill is not None else _fill_expr(em, n.inputs[1], d), d)
+    return lower
+
+
+def _float_expr(em: Emitter, v: ir.Value) -> str:
+    return f"float({em.name(v)})"
+
+
+def lower_arange(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    if d is dt.bool:
+        raise NotLowered("arange of bool")  # eager raises NotImplementedError
+    start, end, step = n.inputs[:3]
+    s, e, st = em.name(start), em.name(end), em.name(step)
+    em.emit(f"if {st} == 0:")
+    em.emit("    " + _raise_line(em, "RuntimeError", "step must be nonzero"))
+    floats = [v for v in (start, end) if isinstance(v.type, ir.FloatType)]
+    if floats:
+        cond = " or ".join(f"not np.isfinite({em.name(v)})" for v in (start, end))
+        em.emit(f"if {cond}:")
+        em.emit(f"    {_raise_fmt(em, 'RuntimeError', 'unsupported range: %g -> %g', [s, e])}")
+    em.emit(f"if not (({st} > 0 and {e} >= {s}) or ({st} < 0 and {e} <= {s})):")
+    em.emit("    " + _raise_line(em, "RuntimeError",
+                                 "upper bound and lower bound inconsistent with step sign"))
+    cnt, out, i = em.fresh("n"), em.fresh("f"), em.fresh("i")
+    if d is dt.int64:
+        si, ei, sti = em.fresh("s"), em.fresh("s"), em.fresh("s")
+        em.emit(f"{si}, {ei}, {sti} = int({s}), int({e}), int({st})")
+        em.emit(f"if {sti} == 0:")
+        em.emit("    " + _raise_line(em, "ValueError", "step must be nonzero"))
+        # C++ division of operands of one sign (checked above): Python's floor division agrees
+        em.emit(f"{cnt} = ({ei} - {si} + {sti} - (1 if {sti} > 0 else -1)) // {sti}")
+        em.emit(f"{cnt} = max({cnt}, 0)")
+        em.emit(f"{out} = np.empty(({cnt},), np.int64)")
+        em.emit(f"for {i} in range({cnt}):")
+        em.emit(f"    {out}[{i}] = {si} + {sti} * {i}")
+    else:
+        em.emit(f"{cnt} = max(int(math.ceil(({_float_expr(em, end)} - {_float_expr(em, start)})"
+                f" / {_float_expr(em, step)})), 0)")
+        em.emit(f"{out} = np.empty(({cnt},), {np_type(d)})")
+        em.emit(f"for {i} in range({cnt}):")
+        if d.category == dt.INT:
+            em.emit(f"    {out}[{i}] = {np_type(d)}(int({s}) + int({st}) * {i})")
+        else:
+            em.emit(f"    {out}[{i}] = {np_type(d)}(float({s}) + float({st}) * {i})")
+    em.bind(n.output, out)
+
+
+def _raise_line(em: Emitter, exc: str, msg: str) -> str:
+    em.exceptions.add(exc)
+    return f"raise _{exc}({msg!r})"
+
+
+def _raise_fmt(em: Emitter, exc: str, fmt: str, args: list) -> str:
+    em.exceptions.add(exc)
+    return f"raise _{exc}({fmt!r}, {', '.join(f'float({a})' for a in args)})"
+
+
+def lower_linspace(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    if d is dt.bool:
+        raise NotLowered("linspace of bool")
+    start, end, steps = n.inputs[:3]
+    st = em.name(steps)
+    em.emit(f"if {st} < 0:")
+    em.emit("    " + _raise_line(em, "RuntimeError", "number of steps must be non-negative"))
+    out, i, step = em.fresh("f"), em.fresh("i"), em.fresh("s")
+    s, e = em.fresh("s"), em.fresh("s")
+    if d.category == dt.INT:
+        # the endpoints become the integer type first (truncated), the steps run in double
+        em.emit(f"{s}, {e} = float(int({em.name(start)})), float(int({em.name(end)}))")
+    else:
+        em.emit(f"{s}, {e} = float({em.name(start)}), float({em.name(end)})")
+    if d is dt.float32:  # eager rounds the endpoints to float32 first
+        em.emit(f"{s}, {e} = float(np.float32({s})), float(np.float32({e}))")
+    conv = f"{np_type(d)}(int(" if d.category == dt.INT else f"{np_type(d)}(("
+    em.emit(f"{out} = np.empty(({st},), {np_type(d)})")
+    em.emit(f"if {st} == 1:")
+    em.emit(f"    {out}[0] = {conv}{s}))")
+    em.emit(f"elif {st} > 1:")
+    em.indent += 1
+    if d is dt.float32:  # the step is a float32 value in eager
+        em.emit(f"{step} = float(np.float32(np.float32({e} - {s}) / np.float32({st} - 1)))")
+    else:
+        em.emit(f"{step} = ({e} - {s}) / ({st} - 1)")
+    em.emit(f"for {i} in range({st}):")
+    em.emit(f"    if {i} < {st} // 2:")
+    em.emit(f"        {out}[{i}] = {conv}{s} + {step} * {i}))")
+    em.emit("    else:")
+    em.emit(f"        {out}[{i}] = {conv}{e} - {step} * ({st} - 1 - {i})))")
+    em.indent -= 1
+    em.bind(n.output, out)
+
+
+def lower_eye(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    nn, m = n.inputs[:2]
+    a = em.name(nn)
+    b = a if em.is_const(m) and em.const(m) is None else em.name(m)
+    for name, x in (("n", a), ("m", b)):
+        em.emit(f"if {x} < 0:")
+        em.indent += 1
+        em.raise_("RuntimeError", f"{name} must be greater or equal to 0, got ", (x,))
+        em.indent -= 1
+    out, i = _bind(em, n, f"np.zeros(({a}, {b}), {np_type(d)})"), em.fresh("i")
+    em.emit(f"for {i} in range(min({a}, {b})):")
+    em.emit(f"    {out}[{i}, {i}] = {typed_literal(1, d)}")
+
+
+def lower_tensor(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    data = n.inputs[1] if n.op == "new_tensor" else n.inputs[0]
+    info = data_info(data)
+    if info is None:
+        raise NotLowered("tensor() data of unknown structure")
+    shape, leaves = info
+    ty = np_type(d)
+    if len(leaves) > 4096:
+        raise NotLowered("tensor() data too large to embed")
+    for x in leaves:
+        if not isinstance(x, ir.Value) and d.category == dt.INT and isinstance(x, float):
+            raise NotLowered("float data of an integer tensor")  # eager checks the range
+    out = _bind(em, n, f"np.empty({_tup(shape)}, {ty})")
+    flat = em.fresh("fl")
+    em.emit(f"{flat} = {out}.reshape(-1)" if shape else f"{flat} = {out}.reshape((1,))")
+    for k, x in enumerate(leaves):
+        if isinstance(x, ir.Value):
+            if d.category == dt.INT and isinstance(x.type, ir.FloatType):
+                raise NotLowered("float data of an integer tensor")
+            em.emit(f"{flat}[{k}] = {ty}({em.name(x)})")
+        else:
+            em.emit(f"{flat}[{k}] = {typed_literal(x, d)}")
+
+
+def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
+    d = _out_dtype(em, n)
+    v = _fill_expr(em, n.inputs[0], d)
+    out = _bind(em, n, f"np.empty((1,), {np_type(d)})")
+    em.emit(f"{out}[0] = {v}")
+    em.bind(n.output, f"{out}.reshape(())")
+
+
+LOWER = {
+    "zeros": _sized(0), "ones": _sized(1), "empty": _sized(0),
+    "new_zeros": _sized(0), "new_ones": _sized(1), "new_empty": _sized(0),
+    "full": lower_full, "new_full": lower_full,
+    "zeros_like": _like(0), "ones_like": _like(1), "empty_like": _like(0),
+    "full_like": _like(None),
+    "arange": lower_arange, "linspace": lower_linspace, "eye": lower_eye,
+    "tensor": lower_tensor, "new_tensor": lower_tensor, "scalar_tensor": lower_scalar_tensor,
+}

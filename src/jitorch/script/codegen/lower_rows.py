@@ -1,0 +1,509 @@
+"""Lowering of row regions (`prim::Fused[kind='rows']`, passes/fuse_rows.py) to one loop nest.
+
+A row region chains last-dim keepdim reductions and elementwise ops whose broadcasts run along
+the reduced dim (softmax, log-softmax, layer norm, RMSNorm). It becomes one outer loop nest over
+the rows (every dim but the last) holding several inner passes over the row:
+
+- a value is *per-row* (a reduction result, or computed from per-row values and scalars only: a
+  scalar local of the outer loop) or *full* (it reads a tensor input along the row);
+- a full value's *level* is the pass that can compute it: 0 for what reads only inputs, p + 1
+  for what reads the result of a reduction done in pass p; a reduction runs in its input's pass;
+- pass p computes the full values of level p that its reductions, later passes or the outputs
+  need; a full value that a later pass reads is kept in a row-sized scratch buffer (the row
+  stays in L1), so nothing full-size is allocated except the outputs.
+
+This plan relies on every tensor input that is read along the row having the row's full length
+(the broadcast last dim D), which is checked at run time (it always holds when only one input is
+read along the row, as in softmax: no second nest then). Where it does not hold (an input of
+last dim 1 broadcast along the row) the program takes a second, general nest that recomputes
+full values in every loop that needs them, with 0/1 multipliers on every index and each
+reduction over its own input's last dim. Reductions accumulate in their result dtype (float32
+in float32, like `lower_reduce.py`); amax/amin propagate NaN and raise PyTorch's error on an
+empty row.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..passes.fuse_rows import ROW_REDUCE
+from . import NotLowered
+from .cpu import Emitter, np_type
+
+
+def is_rows(block: ir.Block) -> bool:
+    """Does this fused block broadcast a reduction result back along the row?"""
+    red = {n.outputs[0].uid for n in block.nodes if n.op in ROW_REDUCE and n.outputs}
+    return any(v.uid in red for n in block.nodes for v in n.inputs)
+
+
+class _Plan:
+    """Per-value facts of a row region: full/per-row, level, input dependencies."""
+
+    def __init__(self, em: Emitter, block: ir.Block, inputs: list):
+        self.block = block
+        self.consts = dict(em.consts)
+        self.ext = []       # (param, array name, ndim) of tensor inputs
+        self.scalars = {}   # param uid -> (name, dtype)
+        self.full = {}      # value uid -> bool
+        self.level = {}     # value uid -> level
+        self.deps = {}      # value uid -> {param uid: read along the row?}
+        self.dtype = {}
+        self.red_pass = {}  # id(reduction node with a full input) -> its pass
+        self.lse_pass = {}  # id(logsumexp node) -> the pass of its sum (its max: red_pass)
+        self.lse_m = {}     # id(logsumexp node) -> name of its row's (finite) max
+        rank = None
+        for n in block.nodes:
+            if n.op in ROW_REDUCE:
+                rank = em.tensor(n.inputs[0]).ndim
+                break
+        if not rank:
+            raise NotLowered("row region without a reduction")
+        self.rank = rank
+        for p, v in zip(block.params, inputs):
+            if isinstance(v.type, ir.TensorType):
+                t = em.tensor(v)
+                if t.ndim > rank:
+                    raise NotLowered("row region input of higher rank than the region")
+                self.ext.append((p, em.name(v), t.ndim))
+                self.full[p.uid] = t.ndim > 0
+                self.deps[p.uid] = {p.uid: t.ndim > 0}
+                self.dtype[p.uid] = t.dtype
+            elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
+                from .lower_elementwise import _scalar_dtype
+                self.scalars[p.uid] = (em.name(v), _scalar_dtype(v.type))
+                self.full[p.uid] = False
+                self.deps[p.uid] = {}
+            else:
+                raise NotLowered(f"row region input of type {v.type}")
+            self.level[p.uid] = 0
+        self.nodes = []
+        for n in block.nodes:
+            if n.op == "prim::Constant":
+                self.consts[n.output.uid] = n.attrs.get("value")
+                continue
+            self.nodes.append(n)
+            ins = [v for v in n.inputs if v.uid not in self.consts]
+            for v in ins:
+                if v.uid not in self.full:
+                    raise NotLowered(f"row region member reads {v} from outside")
+            o = n.outputs[0]
+            self.dtype[o.uid] = em.tensor(o).dtype
+            lvl = max([self.level[v.uid] for v in ins], default=0)
+            dep: dict = {}
+            for v in ins:
+                for k, f in self.deps[v.uid].items():
+                    dep[k] = dep.get(k, False) or f
+            if n.op in ROW_REDUCE:
+                x = n.inputs[0]
+                if em.tensor(x).ndim != rank:
+                    raise NotLowered("row region reductions of different ranks")
+                if self.full[x.uid]:
+                    self.red_pass[id(n)] = lvl
+                    if n.op == "logsumexp":  # a max pass, then a sum of exp(x - max) pass
+                        lvl += 1
+                        self.lse_pass[id(n)] = lvl
+                    lvl += 1
+                self.full[o.uid] = False
+                dep = {k: False for k in dep}
+            else:
+                self.full[o.uid] = any(self.full[v.uid] for v in ins)
+            self.level[o.uid] = lvl
+            self.deps[o.uid] = dep
+        self.returns = list(block.returns)
+        for r in self.returns:
+            if r.uid not in self.dtype or em.tensor(r).ndim != rank:
+                raise NotLowered("row region returns a value it does not compute")
+        # full values a later pass reads: kept in a row buffer on the uniform path
+        self.buffered = []
+        seen = set()
+        for n in self.nodes:
+            if id(n) not in self.lse_pass and (n.op in ROW_REDUCE or
+                                               not self.full[n.outputs[0].uid]):
+                continue
+            for v in n.inputs:
+                if v.uid in seen or v.node is None or v.uid not in self.full:
+                    continue
+                if self.full[v.uid] and self.level[v.uid] < self.level[n.outputs[0].uid]:
+                    seen.add(v.uid)
+                    self.buffered.append(v)
+
+
+def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
+    from .lower_elementwise import _loop_shape
+    plan = _Plan(em, block, inputs)
+    rank = plan.rank
+    sizes, mult = _loop_shape(em, plan.ext, rank)
+    d_row = sizes[-1]
+    uni = em.fresh("uni")
+    if sum(1 for _, _, r in plan.ext if r) > 1:
+        em.emit(f"{uni} = True")
+        for p, x, r in plan.ext:
+            if r:
+                em.emit(f"if {x}.shape[{r - 1}] != {d_row}:")
+                em.emit(f"    {uni} = False")
+    outs = _alloc_outputs(em, plan, sizes)
+    if sum(1 for _, _, r in plan.ext if r) <= 1:
+        # one input read along the row defines the row's length: always uniform
+        _uniform(em, plan, sizes, mult, outs)
+    else:
+        em.emit(f"if {uni}:")
+        em.indent += 1
+        _uniform(em, plan, sizes, mult, outs)
+        em.indent -= 1
+        em.emit("else:")
+        em.indent += 1
+        _general(em, plan, sizes, mult, outs)
+        em.indent -= 1
+    for (o, _, _), v in zip(outs, outputs):
+        em.bind(v, o)
+
+
+def _alloc_outputs(em, plan: _Plan, sizes) -> list:
+    """Each returned value: allocated with the broadcast shape of what it depends on."""
+    rank = plan.rank
+    outs = []
+    for r in plan.returns:
+        dep = plan.deps[r.uid]
+        parts, om = [], []
+        for d in range(rank):
+            sd = em.fresh("n")
+            em.emit(f"{sd} = 1")
+            for p, x, rr in plan.ext:
+                j = d - (rank - rr)
+                if p.uid in dep and j >= 0 and (d < rank - 1 or dep[p.uid]):
+                    em.emit(f"if {x}.shape[{j}] != 1:")
+                    em.emit(f"    {sd} = {x}.shape[{j}]")
+            parts.append(sd)
+            m = em.fresh("m")
+            em.emit(f"{m} = 0 if {sd} == 1 else 1")
+            om.append(m)
+        o = em.fresh("out")
+        em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in parts)}), "
+                f"{np_type(plan.dtype[r.uid])})")
+        outs.append((o, om, r))
+    return outs
+
+
+def _open_rows(em, rank, sizes) -> list:
+    idx = [em.fresh("i") for _ in range(rank)]
+    for d in range(rank - 1):
+        em.emit(f"for {idx[d]} in range({sizes[d]}):")
+        em.indent += 1
+    return idx
+
+
+def _row_locals(em, plan: _Plan, mult, idx) -> dict:
+    local = dict(plan.scalars)
+    for p, x, r in plan.ext:
+        if r == 0:
+            nm = em.fresh("x")
+            em.emit(f"{nm} = {x}[()]")
+            local[p.uid] = (nm, plan.dtype[p.uid])
+    return local
+
+
+def _load_full(em, plan: _Plan, v, local, mult, idx, uniform: bool) -> None:
+    """Load a full tensor input's element of this row at `idx[-1]`."""
+    rank = plan.rank
+    for p, x, r in plan.ext:
+        if p.uid == v.uid:
+            parts = [f"{idx[rank - r + k]} * {mult[p.uid][k]}" for k in range(r - 1)]
+            parts.append(idx[-1] if uniform else f"{idx[-1]} * {mult[p.uid][r - 1]}")
+            nm = em.fresh("x")
+            em.emit(f"{nm} = {x}[{', '.join(parts)}]")
+            local[v.uid] = (nm, plan.dtype[v.uid])
+            return
+    raise NotLowered(f"row region: {v} is not an input")
+
+
+def _emit_full(em, plan: _Plan, v, local, mult, idx, uniform, bufs, level) -> None:
+    """Make the full value `v` available in the current inner loop (loads, members, buffers)."""
+    if v.uid in local or v.uid in plan.consts:
+        return
+    if v.node is None:
+        _load_full(em, plan, v, local, mult, idx, uniform)
+        return
+    if uniform and v.uid in bufs and plan.level[v.uid] < level:
+        nm = em.fresh("b")
+        em.emit(f"{nm} = {bufs[v.uid]}[{idx[-1]}]")
+        local[v.uid] = (nm, plan.dtype[v.uid])
+        return
+    from .lower_elementwise import _emit_member
+    n = v.node
+    for u in n.inputs:
+        if u.uid not in plan.consts and plan.full.get(u.uid):
+            _emit_full(em, plan, u, local, mult, idx, uniform, bufs, level)
+    _emit_member(em, n, local, plan.consts)
+
+
+def _row_node(em, plan: _Plan, n, local, outs, idx) -> None:
+    """A per-row node in the outer loop (an elementwise op of per-row values, or a reduction
+    of a per-row value, which is that value)."""
+    from .lower_elementwise import _cast, _emit_member
+    o = n.outputs[0]
+    if n.op in ROW_REDUCE:
+        e, d = local[n.inputs[0].uid]
+        nm = em.fresh("t")
+        em.emit(f"{nm} = {_cast(e, d, plan.dtype[o.uid])}")
+        local[o.uid] = (nm, plan.dtype[o.uid])
+    else:
+        _emit_member(em, n, local, plan.consts)
+    _store_row(em, plan, o, local, outs, idx)
+
+
+def _store_row(em, plan, v, local, outs, idx) -> None:
+    for o, om, r in outs:
+        if r.uid == v.uid:
+            ix = [f"{idx[d]} * {om[d]}" for d in range(plan.rank - 1)] + ["0"]
+            em.emit(f"{o}[{', '.join(ix)}] = {local[v.uid][0]}")
+
+
+def _store_full(em, plan, v, local, outs, idx, uniform) -> None:
+    for o, om, r in outs:
+        if r.uid == v.uid:
+            ix = [f"{idx[d]} * {om[d]}" for d in range(plan.rank - 1)]
+            ix.append(idx[-1] if uniform else f"{idx[-1]} * {om[-1]}")
+            em.emit(f"{o}[{', '.join(ix)}] = {local[v.uid][0]}")
+
+
+def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, bufs,
+                 level, stores, outs, scratch=None, lse2=()) -> None:
+    """One inner loop: accumulate `reds`, compute and keep `stores` (buffers, outputs).
+
+    On the uniform path an amax/amin keeps only a NaN flag in the loop and takes the maximum
+    of its input's row buffer (`scratch` or the value's own buffer) after it, with
+    `_row_amax`/`_row_amin`: LLVM vectorises neither a max reduction nor its NaN branch, and the
+    helper's eight independent chains ran 6x faster than one. A logsumexp takes its row's max
+    as a reduction of `reds` and its sum of exp(x - max) as one of `lse2` (the next pass)."""
+    from . import lower_reduce
+    from .lower_elementwise import _cast
+    scratch = scratch or {}
+    accs = []
+    for n in reds:
+        d, op = plan.dtype[n.outputs[0].uid], _op1(n)
+        acc, flag = em.fresh("acc"), None
+        em.emit(f"{acc} = {lower_reduce._identity(op, d)}")
+        if op in ("amax", "amin"):
+            flag = em.fresh("nan")
+            em.emit(f"{flag} = False")
+        accs.append((n, acc, d, flag))
+    sums = []
+    for n in lse2:
+        d = plan.dtype[n.outputs[0].uid]
+        acc = em.fresh("acc")
+        em.emit(f"{acc} = {lower_reduce._identity('sum', d)}")
+        sums.append((n, acc, d))
+    em.emit(f"for {idx[-1]} in range({length}):")
+    em.indent += 1
+    local = dict(row_local)
+    for n, acc, d, flag in accs:
+        x = n.inputs[0]
+        _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
+        e, xd = local[x.uid]
+        v = em.fresh("v")
+        em.emit(f"{v} = {_cast(e, xd, d)}")
+        if _via_buffer(n, plan, bufs, scratch, uniform, level):
+            em.emit(f"{flag} = {flag} | np.isnan({v})")
+            if id(n) in scratch:
+                em.emit(f"{scratch[id(n)]}[{idx[-1]}] = {v}")
+            continue
+        for line in lower_reduce.vector_combine(_op1(n), acc, v, d, flag):
+            em.emit(line)
+    for n, acc, d in sums:
+        from ..._ops import registry
+        from .lower_elementwise import scalar_expr
+        x = n.inputs[0]
+        _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
+        e, xd = local[x.uid]
+        ex = scalar_expr(em, registry.OPS["exp"], d, {"input": f"{_cast(e, xd, d)} - "
+                                                            f"{plan.lse_m[id(n)]}"}, {})
+        em.emit(f"{acc} = {acc} + {np_type(d)}({ex})")
+    for v in stores:  # every value first, then the writes: a reused buffer is read first
+        _emit_full(em, plan, v, local, mult, idx, uniform, bufs, level)
+    for v in stores:
+        if uniform and v.uid in bufs:
+            em.emit(f"{bufs[v.uid]}[{idx[-1]}] = {local[v.uid][0]}")
+        _store_full(em, plan, v, local, outs, idx, uniform)
+    em.indent -= 1
+    for n, acc, d, flag in accs:
+        if _via_buffer(n, plan, bufs, scratch, uniform, level):
+            b = scratch.get(id(n)) or bufs[n.inputs[0].uid]
+            # an empty row: only a logsumexp gets here (amax/amin raised before the loops)
+            em.emit(f"if {length} > 0:")
+            em.emit(f"    {acc} = {_row_helper(em, _op1(n))}({b}, {length})")
+        for line in lower_reduce.nan_fixup(_op1(n), acc, d, flag):
+            em.emit(line)
+        if n.op == "logsumexp":  # like eager: an infinite (or nan) max does not shift
+            m = em.fresh("m")
+            em.emit(f"{m} = {acc} if np.isfinite({acc}) else {np_type(d)}(0)")
+            plan.lse_m[id(n)] = m
+            continue
+        if n.op == "mean":
+            em.emit(f"{acc} = {acc} / {np_type(d)}({length})")
+        row_local[n.outputs[0].uid] = (acc, d)
+        _store_row(em, plan, n.outputs[0], row_local, outs, idx)
+    for n, acc, d in sums:
+        from ..._ops import registry
+        from .lower_elementwise import scalar_expr
+        r = em.fresh("lse")
+        lg = scalar_expr(em, registry.OPS["log"], d, {"input": acc}, {})
+        em.emit(f"{r} = {np_type(d)}({lg} + {plan.lse_m[id(n)]})")
+        row_local[n.outputs[0].uid] = (r, d)
+        _store_row(em, plan, n.outputs[0], row_local, outs, idx)
+
+
+def _op1(n) -> str:
+    """The reduction a node's first pass does (a logsumexp's is its row's max)."""
+    return "amax" if n.op == "logsumexp" else n.op
+
+
+def _via_buffer(n, plan, bufs, scratch, uniform, level) -> bool:
+    if not uniform or _op1(n) not in ("amax", "amin"):
+        return False
+    x = n.inputs[0]
+    return id(n) in scratch or (x.uid in bufs and x.node is not None and
+                                plan.level[x.uid] == level)
+
+
+_ROW_HELPER = """
+{decorator}
+def _row_{op}(b, n):
+    # n >= 1 (checked by the caller); eight independent chains: ILP where LLVM does not
+    # vectorise an {op} reduction
+    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = b[0]
+    k = 0
+    while k + 8 <= n:
+        a0 = {f}(a0, b[k])
+        a1 = {f}(a1, b[k + 1])
+        a2 = {f}(a2, b[k + 2])
+        a3 = {f}(a3, b[k + 3])
+        a4 = {f}(a4, b[k + 4])
+        a5 = {f}(a5, b[k + 5])
+        a6 = {f}(a6, b[k + 6])
+        a7 = {f}(a7, b[k + 7])
+        k += 8
+    while k < n:
+        a0 = {f}(a0, b[k])
+        k += 1
+    return {f}({f}({f}(a0, a1), {f}(a2, a3)), {f}({f}(a4, a5), {f}(a6, a7)))
+"""
+
+
+def _row_helper(em, op: str) -> str:
+    from .cpu import DECORATOR
+    name = f"_row_{op}"
+    if not any(g.lstrip().startswith(DECORATOR + "\ndef " + name) for g in em.globals):
+        em.globals.append(_ROW_HELPER.format(decorator=DECORATOR, op=op,
+                                             f="max" if op == "amax" else "min"))
+    return name
+
+
+def _check_nonempty(em, reds, length, rank) -> None:
+    for n in reds:
+        if n.op in ("amax", "amin"):
+            em.emit(f"if {length} == 0:")
+            em.indent += 1
+            em.raise_("IndexError", f"{n.op}(): Expected reduction dim {rank - 1} to have "
+                      "non-zero size.")
+            em.indent -= 1
+            return
+
+
+def _uniform(em, plan: _Plan, sizes, mult, outs) -> None:
+    """Every row-read input has the row's length: passes by level, row buffers."""
+    rank, d_row = plan.rank, sizes[-1]
+    _check_nonempty(em, [n for n in plan.nodes if id(n) in plan.red_pass], d_row, rank)
+    bufs = _assign_buffers(em, plan, d_row)
+    scratch = {}  # amax/amin of a value without a row buffer: kept in one for `_row_amax`
+    for n in plan.nodes:
+        x = n.inputs[0] if n.inputs else None
+        if _op1(n) in ("amax", "amin") and id(n) in plan.red_pass and x.uid not in bufs:
+            scratch[id(n)] = em.fresh("sbuf")
+            em.emit(f"{scratch[id(n)]} = np.empty({d_row}, {np_type(plan.dtype[x.uid])})")
+    out_full = {r.uid for r in plan.returns if plan.full[r.uid]}
+    last = max([p for p in plan.red_pass.values()] + list(plan.lse_pass.values()) +
+               [plan.level[u] for u in out_full], default=0)
+    base = em.indent
+    idx = _open_rows(em, rank, sizes)
+    row_local = _row_locals(em, plan, mult, idx)
+    done = set()
+    for level in range(last + 1):
+        for n in plan.nodes:  # per-row values this pass can read
+            o = n.outputs[0]
+            if id(n) not in plan.red_pass and not plan.full[o.uid] and \
+                    plan.level[o.uid] <= level and o.uid not in done:
+                done.add(o.uid)
+                _row_node(em, plan, n, row_local, outs, idx)
+        reds = [n for n in plan.nodes if plan.red_pass.get(id(n)) == level]
+        lse2 = [n for n in plan.nodes if plan.lse_pass.get(id(n)) == level]
+        stores = [v for v in plan.buffered if plan.level[v.uid] == level]
+        stores += [r for r in plan.returns if r.uid in out_full and plan.level[r.uid] == level
+                   and all(r is not s for s in stores)]
+        if reds or stores or lse2:
+            _reduce_loop(em, plan, reds, d_row, row_local, mult, idx, True, bufs, level,
+                         stores, outs, scratch, lse2)
+    for n in plan.nodes:
+        o = n.outputs[0]
+        if id(n) not in plan.red_pass and not plan.full[o.uid] and o.uid not in done:
+            done.add(o.uid)
+            _row_node(em, plan, n, row_local, outs, idx)
+    em.indent = base
+
+
+def _assign_buffers(em, plan: _Plan, d_row) -> dict:
+    """value uid -> row buffer name. A buffer whose value is last read in pass q is reused by a
+    value written in pass q or later (each iteration reads before it writes, at one index)."""
+    last = {}
+    for n in plan.nodes:
+        lvl = plan.level[n.outputs[0].uid]
+        for v in n.inputs:
+            last[v.uid] = max(last.get(v.uid, 0), lvl)
+    bufs, held = {}, []  # held: [name, dtype, last level read]
+    for v in sorted(plan.buffered, key=lambda u: plan.level[u.uid]):
+        d, lvl = plan.dtype[v.uid], plan.level[v.uid]
+        for h in held:
+            if h[1] is d and h[2] <= lvl:
+                bufs[v.uid] = h[0]
+                h[2] = last[v.uid]
+                break
+        else:
+            b = em.fresh("buf")
+            em.emit(f"{b} = np.empty({d_row}, {np_type(d)})")
+            held.append([b, d, last[v.uid]])
+            bufs[v.uid] = b
+    return bufs
+
+
+def _general(em, plan: _Plan, sizes, mult, outs) -> None:
+    """Some row-read input broadcasts along the row: one loop per reduction over its own
+    input's length, full values recomputed from the inputs in each loop."""
+    rank = plan.rank
+    lengths = {}
+    for n in plan.nodes:
+        if id(n) not in plan.red_pass:
+            continue
+        dep = plan.deps[n.inputs[0].uid]
+        ln = em.fresh("n")
+        em.emit(f"{ln} = 1")
+        for p, x, r in plan.ext:
+            if dep.get(p.uid) and r:
+                em.emit(f"if {x}.shape[{r - 1}] != 1:")
+                em.emit(f"    {ln} = {x}.shape[{r - 1}]")
+        lengths[id(n)] = ln
+        _check_nonempty(em, [n], ln, rank)
+    base = em.indent
+    idx = _open_rows(em, rank, sizes)
+    row_local = _row_locals(em, plan, mult, idx)
+    for n in plan.nodes:
+        o = n.outputs[0]
+        if id(n) in plan.red_pass:
+            _reduce_loop(em, plan, [n], lengths[id(n)], row_local, mult, idx, False, {}, 0,
+                         [], outs)
+            if n.op == "logsumexp":
+                _reduce_loop(em, plan, [], lengths[id(n)], row_local, mult, idx, False, {}, 0,
+                             [], outs, None, [n])
+        elif not plan.full[o.uid]:
+            _row_node(em, plan, n, row_local, outs, idx)
+    stores = [r for r in plan.returns if plan.full[r.uid]]
+    if stores:
+        _reduce_loop(em, plan, [], sizes[-1], row_local, mult, idx, False, {}, 0, stores, outs)
+    em.indent = base
