@@ -5,16 +5,12 @@ import math
 
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from ..._tensor import Tensor
+from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
-
-
-def _linear(input: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    out = _jt.matmul(input, weight.t())
-    return out if bias is None else out + bias
 
 
 class Identity(Module):
@@ -60,7 +56,7 @@ class Linear(Module):
             raise RuntimeError(
                 f"{self!r}: mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
                 f"and {self.weight.shape[1]}x{self.weight.shape[0]})")
-        return _linear(input, self.weight, self.bias)
+        return F.linear(input, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

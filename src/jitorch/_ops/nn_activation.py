@@ -1,0 +1,403 @@
+"""Elementwise activation functions of `jitorch.nn.functional`: declarations for the registry.
+
+Owns relu (also `jitorch.relu`, `Tensor.relu`, `relu_`), relu6, leaky_relu, elu, selu, celu,
+gelu (both approximations), silu, mish, hardtanh, hardsigmoid, hardswish, softplus, softsign,
+tanhshrink, threshold, logsigmoid, softshrink and hardshrink. Each is one elementwise primitive
+with a NumPy implementation, a Numba scalar template (so the compiler fuses it into loops), and a
+derivative written with jitorch ops from which both the VJP and the JVP are built (so higher-order
+gradients work). The `inplace=` flags and PyTorch's keyword forms live in `nn/functional.py`.
+
+dtype rules follow PyTorch's CPU kernels: relu, relu6, hardtanh and threshold accept integer
+tensors; softsign and tanhshrink turn integers into the default float dtype (they are composites
+in PyTorch); the rest raise NotImplementedError naming PyTorch's kernel ('"elu_cpu" not
+implemented for 'Long''). Formulas are the numerically stable ones PyTorch uses (expm1 in elu,
+log1p(exp(-|x|)) in logsigmoid, the `threshold` cut-over in softplus).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+
+import numpy as np
+import scipy.special as sps
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from .registry import RULES, _pt_name, defop
+from .ternary import where
+
+__all__ = ["relu", "relu_", "softmax", "log_softmax"]  # the rest: through jitorch.nn.functional
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_SQRT_2_PI = math.sqrt(2.0 / math.pi)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _rule(kernel, *, ints=False, base="promote", bool_error=None):
+    """dtype rule: floats only (else PyTorch's "not implemented" error), or also integers."""
+    base_rule = RULES[base]
+
+    def rule(d):
+        if d is dt.bool and bool_error is not None:
+            raise bool_error[0](bool_error[1])
+        if d is dt.bool or d.category == dt.COMPLEX or (d.category == dt.INT and not ints):
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{_pt_name(d)}\'')
+        return base_rule(d)
+    return rule
+
+
+def _rules(deriv):
+    """VJP `g * d` and JVP `t * d` from `deriv(<names>) -> d output / d input`, with the same
+    parameter names (so autograd saves exactly what the derivative reads)."""
+    names = ", ".join(inspect.signature(deriv).parameters)
+    ns = {"_d": deriv}
+    exec(f"def vjp(g, {names}):\n    return g * _d({names})\n"
+         f"def jvp(t_input, {names}):\n    return t_input * _d({names})\n", ns)
+    return ns["vjp"], ns["jvp"]
+
+
+def _mask_rules(mask):
+    """VJP/JVP of a piecewise-identity op: the gradient passes where `mask(...)` holds, else 0
+    (a `where`, not `g * mask`: an infinite gradient must not become nan)."""
+    names = ", ".join(inspect.signature(mask).parameters)
+    ns = {"_m": mask, "_where": where}
+    exec(f"def vjp(g, {names}):\n    return _where(_m({names}), g, 0.0)\n"
+         f"def jvp(t_input, {names}):\n    return _where(_m({names}), t_input, 0.0)\n", ns)
+    return ns["vjp"], ns["jvp"]
+
+
+def _act(name, impl, deriv=None, mask=None, **kw):
+    vjp, jvp = _mask_rules(mask) if mask is not None else _rules(deriv)
+    kw.setdefault("method", False)
+    kw.setdefault("function", False)  # F.<name> only (nn/functional.py), not jitorch.<name>
+    return defop(name, impl, kind="elementwise", vjp=vjp, jvp=jvp, **kw)
+
+
+# --- piecewise linear ------------------------------------------------------------------------
+def _relu(input):
+    return np.where(input > 0, input, np.zeros((), input.dtype)) if input.dtype.kind != "f" \
+        else np.where(np.isnan(input) | (input > 0), input, 0)
+
+
+relu = _act("relu", _relu, mask=lambda result: result > 0, method=True, function=True,
+            inplace=True,
+            dtype=_rule("relu", ints=True,
+                        bool_error=(RuntimeError, "Boolean inputs not supported for relu")),
+            scalar="({input} if not {input} <= 0 else 0)")
+
+
+
+def relu_(input):
+    """`jitorch.relu_(x)`: x.relu_()."""
+    return input.relu_()
+
+
+_HARDTANH_BOOL = (RuntimeError, "Bool inputs not supported for hardtanh")
+
+
+def _hardtanh(input, min_val=-1.0, max_val=1.0):
+    lo = np.asarray(min_val).astype(input.dtype)
+    hi = np.asarray(max_val).astype(input.dtype)
+    return np.where(input < lo, lo, np.where(input > hi, hi, input))
+
+
+_HARDTANH_SCALAR = ("({min_val} if {input} < {min_val} else "
+                    "({max_val} if {input} > {max_val} else {input}))")
+hardtanh = _act("hardtanh", _hardtanh,
+                mask=lambda input, min_val, max_val: (input > min_val) & (input < max_val),
+                dtype=_rule("hardtanh", ints=True, bool_error=_HARDTANH_BOOL),
+                scalar=_HARDTANH_SCALAR)
+
+
+def _relu6(input):
+    return _hardtanh(input, 0, 6)
+
+
+relu6 = _act("relu6", _relu6, mask=lambda input: (input > 0) & (input < 6),
+             dtype=_rule("hardtanh", ints=True, bool_error=_HARDTANH_BOOL),
+             scalar="(0 if {input} < 0 else (6 if {input} > 6 else {input}))")
+
+
+def _leaky_relu(input, negative_slope=0.01):
+    return np.where(input > 0, input, input * np.asarray(negative_slope, input.dtype))
+
+
+leaky_relu = _act("leaky_relu", _leaky_relu,
+                  deriv=lambda input, negative_slope: where(input > 0, 1.0, negative_slope),
+                  dtype=_rule("leaky_relu_cpu"),
+                  scalar="({input} if {input} > 0 else {input} * {negative_slope})")
+
+
+def _threshold(input, threshold, value):
+    v = np.asarray(value).astype(input.dtype)
+    return np.where(input > threshold, input, v) if input.dtype.kind != "f" else \
+        np.where((input <= threshold) & ~np.isnan(input), v, input)
+
+
+threshold = _act("threshold", _threshold, mask=lambda input, threshold: input > threshold,
+                 dtype=_rule("threshold_cpu", ints=True),
+                 scalar="({value} if {input} <= {threshold} else {input})")
+
+
+def _softshrink(input, lambd=0.5):
+    if not lambd >= 0:
+        d = dt.from_numpy_dtype(input.dtype)
+        raise RuntimeError(f"lambda must be in range [0, {dt.finfo(d).max:g}] for input dtype "
+                           f"{_pt_name(d)}, but found {lambd:g}")
+    lam = np.asarray(lambd, input.dtype)
+    return np.where(input > lam, input - lam, np.where(input < -lam, input + lam,
+                                                       np.where(np.isnan(input), input, 0)))
+
+
+softshrink = _act("softshrink", _softshrink,
+                  mask=lambda input, lambd: (input > lambd) | (input < -lambd),
+                  dtype=_rule("softshrink_check"),
+                  scalar="({input} - {lambd} if {input} > {lambd} else ({input} + {lambd} "
+                         "if {input} < -{lambd} else ({input} * 0 if {input} != {input} "
+                         "else 0)))")
+
+
+def _hardshrink(input, lambd=0.5):
+    lam = np.asarray(lambd, input.dtype)
+    return np.where((input >= -lam) & (input <= lam), 0, input).astype(input.dtype)
+
+
+hardshrink = _act("hardshrink", _hardshrink,
+                  mask=lambda input, lambd: (input > lambd) | (input < -lambd),
+                  dtype=_rule("hardshrink_cpu"),
+                  scalar="(0 if ({input} >= -{lambd} and {input} <= {lambd}) else {input})")
+
+
+# --- exponential family -----------------------------------------------------------------------
+def _elu(input, alpha=1.0):
+    a = np.asarray(alpha, input.dtype)
+    return np.where(input > 0, input, a * np.expm1(np.minimum(input, 0)))
+
+
+elu = _act("elu", _elu, deriv=lambda input, alpha: where(input > 0, 1.0, input.exp() * alpha),
+           dtype=_rule("elu_cpu"),
+           scalar="({input} if {input} > 0 else {alpha} * np.expm1({input}))")
+
+
+def _selu(input):
+    s, a = np.asarray(_SELU_SCALE, input.dtype), np.asarray(_SELU_ALPHA, input.dtype)
+    return s * np.where(input > 0, input, a * np.expm1(np.minimum(input, 0)))
+
+
+selu = _act("selu", _selu,
+            deriv=lambda input: where(input > 0, _SELU_SCALE,
+                                      input.exp() * (_SELU_SCALE * _SELU_ALPHA)),
+            dtype=_rule("elu_cpu"),
+            scalar=f"{_SELU_SCALE!r} * ({{input}} if {{input}} > 0 else "
+                   f"{_SELU_ALPHA!r} * np.expm1({{input}}))")
+
+
+def _celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    a = np.asarray(alpha, input.dtype)
+    return np.where(input > 0, input, a * np.expm1(np.minimum(input, 0) / a))
+
+
+celu = _act("celu", _celu, deriv=lambda input, alpha: where(input > 0, 1.0,
+                                                             (input / alpha).exp()),
+            dtype=_rule("elu_cpu"),
+            scalar="({input} if {input} > 0 else {alpha} * np.expm1({input} / {alpha}))")
+
+
+def _softplus(input, beta=1.0, threshold=20.0):
+    b = np.asarray(beta, input.dtype)
+    z = input * b
+    return np.where(z > threshold, input, np.log1p(np.exp(z)) / b)
+
+
+softplus = _act("softplus", _softplus,
+                deriv=lambda input, beta, threshold: where(input * beta > threshold, 1.0,
+                                                           (input * beta).sigmoid()),
+                dtype=_rule("softplus_cpu"),
+                scalar="({input} if {input} * {beta} > {threshold} else "
+                       "np.log1p(np.exp({input} * {beta})) / {beta})")
+
+
+def _logsigmoid(input):
+    return np.minimum(input, 0) - np.log1p(np.exp(-np.abs(input)))
+
+
+logsigmoid = _act("logsigmoid", _logsigmoid, deriv=lambda input: (-input).sigmoid(),
+                  dtype=_rule("log_sigmoid_cpu"),
+                  scalar="(min({input}, 0) - np.log1p(np.exp(-abs({input}))))")
+
+
+# --- smooth gates -----------------------------------------------------------------------------
+def _gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    if approximate == "tanh":
+        u = np.asarray(_SQRT_2_PI, input.dtype) * (input + input * input * input
+                                                   * np.asarray(0.044715, input.dtype))
+        return 0.5 * input * (1 + np.tanh(u))
+    return (input * 0.5 * (1 + sps.erf(input * np.asarray(_SQRT1_2, input.dtype)))).astype(
+        input.dtype)
+
+
+def _gelu_deriv(input, approximate):
+    if approximate == "tanh":
+        x3 = input * input * input
+        t = ((input + x3 * 0.044715) * _SQRT_2_PI).tanh()
+        return 0.5 * (1 + t) + 0.5 * input * (1 - t * t) * _SQRT_2_PI * (1 + input * input
+                                                                          * (3 * 0.044715))
+    cdf = (input * _SQRT1_2).erf() * 0.5 + 0.5
+    return cdf + input * (input * input * -0.5).exp() * _INV_SQRT_2PI
+
+
+# the same function as two attribute-free ops: `F.gelu` dispatches to these, so traces hold
+# ops the compiler fuses (the code generator has no scalar form for a string attribute yet);
+# scripted `F.gelu(...)` calls bind to `gelu` itself
+_GELU_ERF_SCALAR = "0.5 * {input} * (1.0 + math.erf({input} * " + repr(_SQRT1_2) + "))"
+_GELU_TANH_SCALAR = ("0.5 * {input} * (1.0 + np.tanh(" + repr(_SQRT_2_PI)
+                     + " * ({input} + 0.044715 * {input} * {input} * {input})))")
+_gelu_erf = _act("_gelu_erf", lambda input: _gelu(input, "none"),
+                 deriv=lambda input: _gelu_deriv(input, "none"),
+                 dtype=_rule("GeluKernelImpl"), scalar=_GELU_ERF_SCALAR)
+_gelu_tanh = _act("_gelu_tanh", lambda input: _gelu(input, "tanh"),
+                  deriv=lambda input: _gelu_deriv(input, "tanh"),
+                  dtype=_rule("GeluKernelImpl"), scalar=_GELU_TANH_SCALAR)
+
+
+gelu = _act("gelu", _gelu, deriv=_gelu_deriv, dtype=_rule("GeluKernelImpl"),
+            scalar="((" + _GELU_TANH_SCALAR + ") if {approximate} == 'tanh' else ("
+                   + _GELU_ERF_SCALAR + "))")
+
+
+def _silu(input):
+    return input / (1 + np.exp(-input))
+
+
+def _silu_deriv(input):
+    s = input.sigmoid()
+    return s * (1 + input * (1 - s))
+
+
+silu = _act("silu", _silu, deriv=_silu_deriv, dtype=_rule("silu_cpu"),
+            scalar="{input} / (1.0 + np.exp(-{input}))")
+
+
+def _mish(input):
+    return input * np.tanh(np.log1p(np.exp(input)))
+
+
+def _mish_deriv(input):
+    t = _softplus_t(input).tanh()
+    return t + input * input.sigmoid() * (1 - t * t)
+
+
+def _softplus_t(input):
+    return softplus(input)
+
+
+mish = _act("mish", _mish, deriv=_mish_deriv, dtype=_rule("mish_cpu"),
+            scalar="{input} * np.tanh(np.log1p(np.exp({input})))")
+
+
+def _relu6_of(x):
+    """min(max(x, 0), 6) with nan passing through, as PyTorch's kernels clamp."""
+    return np.where(x < 0, 0, np.where(x > 6, 6, x)).astype(x.dtype)
+
+
+_RELU6_OF = "(0 if ({x}) < 0 else (6 if ({x}) > 6 else ({x})))"
+
+
+def _hardsigmoid(input):
+    return _relu6_of(input + 3) / np.asarray(6, input.dtype)
+
+
+hardsigmoid = _act("hardsigmoid", _hardsigmoid,
+                   deriv=lambda input: where((input > -3) & (input < 3), 1.0 / 6, 0.0),
+                   dtype=_rule("hardsigmoid_cpu"),
+                   scalar=_RELU6_OF.format(x="{input} + 3") + " / 6")
+
+
+def _hardswish(input):
+    return input * _relu6_of(input + 3) / np.asarray(6, input.dtype)
+
+
+hardswish = _act("hardswish", _hardswish,
+                 deriv=lambda input: where(input < -3, 0.0,
+                                           where(input <= 3, input / 3 + 0.5, 1.0)),
+                 dtype=_rule("hardswish_cpu"),
+                 scalar="{input} * " + _RELU6_OF.format(x="{input} + 3") + " / 6")
+
+
+def _softsign(input):
+    return input / (1 + np.abs(input))
+
+
+softsign = _act("softsign", _softsign, deriv=lambda input: 1 / ((input.abs() + 1) ** 2),
+                dtype=_rule("abs_cpu", ints=True, base="float"),
+                scalar="{input} / (1.0 + abs({input}))")
+
+
+def _tanhshrink(input):
+    return input - np.tanh(input)
+
+
+_TANHSHRINK_BOOL = (RuntimeError, "Subtraction, the `-` operator, with a bool tensor is not "
+                    "supported. If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.")
+tanhshrink = _act("tanhshrink", _tanhshrink, deriv=lambda input: input.tanh() ** 2,
+                  dtype=_rule("tanhshrink", ints=True, base="float",
+                              bool_error=_TANHSHRINK_BOOL),
+                  scalar="{input} - np.tanh({input})")
+
+
+# --- softmax family (composites: the compiler's row fusion sees amax/sub/exp/sum/div) ---------
+# x - amax(x) then exp and a sum, as PyTorch's kernels compute them: stable for any finite input,
+# and written with registry ops so autograd, forward AD and the compiler get primitives
+def _softmax_input(input, dim, dtype, kernel):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    if dtype is not None:
+        input = input.to(dtype)
+    d = input.dtype
+    if not d.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_pt_name(d)}\'')
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"softmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    nd = max(input.ndim, 1)
+    if not -nd <= dim < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
+                         f"but got {dim})")
+    return input
+
+
+def softmax(input, dim, dtype=None):
+    """exp(x) / sum(exp(x)) along `dim` (computed as exp(x - max) / sum(exp(x - max)))."""
+    x = _softmax_input(input, dim, dtype, "softmax_lastdim_kernel_impl")
+    if x.numel() == 0:
+        return x.clone()
+    e = (x - x.amax(dim, True)).exp()
+    return e / e.sum(dim, True)
+
+
+def log_softmax(input, dim, dtype=None):
+    """x - log(sum(exp(x))) along `dim` (computed as s - log(sum(exp(s))), s = x - max)."""
+    x = _softmax_input(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
+    if x.numel() == 0:
+        return x.clone()
+    s = x - x.amax(dim, True)
+    return s - s.exp().sum(dim, True).log()
+
+
+def _softmax_method(self, dim, dtype=None):
+    return softmax(self, dim, dtype=dtype)
+
+
+def _log_softmax_method(self, dim, dtype=None):
+    return log_softmax(self, dim, dtype=dtype)
+
+
+Tensor.softmax = _softmax_method
+Tensor.log_softmax = _log_softmax_method

@@ -1,0 +1,350 @@
+"""Loss functions of `jitorch.nn.functional`: mse, l1, smooth_l1, huber, nll, cross_entropy
+(class indices with weight / ignore_index / label_smoothing, or class probabilities), binary
+cross entropy (with and without logits, pos_weight), kl_div, cosine_embedding and margin_ranking.
+
+Each is a composite of registry ops (as PyTorch's decompositions write them), so gradients,
+forward AD and the compiler come from the primitives; the numerically delicate parts use stable
+primitives: cross_entropy goes through the max-shifted log_softmax, the logits BCE through
+logsigmoid, BCE clamps its logs at -100 like PyTorch. `reduction` is 'mean' | 'sum' | 'none'
+(plus the legacy `size_average` / `reduce` flags); errors use PyTorch's types and messages.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import _dtype as dt
+from .._tensor import Tensor
+from .nn_activation import log_softmax, logsigmoid
+from .registry import _pt_name, defop
+from .ternary import where
+
+__all__: list = []  # reached through jitorch.nn.functional
+
+
+def legacy_reduction(size_average, reduce, reduction):
+    """PyTorch's `_Reduction.legacy_get_string`: the deprecated flags override `reduction`."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='mean' instead.", UserWarning, stacklevel=3)
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if size_average and reduce:
+        return "mean"
+    return "sum" if reduce else "none"
+
+
+def _check_reduction(reduction):
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce(loss, reduction):
+    _check_reduction(reduction)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _check_tensor(fn, name, x, pos):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position {pos}) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def _pointwise(fn, input, target, reduction, weight=None):
+    _check_tensor(fn, "input", input, 1)
+    _check_tensor(fn, "target", target, 2)
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({target.shape}) that is different to the input "
+                      f"size ({input.shape}). This will likely lead to incorrect results due "
+                      f"to broadcasting. Please ensure they have the same size.", UserWarning,
+                      stacklevel=3)
+
+
+def _weighted(loss, weight, reduction):
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# --- regression losses -------------------------------------------------------------------------
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _pointwise("mse_loss", input, target, reduction)
+    d = input - target
+    return _weighted(d * d, weight, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _pointwise("l1_loss", input, target, reduction)
+    return _weighted((input - target).abs(), weight, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _pointwise("smooth_l1_loss", input, target, reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0:
+        return _reduce(d, reduction)
+    return _reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _pointwise("huber_loss", input, target, reduction)
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    d = (input - target).abs()
+    return _weighted(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), weight, reduction)
+
+
+# --- classification losses ---------------------------------------------------------------------
+def _check_class_target(input, target):
+    if target.dtype is not dt.int64 and target.dtype is not dt.uint8:
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_pt_name(target.dtype)}")
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    batch_in = input.shape[0] if input.ndim > 1 else None
+    batch_t = target.shape[0] if target.ndim else None
+    if input.ndim > 1 and batch_in != batch_t:
+        raise ValueError(f"Expected input batch_size ({batch_in}) to match target batch_size "
+                         f"({batch_t}).")
+    want = tuple(input.shape[:1]) + tuple(input.shape[2:]) if input.ndim > 1 else ()
+    if tuple(target.shape) != want:
+        raise RuntimeError(f"Expected target size {list(want)}, got {list(target.shape)}")
+
+
+def _class_dim(input):
+    return 1 if input.ndim > 1 else 0
+
+
+def _nll_gather_impl(input, target, ignore_index=-100):
+    """input[n, target[n], ...] along the class dim (1, or 0 for an unbatched input), 0 where
+    target == ignore_index; out-of-range targets raise like PyTorch's kernel (eagerly and in
+    the interpreter: the check needs the data, so it lives in this primitive)."""
+    cd = 1 if input.ndim > 1 else 0
+    c = input.shape[cd]
+    mask = target != ignore_index
+    bad = mask & ((target < 0) | (target >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad].reshape(-1)[0])} is out of bounds.")
+    safe = np.where(mask, target, 0).astype(np.int64)
+    picked = np.take_along_axis(input, np.expand_dims(safe, cd), cd).squeeze(cd) \
+        if input.ndim > 1 else input[safe]
+    return np.where(mask, picked, 0).astype(input.dtype)
+
+
+def _nll_gather_vjp(g, input, target, ignore_index):
+    from .._creation import zeros
+    cd = 1 if input.ndim > 1 else 0
+    mask = target != ignore_index
+    safe = where(mask, target, 0).long()
+    src = where(mask, g, 0.0)
+    return zeros(tuple(input.shape), dtype=g.dtype).scatter(cd, safe.unsqueeze(cd),
+                                                            src.unsqueeze(cd)), None
+
+
+_nll_gather = defop("_nll_gather", _nll_gather_impl, tensors=("input", "target"), kind="index",
+                    method=False, vjp=_nll_gather_vjp,
+                    jvp=lambda t_input, target, ignore_index: _nll_gather(t_input, target,
+                                                                          ignore_index))
+
+
+def _pick(logp, target, ignore_index):
+    """(-logp[target] per element (0 where ignored), mask of counted elements, safe indices)."""
+    mask = target != ignore_index
+    safe = where(mask, target, 0).long()
+    return -_nll_gather(logp, target, ignore_index), mask, safe
+
+
+def _class_weight(weight, safe, mask, dtype):
+    w = mask.to(dtype)
+    if weight is not None:
+        w = w * weight[safe]
+    return w
+
+
+def _check_weight(weight, c):
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """-input[n, target[n]] * weight[target[n]], ignoring `ignore_index`; 'mean' divides by
+    the summed weights of the counted targets."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_tensor("nll_loss", "input", input, 1)
+    _check_reduction(reduction)
+    _check_class_target(input, target)
+    _check_weight(weight, input.shape[_class_dim(input)])
+    nll, mask, safe = _pick(input, target, ignore_index)
+    w = _class_weight(weight, safe, mask, input.dtype)
+    loss = nll * w
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    """log_softmax over the class dim, then nll_loss (class indices) or -sum(p * log q)
+    (class probabilities, a float target of the input's shape)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_tensor("cross_entropy", "input", input, 1)
+    _check_tensor("cross_entropy", "target", target, 2)
+    _check_reduction(reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                           f"{label_smoothing:g}")
+    cd = _class_dim(input)
+    c = input.shape[cd] if input.ndim else 0
+    _check_weight(weight, c)
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+        return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
+                                    label_smoothing, cd, c)
+    _check_class_target(input, target)
+    logp = log_softmax(input, cd)
+    nll, mask, safe = _pick(logp, target, ignore_index)
+    w = _class_weight(weight, safe, mask, logp.dtype)
+    loss = nll * w
+    if label_smoothing > 0:
+        lp = logp if weight is None else logp * weight.reshape(_wshape(input))
+        smooth = where(mask, -lp.sum(cd), 0.0)
+        loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / c)
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _wshape(input):
+    return (1, -1) + (1,) * (input.ndim - 2) if input.ndim > 1 else (-1,)
+
+
+def _cross_entropy_probs(input, target, weight, ignore_index, reduction, ls, cd, c):
+    if ignore_index != -100:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if ls > 0:
+        target = target * (1 - ls) + ls / c
+    lp = log_softmax(input, cd)
+    if weight is not None:
+        lp = lp * weight.reshape(_wshape(input))
+    loss = -(lp * target).sum(cd)
+    if reduction == "mean":
+        n = input.numel() // max(c, 1)
+        return loss.sum() / n
+    return _reduce(loss, reduction)
+
+
+def _check_same_size(fn, input, target):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         f"size.")
+
+
+def _unit_interval_impl(input):
+    if input.size and ((input < 0) | (input > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    return input
+
+
+# identity that checks BCE's input range eagerly and in the interpreter; its scalar template
+# (identity) lets the compiler fuse it, so compiled code does not check (values outside [0, 1]
+# then give nan, as the formula does)
+_unit_interval = defop("_unit_interval", _unit_interval_impl, kind="elementwise", method=False,
+                       vjp=lambda g: g, jvp=lambda t_input: t_input, scalar="{input}")
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as in PyTorch."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_tensor("binary_cross_entropy", "input", input, 1)
+    _check_reduction(reduction)
+    _check_same_size("binary_cross_entropy", input, target)
+    input = _unit_interval(input)
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log()
+             .clamp_min(-100))
+    return _weighted(loss, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    """(1 - t) x - (1 + (pos_weight - 1) t) logsigmoid(x): stable for any logit."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_tensor("binary_cross_entropy_with_logits", "input", input, 1)
+    _check_reduction(reduction)
+    _check_same_size("binary_cross_entropy_with_logits", input, target)
+    ls = logsigmoid(input)
+    if pos_weight is not None:
+        loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * ls
+    else:
+        loss = (1 - target) * input - ls
+    return _weighted(loss, weight, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """target * (log target - input) pointwise ('batchmean': the sum over the batch size)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_tensor("kl_div", "input", input, 1)
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = target.xlogy(target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, reduction)
+
+
+# --- embedding / ranking losses ----------------------------------------------------------------
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    nd = input1.ndim
+    if nd != input2.ndim or nd not in (1, 2) or target.ndim != nd - 1:
+        raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {input1.shape}, input2: "
+                           f"{input2.shape}, target: {target.shape} ")
+    eps = 1e-12
+    prod = (input1 * input2).sum(-1)
+    mag1 = (input1 * input1).sum(-1) + eps
+    mag2 = (input2 * input2).sum(-1) + eps
+    cos = prod / (mag1 * mag2).sqrt()
+    zeros = cos * 0
+    pos = where(target == 1, 1 - cos, zeros)
+    neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return _reduce(pos + neg, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """max(0, -target * (x1 - x2) + margin)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if not (input1.ndim == input2.ndim == target.ndim):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)

@@ -1,0 +1,186 @@
+"""The rest of `jitorch.nn.functional`'s core: linear, dropout, one_hot and embedding.
+
+linear and dropout are composites of registry ops (matmul + add; a random mask from jitorch's
+default generator times the input). one_hot and embedding are primitives: one_hot is an integer
+op without gradient, embedding a gather of rows whose VJP scatters the gradient back and leaves
+the `padding_idx` row without gradient (PyTorch's `embedding_backward`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from .registry import _pt_name, defop
+from .. import _dtype as dt
+
+__all__: list = []  # reached through jitorch.nn.functional
+
+
+def linear(input, weight, bias=None):
+    """input @ weight.T + bias."""
+    if not isinstance(input, Tensor):
+        raise TypeError(f"linear(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+    out = input.matmul(weight.t()) if weight.ndim == 2 else input.matmul(weight)
+    return out if bias is None else out + bias
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability p and scale the rest by 1 / (1 - p) (jitorch's default
+    generator); the input itself when not training or p == 0."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        return input
+    from .._random import rand_like
+    if p == 1:
+        scale = input * 0
+    else:
+        keep = rand_like(input) >= p
+        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    if inplace:
+        return input.mul_(scale) if p != 1 else input.mul_(0)
+    return input * scale if p != 1 else scale
+
+
+# --- one_hot -----------------------------------------------------------------------------------
+def _one_hot(tensor, num_classes=-1):
+    input = tensor
+    if input.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if input.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(input.max()) + 1
+    if input.size:
+        if input.min() < 0:
+            raise RuntimeError("Class values must be non-negative.")
+        if input.max() >= num_classes:
+            raise RuntimeError("Class values must be smaller than num_classes.")
+    return (input[..., None] == np.arange(num_classes)).astype(np.int64)
+
+
+one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
+                method=False, function=False)
+
+
+# --- embedding ---------------------------------------------------------------------------------
+def _embedding(input, weight, padding_idx=None):
+    if input.dtype.kind not in "iu":
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"{_pt_name(dt.from_numpy_dtype(input.dtype))} instead (while "
+                           f"checking arguments for embedding)")
+    n = weight.shape[0]
+    if input.size and (input.min() < -n or input.max() >= n):
+        raise IndexError("index out of range in self")
+    if input.size and input.min() < 0:
+        raise IndexError("index out of range in self")
+    return weight[input]
+
+
+def _embedding_grad(g, input, weight_shape, padding_idx):
+    from .scatter_ops import index_add  # noqa: F401  (declares the op)
+    from .._creation import zeros
+    idx = input.reshape(-1).long()
+    rows = g.reshape(-1, weight_shape[-1])
+    if padding_idx is not None:
+        keep = (idx != _pad_index(padding_idx, weight_shape[0])).unsqueeze(-1)
+        rows = rows * keep.to(rows.dtype)
+    return zeros(tuple(weight_shape), dtype=g.dtype).index_add(0, idx, rows)
+
+
+def _pad_index(padding_idx, n):
+    return padding_idx + n if padding_idx < 0 else padding_idx
+
+
+def _embedding_vjp(g, input, weight_shape, padding_idx):
+    return None, _embedding_grad(g, input, weight_shape, padding_idx)
+
+
+def _embedding_jvp(t_weight, input, padding_idx):
+    return embedding(input, t_weight, padding_idx)
+
+
+embedding = defop("embedding", _embedding, tensors=("input", "weight"), kind="index",
+                  vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False)
+
+
+# --- pad ---------------------------------------------------------------------------------------
+_PAD_HELP = ("\nSupported combinations for non-constant padding:\n"
+             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last len(pad) // 2 dims: pad = (last_lo, last_hi, 2nd_last_lo, ...); negative
+    amounts crop. Modes: constant (value, default 0), reflect, replicate, circular. Composite:
+    `cat` with constant blocks, or `index_select` with indices fixed by the shapes."""
+    pads = [int(p) for p in pad]
+    if len(pads) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    k = len(pads) // 2
+    if k > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pads)} and input of dimension "
+                           f"{input.ndim}")
+    if mode == "constant":
+        return _pad_constant(input, pads, 0.0 if value is None else value)
+    if mode not in ("reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    if k not in (1, 2, 3) or input.ndim not in (k + 1, k + 2):
+        raise NotImplementedError(f"Padding size {len(pads)} is not supported for "
+                                  f"{input.ndim}D input tensor." + _PAD_HELP)
+    from .._creation import tensor
+    x = input
+    for i in range(k):
+        dim = input.ndim - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        n = input.shape[dim]
+        j = np.arange(-lo, n + hi)
+        if mode == "reflect":
+            if lo >= n or hi >= n:
+                raise RuntimeError(f"Argument #4: Padding size should be less than the "
+                                   f"corresponding input dimension, but got: padding ({lo}, "
+                                   f"{hi}) at dimension {dim} of input {list(input.shape)}")
+            j = np.abs(j)
+            j = np.where(j > n - 1, 2 * (n - 1) - j, j)
+        elif mode == "replicate":
+            j = np.clip(j, 0, n - 1)
+        else:  # circular crops first (negative amounts), then wraps within what is left
+            lo_c, hi_c = max(-lo, 0), max(-hi, 0)
+            m = n - lo_c - hi_c
+            lo, hi = max(lo, 0), max(hi, 0)
+            if lo > m or hi > m:
+                raise RuntimeError("Padding value causes wrapping around more than once.")
+            j = np.mod(np.arange(-lo, m + hi), m) + lo_c
+        x = x.index_select(dim, tensor(j.astype(np.int64)))
+    return x
+
+
+def _pad_constant(input, pads, value):
+    from .._creation import full
+    from .join import cat
+    x = input
+    for i in range(len(pads) // 2):
+        dim = input.ndim - 1 - i
+        lo, hi = pads[2 * i], pads[2 * i + 1]
+        n = x.shape[dim]
+        if lo < 0 or hi < 0:
+            start, stop = max(-lo, 0), n - max(-hi, 0)
+            if stop < start:
+                raise RuntimeError(f"The input size {n}, plus negative padding {lo} and {hi} "
+                                   f"resulted in a negative output size, which is invalid. Check "
+                                   f"dimension {dim} of your input.")
+            x = x.narrow(dim, start, stop - start)
+        parts = []
+        for amount in (lo, hi):
+            shape = list(x.shape)
+            shape[dim] = max(amount, 0)
+            parts.append(full(tuple(shape), value, dtype=x.dtype) if amount > 0 else None)
+        if parts[0] is not None or parts[1] is not None:
+            x = cat([p for p in (parts[0], x, parts[1]) if p is not None], dim)
+    return x

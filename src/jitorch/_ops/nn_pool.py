@@ -1,0 +1,539 @@
+"""Pooling and sliding blocks of `jitorch.nn.functional`: max_pool1d/2d (with indices),
+avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool1d/2d, unfold (im2col) and fold (col2im).
+
+Kernels are NumPy over strided window views (`nn_conv._windows`, no Python loop over pixels),
+for any leading dims ((C, *S) unbatched or (N, C, *S)). Autograd:
+- max pools return (values, flat indices into each (n, c) plane, as PyTorch); the VJP scatters
+  the gradient through the indices (`scatter_add`), the JVP gathers the tangent: both jitorch
+  ops, so twice differentiable. Adaptive max pools share these rules.
+- avg_pool is linear: y = W(x) / divisor; VJP W^T(g / divisor) with the internal pair of
+  linear ops `_window_sum` / `_window_sum_t`, each the other's VJP.
+- adaptive_avg_pool is separable and linear: y = P_h x P_w^T with constant averaging matrices;
+  its VJP is the internal op `_adaptive_avg_t` (P_h^T g P_w), whose VJP is the pool again.
+- im2col / col2im are each other's VJP.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._tensor import Tensor
+from .nn_conv import _col2im, _crop, _pad, _tup, _windows
+from .registry import defop
+
+# top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
+# the rest is reached through jitorch.nn.functional
+__all__: list = []
+
+
+def _check_rank(name, nd, input):
+    """(C, *S) or (N, C, *S) with non-empty non-batch dims (N may be 0), as PyTorch."""
+    if input.ndim not in (nd + 1, nd + 2):
+        if name == "avg_pool1d":
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
+                               f"tensor for argument #1 'self' (while checking arguments for "
+                               f"avg_pool1d)")
+        if nd == 2:
+            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if input.ndim not in (nd + 1, nd + 2) or 0 in input.shape[input.ndim - nd - 1:]:
+        raise RuntimeError(f"{name + ': ' if nd == 1 else ''}Expected {nd + 1}D or {nd + 2}D "
+                           f"(batch mode) tensor with optional 0 dim batch size for input, but "
+                           f"got:{list(input.shape)}")
+
+
+def _pool_params(nd, kernel_size, stride, padding, dilation):
+    k = _tup(kernel_size, nd, "kernel_size", "pooling")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not len(stride)) \
+        else _tup(stride, nd, "stride", "pooling")
+    p = _tup(padding, nd, "padding", "pooling")
+    d = _tup(dilation, nd, "dilation", "pooling")
+    if any(v <= 0 for v in k):
+        raise RuntimeError("kernel size should be greater than zero")
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    if any(v <= 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero")
+    for i in range(nd):
+        if p[i] < 0 or p[i] > (d[i] * (k[i] - 1) + 1) // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={p[i]}, kernel_size={k[i]} and dilation={d[i]}")
+    return k, s, p, d
+
+
+def _pool_out(spatial, lead_c, k, s, p, d, ceil_mode):
+    """Output sizes (PyTorch's pooling_output_shape) and the high-side pads they need."""
+    out, hi = [], []
+    for i, size in enumerate(spatial):
+        num = size + 2 * p[i] - d[i] * (k[i] - 1) - 1 + (s[i] - 1 if ceil_mode else 0)
+        o = num // s[i] + 1
+        if ceil_mode and (o - 1) * s[i] >= size + p[i]:
+            o -= 1
+        out.append(o)
+        hi.append(max(p[i], (o - 1) * s[i] + d[i] * (k[i] - 1) + 1 - size - p[i]))
+    if any(o < 1 for o in out):
+        c = f"{lead_c}x" if lead_c is not None else ""
+        raise RuntimeError(f"Given input size: ({c}{'x'.join(map(str, spatial))}). Calculated "
+                           f"output size: ({c}{'x'.join(map(str, out))}). Output size is too "
+                           f"small")
+    pads = tuple(v for i in range(len(spatial)) for v in (p[i], hi[i]))
+    return tuple(out), pads
+
+
+def _lowest(dtype):
+    return -np.inf if dtype.kind == "f" else np.iinfo(dtype).min
+
+
+def _argmax_windows(win, nd, starts, steps, spatial):
+    """win (lead..., *out, *k): (max values, flat input indices) per output element."""
+    lead_out = win.shape[:win.ndim - nd]
+    k = win.shape[win.ndim - nd:]
+    flat = win.reshape(lead_out + (math.prod(k),))
+    arg = np.argmax(flat, axis=-1)
+    vals = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+    offs = np.unravel_index(arg, k)
+    idx = np.zeros(arg.shape, np.int64)
+    for i in range(nd):
+        shape = [1] * len(lead_out)
+        shape[len(lead_out) - nd + i] = -1
+        pos = starts[i].reshape(shape) + offs[i] * steps[i]
+        idx = idx * spatial[i] + pos
+    return np.ascontiguousarray(vals), idx
+
+
+# --- max pooling ---------------------------------------------------------------------------------
+def _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode):
+    _check_rank(name, nd, input)
+    k, s, p, d = _pool_params(nd, kernel_size, stride, padding, dilation)
+    spatial = input.shape[-nd:]
+    out, pads = _pool_out(spatial, input.shape[-nd - 1], k, s, p, d, ceil_mode)
+    xp = _pad(input, pads, _lowest(input.dtype))
+    win = _windows(xp, out, k, s, d)
+    starts = [np.arange(out[i]) * s[i] - p[i] for i in range(nd)]
+    return _argmax_windows(win, nd, starts, d, spatial)
+
+
+def _scatter_planes(g, idx, input_shape, nd):
+    """Gradient of a selection by flat per-plane indices: scatter-add g into the input."""
+    from .._creation import zeros
+    lead = tuple(input_shape[:len(input_shape) - nd])
+    plane = math.prod(input_shape[len(input_shape) - nd:])
+    z = zeros(lead + (plane,), dtype=g.dtype)
+    return z.scatter_add(-1, idx.reshape(lead + (-1,)), g.reshape(lead + (-1,))).reshape(
+        tuple(input_shape))
+
+
+def _gather_planes(t, idx, nd):
+    lead = tuple(t.shape[:t.ndim - nd])
+    return t.reshape(lead + (-1,)).gather(-1, idx.reshape(lead + (-1,))).reshape(idx.shape)
+
+
+def _rules(nd):
+    """VJP/JVP of the (values, indices) ops (max pools, adaptive max pools)."""
+    def vjp(g, result, input_shape):
+        return _scatter_planes(g[0], result[1], input_shape, nd)
+
+    def jvp(t_input, result):
+        return _gather_planes(t_input, result[1], nd), None
+    return vjp, jvp
+
+
+def _make_max_pool(nd):
+    name = f"max_pool{nd}d"
+
+    def impl(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        return _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation,
+                              ceil_mode)
+    impl.__name__ = name + "_with_indices"
+    impl.__doc__ = f"{nd}-D max pooling: (values, flat indices into each input plane)."
+    vjp, jvp = _rules(nd)
+    with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
+                         jvp=jvp, function=nd == 1)
+
+    # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
+    # input (one more pooling pass) rather than keeping a second output alive
+    def values_impl(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+        return impl(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+
+    def indices(input, kernel_size, stride, padding, dilation, ceil_mode):
+        return with_indices(input.detach(), kernel_size, stride, padding, dilation,
+                            ceil_mode)[1]
+
+    def values_vjp(g, input, kernel_size, stride, padding, dilation, ceil_mode):
+        idx = indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+        return _scatter_planes(g, idx, tuple(input.shape), nd)
+
+    def values_jvp(t_input, input, kernel_size, stride, padding, dilation, ceil_mode):
+        idx = indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+        return _gather_planes(t_input, idx, nd)
+
+    values_impl.__name__ = name
+    values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
+    values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
+                   jvp=values_jvp)
+    return with_indices, values
+
+
+max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
+max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """1-D max pooling over (N, C, L) or (C, L); (values, indices) when return_indices."""
+    if return_indices:
+        return max_pool1d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """2-D max pooling over (N, C, H, W) or (C, H, W); (values, indices) when return_indices."""
+    if return_indices:
+        return max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+# the scripting frontend compiles a call that binds to the op's signature to the op itself
+max_pool1d.__wrapped__ = _max_pool1d
+max_pool2d.__wrapped__ = _max_pool2d
+
+
+# --- window sums (avg_pool's linear core) --------------------------------------------------------
+def _window_sum_impl(input, kernel_size, stride, padding):
+    kernel_size, stride, padding = tuple(kernel_size), tuple(stride), tuple(padding)
+    nd = len(kernel_size)
+    out = tuple((input.shape[-nd + i] + padding[2 * i] + padding[2 * i + 1] - kernel_size[i])
+                // stride[i] + 1 for i in range(nd))
+    win = _windows(_pad(input, padding), out, kernel_size, stride, (1,) * nd)
+    return np.ascontiguousarray(win.sum(axis=tuple(range(-nd, 0))))
+
+
+def _window_sum_t_impl(grad, input_size, kernel_size, stride, padding):
+    input_size, kernel_size = tuple(input_size), tuple(kernel_size)
+    stride, padding = tuple(stride), tuple(padding)
+    nd = len(kernel_size)
+    out = grad.shape[-nd:]
+    cols = np.broadcast_to(grad.reshape(grad.shape[:-nd] + (1,) * nd + out),
+                           grad.shape[:-nd] + tuple(kernel_size) + out)
+    padded = tuple(s + padding[2 * i] + padding[2 * i + 1] for i, s in enumerate(input_size))
+    return _crop(_col2im(cols, padded, out, kernel_size, stride, (1,) * nd), padding,
+                 input_size)
+
+
+_window_sum = defop(
+    "_window_sum", _window_sum_impl, kind="other", method=False,
+    vjp=lambda g, input_shape, kernel_size, stride, padding: _window_sum_t(
+        g, tuple(input_shape[len(input_shape) - len(kernel_size):]), kernel_size, stride,
+        padding),
+    jvp=lambda t_input, kernel_size, stride, padding: _window_sum(t_input, kernel_size, stride,
+                                                                  padding))
+_window_sum_t = defop(
+    "_window_sum_t", _window_sum_t_impl, tensors=("grad",), kind="other", method=False,
+    vjp=lambda g, kernel_size, stride, padding: _window_sum(g, kernel_size, stride, padding),
+    jvp=lambda t_grad, input_size, kernel_size, stride, padding: _window_sum_t(
+        t_grad, input_size, kernel_size, stride, padding))
+
+
+def _avg_setup(nd, name, shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
+               divisor_override):
+    """(kernel, stride, lo/hi pads, divisor array over the output spatial dims)."""
+    k, s, p, _ = _pool_params(nd, kernel_size, stride, padding, 1)
+    spatial = tuple(shape[len(shape) - nd:])
+    out, pads = _pool_out(spatial, shape[len(shape) - nd - 1], k, s, p, (1,) * nd, ceil_mode)
+    if divisor_override is not None:
+        if divisor_override == 0:
+            raise RuntimeError("divisor must be not zero")
+        div = np.full(out, float(divisor_override))
+    else:
+        div = np.ones(out)
+        for i in range(nd):
+            start = np.arange(out[i]) * s[i] - p[i]
+            end = np.minimum(start + k[i], spatial[i] + p[i])
+            size = end - start
+            if not count_include_pad:
+                size = np.minimum(end, spatial[i]) - np.maximum(start, 0)
+            shp = [1] * nd
+            shp[i] = -1
+            div = div * size.reshape(shp)
+    return k, s, pads, div
+
+
+def _make_avg_pool(nd):
+    name = f"avg_pool{nd}d"
+
+    def impl2(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+              count_include_pad=True, divisor_override=None):
+        _check_rank(name, nd, input)
+        k, s, pads, div = _avg_setup(nd, name, input.shape, kernel_size, stride, padding,
+                                     ceil_mode, count_include_pad, divisor_override)
+        res = _window_sum_impl(input, k, s, pads) / div
+        return res.astype(input.dtype, copy=False)
+
+    def impl1(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+              count_include_pad=True):
+        return impl2(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    def vjp2(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
+             divisor_override):
+        k, s, pads, div = _avg_setup(nd, name, input_shape, kernel_size, stride, padding,
+                                     ceil_mode, count_include_pad, divisor_override)
+        scaled = g / Tensor._make(div.astype(g.dtype.np))
+        return _window_sum_t(scaled, tuple(input_shape[len(input_shape) - nd:]), k, s, pads)
+
+    def vjp1(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        return vjp2(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                    None)
+
+    def jvp2(t_input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+             divisor_override):
+        return fn(t_input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                  divisor_override)
+
+    def jvp1(t_input, kernel_size, stride, padding, ceil_mode, count_include_pad):
+        return fn(t_input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+
+    impl = impl1 if nd == 1 else impl2
+    impl.__name__ = name
+    impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
+    fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
+               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1)
+    return fn
+
+
+avg_pool1d = _make_avg_pool(1)
+avg_pool2d = _make_avg_pool(2)
+
+
+# --- adaptive pooling ----------------------------------------------------------------------------
+def _adaptive_sizes(nd, output_size, spatial):
+    if isinstance(output_size, (int, np.integer)) or output_size is None:
+        output_size = (output_size,) * nd
+    output_size = tuple(output_size)
+    if len(output_size) == 1 and nd > 1:
+        output_size = output_size * nd
+    if len(output_size) != nd:
+        raise RuntimeError(f"adaptive_pool{nd}d: output_size must be {nd}")
+    return tuple(spatial[i] if o is None else int(o) for i, o in enumerate(output_size))
+
+
+def _bounds(size, out):
+    i = np.arange(out)
+    return (i * size) // out, -((-(i + 1) * size) // out)
+
+
+def _avg_matrix(size, out, dtype):
+    start, end = _bounds(size, out)
+    j = np.arange(size)
+    m = ((j >= start[:, None]) & (j < end[:, None])).astype(np.float64)
+    return (m / (end - start)[:, None]).astype(dtype)
+
+
+def _check_adaptive(name, nd, input, output_size, colon=""):
+    if input.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got"
+                           f"{colon} {list(input.shape)}")
+    sizes = _adaptive_sizes(nd, output_size, input.shape[-nd:])
+    if any(o < 0 for o in sizes):
+        raise RuntimeError(f"{name}(): elements of output_size must be greater than or equal "
+                           f"to 0 but received {list(sizes)}")
+    for i in range(input.ndim - nd):
+        if input.shape[i] == 0 and i == input.ndim - nd - 1:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {i} being empty")
+    for i in range(nd):
+        if input.shape[input.ndim - nd + i] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {input.ndim - nd + i} being empty")
+    return sizes
+
+
+def _make_adaptive_avg(nd):
+    name = f"adaptive_avg_pool{nd}d"
+
+    def mats(shape, output_size, dtype):
+        sizes = _adaptive_sizes(nd, output_size, shape[len(shape) - nd:])
+        return [_avg_matrix(shape[len(shape) - nd + i], sizes[i], dtype) for i in range(nd)]
+
+    def impl(input, output_size):
+        _check_adaptive(name, nd, input, output_size)
+        ms = mats(input.shape, output_size, input.dtype if input.dtype.kind == "f"
+                  else np.float64)
+        if nd == 1:
+            return np.ascontiguousarray(input @ ms[0].T).astype(input.dtype, copy=False)
+        return np.ascontiguousarray(ms[0] @ input @ ms[1].T).astype(input.dtype, copy=False)
+
+    def vjp(g, input_shape, output_size):
+        return _adaptive_avg_t(g, tuple(input_shape[len(input_shape) - nd:]))
+
+    def jvp(t_input, output_size):
+        return fn(t_input, output_size)
+
+    impl.__name__ = name
+    impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
+    fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1)
+    return fn
+
+
+adaptive_avg_pool1d = _make_adaptive_avg(1)
+adaptive_avg_pool2d = _make_adaptive_avg(2)
+
+
+def _adaptive_avg_t_impl(grad, input_size):
+    """The adjoint of adaptive average pooling: P^T g (1-D), P_h^T g P_w (2-D)."""
+    nd = len(input_size)
+    ms = [_avg_matrix(input_size[i], grad.shape[grad.ndim - nd + i], grad.dtype)
+          for i in range(nd)]
+    if nd == 1:
+        return np.ascontiguousarray(grad @ ms[0])
+    return np.ascontiguousarray(ms[0].T @ grad @ ms[1])
+
+
+def _adaptive_avg_t_vjp(g, grad_shape, input_size):
+    out = tuple(grad_shape[len(grad_shape) - len(input_size):])
+    return (adaptive_avg_pool1d if len(input_size) == 1 else adaptive_avg_pool2d)(g, out)
+
+
+_adaptive_avg_t = defop(
+    "_adaptive_avg_t", _adaptive_avg_t_impl, tensors=("grad",), kind="other", method=False,
+    vjp=_adaptive_avg_t_vjp,
+    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size))
+
+
+def _make_adaptive_max(nd):
+    name = f"adaptive_max_pool{nd}d"
+
+    def impl(input, output_size):
+        sizes = _check_adaptive(name, nd, input, output_size, colon=":")
+        spatial = input.shape[-nd:]
+        idxs = []
+        for i in range(nd):
+            start, end = _bounds(spatial[i], sizes[i])
+            kmax = int((end - start).max()) if sizes[i] else 1
+            # clamp each window to its own end: repeats of the last element leave the max
+            idxs.append(np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1))
+        if nd == 1:
+            win = input[..., idxs[0]]  # (lead, O, k)
+        else:
+            ih, iw = idxs
+            win = input[..., ih[:, None, :, None], iw[None, :, None, :]]  # (lead, Oh, Ow, kh, kw)
+        lead_out = win.shape[:win.ndim - nd]
+        k = win.shape[win.ndim - nd:]
+        flat = win.reshape(lead_out + (math.prod(k),))
+        arg = np.argmax(flat, axis=-1)
+        offs = np.unravel_index(arg, k)
+        vals = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
+        idx = np.zeros(arg.shape, np.int64)
+        for i in range(nd):
+            shape = [1] * len(lead_out)
+            shape[len(lead_out) - nd + i] = -1
+            rows = idxs[i]  # (O_i, k_i)
+            o_i = np.arange(sizes[i]).reshape(shape)
+            pos = rows[o_i, offs[i]]
+            idx = idx * spatial[i] + pos
+        return np.ascontiguousarray(vals), idx
+
+    impl.__name__ = name + "_with_indices"
+    vjp, jvp = _rules(nd)
+    return defop(name + "_with_indices", impl, kind="other", method=False, function=nd == 1,
+                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp)
+
+
+_adaptive_max1 = _make_adaptive_max(1)
+_adaptive_max2 = _make_adaptive_max(2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """1-D adaptive max pooling; (values, indices) when return_indices."""
+    r = _adaptive_max1(input, output_size)
+    return r if return_indices else r[0]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """2-D adaptive max pooling; (values, indices) when return_indices."""
+    r = _adaptive_max2(input, output_size)
+    return r if return_indices else r[0]
+
+
+# --- unfold / fold -------------------------------------------------------------------------------
+def _block_params(kernel_size, dilation, padding, stride):
+    k = _tup(kernel_size, 2, "kernel_size", "unfold")
+    d = _tup(dilation, 2, "dilation", "unfold")
+    p = _tup(padding, 2, "padding", "unfold")
+    s = _tup(stride, 2, "stride", "unfold")
+    for nm, v, lo in (("kernel", k, 1), ("dilation", d, 1), ("stride", s, 1)):
+        if any(x < lo for x in v):
+            raise RuntimeError(f"{nm} should be greater than zero, but got {nm}_height: {v[0]} "
+                               f"{nm}_width: {v[1]}")
+    if any(x < 0 for x in p):
+        raise RuntimeError(f"padding should be non-negative, but got pad_height: {p[0]} "
+                           f"pad_width: {p[1]}")
+    return k, d, p, s
+
+
+def _im2col(input, kernel_size, dilation=1, padding=0, stride=1):
+    if input.ndim not in (3, 4) or (input.ndim == 4 and 0 in input.shape[1:]) or \
+            (input.ndim == 3 and 0 in input.shape):
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           f"and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
+    k, d, p, s = _block_params(kernel_size, dilation, padding, stride)
+    x = input if input.ndim == 4 else input[None]
+    pads = (p[0], p[0], p[1], p[1])
+    out = tuple((x.shape[2 + i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+                for i in range(2))
+    if any(o < 1 for o in out):
+        raise RuntimeError(f"Given input with spatial size ({x.shape[2]}, {x.shape[3]}), "
+                           f"kernel_size=({k[0]}, {k[1]}), dilation=({d[0]}, {d[1]}), "
+                           f"padding=({p[0]}, {p[1]}), calculated shape of the array of sliding "
+                           f"blocks as ({out[0]}, {out[1]}), but its components must be at "
+                           f"least one.")
+    win = _windows(_pad(x, pads), out, k, s, d)  # (N, C, oh, ow, kh, kw)
+    n, c = x.shape[:2]
+    res = np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(
+        n, c * k[0] * k[1], out[0] * out[1])
+    return res if input.ndim == 4 else res[0]
+
+
+def _col2im_op(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    if input.ndim not in (2, 3) or (input.ndim == 3 and 0 in input.shape[1:]) or \
+            (input.ndim == 2 and 0 in input.shape):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor with possibly 0 batch size "
+                           f"and non-zero dimensions for input, but got: {list(input.shape)}")
+    size = _tup(output_size, 2, "output_size", "fold")
+    k, d, p, s = _block_params(kernel_size, dilation, padding, stride)
+    x = input if input.ndim == 3 else input[None]
+    kk = k[0] * k[1]
+    if x.shape[1] % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product "
+                           f"of kernel_size, but got input.size(1)={x.shape[1]} and "
+                           f"kernel_size=({k[0]}, {k[1]}).")
+    out = tuple((size[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
+    if out[0] * out[1] != x.shape[2] or any(o < 1 for o in out):
+        raise RuntimeError(f"Given output_size=({size[0]}, {size[1]}), kernel_size=({k[0]}, "
+                           f"{k[1]}), dilation=({d[0]}, {d[1]}), padding=({p[0]}, {p[1]}), "
+                           f"stride=({s[0]}, {s[1]}), expected size of input's dimension 2 to "
+                           f"match the calculated number of sliding blocks {out[0]} * {out[1]} "
+                           f"= {out[0] * out[1]}, but got input.size(2)={x.shape[2]}.")
+    n, c = x.shape[0], x.shape[1] // kk
+    cols = x.reshape((n, c) + k + out)
+    pads = (p[0], p[0], p[1], p[1])
+    padded = (size[0] + 2 * p[0], size[1] + 2 * p[1])
+    res = _crop(_col2im(cols, padded, out, k, s, d), pads, size)
+    return res if input.ndim == 3 else res[0]
+
+
+im2col = defop(
+    "im2col", _im2col, kind="other", method=False, function=False,
+    vjp=lambda g, input_shape, kernel_size, dilation, padding, stride: col2im(
+        g, tuple(input_shape[-2:]), kernel_size, dilation, padding, stride),
+    jvp=lambda t_input, kernel_size, dilation, padding, stride: im2col(
+        t_input, kernel_size, dilation, padding, stride))
+col2im = defop(
+    "col2im", _col2im_op, kind="other", method=False, function=False,
+    vjp=lambda g, kernel_size, dilation, padding, stride: im2col(
+        g, kernel_size, dilation, padding, stride),
+    jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
+        t_input, output_size, kernel_size, dilation, padding, stride))

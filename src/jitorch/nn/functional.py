@@ -1,0 +1,214 @@
+"""`jitorch.nn.functional`: PyTorch's functional API (signatures, defaults, errors).
+
+A facade: the ops are declared once in the registry families `_ops/nn_activation.py`,
+`_ops/nn_norm.py`, `_ops/nn_loss.py` and `_ops/nn_misc.py`. This module adds PyTorch's
+calling conventions on top: the `inplace=` flag of activations (an in-place dispatch of the same
+op), `softmax(dim=None)`'s implicit dim, the legacy `size_average` / `reduce` flags.
+
+Wrappers around an op carry `__wrapped__` = the op's function, so the scripting frontend
+compiles `F.leaky_relu(x, 0.2)` to the op itself when the call binds to the op's signature.
+"""
+from __future__ import annotations
+
+import warnings
+
+from .. import _ops
+from .._ops import nn_activation as _act
+from .._ops.nn_activation import log_softmax as _log_softmax, softmax as _softmax
+from .._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
+                            cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
+                            margin_ranking_loss, mse_loss, nll_loss, smooth_l1_loss)
+from .._ops.nn_misc import dropout, embedding as _embedding, linear, one_hot, pad  # noqa: F401,E501
+from .._ops.nn_norm import (batch_norm, group_norm, layer_norm, normalize,  # noqa: F401
+                            rms_norm)
+from .._ops.registry import OPS, inplace_dispatch
+from .._tensor import Tensor
+from . import _functional_conv
+from ._functional_conv import *  # noqa: F401,F403  (conv / pool / unfold / fold)
+
+__all__ = [
+    "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
+    "celu", "celu_", "gelu", "silu", "mish", "hardtanh", "hardtanh_", "hardsigmoid",
+    "hardswish", "softplus", "softsign", "tanhshrink", "threshold", "threshold_", "logsigmoid",
+    "softshrink", "hardshrink", "sigmoid", "tanh", "softmax", "log_softmax", "softmin",
+    "linear", "dropout", "layer_norm", "rms_norm", "group_norm", "batch_norm", "normalize",
+    "one_hot", "embedding", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
+] + _functional_conv.__all__
+
+sigmoid = _ops.sigmoid
+tanh = _ops.tanh
+
+
+def _inplace(name, input, attrs):
+    op = OPS[name]
+    return inplace_dispatch(op, input, (input,), attrs)
+
+
+def _wraps(op_name):
+    """Mark a wrapper as PyTorch's form of an op: `__wrapped__` lets the frontend find it."""
+    def deco(fn):
+        fn.__wrapped__ = OPS[op_name].fn
+        return fn
+    return deco
+
+
+# --- activations -------------------------------------------------------------------------------
+@_wraps("relu")
+def relu(input, inplace=False):
+    return _inplace("relu", input, {}) if inplace else _act.relu(input)
+
+
+def relu_(input):
+    return _inplace("relu", input, {})
+
+
+@_wraps("relu6")
+def relu6(input, inplace=False):
+    return _inplace("relu6", input, {}) if inplace else _act.relu6(input)
+
+
+@_wraps("leaky_relu")
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    attrs = {"negative_slope": negative_slope}
+    return _inplace("leaky_relu", input, attrs) if inplace else \
+        _act.leaky_relu(input, negative_slope)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _inplace("leaky_relu", input, {"negative_slope": negative_slope})
+
+
+@_wraps("elu")
+def elu(input, alpha=1.0, inplace=False):
+    return _inplace("elu", input, {"alpha": alpha}) if inplace else _act.elu(input, alpha)
+
+
+def elu_(input, alpha=1.0):
+    return _inplace("elu", input, {"alpha": alpha})
+
+
+@_wraps("selu")
+def selu(input, inplace=False):
+    return _inplace("selu", input, {}) if inplace else _act.selu(input)
+
+
+def selu_(input):
+    return _inplace("selu", input, {})
+
+
+@_wraps("celu")
+def celu(input, alpha=1.0, inplace=False):
+    return _inplace("celu", input, {"alpha": alpha}) if inplace else _act.celu(input, alpha)
+
+
+def celu_(input, alpha=1.0):
+    return _inplace("celu", input, {"alpha": alpha})
+
+
+@_wraps("gelu")
+def gelu(input, approximate="none"):
+    # attribute-free ops in traces (fusible); the `gelu` op checks `approximate` eagerly
+    if approximate == "none" and isinstance(input, Tensor):
+        return _act._gelu_erf(input)
+    if approximate == "tanh" and isinstance(input, Tensor):
+        return _act._gelu_tanh(input)
+    return _act.gelu(input, approximate)
+
+
+@_wraps("silu")
+def silu(input, inplace=False):
+    return _inplace("silu", input, {}) if inplace else _act.silu(input)
+
+
+@_wraps("mish")
+def mish(input, inplace=False):
+    return _inplace("mish", input, {}) if inplace else _act.mish(input)
+
+
+@_wraps("hardtanh")
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    attrs = {"min_val": min_val, "max_val": max_val}
+    return _inplace("hardtanh", input, attrs) if inplace else \
+        _act.hardtanh(input, min_val, max_val)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _inplace("hardtanh", input, {"min_val": min_val, "max_val": max_val})
+
+
+@_wraps("hardsigmoid")
+def hardsigmoid(input, inplace=False):
+    return _inplace("hardsigmoid", input, {}) if inplace else _act.hardsigmoid(input)
+
+
+@_wraps("hardswish")
+def hardswish(input, inplace=False):
+    return _inplace("hardswish", input, {}) if inplace else _act.hardswish(input)
+
+
+softplus = _act.softplus  # softplus(input, beta=1.0, threshold=20.0)
+softsign = _act.softsign
+tanhshrink = _act.tanhshrink
+logsigmoid = _act.logsigmoid
+softshrink = _act.softshrink  # softshrink(input, lambd=0.5)
+hardshrink = _act.hardshrink
+
+
+@_wraps("threshold")
+def threshold(input, threshold, value, inplace=False):
+    attrs = {"threshold": threshold, "value": value}
+    return _inplace("threshold", input, attrs) if inplace else \
+        _act.threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    return _inplace("threshold", input, {"threshold": threshold, "value": value})
+
+
+# --- softmax family ----------------------------------------------------------------------------
+def _get_softmax_dim(name, ndim, stacklevel):
+    """PyTorch's implicit dim (deprecated): 0 for 0-, 1- and 3-d inputs, else 1."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  f"to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        dim = _get_softmax_dim("softmin", input.ndim, _stacklevel)
+    if dtype is not None and isinstance(input, Tensor):
+        input = input.to(dtype)
+    return _softmax(-input, dim)
+
+
+# --- embedding ---------------------------------------------------------------------------------
+@_wraps("embedding")
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if padding_idx > 0 and padding_idx >= n:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        if padding_idx < 0:
+            if padding_idx < -n:
+                raise AssertionError("Padding_idx must be within num_embeddings")
+            padding_idx = n + padding_idx
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported yet")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(scale_grad_by_freq/sparse) is not supported yet")
+    return _embedding(input, weight, padding_idx)
