@@ -27,6 +27,7 @@ from . import jit  # noqa: E402
 from . import script  # noqa: E402  (a callable module: `@jitorch.script`)
 from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 from . import utils  # noqa: E402  (`jitorch.utils.data`)
+from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})

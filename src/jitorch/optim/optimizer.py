@@ -1,0 +1,328 @@
+"""`Optimizer`: param groups, per-parameter state, state_dict in PyTorch's format, hooks, and the
+compiled-step machinery shared by every optimizer class.
+
+Each subclass's `step` gathers, per param group, the lists of params, grads and state tensors and
+hands them to its functional form (`optim/functional.py`) through a `CompiledStep`: the function
+compiled with `@jitorch.script` (one program per param group, the loop inside it), or the same
+function run eagerly where scripting is not available for the case (complex params, a compile
+error); the reason is recorded in `CompiledStep.fallbacks`.
+"""
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict, defaultdict
+from copy import deepcopy
+from typing import Any, Callable
+
+from .._tensor import Tensor
+from ..autograd import enable_grad, no_grad
+from ..nn.modules._support import RemovableHandle
+
+__all__ = ["Optimizer", "CompiledStep", "required"]
+
+
+class _RequiredParameter:
+    """Singleton class representing a required parameter for an Optimizer."""
+
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _RequiredParameter()
+
+# How the optimizer classes run their functional form (tests flip it):
+#   True      the compiled program where the compiler lowers it to generated code; a case it can
+#             only interpret runs eagerly instead (same semantics, and the interpreter is slower),
+#             with the reason recorded in `CompiledStep.fallbacks`;
+#   "always"  the scripted function whatever it compiles to (generated code or interpreter);
+#   False     always eager.
+USE_SCRIPT: bool | str = True
+
+
+def _case_key(params: list, args: tuple) -> tuple:
+    """What the script runtime specialises on: each list's element dtypes/ranks, scalar types."""
+    key = [tuple((p.dtype, p.dim()) for p in params)]
+    for a in args:
+        if isinstance(a, list):
+            key.append(tuple((t.dtype, t.dim()) for t in a))
+        else:
+            key.append(type(a))
+    return tuple(key)
+
+
+class CompiledStep:
+    """A functional optimizer form, called compiled with `@jitorch.script` when possible."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.scripted = None
+        self.fallbacks: dict = {}  # case -> why it ran eagerly
+        self._modes: dict = {}     # case key -> "script" | "eager"
+        self._broken = None
+
+    def _script(self):
+        if self.scripted is None and self._broken is None:
+            from .. import script
+            try:
+                self.scripted = script(self.fn)
+            except Exception as e:  # a frontend limitation: run eagerly, say why
+                self._broken = f"scripting failed: {type(e).__name__}: {e}"
+        return self.scripted
+
+    def __call__(self, params: list, *args, use_script=None):
+        mode = USE_SCRIPT if use_script is None else use_script
+        if not mode:
+            return self.fn(params, *args)
+        if any(p.dtype.is_complex for p in params):
+            self.fallbacks["complex"] = "complex parameters: the compiler does not lower them"
+            return self.fn(params, *args)
+        fn = self._script()
+        if fn is None:
+            self.fallbacks["script"] = self._broken
+            return self.fn(params, *args)
+        if mode == "always":
+            return fn(params, *args)
+        key = _case_key(params, args)
+        known = self._modes.get(key)
+        if known == "eager":
+            return self.fn(params, *args)
+        if known is None:  # first call of this case: compile, then see what it compiled to
+            before = set(fn.stats["interpreted"])
+            out = fn(params, *args)
+            new = set(fn.stats["interpreted"]) - before
+            if new:
+                why = fn.stats["interpreted"][next(iter(new))]
+                self.fallbacks[key] = f"the compiler only interprets this case ({why})"
+                self._modes[key] = "eager"
+            else:
+                self._modes[key] = "script"
+            return out
+        return fn(params, *args)
+
+    @property
+    def why_interpreted(self) -> dict:
+        """Specialisations that run through the IR interpreter rather than generated code."""
+        return {} if self.scripted is None else dict(self.scripted.stats["interpreted"])
+
+
+def _typename(obj) -> str:
+    """`torch.typename`: builtins by bare name, others module-qualified."""
+    t = type(obj)
+    return t.__qualname__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
+
+
+class Optimizer:
+    """Base class of all optimizers (`torch.optim.Optimizer`)."""
+
+    def __init__(self, params, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self._optimizer_step_pre_hooks: dict[int, Callable] = OrderedDict()
+        self._optimizer_step_post_hooks: dict[int, Callable] = OrderedDict()
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            f"Tensors or dicts, but got {_typename(params)}")
+        self.state: defaultdict = defaultdict(dict)
+        self.param_groups: list[dict[str, Any]] = []
+        param_groups = list(params)
+        if len(param_groups) == 0:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(param_groups[0], dict):
+            param_groups = [{"params": param_groups}]
+        for param_group in param_groups:
+            self.add_param_group(param_group)
+
+    # -- pickling / printing -------------------------------------------------------------------
+    def __getstate__(self):
+        return {"defaults": self.defaults, "state": self.state,
+                "param_groups": self.param_groups}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._optimizer_step_pre_hooks = OrderedDict()
+        self._optimizer_step_post_hooks = OrderedDict()
+
+    def __repr__(self) -> str:
+        s = self.__class__.__name__ + " ("
+        for i, group in enumerate(self.param_groups):
+            s += "\n"
+            s += f"Parameter Group {i}\n"
+            for key in sorted(group.keys()):
+                if key != "params":
+                    s += f"    {key}: {group[key]}\n"
+        s += ")"
+        return s
+
+    # -- groups --------------------------------------------------------------------------------
+    def add_param_group(self, param_group: dict[str, Any]) -> None:
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group).__name__}")
+        params = param_group["params"]
+        if isinstance(params, Tensor):
+            param_group["params"] = [params]
+        elif isinstance(params, set):
+            raise TypeError("optimizer parameters need to be organized in ordered collections, "
+                            "but the ordering of tensors in sets will change between runs. "
+                            "Please use a list instead.")
+        else:
+            param_group["params"] = list(params)
+        tensors, names = [], []
+        for param in param_group["params"]:
+            if isinstance(param, tuple):
+                names.append(param[0])
+                tensors.append(param[1])
+            else:
+                tensors.append(param)
+        param_group["params"] = tensors
+        if names:
+            if len(names) != len(tensors):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            param_group["param_names"] = names
+        for param in param_group["params"]:
+            if not isinstance(param, Tensor):
+                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
+                                + _typename(param))
+            if not self.defaults.get("differentiable", None) and not (
+                    param.is_leaf or getattr(param, "retains_grad", False)):
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in param_group:
+                raise ValueError("parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            param_group.setdefault(name, default)
+        params = param_group["params"]
+        if len(params) != len({id(p) for p in params}):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        seen = set()
+        for group in self.param_groups:
+            seen.update(id(p) for p in group["params"])
+            if ("param_names" in param_group) != ("param_names" in group):
+                txt = "with names" if "param_names" in param_group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {txt} to the optimizer")
+        if any(id(p) in seen for p in param_group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(param_group)
+
+    # -- grads / step --------------------------------------------------------------------------
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if set_to_none:
+                    p.grad = None
+                else:
+                    g = p.grad
+                    if g.grad_fn is not None:
+                        g = g.detach()
+                        p.grad = g
+                    else:
+                        g.requires_grad_(False)
+                    g.zero_()
+
+    def _run_step(self, closure):
+        loss = None
+        if closure is not None:
+            with enable_grad():
+                loss = closure()
+        with no_grad():
+            self._step_groups()
+        return loss
+
+    def step(self, closure: Callable | None = None):
+        """One optimisation step; `closure` re-evaluates the model and returns the loss."""
+        for hook in list(self._optimizer_step_pre_hooks.values()):
+            result = hook(self, (closure,) if closure is not None else (), {})
+            if result is not None:
+                raise RuntimeError("optimizer step pre-hooks returning new args are not "
+                                   "supported by jitorch")
+        loss = self._run_step(closure)
+        for hook in list(self._optimizer_step_post_hooks.values()):
+            hook(self, (closure,) if closure is not None else (), {})
+        return loss
+
+    def _step_groups(self) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def register_step_pre_hook(self, hook: Callable) -> RemovableHandle:
+        handle = RemovableHandle(self._optimizer_step_pre_hooks)
+        self._optimizer_step_pre_hooks[handle.id] = hook
+        return handle
+
+    def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
+        handle = RemovableHandle(self._optimizer_step_post_hooks)
+        self._optimizer_step_post_hooks[handle.id] = hook
+        return handle
+
+    # -- state dict ----------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        """`{'state': {index: {...}}, 'param_groups': [{..., 'params': [indices]}]}`; the
+        tensors are the live state tensors (as in PyTorch)."""
+        mappings: dict[int, int] = {}
+        start = 0
+
+        def pack_group(group):
+            nonlocal start
+            packed = {k: v for k, v in group.items() if k != "params"}
+            mappings.update({id(p): i for i, p in enumerate(group["params"], start)
+                             if id(p) not in mappings})
+            packed["params"] = [mappings[id(p)] for p in group["params"]]
+            start += len(packed["params"])
+            return packed
+
+        param_groups = [pack_group(g) for g in self.param_groups]
+        by_id = {id(p): p for g in self.param_groups for p in g["params"]}
+        packed_state = {mappings[id(k)]: v for k, v in self.state.items()
+                        if id(k) in mappings and by_id.get(id(k)) is k}
+        return {"state": packed_state, "param_groups": param_groups}
+
+    @staticmethod
+    def _cast(param: Tensor, value, key=None):
+        if isinstance(value, Tensor):
+            if key == "step":  # PyTorch keeps step (and NAdam's mu_product) float32
+                return value.clone()
+            if param.is_floating_point() or param.is_complex():
+                return value.to(dtype=param.dtype).clone()
+            return value.clone()
+        if isinstance(value, dict):
+            return {k: Optimizer._cast(param, v, k) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return type(value)(Optimizer._cast(param, v) for v in value)
+        return value
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Load a `state_dict()`; state tensors are copied (cast to each param's dtype)."""
+        state_dict = state_dict.copy()
+        groups = self.param_groups
+        saved_groups = deepcopy(state_dict["param_groups"])
+        if len(groups) != len(saved_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        if any(len(g["params"]) != len(s["params"]) for g, s in zip(groups, saved_groups)):
+            raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                             "the size of optimizer's group")
+        id_map = {old: p for g, s in zip(groups, saved_groups)
+                  for old, p in zip(s["params"], g["params"])}
+        state: defaultdict = defaultdict(dict)
+        for k, v in state_dict["state"].items():
+            if k in id_map:
+                param = id_map[k]
+                state[param] = self._cast(param, v)
+            else:
+                state[k] = v
+        new_groups = []
+        for g, s in zip(groups, saved_groups):
+            s["params"] = g["params"]
+            if "param_names" in g and "param_names" not in s:
+                s["param_names"] = g["param_names"]
+            new_groups.append(s)
+        self.state = state
+        self.param_groups = new_groups
+
+    # -- helpers for subclasses ----------------------------------------------------------------
+    def _params_with_grad(self, group):
+        return [p for p in group["params"] if p.grad is not None]
+
