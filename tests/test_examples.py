@@ -18,3 +18,29 @@ def test_fit_sine_example(capsys):
     assert "Result: y =" in out
     # PyTorch's own run of this recipe ends near 9 after 2000 steps (from about 1e4-1e5)
     assert final < 30.0
+
+
+def test_train_mlp_example(capsys):
+    # small size: fewer points and epochs than the default run (which reaches > 95%)
+    acc = load("train_mlp").main(epochs=6, points=600, batch_size=32, hidden=32, goal=0.7)
+    out = capsys.readouterr().out
+    assert out.count("train acc") == 6  # one progress line per epoch
+    assert "test accuracy" in out and "same predictions" in out
+    assert acc > 0.7
+
+
+def test_train_mlp_example_scripted(capsys):
+    acc = load("train_mlp").main(epochs=6, points=600, batch_size=32, hidden=32, goal=0.7,
+                                 scripted=True)
+    out = capsys.readouterr().out
+    assert "train step (scripted)" in out and "same predictions" in out
+    assert acc > 0.7
+
+
+def test_train_char_lstm_example(capsys):
+    losses = load("train_char_lstm").main(epochs=3, steps=4, hidden=16, seq=8, batch=4,
+                                          sample_len=20)
+    out = capsys.readouterr().out
+    assert len(losses) == 3 and losses[-1] < losses[0]  # the loss falls
+    sample = next(ln for ln in out.splitlines() if ln.startswith("sample:"))
+    assert len(eval(sample[len("sample:"):])) == len("Four score") + 20

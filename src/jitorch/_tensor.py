@@ -249,9 +249,9 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        t = Tensor._make(self._data, self._dtype)
-        t._base = self._base if self._base is not None else self
-        return t
+        # shares memory, but like PyTorch's `.data` it is no autograd view and has its own
+        # version counter: in-place writes through it are allowed and not tracked
+        return Tensor._make(self._data, self._dtype)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -407,8 +407,11 @@ class Tensor:
         t._requires_grad = self._requires_grad
         if self._grad is not None:
             t._grad = Tensor._make(self._grad._data.copy(), self._grad._dtype)
-        t.__dict__.update(self.__dict__)
         memo[id(self)] = t
+        import copy
+        for k, v in self.__dict__.items():  # user attributes only: the internals were set above
+            if not hasattr(Tensor, k) and k not in t.__dict__:
+                t.__dict__[k] = copy.deepcopy(v, memo)
         return t
 
     def __reduce_ex__(self, proto):

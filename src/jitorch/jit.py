@@ -20,7 +20,7 @@ from .script import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
-           "save", "load", "freeze", "TracerWarning", "Future"]
+           "save", "load", "freeze", "trace_module", "TracerWarning", "Future"]
 
 
 def stats():
@@ -78,19 +78,38 @@ def wait(future):
     return future.wait() if hasattr(future, "wait") else future.result()
 
 
-# --- not yet ----------------------------------------------------------------------------
+# --- modules: save / load / freeze (script/serialize.py, script/module.py) --------------------
 def save(m, f, _extra_files=None):
-    raise NotImplementedError("jitorch.jit.save: saving compiled programs is issue 4 "
-                              "(script/serialize.py); not implemented yet")
+    """Save a ScriptModule (IR text, JSON metadata, tensors; docs/serialization.md)."""
+    from .script import serialize
+    serialize.save(m, f, _extra_files)
 
 
 def load(f, map_location=None, _extra_files=None):
-    raise NotImplementedError("jitorch.jit.load: loading compiled programs is issue 4 "
-                              "(script/serialize.py); not implemented yet")
+    """Load what `save` wrote: a runnable ScriptModule, without the model's Python source;
+    nothing in the file is unpickled or executed."""
+    from .script import serialize
+    return serialize.load(f, map_location, _extra_files)
+
+
+def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None,
+                 check_tolerance=1e-5, strict=True, _force_outplace=False,
+                 _module_class=None, _compilation_unit=None, example_inputs_is_kwarg=False,
+                 _store_inputs=True):
+    """`torch.jit.trace_module(mod, {"forward": example_inputs})`: only `forward` can be
+    traced (a traced module's methods are its forward's graph)."""
+    other = sorted(set(inputs) - {"forward"})
+    if other:
+        raise NotImplementedError(f"jitorch.jit.trace_module: tracing methods other than "
+                                  f"forward ({', '.join(other)}) is not supported; script the "
+                                  "module with @jitorch.jit.export on them instead")
+    return trace(mod, inputs["forward"], check_trace=check_trace)
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
-    raise NotImplementedError("jitorch.jit.freeze is not implemented yet")
+    """An eval-mode ScriptModule with its parameters folded (script/module.py `freeze`)."""
+    from .script import module
+    return module.freeze(mod, preserved_attrs, optimize_numerics)
 
 
 # --- lazily resolved names ----------------------------------------------------------------

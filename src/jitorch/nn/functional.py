@@ -25,6 +25,8 @@ from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
 from ._functional_conv import *  # noqa: F401,F403  (conv / pool / unfold / fold)
+from ._functional_attention import (multi_head_attention_forward,  # noqa: F401
+                                    scaled_dot_product_attention)
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
@@ -35,7 +37,8 @@ __all__ = [
     "one_hot", "embedding", "pad", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
-] + _functional_conv.__all__
+] + _functional_conv.__all__ + ["scaled_dot_product_attention",
+                                 "multi_head_attention_forward"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh
