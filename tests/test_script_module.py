@@ -254,3 +254,35 @@ def test_attribute_access_through_the_script_module():
     with jitorch.no_grad():
         _close(sm(x), m.lin(x) * 3.0)
     assert sm.lin is m.lin
+
+
+def test_buffer_writes_reach_the_module_also_from_loops_branches_and_submodules():
+    class Counter(jitorch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("c", jitorch.zeros(2))
+
+        def forward(self, x, n: int):
+            for i in range(n):
+                self.c.add_(x)
+            if x.sum() > 0:
+                self.c.mul_(2)
+            return self.c + 1   # reads the written value
+
+    class Outer(jitorch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Counter()
+
+        def forward(self, x, n: int):
+            return self.inner(x, n)
+
+    for cls in (Counter, Outer):
+        eager, scripted_src = cls(), cls()
+        sm = jitorch.jit.script(scripted_src)
+        for _ in range(2):
+            want, got = eager(jitorch.ones(2), 3), sm(jitorch.ones(2), 3)
+            assert got.tolist() == want.tolist()
+        buf = eager.c if cls is Counter else eager.inner.c
+        sbuf = scripted_src.c if cls is Counter else scripted_src.inner.c
+        assert sbuf.tolist() == buf.tolist() == [18.0, 18.0]

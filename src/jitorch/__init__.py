@@ -28,6 +28,7 @@ from . import script  # noqa: E402  (a callable module: `@jitorch.script`)
 from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 from . import utils  # noqa: E402  (`jitorch.utils.data`)
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
+from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
@@ -49,4 +50,3 @@ def is_complex(input: Tensor) -> bool:
 
 def numel(input: Tensor) -> int:
     return input.numel()
-from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)

@@ -92,13 +92,57 @@ class ModuleCompiler(FunctionCompiler):
             return ModRef(self.mod, "")
         return super().resolve_name(name, node)
 
+    def init_aliases(self):
+        super().init_aliases()
+        # Register every tensor attribute the body names as a storage at function entry, so
+        # writes inside branches and loops are carried out of them and written back.
+        for path in self._tensor_attr_paths():
+            self.param_value(path)
+
+    def _tensor_attr_paths(self) -> list:
+        """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
+        chains in this method's body name (first seen first)."""
+        paths = []
+        for node in ast.walk(self.fdef):
+            chain = []
+            while isinstance(node, ast.Attribute):
+                chain.append(node.attr)
+                node = node.value
+            if not (isinstance(node, ast.Name) and node.id == self.self_name and chain):
+                continue
+            m, path = self.mod, []
+            for k, name in enumerate(reversed(chain)):
+                d = m.__dict__
+                if name in d.get("_modules", {}) and d["_modules"][name] is not None:
+                    m = d["_modules"][name]
+                    path.append(name)
+                    if k == len(chain) - 1:  # a submodule: what its calls may write
+                        for sub, _ in list(m.named_parameters()) + list(m.named_buffers()):
+                            full = ".".join(path + [sub])
+                            if full not in paths:
+                                paths.append(full)
+                    continue
+                tensor = (d.get("_parameters", {}).get(name) is not None or
+                          d.get("_buffers", {}).get(name) is not None or
+                          isinstance(d.get(name), Tensor))
+                if tensor and ".".join(path + [name]) not in paths:
+                    paths.append(".".join(path + [name]))
+                break
+        return paths
+
     def param_value(self, path: str) -> ir.Value:
         v = self.param_values.get(path)
         if v is None:
             v = ir.Value(ft.tensor(), "self_" + path.replace(".", "_"))
             self.graph.block.params.append(v)
             self.param_values[path] = v
-        return v
+            # a storage of its own, like a tensor argument: in-place writes to a buffer
+            # (`self.num_batches_tracked.add_(1)`) are written back to the module's tensor
+            tok = f"$root:{v.name}"
+            self.env[tok] = v
+            self.alias[v.uid] = (tok, ())
+            self.arg_tokens.append((tok, len(self.graph.block.params) - 1))
+        return self.env.get(f"$root:{v.name}", v)  # the buffer's current value after writes
 
     def e_Attribute(self, node):
         base = self.expr(node.value)
@@ -222,10 +266,16 @@ class ModuleCompiler(FunctionCompiler):
         self.cur = node
         n = self.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
                       {"fn": c.graph})
+        # the callee's writes to its arguments and buffers (extra outputs after its results)
+        # are writes here too, so they reach the caller's storages
+        mut = tuple(getattr(c.graph, "mutated_inputs", ()) or ())
+        results = n.outputs[:len(n.outputs) - len(mut)]
+        for i, new in zip(mut, n.outputs[len(results):]):
+            self.mutate(n.inputs[i], new, node)
         if c.res.returns_tuple:
-            return self.emit("prim::TupleConstruct", n.outputs,
-                             (ir.TupleType([o.type for o in n.outputs]),)).output
-        return n.outputs[0]
+            return self.emit("prim::TupleConstruct", results,
+                             (ir.TupleType([o.type for o in results]),)).output
+        return results[0]
 
     def message_parts(self, node) -> list:
         # `f"{self!r}: ..."` in a layer's error message: the module's repr, folded

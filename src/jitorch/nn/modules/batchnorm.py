@@ -13,21 +13,9 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ...script.lang import ignore
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d"]
-
-
-# @ignore: runs as a Python call inside scripted code, because an in-place write to a module
-# buffer inside a compiled program is not written back to the buffer yet (compiler limitation)
-@ignore
-def _count_batch(num_batches_tracked: Tensor, momentum: Optional[float]) -> float:
-    """Count a training batch; the running-stat factor (momentum=None: cumulative average)."""
-    num_batches_tracked.add_(1)
-    if momentum is None:
-        return 1.0 / float(num_batches_tracked.item())
-    return momentum
 
 
 class _BatchNorm(Module):
@@ -100,7 +88,9 @@ class _BatchNorm(Module):
                                f"(dim 1), but got input of size {list(input.shape)}")
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            factor = _count_batch(self.num_batches_tracked, self.momentum)
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:  # cumulative moving average
+                factor = 1.0 / float(self.num_batches_tracked.item())
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_stats else None,
