@@ -174,7 +174,12 @@ def test_scripted_step_equals_eager_functional(name, kw):
             O.USE_SCRIPT = True
         results.append((a.tolist(), b.tolist(), {k: v.tolist() if isinstance(v, jitorch.Tensor)
                                                  else v for k, v in opt.state[b].items()}))
-    assert results[0] == results[1]
+    # compiled float32 code may round differently (contracted multiply-adds)
+    for got, want in zip(results[1][:2], results[0][:2]):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    assert results[1][2].keys() == results[0][2].keys()
+    for k in results[0][2]:
+        np.testing.assert_allclose(results[1][2][k], results[0][2][k], rtol=1e-5, atol=1e-7)
     assert type(opt)._fn.scripted is not None
 
 
@@ -205,10 +210,10 @@ def test_lr_change_does_not_recompile():
         O.USE_SCRIPT = True
 
 
-def test_default_mode_uses_generated_code_or_records_why_not():
-    a, b, opt = make("Adamax", dict(lr=0.01))
+def test_fused_mode_uses_generated_code_or_records_why_not():
+    a, b, opt = make("SGD", dict(lr=0.01, momentum=0.9, fused=True))
     train(opt, a, b, 3)
-    step = optim.Adamax._fn
+    step = optim.SGD._fn
     assert step._modes
     for key, mode in step._modes.items():
         assert mode == "script" or "only interprets" in step.fallbacks[key]

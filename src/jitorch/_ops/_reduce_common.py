@@ -127,7 +127,10 @@ def _eq_mask_impl(input, other, nan_equal=True):
 
 
 eq_mask = defop("_eq_mask", _eq_mask_impl, tensors=("input", "other"), kind="elementwise",
-                method=False, nondiff=True, scalar="float({input} == {other})")
+                method=False, nondiff=True,
+                # x != x is the NaN test that also types for integers (Numba rejects float(bool))
+                scalar="(({input} == {other}) or ({nan_equal} and {input} != {input} and "
+                       "{other} != {other}))")
 
 
 def _notnan_mask_impl(input):
@@ -135,7 +138,7 @@ def _notnan_mask_impl(input):
 
 
 notnan_mask = defop("_notnan_mask", _notnan_mask_impl, kind="elementwise", method=False,
-                    nondiff=True, scalar="float(not np.isnan({input}))")
+                    nondiff=True, scalar="({input} == {input})")
 
 
 def _sign_mask_impl(input):

@@ -136,7 +136,7 @@ class SGD(_Base):
                     bufs = [_real(self.state[p]["momentum_buffer"]) for p in ps]
                 else:
                     bufs = [_real(p.grad) for p in ps]  # unused by the math
-                self._fn([_real(p) for p in ps], [_real(p.grad) for p in ps], bufs,
+                self._fn.for_group(group)([_real(p) for p in ps], [_real(p.grad) for p in ps], bufs,
                          bool(first), _f(group["lr"]), momentum, _f(group["dampening"]),
                          _f(group["weight_decay"]), bool(group["nesterov"]),
                          bool(group["maximize"]))
@@ -171,7 +171,7 @@ class Adam(_Base):
         amsgrad = bool(group["amsgrad"])
         maxs = self._lists(states, "max_exp_avg_sq")[0] if amsgrad else exp_avg_sqs
         beta1, beta2 = group["betas"]
-        self._fn(params, grads, exp_avgs, exp_avg_sqs, maxs, step, amsgrad, _f(beta1),
+        self._fn.for_group(group)(params, grads, exp_avgs, exp_avg_sqs, maxs, step, amsgrad, _f(beta1),
                  _f(beta2), _f(group["lr"]), _f(group["weight_decay"]), _f(group["eps"]),
                  bool(group["maximize"]), bool(group["decoupled_weight_decay"]))
 
@@ -216,7 +216,7 @@ class Adagrad(_Base):
 
     def _call(self, group, params, grads, states, step):
         (sums,) = self._lists(states, "sum")
-        self._fn(params, grads, sums, step, _f(group["lr"]), _f(group["weight_decay"]),
+        self._fn.for_group(group)(params, grads, sums, step, _f(group["lr"]), _f(group["weight_decay"]),
                  _f(group["lr_decay"]), _f(group["eps"]), bool(group["maximize"]))
 
 
@@ -249,7 +249,7 @@ class RMSprop(_Base):
         centered, momentum = bool(group["centered"]), _f(group["momentum"])
         gavg = self._lists(states, "grad_avg")[0] if centered else sq
         bufs = self._lists(states, "momentum_buffer")[0] if momentum > 0 else sq
-        self._fn(params, grads, sq, gavg, bufs, _f(group["lr"]), _f(group["alpha"]),
+        self._fn.for_group(group)(params, grads, sq, gavg, bufs, _f(group["lr"]), _f(group["alpha"]),
                  _f(group["eps"]), _f(group["weight_decay"]), momentum, centered,
                  bool(group["maximize"]))
 
@@ -270,7 +270,7 @@ class Adadelta(_Base):
 
     def _call(self, group, params, grads, states, step):
         sq, acc = self._lists(states, "square_avg", "acc_delta")
-        self._fn(params, grads, sq, acc, _f(group["lr"]), _f(group["rho"]), _f(group["eps"]),
+        self._fn.for_group(group)(params, grads, sq, acc, _f(group["lr"]), _f(group["rho"]), _f(group["eps"]),
                  _f(group["weight_decay"]), bool(group["maximize"]))
 
 
@@ -289,7 +289,7 @@ class Adamax(_Base):
     def _call(self, group, params, grads, states, step):
         avg, inf = self._lists(states, "exp_avg", "exp_inf")
         beta1, beta2 = group["betas"]
-        self._fn(params, grads, avg, inf, step, _f(group["eps"]), _f(beta1), _f(beta2),
+        self._fn.for_group(group)(params, grads, avg, inf, step, _f(group["eps"]), _f(beta1), _f(beta2),
                  _f(group["lr"]), _f(group["weight_decay"]), bool(group["maximize"]))
 
 
@@ -324,7 +324,7 @@ class NAdam(_Base):
         avg, sq = self._lists(states, "exp_avg", "exp_avg_sq")
         for mp, idx in _runs(range(len(states)), lambda i: _f(states[i]["mu_product"])):
             sub = lambda xs: [xs[i] for i in idx]  # noqa: E731
-            self._fn(sub(params), sub(grads), sub(avg), sub(sq), step, mp, mu, mu_next, beta1,
+            self._fn.for_group(group)(sub(params), sub(grads), sub(avg), sub(sq), step, mp, mu, mu_next, beta1,
                      beta2, _f(group["lr"]), _f(group["weight_decay"]), _f(group["eps"]),
                      bool(group["decoupled_weight_decay"]), bool(group["maximize"]))
 
@@ -346,6 +346,6 @@ class RAdam(_Base):
     def _call(self, group, params, grads, states, step):
         avg, sq = self._lists(states, "exp_avg", "exp_avg_sq")
         beta1, beta2 = group["betas"]
-        self._fn(params, grads, avg, sq, step, _f(beta1), _f(beta2), _f(group["lr"]),
+        self._fn.for_group(group)(params, grads, avg, sq, step, _f(beta1), _f(beta2), _f(group["lr"]),
                  _f(group["weight_decay"]), _f(group["eps"]),
                  bool(group["decoupled_weight_decay"]), bool(group["maximize"]))

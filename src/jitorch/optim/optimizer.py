@@ -9,6 +9,8 @@ error); the reason is recorded in `CompiledStep.fallbacks`.
 """
 from __future__ import annotations
 
+import functools
+
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -31,7 +33,8 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 # How the optimizer classes run their functional form (tests flip it):
-#   True      the compiled program where the compiler lowers it to generated code; a case it can
+#   True      for param groups with `fused=True` (see `CompiledStep.for_group`; others run
+#             eagerly): the compiled program where the compiler lowers it to generated code; a case it can
 #             only interpret runs eagerly instead (same semantics, and the interpreter is slower),
 #             with the reason recorded in `CompiledStep.fallbacks`;
 #   "always"  the scripted function whatever it compiles to (generated code or interpreter);
@@ -48,6 +51,36 @@ def _case_key(params: list, args: tuple) -> tuple:
         else:
             key.append(type(a))
     return tuple(key)
+
+
+def _rank_classes(params: list):
+    """None when every param has one dtype and rank, else the index lists of each class.
+
+    A compiled program indexes a list argument with a run-time `i`, so the list's elements need
+    one array type (codegen/lower_list.py: a tuple of arrays, the cheapest to pass to Numba:
+    ~0.65 us per array against ~9 us to build a numba.typed.List). The functional forms update
+    each index independently, so a group of 2-D weights and 1-D biases runs as two calls of
+    the same program's two specialisations, with exactly the single-call semantics."""
+    if not params:
+        return None
+    d0, n0 = params[0]._dtype, params[0]._data.ndim
+    for p in params:
+        if p._dtype is not d0 or p._data.ndim != n0:
+            break
+    else:
+        return None
+    seen: dict = {}
+    for i, p in enumerate(params):
+        seen.setdefault((p._dtype, p._data.ndim), []).append(i)
+    return list(seen.values())
+
+
+def _select(idx: list, params: list, args: tuple) -> tuple:
+    """(params, *args) restricted to the indices `idx` (lists sliced, scalars kept)."""
+    out = [[params[i] for i in idx]]
+    for a in args:
+        out.append([a[i] for i in idx] if isinstance(a, list) else a)
+    return tuple(out)
 
 
 class CompiledStep:
@@ -80,6 +113,11 @@ class CompiledStep:
         if fn is None:
             self.fallbacks["script"] = self._broken
             return self.fn(params, *args)
+        classes = _rank_classes(params)
+        if classes is not None:  # one call per (dtype, rank) class of the group's tensors
+            for idx in classes:
+                self(*_select(idx, params, args), use_script=use_script)
+            return None
         if mode == "always":
             return fn(params, *args)
         key = _case_key(params, args)
@@ -98,6 +136,15 @@ class CompiledStep:
                 self._modes[key] = "script"
             return out
         return fn(params, *args)
+
+    def for_group(self, group: dict) -> Callable:
+        """The step of one param group. By default (`USE_SCRIPT is True`) only a group built
+        with `fused=True` (PyTorch's flag for its fused kernels) runs the compiled GIL-free
+        program: its first call compiles for tens of seconds (then Numba's disk cache loads it),
+        which the default eager step does not pay."""
+        if USE_SCRIPT is True and not group.get("fused"):
+            return functools.partial(self, use_script=False)
+        return self
 
     @property
     def why_interpreted(self) -> dict:

@@ -15,7 +15,10 @@
   `prim::CallFunction` (attrs fn=Graph);
 - tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes declared in
   `factories.py` (compiled; a PythonOp where the call is not static enough);
-- other library callables (jitorch composites such as `softmax`, random factories):
+- library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
+  a `prim::CallFunction` of their script-subset twin (`frontend_nn.py`) when the static
+  arguments are constants;
+- other library callables (random factories, composites outside what a twin covers):
   `prim::PythonOp` calling the function (correct through the interpreter; holds the GIL).
 """
 from __future__ import annotations
@@ -26,6 +29,7 @@ import inspect
 import math
 
 from . import factories
+from . import frontend_nn
 from . import frontend_types as ft
 from . import ir
 
@@ -40,6 +44,9 @@ _LIST_OUT = {"unbind", "chunk", "split", "tensor_split", "hsplit", "vsplit", "ds
 # public functions/methods that wrap the op of the same name (checks, overloads)
 _SAME_AS_OP = frozenset({"sub", "pow", "logical_and", "logical_or", "logical_xor", "view",
                          "where", "lerp", "addcdiv"})
+# guarded functions whose check the op's own dtype rule and kernels repeat (their in-place
+# methods `x.lerp_(...)` / `x.addcdiv_(...)` must compile like `x.addcmul_(...)`)
+_GUARDED_SAME_OP = frozenset({"lerp", "addcdiv"})
 _SCALAR_METHODS = {"numel": ir.INT, "element_size": ir.INT, "is_contiguous": ir.BOOL,
                    "is_floating_point": ir.BOOL, "is_complex": ir.BOOL, "tolist": ir.ANY,
                    "nelement": ir.INT, "get_device": ir.INT, "data_ptr": ir.INT}
@@ -66,9 +73,14 @@ def op_of(fn):
             if f is not None:
                 _fn_to_op[f] = op
     try:
-        return _fn_to_op.get(fn)
+        op = _fn_to_op.get(fn)
     except TypeError:
         return None
+    if op is None:  # lerp/addcdiv are guarded (an argument check, then the op): same op
+        inner = _fn_to_op.get(getattr(fn, "__wrapped__", None))
+        if inner is not None and inner.name in _GUARDED_SAME_OP:
+            return inner
+    return op
 
 
 class KwCall:
@@ -265,6 +277,11 @@ class CallMixin:
         mod = getattr(obj, "__module__", "") or ""
         if mod == "jitorch" or mod.startswith("jitorch.") or mod.startswith("torch"):
             self._evaluated = None
+            r = frontend_nn.compile_call(self, obj, node)  # F.softmax, F.layer_norm, losses...
+            if r is not None:
+                return r
+            if self._evaluated is not None:
+                return self.library_call(obj, node)
             r = self.overload_op(obj, getattr(obj, "__name__", ""), node)
             if r is not None:
                 return r
@@ -491,7 +508,11 @@ class CallMixin:
                 args, kwargs = self._args(node)
                 return self.op_call(op, [v] + args, kwargs, node)
             self._evaluated = None
-            r = self.overload_op(f, name, node, recv=v)
+            r = frontend_nn.compile_call(self, f, node, recv=v)  # x.softmax(dim), ...
+            if r is not None:
+                return r
+            r = None if self._evaluated is not None else self.overload_op(f, name, node,
+                                                                            recv=v)
             if r is not None:
                 return r
             out = _SCALAR_METHODS.get(name, ft.tensor())

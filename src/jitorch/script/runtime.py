@@ -109,17 +109,59 @@ class _Entry:
             res = (res,)
         return [w(r) for w, r in zip(self.wraps, res)]
 
-    def runner(self, n_args: int):
-        """An unrolled `run` for n_args arguments of a compiled entry (the per-call path of
-        ScriptFunction: no list comprehensions, no zip)."""
-        conv = ", ".join(f"(_asarray(a[{i}]._data, order='C') if type(a[{i}]) is _T "
-                         f"else _to_numpy(a[{i}]))" for i in range(n_args))
-        outs = ", ".join(f"_w{k}(r[{k}])" for k in range(len(self.wraps)))
-        ns = {"_fn": self.fn, "_asarray": np.asarray, "_T": Tensor, "_to_numpy": _to_numpy}
+    def runner(self, args, tuple_out: bool):
+        """An unrolled call for `args` (all tensors) of a compiled entry, returning what the
+        ScriptFunction returns (the per-call path: no list comprehensions, no zip, no list of
+        outputs). Where the program is a Numba dispatcher already compiled for these argument
+        types, it calls that compiled overload's entry point directly, skipping the
+        dispatcher's type matching (about half of a small call's cost): `_fast_entry`."""
+        n_args = len(args)
+        arrays = [_ascontig(a._data) for a in args]
+        ep, dtypes = _fast_entry(self.fn, arrays)
+        conv = "".join(f"    x{i} = _asarray(a[{i}]._data, order='C')\n" for i in range(n_args))
+        xs = ", ".join(f"x{i}" for i in range(n_args))
+        ns = {"_fn": self.fn, "_ep": ep, "_asarray": np.asarray}
+        if ep is not None:
+            # the entry point trusts its argument types: only arrays of exactly the dtypes it
+            # was compiled for go there (dtype and rank are in the fast key; C order is made
+            # above); anything else takes the dispatcher, which checks
+            ns.update({f"_d{i}": d for i, d in enumerate(dtypes)})
+            same = " and ".join(f"x{i}.dtype is _d{i}" for i in range(n_args)) or "True"
+            call = f"    if {same}:\n        r = _ep({xs})\n    else:\n        r = _fn({xs})\n"
+        else:
+            call = f"    r = _fn({xs})\n"
         ns.update({f"_w{k}": w for k, w in enumerate(self.wraps)})
-        exec(f"def run(a):\n    r = _fn({conv})\n    if type(r) is not tuple:\n"
-             f"        r = (r,)\n    return [{outs}]\n", ns)
+        outs = [f"_w{k}(r[{k}])" for k in range(len(self.wraps))]
+        ret = outs[0] if len(outs) == 1 and not tuple_out else f"({''.join(o + ', ' for o in outs)})"
+        exec(f"def run(a):\n{conv}{call}    if type(r) is not tuple:\n"
+             f"        r = (r,)\n    return {ret}\n", ns)
         return ns["run"]
+
+
+def _fast_entry(fn, arrays):
+    """(entry point, NumPy dtypes) of the overload of Numba dispatcher `fn` compiled for exactly
+    the types of `arrays` (C-contiguous), or (None, None). The entry point is the compiled
+    function's CPython wrapper: it unboxes arrays without checking their types, so callers must
+    only pass arrays of these dtypes, ranks and C order. Read-only or unaligned arrays of the
+    same dtype and rank are safe to pass: programs without mutated inputs never write their
+    inputs, and Numba's 'aligned' only assumes element alignment, which the unaligned-load
+    instructions it emits do not need on x86/ARM64."""
+    overloads = getattr(fn, "overloads", None)
+    typeof = getattr(fn, "typeof_pyval", None)
+    if overloads is None or typeof is None:
+        return None, None
+    try:
+        from numba.core import types as nbt
+        sig = tuple(typeof(x) for x in arrays)
+        if not all(isinstance(t, nbt.Array) and t.layout == "C" for t in sig):
+            return None, None
+        cres = overloads.get(sig)
+        ep = getattr(cres, "entry_point", None)
+    except Exception:  # noqa: BLE001 - an optimisation only: the dispatcher stays correct
+        return None, None
+    if ep is None:
+        return None, None
+    return ep, [x.dtype for x in arrays]
 
 
 def _wrapper(ty):
@@ -129,8 +171,9 @@ def _wrapper(ty):
         d = ty.dtype
         npd = d.np
 
-        def wrap_tensor(x):
-            if type(x) is not np.ndarray or x.dtype != npd:
+        def wrap_tensor(x, _nd=np.ndarray):
+            # identity first: NumPy's builtin dtypes are singletons, `!=` costs ~30% of a wrap
+            if type(x) is not _nd or (x.dtype is not npd and x.dtype != npd):
                 x = np.asarray(x).astype(npd, copy=False)
             t = _new(Tensor)
             t._data, t._dtype, t._version = x, d, [0]
@@ -149,7 +192,8 @@ def _to_numpy(a):
     if isinstance(a, Tensor):
         return _ascontig(a._data)
     if isinstance(a, (tuple, list)) and a and isinstance(a[0], Tensor):
-        return type(a)(_ascontig(t._data) for t in a)
+        # a tuple either way: Numba unboxes a tuple of arrays cheaply (codegen/lower_list.py)
+        return tuple([_ascontig(t._data) for t in a])
     return a
 
 
@@ -389,10 +433,7 @@ class ScriptFunction:
                         _threads.note_caller_thread()
                     next(_counters.calls)
                     next(_counters.memory_hits)
-                    outs = entry(args)
-                    if len(outs) == 1 and not self._tuple_out:
-                        return outs[0]
-                    return tuple(outs)
+                    return entry(args)  # the runner returns the final value
             args = list(args)
         orig = args
         if self._mutated:
@@ -409,7 +450,7 @@ class ScriptFunction:
                 next(_counters.memory_hits)
                 if self._fast_key is not None:
                     self._fast[self._fast_key(args, _gstate.enabled)] = \
-                        entry.runner(len(args))
+                        entry.runner(args, self._tuple_out)
                 outs = entry.run(args)
             else:
                 stats.record_call(hit=True, interpreted=_interp(entry))

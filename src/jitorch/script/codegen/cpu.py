@@ -133,18 +133,26 @@ def _ident(name: str) -> str:
 
 
 def generate(graph: ir.Graph) -> Program:
-    from . import lower_elementwise
+    from . import alloc, lower_elementwise
     em = Emitter()
     args = []
+    from . import lower_list
     for i, p in enumerate(graph.inputs):
         t = p.type
         if isinstance(t, ir.TensorType):
             em.tensor(p)
+        elif lower_list.is_tensor_list(t):  # a tuple of arrays (lower_list.py)
+            lower_list.check_input(em, i, p)
         elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
             raise NotLowered(f"input {i} of type {t} is not lowered")
         nm = f"a{i}_" + _ident(p.name or "")[:20]
-        args.append(nm)
+        if lower_list.is_tensor_list(t):
+            args.append(nm + "_t")
+            lower_list.unpack_input(em, nm + "_t", nm)
+        else:
+            args.append(nm)
         em.bind(p, nm)
+    lower_list.check_inplace_lists(graph)
     lower_block(em, graph.block.nodes)
     outs = []
     for v in graph.outputs:
@@ -158,6 +166,10 @@ def generate(graph: ir.Graph) -> Program:
     entry = "entry_" + _ident(graph.name)
     helpers = sorted(em.helpers)
     head = ["import math", "import numba", "import numpy as np"]
+    # large arrays allocated by the program ask for huge pages, as NumPy's do (alloc.py)
+    body, alloc_names = alloc.rewrite(em.lines)
+    if alloc_names:
+        head.append(alloc.import_line(alloc_names))
     if helpers:
         # the hash makes the module's content (and so its cache key) follow fastmath.py:
         # Numba's own cache does not notice changes in other files
@@ -166,8 +178,8 @@ def generate(graph: ir.Graph) -> Program:
     for exc in sorted(em.exceptions):
         head.append(_EXC_CLASS.format(exc=exc))
     src = "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals) + "\n\n" + \
-        DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + "\n".join(em.lines) + \
-        ("\n" if em.lines else "") + f"    return ({''.join(o + ', ' for o in outs)})\n"
+        DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + "\n".join(body) + \
+        ("\n" if body else "") + f"    return ({''.join(o + ', ' for o in outs)})\n"
     return Program(src, entry, [v.type for v in graph.outputs], helpers)
 
 
@@ -306,6 +318,10 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
             pass
     if fn in ("getitem", "len") and _shape_op(em, n, fn):
         return
+    if fn in ("getitem", "len") and n.inputs and isinstance(n.inputs[0].type, ir.ListType):
+        from . import lower_list  # a List[Tensor] argument
+        if (lower_list.getitem if fn == "getitem" else lower_list.length)(em, n):
+            return
     for v in n.inputs:
         if not isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
             raise NotLowered(f"scalar op {fn} on {v.type}")
@@ -475,6 +491,8 @@ def _check_runtime_type(v: ir.Value) -> None:
     if isinstance(t, ir.TensorType):
         if t.dtype is None or t.ndim is None or t.dtype not in SUPPORTED:
             raise NotLowered(f"value {v}: dtype or rank unknown")
+    elif isinstance(t, ir.ListType) and isinstance(t.elem, ir.TensorType):
+        _check_runtime_type(ir.Value(t.elem))  # a list argument carried through control flow
     elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
         raise NotLowered(f"control flow value of type {t}")
 
@@ -514,4 +532,10 @@ _PRIMS = {
     "prim::ListUnpack": _unpack, "prim::ScalarOp": _scalar_op,
     "prim::TensorToScalar": _to_scalar, "prim::If": _if, "prim::Loop": _loop,
     "prim::Fused": _fused, "prim::GetAttr": _getattr,
+    "prim::PythonOp": lambda em, n: _lower_list().python_op(em, n),
 }
+
+
+def _lower_list():
+    from . import lower_list
+    return lower_list

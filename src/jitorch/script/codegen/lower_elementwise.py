@@ -98,7 +98,7 @@ def scalar_expr(em: Emitter, opdef, compute: dt.dtype, operands: dict, attrs: di
 
 
 def _attr_literal(v, compute: dt.dtype) -> str:
-    if isinstance(v, bool) or v is None:
+    if isinstance(v, (bool, str)) or v is None:  # str: a mode such as gelu's approximate
         return repr(v)
     if isinstance(v, (int, float)):
         if compute.category == dt.INT and isinstance(v, float):
@@ -426,6 +426,11 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     for name in opdef.params:
         v = by[name]
         if name in opdef.attrs:
+            if v.uid not in consts and v.uid in local and \
+                    isinstance(v.type, (ir.IntType, ir.FloatType)):
+                e, d = local[v.uid]  # a run-time number (alpha=-lr), cast like a literal
+                operands[name] = _cast(e, d, compute)
+                continue
             if v.uid not in consts:
                 raise NotLowered(f"op {n.op}: attribute {name} is not a constant")
             attrs[name] = consts[v.uid]

@@ -51,8 +51,10 @@ def fusible(n: ir.Node) -> bool:
             return False  # other None slots have no scalar form
     for a in op.attrs:
         ok, val = const_value(by[a])
-        if not ok or not isinstance(val, (int, float, bool, type(None))):
-            return False
+        if not ok and isinstance(by[a].type, (ir.IntType, ir.FloatType)):
+            continue  # a run-time number (alpha=-lr): an operand of the scalar expression
+        if not ok or not isinstance(val, (int, float, bool, str, type(None))):
+            return False  # a str (gelu's approximate) is a literal of the scalar template
     if n.op == "div":
         ok, mode = const_value(by["rounding_mode"])
         if mode is not None:

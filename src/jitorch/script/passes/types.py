@@ -106,6 +106,8 @@ def _join(a: ir.Type, b: ir.Type) -> ir.Type:
         dtype = a.dtype if a.dtype is b.dtype else None
         rank = a.ndim if a.ndim == b.ndim else None
         return ir.TensorType(dtype, None if rank is None else (None,) * rank)
+    if isinstance(a, ir.ListType) and isinstance(b, ir.ListType):  # carried/if-merged lists
+        return ir.ListType(_join(a.elem, b.elem))
     return a
 
 
@@ -156,9 +158,15 @@ def elementwise_dtypes(opdef, inputs):
     for a in opdef.attrs:
         ok, val = const_value(by[a])
         if not ok:
-            return None
+            # a run-time scalar (alpha=-lr): dtype rules look at its kind, not its value
+            val = _SCALAR_STANDIN.get(type(by[a].type))
+            if val is None:
+                return None
         attrs[a] = val
     return registry._apply_rule(opdef, d, attrs)
+
+
+_SCALAR_STANDIN = {ir.FloatType: 1.0, ir.IntType: 1, ir.BoolType: True}
 
 
 def elementwise_type(opdef, inputs) -> ir.Type:
@@ -370,6 +378,10 @@ def _prim(n: ir.Node) -> None:
         if isinstance(t, ir.TupleType) and ok and isinstance(idx, int):
             _set(n, [t.elems[idx]])
     elif op == "prim::ScalarOp":
+        if n.attrs.get("fn") == "getitem" and isinstance(n.inputs[0].type, ir.ListType) \
+                and isinstance(n.inputs[0].type.elem, ir.TensorType):
+            _set(n, [n.inputs[0].type.elem])  # params[i]: the list's element type
+            return
         r = _scalar_result(n.attrs.get("fn"), [v.type for v in n.inputs])
         if r is not None:
             _set(n, [r])
@@ -389,6 +401,10 @@ def _prim(n: ir.Node) -> None:
             p.type = v.type
         propagate_block(b)
         _set(n, [v.type for v in b.returns])
+    elif op == "prim::PythonOp" and n.attrs.get("name") == "list_setitem" \
+            and isinstance(n.inputs[0].type, ir.ListType):
+        # lst[i] = x (frontend_alias's functional list write): the list's type joined with x's
+        _set(n, [ir.ListType(_join(n.inputs[0].type.elem, n.inputs[2].type))])
     else:  # other prims keep the frontend's types, without sizes
         _set(n, [strip_sizes(o.type) for o in n.outputs])
 

@@ -1,0 +1,533 @@
+"""Library composites inside `@script`: `F.softmax`, `F.layer_norm`, the losses, ... compiled.
+
+The composites of `jitorch.nn.functional` (and `jitorch.softmax`, `Tensor.softmax`, ...) are not
+registry ops; called from scripted code they used to become `prim::PythonOp`, which sends the
+WHOLE graph to the interpreter. This module compiles them the TorchScript way (design (a)): each
+has a *twin* below, written in the script subset with the same arithmetic as the eager body, and
+the call becomes a `prim::CallFunction` of the twin's graph (inlined by the pipeline).
+
+Static arguments (dim, reduction, eps, normalized_shape, p, ...) must be constants at the call
+site: `build(static values)` validates them in Python and returns the twin and its constant
+arguments (or rejects the call); the twin's graph is then specialised on those constants
+(`specialised_graph`: constants substituted, `None` tests on optional tensors folded, simplify +
+dce) so branches on them vanish before the types pass sees the graph. Twins never branch on a
+tensor's rank where tensors flow (that would make types unknown): per-channel and class-dim
+code views the input as (N, C, m) with `reshape([n, c, -1])`, so one program serves every size.
+Twins call only registry ops and factories (a helper function of this module would be a
+library call again), and the softmax max shift goes through the nondiff `_stop_gradient` op.
+
+Anything a twin does not cover (a non-constant static argument, `dropout(training=True)`,
+training batch_norm with running statistics, `rms_norm(eps=None)`, legacy size_average/reduce
+flags, an invalid value that eager must report) returns None and the caller keeps the old
+`prim::PythonOp` path, which is exactly eager (errors included, at run time).
+Known gaps of the compiled twins (eager raises, compiled code does not: the code generator lowers
+neither prim::Raise nor str()): out-of-range class targets of cross_entropy / nll_loss count 0;
+non-float inputs to softmax; shape mismatches between `normalized_shape` and the input
+(broadcasting errors still raise). cross_entropy / nll_loss with class-PROBABILITY (float) targets
+are not compiled: the target goes through `_class_index`, whose dtype rule refuses floats (the
+graph is then interpreted) and whose eager impl raises NotImplementedError naming the case.
+"""
+from __future__ import annotations
+
+import inspect
+import threading
+from typing import Any, Optional
+
+from .._ops.nn_activation import _class_index, _stop_gradient
+from .._ops.ternary import where
+from .._creation import arange
+from .._tensor import Tensor
+from . import ir
+
+_NONE = object()  # marker: the argument was not given (use the public default)
+
+
+class _Reject(Exception):
+    """The call is outside what a twin covers: keep the PythonOp path."""
+
+
+# --- twins (script subset; every non-tensor parameter is a constant when compiled) -------------
+def _softmax(input: Tensor, dim: Any, dtype: Any):
+    if dtype is not None:
+        input = input.to(dtype)
+    e = (input - _stop_gradient(input.amax(dim, True))).exp()
+    return e / e.sum(dim, True)
+
+
+def _log_softmax(input: Tensor, dim: Any, dtype: Any):
+    if dtype is not None:
+        input = input.to(dtype)
+    s = input - _stop_gradient(input.amax(dim, True))
+    return s - s.exp().sum(dim, True).log()
+
+
+def _softmin(input: Tensor, dim: Any, dtype: Any):
+    if dtype is not None:
+        input = input.to(dtype)
+    x = -input
+    e = (x - _stop_gradient(x.amax(dim, True))).exp()
+    return e / e.sum(dim, True)
+
+
+def _layer_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], dims: Any,
+                eps: Any):
+    mean = input.mean(dims, True)
+    xc = input - mean
+    y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    if bias is not None:
+        y = y + bias
+    return y
+
+
+def _rms_norm(input: Tensor, weight: Optional[Tensor], dims: Any, eps: Any):
+    y = input * ((input * input).mean(dims, True) + eps).rsqrt()
+    if weight is not None:
+        y = y * weight
+    return y
+
+
+def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor]):
+    out = input.matmul(weight.t())
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _identity(input: Tensor):
+    return input
+
+
+def _normalize(input: Tensor, p: Any, dim: Any, eps: Any):
+    if p == 2.0:
+        nrm = (input * input).sum(dim, True).sqrt()
+    elif p == 1.0:
+        nrm = input.abs().sum(dim, True)
+    else:
+        nrm = input.abs().pow(p).sum(dim, True).pow(1.0 / p)
+    return input / nrm.clamp_min(eps).expand_as(input)
+
+
+def _mse_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _l1_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _smooth_l1_loss(input: Tensor, target: Tensor, reduction: Any, beta: Any):
+    d = (input - target).abs()
+    loss = d
+    if beta != 0:
+        loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _huber_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any,
+                delta: Any):
+    d = (input - target).abs()
+    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+    if weight is not None:
+        loss = loss * weight
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
+                   reduction: Any, ls: Any):
+    # (N, C, *) or (C,) viewed as (n, C, m) so the class dim is always 1 (no rank branch)
+    nd = input.dim()
+    n = input.size(0) if nd > 1 else 1
+    c = input.size(1) if nd > 1 else input.size(0)
+    x = input.reshape([n, c, -1])
+    s = x - _stop_gradient(x.amax(1, True))
+    logp = s - s.exp().sum(1, True).log()
+    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    mask = t != ignore_index
+    # out-of-range targets count 0 here (eager raises IndexError): the code generator
+    # lowers neither prim::Raise nor str(), see the module docstring
+    safe = where(mask, t, 0)
+    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), logp, 0.0).sum(1)
+    w = where(mask, 1.0, 0.0)
+    if weight is not None:
+        w = w * weight[safe]
+    loss = loss * w
+    if ls > 0:
+        lp = logp
+        if weight is not None:
+            lp = logp * weight.reshape([1, c, 1])
+        smooth = where(mask, -lp.sum(1), 0.0)
+        loss = loss * (1 - ls) + smooth * (ls / c)
+    if reduction == "none":
+        return loss.reshape_as(target)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
+              reduction: Any):
+    nd = input.dim()
+    n = input.size(0) if nd > 1 else 1
+    c = input.size(1) if nd > 1 else input.size(0)
+    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    mask = t != ignore_index
+    # out-of-range targets count 0 here (eager raises IndexError): the code generator
+    # lowers neither prim::Raise nor str(), see the module docstring
+    safe = where(mask, t, 0)
+    x = input.reshape([n, c, -1])
+    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), x, 0.0).sum(1)
+    w = where(mask, 1.0, 0.0)
+    if weight is not None:
+        w = w * weight[safe]
+    loss = loss * w
+    if reduction == "none":
+        return loss.reshape_as(target)
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / w.sum()
+
+
+def _batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+                weight: Optional[Tensor], bias: Optional[Tensor], training: Any, eps: Any):
+    # (N, C, *) viewed as (N, C, m): per-channel shapes without a branch on the rank
+    n = input.size(0)
+    c = input.size(1)
+    x = input.reshape([n, c, -1])
+    if training:
+        mean = x.mean((0, 2), True)
+        xc = x - mean
+        var = (xc * xc).mean((0, 2), True)
+    else:
+        xc = x - running_mean.reshape([1, c, 1])
+        var = running_var.reshape([1, c, 1])
+    y = xc * (var + eps).rsqrt()
+    if weight is not None:
+        y = y * weight.reshape([1, c, 1])
+    if bias is not None:
+        y = y + bias.reshape([1, c, 1])
+    return y.reshape_as(input)
+
+
+def _group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], groups: Any,
+                eps: Any):
+    n = input.size(0)
+    c = input.size(1)
+    x = input.reshape([n, groups, -1])
+    xc = x - x.mean(-1, True)
+    y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape([n, c, -1])
+    if weight is not None:
+        y = y * weight.reshape([1, c, 1])
+    if bias is not None:
+        y = y + bias.reshape([1, c, 1])
+    return y.reshape_as(input)
+
+
+# --- building a call ---------------------------------------------------------------------------
+class Const:
+    """A twin argument that is a Python constant (substituted into the twin's graph)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+class _Args:
+    """The bound call: `st(name)` a static value (or _Reject), `t(name)` a runtime value,
+    `opt(name)` an optional tensor (Const(None) or the value)."""
+
+    def __init__(self, values: dict, defaults: dict):
+        self.values, self.defaults = values, defaults
+
+    def st(self, name):
+        v = self.values.get(name, _NONE)
+        if v is _NONE:
+            return self.defaults[name]
+        return _static(v, name)
+
+    def t(self, name):
+        v = self.values.get(name, _NONE)
+        if v is _NONE:
+            raise _Reject(f"'{name}' missing")
+        return v
+
+    def opt(self, name):
+        v = self.values.get(name, _NONE)
+        if v is _NONE or (v.node is not None and v.node.op == "prim::Constant"
+                          and v.node.attrs.get("value", 0) is None):
+            return Const(None)
+        return v
+
+
+def _static(v, name):
+    n = v.node
+    if n is not None and n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
+        return tuple(_static(i, name) for i in n.inputs)
+    if n is None or n.op != "prim::Constant" or "value" not in n.attrs:
+        raise _Reject(f"'{name}' is not a constant")
+    return n.attrs["value"]
+
+
+def _int(v, name="dim"):
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise _Reject(f"'{name}' must be an int")
+    return v
+
+
+def _no_legacy(a):
+    if a.st("size_average") is not None or a.st("reduce") is not None:
+        raise _Reject("legacy reduction flags")
+
+
+def _reduction(a):
+    r = a.st("reduction")
+    if r not in ("mean", "sum", "none"):
+        raise _Reject("bad reduction")
+    return r
+
+
+def _b_softmax(twin):
+    def build(a):
+        dim = a.st("dim")
+        if dim is None:
+            raise _Reject("implicit dim")
+        return twin, [a.t("input"), Const(_int(dim)), Const(a.st("dtype"))]
+    return build
+
+
+def _b_layer_norm(a):
+    shape = a.st("normalized_shape")
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    if not shape:
+        raise _Reject("empty normalized_shape")
+    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
+    return _layer_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(dims),
+                         Const(float(a.st("eps")))]
+
+
+def _b_rms_norm(a):
+    shape = a.st("normalized_shape")
+    shape = [shape] if isinstance(shape, int) else list(shape)
+    eps = a.st("eps")
+    if not shape or eps is None:  # eps=None is the input dtype's epsilon: eager decides
+        raise _Reject("rms_norm eps=None")
+    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
+    return _rms_norm, [a.t("input"), a.opt("weight"), Const(dims), Const(float(eps))]
+
+
+def _b_linear(a):
+    return _linear, [a.t("input"), a.t("weight"), a.opt("bias")]
+
+
+def _b_dropout(a):
+    p, training, inplace = a.st("p"), a.st("training"), a.st("inplace")
+    if not isinstance(p, (int, float)) or p < 0.0 or p > 1.0 or inplace:
+        raise _Reject("dropout p/inplace")
+    if training and p != 0:
+        raise _Reject("random dropout")  # the random mask stays with eager's generator
+    return _identity, [a.t("input")]
+
+
+def _b_normalize(a):
+    p = a.st("p")
+    if a.st("out") is not None or isinstance(p, bool) or not isinstance(p, (int, float)) \
+            or not 0 < p < float("inf"):
+        raise _Reject("out= or a p without a sum-of-powers form")
+    return _normalize, [a.t("input"), Const(float(p)), Const(_int(a.st("dim"))),
+                        Const(a.st("eps"))]
+
+
+def _b_pointwise(twin):
+    def build(a):
+        _no_legacy(a)
+        return twin, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a))]
+    return build
+
+
+def _b_smooth_l1(a):
+    _no_legacy(a)
+    beta = a.st("beta")
+    if beta < 0:
+        raise _Reject("negative beta")
+    return _smooth_l1_loss, [a.t("input"), a.t("target"), Const(_reduction(a)), Const(beta)]
+
+
+def _b_huber(a):
+    delta = a.st("delta")
+    if not delta > 0:
+        raise _Reject("delta")
+    return _huber_loss, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a)),
+                         Const(delta)]
+
+
+def _b_cross_entropy(a):
+    _no_legacy(a)
+    ls = a.st("label_smoothing")
+    if not 0.0 <= ls <= 1.0:
+        raise _Reject("label_smoothing")
+    return _cross_entropy, [a.t("input"), a.t("target"), a.opt("weight"),
+                            Const(_int(a.st("ignore_index"))), Const(_reduction(a)),
+                            Const(float(ls))]
+
+
+def _b_nll_loss(a):
+    _no_legacy(a)
+    return _nll_loss, [a.t("input"), a.t("target"), a.opt("weight"),
+                       Const(_int(a.st("ignore_index"))), Const(_reduction(a))]
+
+
+def _b_batch_norm(a):
+    training = a.st("training")
+    rm, rv = a.opt("running_mean"), a.opt("running_var")
+    if training and not (isinstance(rm, Const) and isinstance(rv, Const)):
+        raise _Reject("running statistics updated in place")
+    if not training and (isinstance(rm, Const) or isinstance(rv, Const)):
+        raise _Reject("missing running statistics")
+    return _batch_norm, [a.t("input"), rm, rv, a.opt("weight"), a.opt("bias"),
+                         Const(bool(training)), Const(float(a.st("eps")))]
+
+
+def _b_group_norm(a):
+    g = _int(a.st("num_groups"), "num_groups")
+    if g <= 0:
+        raise _Reject("num_groups")
+    return _group_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(g),
+                         Const(float(a.st("eps")))]
+
+
+_BUILDERS: dict = {}
+
+
+def _table() -> dict:
+    """public callable -> builder (filled on first use: nn.functional imports late)."""
+    if _BUILDERS:
+        return _BUILDERS
+    from .._ops import nn_activation as act, nn_loss as loss, nn_misc as misc, nn_norm as norm
+    from ..nn import functional as F
+    sm, lsm = _b_softmax(_softmax), _b_softmax(_log_softmax)
+    for fn, b in ((F.softmax, sm), (act.softmax, sm), (act._softmax_method, sm),
+                  (F.log_softmax, lsm), (act.log_softmax, lsm), (act._log_softmax_method, lsm),
+                  (F.softmin, _b_softmax(_softmin)),
+                  (norm.layer_norm, _b_layer_norm), (norm.rms_norm, _b_rms_norm),
+                  (norm.batch_norm, _b_batch_norm), (norm.group_norm, _b_group_norm),
+                  (norm.normalize, _b_normalize), (misc.linear, _b_linear),
+                  (misc.dropout, _b_dropout),
+                  (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
+                  (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
+                  (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss)):
+        _BUILDERS[fn] = b
+    return _BUILDERS
+
+
+# --- the twin's graph specialised on its constants ----------------------------------------------
+_lock = threading.RLock()
+_graphs: dict = {}
+
+
+def _key(v):
+    return (type(v).__name__, repr(v))
+
+
+def specialised_graph(twin, res, targs) -> ir.Graph:
+    """`res.graph` (the twin compiled) with the Const arguments substituted, `x is None` tests
+    on tensor arguments folded, then simplify + dce: branches on static values disappear."""
+    from . import frontend_types as ft
+    from .ir_util import clone_graph, replace_all_uses, walk_blocks
+    from .passes import dce, simplify
+    key = (twin, tuple(_key(a.value) if isinstance(a, Const) else "T" for a in targs))
+    with _lock:
+        g = _graphs.get(key)
+        if g is not None:
+            return g
+        g = clone_graph(res.graph)
+        consts, tensors = [], set()
+        for inp, a in zip(g.inputs, targs):
+            if isinstance(a, Const):
+                ty = ft.of_python(a.value) or ir.ANY
+                n = ir.Node("prim::Constant", (), (ty,), {"value": a.value})
+                consts.append(n)
+                replace_all_uses(g, inp, n.output)
+            elif isinstance(ft.base(inp.type), ir.TensorType):
+                tensors.add(inp)
+        g.block.nodes[:0] = consts
+        for b in walk_blocks(g.block):
+            for n in b.nodes:
+                if n.op == "prim::ScalarOp" and n.attrs.get("fn") in ("is", "is_not") and \
+                        any(v in tensors for v in n.inputs) and any(
+                        v.node is not None and v.node.op == "prim::Constant" and
+                        v.node.attrs.get("value", 0) is None for v in n.inputs):
+                    n.op, n.inputs = "prim::Constant", []
+                    n.attrs = {"value": n.attrs["fn"] == "is_not"}
+        for inp in tensors:
+            inp.type = ft.tensor()
+        simplify.run(g)
+        dce.run(g)
+        _graphs[key] = g
+        return g
+
+
+def compile_call(fc, fn, node, recv=None):
+    """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
+    `prim::CallFunction` of its twin, or None (the caller falls back to a prim::PythonOp;
+    `fc._evaluated` then holds the evaluated arguments so they are not emitted twice)."""
+    build = _table().get(fn)
+    if build is None:
+        return None
+    args, kwargs = fc._args(node)
+    fc._evaluated = (args, kwargs)
+    try:
+        sig = inspect.signature(fn)
+        bound = sig.bind(*(([recv] if recv is not None else []) + list(args)), **kwargs)
+    except (TypeError, ValueError):
+        return None
+    values = {}
+    for name, v in bound.arguments.items():
+        try:
+            values["input" if name == "self" else name] = fc.to_value(v)
+        except Exception:
+            return None
+    defaults = {p.name: p.default for p in sig.parameters.values()}
+    try:
+        twin, targs = build(_Args(values, defaults))
+    except (_Reject, TypeError, ValueError, KeyError):
+        return None
+    from .frontend import compile_function
+    res = compile_function(twin)
+    g = specialised_graph(twin, res, targs)
+    fc.python_ops.extend(res.python_ops)
+    ins = []
+    for a, gv in zip(targs, res.graph.inputs):
+        if isinstance(a, Const):
+            from . import frontend_types as ft
+            ins.append(fc.const(a.value) if ft.of_python(a.value) is not None
+                       else fc.const(a.value, ir.ANY))
+        else:
+            ins.append(a)
+    fc.cur = node
+    fc._evaluated = None
+    n = fc.emit("prim::CallFunction", ins, [v.type for v in g.outputs], {"fn": g})
+    return n.outputs[0]

@@ -1,0 +1,213 @@
+"""Correctness of the allocation helpers of generated programs (codegen/alloc.py) and of the
+runtime's per-call fast path (runtime.py `_Entry.runner` / `_fast_entry`): outputs of every size
+(empty, 0-d, small, above the huge-page threshold), non-contiguous and read-only inputs, dtype
+changes between calls, tuple outputs, concurrent callers. No timings are asserted."""
+from __future__ import annotations
+
+import threading
+
+import numba
+import numpy as np
+import pytest
+
+import jitorch as torch
+from jitorch.script import runtime
+from jitorch.script.codegen import alloc
+
+BIG = (alloc.HUGE_MIN_BYTES // 4) + 4099  # float32 elements: above the threshold, odd tail
+
+
+@torch.jit.script
+def gelu(x):
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+@torch.jit.script
+def bias_relu(x, b):
+    return torch.clamp(x + b, min=0.0)
+
+
+@torch.jit.script
+def two_out(x, y):
+    return x * y, x - y
+
+
+@torch.jit.script
+def factories(x):
+    n = x.shape[0]
+    return torch.zeros(n) + x, torch.ones(n) + x, torch.full([n], 2.5) + x
+
+
+def _gelu_np(x):
+    x = x.astype(np.float64)
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))
+
+
+# --- alloc.py ---------------------------------------------------------------------------------
+@numba.njit
+def _all_kinds():
+    return (alloc._jt_empty((2, 3), np.float32), alloc._jt_zeros((), np.float64),
+            alloc._jt_ones(5, np.bool_), alloc._jt_full((2,), 3.5, np.float32),
+            alloc._jt_zeros((3,), np.int64), alloc._jt_empty((0, 4), np.int8),
+            alloc._jt_zeros((BIG,), np.float32), alloc._jt_ones((3, BIG), np.int16),
+            alloc._jt_full((BIG, 1), True, np.bool_))
+
+
+def test_alloc_helpers_give_numpy_arrays_of_every_size():
+    got = _all_kinds()
+    want = [((2, 3), np.float32, None), ((), np.float64, 0), ((5,), np.bool_, True),
+            ((2,), np.float32, 3.5), ((3,), np.int64, 0), ((0, 4), np.int8, None),
+            ((BIG,), np.float32, 0), ((3, BIG), np.int16, 1), ((BIG, 1), np.bool_, True)]
+    for a, (shape, dtype, fill) in zip(got, want):
+        assert a.shape == shape and a.dtype == dtype and a.flags.c_contiguous
+        if fill is not None:
+            assert (a == fill).all()
+
+
+def test_madvise_binding_calls_libc():
+    @numba.njit
+    def advise_normal(a):  # MADV_NORMAL (0) succeeds on any mapped, page-aligned range
+        p = np.intp(a.ctypes.data)
+        off = (4096 - p % 4096) % 4096
+        return alloc._madvise(np.uintp(p + off), np.uintp(8192), np.int32(0))
+    assert advise_normal(np.empty(1 << 16, np.uint8)) == 0
+
+
+def test_rewrite_routes_allocations_only():
+    lines = ["    o = np.empty((n, ), np.float32)", "    z = np.zeros(x.shape, np.int64)",
+             "    y = np.full((2,), 1.5, np.float32) + np.ones(3, np.float32)",
+             "    u = (np.empty(a.shape[0], np.int8), np.empty((), np.bool_))",
+             "    w = np.ascontiguousarray(x)", "    v = np.emptyish(3)", "    s = 'np.empty('"]
+    out, names = alloc.rewrite(lines)
+    assert out[0] == "    o = _jt_huge(np.empty((n, ), np.float32))"
+    assert out[1] == "    z = _jt_zeros(x.shape, np.int64)"
+    assert out[2] == "    y = _jt_full((2,), 1.5, np.float32) + _jt_ones(3, np.float32)"
+    assert out[3] == ("    u = (_jt_huge(np.empty(a.shape[0], np.int8)), "
+                      "_jt_huge(np.empty((), np.bool_)))")
+    assert out[4:] == lines[4:]
+    assert names == ["_jt_full", "_jt_huge", "_jt_ones", "_jt_zeros"]
+
+
+def test_generated_program_uses_alloc_helpers():
+    gelu(torch.ones(3))
+    body = gelu.code.split("def entry")[1]
+    assert body.count("_jt_huge(np.empty(") == body.count("np.empty(") == 1
+
+
+# --- outputs of every size through scripted functions ---------------------------------------------
+@pytest.mark.parametrize("n", [0, 1, 1000, BIG])
+def test_gelu_outputs_of_every_size(n):
+    x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+    for _ in range(2):  # the first call compiles, the second takes the fast path
+        out = gelu(torch.from_numpy(x))
+        assert out.shape == (n,) and out.dtype == torch.float32
+        np.testing.assert_allclose(out.numpy(), _gelu_np(x), rtol=1e-4, atol=1e-5)
+
+
+def test_zero_dim_and_broadcast_outputs():
+    x = torch.tensor(0.5)
+    for _ in range(2):
+        out = gelu(x)
+        assert out.shape == () and abs(out.item() - _gelu_np(np.float32(0.5))) < 1e-6
+    rows = BIG // 1000 + 1
+    x = np.random.default_rng(1).standard_normal((rows, 1000)).astype(np.float32)
+    b = np.random.default_rng(2).standard_normal(1000).astype(np.float32)
+    for _ in range(2):
+        out = bias_relu(torch.from_numpy(x), torch.from_numpy(b))
+        np.testing.assert_array_equal(out.numpy(), np.maximum(x + b, 0))
+
+
+def test_factories_inside_programs_fill_every_size():
+    for n in (1, BIG):
+        x = torch.arange(n, dtype=torch.float32)
+        z, o, f = factories(x)
+        ref = np.arange(n, dtype=np.float32)
+        np.testing.assert_array_equal(z.numpy(), ref)
+        np.testing.assert_array_equal(o.numpy(), ref + 1)
+        np.testing.assert_array_equal(f.numpy(), ref + 2.5)
+
+
+# --- the fast path ----------------------------------------------------------------------------
+def _runner(fn):
+    assert len(fn._fast) >= 1
+    return list(fn._fast.values())[-1]
+
+
+def test_fast_path_calls_the_compiled_entry_point():
+    a, b = torch.ones(4), torch.full([4], 2.0)
+    two_out(a, b)
+    p, m = two_out(a, b)  # the second call builds the runner
+    run = _runner(two_out)
+    assert run.__globals__["_ep"] is not None
+    p, m = two_out(a, b)
+    np.testing.assert_array_equal(p.numpy(), [2.0] * 4)
+    np.testing.assert_array_equal(m.numpy(), [-1.0] * 4)
+
+
+def test_fast_path_noncontiguous_readonly_and_new_dtypes():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = torch.from_numpy(base)[:, ::2]  # non-contiguous view
+    y = torch.from_numpy(base.T.copy())[::2, :].transpose(0, 1)
+    for _ in range(3):
+        p, m = two_out(x, y)
+        np.testing.assert_array_equal(p.numpy(), base[:, ::2] * base.T.copy()[::2, :].T)
+        np.testing.assert_array_equal(m.numpy(), base[:, ::2] - base.T.copy()[::2, :].T)
+    ro = np.arange(5, dtype=np.float32)
+    ro.setflags(write=False)
+    t = torch.from_numpy(ro) if ro.flags.writeable else torch.Tensor._make(ro)
+    for _ in range(3):
+        p, m = two_out(t, t)
+        np.testing.assert_array_equal(p.numpy(), ro * ro)
+    for dtype in (torch.float64, torch.int64, torch.float32):  # each a new key, then a hit
+        a = torch.arange(6, dtype=dtype).reshape(2, 3)
+        for _ in range(2):
+            p, m = two_out(a, a)
+            assert p.dtype == dtype and p.shape == (2, 3)
+            np.testing.assert_array_equal(p.numpy(), a.numpy() * a.numpy())
+
+
+def test_fast_path_rank_change_and_wrong_types_still_checked():
+    for shape in [(3,), (2, 3), (), (1, 1, 2)]:
+        x = torch.ones(shape)
+        for _ in range(2):
+            assert gelu(x).shape == shape
+    with pytest.raises(TypeError, match="Expected a value of type 'Tensor'"):
+        gelu(np.ones(3, np.float32))
+    with pytest.raises(TypeError):
+        gelu(1.5)
+
+
+def test_fast_entry_only_for_compiled_dispatchers():
+    assert runtime._fast_entry(lambda *a: a, [np.ones(2)]) == (None, None)
+
+    @numba.njit
+    def f(x):
+        return (x + 1,)
+    assert runtime._fast_entry(f, [np.ones(2)]) == (None, None)  # nothing compiled yet
+    f(np.ones(2))
+    ep, dtypes = runtime._fast_entry(f, [np.ones(3)])
+    assert ep is not None and dtypes == [np.dtype(np.float64)]
+    assert runtime._fast_entry(f, [np.ones(3, np.float32)]) == (None, None)
+
+
+def test_concurrent_callers_get_their_own_results():
+    xs = [np.random.default_rng(i).standard_normal(BIG if i == 0 else 257).astype(np.float32)
+          for i in range(6)]
+    gelu(torch.from_numpy(xs[1]))
+    gelu(torch.from_numpy(xs[1]))
+    errors = []
+
+    def work(i):
+        try:
+            t = torch.from_numpy(xs[i])
+            for _ in range(3 if i == 0 else 50):
+                np.testing.assert_allclose(gelu(t).numpy(), _gelu_np(xs[i]), rtol=1e-4,
+                                           atol=1e-5)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
