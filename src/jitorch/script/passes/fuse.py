@@ -179,24 +179,7 @@ def _fuse_block(block: ir.Block) -> None:
             home = {"nodes": [n], "rank": rank, "at": "last"}
             groups.append(home)
         group_of[id(n)] = home
-        for g in cands:  # then merge the other producer groups into it where possible
-            if g is home or g not in groups:
-                continue
-            saved = (list(home["nodes"]), home["at"])
-            groups.remove(g)
-            home["nodes"] = sorted(home["nodes"] + g["nodes"], key=lambda m: pos[id(m)])
-            ok = False
-            for at in ("last", "first"):
-                home["at"] = at
-                if _order_ok(nodes, groups, pos):
-                    ok = True
-                    break
-            if ok:
-                for m in g["nodes"]:
-                    group_of[id(m)] = home
-            else:
-                home["nodes"], home["at"] = saved
-                groups.append(g)
+        merge_groups(home, cands, groups, group_of, nodes, pos)  # then the other producers
     multi = [g for g in groups if len(g["nodes"]) > 1]
     if not multi:
         _absorb_reductions(block)
@@ -218,6 +201,29 @@ def _fuse_block(block: ir.Block) -> None:
     block.returns = [sub.get(v.uid, v) for v in block.returns]
     block.nodes = new_nodes
     _absorb_reductions(block)
+
+
+def merge_groups(home: dict, cands, groups: list, group_of: dict, nodes, pos) -> None:
+    """Merge each other candidate group into `home` where the block's order stays valid
+    (`home` placed at its last or first member); a merge that cannot be placed is undone."""
+    for g in cands:
+        if g is home or g not in groups:
+            continue
+        saved = (list(home["nodes"]), home["at"])
+        groups.remove(g)
+        home["nodes"] = sorted(home["nodes"] + g["nodes"], key=lambda m: pos[id(m)])
+        ok = False
+        for at in ("last", "first"):
+            home["at"] = at
+            if _order_ok(nodes, groups, pos):
+                ok = True
+                break
+        if ok:
+            for m in g["nodes"]:
+                group_of[id(m)] = home
+        else:
+            home["nodes"], home["at"] = saved
+            groups.append(g)
 
 
 def _order_ok(nodes, groups, pos) -> bool:

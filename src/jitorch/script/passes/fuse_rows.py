@@ -69,7 +69,7 @@ def _member_rank(n: ir.Node):
 
 def fuse_rows(block: ir.Block) -> None:
     """Replace each row region of `block` (not nested blocks) by one prim::Fused node."""
-    from .fuse import _make_fused, _order_ok
+    from .fuse import _make_fused, _order_ok, merge_groups
     nodes = block.nodes
     if not ENABLED or not any(row_reduction_rank(n) is not None for n in nodes):
         return
@@ -109,24 +109,7 @@ def fuse_rows(block: ir.Block) -> None:
             home = {"nodes": [n], "rank": rank, "at": "last"}
             groups.append(home)
         group_of[id(n)] = home
-        for g in cands:
-            if g is home or g not in groups:
-                continue
-            saved = (list(home["nodes"]), home["at"])
-            groups.remove(g)
-            home["nodes"] = sorted(home["nodes"] + g["nodes"], key=lambda m: pos[id(m)])
-            ok = False
-            for at in ("last", "first"):
-                home["at"] = at
-                if _order_ok(nodes, groups, pos):
-                    ok = True
-                    break
-            if ok:
-                for m in g["nodes"]:
-                    group_of[id(m)] = home
-            else:
-                home["nodes"], home["at"] = saved
-                groups.append(g)
+        merge_groups(home, cands, groups, group_of, nodes, pos)
     keep = [g for g in groups if _broadcasts_a_row_value(g["nodes"])]
     if not keep:
         return
