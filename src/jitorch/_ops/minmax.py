@@ -17,7 +17,7 @@ from .. import return_types
 from .._tensor import Tensor
 from ._reduce_common import (axes_of, check_dims_nonempty, check_full_nonempty, eq_mask,
                              expand_back, index_pick_jvp, index_pick_vjp, np_axes, one_dim,
-                             pt_name, public, put_along, take_along)
+                             pt_name, public)
 from .registry import defop
 
 __all__ = ["amax", "amin", "aminmax", "max", "min", "argmax", "argmin"]
@@ -173,32 +173,10 @@ def _dim_impl(np_fn, np_arg, name):
     return impl
 
 
-def _index_vjp(g, result, input_shape, dim, keepdim):
-    """Gradient of (values, indices) selections: to the chosen index only."""
-    gv, idx = g[0], result[1]
-    nd = len(input_shape)
-    if nd == 0:
-        return gv
-    axis = dim % nd
-    if not keepdim:
-        gv, idx = gv.unsqueeze(axis), idx.unsqueeze(axis)
-    return put_along(gv, idx, axis, input_shape)
-
-
-def _index_jvp(t_input, result, dim, keepdim):
-    vals, idx = result
-    if t_input.ndim == 0:
-        return t_input, None
-    axis = dim % t_input.ndim
-    if not keepdim:
-        idx = idx.unsqueeze(axis)
-    return take_along(t_input, idx, axis).reshape(vals.shape), None
-
-
 _max_dim = defop("_max_dim", _dim_impl(np.max, np.argmax, "max"), kind="reduction",
-                 method=False, vjp=_index_vjp, jvp=_index_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
 _min_dim = defop("_min_dim", _dim_impl(np.min, np.argmin, "min"), kind="reduction",
-                 method=False, vjp=_index_vjp, jvp=_index_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
 
 
 def _overload(name, all_op, dim_op, binary, nt):
