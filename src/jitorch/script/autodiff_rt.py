@@ -24,10 +24,11 @@ from ..autograd import grad_mode
 from . import ir, stats
 
 
-def _pre_fusion(graph: ir.Graph, arg_types) -> ir.Graph:
+def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
     """Specialise and run the generic passes, but not fusion (autodiff wants plain nodes)."""
     from .passes import types as _types
-    g = _types.specialize(graph, arg_types)
+    g = _types.specialize(graph, arg_types, {k: v for k, v in (static or {}).items()
+                                             if isinstance(v, bool)})
     try:
         from .passes import pipeline
     except ImportError:
@@ -201,7 +202,7 @@ def build(sf, arg_types, static, args):
         return None, f"autodiff: interpreted ({e})"
     from . import runtime
     try:
-        base = _pre_fusion(sf.graph, arg_types)
+        base = _pre_fusion(sf.graph, arg_types, static)
         d = autodiff.differentiate(base, args)
     except autodiff.NotDifferentiable as e:
         return None, f"autodiff: interpreted ({e})"

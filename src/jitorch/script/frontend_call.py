@@ -259,7 +259,13 @@ class CallMixin:
                       (), {"exc": "RuntimeError"})
             return self.const(None)
         if getattr(obj, "_jitorch_ignore", False):
-            return self.python_call(obj, node, self._return_type(obj))
+            # a library function kept out of scripting may still have a compiled twin
+            # (frontend_nn: multi_head_attention_forward); otherwise a Python call
+            self._evaluated = None
+            r = frontend_nn.compile_call(self, obj, node)
+            if r is not None:
+                return r
+            return self.python_call(obj, node, self._return_type(obj), evaluated=self._evaluated)
         if getattr(obj, "__module__", None) == "math" or (
                 isinstance(obj, type(math.sqrt)) and getattr(obj, "__self__", None) is math):
             return self.math_call(obj, node)

@@ -38,6 +38,7 @@ from .._ops.ternary import where
 from .._creation import arange
 from .._tensor import Tensor
 from . import ir
+import jitorch as _jt  # `_jt.bool` inside twins (bound late: no import cycle)
 
 _NONE = object()  # marker: the argument was not given (use the public default)
 
@@ -247,6 +248,77 @@ def _group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor],
     return y.reshape_as(input)
 
 
+def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
+         b_in: Optional[Tensor], w_out: Tensor, b_out: Optional[Tensor],
+         key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], num_heads: Any,
+         embed_dim: Any, offsets: Any, need_weights: bool, average: bool, is_causal: bool,
+         layer: str):
+    # multi_head_attention_forward's math (PyTorch's reference path) for sequence-first (L, N, E)
+    # or unbatched (L, E) inputs; w_q/w_k/w_v are in_proj_weight three times (rows at `offsets`)
+    # or the separate projections (offsets 0). Rank and dtype tests fold per specialisation.
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if query.size(-1) != embed_dim:
+        raise AssertionError(f"{layer}: was expecting embedding dimension of {embed_dim}, but "
+                             f"got {query.size(-1)}")
+    unbatched = query.dim() == 2
+    if unbatched:
+        query = query.unsqueeze(1)
+        key = key.unsqueeze(1)
+        value = value.unsqueeze(1)
+    tgt_len = query.size(0)
+    bsz = query.size(1)
+    src_len = key.size(0)
+    head_dim = embed_dim // num_heads
+    q = query.reshape(tgt_len * bsz, query.size(2)).matmul(
+        w_q.narrow(0, offsets[0], embed_dim).t())
+    k = key.reshape(src_len * bsz, key.size(2)).matmul(w_k.narrow(0, offsets[1], embed_dim).t())
+    v = value.reshape(src_len * bsz, value.size(2)).matmul(
+        w_v.narrow(0, offsets[2], embed_dim).t())
+    if b_in is not None:
+        q = q + b_in.narrow(0, 0, embed_dim)
+        k = k + b_in.narrow(0, embed_dim, embed_dim)
+        v = v + b_in.narrow(0, 2 * embed_dim, embed_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
+    scores = (q * (1.0 / float(head_dim)) ** 0.5).matmul(k.transpose(1, 2))
+    if attn_mask is not None:  # bool: True = may NOT attend; float: added
+        if attn_mask.dtype == _jt.bool:
+            scores = where(attn_mask, float("-inf"), scores)
+        else:
+            scores = scores + attn_mask
+    if key_padding_mask is not None:
+        s4 = scores.reshape(bsz, num_heads, tgt_len, src_len)
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
+        if key_padding_mask.dtype == _jt.bool:
+            s4 = where(kpm, float("-inf"), s4)
+        else:
+            s4 = s4 + kpm
+        scores = s4.reshape(bsz * num_heads, tgt_len, src_len)
+    e = (scores - _stop_gradient(scores.amax(-1, True))).exp()
+    weights = e / e.sum(-1, True)
+    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim).matmul(w_out.t())
+    if b_out is not None:
+        out = out + b_out
+    if unbatched:
+        out = out.reshape(tgt_len, embed_dim)
+    else:
+        out = out.reshape(tgt_len, bsz, embed_dim)
+    if need_weights:
+        w4 = weights.reshape(bsz, num_heads, tgt_len, src_len)
+        if average:
+            w4 = w4.mean(1)
+            if unbatched:
+                w4 = w4.reshape(tgt_len, src_len)
+        elif unbatched:
+            w4 = w4.reshape(num_heads, tgt_len, src_len)
+        return out, w4
+    return out, None
+
+
 # --- building a call ---------------------------------------------------------------------------
 class Const:
     """A twin argument that is a Python constant (substituted into the twin's graph)."""
@@ -275,6 +347,14 @@ class _Args:
             raise _Reject(f"'{name}' missing")
         return v
 
+    def st_or_value(self, name):
+        """Const(value) when static, else the run-time value (a bool the runtime specialises
+        on, so `if flag:` in the twin folds per call signature)."""
+        try:
+            return Const(self.st(name))
+        except _Reject:
+            return self.t(name)
+
     def opt(self, name):
         v = self.values.get(name, _NONE)
         if v is _NONE or (v.node is not None and v.node.op == "prim::Constant"
@@ -287,6 +367,17 @@ def _static(v, name):
     n = v.node
     if n is not None and n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
         return tuple(_static(i, name) for i in n.inputs)
+    if n is not None and n.op == "prim::ScalarOp":  # `not self._flag`, `self.a * 2`
+        from .interpreter import SCALAR_OPS
+        fn = SCALAR_OPS.get(n.attrs.get("fn"))
+        if fn is None:
+            raise _Reject(f"'{name}' is not a constant")
+        try:
+            return fn(*[_static(i, name) for i in n.inputs])
+        except _Reject:
+            raise
+        except Exception:
+            raise _Reject(f"'{name}' raises") from None
     if n is None or n.op != "prim::Constant" or "value" not in n.attrs:
         raise _Reject(f"'{name}' is not a constant")
     return n.attrs["value"]
@@ -419,6 +510,34 @@ def _b_group_norm(a):
                          Const(float(a.st("eps")))]
 
 
+def _b_mha(a):
+    for name in ("bias_k", "bias_v", "static_k", "static_v"):
+        if not isinstance(a.opt(name), Const):
+            raise _Reject(f"{name}")  # rare variants stay with eager
+    if a.st("add_zero_attn") or (a.st("training") and a.st("dropout_p") > 0):
+        raise _Reject("add_zero_attn / random dropout")
+    e, h = _int(a.st("embed_dim_to_check"), "embed_dim"), _int(a.st("num_heads"), "num_heads")
+    if h <= 0 or e % h:
+        raise _Reject("num_heads")
+    if a.st("use_separate_proj_weight"):
+        ws, offsets = [a.t("q_proj_weight"), a.t("k_proj_weight"), a.t("v_proj_weight")], (0, 0, 0)
+    else:
+        w = a.t("in_proj_weight")
+        ws, offsets = [w, w, w], (0, e, 2 * e)
+    return _mha, [a.t("query"), a.t("key"), a.t("value"), *ws, a.opt("in_proj_bias"),
+                  a.t("out_proj_weight"), a.opt("out_proj_bias"), a.opt("key_padding_mask"),
+                  a.opt("attn_mask"), Const(h), Const(e), Const(offsets),
+                  a.st_or_value("need_weights"), a.st_or_value("average_attn_weights"),
+                  a.st_or_value("is_causal"), Const(_layer_name(a))]
+
+
+def _layer_name(a) -> str:
+    try:
+        return str(a.st("_layer"))
+    except _Reject:  # a name computed at run time: the class eager would print
+        return "MultiheadAttention"
+
+
 _BUILDERS: dict = {}
 
 
@@ -428,6 +547,7 @@ def _table() -> dict:
         return _BUILDERS
     from .._ops import nn_activation as act, nn_loss as loss, nn_misc as misc, nn_norm as norm
     from ..nn import functional as F
+    from ..nn._functional_attention import multi_head_attention_forward
     sm, lsm = _b_softmax(_softmax), _b_softmax(_log_softmax)
     for fn, b in ((F.softmax, sm), (act.softmax, sm), (act._softmax_method, sm),
                   (F.log_softmax, lsm), (act.log_softmax, lsm), (act._log_softmax_method, lsm),
@@ -438,7 +558,8 @@ def _table() -> dict:
                   (misc.dropout, _b_dropout),
                   (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
                   (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
-                  (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss)):
+                  (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss),
+                  (multi_head_attention_forward, _b_mha)):
         _BUILDERS[fn] = b
     return _BUILDERS
 
@@ -458,7 +579,10 @@ def specialised_graph(twin, res, targs) -> ir.Graph:
     from . import frontend_types as ft
     from .ir_util import clone_graph, replace_all_uses, walk_blocks
     from .passes import dce, simplify
-    key = (twin, tuple(_key(a.value) if isinstance(a, Const) else "T" for a in targs))
+    def is_tensor(a):  # a caller's value that is a Tensor (an Optional one may be None)
+        return isinstance(getattr(a, "type", None), ir.TensorType)
+    key = (twin, tuple(_key(a.value) if isinstance(a, Const) else "T" if is_tensor(a) else "V"
+                       for a in targs))
     with _lock:
         g = _graphs.get(key)
         if g is not None:
@@ -471,7 +595,7 @@ def specialised_graph(twin, res, targs) -> ir.Graph:
                 n = ir.Node("prim::Constant", (), (ty,), {"value": a.value})
                 consts.append(n)
                 replace_all_uses(g, inp, n.output)
-            elif isinstance(ft.base(inp.type), ir.TensorType):
+            elif isinstance(ft.base(inp.type), ir.TensorType) and is_tensor(a):
                 tensors.add(inp)
         g.block.nodes[:0] = consts
         for b in walk_blocks(g.block):
@@ -530,4 +654,7 @@ def compile_call(fc, fn, node, recv=None):
     fc.cur = node
     fc._evaluated = None
     n = fc.emit("prim::CallFunction", ins, [v.type for v in g.outputs], {"fn": g})
+    if getattr(res, "returns_tuple", False):  # the graph returns the tuple's elements
+        return fc.emit("prim::TupleConstruct", list(n.outputs),
+                       (ir.TupleType([v.type for v in n.outputs]),)).output
     return n.outputs[0]

@@ -37,7 +37,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import cache, interpreter, ir, stats
-from .codegen import NotLowered
+from .codegen import NotLowered, RaiseInInterpreter
 
 
 class TracerWarning(Warning):
@@ -66,7 +66,8 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
     try:
         from .passes import types as _types
         stage = "passes.types.specialize"
-        g = _types.specialize(graph, arg_types)
+        g = _types.specialize(graph, arg_types, {k: v for k, v in (static or {}).items()
+                                                 if isinstance(v, bool)})
         stage = "passes.pipeline"
         from .passes import pipeline
         stage = "passes.pipeline.run"
@@ -252,7 +253,7 @@ def _type_name(t: ir.Type) -> str:
 def _describe_key_part(p) -> str:
     if isinstance(p, tuple) and p and p[0] == "T":
         return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "")
-    if isinstance(p, tuple) and p and p[0] == "S":
+    if isinstance(p, tuple) and p and p[0] in ("S", "B"):
         return f"static={p[1]!r}"
     return str(getattr(p, "__name__", p))
 
@@ -398,7 +399,7 @@ class ScriptFunction:
                     if not isinstance(a, np.bool_):
                         self._bad(i, a, "bool")
                     args[i] = bool(a)
-                key.append(bool)
+                key.append(("B", a))  # by value: `if flag:` folds (types.specialize)
             elif k == "str":
                 if not isinstance(a, str):
                     self._bad(i, a, "str")
@@ -419,44 +420,56 @@ class ScriptFunction:
 
     # -- calls -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if kwargs or len(args) != len(self._names):
-            args = self._bind(args, kwargs)
-        else:
-            fk = self._fast_key
-            if fk is not None:  # all-tensor signature: an unrolled key, one dict lookup
-                try:
-                    entry = self._fast.get(fk(args, _gstate.enabled))
-                except AttributeError:  # not a Tensor: the checks below raise TypeError
-                    entry = None
-                if entry is not None:
-                    if not _threads._pinned:
-                        _threads.note_caller_thread()
+        given = args
+        try:
+            if kwargs or len(args) != len(self._names):
+                args = self._bind(args, kwargs)
+            else:
+                fk = self._fast_key
+                if fk is not None:  # all-tensor signature: an unrolled key, one dict lookup
+                    try:
+                        entry = self._fast.get(fk(args, _gstate.enabled))
+                    except AttributeError:  # not a Tensor: the checks below raise TypeError
+                        entry = None
+                    if entry is not None:
+                        if not _threads._pinned:
+                            _threads.note_caller_thread()
+                        next(_counters.calls)
+                        next(_counters.memory_hits)
+                        return entry(args)  # the runner returns the final value
+                args = list(args)
+            orig = args
+            if self._mutated:
+                args = self._check_writes(args)
+            key, need_grad = self._key(args)
+            entry = self._cache.get(key)
+            if entry is None:
+                outs = self._miss(key, args, need_grad)
+            else:
+                if not _threads._pinned:
+                    _threads.note_caller_thread()
+                if entry.kind == "compiled":  # stats.record_call, inlined
                     next(_counters.calls)
                     next(_counters.memory_hits)
-                    return entry(args)  # the runner returns the final value
-            args = list(args)
-        orig = args
-        if self._mutated:
-            args = self._check_writes(args)
-        key, need_grad = self._key(args)
-        entry = self._cache.get(key)
-        if entry is None:
-            outs = self._miss(key, args, need_grad)
-        else:
-            if not _threads._pinned:
-                _threads.note_caller_thread()
-            if entry.kind == "compiled":  # stats.record_call, inlined
-                next(_counters.calls)
-                next(_counters.memory_hits)
-                if self._fast_key is not None:
-                    self._fast[self._fast_key(args, _gstate.enabled)] = \
-                        entry.runner(args, self._tuple_out)
-                outs = entry.run(args)
-            else:
-                stats.record_call(hit=True, interpreted=_interp(entry))
-                outs = self._run(entry, args)
-        if self._mutated:
-            outs = self._write_back(orig, outs, args)
+                    if self._fast_key is not None:
+                        self._fast[self._fast_key(args, _gstate.enabled)] = \
+                            entry.runner(args, self._tuple_out)
+                    outs = entry.run(args)
+                else:
+                    stats.record_call(hit=True, interpreted=_interp(entry))
+                    outs = self._run(entry, args)
+            if self._mutated:
+                outs = self._write_back(orig, outs, args)
+            if len(outs) == 1 and not self._tuple_out:
+                return outs[0]
+            return tuple(outs)
+        except RaiseInInterpreter:
+            # the program hit a `raise` whose message it cannot build (lists, reprs): the
+            # interpreter runs the call again and raises the exact error
+            return self._raise_interpreted(given, kwargs)
+
+    def _raise_interpreted(self, args, kwargs):
+        outs = interpreter.run_graph(self.graph, self._bind(args, kwargs))
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)
@@ -548,7 +561,8 @@ class ScriptFunction:
         arg_types = [_arg_type(a, t, p[3] if isinstance(p, tuple) and p and p[0] == "T"
                                else False)
                      for a, t, p in zip(args, self._types, key)]
-        static = {n: a for n, a in zip(self._names, args) if n in self._static}
+        static = {n: a for n, a, k in zip(self._names, args, self._kinds)
+                  if n in self._static or k == "bool"}
         if need_grad:
             from . import autodiff_rt
             ad, reason = autodiff_rt.build(self, arg_types, static, args)

@@ -27,15 +27,19 @@ class _TrailingNorm(Module):
     """Base of the norms over trailing dims: the input-shape check naming the layer."""
 
     def _check_trailing(self, input: Tensor) -> None:
-        """PyTorch's normalized_shape message, prefixed with the layer (issue 4 errors)."""
-        shape = list(self.normalized_shape)  # a list: scripted code indexes it by a variable
-        n = len(shape)
+        """PyTorch's normalized_shape message, prefixed with the layer (issue 4 errors).
+        Written so scripted code compiles it: the loop over the static tuple unrolls, the
+        rank tests fold per specialisation and the message is constant text plus ints."""
+        n = len(self.normalized_shape)
         bad = input.dim() < n
         if not bad:
-            for i in range(n):
-                if input.shape[input.dim() - n + i] != shape[i]:
+            i = 0
+            for s in self.normalized_shape:
+                if input.shape[input.dim() - n + i] != s:
                     bad = True
+                i += 1
         if bad:
+            shape = list(self.normalized_shape)
             raise RuntimeError(f"{self!r}: Given normalized_shape={shape}, expected input "
                                f"with shape [*, {str(shape)[1:-1]}], but got input of size"
                                f"{list(input.shape)}")

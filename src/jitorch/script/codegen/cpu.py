@@ -54,6 +54,7 @@ class Emitter:
         self.chunks: dict = {}  # value uid -> (array expression, dim, chunks) of a chunk list
         self.helpers: set = set()
         self.exceptions: set = set()
+        self.scripted_raises: set = set()  # exception names of prim::Raise nodes
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -143,7 +144,8 @@ def generate(graph: ir.Graph) -> Program:
             em.tensor(p)
         elif lower_list.is_tensor_list(t):  # a tuple of arrays (lower_list.py)
             lower_list.check_input(em, i, p)
-        elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
+        elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType)):
+            # (a None argument is unused: types.specialize folded it into a constant)
             raise NotLowered(f"input {i} of type {t} is not lowered")
         nm = f"a{i}_" + _ident(p.name or "")[:20]
         if lower_list.is_tensor_list(t):
@@ -177,11 +179,23 @@ def generate(graph: ir.Graph) -> Program:
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
     for exc in sorted(em.exceptions):
         head.append(_EXC_CLASS.format(exc=exc))
+    if em.scripted_raises:
+        head.append("from jitorch.script.interpreter import ScriptRuntimeError")
+    for exc in sorted(em.scripted_raises):
+        head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
     src = "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals) + "\n\n" + \
         DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + "\n".join(body) + \
         ("\n" if body else "") + f"    return ({''.join(o + ', ' for o in outs)})\n"
     return Program(src, entry, [v.type for v in graph.outputs], helpers)
 
+
+_SCRIPT_EXC_CLASS = """
+
+class _Script{exc}({exc}, ScriptRuntimeError):
+    \"\"\"A `raise {exc}(...)` of the scripted code (also a jitorch.jit.Error).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
 
 _EXC_CLASS = """
 
@@ -210,7 +224,7 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
         fn(em, n)
         return
     for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
-                lower_write):
+                lower_write, _conv_lowerings()):
         fn = mod.LOWER.get(op)
         if fn is not None:
             fn(em, n)
@@ -316,6 +330,9 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
             return
         except Exception:
             pass
+    if fn == "list" and len(n.inputs) == 1 and n.inputs[0].uid in em.shapes:
+        em.shapes[n.output.uid] = em.shapes[n.inputs[0].uid]  # list(x.shape): the same sizes
+        return
     if fn in ("getitem", "len") and _shape_op(em, n, fn):
         return
     if fn in ("getitem", "len") and n.inputs and isinstance(n.inputs[0].type, ir.ListType):
@@ -477,13 +494,30 @@ def _if(em: Emitter, n: ir.Node) -> None:
         if k == 1:
             em.emit("else:")
         em.indent += 1
-        rets = _run_sub_block(em, b, n.inputs[1:])
-        _assign_outputs(em, outs, rets)
+        mark = len(em.lines)
+        try:
+            rets = _run_sub_block(em, b, n.inputs[1:])
+            _assign_outputs(em, outs, rets)
+        except NotLowered:
+            if not _raises(b):
+                raise
+            # an error branch with a message the program cannot build (a repr, a slice of a
+            # string): the interpreter re-runs the call and raises it (RaiseInInterpreter)
+            del em.lines[mark:]
+            line = "from jitorch.script.codegen import RaiseInInterpreter"
+            if line not in em.globals:
+                em.globals.append(line)
+            em.emit("raise RaiseInInterpreter()")
         if not outs:
             em.emit("pass")
         em.indent -= 1
     for o, nm in zip(n.outputs, outs):
         em.bind(o, nm)
+
+
+def _raises(b: ir.Block) -> bool:
+    """The block ends in a `raise` (its nodes only build the message or check more)."""
+    return bool(b.nodes) and b.nodes[-1].op == "prim::Raise" and not b.returns
 
 
 def _check_runtime_type(v: ir.Value) -> None:
@@ -526,7 +560,36 @@ def _fused(em: Emitter, n: ir.Node) -> None:
     lower_elementwise.lower_group(em, n.blocks[0], list(n.inputs), list(n.outputs))
 
 
+def _raise(em: Emitter, n: ir.Node) -> None:
+    """`raise E(f"...")` in scripted code: E's message from constant strings and run-time ints.
+    The class raised is also a `jitorch.jit.Error`, as the interpreter's is."""
+    import builtins
+    exc = n.attrs.get("exc", "RuntimeError")
+    if not (isinstance(getattr(builtins, exc, None), type) and
+            issubclass(getattr(builtins, exc), Exception)):
+        raise NotLowered(f"raise of {exc}")
+    parts = [f"{exc}: "]
+    for v in n.inputs:
+        if em.is_const(v):
+            parts.append(str(em.const(v)))
+        elif isinstance(v.type, ir.IntType):
+            parts.append((em.name(v),))
+        elif v.uid in em.shapes:  # `list(x.shape)`: the rank is known
+            x, nd = em.shapes[v.uid]
+            parts.append("[")
+            for d in range(nd):
+                parts += [(f"{x}.shape[{d}]",), ", " if d < nd - 1 else ""]
+            parts.append("]")
+        else:  # the interpreter builds this message: the enclosing `if` (_if) emits that
+            raise NotLowered(f"raise message part of type {v.type}")
+    em.scripted_raises.add(exc)
+    fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
+    args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
+    em.emit(f"raise _Script{exc}({fmt!r}{args})")
+
+
 _PRIMS = {
+    "prim::Raise": _raise,
     "prim::Constant": _constant, "prim::ListConstruct": _list, "prim::TupleConstruct": _tuple,
     "prim::TupleIndex": _tuple_index, "prim::TupleUnpack": _unpack,
     "prim::ListUnpack": _unpack, "prim::ScalarOp": _scalar_op,
@@ -539,3 +602,15 @@ _PRIMS = {
 def _lower_list():
     from . import lower_list
     return lower_list
+
+
+class _ConvLowerings:
+    """conv (lower_conv.py) and pooling (lower_pool.py) ops: one LOWER table for both."""
+    LOWER: dict = {}
+
+
+def _conv_lowerings():
+    if not _ConvLowerings.LOWER:
+        from . import lower_conv, lower_pool
+        _ConvLowerings.LOWER = {**lower_conv.LOWER, **lower_pool.LOWER}
+    return _ConvLowerings

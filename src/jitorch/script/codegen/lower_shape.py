@@ -397,18 +397,73 @@ def unpack_chunks(em: Emitter, rec, outputs) -> None:
 
 
 def lower_narrow(em: Emitter, n: ir.Node) -> None:
+    """x.narrow(dim, start, length); start and length may be run-time ints (checked)."""
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "narrow")
-    start, length = em.const(n.inputs[2]), em.const(n.inputs[3])
-    if not isinstance(start, int) or not isinstance(length, int) or start < 0:
-        raise NotLowered("narrow with run-time or negative bounds")
     xs = em.name(n.inputs[0])
-    em.emit(f"if {start + length} > {xs}.shape[{d}]:")
+    bounds = []
+    for v in n.inputs[2:4]:
+        if em.is_const(v):
+            c = em.const(v)
+            if isinstance(c, bool) or not isinstance(c, int):
+                raise NotLowered(f"narrow bound {c!r}")
+            bounds.append(str(c))
+        elif isinstance(v.type, ir.IntType):
+            bounds.append(em.name(v))
+        else:
+            raise NotLowered(f"narrow bound of type {v.type}")
+    start, length = em.fresh("ns"), bounds[1]
+    # PyTorch wraps a negative start once (start + size); anything still out of range raises
+    em.emit(f"{start} = {bounds[0]} if {bounds[0]} >= 0 else {bounds[0]} + {xs}.shape[{d}]")
+    em.emit(f"if {start} < 0 or {length} < 0 or {start} + {length} > {xs}.shape[{d}]:")
     em.indent += 1
-    em.raise_("IndexError", f"start ({start}) + length ({length}) exceeds dimension size (",
-              (f"{xs}.shape[{d}]",), ").")
+    em.raise_("IndexError", "narrow(): start (", (start,), ") + length (", (length,),
+              ") exceeds dimension size (", (f"{xs}.shape[{d}]",), ").")
     em.indent -= 1
-    _index(em, n, [(None, None, None)] * d + [(start, start + length, None)])
+    _index(em, n, [(None, None, None)] * d + [(_RunTime(start), _RunTime(f"{start} + {length}"),
+                                               None)])
+
+
+def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
+    if em.is_const(v):
+        c = em.const(v)
+        if isinstance(c, bool) or not isinstance(c, int):
+            raise NotLowered(f"{what} {c!r}")
+        return str(c)
+    if isinstance(v.type, ir.IntType):
+        return em.name(v)
+    raise NotLowered(f"{what} of type {v.type}")
+
+
+def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
+    """The VJP of narrow/chunk/split: zeros of the input's shape, the grad written at
+    [start, start + grad.shape[dim]) along dim (shapes checked, then a slice assignment)."""
+    g = n.inputs[0]
+    r = em.tensor(g).ndim
+    parts = _runtime_sizes(em, n.inputs[1])
+    if parts is None:
+        parts = [str(int(c)) for c in em.const(n.inputs[1])]
+    if len(parts) != r:
+        raise NotLowered("_narrow_backward: rank mismatch")
+    d = _norm(em.const(n.inputs[2]), r, "_narrow_backward")
+    start = _int_expr(em, n.inputs[3], "narrow start")
+    gs = em.name(g)
+    out_t = em.tensor(n.outputs[0])
+    out = em.fresh("nb")
+    em.emit(f"{out} = np.zeros({_tup(parts)}, {np_type(out_t.dtype)})")
+    checks = [f"{start} < 0", f"{start} + {gs}.shape[{d}] > {out}.shape[{d}]"] + [
+        f"{gs}.shape[{k}] != {out}.shape[{k}]" for k in range(r) if k != d]
+    em.emit(f"if {' or '.join(checks)}:")
+    em.indent += 1
+    msg = ["narrow backward: grad of shape ["]
+    for k in range(r):
+        msg += [(f"{gs}.shape[{k}]",), ", " if k < r - 1 else "] does not fit the input"]
+    em.raise_("RuntimeError", *msg)
+    em.indent -= 1
+    idx = [":"] * r
+    idx[d] = f"{start}:{start} + {gs}.shape[{d}]"
+    em.emit(f"{out}[{', '.join(idx)}] = {gs}")
+    em.bind(n.outputs[0], out)
 
 
 def lower_ravel(em: Emitter, n: ir.Node) -> None:
@@ -440,5 +495,6 @@ LOWER = {
     "contiguous": lower_contiguous, "_to_dtype": lower_to_dtype, "cat": lower_cat,
     "stack": lower_cat, "_index_view": lower_index_view,
     "select": lower_select, "chunk": lower_chunk, "narrow": lower_narrow, "ravel": lower_ravel,
+    "_narrow_backward": lower_narrow_backward,
     "view_as": lower_reshape_as, "reshape_as": lower_reshape_as, "broadcast_to": lower_expand,
 }

@@ -66,10 +66,25 @@ def strip_sizes(t: ir.Type) -> ir.Type:
     return t
 
 
-def specialize(graph: ir.Graph, arg_types) -> ir.Graph:
+def specialize(graph: ir.Graph, arg_types, values: dict | None = None) -> ir.Graph:
+    """A copy of `graph` typed for `arg_types`; `values` (argument name -> bool) are
+    arguments the specialisation fixes (bools are keyed by value), substituted like None."""
     g = copy_graph(graph)
+    nones = {}
+    values = values or {}
     for p, t in zip(g.block.params, arg_types):
         p.type = strip_sizes(t)
+        if isinstance(t, ir.NoneType):
+            nones[p] = ir.Node("prim::Constant", (), (ir.NONE,), {"value": None}).output
+        elif p.name in values and isinstance(t, ir.BoolType):
+            nones[p] = ir.Node("prim::Constant", (), (ir.BOOL,), {"value": values[p.name]}
+                               ).output
+    if nones:
+        # an Optional argument passed None (TorchScript specialises on it too) or a bool:
+        # `x is None` / `if flag` fold and only the branch taken is compiled
+        from ..ir_util import replace_many
+        replace_many(g, nones)
+        g.block.nodes[:0] = [v.node for v in nones.values()]
     propagate_block(g.block)
     return g
 
@@ -90,8 +105,60 @@ def const_value(v: ir.Value):
 
 
 def propagate_block(block: ir.Block) -> None:
+    """Types for every node, folding what the argument types decide as it goes: `x.dim()` and
+    `x.dtype` of a typed tensor, scalar arithmetic on those, and `if` on the result (only the
+    taken branch stays, so code that branches on rank or dtype types like straight-line
+    code: one program per dtype/rank, as the design promises)."""
+    out, mapping = [], {}
     for n in block.nodes:
+        if mapping:
+            n.inputs = [mapping.get(v, v) for v in n.inputs]
         propagate_node(n)
+        repl = _fold_static(n, mapping)
+        out.extend([n] if repl is None else repl)
+    block.nodes = out
+    if mapping:
+        from ..ir_util import replace_many
+        replace_many(block, mapping)
+
+
+def _fold_static(n: ir.Node, mapping: dict):
+    """None (keep n) or the nodes replacing it; outputs of a folded `if` go to `mapping`."""
+    op = n.op
+    if op == "prim::GetAttr" and n.inputs and isinstance(n.inputs[0].type, ir.TensorType):
+        t, name = n.inputs[0].type, n.attrs.get("name")
+        value = t.ndim if name == "ndim" else t.dtype if name == "dtype" else None
+        if value is not None:
+            n.op, n.inputs, n.attrs = "prim::Constant", [], {"value": value}
+            return [n]
+    elif op == "prim::ScalarOp":
+        from ..interpreter import SCALAR_OPS
+        vals = [const_value(v) for v in n.inputs]
+        if n.attrs.get("fn") in ("is", "is_not") and len(vals) == 2 and any(
+                ok and x is None for ok, x in vals) and any(
+                isinstance(v.type, ir.TensorType) for v in n.inputs):
+            # an Optional[Tensor] that holds a tensor in this specialisation is not None
+            n.op, n.inputs = "prim::Constant", []
+            n.attrs = {"value": n.attrs["fn"] == "is_not"}
+            return [n]
+        fn = SCALAR_OPS.get(n.attrs.get("fn"))
+        if fn is not None and vals and all(ok for ok, _ in vals):
+            try:
+                r = fn(*[x for _, x in vals])
+            except Exception:  # raises at run time, at the user's line
+                return None
+            if isinstance(r, (bool, int, float, str, type(None))):
+                n.op, n.inputs, n.attrs = "prim::Constant", [], {"value": r}
+                return [n]
+    elif op == "prim::If":
+        ok, c = const_value(n.inputs[0])
+        if ok and isinstance(c, (bool, int)):
+            from ..ir_util import inline_block
+            nodes, rets = inline_block(n.blocks[0] if c else n.blocks[1], n.inputs[1:])
+            for o, r in zip(n.outputs, rets):
+                mapping[o] = mapping.get(r, r)
+            return nodes
+    return None
 
 
 def _set(n: ir.Node, types) -> None:
@@ -262,8 +329,10 @@ def _same(n, x, *rest):
 
 def _sized(n, x, size):
     # a size list built at run time (e.g. a backward reading saved shapes) has a known length
-    if size.node is not None and size.node.op == "prim::ListConstruct":
+    if size.node is not None and size.node.op in ("prim::ListConstruct", "prim::TupleConstruct"):
         return _ranked(_tensor(x).dtype, len(size.node.inputs))
+    if isinstance(size.type, ir.TupleType):  # `x.reshape(t)` with t a tuple of known length
+        return _ranked(_tensor(x).dtype, len(size.type.elems))
     return _ranked(_tensor(x).dtype, len(_const(size)))
 
 
@@ -321,14 +390,31 @@ _RULES = {
     "logsumexp": _reduce,
     "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
     "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
-    "t": _same, "contiguous": _same, "narrow": _same, "unsqueeze": _unsqueeze,
+    "t": _same, "contiguous": _same, "narrow": _same, "_narrow_backward": _same, "unsqueeze": _unsqueeze,
     "flatten": _flatten, "cat": _cat, "stack": _cat, "_index_view": _index_view,
     "select": _select, "_to_dtype": _to_dtype, "expand_as": _expand_as,
     "ravel": lambda n, x: _ranked(_tensor(x).dtype, 1), "view_as": _expand_as,
     "reshape_as": _expand_as, "broadcast_to": _sized,
     # a list of views of x's dtype and rank (the frontend typed it List[Tensor])
     "chunk": lambda n, x, *rest: ir.ListType(_ranked(_tensor(x).dtype, _tensor(x).ndim)),
+    # conv / pooling (codegen/lower_conv.py, lower_pool.py): the first operand's dtype and rank
+    **dict.fromkeys(("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "_conv_nd",
+                     "_conv_nd_input_grad", "_conv_nd_weight_grad", "max_pool1d", "max_pool2d",
+                     "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+                     "_max_pool_nd_backward", "_avg_pool_nd_backward", "_adaptive_avg_t"),
+                    _same),
+    "max_pool1d_with_indices": lambda n, x, *rest: _with_indices(n, x),
+    "max_pool2d_with_indices": lambda n, x, *rest: _with_indices(n, x),
 }
+
+
+def _with_indices(n, x):
+    """(values, int64 indices) of a max pool: the rule gives output 0's type (the caller sets
+    one type per rule), so output 1's is set here."""
+    t = _tensor(x)
+    if len(n.outputs) == 2:
+        n.outputs[1].type = _ranked(dt.int64, t.ndim)
+    return t
 
 
 # --- structural ops -----------------------------------------------------------------------------
