@@ -180,7 +180,7 @@ def test_scripted_step_equals_eager_functional(name, kw):
     assert results[1][2].keys() == results[0][2].keys()
     for k in results[0][2]:
         np.testing.assert_allclose(results[1][2][k], results[0][2][k], rtol=1e-5, atol=1e-7)
-    assert type(opt)._fn.scripted is not None
+    assert type(opt)._fn.scripted  # a ScriptFunction per options tuple
 
 
 def test_scripted_functional_updates_in_place():
@@ -189,8 +189,9 @@ def test_scripted_functional_updates_in_place():
     bufs = [jitorch.zeros(3), jitorch.zeros(2, 2)]
     eager = [[x.clone() for x in lst] for lst in (p, g, bufs)]
     F.sgd(*eager, True, 0.1, 0.9, 0.0, 0.01, False, False)
-    step = jitorch.script(F.sgd)
-    step(p, g, bufs, True, 0.1, 0.9, 0.0, 0.01, False, False)
+    # the kernel of these options (first, momentum, no nesterov/maximize, weight decay)
+    step = jitorch.script(F.SGD.kernel((True, True, False, False, True)))
+    step(p, g, bufs, 0.1, 0.9, 0.0, 0.01)
     assert [x.tolist() for x in p] == [x.tolist() for x in eager[0]]
     assert [x.tolist() for x in bufs] == [x.tolist() for x in eager[2]]
     assert p[0].tolist() == pytest.approx([1 - 0.1 * 0.51] * 3)
@@ -201,11 +202,12 @@ def test_lr_change_does_not_recompile():
     try:
         a, b, opt = make("Adam", dict(lr=0.01))
         train(opt, a, b, 1)
-        n = optim.Adam._fn.scripted.stats["specialisations"]
+        fn = optim.Adam._fn.scripted[(False, False, False, False)]
+        n = fn.stats["specialisations"]
         for lr in (0.02, 0.005, 1e-4):
             opt.param_groups[0]["lr"] = lr
             train(opt, a, b, 1)
-        assert optim.Adam._fn.scripted.stats["specialisations"] == n
+        assert fn.stats["specialisations"] == n
     finally:
         O.USE_SCRIPT = True
 
@@ -376,10 +378,10 @@ def test_complex_params_run_eagerly_like_view_as_real():
 
 
 def test_compiled_step_falls_back_for_complex_and_records_why():
-    step = O.CompiledStep(F.sgd)
+    step = O.CompiledStep(F.SGD)
     p = [jitorch.tensor([1 + 1j])]
     g = [jitorch.tensor([0.5 - 0.5j])]
-    step(p, g, g, False, 0.1, 0.0, 0.0, 0.0, False, False)
+    step((False, False, False, False, False), p, g, g, 0.1, 0.0, 0.0, 0.0)
     assert p[0].tolist() == pytest.approx([0.95 + 1.05j])
     assert "compiler" in step.fallbacks["complex"]
 

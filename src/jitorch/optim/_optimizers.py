@@ -9,7 +9,10 @@ does, so the real-valued math applies.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .. import _creation as C
+from .._dtype import COMPLEX as _COMPLEX
 from .._tensor import Tensor
 from . import functional as F
 from .optimizer import CompiledStep, Optimizer
@@ -43,8 +46,40 @@ def _check_flags(foreach, fused, differentiable):
 
 
 def _real(t: Tensor) -> Tensor:
+    if t._dtype.category != _COMPLEX:
+        return t
     from .. import view_as_real
-    return view_as_real(t) if t.is_complex() else t
+    return view_as_real(t)
+
+
+def _reals(ts: list) -> list:
+    """`[_real(t) for t in ts]`, the list itself when nothing is complex (the usual case: a
+    step's Python overhead is per tensor)."""
+    for t in ts:
+        if t._dtype.category == _COMPLEX:
+            return [_real(x) for x in ts]
+    return ts
+
+
+def _incr(t):
+    """`t += 1` for a state's step. A plain 0-d tensor (PyTorch's float32 step) is bumped in
+    its array, as the in-place op would (same float32 sum, version counter bumped), without
+    the eager dispatch: a per-parameter Python op is a large part of a compiled step."""
+    d = getattr(t, "_data", None)
+    if type(t) is Tensor and type(d) is np.ndarray and d.ndim == 0 and \
+            not t._requires_grad and d.flags.writeable:
+        d[()] = d[()] + 1  # in the array's dtype (float32 for PyTorch's step), as `t += 1`
+        t._version[0] += 1
+        return t
+    t += 1
+    return t
+
+
+def _step_value(state) -> float:
+    st = state.get("step", 0.0)
+    if type(st) is Tensor and st._data.ndim == 0:
+        return float(st._data)
+    return _f(st)
 
 
 def _runs(items, key):
@@ -82,32 +117,39 @@ class _Base(Optimizer):
         raise NotImplementedError
 
     def _step_groups(self) -> None:
+        all_state = self.state
         for group in self.param_groups:
-            items = []
+            runs: dict = {}  # step value -> (params, grads, states): one call each
             for p in group["params"]:
-                if p.grad is None:
+                g = p.grad
+                if g is None:
                     continue
-                if getattr(p.grad, "is_sparse", False):
+                if getattr(g, "is_sparse", False):
                     raise RuntimeError(f"{type(self).__name__} does not support sparse "
                                        "gradients")
-                state = self.state[p]
+                state = all_state[p]
                 if len(state) == 0:
                     self._init_state(p, group, state)
-                if "step" in state:
-                    state["step"] += 1
-                items.append((p, state))
-            for step, its in _runs(items, lambda it: _f(it[1].get("step", 0.0))):
-                params = [_real(p) for p, _ in its]
-                grads = [_real(p.grad) for p, _ in its]
-                self._call(group, params, grads, [s for _, s in its], step)
+                st = state.get("step")
+                if st is not None:
+                    state["step"] = _incr(st)
+                sv = _step_value(state)
+                run = runs.get(sv)
+                if run is None:
+                    run = runs[sv] = ([], [], [])
+                run[0].append(p)
+                run[1].append(g)
+                run[2].append(state)
+            for step, (params, grads, states) in runs.items():
+                self._call(group, _reals(params), _reals(grads), states, step)
 
     @staticmethod
     def _lists(states, *keys):
-        return [[_real(s[k]) for s in states] for k in keys]
+        return [_reals([s[k] for s in states]) for k in keys]
 
 
 class SGD(_Base):
-    _fn = CompiledStep(F.sgd)
+    _fn = CompiledStep(F.SGD)
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0,
                  nesterov=False, *, maximize=False, foreach=None, differentiable=False,
@@ -124,26 +166,38 @@ class SGD(_Base):
         super().__init__(params, defaults)
 
     def _step_groups(self) -> None:
+        state = self.state
         for group in self.param_groups:
-            items = [p for p in group["params"] if p.grad is not None]
             momentum = _f(group["momentum"])
-            for first, ps in _runs(items, lambda p: momentum != 0.0 and
-                                   self.state[p].get("momentum_buffer") is None):
-                if momentum != 0.0:
-                    for p in ps:
-                        if first:
-                            self.state[p]["momentum_buffer"] = _zeros(p)
-                    bufs = [_real(self.state[p]["momentum_buffer"]) for p in ps]
-                else:
-                    bufs = [_real(p.grad) for p in ps]  # unused by the math
-                self._fn.for_group(group)([_real(p) for p in ps], [_real(p.grad) for p in ps], bufs,
-                         bool(first), _f(group["lr"]), momentum, _f(group["dampening"]),
-                         _f(group["weight_decay"]), bool(group["nesterov"]),
-                         bool(group["maximize"]))
+            runs: dict = {}  # first step of the buffers? -> (params, grads, buffers)
+            for p in group["params"]:
+                g = p.grad
+                if g is None:
+                    continue
+                buf = state[p].get("momentum_buffer") if momentum != 0.0 else g
+                first = buf is None
+                if first:
+                    buf = state[p]["momentum_buffer"] = _zeros(p)
+                run = runs.get(first)
+                if run is None:
+                    run = runs[first] = ([], [], [])
+                run[0].append(p)
+                run[1].append(g)
+                run[2].append(buf)  # (the grads, unused by the math, without momentum)
+            wd = _f(group["weight_decay"])
+            flags = (False, momentum != 0.0, bool(group["nesterov"]), bool(group["maximize"]),
+                     wd != 0.0)
+            for first, (ps, gs, bufs) in runs.items():
+                # new buffers are zeros: the steady-state update without dampening gives
+                # PyTorch's first step `buf = grad` (0 * momentum + 1.0 * grad), so one
+                # program serves both steps (one compile, not two)
+                damp = 0.0 if first else _f(group["dampening"])
+                self._fn.for_group(group)(flags, _reals(ps), _reals(gs), _reals(bufs),
+                                          _f(group["lr"]), momentum, damp, wd)
 
 
 class Adam(_Base):
-    _fn = CompiledStep(F.adam)
+    _fn = CompiledStep(F.ADAM)
     _decoupled = False
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -171,9 +225,11 @@ class Adam(_Base):
         amsgrad = bool(group["amsgrad"])
         maxs = self._lists(states, "max_exp_avg_sq")[0] if amsgrad else exp_avg_sqs
         beta1, beta2 = group["betas"]
-        self._fn.for_group(group)(params, grads, exp_avgs, exp_avg_sqs, maxs, step, amsgrad, _f(beta1),
-                 _f(beta2), _f(group["lr"]), _f(group["weight_decay"]), _f(group["eps"]),
-                 bool(group["maximize"]), bool(group["decoupled_weight_decay"]))
+        wd = _f(group["weight_decay"])
+        flags = (amsgrad, bool(group["maximize"]), wd != 0.0,
+                 bool(group["decoupled_weight_decay"]))
+        self._fn.for_group(group)(flags, params, grads, exp_avgs, exp_avg_sqs, maxs, step,
+                                  _f(beta1), _f(beta2), _f(group["lr"]), wd, _f(group["eps"]))
 
 
 class AdamW(Adam):
@@ -189,7 +245,7 @@ class AdamW(Adam):
 
 
 class Adagrad(_Base):
-    _fn = CompiledStep(F.adagrad)
+    _fn = CompiledStep(F.ADAGRAD)
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
@@ -216,12 +272,14 @@ class Adagrad(_Base):
 
     def _call(self, group, params, grads, states, step):
         (sums,) = self._lists(states, "sum")
-        self._fn.for_group(group)(params, grads, sums, step, _f(group["lr"]), _f(group["weight_decay"]),
-                 _f(group["lr_decay"]), _f(group["eps"]), bool(group["maximize"]))
+        wd = _f(group["weight_decay"])
+        self._fn.for_group(group)((bool(group["maximize"]), wd != 0.0), params, grads, sums,
+                                  step, _f(group["lr"]), wd, _f(group["lr_decay"]),
+                                  _f(group["eps"]))
 
 
 class RMSprop(_Base):
-    _fn = CompiledStep(F.rmsprop)
+    _fn = CompiledStep(F.RMSPROP)
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
                  centered=False, capturable=False, foreach=None, maximize=False,
@@ -249,13 +307,14 @@ class RMSprop(_Base):
         centered, momentum = bool(group["centered"]), _f(group["momentum"])
         gavg = self._lists(states, "grad_avg")[0] if centered else sq
         bufs = self._lists(states, "momentum_buffer")[0] if momentum > 0 else sq
-        self._fn.for_group(group)(params, grads, sq, gavg, bufs, _f(group["lr"]), _f(group["alpha"]),
-                 _f(group["eps"]), _f(group["weight_decay"]), momentum, centered,
-                 bool(group["maximize"]))
+        wd = _f(group["weight_decay"])
+        flags = (centered, momentum > 0.0, bool(group["maximize"]), wd != 0.0)
+        self._fn.for_group(group)(flags, params, grads, sq, gavg, bufs, _f(group["lr"]),
+                                  _f(group["alpha"]), _f(group["eps"]), wd, momentum)
 
 
 class Adadelta(_Base):
-    _fn = CompiledStep(F.adadelta)
+    _fn = CompiledStep(F.ADADELTA)
     _state_keys = ("square_avg", "acc_delta")
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
@@ -270,12 +329,13 @@ class Adadelta(_Base):
 
     def _call(self, group, params, grads, states, step):
         sq, acc = self._lists(states, "square_avg", "acc_delta")
-        self._fn.for_group(group)(params, grads, sq, acc, _f(group["lr"]), _f(group["rho"]), _f(group["eps"]),
-                 _f(group["weight_decay"]), bool(group["maximize"]))
+        wd = _f(group["weight_decay"])
+        self._fn.for_group(group)((bool(group["maximize"]), wd != 0.0), params, grads, sq, acc,
+                                  _f(group["lr"]), _f(group["rho"]), _f(group["eps"]), wd)
 
 
 class Adamax(_Base):
-    _fn = CompiledStep(F.adamax)
+    _fn = CompiledStep(F.ADAMAX)
     _state_keys = ("exp_avg", "exp_inf")
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -289,12 +349,14 @@ class Adamax(_Base):
     def _call(self, group, params, grads, states, step):
         avg, inf = self._lists(states, "exp_avg", "exp_inf")
         beta1, beta2 = group["betas"]
-        self._fn.for_group(group)(params, grads, avg, inf, step, _f(group["eps"]), _f(beta1), _f(beta2),
-                 _f(group["lr"]), _f(group["weight_decay"]), bool(group["maximize"]))
+        wd = _f(group["weight_decay"])
+        self._fn.for_group(group)((bool(group["maximize"]), wd != 0.0), params, grads, avg, inf,
+                                  step, _f(group["eps"]), _f(beta1), _f(beta2),
+                                  _f(group["lr"]), wd)
 
 
 class NAdam(_Base):
-    _fn = CompiledStep(F.nadam)
+    _fn = CompiledStep(F.NADAM)
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
@@ -324,13 +386,15 @@ class NAdam(_Base):
         avg, sq = self._lists(states, "exp_avg", "exp_avg_sq")
         for mp, idx in _runs(range(len(states)), lambda i: _f(states[i]["mu_product"])):
             sub = lambda xs: [xs[i] for i in idx]  # noqa: E731
-            self._fn.for_group(group)(sub(params), sub(grads), sub(avg), sub(sq), step, mp, mu, mu_next, beta1,
-                     beta2, _f(group["lr"]), _f(group["weight_decay"]), _f(group["eps"]),
-                     bool(group["decoupled_weight_decay"]), bool(group["maximize"]))
+            wd = _f(group["weight_decay"])
+            flags = (bool(group["maximize"]), wd != 0.0, bool(group["decoupled_weight_decay"]))
+            self._fn.for_group(group)(flags, sub(params), sub(grads), sub(avg), sub(sq), step,
+                                      mp, mu, mu_next, beta1, beta2, _f(group["lr"]), wd,
+                                      _f(group["eps"]))
 
 
 class RAdam(_Base):
-    _fn = CompiledStep(F.radam)
+    _fn = CompiledStep(F.RADAM)
     _state_keys = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
@@ -346,6 +410,7 @@ class RAdam(_Base):
     def _call(self, group, params, grads, states, step):
         avg, sq = self._lists(states, "exp_avg", "exp_avg_sq")
         beta1, beta2 = group["betas"]
-        self._fn.for_group(group)(params, grads, avg, sq, step, _f(beta1), _f(beta2), _f(group["lr"]),
-                 _f(group["weight_decay"]), _f(group["eps"]),
-                 bool(group["decoupled_weight_decay"]), bool(group["maximize"]))
+        wd = _f(group["weight_decay"])
+        flags = (bool(group["maximize"]), wd != 0.0, bool(group["decoupled_weight_decay"]))
+        self._fn.for_group(group)(flags, params, grads, avg, sq, step, _f(beta1), _f(beta2),
+                                  _f(group["lr"]), wd, _f(group["eps"]))

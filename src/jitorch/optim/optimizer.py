@@ -2,19 +2,22 @@
 compiled-step machinery shared by every optimizer class.
 
 Each subclass's `step` gathers, per param group, the lists of params, grads and state tensors and
-hands them to its functional form (`optim/functional.py`) through a `CompiledStep`: the function
-compiled with `@jitorch.script` (one program per param group, the loop inside it), or the same
-function run eagerly where scripting is not available for the case (complex params, a compile
-error); the reason is recorded in `CompiledStep.fallbacks`.
+hands them with its option flags to its functional form (`optim/functional.py`) through a
+`CompiledStep`: the flags' kernel compiled with `@jitorch.script` (one program per flags tuple
+and dtype, the loop over the list inside it, called on chunks of CHUNK flattened tensors), or
+the same kernel run eagerly where scripting is not available for the case (complex params, a
+compile error); the reason is recorded in `CompiledStep.fallbacks`.
 """
 from __future__ import annotations
 
 import functools
-
+import threading
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
 from typing import Any, Callable
+
+import numpy as np
 
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
@@ -34,12 +37,19 @@ required = _RequiredParameter()
 
 # How the optimizer classes run their functional form (tests flip it):
 #   True      for param groups with `fused=True` (see `CompiledStep.for_group`; others run
-#             eagerly): the compiled program where the compiler lowers it to generated code; a case it can
-#             only interpret runs eagerly instead (same semantics, and the interpreter is slower),
-#             with the reason recorded in `CompiledStep.fallbacks`;
-#   "always"  the scripted function whatever it compiles to (generated code or interpreter);
+#             eagerly): the compiled program where the compiler lowers it to generated code; a
+#             case it can only interpret runs eagerly instead (same semantics, and the
+#             interpreter is slower), with the reason recorded in `CompiledStep.fallbacks`;
+#   "always"  the scripted function whatever it compiles to (generated code or interpreter),
+#             called with the original tensors (no flattening, no chunks);
 #   False     always eager.
 USE_SCRIPT: bool | str = True
+
+# Every compiled call gets lists of exactly CHUNK flattened tensors (the last chunk padded with
+# empty arrays): Numba specialises a tuple argument on its length, and the compile time of the
+# tuple unpacking grows faster than linearly with it (measured: 64 arrays 3.6 s, 8 arrays
+# 0.6 s), so one program per (options, dtype) serves groups of any size and any shapes.
+CHUNK = 16
 
 
 def _case_key(params: list, args: tuple) -> tuple:
@@ -83,47 +93,106 @@ def _select(idx: list, params: list, args: tuple) -> tuple:
     return tuple(out)
 
 
-class CompiledStep:
-    """A functional optimizer form, called compiled with `@jitorch.script` when possible."""
+_EMPTY: dict = {}
 
-    def __init__(self, fn: Callable):
-        self.fn = fn
-        self.scripted = None
+
+def _flat_chunks(params: list, args: tuple):
+    """The call as chunks of flat arrays: -> (dtype, [(tuple per list..., scalars...)]) or None
+    when some tensor is not C-contiguous or the lists mix dtypes (then the tensors go as they
+    are). The update math is elementwise per index, so a flat view of each tensor gives the
+    same result with one array type for every shape (one compile, not one per rank)."""
+    lists = [params] + [a for a in args if isinstance(a, list)]
+    d0 = params[0]._dtype
+    flat, done = [], {}
+    for lst in lists:
+        row = done.get(id(lst))  # the same list passed twice (an option's unused list)
+        if row is None:
+            row = []
+            for t in lst:
+                a = t._data
+                if t._dtype is not d0 or not a.flags.c_contiguous:
+                    return None
+                row.append(a if a.ndim == 1 else a.reshape(-1))
+            done[id(lst)] = row
+        flat.append(row)
+    empty = _EMPTY.get(d0)
+    if empty is None:
+        empty = _EMPTY.setdefault(d0, np.empty(0, d0.np))
+    n = len(params)
+    calls = []
+    for s in range(0, n, CHUNK):
+        tuples = []
+        for row in flat:
+            part = row[s:s + CHUNK]
+            if len(part) < CHUNK:
+                part = part + [empty] * (CHUNK - len(part))
+            tuples.append(tuple(part))
+        it = iter(tuples)
+        # scalars as float (every kernel scalar is a float): an int would make Numba compile
+        # another specialisation
+        calls.append(tuple(next(it) if isinstance(a, list) else
+                           a if isinstance(a, bool) or not isinstance(a, int) else float(a)
+                           for a in [params] + list(args)))
+    return d0, calls
+
+
+class CompiledStep:
+    """An optimizer's `StepForm` (optim/functional.py), called compiled with `@jitorch.script`
+    when possible: one ScriptFunction per flags tuple (the options that select code), called
+    with chunks of flattened tensors so that one Numba compile per (flags, dtype) serves every
+    group; after the first call of a case its compiled program is called directly with NumPy
+    arrays (the in-place writes land in the arguments: codegen/lower_list.py)."""
+
+    def __init__(self, form):
+        self.form = form
+        self.scripted: dict = {}   # flags -> ScriptFunction
         self.fallbacks: dict = {}  # case -> why it ran eagerly
         self._modes: dict = {}     # case key -> "script" | "eager"
-        self._broken = None
+        self._direct: dict = {}    # (flags, dtype) -> compiled entry (a Numba dispatcher)
+        self._broken: dict = {}
+        self._lock = threading.Lock()
 
-    def _script(self):
-        if self.scripted is None and self._broken is None:
+    def _script(self, flags):
+        fn = self.scripted.get(flags)
+        if fn is None and flags not in self._broken:
             from .. import script
             try:
-                self.scripted = script(self.fn)
+                fn = self.scripted[flags] = script(self.form.kernel(flags))
             except Exception as e:  # a frontend limitation: run eagerly, say why
-                self._broken = f"scripting failed: {type(e).__name__}: {e}"
-        return self.scripted
+                self._broken[flags] = f"scripting failed: {type(e).__name__}: {e}"
+        return fn
 
-    def __call__(self, params: list, *args, use_script=None):
+    def __call__(self, flags: tuple, params: list, *args, use_script=None):
         mode = USE_SCRIPT if use_script is None else use_script
-        if not mode:
-            return self.fn(params, *args)
-        if any(p.dtype.is_complex for p in params):
+        kernel = self.form.kernel(flags)
+        if not mode or not params:
+            return kernel(params, *args)
+        if any(p._dtype.is_complex for p in params):
             self.fallbacks["complex"] = "complex parameters: the compiler does not lower them"
-            return self.fn(params, *args)
-        fn = self._script()
+            return kernel(params, *args)
+        fn = self._script(flags)
         if fn is None:
-            self.fallbacks["script"] = self._broken
-            return self.fn(params, *args)
+            self.fallbacks["script"] = self._broken[flags]
+            return kernel(params, *args)
+        if mode != "always":
+            chunks = _flat_chunks(params, args)
+            if chunks is not None:
+                return self._run_chunks(flags, fn, kernel, params, args, *chunks)
         classes = _rank_classes(params)
         if classes is not None:  # one call per (dtype, rank) class of the group's tensors
             for idx in classes:
-                self(*_select(idx, params, args), use_script=use_script)
+                self(flags, *_select(idx, params, args), use_script=use_script)
             return None
         if mode == "always":
             return fn(params, *args)
-        key = _case_key(params, args)
+        return self._run_case(flags, fn, kernel, params, args)
+
+    def _run_case(self, flags, fn, kernel, params, args):
+        """One call through the ScriptFunction, eager where it only interprets the case."""
+        key = (flags, _case_key(params, args))
         known = self._modes.get(key)
         if known == "eager":
-            return self.fn(params, *args)
+            return kernel(params, *args)
         if known is None:  # first call of this case: compile, then see what it compiled to
             before = set(fn.stats["interpreted"])
             out = fn(params, *args)
@@ -137,11 +206,43 @@ class CompiledStep:
             return out
         return fn(params, *args)
 
+    def _run_chunks(self, flags, fn, kernel, params, args, dtype, calls):
+        direct = self._direct.get((flags, dtype))
+        if direct is not None:
+            from ..script import stats
+            for c in calls:
+                direct(*c)
+                stats.record_call(hit=True, interpreted=False)  # visible in jit.stats()
+        else:
+            from .._tensor import Tensor as _T
+            with self._lock:  # `fn._last` below is this call's entry
+                for c in calls:
+                    targs = [[_T._make(a, dtype) for a in x] if type(x) is tuple else x
+                             for x in c]
+                    if self._modes.get((flags, "flat", dtype)) == "eager":
+                        kernel(*targs)
+                        continue
+                    self._run_case(flags, fn, kernel, targs[0], tuple(targs[1:]))
+                    key = (flags, _case_key(targs[0], tuple(targs[1:])))
+                    mode = self._modes[(flags, "flat", dtype)] = self._modes.get(key)
+                    last = getattr(fn, "_last", None)
+                    if mode == "script" and getattr(last, "kind", "") == "compiled":
+                        self._direct[(flags, dtype)] = last.fn
+        # the writes happened in the arrays (of flat views): bump the version counters as the
+        # in-place ops would (the grads, argument 1, are only read)
+        for lst in [params] + [a for a in args[1:] if isinstance(a, list)]:
+            for t in lst:
+                t._version[0] += 1
+        return None
+
     def for_group(self, group: dict) -> Callable:
         """The step of one param group. By default (`USE_SCRIPT is True`) only a group built
         with `fused=True` (PyTorch's flag for its fused kernels) runs the compiled GIL-free
-        program: its first call compiles for tens of seconds (then Numba's disk cache loads it),
-        which the default eager step does not pay."""
+        program. Why not by default although it is 5-10x faster than the eager step and 2-3x
+        faster than PyTorch's foreach (bench/optim_step.py): the first step of each options
+        tuple compiles for ~10 s on a loaded 2-core machine (later processes load it from
+        the disk cache in ~0.1-1 s), which small scripts and tests would pay and which is
+        worth thousands of eager steps of a small model."""
         if USE_SCRIPT is True and not group.get("fused"):
             return functools.partial(self, use_script=False)
         return self
@@ -149,7 +250,10 @@ class CompiledStep:
     @property
     def why_interpreted(self) -> dict:
         """Specialisations that run through the IR interpreter rather than generated code."""
-        return {} if self.scripted is None else dict(self.scripted.stats["interpreted"])
+        out: dict = {}
+        for fn in self.scripted.values():
+            out.update(fn.stats["interpreted"])
+        return out
 
 
 def _typename(obj) -> str:

@@ -4,10 +4,12 @@
 A `List[Tensor]` input whose elements share one dtype and rank arrives as a Python tuple of
 C-contiguous arrays (runtime.py `_to_numpy`): Numba types it as a UniTuple, which is cheap to
 unbox (measured: ~0.65 us per array, against ~9 us per array to build a `numba.typed.List` and a
-deprecated reflected list) and which generated code may index with a run-time int (the program copies it into a native list first: `unpack_input`). The program specialises on the tuple's LENGTH (Numba
-compiles one machine-code version per length): a param group's size is fixed, so an optimizer
-compiles once per group. Lists whose elements differ in rank are not lowered (a tuple indexed
-at run time needs one element type); `optim.CompiledStep` splits such groups by rank.
+deprecated reflected list) and which generated code may index with a run-time int (the program
+copies it into a native list first: `unpack_input`). The program specialises on the tuple's
+LENGTH (Numba compiles one machine-code version per length, and the unpacking's compile time
+grows with it): `optim.CompiledStep` always passes chunks of one fixed length of flattened
+tensors. Lists whose elements differ in rank are not lowered (a tuple indexed at run time needs
+one element type).
 
 Writes: frontend_alias expresses `params[i].add_(g)` functionally, as
 `list_setitem(lst, i, _index_write(lst[i], new))`. Here that becomes a write INTO the
@@ -17,6 +19,9 @@ arrays and skips them; a non-contiguous argument was passed as a copy and is wri
 That is only correct when no value still standing for the element's OLD contents is read after
 the write: `check_inplace_lists` proves it (a flow-sensitive walk, loop bodies walked twice)
 before anything is emitted, and raises NotLowered otherwise (the interpreter then runs it).
+Where the new value is computed by a fused elementwise group, the group's loop stores it
+straight into the element (`_plan_block` / `lower_fused_into`, below): no temporary, no copy,
+each array read and written once per loop.
 """
 from __future__ import annotations
 
@@ -95,9 +100,23 @@ def setitem(em, n: ir.Node) -> None:
     em.indent -= 1
     em.emit(f"if {d}.ctypes.data != {xs}.ctypes.data:")
     em.indent += 1
-    em.emit(f"{d}[...] = {xs}")
+    copy_into(em, d, xs, et.ndim)
     em.indent -= 1
     em.bind(n.output, em.name(lst))
+
+
+def copy_into(em, dst: str, src: str, rank: int) -> None:
+    """`dst[...] = src` for arrays of one shape, as a loop nest: Numba's array-to-array
+    `setitem` compiles a generic broadcasting path (measured: ~4 s of compile time each)."""
+    if rank == 0:
+        em.emit(f"{dst}[()] = {src}[()]")
+        return
+    idx = [em.fresh("i") for _ in range(rank)]
+    for d, i in enumerate(idx):
+        em.emit(f"for {i} in range({dst}.shape[{d}]):")
+        em.indent += 1
+    em.emit(f"{dst}[{', '.join(idx)}] = {src}[{', '.join(idx)}]")
+    em.indent -= rank
 
 
 def python_op(em, n: ir.Node) -> None:
@@ -226,3 +245,331 @@ def check_inplace_lists(graph: ir.Graph) -> None:
     w.block(graph.block, [None] * len(graph.inputs))
     if not w.ok:
         raise NotLowered("a list element's old value is read after a write to the list")
+    _plan_block(graph.block, w.roots)
+
+
+# --- fused loops writing straight into list elements ---------------------------------------------
+#
+# `exp_avg.copy_(m)` with m computed by a fused group F is, after the frontend,
+#     %o = prim::Fused(..., %x, ...)          (%x = lst[i], the element's current value)
+#     %w = _index_write(%x, %o, (), check)
+#     %l = list_setitem(lst, i, %w)
+# Lowered one by one that is a loop into a fresh array, then a copy into the element. When %o
+# has %x's dtype and rank, is read by nothing else, and F reads %x itself (so its loop shape is
+# the element's shape or an error), F's loop stores %o straight into the element's array and the
+# write and setitem become names. Moving the write up to F is safe when nothing between F and
+# the setitem reads the list's elements (checked with the walk's roots); inside F each element
+# is read before it is written at the same index, and an operand that overlaps the destination
+# in any other way is copied first (a run-time check).
+
+class _Direct:
+    """One fused group's plan: output index -> (list value, index value, element value)."""
+
+    def __init__(self, fused: ir.Node):
+        self.fused = fused
+        self.outs: dict = {}      # output position -> (lst, idx, x)
+        self.dest: dict = {}      # output position -> destination array name (set when lowered)
+
+
+def _plan_block(block: ir.Block, roots: dict) -> None:
+    for n in block.nodes:
+        for b in n.blocks:
+            if n.op != "prim::Fused":
+                _plan_block(b, roots)
+    uses: dict = {}
+    for n in block.nodes:
+        for v in n.inputs:
+            uses.setdefault(v.uid, []).append(n)
+    for v in block.returns:
+        uses.setdefault(v.uid, []).append(None)
+    pos = {id(n): k for k, n in enumerate(block.nodes)}
+    from ..passes.fuse import fusible
+    for f in block.nodes:
+        if "lower" in f.attrs:
+            continue
+        if f.op == "prim::Fused":
+            body = f.blocks[0]
+            if f.attrs.get("kind") == "rows" or not body.nodes or \
+                    body.nodes[-1].op in ("sum", "mean", "amax", "amin"):
+                continue
+        elif not fusible(f):  # a lone elementwise op is a group of one (`x.mul_(a)`)
+            continue
+        plan = _Direct(f)
+        seen_roots: set = set()
+        pairs = []
+        for j, o in enumerate(f.outputs):
+            u = uses.get(o.uid, [])
+            if len(u) != 1 or u[0] is None or u[0].op != "_index_write" or \
+                    u[0].inputs[1] is not o:
+                continue
+            wn = u[0]
+            x = wn.inputs[0]
+            basic = wn.inputs[2].node
+            if basic is None or basic.op != "prim::Constant" or basic.attrs.get("value") != ():
+                continue
+            su = uses.get(wn.outputs[0].uid, [])
+            if len(su) != 1 or su[0] is None or not is_setitem(su[0]) or \
+                    su[0].inputs[2] is not wn.outputs[0]:
+                continue
+            sn = su[0]
+            lst, idx = sn.inputs[0], sn.inputs[1]
+            xn = x.node
+            if xn is None or xn.op != "prim::ScalarOp" or xn.attrs.get("fn") != "getitem" or \
+                    xn.inputs[0] is not lst or xn.inputs[1] is not idx:
+                continue
+            if not any(v is x for v in f.inputs):
+                continue
+            ot, xt = o.type, x.type
+            if not isinstance(ot, ir.TensorType) or not isinstance(xt, ir.TensorType) or \
+                    ot.dtype is None or ot.dtype is not xt.dtype or ot.ndim != xt.ndim:
+                continue
+            r = roots.get(lst.uid, frozenset())
+            if not r or r & seen_roots:
+                continue
+            seen_roots |= r
+            pairs.append((j, wn, sn, lst, idx, x, r))
+        if not pairs:
+            continue
+        mine = {id(wn) for _, wn, _, _, _, _, _ in pairs} | \
+            {id(sn) for _, _, sn, _, _, _, _ in pairs}
+        for j, wn, sn, lst, idx, x, r in pairs:
+            if pos.get(id(wn), -1) < pos[id(f)] or pos.get(id(sn), -1) < pos[id(wn)]:
+                continue
+            between = block.nodes[pos[id(f)] + 1:pos[id(sn)]]
+            if any(id(n) not in mine and any(roots.get(v.uid, frozenset()) & r
+                                             for v in n.inputs) for n in between):
+                continue
+            plan.outs[j] = (lst, idx, x)
+            wn.attrs["lower"] = _lower_write_of(plan, j)
+            sn.attrs["lower"] = _lower_setitem_of(plan, j)
+        if plan.outs:
+            f.attrs["lower"] = _lower_fused_of(plan)
+
+
+def _lower_fused_of(plan: _Direct):
+    def lower(em, n):
+        if n.op != "prim::Fused":
+            n = _as_group(n)
+        lower_fused_into(em, n, plan)
+    return lower
+
+
+def _as_group(n: ir.Node) -> ir.Node:
+    """A lone elementwise op as a prim::Fused node of one member (as lower_single sees it)."""
+    ext, params, vmap = [], [], {}
+    for v in n.inputs:
+        if v.uid in vmap:
+            continue
+        if v.node is not None and v.node.op == "prim::Constant" and \
+                not isinstance(v.type, ir.TensorType):
+            continue
+        p = ir.Value(v.type, v.name)
+        vmap[v.uid] = p
+        params.append(p)
+        ext.append(v)
+    inner = ir.Node(n.op, [vmap.get(v.uid, v) for v in n.inputs], ())
+    inner.outputs = list(n.outputs)
+    g = ir.Node("prim::Fused", (), (), blocks=[ir.Block(params, [inner], list(n.outputs))])
+    g.inputs, g.outputs = ext, list(n.outputs)
+    return g
+
+
+def _lower_write_of(plan: _Direct, j: int):
+    def lower(em, n):
+        if j in plan.dest:
+            em.bind(n.outputs[0], plan.dest[j])
+        else:
+            from .lower_write import lower_index_write
+            lower_index_write(em, n)
+    return lower
+
+
+def _lower_setitem_of(plan: _Direct, j: int):
+    def lower(em, n):
+        if j in plan.dest:
+            em.bind(n.output, em.name(n.inputs[0]))
+        else:
+            setitem(em, n)
+    return lower
+
+
+_CLASH = '''
+@numba.njit(nogil=True, cache=False)
+def _jt_clash(x, d):
+    """Does x share bytes with the C-contiguous d, other than as d itself?"""
+    if x.size == 0 or d.size == 0:
+        return False
+    lo = x.ctypes.data
+    hi = lo + x.itemsize
+    for j in range(x.ndim):
+        ext = (x.shape[j] - 1) * x.strides[j]
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    dlo = d.ctypes.data
+    dhi = dlo + d.nbytes
+    if hi <= dlo or dhi <= lo:
+        return False
+    return not (x.flags.c_contiguous and lo == dlo and hi == dhi)
+'''
+
+
+def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
+    """prim::Fused whose planned outputs are stored into their list elements (see above).
+    The loop of lower_elementwise.py, except that a planned output's array is the element
+    itself when the loop runs over exactly the element's shape (else a temporary copied in
+    after the loop: a broadcast loop may read an element position after writing it)."""
+    from . import lower_elementwise as le
+    block, inputs, outputs = n.blocks[0], list(n.inputs), list(n.outputs)
+    rank = None
+    for r in block.returns:
+        t = em.tensor(r)
+        rank = t.ndim if rank is None else rank
+        if t.ndim != rank:
+            raise NotLowered("fused group outputs of different ranks")
+    tensor_in, local = le._group_inputs(em, block, inputs, rank)
+    deps = le._dependencies(block)
+    all_t = {p.uid for p, _, _ in tensor_in}
+    param_of = {v.uid: p for p, v in zip(block.params, inputs)}
+    dests = {}
+    for j, (lst, idx, x) in sorted(plan.outs.items()):
+        px = param_of.get(x.uid)
+        if px is None or px.uid not in deps.get(block.returns[j].uid, set()) or \
+                em.tensor(outputs[j]).ndim != rank:
+            continue
+        d = em.fresh("dst")
+        em.emit(f"{d} = {em.name(lst)}[{em.name(idx)}]")
+        dests[j] = (d, em.name(x))
+    # operands overlapping a destination other than as the destination itself are copied
+    renamed, renamed_from = [], {}
+    for p, xs, r in tensor_in:
+        orig = xs
+        tests = [f"_jt_clash({xs}, {d})" for d, xname in dests.values()
+                 if xs != xname and r > 0]  # the element itself is read before it is written
+        if tests:
+            if _CLASH not in em.globals:
+                em.globals.append(_CLASH)
+            safe = em.fresh("op")
+            em.emit(f"{safe} = {xs}.copy() if {' or '.join(tests)} else {xs}")
+            xs = safe
+        renamed.append((p, xs, r))
+        renamed_from[p.uid] = (orig, xs)
+    tensor_in = renamed
+    sizes, mult = le._loop_shape(em, tensor_in, rank)
+    out_names, after = [], []
+    for j, r in enumerate(block.returns):
+        t = em.tensor(r)
+        dep = deps.get(r.uid, set()) & all_t
+        o = em.fresh("out")
+        if dep == all_t:
+            shape_parts, om = list(sizes), None
+        else:
+            shape_parts, om = [], []
+            for dd in range(rank):
+                sd = le.broadcast_size(em, [f"{xs}.shape[{dd - (rank - rr)}]"
+                                            for p, xs, rr in tensor_in
+                                            if p.uid in dep and dd - (rank - rr) >= 0])
+                shape_parts.append(sd)
+                mm = em.fresh("m")
+                em.emit(f"{mm} = int({sd} != 1)")
+                om.append(mm)
+        alloc = f"np.empty(({''.join(s + ', ' for s in shape_parts)}), {le.np_type(t.dtype)})"
+        if j not in dests:
+            em.emit(f"{o} = {alloc}")
+            out_names.append((o, om))
+            continue
+        d = dests[j][0]
+        bad = " or ".join(f"{d}.shape[{k}] != {shape_parts[k]}" for k in range(rank))
+        if bad:  # the value is larger than the element (PyTorch's in-place error)
+            em.emit(f"if {bad}:")
+            em.indent += 1
+            em.raise_("RuntimeError", "shape mismatch: value tensor of shape [",
+                      *sum((((shape_parts[k],), ", ") for k in range(rank)), ())[:-1],
+                      "] cannot be broadcast to indexing result of shape [",
+                      *sum((((f"{d}.shape[{k}]",), ", ") for k in range(rank)), ())[:-1],
+                      "]")
+            em.indent -= 1
+        if om is None or not rank:  # the value has the loop's shape: the element's, checked
+            em.emit(f"{o} = {d}")
+        else:
+            same = " and ".join(f"{d}.shape[{k}] == {sizes[k]}" for k in range(rank))
+            em.emit(f"{o} = {d} if {same} else {alloc}")
+            after.append((o, d))
+        out_names.append((o, om))
+    base = em.indent
+    fast = le._fast_condition(tensor_in, out_names, sizes, rank)
+    if fast is not None:
+        stores = {}  # output position -> the block param whose flat view it is stored through
+        for j in dests:
+            o, d = out_names[j][0], dests[j][0]
+            p, xs = next((p, renamed_from[p.uid][1]) for p, _, _ in tensor_in
+                         if renamed_from[p.uid][0] == dests[j][1])
+            # the output is the element, and the operand read for it was not copied
+            fast += [f"{o}.ctypes.data == {d}.ctypes.data",
+                     f"{xs}.ctypes.data == {d}.ctypes.data"]
+            stores[j] = p
+        _flat_loop(em, block, tensor_in, dict(local), out_names, sizes, fast, stores)
+        em.emit("else:")
+        em.indent += 1
+    idx = [em.fresh("i") for _ in range(rank)]
+    for d in range(rank):
+        em.emit(f"for {idx[d]} in range({sizes[d]}):")
+        em.indent += 1
+    le._loads(em, tensor_in, local, mult, idx, rank)
+    le._members(em, block.nodes, local)
+    for (o, om), r in zip(out_names, block.returns):
+        if om is None:
+            ix = ", ".join(idx) if rank else "()"
+        else:
+            ix = ", ".join(f"{i} * {m}" for i, m in zip(idx, om)) if rank else "()"
+        if r.uid not in local:
+            raise NotLowered("fused group returns a value it does not compute")
+        em.emit(f"{o}[{ix}] = {local[r.uid][0]}")
+    em.indent = base
+    for o, d in after:  # a temporary (the loop was larger than the element): copy it in
+        em.emit(f"if {o}.ctypes.data != {d}.ctypes.data:")
+        em.indent += 1
+        copy_into(em, d, o, rank)
+        em.indent -= 1
+    for j, ((o, _), v) in enumerate(zip(out_names, outputs)):
+        em.bind(v, o)
+        if j in dests:
+            plan.dest[j] = dests[j][0]
+
+
+def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores) -> None:
+    """lower_elementwise's flat loop, except that a destination output is stored through the
+    flat view its element is loaded from: one pointer per array lets LLVM vectorise the loop
+    (with a separate view per load and store the run-time alias checks exceed its limit)."""
+    em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
+    em.indent += 1
+    nf = em.fresh("nf")
+    em.emit(f"{nf} = {' * '.join(sizes)}")
+    flat = {}
+    for p, x, _ in tensor_in:
+        f = em.fresh("f")
+        em.emit(f"{f} = np.ascontiguousarray({x}).reshape({nf})")
+        flat[p.uid] = f
+    oflat = []
+    for j, (o, _) in enumerate(out_names):
+        if j in stores:
+            oflat.append(flat[stores[j].uid])
+            continue
+        f = em.fresh("g")
+        em.emit(f"{f} = {o}.reshape({nf})")
+        oflat.append(f)
+    k = em.fresh("k")
+    em.emit(f"for {k} in range({nf}):")
+    em.indent += 1
+    for p, _, _ in tensor_in:
+        nm = em.fresh("x")
+        em.emit(f"{nm} = {flat[p.uid]}[{k}]")
+        local[p.uid] = (nm, p.type.dtype)
+    from .lower_elementwise import _members
+    _members(em, block.nodes, local)
+    for f, r in zip(oflat, block.returns):
+        if r.uid not in local:
+            raise NotLowered("fused group returns a value it does not compute")
+        em.emit(f"{f}[{k}] = {local[r.uid][0]}")
+    em.indent -= 2

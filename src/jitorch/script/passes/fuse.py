@@ -68,8 +68,155 @@ def fusible(n: ir.Node) -> bool:
 
 
 def run(graph: ir.Graph) -> ir.Graph:
+    _forward_list_stores(graph.block)
     _fuse_block(graph.block)
     return graph
+
+
+# --- in-place chains on list elements (`exp_avgs[i].mul_(b).add_(g)`) ----------------------------
+#
+# The frontend writes each in-place method on a list element as
+#     %x1 = lst0[i];  %o1 = op1(%x1, ...);  %w1 = _index_write(%x1, %o1, ());  %l1 = lst0[i] = %w1
+#     %x2 = l1[i];    %o2 = op2(%x2, ...);  %w2 = _index_write(%x2, %o2, ());  %l2 = l1[i] = %w2
+# so every method is its own loop and store. Two rewrites, before fusion:
+# - load forwarding: %x2 (the element just written) holds %o1, so its readers read %o1 (a write
+#   that targets %x2 targets %x1, the same element array); op2 then fuses with op1;
+# - dead store: a write whose list value only feeds the next write to the same element is
+#   dropped (the next write goes into lst0), when the next value is computed from %o1 (so its
+#   shape check covers the dropped one's).
+# Both need %o1 to be an elementwise op reading %x1 with the element's dtype and rank: its shape
+# is the element's (or %w1's check raises), so %x2 and %o1 are equal wherever the program
+# continues. codegen/lower_list.py then stores the fused loop's results into the elements.
+
+def _forward_list_stores(block: ir.Block) -> None:
+    for n in block.nodes:
+        for b in n.blocks:
+            _forward_list_stores(b)
+    changed = False
+    while _forward_once(block):
+        changed = True
+    if changed:
+        _hoist_getitems(block)
+
+
+def _hoist_getitems(block: ir.Block) -> None:
+    """Move each `lst[i]`, scalar op (`-lr`) and scalar constant up to just after the
+    definitions of its inputs, past nodes that do not take the list: pure values defined
+    early let the fuser put a group at its first member (`p.add_(m, alpha=-lr)` after m's
+    write joins m's loop)."""
+    nodes = block.nodes
+    k = 0
+    while k < len(nodes):
+        n = nodes[k]
+        item = n.op == "prim::ScalarOp" and n.attrs.get("fn") == "getitem" and \
+            len(n.inputs) == 2 and isinstance(n.inputs[0].type, ir.ListType)
+        scalar = n.op in ("prim::ScalarOp", "prim::Constant") and n.outputs and not any(
+            isinstance(v.type, (ir.TensorType, ir.ListType)) for v in n.inputs + n.outputs)
+        if item or scalar:
+            j = k
+            while j > 0:
+                prev = nodes[j - 1]
+                if any(o is v for o in prev.outputs for v in n.inputs) or prev.blocks or \
+                        (item and any(v is n.inputs[0] for v in prev.inputs)):
+                    break
+                j -= 1
+            if j < k:
+                nodes.insert(j, nodes.pop(k))
+        k += 1
+
+
+def _is_list_setitem(n) -> bool:
+    return n is not None and n.op == "prim::PythonOp" and \
+        n.attrs.get("name") == "list_setitem" and len(n.inputs) == 3
+
+
+def _is_getitem(n, lst, idx) -> bool:
+    return n is not None and n.op == "prim::ScalarOp" and n.attrs.get("fn") == "getitem" and \
+        n.inputs[0] is lst and n.inputs[1] is idx
+
+
+def _whole_write(w, x) -> bool:
+    """`w` = _index_write(x, o, ()) of an elementwise `o` that reads x, with x's dtype/rank."""
+    if w is None or w.op != "_index_write" or w.inputs[0] is not x:
+        return False
+    ok, basic = const_value(w.inputs[2])
+    o = w.inputs[1]
+    if not ok or basic != () or o.node is None or not fusible(o.node) or \
+            not _reads(o.node, x, 32):
+        return False
+    ot, xt = o.type, x.type
+    return isinstance(ot, ir.TensorType) and isinstance(xt, ir.TensorType) and \
+        ot.dtype is not None and ot.dtype is xt.dtype and ot.ndim == xt.ndim
+
+
+def _reads(n, x, depth: int) -> bool:
+    """Does elementwise node `n` compute from `x` through elementwise ops (its shape then
+    includes x's)?"""
+    for v in n.inputs:
+        if v is x:
+            return True
+        if depth and v.node is not None and fusible(v.node) and _reads(v.node, x, depth - 1):
+            return True
+    return False
+
+
+def _written_value(l1, i, here):
+    """(lst0, x1, o1, w1 node, s1 node) when `l1` is `lst0[i] = _index_write(x1, o1, ())` of a
+    whole elementwise write (see above), else None."""
+    s1 = l1.node
+    if not _is_list_setitem(s1) or id(s1) not in here or s1.inputs[1] is not i:
+        return None
+    l0, _, w1v = s1.inputs
+    w1 = w1v.node
+    if w1 is None or w1.op != "_index_write":
+        return None
+    x1 = w1.inputs[0]
+    if not _is_getitem(x1.node, l0, i) or not _whole_write(w1, x1):
+        return None
+    return l0, x1, w1.inputs[1], w1, s1
+
+
+def _forward_once(block: ir.Block) -> bool:
+    users: dict = {}
+    for n in block.nodes:
+        for v in n.inputs:
+            users.setdefault(v.uid, []).append(n)
+    for v in block.returns:
+        users.setdefault(v.uid, []).append(None)
+    here = {id(n) for n in block.nodes}
+    for n in block.nodes:  # load forwarding
+        if n.op != "prim::ScalarOp" or n.attrs.get("fn") != "getitem" or len(n.inputs) != 2:
+            continue
+        got = _written_value(n.inputs[0], n.inputs[1], here)
+        x2 = n.outputs[0]
+        if got is None or None in users.get(x2.uid, []):
+            continue
+        _, x1, o1, _, _ = got
+        for u in users.get(x2.uid, []):
+            if u.op == "_index_write" and u.inputs[0] is x2:
+                u.inputs = [x1] + [o1 if v is x2 else v for v in u.inputs[1:]]
+            else:
+                u.inputs = [o1 if v is x2 else v for v in u.inputs]
+        block.nodes = [m for m in block.nodes if m is not n]
+        return True
+    for s2 in block.nodes:  # dead store
+        if not _is_list_setitem(s2):
+            continue
+        l1, i, w2v = s2.inputs
+        got = _written_value(l1, i, here)
+        w2 = w2v.node
+        if got is None or w2 is None or w2.op != "_index_write":
+            continue
+        l0, x1, o1, w1, s1 = got
+        o2n = w2.inputs[1].node
+        if [u for u in users.get(l1.uid, [])] != [s2] or \
+                [u for u in users.get(w1.outputs[0].uid, [])] != [s1] or \
+                o2n is None or not any(v is o1 for v in o2n.inputs):
+            continue
+        s2.inputs = [l0] + list(s2.inputs[1:])
+        block.nodes = [m for m in block.nodes if m is not s1 and m is not w1]
+        return True
+    return False
 
 
 REDUCE_OPS = ("sum", "mean", "amax", "amin")
