@@ -6,10 +6,11 @@ as arguments to `lstm_seq`, a scripted function holding the loop over time steps
 once per sequence and optimizer steps never recompile. An embedding table (an `nn.Parameter`)
 feeds it and an `nn.Linear` head predicts the next character; cross entropy, `optim.Adam`.
 Prints the loss per epoch (it falls) and a greedy-ish sample at the end; `--eager` runs the same
-loop uncompiled, `--compare` times a train step both ways. (Today the compiler runs the
-loop's forward as one Numba program, but under autodiff it falls back to the interpreter: the
-VJP of the index write `hs[t] = h` with a run-time `t` is not compiled yet; `jitorch.jit.stats()`
-names the reason.)
+loop uncompiled, `--compare` times a train step both ways. Under autodiff the compiler runs the
+forward loop as one Numba program that also saves what the backward needs, and `loss.backward()`
+runs a compiled backward loop over the time steps in reverse (the grad of `hs[t] = h` is row t of
+the incoming grad; the grads of the weights accumulate inside the program). `nn.LSTM` scripted
+with `jitorch.jit.script(nn.LSTM(...))` compiles the same way.
 
     python examples/train_char_lstm.py [--epochs 15] [--hidden 64] [--seq 32] [--eager]
 """
@@ -35,7 +36,7 @@ def lstm_seq_eager(x, w_ih, b_ih, w_hh, b_hh, h, c):
         i, f, g, o = gates.chunk(4, 1)
         c = jitorch.sigmoid(f) * c + jitorch.sigmoid(i) * jitorch.tanh(g)
         h = jitorch.sigmoid(o) * jitorch.tanh(c)
-        hs[t] = h  # an index write: compiled in place inside the script
+        hs[t] = h  # an index write: compiled inside the script, also under autodiff
     return hs, h, c
 
 

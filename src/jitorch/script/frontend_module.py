@@ -54,9 +54,10 @@ class Compiled:
     """One compiled method of one module instance: graph inputs are the user's arguments then
     the parameters/buffers at `param_paths` (relative to that module)."""
 
-    def __init__(self, res, param_paths, guards, sig):
+    def __init__(self, res, param_paths, guards, sig, adapter=None):
         self.res, self.graph = res, res.graph
         self.param_paths, self.guards, self.signature = param_paths, guards, sig
+        self.adapter = adapter  # see compile_method (a module's `_jit_twin`)
 
 
 def _freeze_value(v):
@@ -245,7 +246,8 @@ class ModuleCompiler(FunctionCompiler):
 
     def module_call(self, ref: ModRef, name: str, node):
         m = ref.module
-        c = compile_method(m, name, self.ctx)
+        n_args = len(node.args) + len(node.keywords)
+        c = compile_method(m, name, self.ctx, form="call_state" if n_args > 1 else "call")
         self.python_ops.extend(c.res.python_ops)
         args, kwargs = self._args(node)
         try:
@@ -396,14 +398,27 @@ class _Ctx:
         self.methods: dict = {}
 
 
-def compile_method(module, name: str, ctx: _Ctx) -> Compiled:
-    key = (id(module), name)
+def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
+                   form: str = "call") -> Compiled:
+    """`top`: the method is called from Python (a ScriptMethod), not from a scripted caller.
+    A module may replace a method by a script-subset twin: `module._jit_twin(name, form)` ->
+    None or (function, adapter), form "top", or for a scripted caller `form` ("call", or
+    "call_state" when the call passes more than one argument). At the top, `adapter(*args,
+    **kwargs) -> (twin_args, finish)` runs in Python around each call (checks, defaults,
+    result structure); for a scripted caller it is None (nn/modules/_rnn_script.py)."""
+    form = "top" if top else form
+    key = (id(module), name, form)
     hit = ctx.methods.get(key)
     if hit is not None:
         ctx.guards.extend(hit.guards)
         return hit
     fn = inspect.getattr_static(type(module), name, None)
     fn = getattr(fn, "__func__", fn)
+    adapter = None
+    twin = getattr(type(module), "_jit_twin", None)
+    got = twin(module, name, form) if twin is not None else None
+    if got is not None:
+        fn, adapter = got
     if not inspect.isfunction(fn):
         raise ScriptError(f"cannot script {type(module).__name__}.{name}: not a method "
                           "defined in Python")
@@ -432,7 +447,7 @@ def compile_method(module, name: str, ctx: _Ctx) -> Compiled:
             g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
     sig = inspect.signature(fn)
     sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-    out = Compiled(res, list(c.param_values), guards, sig)
+    out = Compiled(res, list(c.param_values), guards, sig, adapter)
     ctx.methods[key] = out
     return out
 

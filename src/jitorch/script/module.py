@@ -64,7 +64,7 @@ def _accessor(root, path: str):
 
 
 class _Variant:
-    __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root")
+    __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root", "adapter")
 
     def __init__(self, c: Compiled, sf):
         seen, self.guards, self.values = set(), [], []
@@ -74,6 +74,7 @@ class _Variant:
                 self.guards.append((m, n))
                 self.values.append(v)
         self.sf, self.param_paths, self.graph = sf, c.param_paths, c.graph
+        self.adapter = getattr(c, "adapter", None)  # a twin's Python side (compile_method)
         self._acc, self._root = None, None
 
     def tensors(self, root) -> list:
@@ -114,6 +115,9 @@ class ScriptMethod:
 
     def __call__(self, *args, **kwargs):
         v = self._current()
+        if v.adapter is not None:
+            args, finish = v.adapter(*args, **kwargs)
+            return finish(v.sf(*args, *v.tensors(self.owner._orig)))
         if not kwargs and self._signature is not None and \
                 len(args) == len(self._signature.parameters):
             return v.sf(*args, *v.tensors(self.owner._orig))  # the common case: no binding
@@ -246,7 +250,7 @@ def script_module(m):
         return m
     sm = cls(m, "script")
     for name in ["forward"] + _exported(m):
-        _add_method(sm, name, lambda name=name: compile_method(m, name, _Ctx()))
+        _add_method(sm, name, lambda name=name: compile_method(m, name, _Ctx(), top=True))
     return sm
 
 

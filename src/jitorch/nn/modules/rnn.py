@@ -135,6 +135,16 @@ class RNNBase(Module):
     def all_weights(self):
         return [[getattr(self, n) for n in names] for names in self._all_weights]
 
+    def _jit_twin(self, name: str, form: str = "top"):
+        """`jitorch.jit.script(module)` (form "top") and scripted callers (`self.lstm(x)`:
+        "call", `self.lstm(x, hx)`: "call_state") compile a generated twin of `forward` (one
+        per configuration; see _rnn_script.py): the eager forward is not in the script
+        subset."""
+        if name != "forward":
+            return None
+        from ._rnn_script import twin
+        return twin(self, form)
+
     def flatten_parameters(self) -> None:
         """A no-op, as in PyTorch on CPU (cuDNN weight packing)."""
 
@@ -188,6 +198,28 @@ class RNNBase(Module):
         if self.bidirectional is not False:
             s += ", bidirectional={bidirectional}"
         return s.format(**self.__dict__)
+
+    def _prepare_call(self, input, hx=None):
+        """Checks and defaults of a call: (batched input, (h_0,), is_batched)."""
+        input, is_batched = self._prepare(input)
+        if hx is not None:
+            if not is_batched and hx.dim() != 2:
+                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
+                                   f"{hx.dim()}-D tensor")
+            if is_batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
+                                   f"{hx.dim()}-D tensor")
+            if not is_batched:
+                hx = hx.unsqueeze(1)
+        else:
+            hx = self._zeros_hidden(input, self.hidden_size)
+        self.check_forward_args(input, hx)
+        return input, (hx,), is_batched
+
+    def _finish_call(self, is_batched, output, h_n, c_n=None):
+        if not is_batched:
+            h_n = h_n.squeeze(1)
+        return output, h_n
 
     # --- the recurrence -----------------------------------------------------------------------
     def _run(self, input: Tensor, h0: Tensor, c0: Optional[Tensor]):
@@ -276,24 +308,9 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-        input, is_batched = self._prepare(input)
-        if hx is not None:
-            if not is_batched and hx.dim() != 2:
-                raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got "
-                                   f"{hx.dim()}-D tensor")
-            if is_batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got "
-                                   f"{hx.dim()}-D tensor")
-            if not is_batched:
-                hx = hx.unsqueeze(1)
-        else:
-            hx = self._zeros_hidden(input, self.hidden_size)
-        self.check_forward_args(input, hx)
+        input, (hx,), is_batched = self._prepare_call(input, hx)
         output, h_n, _ = self._run(self._time_major(input), hx, None)
-        if not is_batched:
-            h_n = h_n.squeeze(1)
-        return self._finish(output, is_batched), h_n
-
+        return self._finish_call(is_batched, self._finish(output, is_batched), h_n)
 
 class GRU(RNNBase):
     """Gated recurrent unit (PyTorch's gate equations, reset gate applied after W_hn h + b_hn)."""
@@ -326,6 +343,12 @@ class LSTM(RNNBase):
 
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
                 ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        input, (h0, c0), is_batched = self._prepare_call(input, hx)
+        output, h_n, c_n = self._run(self._time_major(input), h0, c0)
+        return self._finish_call(is_batched, self._finish(output, is_batched), h_n, c_n)
+
+    def _prepare_call(self, input, hx=None):
+        """Checks and defaults of a call: (batched input, (h_0, c_0), is_batched)."""
         input, is_batched = self._prepare(input)
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:
@@ -344,10 +367,12 @@ class LSTM(RNNBase):
                                        f"but got ({d0}-D, {d1}-D) tensors")
                 hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
         self.check_forward_args(input, hx)
-        output, h_n, c_n = self._run(self._time_major(input), hx[0], hx[1])
+        return input, tuple(hx), is_batched
+
+    def _finish_call(self, is_batched, output, h_n, c_n=None):
         if not is_batched:
             h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
-        return self._finish(output, is_batched), (h_n, c_n)
+        return output, (h_n, c_n)
 
 
 # --- cells -------------------------------------------------------------------------------------

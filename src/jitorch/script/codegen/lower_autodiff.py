@@ -9,12 +9,19 @@ calls it. They are the only in-place writes in generated code, on buffers nobody
   then writes `value` into row `i` (checked: row in range, value's shape equal to a row's);
 - `zeros_like(x)`: fresh C-contiguous zeros of x's shape and dtype;
 - `index_acc(acc, g, idx)` (attrs dim): `acc.select(dim, idx) += g` in place (the gradient of
-  `x[i]` inside a loop, accumulated without materialising a full-size zero tensor per step).
+  `x[i]` inside a loop, accumulated without materialising a full-size zero tensor per step);
+- `take_row(g, idx)` / `zero_row(g, idx)` (attrs dim): a copy of row idx, and row idx zeroed in
+  place (the gradient of `hs[t] = h` on a loop-carried grad buffer), `copy(x)`: the buffer's
+  private copy made before the backward loop.
 """
 from __future__ import annotations
 
 from .. import ir
-from .cpu import Emitter, np_type
+from .cpu import Emitter, np_type, typed_literal
+
+
+def typed_zero(dtype) -> str:
+    return typed_literal(0, dtype)
 
 
 def _row_index(em: Emitter, expr: str, size: str) -> str:
@@ -100,6 +107,40 @@ def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     else:
         em.emit(f"{view} += {g}")
     em.bind(n.output, acc)
+
+
+def lower_take_row(em: Emitter, n: ir.Node) -> None:
+    """`take_row(g, idx)` (attrs dim): a copy of `g.select(dim, idx)`."""
+    g, idx = (em.name(x) for x in n.inputs)
+    t = em.tensor(n.inputs[0])
+    dim = int(n.attrs["dim"]) % t.ndim
+    ix = _row_index(em, idx, f"{g}.shape[{dim}]")
+    out = em.fresh("row")
+    if t.ndim == 1:
+        em.emit(f"{out} = np.empty((), {np_type(t.dtype)})")
+        em.emit(f"{out}[()] = {g}[{ix}]")
+    else:
+        em.emit(f"{out} = np.ascontiguousarray({g}[{':, ' * dim}{ix}]).copy()")
+    em.bind(n.output, out)
+
+
+def lower_zero_row(em: Emitter, n: ir.Node) -> None:
+    """`zero_row(g, idx)` (attrs dim): `g.select(dim, idx) = 0` in place (g is a loop-carried
+    grad buffer the backward owns, see autodiff_control._row_write); the result is g."""
+    g, idx = (em.name(x) for x in n.inputs)
+    t = em.tensor(n.inputs[0])
+    dim = int(n.attrs["dim"]) % t.ndim
+    ix = _row_index(em, idx, f"{g}.shape[{dim}]")
+    em.emit(f"{g}[{':, ' * dim}{ix}] = {typed_zero(t.dtype)}")
+    em.bind(n.output, g)
+
+
+def lower_copy(em: Emitter, n: ir.Node) -> None:
+    """`copy(x)`: a fresh C-contiguous copy (a grad buffer the backward may write into)."""
+    em.tensor(n.inputs[0])
+    out = em.fresh("cp")
+    em.emit(f"{out} = np.ascontiguousarray({em.name(n.inputs[0])}).copy()")
+    em.bind(n.output, out)
 
 
 def lower_typed(em: Emitter, n: ir.Node) -> None:

@@ -50,10 +50,12 @@ def lower_select_write(em: Emitter, n: ir.Node) -> None:
         i = _RunTime(em.name(index))
     else:
         raise NotLowered(f"_select_write with an index of type {index.type}")
-    _write(em, n, ((None, None, None),) * d + (i,), False)
+    # attrs["inplace"]: a loop's `hs[t] = h` proven safe to write into x's own array
+    # (passes/autodiff_control_ops.mark_inplace_writes)
+    _write(em, n, ((None, None, None),) * d + (i,), False, bool(n.attrs.get("inplace")))
 
 
-def _write(em: Emitter, n: ir.Node, basic, check) -> None:
+def _write(em: Emitter, n: ir.Node, basic, check, inplace: bool = False) -> None:
     x, vals = n.inputs[0], n.inputs[1]
     xt = em.tensor(x)
     tensor_vals = isinstance(vals.type, ir.TensorType)
@@ -63,7 +65,8 @@ def _write(em: Emitter, n: ir.Node, basic, check) -> None:
     xs, np_x = em.name(x), np_type(xt.dtype)
     out = em.fresh("w")
     vs = em.name(vals)
-    fast = (tensor_vals and not basic and vt.dtype is xt.dtype and vt.ndim == xt.ndim
+    fast = (not inplace and tensor_vals and not basic and vt.dtype is xt.dtype and
+            vt.ndim == xt.ndim
             and vals.node is not None and vals.node.op not in _VIEWS
             and not vals.node.op.startswith("prim::"))
     if fast:  # x.add_(y): y already is x's new value when the sizes match
@@ -73,7 +76,7 @@ def _write(em: Emitter, n: ir.Node, basic, check) -> None:
         em.indent -= 1
         em.emit("else:")
         em.indent += 1
-    em.emit(f"{out} = {xs}.copy()")
+    em.emit(f"{out} = {xs}" if inplace else f"{out} = {xs}.copy()")
     parts, region, j = [], [], 0
     for b in basic:
         if b is None:
@@ -139,7 +142,7 @@ def _write_tensor(em: Emitter, reg, target, rank: int, vs: str, vt: ir.TensorTyp
                   *sum((((f"{reg}.shape[{k}]",), ", ") for k in range(rank)), ())[:-1], "]")
         em.indent -= 1
         f = em.fresh("b")
-        em.emit(f"{f} = 0 if {vs}.shape[{d}] == 1 else 1")
+        em.emit(f"{f} = int({vs}.shape[{d}] != 1)")
         flags.append(f)
 
     def value(idx):

@@ -50,18 +50,23 @@ from ..._ops import registry
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import interpreter, ir
+from ..factories import FACTORIES
 from ..codegen import lower_autodiff as low
 from . import autodiff as ad
 from . import autodiff_control_if as control_if
 from . import autodiff_control_loop as control_loop
+from . import autodiff_control_write as control_write
 from .autodiff import NotDifferentiable
 from .autodiff_control_ops import (_const, _empty_buffer_fn, _index_acc_fn, _meta, _pyop,
                                    _run_nodes, _stack_store_fn, _structure, _ttype, _typed_fn,
-                                   _zeros_like_fn, flatten_tuple_loops)
+                                   _zeros_like_fn, flatten_tuple_loops,
+                                   loop_invariants, mark_inplace_writes)
 from .autodiff_sym import _plain
 from .types import _copy_node
 
 _CONTROL = ("prim::Loop", "prim::If")
+# registry ops whose VJP rules pass a run-time index straight to ops (never convert it)
+_INDEX_SAFE = frozenset({"_select_write"})
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -88,7 +93,7 @@ def _analyse_node(n, needs, dynamic, env, users_of) -> None:
     if n.op in ("prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex"):
         needs.update(o.uid for o in n.outputs if ad._is_float_tensor(env.get(o.uid)))
         return
-    if n.op in ad._NONDIFF_PRIMS:
+    if n.op in ad._NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
         return
     if n.op.startswith("prim::"):
         raise NotDifferentiable(f"'{n.op}' on a value that requires grad")
@@ -170,8 +175,10 @@ class _Builder:
     backward. `slice_caps`: for a loop body, the captured params (by position among all params)
     whose grads accumulate in place into accumulator inputs."""
 
-    def __init__(self, graph: ir.Graph, args, wrt, slice_params=(), symbolic=True):
+    def __init__(self, graph: ir.Graph, args, wrt, slice_params=(), symbolic=True,
+                 in_loop=False):
         self.graph, self.args, self.wrt = graph, list(args), list(wrt)
+        self.in_loop = in_loop
         self.symbolic = symbolic
         self.slice_params = list(slice_params)
         self.vmap: dict = {}
@@ -198,8 +205,9 @@ class _Builder:
                                             for v in n.inputs):
                 self._loop(n)
                 continue
-            if n.op == "prim::If" and any(self.vmap.get(v.uid, v).uid in self.needs
-                                          for v in n.inputs):
+            # an If without outputs (a check that raises) has nothing to differentiate
+            if n.op == "prim::If" and n.outputs and any(self.vmap.get(v.uid, v).uid in
+                                                        self.needs for v in n.inputs):
                 control_if.build_if(self, n)
                 continue
             m = _copy_node(n, self.vmap)
@@ -213,7 +221,8 @@ class _Builder:
         fwd = ir.Graph(g.name, ir.Block(params, self.nodes,
                                         [self.vmap.get(r.uid, r) for r in g.block.returns]))
         bw = _CtlBackward(fwd, self.env, self.needs, self.dynamic, self.infos,
-                          [fwd.inputs[k] for k in self.slice_params], self.symbolic)
+                          [fwd.inputs[k] for k in self.slice_params], self.symbolic,
+                          self.in_loop)
         backward = bw.trace()
         return fwd, backward, bw.saved, bw
 
@@ -269,7 +278,8 @@ class _Builder:
         slice_caps = _slice_caps(body, nc, cap_needs)
         sub = _Builder(ir.Graph(self.graph.name + "_body", body), example,
                        [False] + carried + cap_needs,
-                       slice_params=[1 + nc + c for c in slice_caps], symbolic=self.symbolic)
+                       slice_params=[1 + nc + c for c in slice_caps], symbolic=self.symbolic,
+                       in_loop=True)
         fb, body_bw, saved, _ = sub.build()
         # classify what the body's backward reads: the counter, a captured value, or a
         # per-iteration value (stacked)
@@ -342,9 +352,14 @@ class _CtlBackward(ad._Backward):
     """autodiff._Backward plus: rewritten loops, list unpacking, and in-place accumulation of
     `select(captured, dim, i)` grads into accumulator inputs (`acc_params`, a loop body's)."""
 
-    def __init__(self, graph, env, needs, dynamic, infos, acc_params, symbolic=True):
+    def __init__(self, graph, env, needs, dynamic, infos, acc_params, symbolic=True,
+                 in_loop=False):
         super().__init__(graph, env, needs, dynamic, symbolic)
         self.infos = infos
+        # a loop body's backward: the grads of its outputs are loop-carried buffers that
+        # loop_vjp copies once before the loop, so they may be written in place (ids)
+        self.in_loop = in_loop
+        self.owned: set = set()
         self.acc_params = list(acc_params)
         self.acc_cur: dict = {}  # forward param uid -> traced accumulator tensor
 
@@ -360,6 +375,8 @@ class _CtlBackward(ad._Backward):
                 ref = self.env[v.uid]
                 g = Tensor._make(np.ones(ref._data.shape, ref._dtype.np), ref._dtype)
                 tr.add_input(g, f"grad_{i}")
+                if self.in_loop:
+                    self.owned.add(id(g))
                 self._accumulate(v, g)
             else:
                 tr.block.params.append(ir.Value(ir.NONE, f"grad_{i}"))
@@ -373,10 +390,16 @@ class _CtlBackward(ad._Backward):
                 self._unpack(n)
             elif n.op in ("prim::TupleUnpack", "prim::TupleIndex"):
                 self._tuple_out(n)
+            elif n.op == "_select_write" and control_write.row_write_vjp(self, n):
+                pass
+            elif n.op == "_index_write" and control_write.whole_write(n):
+                control_write.overwrite_vjp(self, n)
             elif n.op == "select" and n.inputs[0].uid in self.acc_cur:
                 self._select_acc(n)
             elif n.op == "select" and n.inputs[2].uid in self.dynamic:
                 self._select_dyn(n)
+            elif n.op in ("stack", "cat") and control_write.join_vjp(self, n):
+                pass
             elif not n.op.startswith("prim::") and any(o.uid in self.needs for o in n.outputs):
                 self._check_attrs(n)
                 self._node(n)
@@ -452,6 +475,8 @@ class _CtlBackward(ad._Backward):
         op = registry.OPS.get(n.op)
         if op is None or not any(o.uid in self.needs for o in n.outputs):
             return
+        if n.op in _INDEX_SAFE:
+            return
         by_name = dict(zip(op.params, n.inputs))
         for kind, name in op.vjp_params:
             v = by_name.get(name)
@@ -517,9 +542,19 @@ def _key(args, kind) -> tuple:
     return ad.shape_key_of(args, kind)
 
 
+def _tensor_free(n: ir.Node) -> bool:
+    """A Python call on non-tensors only (formatting an error message): nothing to
+    differentiate, the forward keeps it."""
+    from .. import frontend_types as ft
+    return not any(ft.is_tensor(v.type) or isinstance(v.type, (ir.ListType, ir.TupleType,
+                                                                ir.OptionalType, ir.AnyType))
+                   for v in list(n.inputs) + list(n.outputs))
+
+
 def _check_rejects(block: ir.Block) -> None:
     for n in block.nodes:
-        if n.op in ("prim::PythonOp", "prim::CallFunction", "prim::Fused"):
+        if n.op in ("prim::CallFunction", "prim::Fused") or (
+                n.op == "prim::PythonOp" and not _tensor_free(n)):
             raise NotDifferentiable(f"'{n.op}' is not differentiated by the compiler")
         for b in n.blocks:
             _check_rejects(b)
@@ -541,7 +576,7 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
             requires_grad = [True] * len(args)
     wrt = tuple(bool(r) and isinstance(a, Tensor) and a._dtype.category >= dt.FLOAT
                 for a, r in zip(args, requires_grad))
-    graph = flatten_tuple_loops(graph)
+    graph = loop_invariants(flatten_tuple_loops(graph))
     fwd, backward, saved, bw = _once(graph, args, wrt)
     fwd.name = graph.name + "_forward"
     extra_rets = []
@@ -557,6 +592,7 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
         else:
             extra_rets.append(v)
     fwd.block.returns = list(fwd.block.returns) + extra_rets
+    mark_inplace_writes(fwd)
     input_pos = {p.uid: i for i, p in enumerate(fwd.inputs)}
     output_pos: dict = {}
     for j, v in enumerate(fwd.outputs[:len(graph.outputs)]):
@@ -606,8 +642,21 @@ def _size_generic(graph, args, wrt, backward) -> bool:
     want = _structure(backward)
     if _same_for(graph, args, wrt, want, lambda s, k: s + k):
         return True
-    # sizes tied by a ratio (an LSTM's 4 * hidden) break when grown by 1: scale them instead
-    return _same_for(graph, args, wrt, want, lambda s, k: s * (k + 1))
+    # sizes tied by a ratio (an LSTM's 4 * hidden) break when grown by 1: scale them instead,
+    # from the example divided by the largest common factor that keeps them >= 2 (the traces
+    # run the loops eagerly: a T=32, hidden=64 example scaled up ran ~20 s of matmuls)
+    d = _common_factor(args)
+    return _same_for(graph, args, wrt, want, lambda s, k: s // d * (k + 1))
+
+
+def _common_factor(args) -> int:
+    sizes = {s for a in args if isinstance(a, Tensor) for s in a._data.shape if s >= 2}
+    if not sizes:
+        return 1
+    for d in range(min(sizes) // 2, 1, -1):
+        if all(s % d == 0 for s in sizes):
+            return d
+    return 1
 
 
 def _same_for(graph, args, wrt, want, grow_fn) -> bool:

@@ -8,8 +8,8 @@ from __future__ import annotations
 from ..._tensor import Tensor
 from .. import ir
 from ..codegen import lower_autodiff as low
-from .autodiff_control_ops import (_const, _is_none, _pyop, _run_nodes, _typed_fn,
-                                   _zeros_like_fn)
+from .autodiff_control_ops import (_const, _copy_fn, _is_none, _pyop, _run_nodes,
+                                   _typed_fn, _zeros_like_fn)
 from .types import _copy_node
 
 
@@ -24,6 +24,9 @@ def loop_vjp(bk, n: ir.Node) -> None:
     mine: list = []
     trip = bk._tv(bk._value(info.trip_v), cenv)
     true = bk._add(_const(True, ir.BOOL), mine).output
+    # the body's backward zeroes rows of its grad buffers in place: give it private copies
+    inplace = any(m.op == "prim::PythonOp" and m.attrs.get("name") == "zero_row"
+                  for m in info.body_bw.block.nodes)
     g_init, g_of = [], {}
     for k in range(nc):
         if not info.carried_needs[k]:
@@ -35,6 +38,9 @@ def loop_vjp(bk, n: ir.Node) -> None:
                                   (ref,), ref.type), mine).output
         else:
             g_v = bk._typed(bk._tv(g, cenv), g, mine)
+            if inplace:
+                g_v = bk._add(_pyop("copy", _copy_fn, low.lower_copy, (g_v,), g_v.type),
+                              mine).output
         g_of[k] = len(g_init)
         g_init.append(g_v)
     acc_init, acc_of = [], {}

@@ -55,6 +55,25 @@ def _typed_fn(x):
     return x
 
 
+def _take_row_fn(dim):
+    def fn(g, idx):
+        return Tensor._make(np.array(g._data.take(int(idx), axis=dim)), g._dtype)
+    return fn
+
+
+def _zero_row_fn(dim):
+    def fn(g, idx):
+        index = [slice(None)] * g._data.ndim
+        index[dim] = int(idx)
+        g._data[tuple(index)] = 0
+        return g
+    return fn
+
+
+def _copy_fn(x):
+    return Tensor._make(np.array(x._data, copy=True), x._dtype)
+
+
 def _pyop(name, fn, lower, inputs, out_type, **attrs) -> ir.Node:
     n = ir.Node("prim::PythonOp", inputs, (out_type,),
                 attrs=dict(fn=fn, lower=lower, name=name, **attrs))
@@ -206,3 +225,165 @@ def _replace_uses(block: ir.Block, old: ir.Value, new: ir.Value) -> None:
 def _is_none(v: ir.Value) -> bool:
     n = v.node
     return n is not None and n.op == "prim::Constant" and n.attrs.get("value") is None
+
+
+# --- loop-invariant values ----------------------------------------------------------------------
+# Views cheap to compute once, whose inputs decide whether they can fail (rank, dims): moved out
+# of a loop body when their tensor input is loop-invariant, so the body's backward reads them as
+# captured values (saved once) instead of per-iteration values (stacked T times).
+_HOISTABLE = frozenset({"t", "transpose", "permute", "unsqueeze", "squeeze", "detach"})
+
+
+def loop_invariants(graph: ir.Graph) -> ir.Graph:
+    """In place on `graph` (a copy): loop-carried values that the body returns unchanged become
+    captured values (the frontend carries every name a loop body reads; a carried weight would
+    be stacked per iteration by the loop differentiation and its grad carried), then
+    `_HOISTABLE` views of captured values move before the loop."""
+    _invariants_block(graph.block)
+    return graph
+
+
+def _invariants_block(block: ir.Block) -> None:
+    nodes = []
+    for n in block.nodes:
+        for b in n.blocks:
+            _invariants_block(b)
+        if n.op != "prim::Loop" or len(n.blocks) != 1:
+            nodes.append(n)
+            continue
+        n = _uncarry(block, n)
+        nodes.extend(_hoist(n))
+        nodes.append(n)
+    block.nodes = nodes
+
+
+def _uncarry(block: ir.Block, n: ir.Node) -> ir.Node:
+    nc = len(n.outputs)
+    body = n.blocks[0]
+    if len(body.params) != len(n.inputs) - 1 or len(body.returns) != 1 + nc:
+        return n
+    same = [body.returns[1 + k] is body.params[1 + k] for k in range(nc)]
+    if not any(same):
+        return n
+    inits, caps = n.inputs[2:2 + nc], n.inputs[2 + nc:]
+    keep = [k for k in range(nc) if not same[k]]
+    moved = [k for k in range(nc) if same[k]]
+    body.params = ([body.params[0]] + [body.params[1 + k] for k in keep] +
+                   body.params[1 + nc:] + [body.params[1 + k] for k in moved])
+    body.returns = [body.returns[0]] + [body.returns[1 + k] for k in keep]
+    m = ir.Node("prim::Loop", [n.inputs[0], n.inputs[1]] + [inits[k] for k in keep] +
+                list(caps) + [inits[k] for k in moved],
+                [n.outputs[k].type for k in keep], attrs=n.attrs, blocks=[body], loc=n.loc)
+    for j, k in enumerate(keep):
+        m.outputs[j].name = n.outputs[k].name
+        _replace_uses(block, n.outputs[k], m.outputs[j])
+    for k in moved:
+        _replace_uses(block, n.outputs[k], inits[k])
+    return m
+
+
+def _hoist(n: ir.Node) -> list:
+    """Move `_HOISTABLE` nodes of loop `n`'s body whose tensor input is a captured param out of
+    the loop (they become new captured params); returns the nodes to put before the loop."""
+    nc = len(n.outputs)
+    body = n.blocks[0]
+    outer = {p.uid: v for p, v in zip(body.params[1 + nc:], n.inputs[2 + nc:])}
+    consts = {}
+    for m in body.nodes:
+        if m.op == "prim::Constant" and not m.blocks:
+            consts[m.output.uid] = m
+    before, kept, new_params = [], [], []
+    repl: dict = {}
+    for m in body.nodes:
+        m.inputs = [repl.get(v.uid, v) for v in m.inputs]
+        ok = (m.op in _HOISTABLE and not m.blocks and len(m.outputs) == 1 and m.inputs and
+              m.inputs[0].uid in outer and all(v.uid in outer or v.uid in consts
+                                               for v in m.inputs[1:]))
+        if not ok:
+            kept.append(m)
+            continue
+        ins = []
+        for v in m.inputs:
+            if v.uid in outer:
+                ins.append(outer[v.uid])
+            else:
+                c = consts[v.uid]
+                cc = ir.Node("prim::Constant", (), (c.output.type,), attrs=dict(c.attrs))
+                before.append(cc)
+                ins.append(cc.output)
+        h = ir.Node(m.op, ins, (m.output.type,), attrs=dict(m.attrs), loc=m.loc)
+        h.output.name = m.output.name
+        before.append(h)
+        p = ir.Value(m.output.type, m.output.name)
+        new_params.append(p)
+        outer[p.uid] = h.output
+        repl[m.output.uid] = p
+    if not before:
+        return []
+    body.nodes = kept
+    body.returns = [repl.get(v.uid, v) for v in body.returns]
+    body.params = list(body.params) + new_params
+    n.inputs = list(n.inputs) + [outer[p.uid] for p in new_params]
+    return before
+
+
+# --- in-place row writes in loops ---------------------------------------------------------------
+def mark_inplace_writes(graph: ir.Graph) -> ir.Graph:
+    """Marks (attrs["inplace"] = True) the `_select_write(p, v, dim, i)` nodes of loop bodies
+    that may write into p's array instead of a copy (codegen/lower_write.py reads the mark):
+    `hs[t] = h` in a time loop would otherwise copy all of hs per step (quadratic in T).
+    Safe when p is a loop-carried param that the body returns as the write's result, p's
+    other uses are `select(p, ...)` nodes feeding only `_index_write` nodes (the frontend's
+    write-through-a-view pattern; those copy the row), all before the write, and the loop's
+    initial value is a fresh factory result (`zeros`, `new_zeros`, ...) used by nothing else."""
+    from ..factories import FACTORIES
+    _mark_block(graph.block, FACTORIES)
+    return graph
+
+
+def _mark_block(block: ir.Block, factories) -> None:
+    uses: dict = {}
+    for n in block.nodes:
+        for v in n.inputs:
+            uses[v.uid] = uses.get(v.uid, 0) + 1
+    for v in block.returns:
+        uses[v.uid] = uses.get(v.uid, 0) + 1
+    for n in block.nodes:
+        for b in n.blocks:
+            _mark_block(b, factories)
+        if n.op != "prim::Loop" or len(n.blocks) != 1:
+            continue
+        nc = len(n.outputs)
+        body = n.blocks[0]
+        for k in range(nc):
+            init = n.inputs[2 + k]
+            if init.node is None or init.node.op not in factories or uses.get(init.uid) != 1:
+                continue
+            _mark_carried(body, body.params[1 + k], body.returns[1 + k])
+
+
+def _mark_carried(body: ir.Block, p: ir.Value, ret: ir.Value) -> None:
+    w = ret.node
+    if w is None or w.op != "_select_write" or w.inputs[0] is not p or w not in body.nodes:
+        return
+    pos = {id(n): j for j, n in enumerate(body.nodes)}
+    at = pos[id(w)]
+    users: dict = {}
+    for n in body.nodes:
+        for v in n.inputs:
+            users.setdefault(v.uid, []).append(n)
+    if ret in body.returns[:1] or sum(r is ret for r in body.returns) != 1 or p in body.returns:
+        return
+    if sum(v is p for v in w.inputs) != 1:
+        return
+    for u in users.get(p.uid, []):
+        if u is w:
+            continue
+        if u.op != "select" or u.inputs[0] is not p or pos[id(u)] > at:
+            return
+        for uu in users.get(u.output.uid, []):
+            if uu.op != "_index_write" or uu.inputs[0] is not u.output or pos[id(uu)] > at:
+                return
+        if u.output in body.returns:
+            return
+    w.attrs = dict(w.attrs, inplace=True)
