@@ -44,3 +44,13 @@ def test_train_char_lstm_example(capsys):
     assert len(losses) == 3 and losses[-1] < losses[0]  # the loss falls
     sample = next(ln for ln in out.splitlines() if ln.startswith("sample:"))
     assert len(eval(sample[len("sample:"):])) == len("Four score") + 20
+
+
+def test_transformer_encoder_example(capsys):
+    # small size; the default run (2 layers, d_model 32, 4 epochs) reaches 100% on its test set
+    acc, served_acc, summary = load("transformer_encoder").main(
+        epochs=2, n_train=512, n_test=48, d_model=16, layers=1, batch=32, goal=0.7)
+    out = capsys.readouterr().out
+    assert out.count("epoch") == 2 and "saved" in out
+    assert acc > 0.7 and abs(served_acc - acc) < 1e-6  # served answers = in-process ones
+    assert summary["done"] == 48 and summary["interpreted"] == {}  # compiled in the server

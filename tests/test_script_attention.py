@@ -75,7 +75,8 @@ def test_mha_unbatched_and_batch_first():
     assert _interpreted() == {}
 
 
-def test_encoder_compiles_forward_backward_and_checks_inputs():
+def test_encoder_compiles_forward_backward_and_checks_inputs(monkeypatch):
+    monkeypatch.setenv("JITORCH_MAX_PROGRAM_LINES", "0")  # the backward is ~1500 lines
     jt.manual_seed(2)
     layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     enc = nn.TransformerEncoder(layer, 1)
@@ -160,3 +161,57 @@ def test_raise_in_compiled_code():
     with pytest.raises(ValueError, match=r"n=5 is larger than \[4\]") as e:
         f(jt.ones(4), 5)
     assert isinstance(e.value, jt.jit.Error)
+
+
+def test_embedding_compiles_with_bounds_checks_and_grad():
+    jt.manual_seed(3)
+    emb = nn.Embedding(6, 4, padding_idx=0)
+    s = jt.jit.script(emb)
+    idx = jt.tensor([[1, 0, 5], [2, 2, 3]])
+    with jt.no_grad():
+        np.testing.assert_allclose(s(idx).numpy(), emb(idx).numpy())
+    assert _interpreted() == {}
+    w = _fill((2, 3, 4), 7)
+    (s(idx) * w).sum().backward()
+    got = emb.weight.grad.numpy().copy()
+    emb.zero_grad()
+    (emb(idx) * w).sum().backward()
+    np.testing.assert_allclose(got, emb.weight.grad.numpy(), atol=1e-6)
+    assert not got[0].any()  # padding_idx gets no gradient
+    assert _interpreted() == {}
+    with jt.no_grad(), pytest.raises(IndexError, match="index out of range in self"):
+        s(jt.tensor([[1, 6]]))
+
+
+def test_saved_module_with_run_time_slices_loads(tmp_path):
+    class Window(nn.Module):
+        def forward(self, x, start: int):
+            return x[:, start:start + 2] * 2
+
+    s = jt.jit.script(Window())
+    path = str(tmp_path / "w.jtz")
+    jt.jit.save(s, path)
+    x = jt.arange(12.0).reshape(3, 4)
+    np.testing.assert_allclose(jt.jit.load(path)(x, 1).numpy(), (x[:, 1:3] * 2).numpy())
+
+
+def test_programs_above_the_size_limit_are_interpreted_with_the_reason(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("JITORCH_MAX_PROGRAM_LINES", "5")
+
+    @jt.jit.script
+    def f(x):
+        return (x * 2).tanh() + 1
+
+    np.testing.assert_allclose(f(jt.ones(3)).numpy(), np.tanh(2.0) + 1, rtol=1e-6)
+    (reason,) = _interpreted()
+    assert "JITORCH_MAX_PROGRAM_LINES=5" in reason
+    monkeypatch.setenv("JITORCH_MAX_PROGRAM_LINES", "0")  # no limit: compiles
+
+    @jt.jit.script
+    def g(x):
+        return (x * 2).tanh() + 1
+
+    jt.jit.reset_stats()
+    np.testing.assert_allclose(g(jt.ones(3)).numpy(), np.tanh(2.0) + 1, rtol=1e-6)
+    assert _interpreted() == {}

@@ -321,10 +321,13 @@ def _make_conv(nd):
         s, p, d = _conv_params(nd, weight_shape, stride, padding, dilation)
         x, unb = _batched(input, nd)
         gb = g.unsqueeze(0) if unb else g
-        gi = _conv_nd_input_grad(gb, weight, tuple(x.shape[2:]), s, p, d, groups)
+        # (sizes read from `input` itself: they stay symbolic when compiled backwards trace
+        # this rule, those of the unsqueezed copy would not)
+        gi = _conv_nd_input_grad(gb, weight, tuple(input.shape[input.ndim - nd:]), s, p, d,
+                                 groups)
         gw = _conv_nd_weight_grad(x, gb, tuple(weight_shape[2:]), s, p, d, groups)
         gbias = None if bias is None else gb.sum((0,) + tuple(range(2, nd + 2)))
-        return (gi.squeeze(0) if unb else gi), gw, gbias
+        return (gi.select(0, 0) if unb else gi), gw, gbias
 
     def jvp(t_input, t_weight, t_bias, input, weight, stride, padding, dilation, groups):
         s, p, d = _conv_params(nd, weight.shape, stride, padding, dilation)
@@ -333,7 +336,7 @@ def _make_conv(nd):
         y = _conv_nd(tx, weight, s, p, d, groups) + _conv_nd(x, t_weight, s, p, d, groups)
         if t_bias is not None:
             y = y + t_bias.reshape(_bias_shape(nd))
-        return y.squeeze(0) if unb else y
+        return y.select(0, 0) if unb else y
 
     impl.__name__ = name
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
@@ -400,7 +403,7 @@ def _make_conv_transpose(nd):
         gi = _conv_nd(gb, weight, s, p, d, groups)
         gw = _conv_nd_weight_grad(gb, x, tuple(weight_shape[2:]), s, p, d, groups)
         gbias = None if bias is None else gb.sum((0,) + tuple(range(2, nd + 2)))
-        return (gi.squeeze(0) if unb else gi), gw, gbias
+        return (gi.select(0, 0) if unb else gi), gw, gbias
 
     def jvp(t_input, t_weight, t_bias, input, weight, stride, padding, output_padding, groups,
             dilation):
@@ -412,7 +415,7 @@ def _make_conv_transpose(nd):
              + _conv_nd_input_grad(x, t_weight, out, s, p, d, groups))
         if t_bias is not None:
             y = y + t_bias.reshape(_bias_shape(nd))
-        return y.squeeze(0) if unb else y
+        return y.select(0, 0) if unb else y
 
     impl.__name__ = name
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "

@@ -18,7 +18,6 @@ import math
 
 import numpy as np
 
-from .._tensor import Tensor
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
 from .registry import defop
 
@@ -117,8 +116,8 @@ def _scatter_planes(g, idx, input_shape, nd):
     """Gradient of a selection by flat per-plane indices: scatter-add g into the input."""
     from .._creation import zeros
     lead = tuple(input_shape[:len(input_shape) - nd])
-    plane = math.prod(input_shape[len(input_shape) - nd:])
-    z = zeros(lead + (plane,), dtype=g.dtype)
+    # (zeros of the input's shape, then -1: no size product, which compiled backwards would bake)
+    z = zeros(tuple(input_shape), dtype=g.dtype).reshape(lead + (-1,))
     return z.scatter_add(-1, idx.reshape(lead + (-1,)), g.reshape(lead + (-1,))).reshape(
         tuple(input_shape))
 
@@ -160,8 +159,10 @@ def _make_max_pool(nd):
                             ceil_mode)[1]
 
     def values_vjp(g, input, kernel_size, stride, padding, dilation, ceil_mode):
-        idx = indices(input, kernel_size, stride, padding, dilation, ceil_mode)
-        return _scatter_planes(g, idx, tuple(input.shape), nd)
+        # one op (compiled as one loop nest, codegen/lower_pool.py) instead of an index pass
+        # plus a scatter
+        k, s, p, d = _pool_params(nd, kernel_size, stride, padding, dilation)
+        return _max_pool_nd_backward(g, input, k, s, p, d, ceil_mode)
 
     def values_jvp(t_input, input, kernel_size, stride, padding, dilation, ceil_mode):
         idx = indices(input, kernel_size, stride, padding, dilation, ceil_mode)
@@ -173,6 +174,34 @@ def _make_max_pool(nd):
                    jvp=values_jvp)
     return with_indices, values
 
+
+def _max_pool_nd_backward_impl(grad, input, kernel_size, stride, padding, dilation, ceil_mode):
+    """Input gradient of the values-only max pool: each grad element added at its window's
+    argmax (normalised tuples; nd = len(kernel_size))."""
+    nd = len(kernel_size)
+    _, idx = _max_pool_impl(nd, f"max_pool{nd}d", input, tuple(kernel_size), tuple(stride),
+                            tuple(padding), tuple(dilation), ceil_mode)
+    lead = input.shape[:input.ndim - nd]
+    plane = math.prod(input.shape[input.ndim - nd:])
+    rows = math.prod(lead)
+    flat = idx.reshape(rows, -1) + (np.arange(rows) * plane)[:, None]
+    res = np.bincount(flat.reshape(-1), weights=grad.reshape(-1).astype(np.float64),
+                      minlength=rows * plane)
+    return res.astype(grad.dtype).reshape(input.shape)
+
+
+def _max_pool_nd_backward_vjp(gg, input, kernel_size, stride, padding, dilation, ceil_mode):
+    nd = len(kernel_size)
+    idx = (max_pool1d_with_indices if nd == 1 else max_pool2d_with_indices)(
+        input.detach(), kernel_size, stride, padding, dilation, ceil_mode)[1]
+    return _gather_planes(gg, idx, nd), None
+
+
+_max_pool_nd_backward = defop(
+    "_max_pool_nd_backward", _max_pool_nd_backward_impl, tensors=("grad", "input"),
+    kind="other", method=False, vjp=_max_pool_nd_backward_vjp,
+    jvp=lambda t_grad, input, kernel_size, stride, padding, dilation, ceil_mode:
+    _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode))
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
@@ -276,10 +305,11 @@ def _make_avg_pool(nd):
 
     def vjp2(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
              divisor_override):
-        k, s, pads, div = _avg_setup(nd, name, input_shape, kernel_size, stride, padding,
+        # one op whose divisors are computed from the run-time sizes (a divisor array built
+        # here would bake the sizes into compiled backwards)
+        k, s, p, _ = _pool_params(nd, kernel_size, stride, padding, 1)
+        return _avg_pool_nd_backward(g, tuple(input_shape[len(input_shape) - nd:]), k, s, p,
                                      ceil_mode, count_include_pad, divisor_override)
-        scaled = g / Tensor._make(div.astype(g.dtype.np))
-        return _window_sum_t(scaled, tuple(input_shape[len(input_shape) - nd:]), k, s, pads)
 
     def vjp1(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad):
         return vjp2(g, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -300,6 +330,33 @@ def _make_avg_pool(nd):
                jvp=jvp1 if nd == 1 else jvp2, function=nd == 1)
     return fn
 
+
+def _avg_pool_nd_backward_impl(grad, input_size, kernel_size, stride, padding, ceil_mode,
+                               count_include_pad, divisor_override):
+    """Input gradient of avg_pool (linear: W^T(grad / divisor)); nd = len(kernel_size)."""
+    nd = len(kernel_size)
+    shape = grad.shape[:grad.ndim - nd] + tuple(input_size)
+    k, s, pads, div = _avg_setup(nd, f"avg_pool{nd}d", shape, tuple(kernel_size),
+                                 tuple(stride), tuple(padding), ceil_mode, count_include_pad,
+                                 divisor_override)
+    scaled = (grad / div).astype(grad.dtype, copy=False)
+    return _window_sum_t_impl(scaled, tuple(input_size), k, s, pads)
+
+
+def _avg_pool_nd_backward_vjp(gg, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                              divisor_override):
+    if len(kernel_size) == 1:
+        return avg_pool1d(gg, kernel_size, stride, padding, ceil_mode, count_include_pad)
+    return avg_pool2d(gg, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                      divisor_override)
+
+
+_avg_pool_nd_backward = defop(
+    "_avg_pool_nd_backward", _avg_pool_nd_backward_impl, tensors=("grad",), kind="other",
+    method=False, vjp=_avg_pool_nd_backward_vjp,
+    jvp=lambda t_grad, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
+    divisor_override: _avg_pool_nd_backward(t_grad, input_size, kernel_size, stride, padding,
+                                            ceil_mode, count_include_pad, divisor_override))
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)

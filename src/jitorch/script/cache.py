@@ -116,6 +116,13 @@ def module_name(source: str) -> str:
     return MODULE_PREFIX + h
 
 
+def is_on_disk(source: str, options: dict | None = None) -> bool:
+    """Whether this program's module was written by an earlier load (so Numba's disk cache
+    most likely holds it compiled)."""
+    name = module_name(prepare_source(source, options))
+    return name in sys.modules or os.path.exists(os.path.join(cache_dir(), name + ".py"))
+
+
 def load_module(source: str, options: dict | None = None):
     """Write (if new) and import the program's module; returns (module, is_new_in_process)."""
     src = prepare_source(source, options)

@@ -34,6 +34,7 @@ import threading
 from typing import Any, Optional
 
 from .._ops.nn_activation import _class_index, _stop_gradient
+from .._ops.nn_misc import embedding as _embedding_op
 from .._ops.ternary import where
 from .._creation import arange
 from .._tensor import Tensor
@@ -319,6 +320,10 @@ def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_
     return out, None
 
 
+def _embedding(input: Tensor, weight: Tensor, padding_idx: Any):
+    return _embedding_op(input, weight, padding_idx)
+
+
 # --- building a call ---------------------------------------------------------------------------
 class Const:
     """A twin argument that is a Python constant (substituted into the twin's graph)."""
@@ -538,6 +543,15 @@ def _layer_name(a) -> str:
         return "MultiheadAttention"
 
 
+def _b_embedding(a):
+    if a.st("max_norm") is not None or a.st("scale_grad_by_freq") or a.st("sparse"):
+        raise _Reject("max_norm / scale_grad_by_freq / sparse")  # eager says what is missing
+    pad = a.st("padding_idx")
+    if pad is not None:
+        _int(pad, "padding_idx")
+    return _embedding, [a.t("input"), a.t("weight"), Const(pad)]
+
+
 _BUILDERS: dict = {}
 
 
@@ -559,7 +573,7 @@ def _table() -> dict:
                   (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
                   (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
                   (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss),
-                  (multi_head_attention_forward, _b_mha)):
+                  (multi_head_attention_forward, _b_mha), (F.embedding, _b_embedding)):
         _BUILDERS[fn] = b
     return _BUILDERS
 
@@ -624,7 +638,7 @@ def compile_call(fc, fn, node, recv=None):
     args, kwargs = fc._args(node)
     fc._evaluated = (args, kwargs)
     try:
-        sig = inspect.signature(fn)
+        sig = inspect.signature(fn, follow_wrapped=False)
         bound = sig.bind(*(([recv] if recv is not None else []) + list(args)), **kwargs)
     except (TypeError, ValueError):
         return None

@@ -40,6 +40,11 @@ def _resolve(module, path: str):
     return obj
 
 
+def _attr_version():
+    from ..nn.modules.module import ATTR_VERSION
+    return ATTR_VERSION
+
+
 def _guard_value(m, name):
     d = m.__dict__
     for store, tag in (("_parameters", "T"), ("_buffers", "T"), ("_modules", "M")):
@@ -64,7 +69,8 @@ def _accessor(root, path: str):
 
 
 class _Variant:
-    __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root", "adapter")
+    __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root", "adapter",
+                 "checked_at", "mutable")
 
     def __init__(self, c: Compiled, sf):
         seen, self.guards, self.values = set(), [], []
@@ -76,6 +82,9 @@ class _Variant:
         self.sf, self.param_paths, self.graph = sf, c.param_paths, c.graph
         self.adapter = getattr(c, "adapter", None)  # a twin's Python side (compile_method)
         self._acc, self._root = None, None
+        self.checked_at = -1
+        self.mutable = any(isinstance(m.__dict__.get(n), (list, dict, set, bytearray))
+                           for m, n in self.guards)
 
     def tensors(self, root) -> list:
         if self._root is not root:
@@ -95,11 +104,17 @@ class ScriptMethod:
         self._current()
 
     def _current(self) -> _Variant:
+        version = _attr_version()[0]
         for v in self._variants:
+            if v.checked_at == version:  # no module attribute changed since the last check
+                return v
             for (m, n), val in zip(v.guards, v.values):
                 if _guard_value(m, n) != val:
                     break
             else:
+                # a guarded list/dict/set may change in place without an assignment: those
+                # variants check on every call
+                v.checked_at = -1 if v.mutable else version
                 return v
         c = self._compile()
         sf = ScriptFunction(c.graph, None, name=self.name, static_args=c.res.static_args,

@@ -688,6 +688,28 @@ def _any_rg(a):
     return False
 
 
+MAX_PROGRAM_LINES = 1500
+
+
+def _too_big(prog) -> str | None:
+    """A reason to interpret instead when the program is too large to compile in reasonable
+    time and is not on disk yet: Numba's compile time grows faster than linearly with the size
+    of one function (about a minute of CPU per 1000 generated lines on a 2-core machine, and
+    several minutes for the backward of a 2-layer Transformer encoder). The limit is
+    `JITORCH_MAX_PROGRAM_LINES` (0: no limit)."""
+    try:
+        limit = int(os.environ.get("JITORCH_MAX_PROGRAM_LINES", MAX_PROGRAM_LINES))
+    except ValueError:
+        limit = MAX_PROGRAM_LINES
+    lines = prog.source.count("\n")
+    if not limit or lines <= limit or cache.is_on_disk(prog.source,
+                                                      getattr(prog, "njit_options", None)):
+        return None
+    return (f"program of {lines} lines is above JITORCH_MAX_PROGRAM_LINES={limit} (a cold "
+            "compile would take minutes); raise the limit to compile it once, later processes "
+            "load it from the disk cache")
+
+
 def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
     """Lower `graph` for `arg_types` and load its program: -> (entry, how). An interpreted
     entry (how == "interpreted") says why in entry.reason. Used for plain calls and by the
@@ -695,6 +717,9 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
     g, prog, reason = _lower(graph, arg_types, static)
     if prog is None:
         return _Entry("interpreted", g, reason=reason), "interpreted"
+    too_big = _too_big(prog)
+    if too_big:
+        return _Entry("interpreted", g, reason=too_big), "interpreted"
     try:
         mod, _ = cache.load_module(prog.source, getattr(prog, "njit_options", None))
         fn = getattr(mod, prog.entry)

@@ -34,9 +34,46 @@ def _nodes(block):
             yield from _nodes(b)
 
 
+def _spec_json(v):
+    """An index spec (frontend_index._Index.spec) as JSON: tuples, ints, None, Ellipsis."""
+    if v is Ellipsis:
+        return {"ellipsis": True}
+    if isinstance(v, (tuple, list)):
+        return {"tuple": [_spec_json(e) for e in v]}
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise RuntimeError(f"jitorch.jit.save: an index of {type(v).__name__} cannot be saved")
+
+
+def _spec_from_json(v):
+    if isinstance(v, dict) and v.get("ellipsis") is True:
+        return Ellipsis
+    if isinstance(v, dict) and isinstance(v.get("tuple"), list):
+        return tuple(_spec_from_json(e) for e in v["tuple"])
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise RuntimeError(f"jitorch.jit.load: bad index spec {v!r}")
+
+
+def _index_call(ref):
+    """The GetItem/SetItem callable a saved {"kind": "index"} reference describes."""
+    from .frontend_index import GetItem, SetItem
+    cls = {"getitem": GetItem, "setitem": SetItem}.get(ref.get("op"))
+    if cls is None:
+        raise RuntimeError(f"jitorch.jit.load: unknown index call {ref.get('op')!r}")
+    fn = cls(_spec_from_json(ref.get("spec")))
+    fn.single = bool(ref.get("single"))
+    return fn
+
+
 def _callable_ref(fn, where):
-    """A PythonOp callable as JSON: {"kind": "kw", fn, npos, kwnames, method} or {"fn": ...}."""
+    """A PythonOp callable as JSON: {"kind": "kw", fn, npos, kwnames, method},
+    {"kind": "index", op, spec, single} (x[...] with run-time parts) or {"fn": ...}."""
     from .frontend_call import KwCall
+    from .frontend_index import GetItem, SetItem
+    if isinstance(fn, (GetItem, SetItem)):
+        return {"kind": "index", "op": "getitem" if isinstance(fn, GetItem) else "setitem",
+                "spec": _spec_json(fn.spec), "single": bool(fn.single)}
     if isinstance(fn, KwCall):
         return {"kind": "kw", "fn": None if fn.fn is None else _fn_name(fn.fn, where),
                 "npos": fn.npos, "kwnames": list(fn.kwnames), "method": fn.method}
@@ -210,13 +247,16 @@ def _build(arc, map_location, extra_files):
             if n.op == "prim::PythonOp":
                 _need(ops, f"{name}: more Python calls than recorded")
                 ref = ops.pop(0)
-                fn = None if ref.get("fn") is None else _lookup(*ref["fn"])
-                meth = ref.get("method")
-                _need(meth is None or (isinstance(meth, str) and meth.isidentifier() and
-                                       not meth.startswith("_")),
-                      f"{name}: bad method name {meth!r}")
-                n.attrs["fn"] = KwCall(fn, int(ref["npos"]), ref["kwnames"], ref["method"]) \
-                    if ref.get("kind") == "kw" else fn
+                if ref.get("kind") == "index":
+                    n.attrs["fn"] = _index_call(ref)
+                else:
+                    fn = None if ref.get("fn") is None else _lookup(*ref["fn"])
+                    meth = ref.get("method")
+                    _need(meth is None or (isinstance(meth, str) and meth.isidentifier() and
+                                           not meth.startswith("_")),
+                          f"{name}: bad method name {meth!r}")
+                    n.attrs["fn"] = KwCall(fn, int(ref["npos"]), ref["kwnames"],
+                                           ref["method"]) if ref.get("kind") == "kw" else fn
             for k in sorted(n.attrs):
                 if type(n.attrs[k]).__name__ == "TensorLiteral":
                     _need(tens, f"{name}: more tensor constants than saved")

@@ -26,7 +26,10 @@ class _Inplace(Module):
         self.inplace = inplace
 
     def forward(self, input: Tensor) -> Tensor:
-        return type(self)._fn(input, inplace=self.inplace)
+        # the plain call maps to the registry op in scripted code (inplace= does not)
+        if self.inplace:
+            return type(self)._fn(input, inplace=True)
+        return type(self)._fn(input)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""

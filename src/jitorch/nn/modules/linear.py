@@ -8,6 +8,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ...script.lang import is_scripting
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]
@@ -50,7 +51,9 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        if input.dim() >= 1 and input.shape[-1] != self.weight.shape[-1]:
+        # (compiled code lowers no prim::Raise: there the matmul's own size check reports)
+        if not is_scripting() and input.dim() >= 1 and \
+                input.shape[-1] != self.weight.shape[-1]:
             # PyTorch's matmul message, prefixed with the layer (issue 4: errors name the layer)
             rows = input.numel() // max(input.shape[-1], 1) if input.dim() > 1 else 1
             raise RuntimeError(

@@ -26,6 +26,11 @@ def _forward_unimplemented(self, *input):
         f'Module [{type(self).__name__}] is missing the required "forward" function')
 
 
+
+# bumped by every attribute assignment, deletion and registration on any Module: scripted
+# modules re-check their attribute guards only after it moved (script/module.py)
+ATTR_VERSION = [0]
+
 class Module(_StateDictMixin):
     """Base class for all neural network modules (PyTorch's `nn.Module`)."""
 
@@ -66,6 +71,7 @@ class Module(_StateDictMixin):
 
     # --- registration ----------------------------------------------------------------------
     def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        ATTR_VERSION[0] += 1
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
         elif not isinstance(name, str):
@@ -86,6 +92,7 @@ class Module(_StateDictMixin):
             self._non_persistent_buffers_set.add(name)
 
     def register_parameter(self, name: str, param: Parameter | None) -> None:
+        ATTR_VERSION[0] += 1
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
         elif not isinstance(name, str):
@@ -110,6 +117,7 @@ class Module(_StateDictMixin):
             self._parameters[name] = param
 
     def add_module(self, name: str, module: "Module | None") -> None:
+        ATTR_VERSION[0] += 1
         if not isinstance(module, Module) and module is not None:
             raise TypeError(f"{typename(module)} is not a Module subclass")
         elif not isinstance(name, str):
@@ -182,6 +190,7 @@ class Module(_StateDictMixin):
         raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
 
     def __setattr__(self, name: str, value) -> None:
+        ATTR_VERSION[0] += 1
         def remove_from(*dicts_or_sets):
             for d in dicts_or_sets:
                 if name in d:
@@ -230,6 +239,7 @@ class Module(_StateDictMixin):
                     super().__setattr__(name, value)
 
     def __delattr__(self, name: str) -> None:
+        ATTR_VERSION[0] += 1
         if name in self._parameters:
             del self._parameters[name]
         elif name in self._buffers:

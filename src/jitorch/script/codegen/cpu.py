@@ -213,7 +213,7 @@ def lower_block(em: Emitter, nodes) -> None:
 
 def lower_node(em: Emitter, n: ir.Node) -> None:
     from . import lower_elementwise, lower_factory, lower_linalg, lower_reduce, lower_shape
-    from . import lower_write
+    from . import lower_gather, lower_write
     op = n.op
     if "lower" in n.attrs:  # a PythonOp carrying its own lowering (codegen/lower_autodiff.py)
         return n.attrs["lower"](em, n)
@@ -224,7 +224,7 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
         fn(em, n)
         return
     for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
-                lower_write, _conv_lowerings()):
+                lower_write, lower_gather, _conv_lowerings()):
         fn = mod.LOWER.get(op)
         if fn is not None:
             fn(em, n)

@@ -175,33 +175,52 @@ def _group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
     return tensor_in, local
 
 
+def broadcast_size(em: Emitter, sizes: list) -> str:
+    """The broadcast of size expressions `sizes` (unchecked) in single-assignment form: each
+    step is a new name built arithmetically, never a reassignment or a branch. Numba's SSA
+    reconstruction and liveness passes grow with (reassigned names x blocks): big programs
+    compiled minutes slower when every broadcast size was `n = 1; if ...: n = ...`."""
+    if not sizes:
+        return "1"
+    cur = sizes[0]
+    for s in sizes[1:]:
+        nxt = em.fresh("n")
+        em.emit(f"{nxt} = {cur} * ({s} == 1) + {s} * ({s} != 1)")
+        cur = nxt
+    if not cur.isidentifier():
+        nxt = em.fresh("n")
+        em.emit(f"{nxt} = {cur}")
+        cur = nxt
+    return cur
+
+
 def _loop_shape(em: Emitter, tensor_in, rank: int):
     """Emit the broadcast loop shape (checked) and each input's 0/1 multipliers."""
-    sizes = [em.fresh("n") for _ in range(rank)]
+    sizes = []
     for d in range(rank):
-        em.emit(f"{sizes[d]} = 1")
-    for k, (p, x, r) in enumerate(tensor_in):
-        for j in range(r):
-            d = rank - r + j
-            s = f"{x}.shape[{j}]"
-            if k == 0:  # every size is still 1: the first input's size is the size so far
-                em.emit(f"{sizes[d]} = {s}")
+        cur = None
+        for k, (p, x, r) in enumerate(tensor_in):
+            j = d - (rank - r)
+            if j < 0:
                 continue
-            em.emit(f"if {s} != 1:")
-            em.emit(f"    if {sizes[d]} == 1:")
-            em.emit(f"        {sizes[d]} = {s}")
-            em.emit(f"    elif {s} != {sizes[d]}:")
-            em.indent += 2
+            s = f"{x}.shape[{j}]"
+            if cur is None:
+                cur = s
+                continue
+            em.emit(f"if {s} != 1 and {cur} != 1 and {s} != {cur}:")
+            em.indent += 1
             em.raise_("RuntimeError", "The size of tensor a (", (s,),
-                      ") must match the size of tensor b (", (sizes[d],),
+                      ") must match the size of tensor b (", (cur,),
                       f") at non-singleton dimension {d}")
-            em.indent -= 2
+            em.indent -= 1
+            cur = broadcast_size(em, [cur, s])
+        sizes.append(broadcast_size(em, [cur or "1"]))
     mult = {}
     for p, x, r in tensor_in:
         ms = []
         for j in range(r):
             m = em.fresh("m")
-            em.emit(f"{m} = 0 if {x}.shape[{j}] == 1 else 1")
+            em.emit(f"{m} = int({x}.shape[{j}] != 1)")
             ms.append(m)
         mult[p.uid] = ms
     return sizes, mult
@@ -242,16 +261,12 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
         else:
             om = []
             for d in range(rank):
-                sd = em.fresh("n")
-                em.emit(f"{sd} = 1")
-                for p, x, rr in tensor_in:
-                    j = d - (rank - rr)
-                    if p.uid in dep and j >= 0:
-                        em.emit(f"if {x}.shape[{j}] != 1:")
-                        em.emit(f"    {sd} = {x}.shape[{j}]")
+                sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]"
+                                         for p, x, rr in tensor_in
+                                         if p.uid in dep and d - (rank - rr) >= 0])
                 shape_parts.append(sd)
                 mm = em.fresh("m")
-                em.emit(f"{mm} = 0 if {sd} == 1 else 1")
+                em.emit(f"{mm} = int({sd} != 1)")
                 om.append(mm)
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in shape_parts)}), {np_type(t.dtype)})")
         out_names.append((o, om))

@@ -151,7 +151,7 @@ def lower_addmm(em: Emitter, n: ir.Node) -> None:
                ") must match the existing size (", (f"{x}.shape[{j}]",),
                f") at non-singleton dimension {dd}.")
         m = em.fresh("m")
-        em.emit(f"{m} = 0 if {x}.shape[{j}] == 1 else 1")
+        em.emit(f"{m} = int({x}.shape[{j}] != 1)")
         ms.append(m)
     i, j = em.fresh("i"), em.fresh("j")
     idx = {0: "()", 1: f"{j} * {ms[0]}" if ms else "", 2: ""}[ti.ndim] if ti.ndim < 2 else \

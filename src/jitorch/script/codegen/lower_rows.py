@@ -159,22 +159,19 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
 
 def _alloc_outputs(em, plan: _Plan, sizes) -> list:
     """Each returned value: allocated with the broadcast shape of what it depends on."""
+    from .lower_elementwise import broadcast_size
     rank = plan.rank
     outs = []
     for r in plan.returns:
         dep = plan.deps[r.uid]
         parts, om = [], []
         for d in range(rank):
-            sd = em.fresh("n")
-            em.emit(f"{sd} = 1")
-            for p, x, rr in plan.ext:
-                j = d - (rank - rr)
-                if p.uid in dep and j >= 0 and (d < rank - 1 or dep[p.uid]):
-                    em.emit(f"if {x}.shape[{j}] != 1:")
-                    em.emit(f"    {sd} = {x}.shape[{j}]")
+            sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]" for p, x, rr in plan.ext
+                                     if p.uid in dep and d - (rank - rr) >= 0 and
+                                     (d < rank - 1 or dep[p.uid])])
             parts.append(sd)
             m = em.fresh("m")
-            em.emit(f"{m} = 0 if {sd} == 1 else 1")
+            em.emit(f"{m} = int({sd} != 1)")
             om.append(m)
         o = em.fresh("out")
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in parts)}), "
@@ -476,18 +473,15 @@ def _assign_buffers(em, plan: _Plan, d_row) -> dict:
 def _general(em, plan: _Plan, sizes, mult, outs) -> None:
     """Some row-read input broadcasts along the row: one loop per reduction over its own
     input's length, full values recomputed from the inputs in each loop."""
+    from .lower_elementwise import broadcast_size
     rank = plan.rank
     lengths = {}
     for n in plan.nodes:
         if id(n) not in plan.red_pass:
             continue
         dep = plan.deps[n.inputs[0].uid]
-        ln = em.fresh("n")
-        em.emit(f"{ln} = 1")
-        for p, x, r in plan.ext:
-            if dep.get(p.uid) and r:
-                em.emit(f"if {x}.shape[{r - 1}] != 1:")
-                em.emit(f"    {ln} = {x}.shape[{r - 1}]")
+        ln = broadcast_size(em, [f"{x}.shape[{r - 1}]" for p, x, r in plan.ext
+                                 if dep.get(p.uid) and r])
         lengths[id(n)] = ln
         _check_nonempty(em, [n], ln, rank)
     base = em.indent

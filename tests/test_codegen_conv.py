@@ -1,0 +1,192 @@
+"""Convolutions and pooling compiled inside @script (codegen/lower_conv.py, lower_pool.py):
+forward AND backward run as compiled programs (no interpreted reason recorded), values and
+gradients equal eager's, a new batch size does not recompile, and wrong shapes raise PyTorch's
+error from compiled code. Several configurations share one program per test (compiles are slow).
+"""
+import numpy as np
+import pytest
+
+import jitorch
+import jitorch.nn as nn
+import jitorch.nn.functional as F
+from jitorch import jit
+
+
+def convs2d(x, w, wg, w4, b, xu):
+    a = F.conv2d(x, w, b, 1, 1)                              # the padded-grid path, bias
+    c = F.conv2d(x, w, None, (2, 1), (0, 2), (1, 2))         # strided, dilated: general path
+    d = F.conv2d(x, wg, None, 1, "same", 1, 2)               # groups, "same"
+    e = F.conv2d(x, w4, b, 1, "same", (2, 1))                # even kernel: asymmetric "same"
+    f = F.conv2d(xu, w, b, 2, "valid")                       # unbatched
+    return a, c, d, e, f
+
+
+def convs1d(x, w, wg, b, xu):
+    a = F.conv1d(x, w, b, 1, 2)
+    c = F.conv1d(x, w, None, 3, 1, 2)
+    d = F.conv1d(x, wg, None, 1, "same", 2, 2)
+    e = F.conv1d(xu, w, None)
+    return a, c, d, e
+
+
+def pools(x, y, xu):
+    a = F.max_pool2d(x, 2)                                   # the 2x2 fast path
+    c = F.max_pool2d(x, 3, 2, 1, ceil_mode=True)
+    d = F.max_pool2d(x, (2, 3), (1, 2), 0, (2, 1))
+    e = F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False)
+    f = F.avg_pool2d(x, 2, 1, 1, divisor_override=3)
+    g = F.adaptive_avg_pool2d(x, (3, 2)) + F.adaptive_avg_pool2d(x, 1)
+    h = F.max_pool1d(y, 3, 2, 1) + F.avg_pool1d(y, 3, 2, 1)
+    k = F.adaptive_avg_pool1d(y, 4)
+    m = F.max_pool2d(xu, 2, 1)                               # unbatched
+    return a, c, d, e, f, g, h, k, m
+
+
+def conv_relu_pool(x, w):
+    return F.avg_pool2d(F.relu(F.conv2d(x, w, None, 1, 1)), 2)
+
+
+def conv_plain(x, w):
+    return F.conv2d(x, w, None, 1, 1)
+
+
+def pool_plain(x):
+    return F.max_pool2d(x, 2, 1)
+
+
+convs2d_s, convs1d_s, pools_s = jit.script(convs2d), jit.script(convs1d), jit.script(pools)
+
+
+def _stats():
+    s = jit.stats()
+    return s["interpreted_runs"], s["compiles"], dict(s["interpreted_reasons"])
+
+
+def _leaves(gen, shapes, dtype=jitorch.float32):
+    return [jitorch.randn(*s, generator=gen, dtype=dtype).requires_grad_(True) for s in shapes]
+
+
+def _compare(fn, fn_s, shapes, gen, dtype=jitorch.float32, tol=1e-4):
+    """Scripted vs eager outputs and gradients of sum(out * r) for random r."""
+    args = _leaves(gen, shapes, dtype)
+    ref_args = [a.detach().requires_grad_(True) for a in args]
+    outs, refs = fn_s(*args), fn(*ref_args)
+    loss = loss_ref = 0
+    for o, r in zip(outs, refs):
+        np.testing.assert_allclose(o.detach().numpy(), r.detach().numpy(), rtol=tol, atol=tol)
+        wgt = jitorch.randn(*r.shape, generator=gen, dtype=dtype)
+        loss = loss + (o * wgt).sum()
+        loss_ref = loss_ref + (r * wgt).sum()
+    loss.backward()
+    loss_ref.backward()
+    for a, r in zip(args, ref_args):
+        np.testing.assert_allclose(a.grad.numpy(), r.grad.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("fn,fn_s,shapes", [
+    (convs2d, convs2d_s, lambda n: [(n, 4, 7, 6), (3, 4, 3, 3), (6, 2, 3, 3), (3, 4, 2, 4),
+                                    (3,), (4, 7, 6)]),
+    (convs1d, convs1d_s, lambda n: [(n, 4, 9), (3, 4, 3), (6, 2, 3), (3,), (4, 8)]),
+    (pools, pools_s, lambda n: [(n, 3, 7, 8), (n, 3, 9), (3, 7, 8)]),
+], ids=["conv2d", "conv1d", "pool"])
+def test_compiled_values_and_grads_across_batch_sizes(fn, fn_s, shapes):
+    gen = jitorch.Generator().manual_seed(0)
+    _compare(fn, fn_s, shapes(2), gen)
+    before = _stats()
+    assert not before[2], before[2]  # forward and backward both compiled
+    _compare(fn, fn_s, shapes(3), gen)
+    if fn is pools:
+        assert _stats() == before  # a new batch size: no compile, nothing interpreted
+    else:
+        # a grouped conv's backward is keyed by exact shapes (autodiff's size-perturbation
+        # check cannot keep the channels divisible by the groups): a compile, never interpreted
+        assert _stats()[0] == before[0] and not _stats()[2]
+
+
+def convs_plain(x, w, b):
+    return F.conv2d(x, w, b, 1, 1), F.conv2d(x, w, None, (2, 1), 0, 2)
+
+
+convs_plain_s = jit.script(convs_plain)
+
+
+def test_new_batch_size_does_not_recompile():
+    gen = jitorch.Generator().manual_seed(3)
+    # (sizes that keep every output size >= 2 when autodiff's check grows each size by 1 and 2)
+    _compare(convs_plain, convs_plain_s, [(2, 3, 12, 10), (2, 3, 3, 3), (2,)], gen)
+    before = _stats()
+    assert not before[2], before[2]
+    _compare(convs_plain, convs_plain_s, [(3, 3, 13, 10), (2, 3, 3, 3), (2,)], gen)
+    assert _stats() == before
+
+
+def test_float64_conv_and_pool():
+    gen = jitorch.Generator().manual_seed(1)
+    f = jit.script(conv_relu_pool)
+    x = jitorch.randn(2, 2, 6, 6, generator=gen, dtype=jitorch.float64)
+    w = jitorch.randn(3, 2, 3, 3, generator=gen, dtype=jitorch.float64)
+    with jitorch.no_grad():
+        out = f(x, w)
+    ref = F.avg_pool2d(F.relu(F.conv2d(x, w, None, 1, 1)), 2)
+    assert out.dtype == jitorch.float64
+    np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)
+    assert not _stats()[2]
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                                 nn.Conv2d(4, 6, 3, padding="same", bias=False), nn.ReLU(),
+                                 nn.AvgPool2d(2), nn.Flatten(), nn.Linear(6 * 2 * 2, 5))
+        self.c1 = nn.Conv1d(2, 5, 3, padding=1)
+
+    def forward(self, x, s, y):
+        logits = self.net(x) + self.c1(s).mean(2)
+        return F.cross_entropy(logits, y)
+
+
+def test_scripted_cnn_train_step_compiled_and_equal_to_eager():
+    jitorch.manual_seed(0)
+    model = CNN()
+    scripted = jit.script(model)
+    gen = jitorch.Generator().manual_seed(2)
+    for n in (3, 4):
+        x = jitorch.randn(n, 1, 8, 8, generator=gen)
+        s = jitorch.randn(n, 2, 5, generator=gen)
+        y = jitorch.randint(0, 5, (n,), generator=gen)
+        model.zero_grad()
+        loss = scripted(x, s, y)
+        loss.backward()
+        grads = [p.grad.numpy().copy() for p in model.parameters()]
+        model.zero_grad()
+        ref = model(x, s, y)
+        ref.backward()
+        np.testing.assert_allclose(loss.item(), ref.item(), rtol=1e-5)
+        for g, p in zip(grads, model.parameters()):
+            np.testing.assert_allclose(g, p.grad.numpy(), rtol=1e-4, atol=1e-6)
+        assert not _stats()[2], _stats()[2]
+
+
+def test_wrong_channels_raise_from_compiled_code():
+    f = jit.script(conv_plain)
+    with jitorch.no_grad():
+        f(jitorch.randn(1, 2, 5, 5), jitorch.randn(3, 2, 3, 3))
+        with pytest.raises(RuntimeError, match=r"expected input\[1, 4, \.\.\.\] to have 2 "
+                                               r"channels, but got 4 channels instead"):
+            f(jitorch.randn(1, 4, 5, 5), jitorch.randn(3, 2, 3, 3))
+        with pytest.raises(RuntimeError, match="Kernel size can't be greater than actual input"):
+            f(jitorch.randn(1, 2, 1, 1), jitorch.randn(3, 2, 5, 5))
+    assert not _stats()[2]
+
+
+def test_max_pool_nan_and_ties_route_like_eager():
+    f = jit.script(pool_plain)
+    x = jitorch.tensor([[[[1.0, 1.0, 0.0], [float("nan"), 2.0, 2.0], [0.0, 2.0, 1.0]]]],
+                       requires_grad=True)
+    xr = x.detach().requires_grad_(True)
+    out, ref = f(x), F.max_pool2d(xr, 2, 1)
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    out.sum().backward()
+    ref.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), xr.grad.numpy())
