@@ -215,3 +215,26 @@ def test_programs_above_the_size_limit_are_interpreted_with_the_reason(monkeypat
     jt.jit.reset_stats()
     np.testing.assert_allclose(g(jt.ones(3)).numpy(), np.tanh(2.0) + 1, rtol=1e-6)
     assert _interpreted() == {}
+
+
+def test_row_region_with_two_row_lengths_gives_eagers_result():
+    # the reduced input's rows (3) are not the output's (5): the program hands this call to
+    # the interpreter instead of raising a broadcast error
+    def g(s, z):
+        return z + s.mean(2).sum(1, keepdim=True)
+
+    s, z = _fill((3, 3, 5), 8), _fill((3, 5), 9)
+    with jt.no_grad():
+        np.testing.assert_allclose(jt.jit.script(g)(s, z).numpy(), g(s, z).numpy(), atol=1e-6)
+
+
+def test_row_region_length_mismatch_raises_pytorchs_error():
+    def h(x, z):
+        return (x - x.amax(-1, keepdim=True)) + z
+
+    sh = jt.jit.script(h)
+    with jt.no_grad():
+        np.testing.assert_allclose(sh(_fill((3, 5), 1), _fill((5,), 2)).numpy(),
+                                   h(_fill((3, 5), 1), _fill((5,), 2)).numpy(), atol=1e-6)
+        with pytest.raises(RuntimeError, match="must match the size"):
+            sh(_fill((3, 5), 1), _fill((4,), 2))

@@ -194,8 +194,12 @@ def broadcast_size(em: Emitter, sizes: list) -> str:
     return cur
 
 
-def _loop_shape(em: Emitter, tensor_in, rank: int):
-    """Emit the broadcast loop shape (checked) and each input's 0/1 multipliers."""
+def _loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
+    """Emit the broadcast loop shape (checked) and each input's 0/1 multipliers. `rows`: a
+    row region (lower_rows.py), where inputs read only through a row reduction may have
+    another row length than the rest (`z + s.sum(-1, keepdim=True)`): the program cannot run
+    that with one row length, so a last-dim mismatch re-runs the call in the interpreter,
+    which computes it (or raises PyTorch's error for a real mismatch)."""
     sizes = []
     for d in range(rank):
         cur = None
@@ -209,9 +213,15 @@ def _loop_shape(em: Emitter, tensor_in, rank: int):
                 continue
             em.emit(f"if {s} != 1 and {cur} != 1 and {s} != {cur}:")
             em.indent += 1
-            em.raise_("RuntimeError", "The size of tensor a (", (s,),
-                      ") must match the size of tensor b (", (cur,),
-                      f") at non-singleton dimension {d}")
+            if rows and d == rank - 1:
+                line = "from jitorch.script.codegen import RaiseInInterpreter"
+                if line not in em.globals:
+                    em.globals.append(line)
+                em.emit("raise RaiseInInterpreter()")
+            else:
+                em.raise_("RuntimeError", "The size of tensor a (", (s,),
+                          ") must match the size of tensor b (", (cur,),
+                          f") at non-singleton dimension {d}")
             em.indent -= 1
             cur = broadcast_size(em, [cur, s])
         sizes.append(broadcast_size(em, [cur or "1"]))

@@ -131,7 +131,7 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
     from .lower_elementwise import _loop_shape
     plan = _Plan(em, block, inputs)
     rank = plan.rank
-    sizes, mult = _loop_shape(em, plan.ext, rank)
+    sizes, mult = _loop_shape(em, plan.ext, rank, rows=True)
     d_row = sizes[-1]
     uni = em.fresh("uni")
     if sum(1 for _, _, r in plan.ext if r) > 1:
