@@ -464,8 +464,9 @@ class ScriptFunction:
                 return outs[0]
             return tuple(outs)
         except RaiseInInterpreter:
-            # the program hit a `raise` whose message it cannot build (lists, reprs): the
-            # interpreter runs the call again and raises the exact error
+            # the program met what it cannot do itself (an error message built from lists or
+            # reprs, a row region whose rows differ): the interpreter runs this call (eager
+            # semantics: it returns the result or raises the exact error)
             return self._raise_interpreted(given, kwargs)
 
     def _raise_interpreted(self, args, kwargs):

@@ -35,18 +35,19 @@ def _runtime_sizes(em: Emitter, v: ir.Value):
     items = em.lists.get(v.uid, em.tuples.get(v.uid))
     if items is None:
         raise NotLowered(f"value {v} must be a constant")
-    out = []
-    for e in items:
-        if em.is_const(e):
-            c = em.const(e)
-            if isinstance(c, bool) or not isinstance(c, int):
-                raise NotLowered(f"size {c!r}")
-            out.append(str(c))
-        elif isinstance(e.type, ir.IntType):
-            out.append(em.name(e))
-        else:
-            raise NotLowered(f"size of type {e.type}")
-    return out
+    return [_int_expr(em, e, "size") for e in items]
+
+
+def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
+    """The expression of an int that is a constant or a run-time value."""
+    if em.is_const(v):
+        c = em.const(v)
+        if isinstance(c, bool) or not isinstance(c, int):
+            raise NotLowered(f"{what} {c!r}")
+        return str(c)
+    if isinstance(v.type, ir.IntType):
+        return em.name(v)
+    raise NotLowered(f"{what} of type {v.type}")
 
 
 def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
@@ -401,17 +402,7 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "narrow")
     xs = em.name(n.inputs[0])
-    bounds = []
-    for v in n.inputs[2:4]:
-        if em.is_const(v):
-            c = em.const(v)
-            if isinstance(c, bool) or not isinstance(c, int):
-                raise NotLowered(f"narrow bound {c!r}")
-            bounds.append(str(c))
-        elif isinstance(v.type, ir.IntType):
-            bounds.append(em.name(v))
-        else:
-            raise NotLowered(f"narrow bound of type {v.type}")
+    bounds = [_int_expr(em, v, "narrow bound") for v in n.inputs[2:4]]
     start, length = em.fresh("ns"), bounds[1]
     # PyTorch wraps a negative start once (start + size); anything still out of range raises
     em.emit(f"{start} = {bounds[0]} if {bounds[0]} >= 0 else {bounds[0]} + {xs}.shape[{d}]")
@@ -422,17 +413,6 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
     em.indent -= 1
     _index(em, n, [(None, None, None)] * d + [(_RunTime(start), _RunTime(f"{start} + {length}"),
                                                None)])
-
-
-def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
-    if em.is_const(v):
-        c = em.const(v)
-        if isinstance(c, bool) or not isinstance(c, int):
-            raise NotLowered(f"{what} {c!r}")
-        return str(c)
-    if isinstance(v.type, ir.IntType):
-        return em.name(v)
-    raise NotLowered(f"{what} of type {v.type}")
 
 
 def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
