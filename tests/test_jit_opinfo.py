@@ -167,18 +167,6 @@ def _usable(info, dtype, requires_grad=False, samples=None):
     return calls
 
 
-# Known failures of other compiler parts, found by this file (reported to the lead); they
-# stay visible as xfail (not strict: they pass once fixed).
-KNOWN: dict = {}
-
-
-def _mark(info, what, p):
-    reason = KNOWN.get((info.name, what))
-    if reason is None:
-        return p
-    return pytest.param(*p.values, id=p.id, marks=pytest.mark.xfail(reason=reason, strict=False))
-
-
 def _compiled_params():
     """Each compile costs ~0.3 s (more under load): by default one dtype per entry (float32,
     else int64, else float64); JITORCH_OPINFO_FULL=1 runs every listed dtype."""
@@ -194,7 +182,7 @@ def _compiled_params():
             # nothing to compile: the interpreter test above checks their values
             if not _usable(info, d):
                 continue
-            out.append(_mark(info, "value", pytest.param(info, d, id=f"{info.name}-{d.name}")))
+            out.append(pytest.param(info, d, id=f"{info.name}-{d.name}"))
     return out
 
 
@@ -214,7 +202,7 @@ def test_jit_trace_matches_eager(info, dtype):
 
 
 def _grad_params():
-    return [_mark(info, "grad", pytest.param(info, id=info.name)) for info in OPINFOS
+    return [pytest.param(info, id=info.name) for info in OPINFOS
             if info.grad and jitorch.float64 in info.dtypes]
 
 

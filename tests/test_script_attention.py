@@ -238,3 +238,18 @@ def test_row_region_length_mismatch_raises_pytorchs_error():
                                    h(_fill((3, 5), 1), _fill((5,), 2)).numpy(), atol=1e-6)
         with pytest.raises(RuntimeError, match="must match the size"):
             sh(_fill((3, 5), 1), _fill((4,), 2))
+
+
+def test_index_select_and_its_backward_compile():
+    @jt.jit.script
+    def f(x, i):
+        return x.index_select(0, i) * 2
+
+    x, i = _fill((4, 3), 10).requires_grad_(), jt.tensor([3, 0, 3])
+    want = (x.index_select(0, i) * 2).detach().numpy()
+    np.testing.assert_allclose(f(x, i).detach().numpy(), want)
+    f(x, i).sum().backward()  # index_add along dim 0
+    np.testing.assert_allclose(x.grad.numpy()[:, 0], [2.0, 0.0, 0.0, 4.0])
+    assert _interpreted() == {}
+    with pytest.raises(IndexError, match="index out of range"):
+        f(x.detach(), jt.tensor([4]))

@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
 import custom_rnn  # noqa: E402
 
 
-# --- functions under test ---------------------------------------------------------------------------
+# --- functions under test -------------------------------------------------------------------------
 def rnn(x, h, w):
     for i in range(x.size(0)):
         h = t.tanh(h * w + x[i])
@@ -225,7 +225,7 @@ def r(*shape):
     return t.randn(*shape)
 
 
-# --- interpreter-level checks -----------------------------------------------------------------------
+# --- interpreter-level checks ---------------------------------------------------------------------
 def test_rnn_loop_and_new_length_same_graphs():
     t.manual_seed(1)
     d5 = check(rnn, [r(5, 3), r(3), r(3)])
@@ -312,7 +312,7 @@ def test_stack_store_refuses_shape_changes():
         ac._stack_store_fn(buf, r(4), 1, 2)
 
 
-# --- index writes with a run-time index (`hs[t] = h`), stack/cat backwards ----------------------
+# --- index writes with a run-time index (`hs[t] = h`), stack/cat backwards ------------------------
 def test_index_write_in_loop_is_differentiated_and_lowered():
     t.manual_seed(21)
     d = check(index_write, [r(5, 3), r(3)])
@@ -343,7 +343,7 @@ def test_loop_invariant_carries_are_captured():
     assert len(loop.outputs) == 2  # h and hs; w and x are captured
 
 
-# --- end to end: compiled programs ------------------------------------------------------------------
+# --- end to end: compiled programs ----------------------------------------------------------------
 def _stats():
     s = t.jit.stats()
     return s["compiles"], s["interpreted_runs"]

@@ -286,3 +286,26 @@ def test_buffer_writes_reach_the_module_also_from_loops_branches_and_submodules(
         buf = eager.c if cls is Counter else eager.inner.c
         sbuf = scripted_src.c if cls is Counter else scripted_src.inner.c
         assert sbuf.tolist() == buf.tolist() == [18.0, 18.0]
+
+
+def test_guards_see_in_place_changes_of_list_attributes():
+    # attribute guards are re-checked only after a Module attribute is assigned, except for
+    # list/dict attributes, which can change in place without an assignment
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.factors = [2.0]
+
+        def forward(self, x):
+            for f in self.factors:
+                x = x * f
+            return x
+
+    m = Scale()
+    sm = jitorch.jit.script(m)
+    x = jitorch.ones(2)
+    assert sm(x).tolist() == [2.0, 2.0]
+    m.factors.append(3.0)  # no __setattr__
+    assert sm(x).tolist() == [6.0, 6.0]
+    m.factors = [5.0]
+    assert sm(x).tolist() == [5.0, 5.0]

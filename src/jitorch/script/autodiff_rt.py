@@ -28,8 +28,7 @@ from .codegen import RaiseInInterpreter
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
     """Specialise and run the generic passes, but not fusion (autodiff wants plain nodes)."""
     from .passes import types as _types
-    g = _types.specialize(graph, arg_types, {k: v for k, v in (static or {}).items()
-                                             if isinstance(v, bool)})
+    g = _types.specialize(graph, arg_types, static)
     try:
         from .passes import pipeline
     except ImportError:

@@ -40,9 +40,15 @@ def _resolve(module, path: str):
     return obj
 
 
-def _attr_version():
-    from ..nn.modules.module import ATTR_VERSION
-    return ATTR_VERSION
+_ATTR_VERSION: list = []
+
+
+def _attr_version() -> list:
+    """nn's attribute version counter (imported on first use: nn imports the compiler)."""
+    if not _ATTR_VERSION:
+        from ..nn.modules.module import ATTR_VERSION
+        _ATTR_VERSION.append(ATTR_VERSION)
+    return _ATTR_VERSION[0]
 
 
 def _guard_value(m, name):

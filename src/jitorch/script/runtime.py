@@ -66,8 +66,7 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
     try:
         from .passes import types as _types
         stage = "passes.types.specialize"
-        g = _types.specialize(graph, arg_types, {k: v for k, v in (static or {}).items()
-                                                 if isinstance(v, bool)})
+        g = _types.specialize(graph, arg_types, static)
         stage = "passes.pipeline"
         from .passes import pipeline
         stage = "passes.pipeline.run"
@@ -133,7 +132,8 @@ class _Entry:
             call = f"    r = _fn({xs})\n"
         ns.update({f"_w{k}": w for k, w in enumerate(self.wraps)})
         outs = [f"_w{k}(r[{k}])" for k in range(len(self.wraps))]
-        ret = outs[0] if len(outs) == 1 and not tuple_out else f"({''.join(o + ', ' for o in outs)})"
+        ret = outs[0] if len(outs) == 1 and not tuple_out else \
+            f"({''.join(o + ', ' for o in outs)})"
         exec(f"def run(a):\n{conv}{call}    if type(r) is not tuple:\n"
              f"        r = (r,)\n    return {ret}\n", ns)
         return ns["run"]

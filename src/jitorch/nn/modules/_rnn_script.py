@@ -10,8 +10,9 @@ joined with `stack(..., 2).reshape(T, B, 2 * H)` (its backward is selects). The 
 registered in `linecache`, so the frontend reads it like any method and errors point into it.
 
 At the top (the module scripted itself), the twin takes batched tensors only: `(input, h_0[,
-c_0])`. Everything PyTorch's forward does around the recurrence (argument checks and their messages, unbatched inputs, default zero
-states, the nested `(h_n, c_n)` result) stays in eager Python, in the module's own
+c_0])`. Everything PyTorch's forward does around the recurrence (argument checks and their
+messages, unbatched inputs, default zero states, the nested `(h_n, c_n)` result) stays in eager
+Python, in the module's own
 `_prepare_call` / `_finish_call`, run by the `adapter` that `twin(module)` returns next to the
 function: `adapter(*args, **kwargs) -> (twin_args, finish)`, and `finish(results)` gives the
 user's result. `script/frontend_module.py` (`_jit_twin`) and `script/module.py` use them.

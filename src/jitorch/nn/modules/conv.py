@@ -155,7 +155,8 @@ class _Conv(_ConvNd):
         return fn(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input: Tensor) -> Tensor:
-        # compiled code checks shapes inside the conv op itself (prim::Raise is not lowered)
+        # compiled code checks shapes inside the conv op itself (the layer check reads
+        # shapes through Python calls that the autodiff pass does not take yet)
         if not is_scripting():
             self._check_channels(input)
         return self._conv_forward(input, self.weight, self.bias)

@@ -51,7 +51,8 @@ class Linear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input: Tensor) -> Tensor:
-        # (compiled code lowers no prim::Raise: there the matmul's own size check reports)
+        # in compiled code the matmul's own size check reports (the layer check reads
+        # numel() through a Python call that the autodiff pass does not take yet)
         if not is_scripting() and input.dim() >= 1 and \
                 input.shape[-1] != self.weight.shape[-1]:
             # PyTorch's matmul message, prefixed with the layer (issue 4: errors name the layer)

@@ -96,6 +96,14 @@ class Emitter:
             raise NotLowered(f"dtype {t.dtype} is not lowered on CPU yet")
         return t
 
+    def raise_in_interpreter(self) -> None:
+        """Emit a hand-over of this call to the interpreter (codegen.RaiseInInterpreter): for
+        what the program cannot do itself, on a path that is rare."""
+        line = "from jitorch.script.codegen import RaiseInInterpreter"
+        if line not in self.globals:
+            self.globals.append(line)
+        self.emit("raise RaiseInInterpreter()")
+
     def raise_(self, exc: str, *parts) -> None:
         """Emit a raise of PyTorch's exception type whose message mixes literal strings and
         run-time ints (1-tuples of expressions). The ints travel as exception args and the
@@ -504,10 +512,7 @@ def _if(em: Emitter, n: ir.Node) -> None:
             # an error branch with a message the program cannot build (a repr, a slice of a
             # string): the interpreter re-runs the call and raises it (RaiseInInterpreter)
             del em.lines[mark:]
-            line = "from jitorch.script.codegen import RaiseInInterpreter"
-            if line not in em.globals:
-                em.globals.append(line)
-            em.emit("raise RaiseInInterpreter()")
+            em.raise_in_interpreter()
         if not outs:
             em.emit("pass")
         em.indent -= 1

@@ -564,46 +564,39 @@ def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
 
-def lower_conv_input_grad(em: Emitter, n: ir.Node) -> None:
-    """_conv_nd_input_grad(grad, weight, input_size, stride, padding, dilation, groups)."""
-    gy, w, size_v, stride_v, pad_v, dil_v, groups_v = n.inputs
-    float_operands(em, n, gy, w)
-    nd = em.tensor(w).ndim - 2
-    if nd not in (1, 2) or em.tensor(gy).ndim != nd + 2:
+def _lower_conv_grad(em: Emitter, n: ir.Node, kernel: str, what: str, rank_of: int) -> None:
+    """The two conv gradient ops: (a, b, sizes, stride, padding, dilation, groups) ->
+    kernel(a4, b4, sizes..., stride, padding lo, dilation, groups); `sizes` (the input's or
+    the kernel's spatial sizes, named `what`) are run-time ints, checked non-negative; the
+    spatial rank is read from operand `rank_of` (the weight for input_grad, the input for
+    weight_grad)."""
+    a, b, size_v, stride_v, pad_v, dil_v, groups_v = n.inputs
+    float_operands(em, n, a, b)
+    nd = em.tensor(n.inputs[rank_of]).ndim - 2
+    if nd not in (1, 2) or em.tensor(n.inputs[1 - rank_of]).ndim != nd + 2:
         raise NotLowered(f"op {n.op}: ranks")
-    size = int_list(em, size_v, nd, "input_size")
+    size = int_list(em, size_v, nd, what)
     s, lo, hi, dl, g = _internal_params(em, n, nd, stride_v, pad_v, dil_v, groups_v)
     size = (["1"] + size) if nd == 1 else size
     for e in size:
-        _check(em, f"{e} < 0", f"op {n.op}: negative input size")
-    import_kernels(em, MODULE, "conv2d_input_grad")
-    g4 = _as4(em, em.name(gy), nd + 2, nd, nd + 2)
-    w4 = _as4(em, em.name(w), nd + 2, nd, nd + 2)
+        _check(em, f"{e} < 0", f"op {n.op}: negative {what.replace('_', ' ')}")
+    import_kernels(em, MODULE, kernel)
+    a4 = _as4(em, em.name(a), nd + 2, nd, nd + 2)
+    b4 = _as4(em, em.name(b), nd + 2, nd, nd + 2)
     y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_input_grad({g4}, {w4}, {size[0]}, {size[1]}, {s[0]}, {s[1]}, "
+    em.emit(f"{y} = {kernel}({a4}, {b4}, {size[0]}, {size[1]}, {s[0]}, {s[1]}, "
             f"{lo[0]}, {lo[1]}, {dl[0]}, {dl[1]}, {g})")
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
 
+def lower_conv_input_grad(em: Emitter, n: ir.Node) -> None:
+    """_conv_nd_input_grad(grad, weight, input_size, stride, padding, dilation, groups)."""
+    _lower_conv_grad(em, n, "conv2d_input_grad", "input_size", rank_of=1)
+
+
 def lower_conv_weight_grad(em: Emitter, n: ir.Node) -> None:
     """_conv_nd_weight_grad(input, grad, kernel_size, stride, padding, dilation, groups)."""
-    x, gy, k_v, stride_v, pad_v, dil_v, groups_v = n.inputs
-    float_operands(em, n, x, gy)
-    nd = em.tensor(x).ndim - 2
-    if nd not in (1, 2) or em.tensor(gy).ndim != nd + 2:
-        raise NotLowered(f"op {n.op}: ranks")
-    k = int_list(em, k_v, nd, "kernel_size")
-    s, lo, hi, dl, g = _internal_params(em, n, nd, stride_v, pad_v, dil_v, groups_v)
-    k = (["1"] + k) if nd == 1 else k
-    for e in k:
-        _check(em, f"{e} < 0", f"op {n.op}: negative kernel size")
-    import_kernels(em, MODULE, "conv2d_weight_grad")
-    x4 = _as4(em, em.name(x), nd + 2, nd, nd + 2)
-    g4 = _as4(em, em.name(gy), nd + 2, nd, nd + 2)
-    y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_weight_grad({x4}, {g4}, {k[0]}, {k[1]}, {s[0]}, {s[1]}, {lo[0]}, "
-            f"{lo[1]}, {dl[0]}, {dl[1]}, {g})")
-    em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
+    _lower_conv_grad(em, n, "conv2d_weight_grad", "kernel_size", rank_of=0)
 
 
 LOWER = {"conv1d": lower_conv, "conv2d": lower_conv, "_conv_nd": lower_conv_nd,

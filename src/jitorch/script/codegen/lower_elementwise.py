@@ -214,10 +214,7 @@ def _loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
             em.emit(f"if {s} != 1 and {cur} != 1 and {s} != {cur}:")
             em.indent += 1
             if rows and d == rank - 1:
-                line = "from jitorch.script.codegen import RaiseInInterpreter"
-                if line not in em.globals:
-                    em.globals.append(line)
-                em.emit("raise RaiseInInterpreter()")
+                em.raise_in_interpreter()
             else:
                 em.raise_("RuntimeError", "The size of tensor a (", (s,),
                           ") must match the size of tensor b (", (cur,),
@@ -326,30 +323,37 @@ def _fast_condition(tensor_in, out_names, sizes, rank):
     return conds
 
 
-def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds) -> None:
-    """`if <conds>:` one loop over flattened views, with the same scalar members."""
+def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None) -> None:
+    """`if <conds>:` one loop over flattened views, with the same scalar members. `stores`
+    (output index -> input param; lower_list.py) stores that output through the flat view its
+    element is loaded from: one pointer per array lets LLVM vectorise the loop (with separate
+    views for the load and the store its run-time alias checks exceed its limit)."""
+    stores = stores or {}
     em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
     em.indent += 1
     nf = em.fresh("nf")
     em.emit(f"{nf} = {' * '.join(sizes)}")
-    flat = []
+    flat = {}
     for p, x, _ in tensor_in:
         f = em.fresh("f")
         # a view typed C-contiguous: Numba types values from views as 'A' layout (no reshape);
         # ascontiguousarray of an 'A' array that is contiguous at run time does not copy
         em.emit(f"{f} = np.ascontiguousarray({x}).reshape({nf})")
-        flat.append((p, f, 1))
+        flat[p.uid] = f
     oflat = []
-    for o, _ in out_names:
+    for j, (o, _) in enumerate(out_names):
+        if j in stores:
+            oflat.append(flat[stores[j].uid])
+            continue
         f = em.fresh("g")
         em.emit(f"{f} = {o}.reshape({nf})")
         oflat.append(f)
     k = em.fresh("k")
     em.emit(f"for {k} in range({nf}):")
     em.indent += 1
-    for p, f, _ in flat:
+    for p, _, _ in tensor_in:
         nm = em.fresh("x")
-        em.emit(f"{nm} = {f}[{k}]")
+        em.emit(f"{nm} = {flat[p.uid]}[{k}]")
         local[p.uid] = (nm, p.type.dtype)
     _members(em, block.nodes, local)
     for f, r in zip(oflat, block.returns):

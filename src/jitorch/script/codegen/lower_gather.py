@@ -51,50 +51,48 @@ def _as_rows(em: Emitter, x: str) -> str:
     return t2
 
 
+def _gather(em: Emitter, n: ir.Node, table2: str, flat: str, shape: str) -> None:
+    """n's output (shape `shape`, an expression tuple body) = rows `flat` of `table2`."""
+    out, o2 = em.fresh("g"), em.fresh("o2")
+    em.emit(f"{out} = np.empty(({shape}), {np_type(em.tensor(n.outputs[0]).dtype)})")
+    em.emit(f"{o2} = {out}.reshape({flat}.size, {table2}.shape[1])")
+    _gather_rows(em, table2, flat, o2)
+    em.bind(n.outputs[0], out)
+
+
+def _check_dim0(em: Emitter, dim: ir.Value, rank: int, op: str) -> None:
+    if not em.is_const(dim) or em.const(dim) not in (0, -rank) or rank < 1:
+        raise NotLowered(f"{op} along a dim other than 0")
+
+
 def lower_embedding(em: Emitter, n: ir.Node) -> None:
     idx, w = n.inputs[0], n.inputs[1]
-    it, wt = em.tensor(idx), em.tensor(w)
-    if wt.ndim != 2:
+    if em.tensor(w).ndim != 2:
         raise NotLowered("embedding of a table that is not 2-D")
     flat = _index_vector(em, idx)
-    ws = em.name(w)
+    ws, xs = em.name(w), em.name(idx)
     _check_indices(em, flat, f"{ws}.shape[0]", "embedding")
-    out = em.fresh("emb")
-    ot = em.tensor(n.outputs[0])
-    xs = em.name(idx)
-    shape = "".join(f"{xs}.shape[{d}], " for d in range(it.ndim))
-    em.emit(f"{out} = np.empty(({shape}{ws}.shape[1], ), {np_type(ot.dtype)})")
-    o2 = em.fresh("o2")
-    em.emit(f"{o2} = {out}.reshape({flat}.size, {ws}.shape[1])")
-    _gather_rows(em, ws, flat, o2)
-    em.bind(n.outputs[0], out)
+    lead = "".join(f"{xs}.shape[{d}], " for d in range(em.tensor(idx).ndim))
+    _gather(em, n, ws, flat, f"{lead}{ws}.shape[1], ")
 
 
 def lower_index_select(em: Emitter, n: ir.Node) -> None:
     x, dim, index = n.inputs
     xt = em.tensor(x)
-    if not em.is_const(dim) or em.const(dim) not in (0, -xt.ndim) or xt.ndim < 1:
-        raise NotLowered("index_select along a dim other than 0")
+    _check_dim0(em, dim, xt.ndim, "index_select")
     if em.tensor(index).ndim > 1:
         raise NotLowered("index_select with a multi-dim index")
     flat = _index_vector(em, index)
     xs = em.name(x)
     _check_indices(em, flat, f"{xs}.shape[0]", "index_select")
-    x2 = _as_rows(em, xs)
-    out = em.fresh("isel")
     rest = "".join(f"{xs}.shape[{d}], " for d in range(1, xt.ndim))
-    em.emit(f"{out} = np.empty(({flat}.size, {rest}), {np_type(em.tensor(n.outputs[0]).dtype)})")
-    o2 = em.fresh("o2")
-    em.emit(f"{o2} = {out}.reshape({flat}.size, {x2}.shape[1])")
-    _gather_rows(em, x2, flat, o2)
-    em.bind(n.outputs[0], out)
+    _gather(em, n, _as_rows(em, xs), flat, f"{flat}.size, {rest}")
 
 
 def lower_index_add(em: Emitter, n: ir.Node) -> None:
     x, dim, index, source, alpha = n.inputs
     xt = em.tensor(x)
-    if not em.is_const(dim) or em.const(dim) not in (0, -xt.ndim) or xt.ndim < 1:
-        raise NotLowered("index_add along a dim other than 0")
+    _check_dim0(em, dim, xt.ndim, "index_add")
     if em.tensor(index).ndim > 1 or em.tensor(source).ndim != xt.ndim:
         raise NotLowered("index_add with these ranks")
     if em.tensor(source).dtype is not xt.dtype:

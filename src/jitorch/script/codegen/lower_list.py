@@ -509,7 +509,7 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
             fast += [f"{o}.ctypes.data == {d}.ctypes.data",
                      f"{xs}.ctypes.data == {d}.ctypes.data"]
             stores[j] = p
-        _flat_loop(em, block, tensor_in, dict(local), out_names, sizes, fast, stores)
+        le._flat_loop(em, block, tensor_in, dict(local), out_names, sizes, fast, stores)
         em.emit("else:")
         em.indent += 1
     idx = [em.fresh("i") for _ in range(rank)]
@@ -536,40 +536,3 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
         em.bind(v, o)
         if j in dests:
             plan.dest[j] = dests[j][0]
-
-
-def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores) -> None:
-    """lower_elementwise's flat loop, except that a destination output is stored through the
-    flat view its element is loaded from: one pointer per array lets LLVM vectorise the loop
-    (with a separate view per load and store the run-time alias checks exceed its limit)."""
-    em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
-    em.indent += 1
-    nf = em.fresh("nf")
-    em.emit(f"{nf} = {' * '.join(sizes)}")
-    flat = {}
-    for p, x, _ in tensor_in:
-        f = em.fresh("f")
-        em.emit(f"{f} = np.ascontiguousarray({x}).reshape({nf})")
-        flat[p.uid] = f
-    oflat = []
-    for j, (o, _) in enumerate(out_names):
-        if j in stores:
-            oflat.append(flat[stores[j].uid])
-            continue
-        f = em.fresh("g")
-        em.emit(f"{f} = {o}.reshape({nf})")
-        oflat.append(f)
-    k = em.fresh("k")
-    em.emit(f"for {k} in range({nf}):")
-    em.indent += 1
-    for p, _, _ in tensor_in:
-        nm = em.fresh("x")
-        em.emit(f"{nm} = {flat[p.uid]}[{k}]")
-        local[p.uid] = (nm, p.type.dtype)
-    from .lower_elementwise import _members
-    _members(em, block.nodes, local)
-    for f, r in zip(oflat, block.returns):
-        if r.uid not in local:
-            raise NotLowered("fused group returns a value it does not compute")
-        em.emit(f"{f}[{k}] = {local[r.uid][0]}")
-    em.indent -= 2

@@ -553,6 +553,8 @@ def _tensor_free(n: ir.Node) -> bool:
 
 def _check_rejects(block: ir.Block) -> None:
     for n in block.nodes:
+        if n.op == "prim::If" and not n.outputs:
+            continue  # a check that raises: copied into the forward as it is (build)
         if n.op in ("prim::CallFunction", "prim::Fused") or (
                 n.op == "prim::PythonOp" and not _tensor_free(n)):
             raise NotDifferentiable(f"'{n.op}' is not differentiated by the compiler")

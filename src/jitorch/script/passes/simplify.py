@@ -74,6 +74,35 @@ def _make_const(n: ir.Node, value) -> None:
     n.attrs = {"value": value}
 
 
+def fold_scalar(n: ir.Node):
+    """A `prim::ScalarOp` on constants becomes a constant: [n], or None when it cannot fold
+    (an operation that raises keeps raising at run time, at the user's line). Also used by
+    the types pass, which folds what argument types decide."""
+    vals = [const(v) for v in n.inputs]
+    if not all(ok for ok, _ in vals) or n.attrs.get("fn") not in SCALAR_OPS:
+        return None
+    try:
+        r = SCALAR_OPS[n.attrs["fn"]](*[x for _, x in vals])
+    except Exception:
+        return None
+    if not isinstance(r, (bool, int, float, complex, str, type(None))):
+        return None
+    _make_const(n, r)
+    return [n]
+
+
+def fold_if(n: ir.Node, mapping: dict):
+    """A `prim::If` on a constant condition: the taken block's nodes (its results go to
+    `mapping`), or None."""
+    ok, c = const(n.inputs[0])
+    if not ok or not isinstance(c, (bool, int, float, type(None))):
+        return None
+    nodes, rets = inline_block(n.blocks[0] if c else n.blocks[1], n.inputs[1:])
+    for o, r in zip(n.outputs, rets):
+        mapping[o] = mapping.get(r, r)
+    return nodes
+
+
 class _Simplifier:
     def __init__(self, graph: ir.Graph):
         self.graph = graph
@@ -127,17 +156,7 @@ class _Simplifier:
         return self.fold_op(n)
 
     def fold_scalar(self, n: ir.Node):
-        vals = [const(v) for v in n.inputs]
-        if not all(ok for ok, _ in vals) or n.attrs.get("fn") not in SCALAR_OPS:
-            return None
-        try:
-            r = SCALAR_OPS[n.attrs["fn"]](*[x for _, x in vals])
-        except Exception:
-            return None
-        if not isinstance(r, (bool, int, float, complex, str, type(None))):
-            return None
-        _make_const(n, r)
-        return [n]
+        return fold_scalar(n)
 
     def fold_op(self, n: ir.Node):
         if len(n.outputs) != 1 or registry._mode_state.stack:
@@ -228,14 +247,7 @@ class _Simplifier:
         return []
 
     def fold_if(self, n: ir.Node, mapping: dict):
-        ok, c = const(n.inputs[0])
-        if not ok or not isinstance(c, (bool, int, float, type(None))):
-            return None
-        branch = n.blocks[0] if c else n.blocks[1]
-        nodes, rets = inline_block(branch, n.inputs[1:])
-        for o, r in zip(n.outputs, rets):
-            mapping[o] = mapping.get(r, r)
-        return nodes
+        return fold_if(n, mapping)
 
     def fold_loop(self, n: ir.Node, mapping: dict):
         ok_t, trip = const(n.inputs[0])

@@ -19,6 +19,8 @@ from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
 from ..factories import FACTORIES, result_type as factory_type
+from ..ir_util import replace_many
+from .simplify import _make_const, fold_if, fold_scalar
 
 # --- copying ------------------------------------------------------------------------------------
 
@@ -67,24 +69,24 @@ def strip_sizes(t: ir.Type) -> ir.Type:
 
 
 def specialize(graph: ir.Graph, arg_types, values: dict | None = None) -> ir.Graph:
-    """A copy of `graph` typed for `arg_types`; `values` (argument name -> bool) are
-    arguments the specialisation fixes (bools are keyed by value), substituted like None."""
+    """A copy of `graph` typed for `arg_types`. Arguments passed None, and bool arguments
+    whose value is in `values` (argument name -> value; the runtime keys bools by value),
+    become constants."""
     g = copy_graph(graph)
-    nones = {}
+    fixed = {}
     values = values or {}
     for p, t in zip(g.block.params, arg_types):
         p.type = strip_sizes(t)
         if isinstance(t, ir.NoneType):
-            nones[p] = ir.Node("prim::Constant", (), (ir.NONE,), {"value": None}).output
-        elif p.name in values and isinstance(t, ir.BoolType):
-            nones[p] = ir.Node("prim::Constant", (), (ir.BOOL,), {"value": values[p.name]}
+            fixed[p] = ir.Node("prim::Constant", (), (ir.NONE,), {"value": None}).output
+        elif isinstance(t, ir.BoolType) and isinstance(values.get(p.name), bool):
+            fixed[p] = ir.Node("prim::Constant", (), (ir.BOOL,), {"value": values[p.name]}
                                ).output
-    if nones:
+    if fixed:
         # an Optional argument passed None (TorchScript specialises on it too) or a bool:
         # `x is None` / `if flag` fold and only the branch taken is compiled
-        from ..ir_util import replace_many
-        replace_many(g, nones)
-        g.block.nodes[:0] = [v.node for v in nones.values()]
+        replace_many(g, fixed)
+        g.block.nodes[:0] = [v.node for v in fixed.values()]
     propagate_block(g.block)
     return g
 
@@ -118,7 +120,6 @@ def propagate_block(block: ir.Block) -> None:
         out.extend([n] if repl is None else repl)
     block.nodes = out
     if mapping:
-        from ..ir_util import replace_many
         replace_many(block, mapping)
 
 
@@ -129,35 +130,18 @@ def _fold_static(n: ir.Node, mapping: dict):
         t, name = n.inputs[0].type, n.attrs.get("name")
         value = t.ndim if name == "ndim" else t.dtype if name == "dtype" else None
         if value is not None:
-            n.op, n.inputs, n.attrs = "prim::Constant", [], {"value": value}
+            _make_const(n, value)
             return [n]
     elif op == "prim::ScalarOp":
-        from ..interpreter import SCALAR_OPS
-        vals = [const_value(v) for v in n.inputs]
-        if n.attrs.get("fn") in ("is", "is_not") and len(vals) == 2 and any(
-                ok and x is None for ok, x in vals) and any(
+        if n.attrs.get("fn") in ("is", "is_not") and len(n.inputs) == 2 and any(
+                ok and x is None for ok, x in map(const_value, n.inputs)) and any(
                 isinstance(v.type, ir.TensorType) for v in n.inputs):
             # an Optional[Tensor] that holds a tensor in this specialisation is not None
-            n.op, n.inputs = "prim::Constant", []
-            n.attrs = {"value": n.attrs["fn"] == "is_not"}
+            _make_const(n, n.attrs["fn"] == "is_not")
             return [n]
-        fn = SCALAR_OPS.get(n.attrs.get("fn"))
-        if fn is not None and vals and all(ok for ok, _ in vals):
-            try:
-                r = fn(*[x for _, x in vals])
-            except Exception:  # raises at run time, at the user's line
-                return None
-            if isinstance(r, (bool, int, float, str, type(None))):
-                n.op, n.inputs, n.attrs = "prim::Constant", [], {"value": r}
-                return [n]
+        return fold_scalar(n)
     elif op == "prim::If":
-        ok, c = const_value(n.inputs[0])
-        if ok and isinstance(c, (bool, int)):
-            from ..ir_util import inline_block
-            nodes, rets = inline_block(n.blocks[0] if c else n.blocks[1], n.inputs[1:])
-            for o, r in zip(n.outputs, rets):
-                mapping[o] = mapping.get(r, r)
-            return nodes
+        return fold_if(n, mapping)
     return None
 
 
