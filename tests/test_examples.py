@@ -22,7 +22,8 @@ def test_fit_sine_example(capsys):
 
 def test_train_mlp_example(capsys):
     # small size: fewer points and epochs than the default run (which reaches > 95%)
-    acc = load("train_mlp").main(epochs=6, points=600, batch_size=32, hidden=32, goal=0.7)
+    acc = load("train_mlp").main(epochs=6, points=600, batch_size=32, hidden=32, goal=0.7,
+                                 scripted=False)
     out = capsys.readouterr().out
     assert out.count("train acc") == 6  # one progress line per epoch
     assert "test accuracy" in out and "same predictions" in out
@@ -34,6 +35,7 @@ def test_train_mlp_example_scripted(capsys):
                                  scripted=True)
     out = capsys.readouterr().out
     assert "train step (scripted)" in out and "same predictions" in out
+    assert " 0 interpreted" in out and "graph @" in out  # the JIT ran it and shows its IR
     assert acc > 0.7
 
 
