@@ -10,6 +10,7 @@ import sys
 import textwrap
 import time
 
+import numpy as np
 import pytest
 
 from jitorch.script import cache
@@ -67,12 +68,15 @@ def test_load_registers_module_and_never_rewrites(tmp_path, monkeypatch):
     assert [f for f in os.listdir(tmp_path) if f.endswith(".tmp")] == []
 
 
-def test_unwritable_cache_dir_falls_back_to_temp(tmp_path, monkeypatch):
+def test_unusable_cache_dir_compiles_in_memory(tmp_path, monkeypatch):
     blocker = tmp_path / "file"
     blocker.write_text("x")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(blocker / "sub"))
-    d = cache.cache_dir()
-    assert os.path.isdir(d) and os.access(d, os.W_OK)
+    assert cache.cache_dir() is None  # no private temp dir: nothing is written anywhere
+    mod, new = cache.load_module(SRC + "\n# test_unusable_cache_dir\n")
+    assert new and not hasattr(mod, "__file__")
+    assert mod.entry(np.arange(3, dtype=np.float32))[0].tolist() == [0.0, 2.0, 4.0]
+    assert os.listdir(tmp_path) == ["file"]
 
 
 CHILD = textwrap.dedent("""

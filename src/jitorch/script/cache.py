@@ -7,10 +7,17 @@ Owns turning a `codegen.cpu.Program` into a loaded njit dispatcher:
 - the module name is a hash of that source, of the numba/llvmlite/numpy/jitorch versions and of
   the jitorch modules the source imports (the fastmath helpers), so a changed helper or library
   never loads a stale program;
-- the file lives in `$JITORCH_CACHE_DIR` (default `~/.cache/jitorch`); an existing file is never
-  rewritten (Numba's cache stamp includes mtime and size): new files are written to a temp file
-  and `os.replace`d, which is atomic, so concurrent processes are safe;
-- the module is registered in `sys.modules` BEFORE `exec_module` (else Numba's cache cannot find
+- the file lives in `$JITORCH_CACHE_DIR` (default `~/.cache/jitorch`). The cache cannot lie:
+  a file is trusted only if it is a regular file (not a symlink, FIFO or device; opened
+  non-blocking, so a FIFO cannot hang) whose bytes are exactly the source its hash name stands
+  for; anything else (edited, truncated, unreadable, another kind of file) is replaced. What is
+  executed is the checked source itself, never a re-read of the file or a `.pyc`. Files are
+  written to a temp file and `os.replace`d (atomic, so concurrent processes are safe, and a
+  good file is never rewritten: Numba's cache stamp is taken from it);
+- Numba's own cache files for the module are checked too (`numba_cache.guard`);
+- a cache directory that cannot be written (read-only, full, removed and not re-creatable)
+  degrades to compiling in memory (correct, just not reused); the compile log says so once;
+- the module is registered in `sys.modules` BEFORE its code runs (else Numba's cache cannot find
   it in a second process, numba#10485), and a module already loaded in this process is reused,
   so two functions with the same program share one dispatcher and compile once.
 
@@ -21,20 +28,23 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import linecache
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
+import types
 
 _lock = threading.Lock()
-_dir: str | None = None
+_dir: tuple | None = None
 MODULE_PREFIX = "_jitorch_prog_"
 
 
-def cache_dir() -> str:
-    """The directory for generated modules; created on first use. If it cannot be written,
-    a private temp dir is used instead (programs still compile, nothing is reused)."""
+def cache_dir() -> str | None:
+    """The directory for generated modules, created on first use; None if it cannot be created
+    or written (programs then compile in memory, see load_module)."""
     global _dir
     want = os.environ.get("JITORCH_CACHE_DIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
@@ -44,15 +54,25 @@ def cache_dir() -> str:
     path = want
     try:
         os.makedirs(path, exist_ok=True)
-        if not os.access(path, os.W_OK):
-            raise PermissionError(path)
-    except OSError:
-        path = tempfile.mkdtemp(prefix="jitorch-cache-")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable", path)
+    except OSError as e:
+        _in_memory_note(path, e)
+        path = None
     _dir = (want, path)
     return path
 
 
+def _in_memory_note(path, err) -> None:
+    from .numba_cache import log_once
+    log_once(("dir", path), f"cannot use the cache directory {path} "
+                            f"({type(err).__name__}: {err}); compiling in memory")
+
+
 _VERSIONS: str | None = None
+# the format of the Numba cache files of programs (numba_cache._CheckedFile): part of every
+# module name, so code that writes another format never shares a program's files
+CACHE_FORMAT = 2
 _IMPORT = re.compile(r"^\s*(?:from\s+(jitorch[\w.]*)\s+import|import\s+(jitorch[\w.]*))", re.M)
 _file_hashes: dict = {}
 
@@ -65,7 +85,8 @@ def _versions() -> str:
         import numpy
         from .. import __version__ as jv
         _VERSIONS = f"numba={numba.__version__};llvmlite={llvmlite.__version__};" \
-                    f"numpy={numpy.__version__};jitorch={jv};py={sys.version_info[:2]}"
+                    f"numpy={numpy.__version__};jitorch={jv};py={sys.version_info[:2]};" \
+                    f"cache_format={CACHE_FORMAT}"
     return _VERSIONS
 
 
@@ -119,12 +140,18 @@ def module_name(source: str) -> str:
 def is_on_disk(source: str, options: dict | None = None) -> bool:
     """Whether this program's module was written by an earlier load (so Numba's disk cache
     most likely holds it compiled)."""
-    name = module_name(prepare_source(source, options))
-    return name in sys.modules or os.path.exists(os.path.join(cache_dir(), name + ".py"))
+    src = prepare_source(source, options)
+    name = module_name(src)
+    if name in sys.modules:
+        return True
+    d = cache_dir()
+    return d is not None and _check_file(os.path.join(d, name + ".py"), src.encode()) == "ok"
 
 
 def load_module(source: str, options: dict | None = None):
-    """Write (if new) and import the program's module; returns (module, is_new_in_process)."""
+    """Write (if new or not as generated) and load the program's module; returns (module,
+    is_new_in_process). A cache directory that cannot hold it gives a module compiled in
+    memory (no `__file__`)."""
     src = prepare_source(source, options)
     name = module_name(src)
     mod = sys.modules.get(name)
@@ -134,26 +161,112 @@ def load_module(source: str, options: dict | None = None):
         mod = sys.modules.get(name)
         if mod is not None:
             return mod, False
-        path = os.path.join(cache_dir(), name + ".py")
-        if not os.path.exists(path):
-            fd, tmp = tempfile.mkstemp(prefix=name, suffix=".tmp", dir=os.path.dirname(path))
-            try:
-                with os.fdopen(fd, "w") as f:
-                    f.write(src)
-                os.replace(tmp, path)
-            except BaseException:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
-                raise
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        try:
-            spec.loader.exec_module(mod)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        d = cache_dir()
+        mod = _load_from_disk(name, src, d) if d is not None else None
+        if mod is None:
+            # Numba's cache=True needs a file: compile this one in memory without it
+            mem = prepare_source(source, dict(options or {}, cache=False))
+            mod = _exec_module(name, mem, f"<jitorch program {name}>")
         return mod, True
+
+
+def _load_from_disk(name: str, src: str, d: str):
+    """The module from its checked file in `d` (written or replaced as needed), or None when
+    the directory cannot hold it."""
+    path = os.path.join(d, name + ".py")
+    data = src.encode("utf-8")
+    err = None
+    for _attempt in range(2):  # a second try if the directory vanished under us
+        state = _check_file(path, data)
+        if state != "ok":
+            try:
+                os.makedirs(d, exist_ok=True)  # removed since cache_dir() made it
+                _write_atomic(path, data)
+            except OSError as e:
+                _in_memory_note(d, e)
+                return None
+            if state != "missing":
+                from .numba_cache import log
+                log(f"replaced {path}: {state}")
+        try:
+            return _exec_module(name, src, path)
+        except (OSError, RuntimeError) as e:
+            # the file or its directory went away between the write and Numba's decorators,
+            # or Numba finds no place to cache it ("no locator available", a RuntimeError);
+            # a genuine error of the program itself is raised again by the in-memory load
+            err = e
+    _in_memory_note(d, err)
+    return None
+
+
+def _check_file(path: str, expected: bytes) -> str:
+    """"ok" if `path` is a regular file holding exactly `expected`, "missing" if there is
+    nothing there, else what is wrong. Never follows a symlink and never blocks (a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        if os.path.islink(path):
+            return "a symlink, not a regular file"
+        return f"unreadable ({type(e).__name__}: {e.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size != len(expected):
+            return "its content differs from the source its hash names (size)"
+        got = b""
+        while len(got) <= len(expected):
+            chunk = os.read(fd, len(expected) + 1 - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except OSError as e:
+        return f"unreadable ({type(e).__name__}: {e.strerror})"
+    finally:
+        os.close(fd)
+    if got != expected:
+        return "its content differs from the source its hash names"
+    return "ok"
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path), suffix=".tmp",
+                               dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # replaces a symlink or FIFO itself, never what it points to
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _exec_module(name: str, src: str, filename: str):
+    """Run `src` (already checked: never re-read from disk) as module `name`, registered in
+    sys.modules first; on disk, its Numba dispatchers get checked caches."""
+    code = compile(src, filename, "exec")
+    mod = types.ModuleType(name)
+    on_disk = not filename.startswith("<")
+    if on_disk:
+        mod.__file__ = filename
+    else:  # Numba's error messages and tracebacks show the generated line
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    sys.modules[name] = mod
+    try:
+        exec(code, mod.__dict__)
+        if on_disk:
+            from .numba_cache import guard
+            guard(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
 
 
 def dispatcher_counts(disp) -> tuple:
