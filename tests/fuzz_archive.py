@@ -443,11 +443,16 @@ class Mutator:
         return out, f"manifest: {what[0] if what else '?'}"
 
     def two_edits(self, data):
-        a = self.pick(self.edits[:-1])
-        b = self.pick(self.edits[:-1])
-        data, wa = a(data)
-        data, wb = b(data)
+        data, wa = self._apply(self.pick(self.edits[:-1]), data)
+        data, wb = self._apply(self.pick(self.edits[:-1]), data)
         return data, f"{wa}; {wb}"
 
+    @staticmethod
+    def _apply(edit, data):
+        try:
+            return edit(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            return data, f"{edit.__name__}: not applicable here"  # an earlier edit's structure
+
     def mutate(self, data: bytes):
-        return self.pick(self.edits)(data)
+        return self._apply(self.pick(self.edits), data)
