@@ -48,6 +48,18 @@ _BINOPS = {  # ast op -> (tensor registry op, scalar op)
 }
 _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
            ast.GtE: "ge"}
+
+
+def tensor_attr_types() -> dict:
+    """The tensor attributes scripted code reads as `prim::GetAttr` (and their types); also
+    the only names a loaded module's GetAttr may use (load_schema)."""
+    return {"shape": ir.ListType(ir.INT), "ndim": ir.INT, "dtype": ir.DTYPE,
+            "device": ir.DEVICE, "requires_grad": ir.BOOL, "is_cuda": ir.BOOL,
+            "T": ft.tensor(), "mT": ft.tensor(), "H": ft.tensor(), "mH": ft.tensor(),
+            "real": ft.tensor(), "imag": ft.tensor(), "grad": ir.OptionalType(ft.tensor())}
+
+
+TENSOR_ATTRS = frozenset(tensor_attr_types())
 _UNSUPPORTED = {
     ast.Lambda: "lambda expressions are not supported in scripted code",
     ast.GeneratorExp: "generator expressions are not supported in scripted code; use a list "
@@ -229,11 +241,7 @@ class ExprMixin(CallMixin, IndexMixin):
     def attribute(self, v, name, node):
         t = ft.base(v.type)
         if isinstance(t, ir.TensorType):
-            types = {"shape": ir.ListType(ir.INT), "ndim": ir.INT, "dtype": ir.DTYPE,
-                     "device": ir.DEVICE, "requires_grad": ir.BOOL, "is_cuda": ir.BOOL,
-                     "T": ft.tensor(), "mT": ft.tensor(), "H": ft.tensor(), "mH": ft.tensor(),
-                     "real": ft.tensor(), "imag": ft.tensor(), "grad": ir.OptionalType(
-                         ft.tensor())}
+            types = tensor_attr_types()
             if name in types:
                 return self.emit("prim::GetAttr", [v], (types[name],), {"name": name}).output
             return BoundMethod(v, name, node)

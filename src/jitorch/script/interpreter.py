@@ -11,7 +11,9 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
   *captured) and returns (cond, *carried_next); `trip` None means unbounded (a while loop).
 - `prim::TensorToScalar`: attrs["type"] (an ir scalar type or its name) picks int/float/bool;
   default `item()`.
-- `prim::ScalarOp`: attrs["fn"] names an operator (SCALAR_OPS), a `math.` function or a builtin.
+- `prim::ScalarOp`: attrs["fn"] names a function of the closed table SCALAR_FNS: an operator
+  or builtin of SCALAR_OPS, or a `math.` function of MATH_FUNCTIONS (pure arithmetic only: a
+  loaded archive names these, so nothing outside the table ever resolves, docs/security.md).
 - factory nodes (`zeros`, `arange`, ...; factories.py): the eager factory, `factories.run`.
 - `prim::Assert` / `prim::Raise` raise `ScriptRuntimeError` (`jitorch.jit.Error`) naming the node's
   source location; any other exception raised by a node is re-raised as an exception that is
@@ -20,9 +22,9 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
 """
 from __future__ import annotations
 
-import builtins
 import math
 import operator
+import string
 
 from .._ops import registry
 from .._tensor import Tensor
@@ -32,6 +34,22 @@ from .factories import FACTORIES, run as run_factory
 
 class ScriptRuntimeError(RuntimeError):
     """`jitorch.jit.Error`: a failure inside a scripted program, naming the user's line."""
+
+
+def safe_format(fmt: str, *args, **kwargs) -> str:
+    """`fmt.format(*args, **kwargs)` (f-strings, `str.format`) whose fields name an argument
+    only (`{}`, `{0}`, `{name}`), never an attribute or an item: `{0.__class__}` walks objects
+    and a loaded archive chooses `fmt`."""
+    def check(f, depth=0):
+        for _, field, spec, _ in string.Formatter().parse(f):
+            if field and not (field.isdigit() or field.isidentifier()):
+                raise ValueError(f"format field {field!r} is not supported in scripted code")
+            if spec and depth < 2:
+                check(spec, depth + 1)
+    if type(fmt) is not str:
+        raise TypeError(f"format() needs a str, got {type(fmt).__name__}")
+    check(fmt)
+    return fmt.format(*args, **kwargs)
 
 
 SCALAR_OPS = {
@@ -46,22 +64,30 @@ SCALAR_OPS = {
     "contains": operator.contains, "not_in": lambda a, b: a not in b,
     "in": lambda a, b: a in b, "bitand": operator.and_, "bitor": operator.or_,
     "bitxor": operator.xor, "lshift": operator.lshift, "rshift": operator.rshift,
-    "round": round, "divmod": divmod, "format": lambda fmt, *a: fmt.format(*a),
+    "round": round, "divmod": divmod, "format": safe_format,
     "list": list, "tuple": tuple, "range": lambda *a: list(range(*a)), "sum": sum,
 }
 
 
+# the math module's functions (all pure; frontend_call.math_call emits "math.<name>"), named
+# one by one so that a name in an archive can never reach anything else
+MATH_FUNCTIONS = (
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cbrt", "ceil", "comb",
+    "copysign", "cos", "cosh", "degrees", "dist", "erf", "erfc", "exp", "exp2", "expm1", "fabs",
+    "factorial", "floor", "fma", "fmod", "frexp", "fsum", "gamma", "gcd", "hypot", "isclose",
+    "isfinite", "isinf", "isnan", "isqrt", "lcm", "ldexp", "lgamma", "log", "log10", "log1p",
+    "log2", "modf", "nextafter", "perm", "pow", "prod", "radians", "remainder", "sin", "sinh",
+    "sqrt", "sumprod", "tan", "tanh", "trunc", "ulp")
+SCALAR_FNS = {**SCALAR_OPS, **{"math." + f: getattr(math, f) for f in MATH_FUNCTIONS
+                               if hasattr(math, f)}}
+
+
 def scalar_fn(name: str):
-    f = SCALAR_OPS.get(name)
-    if f is not None:
-        return f
-    if name.startswith("math."):
-        return getattr(math, name[5:])
-    for mod in (operator, builtins, math):
-        f = getattr(mod, name, None)
-        if callable(f):
-            return f
-    raise NotImplementedError(f"jitorch interpreter: unknown scalar op '{name}'")
+    """The function of a `prim::ScalarOp`: from SCALAR_FNS only (a closed table)."""
+    f = SCALAR_FNS.get(name) if type(name) is str else None
+    if f is None:
+        raise NotImplementedError(f"jitorch interpreter: unknown scalar op {name!r}")
+    return f
 
 
 def call_registry_op(name: str, vals: list):

@@ -1,8 +1,8 @@
 """The IR parser: reads back exactly what `printer.py` writes (see the grammar there).
 
-Owns `parse_graph(text, resolve=None) -> ir.Graph`, `parse_type(text) -> ir.Type`,
-`parse_literal(text, resolve=None)`, `ParseError`, and the placeholders for literals whose
-printed form does not carry the object: `TensorLiteral` (a tensor constant printed as
+Owns `parse_graph(text, resolve=None, positions=None) -> ir.Graph`, `parse_type(text)`,
+`parse_literal(text, resolve=None)`, `line_of`, `ParseError`, and the placeholders for literals
+whose printed form does not carry the object: `TensorLiteral` (a tensor constant printed as
 `Tensor(f32[2,3])`: dtype and shape survive, data does not) and `Ref` (`@name` with no `resolve`
 callback, or one that returns None). Both print back as they were read, so
 print -> parse -> print is the identity on text.
@@ -12,6 +12,11 @@ except as separators. Value names are scoped: a block sees its own params and va
 before the use in it or in enclosing blocks (an open block parses; `verify` decides whether
 it is allowed). Parsed values keep printed identifiers as name hints (numbers are dropped, so
 re-printing renumbers them identically).
+
+Text from a file is untrusted (jit.load, docs/security.md): nesting of blocks and of literals is
+bounded (MAX_BLOCK_DEPTH, MAX_LITERAL_DEPTH) so that no input exhausts the stack, and
+`positions` (a dict) receives each node's offset in the text, for errors that name its line
+(`line_of`). What the parsed graph may contain is decided afterwards by `load_schema`.
 """
 from __future__ import annotations
 
@@ -78,16 +83,20 @@ _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?
 _REFNAME = re.compile(r"[^\s,()\[\]{}]+")
 _REAL = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?|inf|nan)"
 _COMPLEX = re.compile(r"\((" + _REAL + r"[-+](?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)j)\)")
+MAX_BLOCK_DEPTH = 64     # nested if/loop blocks
+MAX_LITERAL_DEPTH = 32   # nested tuple/list/dict literals
 _WORDS = {"True": True, "False": False, "None": None, "inf": float("inf"),
           "nan": float("nan")}
 
 
 class _Parser:
-    def __init__(self, text: str, resolve: Callable | None = None):
+    def __init__(self, text: str, resolve: Callable | None = None, positions=None):
         self.s = text
         self.i = 0
         self.resolve = resolve
         self.scopes: list[dict] = []
+        self.positions = positions
+        self.depth = 0  # literal nesting
 
     # -- low level -----------------------------------------------------------------------------
     def error(self, msg: str):
@@ -175,6 +184,15 @@ class _Parser:
 
     # -- literals ------------------------------------------------------------------------------
     def literal(self):
+        self.depth += 1
+        try:
+            if self.depth > MAX_LITERAL_DEPTH:
+                self.error(f"literal nested more than {MAX_LITERAL_DEPTH} levels deep")
+            return self._literal()
+        finally:
+            self.depth -= 1
+
+    def _literal(self):
         self.ws()
         s, i = self.s, self.i
         if i >= len(s):
@@ -367,6 +385,7 @@ class _Parser:
     def node(self) -> ir.Node:
         outs = []
         self.ws()
+        start = self.i
         if self.s.startswith("%", self.i):
             while True:
                 name = self.match(_VALUE, "a value (%name)").group(1)
@@ -390,6 +409,8 @@ class _Parser:
         inputs = self.values()
         blocks = []
         if self.accept("{"):
+            if len(self.scopes) > MAX_BLOCK_DEPTH:
+                self.error(f"blocks nested more than {MAX_BLOCK_DEPTH} levels deep")
             labels = BLOCK_LABELS.get(op)
             while not self.accept("}"):
                 label = self.match(_IDENT, "a block label").group(0)
@@ -408,13 +429,22 @@ class _Parser:
         node = ir.Node(op, inputs, [t for _, t in outs], attrs=attrs, blocks=blocks)
         for (name, _), v in zip(outs, node.outputs):
             self.define(name, v)
+        if self.positions is not None:
+            self.positions[node] = start
         return node
 
 
-def parse_graph(text: str, resolve: Callable | None = None) -> ir.Graph:
+def parse_graph(text: str, resolve: Callable | None = None, positions: dict | None = None
+                ) -> ir.Graph:
     """Parse a printed graph. `resolve(name)` maps `@name` literals to objects (a callee Graph,
-    a Python callable); when it is absent or returns None the literal stays a `Ref`."""
-    return _Parser(text, resolve).graph()
+    a Python callable); when it is absent or returns None the literal stays a `Ref`.
+    `positions`, when given, receives {node: offset of the node's text}."""
+    return _Parser(text, resolve, positions).graph()
+
+
+def line_of(text: str, offset: int) -> int:
+    """The 1-based line of `offset` in `text`."""
+    return text.count("\n", 0, offset) + 1
 
 
 def parse_type(text: str) -> ir.Type:

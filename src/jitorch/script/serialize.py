@@ -6,22 +6,25 @@ Owns the module archive (docs/serialization.md, "scripted modules"). It is the c
   `printer.print_graph` text; `jit.load` reads it back with `parser.parse_graph`;
 - the manifest's `module` key (JSON): the module tree (names, class names, training flags),
   per method its argument names and JSON defaults, parameter/buffer paths (the graph inputs
-  after the arguments), static args, in-place write-back metadata and the library callables
-  its `prim::PythonOp` nodes call (module + qualified name, only inside `jitorch`);
+  after the arguments), static args, in-place write-back metadata and the Python
+  calls of its `prim::PythonOp` nodes (an index as data, a function registered in
+  `script.loadable`, or an allowed method);
 - the tensor tree (`obj`): {"state": {path: tensor}, "consts": {method: [tensors]}} (the
   parameters/buffers and the tensor constants of the graphs, in node order).
-Loading never unpickles or executes anything from the file: the IR is parsed, library callables
-are looked up by name in `jitorch` (nothing else is importable), and every defect becomes a
-RuntimeError naming `jitorch.jit.load` (read_archive's contract).
+Loading never unpickles or executes anything from the file (docs/security.md): the IR is
+parsed, the manifest and every graph are checked against the closed schema of `load_schema`
+before anything else happens, Python calls resolve only through `script.loadable`'s allow-list,
+and every defect becomes a RuntimeError naming `jitorch.jit.load`, the member and the line
+(read_archive's contract). `jit.save` refuses what `jit.load` would refuse.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
-import types
 
 from .. import serialization
 from .._tensor import Tensor
+from . import load_schema, loadable
+from .frontend_call import KwCall
 
 FORMAT_NAME = "jitorch.jit"
 FORMAT_VERSION = 1
@@ -69,42 +72,55 @@ def _index_call(ref):
 def _callable_ref(fn, where):
     """A PythonOp callable as JSON: {"kind": "kw", fn, npos, kwnames, method},
     {"kind": "index", op, spec, single} (x[...] with run-time parts) or {"fn": ...}."""
-    from .frontend_call import KwCall
     from .frontend_index import GetItem, SetItem
     if isinstance(fn, (GetItem, SetItem)):
         return {"kind": "index", "op": "getitem" if isinstance(fn, GetItem) else "setitem",
                 "spec": _spec_json(fn.spec), "single": bool(fn.single)}
     if isinstance(fn, KwCall):
+        if fn.method is not None and fn.method not in loadable.METHOD_NAMES:
+            raise RuntimeError(f"jitorch.jit.save: {where} calls the method .{fn.method}() "
+                               "through Python, which a loaded module may not call "
+                               "(script/loadable.py METHODS)")
         return {"kind": "kw", "fn": None if fn.fn is None else _fn_name(fn.fn, where),
                 "npos": fn.npos, "kwnames": list(fn.kwnames), "method": fn.method}
     return {"kind": "fn", "fn": _fn_name(fn, where)}
 
 
 def _fn_name(fn, where):
-    mod = getattr(fn, "__module__", None) or ""
-    qn = getattr(fn, "__qualname__", None) or ""
-    if not (mod == "jitorch" or mod.startswith("jitorch.")) or "<" in qn:
+    key = loadable.name_of(fn)
+    if key is None:
+        mod = getattr(fn, "__module__", None) or ""
+        qn = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", type(fn).__name__)
         raise RuntimeError(f"jitorch.jit.save: {where} calls the Python function "
-                           f"{mod}.{qn}, which a saved module cannot carry (only jitorch's own "
-                           "functions can be called from a loaded module)")
-    if _lookup(mod, qn) is not fn:
-        raise RuntimeError(f"jitorch.jit.save: {where} calls {mod}.{qn}, which is not "
-                           "reachable by that name")
-    return [mod, qn]
+                           f"{mod}.{qn}, which a saved module cannot carry (a loaded module "
+                           "may call only functions registered with "
+                           "jitorch.script.loadable.loadable)")
+    return list(key)
 
 
 def _lookup(mod, qn):
-    if not (mod == "jitorch" or mod.startswith("jitorch.")):
-        raise ValueError(f"callable outside jitorch: {mod}.{qn}")
-    obj = importlib.import_module(mod)
-    for p in qn.split("."):
-        obj = getattr(obj, p)
-        if isinstance(obj, types.ModuleType):  # `jitorch.x.os.system` must not resolve
-            raise ValueError(f"callable outside jitorch: {mod}.{qn}")
-    owner = getattr(obj, "__module__", None) or ""
-    if not callable(obj) or not (owner == "jitorch" or owner.startswith("jitorch.")):
-        raise ValueError(f"callable outside jitorch: {mod}.{qn}")
-    return obj
+    """The function a saved [module, qualname] names: registered ones only (loadable.py)."""
+    return loadable.lookup(mod, qn)
+
+
+class MethodCall(KwCall):
+    """`recv.<method>(*pos, **kw)` in a loaded program: the receiver's run-time type and the
+    method are checked against loadable.METHODS first (a graph's declared types are not
+    trusted), and `str.format` is `interpreter.safe_format`."""
+
+    def __init__(self, npos, kwnames, method):
+        super().__init__(None, npos, kwnames, method)
+
+    def __call__(self, *vals):
+        recv = vals[0]
+        if not loadable.method_allowed(recv, self.method):
+            raise TypeError(f"a loaded module cannot call {type(recv).__name__}."
+                            f"{self.method}()")
+        if type(recv) is str and self.method == "format":
+            from .interpreter import safe_format
+            pos, kw = vals[1:1 + self.npos], vals[1 + self.npos:]
+            return safe_format(recv, *pos, **dict(zip(self.kwnames, kw)))
+        return super().__call__(*vals)
 
 
 def _json_default(v, where):
@@ -206,17 +222,58 @@ def _need(cond, what):
         raise ValueError(what)
 
 
+def _schema_error(msg: str) -> Exception:
+    return serialization._Corrupt(msg)  # read_archive: "... is not a valid jitorch file: msg"
+
+
+def _parse_and_check(arc, meta) -> dict:
+    """Every method's graph, parsed and checked against load_schema, before anything of the
+    file is used: {method: (graph, info)}."""
+    from .parser import ParseError, parse_graph
+    out = {}
+    for name, info in meta["methods"].items():
+        member = info["code"]
+        text = arc.member(member).decode("utf-8")
+        positions: dict = {}
+        try:
+            g = parse_graph(text, positions=positions)
+        except ParseError as e:
+            raise _schema_error(f"{member}: {e}") from None
+        load_schema.check_graph(member, text, g, positions, info.get("python_ops", []))
+        out[name] = (g, info)
+    return out
+
+
+def _resolve_call(ref):
+    """The callable of a checked python_ops entry (load_schema.check_python_op)."""
+    if ref["kind"] == "index":
+        return _index_call(ref)
+    fn = None if ref.get("fn") is None else _lookup(*ref["fn"])
+    if ref["kind"] == "fn":
+        return fn
+    if ref.get("method") is not None:
+        return MethodCall(ref["npos"], ref["kwnames"], ref["method"])
+    return KwCall(fn, ref["npos"], ref["kwnames"])
+
+
 def _build(arc, map_location, extra_files):
     from .. import nn
     from .frontend import FrontendResult
-    from .frontend_call import KwCall
     from .module import Compiled, _add_method, script_module_class
-    from .parser import parse_graph
+    from .parser import TensorLiteral
     meta = arc.manifest.get("module")
     _need(isinstance(meta, dict), "the manifest has no 'module' entry")
+    try:
+        load_schema.check_manifest(meta, frozenset(dir(script_module_class())))
+        graphs = _parse_and_check(arc, meta)
+    except load_schema.SchemaError as e:
+        raise _schema_error(str(e)) from None
     obj = arc.decode(arc.manifest["object"])
     _need(isinstance(obj, dict) and isinstance(obj.get("state"), dict),
           "the tensor tree has no 'state'")
+    consts = obj.get("consts") or {}
+    _need(isinstance(consts, dict) and all(isinstance(v, list) for v in consts.values()),
+          "the tensor tree's 'consts' is not {method: [tensors]}")
     state = obj["state"]
     if map_location is not None and callable(map_location):
         state = {k: (map_location(t, "cpu") or t) for k, t in state.items()}
@@ -224,6 +281,7 @@ def _build(arc, map_location, extra_files):
     for path, t in state.items():
         _need(isinstance(path, str) and isinstance(t, Tensor), f"bad state entry {path!r}")
         owner, _, leaf = path.rpartition(".")
+        _need(leaf != "", f"bad state entry {path!r}")
         mod = root
         for p in owner.split(".") if owner else ():
             mod = mod._modules.get(p)
@@ -236,37 +294,26 @@ def _build(arc, map_location, extra_files):
                 mod._non_persistent_buffers_set.add(leaf)
     sm = script_module_class()(root, meta.get("kind", "script"))
     sm.__dict__["original_name"] = str(meta.get("class", "Module"))
-    methods = meta.get("methods")
-    _need(isinstance(methods, dict) and "forward" in methods, "no 'forward' method")
-    for name, info in methods.items():
-        text = arc.member(info["code"]).decode("utf-8")
-        g = parse_graph(text)
+    for name, (g, info) in graphs.items():
         ops = list(info.get("python_ops", []))
-        tens = list((obj.get("consts") or {}).get(name, []))
+        tens = list(consts.get(name, []))
         for n in _nodes(g.block):
             if n.op == "prim::PythonOp":
-                _need(ops, f"{name}: more Python calls than recorded")
-                ref = ops.pop(0)
-                if ref.get("kind") == "index":
-                    n.attrs["fn"] = _index_call(ref)
-                else:
-                    fn = None if ref.get("fn") is None else _lookup(*ref["fn"])
-                    meth = ref.get("method")
-                    _need(meth is None or (isinstance(meth, str) and meth.isidentifier() and
-                                           not meth.startswith("_")),
-                          f"{name}: bad method name {meth!r}")
-                    n.attrs["fn"] = KwCall(fn, int(ref["npos"]), ref["kwnames"],
-                                           ref["method"]) if ref.get("kind") == "kw" else fn
-            for k in sorted(n.attrs):
-                if type(n.attrs[k]).__name__ == "TensorLiteral":
-                    _need(tens, f"{name}: more tensor constants than saved")
-                    n.attrs[k] = tens.pop(0)
-        _need(not ops and not tens, f"{name}: saved Python calls/constants do not match the IR")
-        g.mutated_inputs = [int(i) for i in info.get("mutated_inputs", [])]
-        g.return_aliases = {int(a): int(b) for a, b in info.get("return_aliases", {}).items()}
+                n.attrs["fn"] = _resolve_call(ops.pop(0))
+            v = n.attrs.get("value")
+            if n.op == "prim::Constant" and type(v) is TensorLiteral:
+                _need(tens, f"{name}: more tensor constants than saved")
+                t = tens.pop(0)
+                _need(isinstance(t, Tensor) and t.dtype is v.type.dtype and
+                      tuple(t.shape) == tuple(v.type.shape),
+                      f"{name}: a saved tensor constant is not of its IR type {v.type}")
+                n.attrs["value"] = t
+        _need(not tens, f"{name}: saved tensor constants do not match the IR")
+        g.mutated_inputs = list(info.get("mutated_inputs", []))
+        g.return_aliases = {int(a): b for a, b in info.get("return_aliases", {}).items()}
         g.holds_gil = bool(info.get("python_ops"))
-        params = [str(p) for p in info["params"]]
-        args = [str(a) for a in info["args"]]
+        params = list(info.get("params", []))
+        args = list(info.get("args", []))
         _need(len(g.inputs) == len(args) + len(params),
               f"{name}: the graph has {len(g.inputs)} inputs, the metadata {len(args)} "
               f"arguments and {len(params)} parameters")

@@ -160,8 +160,8 @@ class _Verifier:
                     self.fail(f"has {nout} outputs, @{fn.name} returns {len(fn.outputs)}",
                               n, here)
         if op == "prim::ScalarOp":
-            from .interpreter import SCALAR_OPS
-            if n.attrs["fn"] not in SCALAR_OPS and not n.attrs["fn"].startswith("math."):
+            from .interpreter import SCALAR_FNS
+            if n.attrs["fn"] not in SCALAR_FNS:
                 self.fail(f"unknown scalar function {n.attrs['fn']!r}", n, here)
         self.sub_blocks(n, scopes, here)
 

@@ -15,6 +15,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from ...script.lang import ignore
+from ...script.loadable import loadable
 from .module import Module
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -104,6 +105,7 @@ class Embedding(_EmbeddingBase):
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
+@loadable  # pure: a jit.load'ed EmbeddingBag may call it (script/loadable.py)
 @ignore  # offsets -> padded bag matrix is Python list work (runs in Python under script)
 def _bags(input: Tensor, offsets, include_last_offset: bool):
     """(indices (B, L), valid mask (B, L) bool, per-element positions or None)."""
@@ -141,6 +143,7 @@ def _bags(input: Tensor, offsets, include_last_offset: bool):
     padded_input = _jt.cat([input, _jt.zeros(1, dtype=input.dtype)])
     return padded_input[pos_t], pos_t < n, pos_t
 
+@loadable
 @ignore
 def _check_bag_args(input: Tensor, per_sample_weights, mode: str, max_norm) -> None:
     if per_sample_weights is not None and mode != "sum":

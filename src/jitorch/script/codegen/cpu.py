@@ -17,14 +17,13 @@ without grad.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
              'cache=False)')
@@ -59,7 +58,7 @@ class Emitter:
 
     def fresh(self, prefix: str = "v") -> str:
         self._n += 1
-        return f"{prefix}{self._n}"
+        return literal.Ident(f"{prefix}{self._n}")
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
@@ -79,8 +78,8 @@ class Emitter:
         if v.uid in self.consts:
             c = self.consts[v.uid]
             if isinstance(c, (bool, int, float)):
-                return repr(c)
-            raise NotLowered(f"constant {c!r} of type {type(c).__name__} used at run time")
+                return literal.number(c)
+            raise NotLowered(f"constant of type {type(c).__name__} used at run time")
         if v.uid in self.tuples:
             return "(" + "".join(self.name(x) + ", " for x in self.tuples[v.uid]) + ")"
         raise NotLowered(f"value {v} has no lowering")
@@ -111,35 +110,28 @@ class Emitter:
         compile time per program."""
         fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
         args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
-        self.exceptions.add(exc)
-        self.emit(f"raise _{exc}({fmt!r}{args})")
+        self.exceptions.add(literal.exception(exc))
+        self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
 
 
 SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
 
 
 def np_type(d: dt.dtype) -> str:
-    return "np." + ("bool_" if d is dt.bool else d.name)
+    return literal.dtype(d)
 
 
 def typed_literal(value, d: dt.dtype) -> str:
     """`value` as a literal of dtype `d` (PyTorch casts a Python scalar to the compute dtype)."""
+    literal.number(value)  # a number, nothing else (float("1e9") would accept a str)
     if d is dt.bool:
-        return repr(bool(value))
+        return literal.boolean(bool(value))
     if d.category == dt.FLOAT:
-        f = float(value)
-        if f != f or f in (float("inf"), float("-inf")):
-            return f"{np_type(d)}({'np.nan' if f != f else ('np.inf' if f > 0 else '-np.inf')})"
-        return f"{np_type(d)}({f!r})"
-    return f"{np_type(d)}({int(value)})"
+        return f"{np_type(d)}({literal.floating(float(value))})"
+    return f"{np_type(d)}({literal.integer(int(value))})"
 
 
 # --- entry point --------------------------------------------------------------------------------
-
-def _ident(name: str) -> str:
-    s = re.sub(r"\W", "_", name or "graph")
-    return s if s and not s[0].isdigit() else "g_" + s
-
 
 def generate(graph: ir.Graph) -> Program:
     from . import alloc, lower_elementwise
@@ -155,7 +147,7 @@ def generate(graph: ir.Graph) -> Program:
         elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType)):
             # (a None argument is unused: types.specialize folded it into a constant)
             raise NotLowered(f"input {i} of type {t} is not lowered")
-        nm = f"a{i}_" + _ident(p.name or "")[:20]
+        nm = literal.Ident(f"a{i}_")  # never the IR's value names (literal.py)
         if lower_list.is_tensor_list(t):
             args.append(nm + "_t")
             lower_list.unpack_input(em, nm + "_t", nm)
@@ -173,7 +165,7 @@ def generate(graph: ir.Graph) -> Program:
             outs.append("None")  # e.g. a backward graph's grad of an input without grad
         else:
             outs.append(em.name(v))
-    entry = "entry_" + _ident(graph.name)
+    entry = "entry"  # not the graph's name: identifiers never come from the IR
     helpers = sorted(em.helpers)
     head = ["import math", "import numba", "import numpy as np"]
     # large arrays allocated by the program ask for huge pages, as NumPy's do (alloc.py)
@@ -252,15 +244,7 @@ def _tensor_const(em: Emitter, t) -> str:
     if arr.size > MAX_CONST_ELEMS:
         raise NotLowered(f"tensor constant with {arr.size} elements is too large to embed")
     name = f"_C{len(em.globals)}"
-    flat = arr.reshape(-1).tolist()
-    if d.category == dt.FLOAT:
-        flat = [float(x) if np.isfinite(x) else repr(float(x)) for x in flat]
-        body = "[" + ", ".join(x if isinstance(x, str) else repr(x) for x in flat) + "]"
-        body = body.replace("'", "")
-        body = body.replace("nan", "np.nan").replace("inf", "np.inf")
-    else:
-        body = repr(flat)
-    em.globals.append(f"{name} = np.array({body}, dtype={np_type(d)}).reshape({arr.shape!r})")
+    em.globals.append(f"{name} = {literal.array(arr)}")
     return name
 
 
@@ -296,7 +280,7 @@ def _tuple_index(em: Emitter, n: ir.Node) -> None:
     elif t.uid in em.consts:
         em.consts[n.output.uid] = em.consts[t.uid][idx]
     else:
-        em.bind(n.output, f"{em.name(t)}[{int(idx)}]")
+        em.bind(n.output, f"{em.name(t)}[{literal.integer(idx)}]")
 
 
 def _alias(em: Emitter, dst: ir.Value, src: ir.Value) -> None:
@@ -331,6 +315,8 @@ _SCALAR_BIN = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "
 
 def _scalar_op(em: Emitter, n: ir.Node) -> None:
     fn = n.attrs.get("fn")
+    if type(fn) is not str:  # fn is pasted below as the name of a builtin: only exact strs
+        raise NotLowered("scalar op without a function name")
     if all(em.is_const(v) for v in n.inputs):
         from ..interpreter import SCALAR_OPS
         try:
@@ -432,7 +418,7 @@ def _shape_op(em: Emitter, n: ir.Node, fn: str) -> bool:
         k = em.const(i)
         if isinstance(k, bool) or not isinstance(k, int) or not -rank <= k < rank:
             raise NotLowered(f"shape index {k!r}")  # the interpreter raises the error
-        _bind_new(em, n.output, f"{xs}.shape[{k % rank}]")
+        _bind_new(em, n.output, f"{xs}.shape[{literal.integer(k % rank)}]")
         return True
     k, out = em.name(i), em.fresh("s")
     em.emit(f"if {k} < -{rank} or {k} >= {rank}:")
@@ -568,15 +554,14 @@ def _fused(em: Emitter, n: ir.Node) -> None:
 def _raise(em: Emitter, n: ir.Node) -> None:
     """`raise E(f"...")` in scripted code: E's message from constant strings and run-time ints.
     The class raised is also a `jitorch.jit.Error`, as the interpreter's is."""
-    import builtins
-    exc = n.attrs.get("exc", "RuntimeError")
-    if not (isinstance(getattr(builtins, exc, None), type) and
-            issubclass(getattr(builtins, exc), Exception)):
-        raise NotLowered(f"raise of {exc}")
+    exc = literal.exception(n.attrs.get("exc", "RuntimeError"))
     parts = [f"{exc}: "]
     for v in n.inputs:
         if em.is_const(v):
-            parts.append(str(em.const(v)))
+            c = em.const(v)
+            if c is not None and type(c) not in (str, int, float, bool):
+                raise NotLowered(f"raise message part of type {type(c).__name__}")
+            parts.append(str(c))
         elif isinstance(v.type, ir.IntType):
             parts.append((em.name(v),))
         elif v.uid in em.shapes:  # `list(x.shape)`: the rank is known
@@ -590,7 +575,7 @@ def _raise(em: Emitter, n: ir.Node) -> None:
     em.scripted_raises.add(exc)
     fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
     args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
-    em.emit(f"raise _Script{exc}({fmt!r}{args})")
+    em.emit(f"raise _Script{exc}({literal.text(fmt)}{args})")
 
 
 _PRIMS = {

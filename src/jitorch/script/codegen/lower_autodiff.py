@@ -17,6 +17,7 @@ calls it. They are the only in-place writes in generated code, on buffers nobody
 from __future__ import annotations
 
 from .. import ir
+from . import literal
 from .cpu import Emitter, np_type, typed_literal
 
 
@@ -40,7 +41,8 @@ def _row_index(em: Emitter, expr: str, size: str) -> str:
 def lower_empty_buffer(em: Emitter, n: ir.Node) -> None:
     rank = int(n.attrs["rank"])
     out = em.fresh("buf")
-    em.emit(f"{out} = np.empty({(0,) * (rank + 1)!r}, {np_type(n.attrs['dtype'])})")
+    shape = literal.value((0,) * (rank + 1))
+    em.emit(f"{out} = np.empty({shape}, {np_type(n.attrs['dtype'])})")
     em.bind(n.output, out)
 
 

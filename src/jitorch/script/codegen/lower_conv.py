@@ -30,7 +30,7 @@ from numba import njit
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter
 
 __all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad", "LOWER"]
@@ -391,14 +391,14 @@ def int_list(em: Emitter, v: ir.Value, n: int, what: str) -> list:
         if isinstance(c, bool):
             raise NotLowered(f"{what} {c!r}")
         if isinstance(c, int):
-            return [str(c)] * n
+            return [literal.integer(c)] * n
         if not isinstance(c, (tuple, list)) or not all(
                 isinstance(e, int) and not isinstance(e, bool) for e in c):
             raise NotLowered(f"{what} {c!r}")
         c = list(c) * n if len(c) == 1 else list(c)
         if len(c) != n:
             raise NotLowered(f"{what} {c!r}: expected {n} values")
-        return [str(e) for e in c]
+        return [literal.integer(e) for e in c]
     from .lower_shape import _runtime_sizes
     parts = _runtime_sizes(em, v)
     if len(parts) == 1:
@@ -486,7 +486,7 @@ def lower_conv(em: Emitter, n: ir.Node) -> None:
         lo = hi = (["0"] + p) if nd == 1 else p
     s2 = (["1"] + s) if nd == 1 else s
     d2 = (["1"] + dl) if nd == 1 else dl
-    g = str(groups)
+    g = literal.integer(groups)
     _check(em, f"{w4}.shape[0] % {g} != 0", f"Given groups={groups}, expected weight to be "
            f"divisible by {groups} at dimension 0, but got weight of size [",
            (f"{w4}.shape[0]",), ", ", (f"{w4}.shape[1]",), ", ...] instead")
@@ -544,7 +544,7 @@ def _internal_params(em: Emitter, n: ir.Node, nd: int, stride_v, pad_v, dil_v, g
         _check(em, f"{e} <= 0", f"op {n.op}: non-positive stride or dilation")
     for e in lo + hi:
         _check(em, f"{e} < 0", f"op {n.op}: negative padding")
-    return s, lo, hi, dl, str(groups)
+    return s, lo, hi, dl, literal.integer(groups)
 
 
 def lower_conv_nd(em: Emitter, n: ir.Node) -> None:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 
 from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
 from ..passes import fuse
 from ..passes.types import const_value, elementwise_dtypes, norm_dims
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
 
 FASTMATH_MODULE = "jitorch.script.codegen.fastmath"
@@ -88,23 +89,23 @@ def scalar_expr(em: Emitter, opdef, compute: dt.dtype, operands: dict, attrs: di
                 if np_name + "(" in expr and f in avail:
                     expr = expr.replace(np_name + "(", f + "(")
                     em.helpers.add(f)
-    for k, name in enumerate(opdef.params):
-        if name in operands:
-            rep = operands[name]
-        else:
-            rep = _attr_literal(attrs[name], compute)
-        expr = expr.replace(f"_OP{k}_", f"({rep})")
-    return expr
+    reps = {f"_OP{k}_": "(" + (operands[name] if name in operands else
+                               _attr_literal(attrs[name], compute)) + ")"
+            for k, name in enumerate(opdef.params)}
+    # one pass: a replacement (a string literal of a mode) is never scanned for placeholders
+    return re.sub(r"_OP\d+_", lambda m: reps.get(m.group(0), m.group(0)), expr)
 
 
 def _attr_literal(v, compute: dt.dtype) -> str:
-    if isinstance(v, (bool, str)) or v is None:  # str: a mode such as gelu's approximate
-        return repr(v)
+    if isinstance(v, str):  # a mode such as gelu's approximate
+        return literal.text(v)
+    if isinstance(v, bool) or v is None:
+        return literal.value(v)
     if isinstance(v, (int, float)):
         if compute.category == dt.INT and isinstance(v, float):
-            return repr(v)
-        return typed_literal(v, compute) if compute is not dt.bool else repr(v)
-    raise NotLowered(f"attribute {v!r} has no scalar form")
+            return literal.number(v)
+        return typed_literal(v, compute) if compute is not dt.bool else literal.number(v)
+    raise NotLowered(f"attribute of type {type(v).__name__} has no scalar form")
 
 
 def _cast(expr: str, src: dt.dtype | None, dst: dt.dtype) -> str:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from ... import _dtype as dt
 from .. import ir
 from ..factories import data_info
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
 
 
@@ -35,7 +35,7 @@ def _size_parts(em: Emitter, v: ir.Value) -> tuple[list, bool]:
             raise NotLowered(f"size {c!r} is not a list of ints")
         if any(x < 0 for x in c):
             raise NotLowered("negative size")  # the interpreter raises eager's error
-        return [repr(x) for x in c], False
+        return [literal.integer(x) for x in c], False
     if v.uid in em.shapes:
         xs, rank = em.shapes[v.uid]
         return [f"{xs}.shape[{k}]" for k in range(rank)], False
@@ -175,13 +175,13 @@ def lower_arange(em: Emitter, n: ir.Node) -> None:
 
 
 def _raise_line(em: Emitter, exc: str, msg: str) -> str:
-    em.exceptions.add(exc)
-    return f"raise _{exc}({msg!r})"
+    em.exceptions.add(literal.exception(exc))
+    return f"raise _{exc}({literal.text(msg)})"
 
 
 def _raise_fmt(em: Emitter, exc: str, fmt: str, args: list) -> str:
-    em.exceptions.add(exc)
-    return f"raise _{exc}({fmt!r}, {', '.join(f'float({a})' for a in args)})"
+    em.exceptions.add(literal.exception(exc))
+    return f"raise _{exc}({literal.text(fmt)}, {', '.join(f'float({a})' for a in args)})"
 
 
 def lower_linspace(em: Emitter, n: ir.Node) -> None:
@@ -248,7 +248,7 @@ def lower_tensor(em: Emitter, n: ir.Node) -> None:
     for x in leaves:
         if not isinstance(x, ir.Value) and d.category == dt.INT and isinstance(x, float):
             raise NotLowered("float data of an integer tensor")  # eager checks the range
-    out = _bind(em, n, f"np.empty({_tup(shape)}, {ty})")
+    out = _bind(em, n, f"np.empty({literal.value(tuple(shape))}, {ty})")
     flat = em.fresh("fl")
     em.emit(f"{flat} = {out}.reshape(-1)" if shape else f"{flat} = {out}.reshape((1,))")
     for k, x in enumerate(leaves):

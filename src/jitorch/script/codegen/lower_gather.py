@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter, np_type
 
 
@@ -109,7 +109,7 @@ def lower_index_add(em: Emitter, n: ir.Node) -> None:
     out = em.fresh("iadd")
     em.emit(f"{out} = np.ascontiguousarray({xs}).copy()")
     o2, s2 = _as_rows(em, out), _as_rows(em, ss)
-    a = em.name(alpha) if not em.is_const(alpha) else repr(em.const(alpha))
+    a = em.name(alpha) if not em.is_const(alpha) else literal.number(em.const(alpha))
     r, j = em.fresh("r"), em.fresh("j")
     em.emit(f"for {r} in range({flat}.size):")
     em.indent += 1

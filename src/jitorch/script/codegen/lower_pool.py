@@ -20,7 +20,7 @@ import numpy as np
 from numba import njit
 
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter
 from .lower_conv import float_operands, int_list
 
@@ -302,10 +302,12 @@ def _input(em: Emitter, n: ir.Node, x: ir.Value, nd: int, name: str):
 
 
 def _static(nd, fn, *args):
+    """The checked hyper-parameters, as int literals (literal.py)."""
     try:
-        return fn(nd, *args)
+        vals = fn(nd, *args)
     except Exception as e:  # eager raises PyTorch's error for these: let the interpreter
         raise NotLowered(f"pooling parameters: {e}") from None
+    return tuple([literal.integer(e) for e in v] for v in vals)
 
 
 def _out_sizes(em: Emitter, xs: str, lead, sp, k, s, p, d, ceil: bool, name: str) -> list:
@@ -379,13 +381,13 @@ def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
-def _divisor(em: Emitter, v) -> int:
+def _divisor(em: Emitter, v) -> str:
     dv = None if v is None else em.const(v)
     if dv is None:
-        return 0
+        return "0"
     if isinstance(dv, bool) or not isinstance(dv, int) or dv == 0:
         raise NotLowered(f"divisor_override {dv!r}")  # eager raises for 0
-    return dv
+    return literal.integer(dv)
 
 
 def lower_avg_pool(em: Emitter, n: ir.Node) -> None:
@@ -461,7 +463,7 @@ def lower_adaptive_avg(em: Emitter, n: ir.Node) -> None:
     _check(em, " or ".join(f"{dd} == 0" for dd in dims[first:]), *parts)
     _import(em, "adaptive_avg_pool2d_forward")
     x3, lead, sp = _planes(em, xs, t.ndim, nd)
-    o = [sp[i] if osz[i] is None else str(osz[i]) for i in range(nd)]
+    o = [sp[i] if osz[i] is None else literal.integer(osz[i]) for i in range(nd)]
     o = (["1"] + o) if nd == 1 else o
     y3 = em.fresh("py")
     em.emit(f"{y3} = adaptive_avg_pool2d_forward({x3}, {o[0]}, {o[1]})")

@@ -11,7 +11,7 @@ PyTorch's message, so a call with other sizes fails cleanly instead of reading o
 from __future__ import annotations
 
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter, np_type
 
 
@@ -44,7 +44,7 @@ def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
         c = em.const(v)
         if isinstance(c, bool) or not isinstance(c, int):
             raise NotLowered(f"{what} {c!r}")
-        return str(c)
+        return literal.integer(c)
     if isinstance(v.type, ir.IntType):
         return em.name(v)
     raise NotLowered(f"{what} of type {v.type}")
@@ -86,6 +86,8 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
         _lower_reshape_runtime(em, n, rt)
         return
     shape = list(em.const(n.inputs[1]))
+    for s in shape:
+        literal.integer(s)  # sizes are ints: `known` below is pasted into the program
     xs = em.name(x)
     src = em.fresh("rs")
     em.emit(f"{src} = np.ascontiguousarray({xs})")
@@ -97,18 +99,19 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
     if shape.count(-1) > 1:
         raise NotLowered("reshape: only one dimension can be inferred")
     if -1 in shape:
-        cond = f"{src}.size % {known} != 0" if known else "True"
+        cond = f"{src}.size % {literal.integer(known)} != 0" if known else "True"
         em.emit(f"if {cond}:")
         em.indent += 1
         em.raise_("RuntimeError", f"shape '{txt}' is invalid for input of size ", (f"{src}.size",))
         em.indent -= 1
-        parts = [f"{src}.size // {known}" if s == -1 else str(s) for s in shape]
+        parts = [f"{src}.size // {literal.integer(known)}" if s == -1 else literal.integer(s)
+                 for s in shape]
     else:
-        em.emit(f"if {src}.size != {known}:")
+        em.emit(f"if {src}.size != {literal.integer(known)}:")
         em.indent += 1
         em.raise_("RuntimeError", f"shape '{txt}' is invalid for input of size ", (f"{src}.size",))
         em.indent -= 1
-        parts = [str(s) for s in shape]
+        parts = [literal.integer(s) for s in shape]
     out = em.fresh("v")
     em.emit(f"{out} = {src}.reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
@@ -232,7 +235,8 @@ def lower_expand(em: Emitter, n: ir.Node) -> None:
     out = em.fresh("v")
     rt = _runtime_sizes(em, n.inputs[1])
     _expand_to(em, em.name(n.inputs[0]), r,
-               rt if rt is not None else [str(s) for s in em.const(n.inputs[1])], out)
+               rt if rt is not None else [literal.integer(s) for s in em.const(n.inputs[1])],
+               out)
     em.bind(n.outputs[0], out)
 
 
@@ -319,15 +323,18 @@ def _index(em: Emitter, n: ir.Node, spec) -> None:
         elif isinstance(b, (int, _RunTime)):
             if j >= r:
                 raise NotLowered("too many indices")
-            parts.append(_int_index(em, xs, j, b))
+            parts.append(_int_index(em, xs, j, b if isinstance(b, _RunTime) else
+                                    literal.integer(b)))
             j += 1
         elif isinstance(b, tuple) and len(b) == 3:
             if j >= r:
                 raise NotLowered("too many indices")
             st, sp, step = b
-            if step is not None and step <= 0:
+            if step is not None and not isinstance(step, _RunTime) and \
+                    int(literal.integer(step)) <= 0:
                 raise NotLowered("slice step must be positive")
-            parts.append(":".join("" if p is None else str(p) for p in (st, sp, step)))
+            parts.append(":".join("" if p is None else p if isinstance(p, _RunTime) else
+                                  literal.integer(p) for p in (st, sp, step)))
             j += 1
         else:
             raise NotLowered(f"index element {b!r}")
@@ -370,7 +377,7 @@ def lower_chunk(em: Emitter, n: ir.Node) -> None:
     if r == 0 or isinstance(chunks, bool) or not isinstance(chunks, int) or chunks <= 0:
         raise NotLowered("chunk of a 0-d tensor or with a bad count")  # the interpreter raises
     d = _norm(em.const(n.inputs[2]), r, "chunk")
-    em.chunks[n.outputs[0].uid] = (em.name(n.inputs[0]), r, d, chunks)
+    em.chunks[n.outputs[0].uid] = (em.name(n.inputs[0]), r, d, literal.integer(chunks))
 
 
 def unpack_chunks(em: Emitter, rec, outputs) -> None:
@@ -422,7 +429,7 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(g).ndim
     parts = _runtime_sizes(em, n.inputs[1])
     if parts is None:
-        parts = [str(int(c)) for c in em.const(n.inputs[1])]
+        parts = [literal.integer(c) for c in em.const(n.inputs[1])]
     if len(parts) != r:
         raise NotLowered("_narrow_backward: rank mismatch")
     d = _norm(em.const(n.inputs[2]), r, "_narrow_backward")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered
+from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
 from .lower_shape import _RunTime, _int_index, _norm
 
@@ -86,10 +86,11 @@ def _write(em: Emitter, n: ir.Node, basic, check, inplace: bool = False) -> None
         if isinstance(b, bool):
             raise NotLowered(f"index element {b!r}")
         if isinstance(b, (int, _RunTime)):
-            parts.append(_int_index(em, out, j, b))
+            parts.append(_int_index(em, out, j, b if isinstance(b, _RunTime) else
+                                    literal.integer(b)))
         elif isinstance(b, tuple) and len(b) == 3 and (b[2] is None or b[2] > 0) and all(
                 p is None or isinstance(p, int) and not isinstance(p, bool) for p in b):
-            parts.append(":".join("" if p is None else str(p) for p in b))
+            parts.append(":".join("" if p is None else literal.integer(p) for p in b))
             region.append(j)
         else:
             raise NotLowered(f"index element {b!r}")
