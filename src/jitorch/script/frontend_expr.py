@@ -191,8 +191,30 @@ class ExprMixin(CallMixin, IndexMixin):
         if isinstance(t, ir.AnyType):
             return self.emit("prim::TupleUnpack", [v], [ft.tensor()] * n).outputs
         if isinstance(t, ir.TensorType):
+            self.check_unpack_count(v, n)
             return [self.call_op("select", [v, self.const(0), self.const(k)]) for k in range(n)]
         self.fail(f"cannot unpack a value of type {v.type}", node)
+
+    def check_unpack_count(self, x, n) -> None:
+        """`a, b = x` iterates x's first dim, as Python does: a 0-d tensor is a TypeError and a
+        first dim that is not `n` long a ValueError, checked at run time (sizes are not part of
+        the specialisation; the rank is, so the 0-d check folds away)."""
+        ndim = self.emit("prim::GetAttr", [x], (ir.INT,), {"name": "ndim"}).output
+        self.raise_if(self.scalar_op("eq", [ndim, self.const(0)], ir.BOOL), "TypeError",
+                      [self.const("iteration over a 0-d tensor")])
+        size = self.tensor_size(x, 0)
+        self.raise_if(self.scalar_op("gt", [size, self.const(n)], ir.BOOL), "ValueError",
+                      [self.const(f"too many values to unpack (expected {n})")])
+        self.raise_if(self.scalar_op("lt", [size, self.const(n)], ir.BOOL), "ValueError",
+                      [self.const(f"not enough values to unpack (expected {n}, got "), size,
+                       self.const(")")])
+
+    def raise_if(self, cond, exc: str, parts) -> None:
+        """`if cond: raise exc(''.join(map(str, parts)))` (a check-only prim::If)."""
+        then_b = ir.Block()
+        then_b.nodes.append(ir.Node("prim::Raise", parts, (), attrs={"exc": exc},
+                                    loc=self.loc()))
+        self.emit("prim::If", [cond], (), blocks=[then_b, ir.Block()])
 
     # -- leaves ------------------------------------------------------------------------------
     def e_Constant(self, node):
@@ -448,6 +470,7 @@ class ExprMixin(CallMixin, IndexMixin):
         loop = ast.copy_location(ast.For(target=probe_target, iter=gen.iter, body=body,
                                          orelse=[]), node)
         ast.fix_missing_locations(loop)
+        loop.jitorch_comprehension = True  # its target is local to the comprehension
         saved_env = dict(self.env)
         saved_ret, self.loop_ret = self.loop_ret, None  # a pending loop-return is not ours
         try:

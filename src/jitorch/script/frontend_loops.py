@@ -180,7 +180,15 @@ class LoopMixin:
 
     def loop(self, s, trip, init_cond, bind_target, body, while_test=None):
         """Emit a prim::Loop whose body binds the target from the iteration index."""
-        names = [n for n in assigned_names(body) if n in self.env]
+        # carried: what the loop assigns that exists before it, the `for` target included
+        # (`for i in ...` rebinds an argument `i`: after the loop it holds the last element, or
+        # its old value when the loop ran zero times); a comprehension's target is its own
+        # scope's and is never carried
+        own = [] if getattr(s, "jitorch_comprehension", False) else \
+            assigned_names([ast.Assign(targets=[s.target], value=None)]) \
+            if isinstance(s, ast.For) else []
+        names = [n for n in own + assigned_names(body) if n in self.env]
+        names = list(dict.fromkeys(names))
         ret = self.loop_ret
         self.loop_ret = None
         if ret is not None:

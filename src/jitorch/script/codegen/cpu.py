@@ -313,6 +313,25 @@ def _unpack(em: Emitter, n: ir.Node) -> None:
         from . import lower_shape
         lower_shape.unpack_chunks(em, em.chunks[t.uid], n.outputs)
         return
+    if t.uid in em.shapes:  # `h, w = x.shape`: the rank is part of the specialisation
+        xs, rank = em.shapes[t.uid]
+        if rank != len(n.outputs):
+            raise NotLowered("unpacking a shape of another length")  # the interpreter raises
+        for k, o in enumerate(n.outputs):
+            em.bind(o, f"{xs}.shape[{k}]")
+        return
+    if isinstance(t.type, ir.ListType) and not (t.uid in em.lists or t.uid in em.consts):
+        # a list of run-time length (a List[Tensor] argument): Python's checks
+        k, seq = len(n.outputs), em.name(t)
+        em.emit(f"if len({seq}) > {k}:")
+        em.indent += 1
+        em.raise_("ValueError", f"too many values to unpack (expected {k})")
+        em.indent -= 1
+        em.emit(f"if len({seq}) < {k}:")
+        em.indent += 1
+        em.raise_("ValueError", f"not enough values to unpack (expected {k}, got ",
+                  (f"len({seq})",), ")")
+        em.indent -= 1
     for k, o in enumerate(n.outputs):
         if t.uid in em.tuples:
             _alias(em, o, em.tuples[t.uid][k])
