@@ -46,6 +46,8 @@ _BINOPS = {  # ast op -> (tensor registry op, scalar op)
     ast.BitXor: ("bitwise_xor", "bitxor"), ast.LShift: ("bitwise_left_shift", "lshift"),
     ast.RShift: ("bitwise_right_shift", "rshift"),
 }
+_INT_ONLY = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+_SYMBOL = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
            ast.GtE: "ge"}
 _UNSUPPORTED = {
@@ -130,6 +132,19 @@ class ExprMixin(CallMixin, IndexMixin):
         self.fail("expected a compile-time name here (a class, function or module)", node)
 
     # -- scalar helpers ---------------------------------------------------------------------
+    def scalar_type(self, fn, inputs) -> ir.Type:
+        """Python's result type of a scalar op on numbers: the types pass's rule, on the
+        operands as the frontend sees them (Optional numbers as their element)."""
+        from .passes.types import scalar_result
+        vals = [v if not isinstance(v.type, ir.OptionalType) else
+                ir.Value(ft.base(v.type)) for v in inputs]
+        ty = scalar_result(fn, vals)
+        if ty is None:
+            ty = inputs[0].type
+            for v in inputs[1:]:
+                ty = ft.promote_scalar(ty, v.type) if ft.is_number(ty) else ty
+        return ty
+
     def scalar_op(self, fn, inputs, ty) -> ir.Value:
         return self.emit("prim::ScalarOp", inputs, (ty,), {"fn": fn}).output
 
@@ -283,14 +298,11 @@ class ExprMixin(CallMixin, IndexMixin):
         if scalar is None:
             self.fail("'@' needs tensor operands", node)
         if ft.is_number(ta) and ft.is_number(tb):
-            if op is ast.Div:
-                ty = ir.FLOAT
-            elif op in (ast.BitAnd, ast.BitOr, ast.BitXor) and isinstance(ta, ir.BoolType) \
-                    and isinstance(tb, ir.BoolType):
-                ty = ir.BOOL
-            else:
-                ty = ft.promote_scalar(ta, tb)
-            return self.scalar_op(scalar, [a, b], ty)
+            if op in _INT_ONLY and (isinstance(ta, ir.FloatType) or
+                                    isinstance(tb, ir.FloatType)):  # Python: a TypeError
+                self.fail(f"unsupported operand types for {_SYMBOL[op]}: '{ta}' and '{tb}'",
+                          node)
+            return self.scalar_op(scalar, [a, b], self.scalar_type(scalar, [a, b]))
         if op is ast.Add and ta == tb and isinstance(ta, (ir.StrType, ir.ListType,
                                                              ir.TupleType)):
             if isinstance(ta, ir.TupleType):
@@ -330,6 +342,8 @@ class ExprMixin(CallMixin, IndexMixin):
                 return self.const(-v.node.attrs["value"])  # a negative literal
             return self.scalar_op("neg", [v], ft.promote_scalar(t, ir.INT)
                                   if not isinstance(t, ir.FloatType) else ir.FLOAT)
+        if not isinstance(t, (ir.IntType, ir.BoolType, ir.AnyType)):
+            self.fail(f"bad operand type for unary ~: '{v.type}'", node)
         return self.scalar_op("invert", [v], ir.INT)
 
     def e_BoolOp(self, node):

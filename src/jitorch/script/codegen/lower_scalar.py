@@ -1,0 +1,141 @@
+"""CPU lowering of scalar arithmetic: `prim::ScalarOp` on int, float and bool operands.
+
+A scalar op in scripted code means what it means in Python, and a compiled program must agree
+with the interpreter (which runs Python's own operators). Numba's operators agree with Python's
+on every operand except where Python raises or leaves int64/float64, so each lowering guards
+exactly those operands and hands the call to the interpreter there
+(`Emitter.raise_in_interpreter`), which returns Python's result or raises Python's error with
+the user's line:
+- `/`, `//`, `%` by zero: ZeroDivisionError (with error_model="numpy" Numba gives inf/nan);
+- `**` of ints with a negative exponent: a float (4 ** -1 is 0.25; the frontend types a
+  constant negative exponent as float, a run-time one as int, which this guard keeps honest);
+- `**` of floats whose result is nan or inf from finite operands: 0.0 ** -1 raises, (-8.0) **
+  0.5 is complex, 10.0 ** 400 raises OverflowError;
+- `int(x)` (and math.floor/ceil/trunc) of a float that is nan, infinite or outside int64:
+  ValueError, OverflowError, or a Python int beyond int64;
+- `math.*`: a nan result from non-nan arguments or an infinite one from finite arguments, where
+  CPython raises "math domain error" / "math range error" (the rule of CPython's math_1).
+Operand values, not only types, decide these paths, so no specialisation can drop them; each
+guard is one compare on the fast path. Int overflow of +, -, * and ** wraps at 64 bits, as in
+TorchScript (Python ints are unbounded).
+"""
+from __future__ import annotations
+
+from .. import ir
+from . import NotLowered
+
+BINARY = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+          "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
+          "ge": ">=", "and": "and", "or": "or"}
+
+# math functions lowered to Numba's (they agree with CPython's on float arguments inside the
+# domain; outside it the result guard below hands over); others run in the interpreter
+MATH = {"math." + f for f in (
+    "exp", "expm1", "sin", "cos", "tan", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+    "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite", "copysign", "hypot",
+    "erf", "erfc", "degrees", "radians", "sqrt", "log", "log2", "log10", "log1p")}
+_TO_INT = {"math.floor": "np.floor", "math.ceil": "np.ceil", "math.trunc": "np.trunc"}
+
+# int64's range as floats (both exact): int(x) of a float outside it is not an int64
+_I64_LO, _I64_HI = "-9223372036854775808.0", "9223372036854775808.0"
+
+
+def expression(em, n: ir.Node, fn: str, a: list) -> str:
+    """The expression computing `n` from its operands' run-time names `a` (numbers); the guards
+    it needs are emitted first. NotLowered for an op this module does not lower."""
+    out = n.output.type
+    if fn in BINARY and len(a) == 2:
+        x, y = a
+        if fn in ("truediv", "floordiv", "mod"):
+            _hand_over_if(em, f"{y} == 0")
+        if fn == "pow":
+            return _pow(em, n, x, y)
+        return f"({x} {BINARY[fn]} {y})"
+    if fn == "neg" and len(a) == 1:
+        return f"(-{a[0]})"
+    if fn == "not" and len(a) == 1:
+        return f"(not {a[0]})"
+    if fn == "int" and len(a) == 1:
+        if isinstance(n.inputs[0].type, ir.FloatType):
+            return to_int(em, a[0])
+        return f"int({a[0]})"
+    if fn in ("float", "bool") and len(a) == 1:
+        return f"{fn}({a[0]})"
+    if fn == "abs" and len(a) == 1:
+        return f"{_conv(out)}(abs({a[0]}))"  # abs(True) is the int 1
+    if fn in ("min", "max") and len(a) == 2:
+        return f"{_conv(out)}({fn}({a[0]}, {a[1]}))"
+    if fn in MATH and len(a) in (1, 2):
+        return _math(em, n, fn, a)
+    raise NotLowered(f"scalar op {fn}")
+
+
+def to_int(em, x: str) -> str:
+    """int(x) of a float x: Python's result where it is an int64, else the interpreter's."""
+    _hand_over_if(em, f"not ({x} >= {_I64_LO} and {x} < {_I64_HI})")  # nan fails both
+    return f"int({x})"
+
+
+def _conv(t: ir.Type) -> str:
+    conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}.get(type(t))
+    if conv is None:
+        raise NotLowered(f"scalar op of result type {t}")
+    return conv
+
+
+def _pow(em, n: ir.Node, x: str, y: str) -> str:
+    if not isinstance(n.output.type, ir.FloatType):
+        if any(isinstance(v.type, ir.FloatType) for v in n.inputs):
+            raise NotLowered(f"pow of floats typed {n.output.type}")
+        _hand_over_if(em, f"{y} < 0")  # Python: a float
+        return f"(int({x}) ** int({y}))"
+    # as CPython: both operands as doubles into C pow (Numba's float ** int multiplies
+    # repeatedly and rounds differently)
+    fx, fy, r = em.fresh("f"), em.fresh("f"), em.fresh("p")
+    em.emit(f"{fx} = float({x})")
+    em.emit(f"{fy} = float({y})")
+    em.emit(f"{r} = {fx} ** {fy}")
+    _hand_over_if(em, _escaped(r, [fx, fy]))
+    return r
+
+
+def _math(em, n: ir.Node, fn: str, a: list) -> str:
+    args = []
+    for x in a:  # floats, as CPython's math module converts its arguments
+        f = em.fresh("f")
+        em.emit(f"{f} = float({x})")
+        args.append(f)
+    if fn in _TO_INT:  # NumPy's returns the float (Numba's math.floor returns a wrapped int)
+        if len(args) != 1:
+            raise NotLowered(f"{fn} of {len(args)} arguments")
+        r = em.fresh("f")
+        em.emit(f"{r} = {_TO_INT[fn]}({args[0]})")
+        return to_int(em, r)
+    conv = _conv(n.output.type)
+    if conv == "bool":  # isnan, isinf, isfinite: defined everywhere
+        return f"{fn}({', '.join(args)})"
+    r = em.fresh("m")
+    if fn == "math.log" and len(args) == 2:  # as CPython: log(x) / log(base), each in domain
+        x, b = args
+        _hand_over_if(em, f"not ({x} > 0 and {b} > 0 and {b} != 1.0)")
+        em.emit(f"{r} = math.log({x}) / math.log({b})")
+    else:
+        em.emit(f"{r} = {conv}({fn}({', '.join(args)}))")
+    if conv == "float":
+        _hand_over_if(em, _escaped(r, args))
+    return r
+
+
+def _escaped(r: str, args: list) -> str:
+    """The condition under which CPython's float function raises (or leaves the reals) where
+    C returns nan/inf: a nan from non-nan arguments, an infinity from finite ones."""
+    not_nan = " and ".join(f"{x} == {x}" for x in args)
+    finite = " and ".join(f"math.isfinite({x})" for x in args)
+    return f"({r} != {r} and {not_nan}) or (math.isinf({r}) and {finite})"
+
+
+def _hand_over_if(em, cond: str) -> None:
+    em.emit(f"if {cond}:")
+    em.indent += 1
+    em.raise_in_interpreter()
+    em.indent -= 1
