@@ -289,6 +289,8 @@ class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
 class FunctionExit:
     """How a function body's paths end: with the returned value (None when falling off)."""
 
+    returns_value = True  # the first exit value is the function's result
+
     def __init__(self, c: FunctionCompiler):
         self.c = c
 

@@ -214,12 +214,16 @@ class Tracer:
             w = loc.get("out")
         if not isinstance(w, Tensor) or w._version is not ver:
             return  # not a write we can attribute; bound aliases will be found stale
-        r = loc.get("r")
+        self.record_write(w, loc.get("r"))
+
+    def record_write(self, w: Tensor, r) -> None:
+        """`w` was written in place; `r` is the traced tensor holding its new value (else the
+        written data becomes a constant): rebind w (and its base, through the view)."""
         base = w._base if w._base is not None else w
         if id(base) in self.inputs or id(w) in self.inputs:
             warnings.warn("jitorch.jit.trace: an input is modified in place; the traced graph "
                           "is functional and does not write to the caller's tensor",
-                          TracerWarning, stacklevel=3)
+                          TracerWarning, stacklevel=4)
         if isinstance(r, Tensor) and id(r) in self.values and r._data.shape == w._data.shape:
             new = r
             if r._dtype is not w._dtype:  # PyTorch casts the result to self's dtype

@@ -128,6 +128,12 @@ def _analyse_block(block, wrt, env) -> set:
     for n in block.nodes:
         if n.op in _CONTROL:  # conservative: float outputs need grad if any input does
             if any(v.uid in needs for v in n.inputs):
+                for o in n.outputs:
+                    val = env.get(o.uid)
+                    if isinstance(val, (list, tuple)) and any(map(ad._is_float_tensor, val)):
+                        # never dropped silently: the interpreter's eager autograd runs it
+                        raise NotDifferentiable(f"'{n.op}' carries a {type(val).__name__} of "
+                                                "tensors that may need grad")
                 needs.update(o.uid for o in n.outputs if ad._is_float_tensor(env.get(o.uid)))
             continue
         _analyse_node(n, needs, dynamic, env,
