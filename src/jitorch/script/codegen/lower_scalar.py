@@ -14,9 +14,10 @@ the user's line:
 - `int(x)` (and math.floor/ceil/trunc) of a float that is nan, infinite or outside int64:
   ValueError, OverflowError, or a Python int beyond int64;
 - `math.*`: a nan result from non-nan arguments or an infinite one from finite arguments, where
-  CPython raises "math domain error" / "math range error" (the rule of CPython's math_1).
+  CPython raises "math domain error" / "math range error" (the rule of CPython's math_1);
+- `<<` / `>>` by a negative count (ValueError) or past 63 (LLVM's shift is undefined there).
 Operand values, not only types, decide these paths, so no specialisation can drop them; each
-guard is one compare on the fast path. Int overflow of +, -, * and ** wraps at 64 bits, as in
+guard is one compare on the fast path. Int overflow of +, -, *, ** and << wraps at 64 bits, as in
 TorchScript (Python ints are unbounded).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ MATH = {"math." + f for f in (
     "exp", "expm1", "sin", "cos", "tan", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
     "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite", "copysign", "hypot",
     "erf", "erfc", "degrees", "radians", "sqrt", "log", "log2", "log10", "log1p")}
+_BITWISE = {"bitand": "&", "bitor": "|", "bitxor": "^", "lshift": "<<", "rshift": ">>"}
 _TO_INT = {"math.floor": "np.floor", "math.ceil": "np.ceil", "math.trunc": "np.trunc"}
 
 # int64's range as floats (both exact): int(x) of a float outside it is not an int64
@@ -51,6 +53,8 @@ def expression(em, n: ir.Node, fn: str, a: list) -> str:
         if fn == "pow":
             return _pow(em, n, x, y)
         return f"({x} {BINARY[fn]} {y})"
+    if fn in _BITWISE or fn == "invert":
+        return _bitwise(em, n, fn, a)
     if fn == "neg" and len(a) == 1:
         return f"(-{a[0]})"
     if fn == "not" and len(a) == 1:
@@ -58,9 +62,11 @@ def expression(em, n: ir.Node, fn: str, a: list) -> str:
     if fn == "int" and len(a) == 1:
         if isinstance(n.inputs[0].type, ir.FloatType):
             return to_int(em, a[0])
-        return f"int({a[0]})"
-    if fn in ("float", "bool") and len(a) == 1:
-        return f"{fn}({a[0]})"
+        return _as(int, n.inputs[0], a[0])
+    if fn == "float" and len(a) == 1:
+        return _as(float, n.inputs[0], a[0])
+    if fn == "bool" and len(a) == 1:
+        return f"bool({a[0]})"
     if fn == "abs" and len(a) == 1:
         return f"{_conv(out)}(abs({a[0]}))"  # abs(True) is the int 1
     if fn in ("min", "max") and len(a) == 2:
@@ -76,6 +82,13 @@ def to_int(em, x: str) -> str:
     return f"int({x})"
 
 
+def _as(kind, v: ir.Value, x: str) -> str:
+    """int(x) / float(x) of a number (Numba has no float(bool))."""
+    if isinstance(v.type, ir.BoolType):
+        return f"({kind(1)!r} if {x} else {kind(0)!r})"
+    return f"{kind.__name__}({x})"
+
+
 def _conv(t: ir.Type) -> str:
     conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}.get(type(t))
     if conv is None:
@@ -83,17 +96,32 @@ def _conv(t: ir.Type) -> str:
     return conv
 
 
+def _bitwise(em, n: ir.Node, fn: str, a: list) -> str:
+    """& | ^ << >> ~ on ints and bools (on int64 two's complement they are Python's)."""
+    if any(not isinstance(v.type, (ir.IntType, ir.BoolType)) for v in n.inputs) or \
+            len(a) != (1 if fn == "invert" else 2):
+        raise NotLowered(f"scalar op {fn} on {[str(v.type) for v in n.inputs]}")
+    if fn == "invert":
+        return f"(~{_as(int, n.inputs[0], a[0])})"  # ~True is -2 (Numba's ~ on a bool is not)
+    x, y = a
+    if isinstance(n.output.type, ir.BoolType):  # & | ^ of bools
+        return f"(bool({x}) {_BITWISE[fn]} bool({y}))"
+    if fn in ("lshift", "rshift"):  # Python: ValueError for a negative count; past 63 LLVM's
+        _hand_over_if(em, f"{y} < 0 or {y} > 63")  # shift is undefined, Python's is not
+    return f"({_as(int, n.inputs[0], x)} {_BITWISE[fn]} {_as(int, n.inputs[1], y)})"
+
+
 def _pow(em, n: ir.Node, x: str, y: str) -> str:
     if not isinstance(n.output.type, ir.FloatType):
         if any(isinstance(v.type, ir.FloatType) for v in n.inputs):
             raise NotLowered(f"pow of floats typed {n.output.type}")
         _hand_over_if(em, f"{y} < 0")  # Python: a float
-        return f"(int({x}) ** int({y}))"
+        return f"({_as(int, n.inputs[0], x)} ** {_as(int, n.inputs[1], y)})"
     # as CPython: both operands as doubles into C pow (Numba's float ** int multiplies
     # repeatedly and rounds differently)
     fx, fy, r = em.fresh("f"), em.fresh("f"), em.fresh("p")
-    em.emit(f"{fx} = float({x})")
-    em.emit(f"{fy} = float({y})")
+    em.emit(f"{fx} = {_as(float, n.inputs[0], x)}")
+    em.emit(f"{fy} = {_as(float, n.inputs[1], y)}")
     em.emit(f"{r} = {fx} ** {fy}")
     _hand_over_if(em, _escaped(r, [fx, fy]))
     return r
@@ -101,9 +129,9 @@ def _pow(em, n: ir.Node, x: str, y: str) -> str:
 
 def _math(em, n: ir.Node, fn: str, a: list) -> str:
     args = []
-    for x in a:  # floats, as CPython's math module converts its arguments
+    for v, x in zip(n.inputs, a):  # floats, as CPython's math module converts its arguments
         f = em.fresh("f")
-        em.emit(f"{f} = float({x})")
+        em.emit(f"{f} = {_as(float, v, x)}")
         args.append(f)
     if fn in _TO_INT:  # NumPy's returns the float (Numba's math.floor returns a wrapped int)
         if len(args) != 1:
