@@ -349,4 +349,3 @@ def _returned_tuple(exit, rt, then_b, re_, else_b) -> int:
             return 0
         parts.append(len(n.inputs))
     return parts[0] if parts[0] == parts[1] else 0
-
