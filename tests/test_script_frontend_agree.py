@@ -128,6 +128,40 @@ def test_unpack_checks_live_in_the_compiled_program(fn, good, bad):
             sf(*bad)
 
 
+def unpack_grad(x, w):
+    a, b = x
+    return ((a * w).tanh() * b).sum()
+
+
+def unpack_rows_grad(x, w):
+    s = w.sum() * 0
+    for a, b in x:
+        s = s + (a * w[0]).tanh() * b
+    return s
+
+
+@pytest.mark.parametrize("fn,shapes", [
+    (unpack_grad, [((2, 5), (5,)), ((2, 7), (7,))]),
+    (unpack_rows_grad, [((3, 2), (4,)), ((5, 2), (6,))]),
+])
+def test_unpack_check_keeps_gradients_and_one_backward_for_all_sizes(fn, shapes):
+    # the check pins one dim; the backward must still serve every size (one per rank)
+    sf = jit.script(fn)
+    rng = np.random.default_rng(0)
+    for sx, sw in shapes:
+        x0, w0 = rng.standard_normal(sx, np.float32), rng.standard_normal(sw, np.float32)
+        grads = []
+        for run in (fn, sf):
+            x, w = t.tensor(x0, requires_grad=True), t.tensor(w0, requires_grad=True)
+            run(x, w).backward()
+            grads.append((x.grad.numpy(), w.grad.numpy()))
+        for a, b in zip(*grads):
+            np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert sf.code.count("# backward for shapes") == 1, sf.code.splitlines()[:3]
+    with pytest.raises(ValueError, match="values to unpack"):
+        sf(t.ones(3, 4, requires_grad=True), t.ones(4))
+
+
 def test_starred_unpacking_is_a_compile_time_error():
     def f(x):
         a, *b = x
