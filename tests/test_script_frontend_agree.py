@@ -336,6 +336,33 @@ def test_int_power_types_follow_the_exponent():
     assert jit.script(literal)() == 0.25
 
 
+def pow_after_write(x, a: int, b: int):
+    x.add_(1.0)
+    return a ** b
+
+
+def pow_after_list_write(xs: List[t.Tensor], a: int, b: int):
+    for i in range(len(xs)):
+        xs[i].add_(1.0)
+    return a ** b
+
+
+def test_handing_a_call_to_the_interpreter_writes_arguments_once():
+    sf = jit.script(pow_after_write)
+    x = t.zeros(2)
+    assert sf(x, 2, 3) == 8
+    compiled(sf)
+    assert sf(x, 4, -1) == 0.25  # the interpreter's float, the write made once
+    np.testing.assert_array_equal(x.numpy(), [2.0, 2.0])
+    # a program writing its list arguments in place cannot run the call again: it raises
+    sl = jit.script(pow_after_list_write)
+    xs = [t.zeros(2), t.zeros(2)]
+    assert sl(xs, 2, 3) == 8
+    compiled(sl)
+    with pytest.raises(RuntimeError, match="int \\*\\* negative int"):
+        sl(xs, 4, -1)
+
+
 def test_int_of_a_float_tensor_element_agrees():
     def f(x):
         return int(x)

@@ -474,7 +474,12 @@ class ScriptFunction:
             return self._raise_interpreted(given, kwargs)
 
     def _raise_interpreted(self, args, kwargs):
-        outs = interpreter.run_graph(self.graph, self._bind(args, kwargs))
+        args = orig = self._bind(args, kwargs)
+        if self._mutated:  # as a call does: the writes reach the caller's tensors
+            args = self._check_writes(args)
+        outs = interpreter.run_graph(self.graph, args)
+        if self._mutated:
+            outs = self._write_back(orig, outs, args)
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)

@@ -56,6 +56,7 @@ class Emitter:
         self.helpers: set = set()
         self.exceptions: set = set()
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes
+        self.writes_arguments = False  # the program writes list arguments' arrays in place
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -163,7 +164,7 @@ def generate(graph: ir.Graph) -> Program:
         else:
             args.append(nm)
         em.bind(p, nm)
-    lower_list.check_inplace_lists(graph)
+    em.writes_arguments = lower_list.check_inplace_lists(graph)  # (lower_scalar reads it)
     lower_block(em, graph.block.nodes)
     outs = []
     for v in graph.outputs:

@@ -15,7 +15,10 @@ the user's line:
   ValueError, OverflowError, or a Python int beyond int64;
 - `math.*`: a nan result from non-nan arguments or an infinite one from finite arguments, where
   CPython raises "math domain error" / "math range error" (the rule of CPython's math_1);
-- `<<` / `>>` by a negative count (ValueError) or past 63 (LLVM's shift is undefined there).
+- `<<` / `>>` by a negative count (ValueError); `<<` past 63 (a Python int beyond int64).
+Where the interpreter would return a value rather than raise (a float, a complex number, an int
+beyond int64), a program that writes its list arguments in place raises instead: it cannot run
+the call again without writing twice.
 Operand values, not only types, decide these paths, so no specialisation can drop them; each
 guard is one compare on the fast path. Int overflow of +, -, *, ** and << wraps at 64 bits, as in
 TorchScript (Python ints are unbounded).
@@ -36,6 +39,9 @@ MATH = {"math." + f for f in (
     "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite", "copysign", "hypot",
     "erf", "erfc", "degrees", "radians", "sqrt", "log", "log2", "log10", "log1p")}
 _BITWISE = {"bitand": "&", "bitor": "|", "bitxor": "^", "lshift": "<<", "rshift": ">>"}
+# CPython's own results where C gives inf (no "math range error"): no guard
+_NO_ERRORS = {"math.degrees", "math.radians", "math.hypot", "math.atan2", "math.copysign",
+              "math.fabs"}
 _TO_INT = {"math.floor": "np.floor", "math.ceil": "np.ceil", "math.trunc": "np.trunc"}
 
 # int64's range as floats (both exact): int(x) of a float outside it is not an int64
@@ -78,7 +84,8 @@ def expression(em, n: ir.Node, fn: str, a: list) -> str:
 
 def to_int(em, x: str) -> str:
     """int(x) of a float x: Python's result where it is an int64, else the interpreter's."""
-    _hand_over_if(em, f"not ({x} >= {_I64_LO} and {x} < {_I64_HI})")  # nan fails both
+    _hand_over_if(em, f"{x} != {x} or math.isinf({x})")  # ValueError, OverflowError
+    _hand_over_if(em, f"not ({x} >= {_I64_LO} and {x} < {_I64_HI})", "an int beyond int64")
     return f"int({x})"
 
 
@@ -106,16 +113,21 @@ def _bitwise(em, n: ir.Node, fn: str, a: list) -> str:
     x, y = a
     if isinstance(n.output.type, ir.BoolType):  # & | ^ of bools
         return f"(bool({x}) {_BITWISE[fn]} bool({y}))"
-    if fn in ("lshift", "rshift"):  # Python: ValueError for a negative count; past 63 LLVM's
-        _hand_over_if(em, f"{y} < 0 or {y} > 63")  # shift is undefined, Python's is not
-    return f"({_as(int, n.inputs[0], x)} {_BITWISE[fn]} {_as(int, n.inputs[1], y)})"
+    xi, yi = _as(int, n.inputs[0], x), _as(int, n.inputs[1], y)
+    if fn in ("lshift", "rshift"):
+        _hand_over_if(em, f"{yi} < 0")  # Python: ValueError("negative shift count")
+    if fn == "rshift":  # past 63 LLVM's shift is undefined; Python's gives 0 or -1, as >> 63
+        return f"({xi} >> min({yi}, 63))"
+    if fn == "lshift":  # Python: an int beyond int64 (or 0 for x == 0)
+        _hand_over_if(em, f"{yi} > 63", "an int beyond int64")
+    return f"({xi} {_BITWISE[fn]} {yi})"
 
 
 def _pow(em, n: ir.Node, x: str, y: str) -> str:
     if not isinstance(n.output.type, ir.FloatType):
         if any(isinstance(v.type, ir.FloatType) for v in n.inputs):
             raise NotLowered(f"pow of floats typed {n.output.type}")
-        _hand_over_if(em, f"{y} < 0")  # Python: a float
+        _hand_over_if(em, f"{y} < 0", "a float from int ** negative int")
         return f"({_as(int, n.inputs[0], x)} ** {_as(int, n.inputs[1], y)})"
     # as CPython: both operands as doubles into C pow (Numba's float ** int multiplies
     # repeatedly and rounds differently)
@@ -123,7 +135,9 @@ def _pow(em, n: ir.Node, x: str, y: str) -> str:
     em.emit(f"{fx} = {_as(float, n.inputs[0], x)}")
     em.emit(f"{fy} = {_as(float, n.inputs[1], y)}")
     em.emit(f"{r} = {fx} ** {fy}")
-    _hand_over_if(em, _escaped(r, [fx, fy]))
+    _hand_over_if(em, f"{fx} < 0 and {fy} != np.floor({fy}) and math.isfinite({fy})",
+                  "a complex number")  # a negative base to a fractional power
+    _hand_over_if(em, _escaped(r, [fx, fy]))  # ZeroDivisionError, OverflowError
     return r
 
 
@@ -144,12 +158,12 @@ def _math(em, n: ir.Node, fn: str, a: list) -> str:
         return f"{fn}({', '.join(args)})"
     r = em.fresh("m")
     if fn == "math.log" and len(args) == 2:  # as CPython: log(x) / log(base), each in domain
-        x, b = args
-        _hand_over_if(em, f"not ({x} > 0 and {b} > 0 and {b} != 1.0)")
+        x, b = args  # (ValueError below 0, ZeroDivisionError for base 1; nan stays nan)
+        _hand_over_if(em, f"{x} <= 0 or {b} <= 0 or {b} == 1.0")
         em.emit(f"{r} = math.log({x}) / math.log({b})")
-    else:
-        em.emit(f"{r} = {conv}({fn}({', '.join(args)}))")
-    if conv == "float":
+        return r
+    em.emit(f"{r} = {conv}({fn}({', '.join(args)}))")
+    if conv == "float" and fn not in _NO_ERRORS:
         _hand_over_if(em, _escaped(r, args))
     return r
 
@@ -162,8 +176,18 @@ def _escaped(r: str, args: list) -> str:
     return f"({r} != {r} and {not_nan}) or (math.isinf({r}) and {finite})"
 
 
-def _hand_over_if(em, cond: str) -> None:
+def _hand_over_if(em, cond: str, result: str | None = None) -> None:
+    """`if cond:` the interpreter runs the call: it raises Python's error or, when `result`
+    names what Python returns instead, computes it. A program that writes its list arguments
+    in place (lower_list.py) cannot be run again from the start without writing twice, so
+    there the second kind raises, naming what Python would have returned (the first kind
+    raises as documented in codegen.RaiseInInterpreter)."""
     em.emit(f"if {cond}:")
     em.indent += 1
-    em.raise_in_interpreter()
+    if result is not None and em.writes_arguments:
+        em.raise_("RuntimeError", f"Python's result here is {result}, which a compiled "
+                  "program that writes its list arguments in place cannot hand to the "
+                  "interpreter")
+    else:
+        em.raise_in_interpreter()
     em.indent -= 1
