@@ -152,3 +152,14 @@ def test_trace_module_with_scripted_submodule():
     for x in (t.randn(3, 3), -t.ones(2, 3) * 5):
         assert same_value(lm(x).detach(), m(x).detach())
 
+
+
+def test_trace_records_a_forked_scripted_call():
+    def f(x):
+        fut = jit.fork(_branchy, x)
+        return jit.wait(fut) + 1
+
+    tf = jit.trace(f, (t.ones(2),))
+    assert len(_calls(tf.graph)) == 1
+    for x in (t.ones(3), -t.ones(2)):
+        assert same_value(tf(x), f(x))
