@@ -60,8 +60,10 @@ def fork(func, *args, **kwargs) -> Future:
     """Run `func(*args, **kwargs)` on jitorch's thread pool (sized by
     `jitorch.get_num_threads()`); compiled calls release the GIL, so forks run in parallel.
     A fork from inside a forked task runs at once on that thread (waiting on a nested fork
-    from a full pool would deadlock)."""
-    if getattr(_in_pool, "active", False):
+    from a full pool would deadlock), and so does one made while `jit.trace` records (the
+    trace must see the call: a scripted one becomes a call node, not a constant)."""
+    from .script.trace import active_tracer
+    if getattr(_in_pool, "active", False) or active_tracer() is not None:
         fut = Future()
         try:
             fut.set_result(func(*args, **kwargs))

@@ -14,8 +14,10 @@ Invariants of the graphs produced here:
   `close_blocks`: what a block reads from outside becomes an extra input of its node and a param
   of each of the node's blocks (ir.py's convention).
 - Variables are SSA-renamed through an environment. `if` merges the variables both branches
-  define; loops carry the variables their body assigns that exist before the loop (variables
-  first assigned inside a loop body are not visible after it, as in TorchScript).
+  define; loops carry the variables they assign that exist before the loop, the `for` target
+  included (after `for i in ...` an existing `i` holds the last element, or its old value
+  after zero trips, as in Python); variables first assigned inside a loop are not visible
+  after it, as in TorchScript.
 - `return`, `break` and `continue` inside `if` are compiled by continuation: the statements that
   follow the `if` are compiled into each branch that does not leave, so every path ends in one
   exit (function: the return value; loop body: `(continue_condition, *carried)`).
@@ -288,6 +290,8 @@ class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
 
 class FunctionExit:
     """How a function body's paths end: with the returned value (None when falling off)."""
+
+    returns_value = True  # the first exit value is the function's result
 
     def __init__(self, c: FunctionCompiler):
         self.c = c

@@ -250,7 +250,7 @@ class CallMixin:
         if obj in (builtins.len, builtins.min, builtins.max, builtins.abs, builtins.int,
                    builtins.float, builtins.bool, builtins.str, builtins.isinstance,
                    builtins.print, builtins.round, builtins.list, builtins.range,
-                   builtins.sum):
+                   builtins.sum, builtins.divmod, builtins.pow):
             return self.call_builtin(obj, node)
         if getattr(obj, "_jitorch_unused", False):
             args, kwargs = self._args(node)
@@ -418,16 +418,23 @@ class CallMixin:
         if any(ft.is_tensor(v.type) for v in vals):
             self.fail(f"{name}() on tensors is not supported in scripted code; use "
                       f"jitorch.{name if name != 'abs' else 'abs'}", node)
+        if name == "divmod":
+            if len(vals) != 2 or not all(ft.is_number(v.type) for v in vals):
+                self.fail("divmod() takes two numbers in scripted code", node)
+            q, r = self.binop(ast.FloorDiv, *vals, node), self.binop(ast.Mod, *vals, node)
+            return self.emit("prim::TupleConstruct", [q, r],
+                             (ir.TupleType([q.type, r.type]),)).output
+        if name == "pow":
+            if len(vals) != 2:
+                self.fail("pow() takes two arguments in scripted code (no modulus)", node)
+            return self.binop(ast.Pow, *vals, node)
         if name == "abs":
-            return self.scalar_op("abs", vals, ft.base(vals[0].type))
+            return self.scalar_op("abs", vals, self.scalar_type("abs", vals))
         if name == "round":
             return self.scalar_op("round", vals, ir.INT if len(vals) == 1 else ir.FLOAT)
         if len(vals) == 1 and isinstance(ft.base(vals[0].type), ir.ListType):
             return self.scalar_op(name, vals, ft.base(vals[0].type).elem)
-        ty = vals[0].type
-        for v in vals[1:]:
-            ty = ft.promote_scalar(ty, v.type) if ft.is_number(ty) else ty
-        return self.scalar_op(name, vals, ty)
+        return self.scalar_op(name, vals, self.scalar_type(name, vals))
 
     def isinstance_call(self, node):
         if len(node.args) != 2:

@@ -46,6 +46,8 @@ _BINOPS = {  # ast op -> (tensor registry op, scalar op)
     ast.BitXor: ("bitwise_xor", "bitxor"), ast.LShift: ("bitwise_left_shift", "lshift"),
     ast.RShift: ("bitwise_right_shift", "rshift"),
 }
+_INT_ONLY = (ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift)
+_SYMBOL = {ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Eq: "eq", ast.NotEq: "ne", ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt",
            ast.GtE: "ge"}
 
@@ -142,6 +144,19 @@ class ExprMixin(CallMixin, IndexMixin):
         self.fail("expected a compile-time name here (a class, function or module)", node)
 
     # -- scalar helpers ---------------------------------------------------------------------
+    def scalar_type(self, fn, inputs) -> ir.Type:
+        """Python's result type of a scalar op on numbers: the types pass's rule, on the
+        operands as the frontend sees them (Optional numbers as their element)."""
+        from .passes.types import scalar_result
+        vals = [v if not isinstance(v.type, ir.OptionalType) else
+                ir.Value(ft.base(v.type)) for v in inputs]
+        ty = scalar_result(fn, vals)
+        if ty is None:
+            ty = inputs[0].type
+            for v in inputs[1:]:
+                ty = ft.promote_scalar(ty, v.type) if ft.is_number(ty) else ty
+        return ty
+
     def scalar_op(self, fn, inputs, ty) -> ir.Value:
         return self.emit("prim::ScalarOp", inputs, (ty,), {"fn": fn}).output
 
@@ -203,8 +218,30 @@ class ExprMixin(CallMixin, IndexMixin):
         if isinstance(t, ir.AnyType):
             return self.emit("prim::TupleUnpack", [v], [ft.tensor()] * n).outputs
         if isinstance(t, ir.TensorType):
+            self.check_unpack_count(v, n)
             return [self.call_op("select", [v, self.const(0), self.const(k)]) for k in range(n)]
         self.fail(f"cannot unpack a value of type {v.type}", node)
+
+    def check_unpack_count(self, x, n) -> None:
+        """`a, b = x` iterates x's first dim, as Python does: a 0-d tensor is a TypeError and a
+        first dim that is not `n` long a ValueError, checked at run time (sizes are not part of
+        the specialisation; the rank is, so the 0-d check folds away)."""
+        ndim = self.emit("prim::GetAttr", [x], (ir.INT,), {"name": "ndim"}).output
+        self.raise_if(self.scalar_op("eq", [ndim, self.const(0)], ir.BOOL), "TypeError",
+                      [self.const("iteration over a 0-d tensor")])
+        size = self.tensor_size(x, 0)
+        self.raise_if(self.scalar_op("gt", [size, self.const(n)], ir.BOOL), "ValueError",
+                      [self.const(f"too many values to unpack (expected {n})")])
+        self.raise_if(self.scalar_op("lt", [size, self.const(n)], ir.BOOL), "ValueError",
+                      [self.const(f"not enough values to unpack (expected {n}, got "), size,
+                       self.const(")")])
+
+    def raise_if(self, cond, exc: str, parts) -> None:
+        """`if cond: raise exc(''.join(map(str, parts)))` (a check-only prim::If)."""
+        then_b = ir.Block()
+        then_b.nodes.append(ir.Node("prim::Raise", parts, (), attrs={"exc": exc},
+                                    loc=self.loc()))
+        self.emit("prim::If", [cond], (), blocks=[then_b, ir.Block()])
 
     # -- leaves ------------------------------------------------------------------------------
     def e_Constant(self, node):
@@ -269,14 +306,11 @@ class ExprMixin(CallMixin, IndexMixin):
         if scalar is None:
             self.fail("'@' needs tensor operands", node)
         if ft.is_number(ta) and ft.is_number(tb):
-            if op is ast.Div:
-                ty = ir.FLOAT
-            elif op in (ast.BitAnd, ast.BitOr, ast.BitXor) and isinstance(ta, ir.BoolType) \
-                    and isinstance(tb, ir.BoolType):
-                ty = ir.BOOL
-            else:
-                ty = ft.promote_scalar(ta, tb)
-            return self.scalar_op(scalar, [a, b], ty)
+            if op in _INT_ONLY and (isinstance(ta, ir.FloatType) or
+                                    isinstance(tb, ir.FloatType)):  # Python: a TypeError
+                self.fail(f"unsupported operand types for {_SYMBOL[op]}: '{ta}' and '{tb}'",
+                          node)
+            return self.scalar_op(scalar, [a, b], self.scalar_type(scalar, [a, b]))
         if op is ast.Add and ta == tb and isinstance(ta, (ir.StrType, ir.ListType,
                                                              ir.TupleType)):
             if isinstance(ta, ir.TupleType):
@@ -316,6 +350,8 @@ class ExprMixin(CallMixin, IndexMixin):
                 return self.const(-v.node.attrs["value"])  # a negative literal
             return self.scalar_op("neg", [v], ft.promote_scalar(t, ir.INT)
                                   if not isinstance(t, ir.FloatType) else ir.FLOAT)
+        if not isinstance(t, (ir.IntType, ir.BoolType, ir.AnyType)):
+            self.fail(f"bad operand type for unary ~: '{v.type}'", node)
         return self.scalar_op("invert", [v], ir.INT)
 
     def e_BoolOp(self, node):
@@ -456,6 +492,7 @@ class ExprMixin(CallMixin, IndexMixin):
         loop = ast.copy_location(ast.For(target=probe_target, iter=gen.iter, body=body,
                                          orelse=[]), node)
         ast.fix_missing_locations(loop)
+        loop.jitorch_comprehension = True  # its target is local to the comprehension
         saved_env = dict(self.env)
         saved_ret, self.loop_ret = self.loop_ret, None  # a pending loop-return is not ours
         try:

@@ -2,10 +2,11 @@
 
 Owns `for` (over range(), lists, tuples by unrolling, a tensor's first dim, dict keys,
 enumerate()/zip()), `while`, and the loop-exit protocol: a `prim::Loop` body ends with
-`(continue_condition, *carried)`, the carried values being the variables the body assigns
-that exist before the loop. `break`/`continue` end a path with False/True; `return` inside a
-loop sets a carried (flag, value) pair and breaks, and the code after the loop returns when the
-flag is set (its type is probed by compiling the loop once into a scratch block).
+`(continue_condition, *carried)`, the carried values being the variables the loop assigns
+(its `for` target included) that exist before the loop. `break`/`continue` end a path with
+False/True; `return` inside a loop sets a carried (flag, value) pair and breaks, and the code
+after the loop returns when the flag is set (its type is probed by compiling the loop once into
+a scratch block).
 """
 from __future__ import annotations
 
@@ -180,7 +181,14 @@ class LoopMixin:
 
     def loop(self, s, trip, init_cond, bind_target, body, while_test=None):
         """Emit a prim::Loop whose body binds the target from the iteration index."""
-        names = [n for n in assigned_names(body) if n in self.env]
+        # carried: what the loop assigns that exists before it, the `for` target included
+        # (`for i in ...` rebinds an argument `i`: after the loop it holds the last element, or
+        # its old value when the loop ran zero times); a comprehension's target is its own
+        # scope's and is never carried
+        own = []
+        if isinstance(s, ast.For) and not getattr(s, "jitorch_comprehension", False):
+            own = assigned_names([ast.Assign(targets=[s.target], value=None)])
+        names = list(dict.fromkeys(n for n in own + assigned_names(body) if n in self.env))
         ret = self.loop_ret
         self.loop_ret = None
         if ret is not None:

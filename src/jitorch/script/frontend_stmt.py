@@ -258,6 +258,12 @@ class StmtMixin(LoopMixin):
         then_b, else_b = ir.Block(), ir.Block()
         rt, _ = self.in_block(then_b, lambda: self.stmts(list(s.body) + list(rest), exit))
         re_, _ = self.in_block(else_b, lambda: self.stmts(list(s.orelse) + list(rest), exit))
+        # a tuple returned on both paths leaves as its elements (a tuple-valued `if` output
+        # is neither lowered nor differentiated), rebuilt after the if
+        k = _returned_tuple(exit, rt, then_b, re_, else_b)
+        if k:
+            rt = list(rt[0].node.inputs) + list(rt[1:])
+            re_ = list(re_[0].node.inputs) + list(re_[1:])
         then_b.returns, else_b.returns = rt, re_
         types = []
         for a, b in zip(rt, re_):
@@ -268,7 +274,12 @@ class StmtMixin(LoopMixin):
             types.append(u)
         self.cur = s
         node = self.emit("prim::If", [cond], types, blocks=[then_b, else_b])
-        return node.outputs
+        if not k:
+            return node.outputs
+        elems = node.outputs[:k]
+        tup = self.emit("prim::TupleConstruct", elems,
+                        (ir.TupleType([v.type for v in elems]),)).output
+        return [tup] + list(node.outputs[k:])
 
     # -- assert / raise --------------------------------------------------------------------
     def assert_stmt(self, s):
@@ -324,3 +335,17 @@ class StmtMixin(LoopMixin):
                     out.append(self.expr_value(p.value))
             return out
         return [self.expr_value(node)]
+
+
+def _returned_tuple(exit, rt, then_b, re_, else_b) -> int:
+    """The arity of a tuple that both paths of a function-level `if` return (built by a
+    prim::TupleConstruct in each branch), else 0."""
+    if not getattr(exit, "returns_value", False) or not rt or not re_:
+        return 0
+    parts = []
+    for v, b in ((rt[0], then_b), (re_[0], else_b)):
+        n = v.node
+        if n is None or n.op != "prim::TupleConstruct" or n.blocks or n not in b.nodes:
+            return 0
+        parts.append(len(n.inputs))
+    return parts[0] if parts[0] == parts[1] else 0

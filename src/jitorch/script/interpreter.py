@@ -195,8 +195,10 @@ def _execute(n: ir.Node, vals: list, env: dict):
         return tuple(vals)
     if op in ("prim::TupleUnpack", "prim::ListUnpack"):
         seq = vals[0]
-        if len(seq) != len(n.outputs):
-            raise ValueError(f"cannot unpack {len(seq)} values into {len(n.outputs)}")
+        if len(seq) != len(n.outputs):  # Python's messages
+            k = len(n.outputs)
+            raise ValueError(f"too many values to unpack (expected {k})" if len(seq) > k else
+                             f"not enough values to unpack (expected {k}, got {len(seq)})")
         return seq[0] if len(n.outputs) == 1 else tuple(seq)
     if op == "prim::TupleIndex":
         return vals[0][vals[1]]
@@ -230,7 +232,12 @@ def _execute(n: ir.Node, vals: list, env: dict):
         return None
     if op == "prim::Raise":
         msg = "".join(str(v) for v in vals)
-        raise ScriptRuntimeError(f"{n.attrs.get('exc', 'Exception')}: {msg}{_where(n.loc)}")
+        exc = n.attrs.get("exc", "Exception")
+        cls = getattr(builtins, exc, None)
+        if isinstance(cls, type) and issubclass(cls, Exception):
+            # `raise ValueError(...)` is a ValueError and a jit.Error, as the compiled one is
+            raise _located(cls(f"{exc}: {msg}"), n.loc)
+        raise ScriptRuntimeError(f"{exc}: {msg}{_where(n.loc)}")
     if op == "prim::Fused":
         return _single(n, run_block(n.blocks[0], vals, env))
     raise NotImplementedError(f"jitorch interpreter: no rule for {op}")

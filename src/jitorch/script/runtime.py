@@ -37,6 +37,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import cache, interpreter, ir, stats
+from .trace import _active_count as _tracers, active_tracer as _active_tracer
 from .codegen import NotLowered, RaiseInInterpreter
 
 
@@ -420,6 +421,9 @@ class ScriptFunction:
 
     # -- calls -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if _tracers[0] and _active_tracer() is not None:  # jit.trace records this as a call
+            from .trace_call import record_call
+            return record_call(self, args, kwargs)
         given = args
         try:
             if kwargs or len(args) != len(self._names):
@@ -470,7 +474,12 @@ class ScriptFunction:
             return self._raise_interpreted(given, kwargs)
 
     def _raise_interpreted(self, args, kwargs):
-        outs = interpreter.run_graph(self.graph, self._bind(args, kwargs))
+        args = orig = self._bind(args, kwargs)
+        if self._mutated:  # as a call does: the writes reach the caller's tensors
+            args = self._check_writes(args)
+        outs = interpreter.run_graph(self.graph, args)
+        if self._mutated:
+            outs = self._write_back(orig, outs, args)
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)

@@ -26,6 +26,9 @@ Rules of a trace, as in PyTorch's tracer:
 - A Python bool/int/float/list/ndarray taken from a traced tensor would silently specialise the
   trace on data: `Tensor.__bool__`/`item()`/... call `check_data_dependence`, which raises
   `TracerError` naming the user's line and suggesting `jitorch.jit.script`.
+- A call of scripted code (a scripted function or module, another trace) is recorded as one
+  `prim::CallFunction` of its graph (`trace_call.py`), never as a constant of its result: the
+  scripted code's branches stay decided per call.
 - Shapes are baked where the eager code reads them (slice bounds, `view(x.size(0), -1)`): a trace
   is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
 """
@@ -214,12 +217,16 @@ class Tracer:
             w = loc.get("out")
         if not isinstance(w, Tensor) or w._version is not ver:
             return  # not a write we can attribute; bound aliases will be found stale
-        r = loc.get("r")
+        self.record_write(w, loc.get("r"))
+
+    def record_write(self, w: Tensor, r) -> None:
+        """`w` was written in place; `r` is the traced tensor holding its new value (else the
+        written data becomes a constant): rebind w (and its base, through the view)."""
         base = w._base if w._base is not None else w
         if id(base) in self.inputs or id(w) in self.inputs:
             warnings.warn("jitorch.jit.trace: an input is modified in place; the traced graph "
                           "is functional and does not write to the caller's tensor",
-                          TracerWarning, stacklevel=3)
+                          TracerWarning, stacklevel=4)
         if isinstance(r, Tensor) and id(r) in self.values and r._data.shape == w._data.shape:
             new = r
             if r._dtype is not w._dtype:  # PyTorch casts the result to self's dtype

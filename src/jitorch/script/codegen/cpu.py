@@ -11,7 +11,8 @@ point of use with PyTorch's message, so generated code never reads out of bounds
 What cannot be lowered raises `NotLowered(reason)` at generation time; the runtime then runs
 the graph with the interpreter. Families live in `lower_elementwise.py`, `lower_reduce.py`,
 `lower_linalg.py` and `lower_shape.py`; structural ops (constants, scalars, tuples, if, loop,
-`x.shape` / `x.ndim` / `len(x)` queries, `math.*` scalar functions) are here. A None constant may
+`x.shape` / `x.ndim` / `len(x)` queries) are here; scalar arithmetic and `math.*` in
+`lower_scalar.py`. A None constant may
 be returned (Numba accepts None in the returned tuple): backward graphs return one per input
 without grad.
 """
@@ -54,6 +55,7 @@ class Emitter:
         self.helpers: set = set()
         self.exceptions: set = set()
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes
+        self.writes_arguments = False  # the program writes list arguments' arrays in place
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -154,7 +156,7 @@ def generate(graph: ir.Graph) -> Program:
         else:
             args.append(nm)
         em.bind(p, nm)
-    lower_list.check_inplace_lists(graph)
+    em.writes_arguments = lower_list.check_inplace_lists(graph)  # (lower_scalar reads it)
     lower_block(em, graph.block.nodes)
     outs = []
     for v in graph.outputs:
@@ -297,6 +299,25 @@ def _unpack(em: Emitter, n: ir.Node) -> None:
         from . import lower_shape
         lower_shape.unpack_chunks(em, em.chunks[t.uid], n.outputs)
         return
+    if t.uid in em.shapes:  # `h, w = x.shape`: the rank is part of the specialisation
+        xs, rank = em.shapes[t.uid]
+        if rank != len(n.outputs):
+            raise NotLowered("unpacking a shape of another length")  # the interpreter raises
+        for k, o in enumerate(n.outputs):
+            em.bind(o, f"{xs}.shape[{k}]")
+        return
+    if isinstance(t.type, ir.ListType) and not (t.uid in em.lists or t.uid in em.consts):
+        # a list of run-time length (a List[Tensor] argument): Python's checks
+        k, seq = len(n.outputs), em.name(t)
+        em.emit(f"if len({seq}) > {k}:")
+        em.indent += 1
+        em.raise_("ValueError", f"too many values to unpack (expected {k})")
+        em.indent -= 1
+        em.emit(f"if len({seq}) < {k}:")
+        em.indent += 1
+        em.raise_("ValueError", f"not enough values to unpack (expected {k}, got ",
+                  (f"len({seq})",), ")")
+        em.indent -= 1
     for k, o in enumerate(n.outputs):
         if t.uid in em.tuples:
             _alias(em, o, em.tuples[t.uid][k])
@@ -306,11 +327,6 @@ def _unpack(em: Emitter, n: ir.Node) -> None:
             em.consts[o.uid] = em.consts[t.uid][k]
         else:
             em.bind(o, f"{em.name(t)}[{k}]")
-
-
-_SCALAR_BIN = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
-               "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",
-               "ge": ">=", "and": "and", "or": "or"}
 
 
 def _scalar_op(em: Emitter, n: ir.Node) -> None:
@@ -336,49 +352,11 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
     for v in n.inputs:
         if not isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
             raise NotLowered(f"scalar op {fn} on {v.type}")
-    a = [em.name(v) for v in n.inputs]
-    if fn in _SCALAR_BIN and len(a) == 2:
-        if fn in ("floordiv", "mod") and all(isinstance(v.type, ir.IntType) for v in n.inputs):
-            em.emit(f"if {a[1]} == 0:")
-            em.indent += 1
-            em.raise_("ZeroDivisionError", "integer division or modulo by zero")
-            em.indent -= 1
-        expr = f"({a[0]} {_SCALAR_BIN[fn]} {a[1]})"
-    elif fn == "neg":
-        expr = f"(-{a[0]})"
-    elif fn == "not":
-        expr = f"(not {a[0]})"
-    elif fn in ("int", "float", "bool", "abs") and len(a) == 1:
-        expr = f"{fn}({a[0]})"
-    elif fn in ("min", "max") and len(a) == 2:
-        expr = f"{fn}({a[0]}, {a[1]})"
-    elif fn in _MATH_FNS and len(a) in (1, 2):
-        if not isinstance(n.output.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-            raise NotLowered(f"scalar op {fn} of unknown result type")
-        conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}[type(n.output.type)]
-        bad = _MATH_DOMAIN.get(fn)
-        if bad is not None and len(a) == 1:  # CPython raises where Numba would give nan
-            em.emit(f"if {bad.format(a[0])}:")
-            em.indent += 1
-            em.raise_("ValueError", "math domain error")
-            em.indent -= 1
-        # floats, as CPython's math module converts its arguments (Numba rejects some ints)
-        expr = f"{conv}({fn}({', '.join(f'float({x})' for x in a)}))"
-    else:
-        raise NotLowered(f"scalar op {fn}")
+    from . import lower_scalar  # arithmetic with Python's semantics (its guards)
+    expr = lower_scalar.expression(em, n, fn, [em.name(v) for v in n.inputs])
     out = em.fresh("s")
     em.emit(f"{out} = {expr}")
     em.bind(n.output, out)
-
-
-# math functions whose Numba versions agree with CPython's on float arguments; where CPython
-# raises "math domain error" (_MATH_DOMAIN) the program checks first (two-argument log is left out)
-_MATH_FNS = {"math." + f for f in (
-    "exp", "expm1", "sin", "cos", "tan", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
-    "floor", "ceil", "trunc", "fabs", "isnan", "isinf", "isfinite", "copysign", "hypot",
-    "erf", "erfc", "degrees", "radians", "sqrt", "log", "log2", "log10", "log1p")}
-_MATH_DOMAIN = {"math.sqrt": "{0} < 0", "math.log": "{0} <= 0", "math.log2": "{0} <= 0",
-                "math.log10": "{0} <= 0", "math.log1p": "{0} <= -1"}
 
 
 def _getattr(em: Emitter, n: ir.Node) -> None:
@@ -449,8 +427,14 @@ def _to_scalar(em: Emitter, n: ir.Node) -> None:
     conv = {ir.IntType: "int", ir.FloatType: "float", ir.BoolType: "bool"}.get(type(t))
     if conv is None:
         raise NotLowered(f"item() to {t}")
+    expr = f"{conv}({x}.flat[0])"
+    if conv == "int" and em.tensor(n.inputs[0]).dtype.category == dt.FLOAT:
+        from . import lower_scalar  # Python's int() of a float: nan, inf and huge values
+        f = em.fresh("f")
+        em.emit(f"{f} = float({x}.flat[0])")
+        expr = lower_scalar.to_int(em, f)
     out = em.fresh("s")
-    em.emit(f"{out} = {conv}({x}.flat[0])")
+    em.emit(f"{out} = {expr}")
     em.bind(n.output, out)
 
 

@@ -229,15 +229,16 @@ class _Walk:
                     self.elems.add(o.uid)
 
 
-def check_inplace_lists(graph: ir.Graph) -> None:
-    """Raise NotLowered unless every list element write may be done in place (see _Walk)."""
+def check_inplace_lists(graph: ir.Graph) -> bool:
+    """Raise NotLowered unless every list element write may be done in place (see _Walk);
+    True when the program writes list elements in place (into the caller's arrays)."""
     def has_setitem(b):
         for n in b.nodes:
             if is_setitem(n) or any(has_setitem(x) for x in n.blocks):
                 return True
         return False
     if not has_setitem(graph.block):
-        return
+        return False
     w = _Walk()
     for p in graph.inputs:
         if is_tensor_list(p.type):
@@ -246,6 +247,7 @@ def check_inplace_lists(graph: ir.Graph) -> None:
     if not w.ok:
         raise NotLowered("a list element's old value is read after a write to the list")
     _plan_block(graph.block, w.roots)
+    return True
 
 
 # --- fused loops writing straight into list elements ---------------------------------------------

@@ -48,8 +48,7 @@ import numpy as np
 from ... import _dtype as dt
 from ..._ops import registry
 from ..._tensor import Tensor
-from ...autograd import grad_mode
-from .. import interpreter, ir
+from .. import ir
 from ..factories import FACTORIES
 from ..codegen import lower_autodiff as low
 from . import autodiff as ad
@@ -60,7 +59,7 @@ from .autodiff import NotDifferentiable
 from .autodiff_control_ops import (_const, _empty_buffer_fn, _index_acc_fn, _meta, _pyop,
                                    _run_nodes, _stack_store_fn, _structure, _ttype, _typed_fn,
                                    _zeros_like_fn, flatten_tuple_loops,
-                                   loop_invariants, mark_inplace_writes)
+                                   loop_invariants, mark_inplace_writes, run_unchecked)
 from .autodiff_sym import _plain
 from .types import _copy_node
 
@@ -128,6 +127,12 @@ def _analyse_block(block, wrt, env) -> set:
     for n in block.nodes:
         if n.op in _CONTROL:  # conservative: float outputs need grad if any input does
             if any(v.uid in needs for v in n.inputs):
+                for o in n.outputs:
+                    val = env.get(o.uid)
+                    if isinstance(val, (list, tuple)) and any(map(ad._is_float_tensor, val)):
+                        # never dropped silently: the interpreter's eager autograd runs it
+                        raise NotDifferentiable(f"'{n.op}' carries a {type(val).__name__} of "
+                                                "tensors that may need grad")
                 needs.update(o.uid for o in n.outputs if ad._is_float_tensor(env.get(o.uid)))
             continue
         _analyse_node(n, needs, dynamic, env,
@@ -264,8 +269,7 @@ class _Builder:
         cap_vals = [self.env[v.uid] for v in caps]
         example = [0] + init_vals + cap_vals
         env0: dict = {}
-        with grad_mode.no_grad():
-            interpreter.run_block(body, example, env0)
+        run_unchecked(body, example, env0)
         cap_needs = [v.uid in self.needs for v in caps]
         carried = [v.uid in self.needs for v in inits]
         for _ in range(nc + 1):  # fixpoint: a carried value needs grad if its next one does

@@ -100,9 +100,15 @@ def build_if(bld, n: ir.Node) -> None:
     bld._emit([m])
     bld.dynamic.update(o.uid for o in m.outputs)
     for j, o in enumerate(m.outputs[:n_out]):
-        if ad._is_float_tensor(bld.env[o.uid]) and any(
-                br[0].block.returns[j].uid in br[4].needs for br in branches):
+        if not any(br[0].block.returns[j].uid in br[4].needs for br in branches):
+            continue
+        x = bld.env[o.uid]
+        if ad._is_float_tensor(x):
             bld.needs.add(o.uid)
+        elif isinstance(x, (list, tuple)) and any(map(ad._is_float_tensor, x)):
+            # never dropped silently: the interpreter's eager autograd runs this graph
+            raise NotDifferentiable(f"an if whose {type(x).__name__} output needs grad is not "
+                                    "differentiated by the compiler")
     bld.infos[m] = _IfInfo(n_out, [br[1] for br in branches], kinds, cond_v, caps,
                             cap_needs, m.outputs[n_out:])
 

@@ -6,6 +6,8 @@ element by element.
 """
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 
 from ... import _dtype as dt
@@ -100,8 +102,31 @@ class _NoModes:
 
 
 def _run_nodes(nodes, env) -> None:
+    run_unchecked(ir.Block([], nodes, []), [], env)
+
+
+def run_unchecked(block: ir.Block, args, env) -> None:
+    """Run `block` on example values, without its checks: an if without outputs only checks
+    (`a, b = x` pins x's first dim, a computed assert), and the forward program makes that
+    check on every call; skipping it on the examples keeps the probe of grown sizes for a
+    size-generic backward from tripping a check that pins a size."""
     with _NoModes(), grad_mode.no_grad():
-        interpreter.run_block(ir.Block([], nodes, []), [], env)
+        interpreter.run_block(ir.Block(block.params, _unchecked(block.nodes), block.returns),
+                              args, env)
+
+
+def _unchecked(nodes) -> list:
+    """`nodes` without the output-less ifs, also inside blocks (nodes with blocks are shallow
+    copies: the same input and output values, so `env` fills in as for the originals)."""
+    out = []
+    for n in nodes:
+        if n.op == "prim::If" and not n.outputs:
+            continue
+        if n.blocks:
+            n = copy.copy(n)
+            n.blocks = [ir.Block(b.params, _unchecked(b.nodes), b.returns) for b in n.blocks]
+        out.append(n)
+    return out
 
 
 def _meta(x):

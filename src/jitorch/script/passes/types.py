@@ -408,18 +408,38 @@ _CMP = {"eq", "ne", "lt", "le", "gt", "ge", "not", "and", "or", "is", "is_not", 
         "bool"}
 
 
-def _scalar_result(fn: str, types) -> ir.Type:
+_NUMBERS = (ir.IntType, ir.FloatType, ir.BoolType)
+
+
+def scalar_result(fn: str, inputs) -> ir.Type | None:
+    """Python's result type of the scalar op `fn` on these values (None: no rule here, the
+    node keeps its type). The frontend types its scalar ops with this same rule.
+
+    Numbers as in Python: bool + bool is int, any float operand makes a float, `/` is a float,
+    min/max/& | ^ of bools are bools, and an int power is a float when its exponent is a
+    constant negative int (4 ** -1 is 0.25, as in TorchScript); a run-time exponent keeps the
+    int type and the compiled program hands a negative one to the interpreter
+    (codegen/lower_scalar.py), which returns Python's float."""
     if fn in _CMP:
         return ir.BOOL
     if fn == "int" or fn == "len":
         return ir.INT
     if fn == "float" or fn == "truediv":
         return ir.FLOAT
+    types = [v.type for v in inputs]
+    if not types or not all(isinstance(t, _NUMBERS) for t in types):
+        return None
+    floats = any(isinstance(t, ir.FloatType) for t in types)
+    bools = all(isinstance(t, ir.BoolType) for t in types)
+    if fn == "pow" and not floats and len(inputs) == 2:
+        ok, e = const_value(inputs[1])
+        return ir.FLOAT if ok and isinstance(e, int) and e < 0 else ir.INT
+    if fn in ("min", "max", "bitand", "bitor", "bitxor") and bools:
+        return ir.BOOL
     if fn in ("add", "sub", "mul", "floordiv", "mod", "pow", "neg", "min", "max", "abs"):
-        if any(isinstance(t, ir.FloatType) for t in types):
-            return ir.FLOAT
-        if all(isinstance(t, (ir.IntType, ir.BoolType)) for t in types):
-            return ir.INT
+        return ir.FLOAT if floats else ir.INT
+    if fn in ("bitand", "bitor", "bitxor", "lshift", "rshift", "invert") and not floats:
+        return ir.INT
     return None
 
 
@@ -454,7 +474,7 @@ def _prim(n: ir.Node) -> None:
                 and isinstance(n.inputs[0].type.elem, ir.TensorType):
             _set(n, [n.inputs[0].type.elem])  # params[i]: the list's element type
             return
-        r = _scalar_result(n.attrs.get("fn"), [v.type for v in n.inputs])
+        r = scalar_result(n.attrs.get("fn"), n.inputs)
         if r is not None:
             _set(n, [r])
     elif op == "prim::If":
