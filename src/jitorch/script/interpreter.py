@@ -22,6 +22,7 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
 """
 from __future__ import annotations
 
+import builtins
 import math
 import operator
 import string
