@@ -33,6 +33,7 @@ try:
 except ImportError:  # NumPy < 2
     byte_bounds = np.byte_bounds
 
+from .._tensor import Tensor
 from . import ir
 from .codegen import RaiseInInterpreter
 
@@ -44,9 +45,7 @@ class ArgumentsOverlap(RaiseInInterpreter):
 # --- detection ---------------------------------------------------------------------------------
 
 def _span(a: np.ndarray):
-    """[lo, hi) byte bounds of a's elements, or None when it has none."""
-    if a.size == 0:
-        return None
+    """[lo, hi) byte bounds of a's (one or more) elements."""
     return byte_bounds(a)
 
 
@@ -68,26 +67,52 @@ def self_overlap(a: np.ndarray) -> bool:
     return False
 
 
-def overlap(args, written) -> bool:
+def used_inputs(graph) -> frozenset:
+    """Indices of the graph's inputs that some node (in any block) or a return reads."""
+    ids = {id(p): i for i, p in enumerate(graph.inputs)}
+    used = set()
+
+    def walk(block):
+        for v in block.returns:
+            if id(v) in ids:
+                used.add(ids[id(v)])
+        for n in block.nodes:
+            for v in n.inputs:
+                if id(v) in ids:
+                    used.add(ids[id(v)])
+            for b in n.blocks:
+                walk(b)
+    walk(graph.block)
+    return frozenset(used)
+
+
+def overlap(args, written, used=None) -> bool:
     """Does a written argument (index in `written`; a list counts with all its elements) share
-    memory with any other tensor argument or element, or may its own elements share bytes?"""
-    from .._tensor import Tensor
-    spans = []
+    memory with any other tensor argument or element the function uses (`used`: indices; None:
+    all), or may its own elements share bytes? A few tensors are compared pairwise with NumPy's
+    byte-bounds test (`np.may_share_memory`); many get their bounds swept in start order."""
+    arrs = []  # (array, written)
     for i, a in enumerate(args):
+        if used is not None and i not in used:
+            continue
         w = i in written
         items = (a,) if isinstance(a, Tensor) else a if isinstance(a, (list, tuple)) else ()
         for t in items:
-            if not isinstance(t, Tensor):
-                continue
-            d = t._data
-            if w and self_overlap(d):
-                return True
-            s = _span(d)
-            if s is not None:
-                spans.append((s[0], s[1], w))
-    if len(spans) < 2:
+            if isinstance(t, Tensor):
+                d = t._data
+                if w and self_overlap(d):
+                    return True
+                arrs.append((d, w))
+    n = len(arrs)
+    if n <= 8:
+        for i in range(n):
+            x, wx = arrs[i]
+            for j in range(i + 1, n):
+                y, wy = arrs[j]
+                if (wx or wy) and np.may_share_memory(x, y):
+                    return True
         return False
-    spans.sort()
+    spans = sorted((*_span(d), w) for d, w in arrs if d.size)
     far_all = far_w = 0  # furthest end of all spans / of written spans so far
     for lo, hi, w in spans:
         if lo < far_w or (w and lo < far_all):
@@ -160,7 +185,6 @@ class _ReadsCopies:
         self.__qualname__ = op
 
     def __call__(self, *vals):
-        from .._tensor import Tensor
         from ..autograd import grad_mode
         from .interpreter import call_registry_op
         if grad_mode._state.enabled and any(isinstance(v, Tensor) and v._requires_grad

@@ -44,6 +44,7 @@ from .. import _threads
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
+from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history
 from . import alias, cache, interpreter, ir, stats
 from .codegen import NotLowered, RaiseInInterpreter
 
@@ -363,6 +364,9 @@ class ScriptFunction:
         # final values of these inputs, written back into the caller's tensors after a call
         self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
         self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
+        # inputs the graph uses (a use in any branch counts): an unused argument may share
+        # memory with a written one (alias.overlap ignores it)
+        self._read = alias.used_inputs(graph) if self._mutated else ()
         if self._mutated:
             self._fast_key = None
 
@@ -511,8 +515,10 @@ class ScriptFunction:
                 # arguments sharing memory: eager's result needs the writes done in place.
                 # A compiled program checks that itself (nanoseconds, codegen/cpu.py); other
                 # tiers are checked here, before anything runs
-                if (entry is None or need_grad or entry.kind != "compiled" or
-                        not entry.checks_overlap) and alias.overlap(args, self._mutated):
+                # (a first call is checked where its entry is built: `_build`)
+                if (need_grad or entry is not None and (
+                        entry.kind != "compiled" or not entry.checks_overlap)) and \
+                        alias.overlap(args, self._mutated, self._read):
                     return self._finish(self._in_place(args))
                 if need_grad:
                     args = self._clone_written(args)
@@ -554,6 +560,12 @@ class ScriptFunction:
             return self._finish(self._in_place(args))
         return self._finish(interpreter.run_graph(self.graph, args))
 
+    def _check_overlap(self, args) -> None:
+        """Raise ArgumentsOverlap (the caller runs the call in place) when a written argument
+        shares memory with another or itself; for entries whose program does not check."""
+        if self._mutated and alias.overlap(args, self._mutated, self._read):
+            raise alias.ArgumentsOverlap()
+
     def _in_place(self, args):
         """This call through the interpreter over the frontend's graph, every write done in
         place in the arguments' memory (alias.py): eager's semantics when arguments share
@@ -565,7 +577,6 @@ class ScriptFunction:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
         tensors that may be modified in place (not a leaf that requires grad in grad mode, not
         an expanded tensor)."""
-        from ..autograd.inplace import check_inplace_allowed, check_writable
         for i in self._mutated:
             a = args[i]
             if isinstance(a, Tensor):
@@ -591,25 +602,19 @@ class ScriptFunction:
         version counters and, under autograd, give them the write's history. After an
         in-place run (alias.py) a value that shares the argument's memory was written there
         already, by eager ops that did all of that."""
-        from ..autograd.inplace import rebase_history
         k = len(self._mutated)
         outs = list(outs)
         extra = outs[len(outs) - k:]
         del outs[len(outs) - k:]
-
-        def one(a, new):
-            if in_place and np.may_share_memory(a._data, new._data):
-                return
-            _write_one(a, new, rebase_history)
         for i, new in zip(self._mutated, extra):
             a = args[i]
             if isinstance(a, list) and isinstance(new, (list, tuple)):
                 for e, ne, ran in zip(a, new, ran_with[i]):
                     if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
-                        one(e, ne)  # elements the call wrote
+                        _write_one(e, ne, in_place)  # elements the call wrote
                 continue
             if isinstance(a, Tensor) and isinstance(new, Tensor):
-                one(a, new)
+                _write_one(a, new, in_place)
         for j, i in self._ret_alias.items():
             if j < len(outs) and isinstance(args[i], Tensor):
                 outs[j] = args[i]
@@ -676,6 +681,8 @@ class ScriptFunction:
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
+            if not entry.checks_overlap:
+                self._check_overlap(args)
             outs, how = first_call(entry, args)
         except Exception:
             self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
@@ -686,6 +693,7 @@ class ScriptFunction:
 
     def _first_run(self, key, entry, args):
         try:
+            self._check_overlap(args)
             return entry.run(args)
         except Exception:
             self._cache[key] = entry  # the program stays; the user's error propagates
@@ -742,10 +750,9 @@ class ScriptFunction:
             self._last = self._last_key = None
 
 
-def _write_one(a: Tensor, new: Tensor, rebase_history) -> None:
-    from ..autograd.inplace import check_inplace_allowed, check_writable
-    if new._data is a._data:
-        return
+def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
+    if new._data is a._data or in_place and np.may_share_memory(a._data, new._data):
+        return  # written where it lives already
     check_inplace_allowed(a)  # (list elements are only known to be written now)
     check_writable(a)
     np.copyto(a._data, new._data, casting="unsafe")

@@ -174,7 +174,7 @@ def generate(graph: ir.Graph, written=()) -> Program:
         em.bind(p, nm)
     lower_list.check_inplace_lists(graph)
     if checked:
-        checked(args)
+        checked([em.names.get(p.uid) for p in graph.inputs])
     lower_block(em, graph.block.nodes)
     outs = []
     for v in graph.outputs:
@@ -260,18 +260,18 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
 _OVERLAP_HELPERS = '''
 @numba.njit(nogil=True, cache=False)
 def _jt_rows(n):
-    return np.empty((n, 3), np.int64)
+    return np.empty((3, n), np.int64)
 
 
 @numba.njit(nogil=True, cache=False)
 def _jt_put(sp, k, x, w):
-    """Row k of sp: x's byte bounds [lo, hi) ([0, 0) when empty) and whether it is written.
+    """Column k of sp: x's byte bounds [lo, hi) ([0, 0) when empty) and whether it is written.
     Returns True when x is written and two of its elements may share bytes (alias.self_overlap:
     dims of size > 1 by increasing |stride|, each at least the extent of those before)."""
-    sp[k, 2] = w
+    sp[2, k] = w
     if x.size == 0:
-        sp[k, 0] = 0
-        sp[k, 1] = 0
+        sp[0, k] = 0
+        sp[1, k] = 0
         return False
     lo = np.int64(x.ctypes.data)
     hi = lo + np.int64(x.itemsize)
@@ -281,8 +281,8 @@ def _jt_put(sp, k, x, w):
             lo += ext
         else:
             hi += ext
-    sp[k, 0] = lo
-    sp[k, 1] = hi
+    sp[0, k] = lo
+    sp[1, k] = hi
     if not w or x.size < 2 or x.flags.c_contiguous or x.flags.f_contiguous:
         return False
     for j in range(x.ndim):
@@ -301,28 +301,29 @@ def _jt_put(sp, k, x, w):
 
 @numba.njit(nogil=True, cache=False)
 def _jt_meet(sp):
-    """Does a written row of sp overlap another row? Pairwise for a few rows, else a sweep in
-    start order keeping the furthest end of all rows and of written rows seen so far."""
-    n = sp.shape[0]
-    if n <= 8:
+    """Does a written column of sp overlap another? Pairwise for up to 16 (measured faster
+    than sorting there: bench/alias_check.py), else a sweep in start order keeping the
+    furthest end of all columns and of written columns seen so far."""
+    n = sp.shape[1]
+    if n <= 16:
         for i in range(n):
             for j in range(i + 1, n):
-                if (sp[i, 2] or sp[j, 2]) and sp[i, 0] < sp[j, 1] and sp[j, 0] < sp[i, 1]:
+                if (sp[2, i] or sp[2, j]) and sp[0, i] < sp[1, j] and sp[0, j] < sp[1, i]:
                     return True
         return False
-    order = np.argsort(sp[:, 0])
+    order = np.argsort(sp[0])
     far_all = np.int64(0)
     far_w = np.int64(0)
     for q in range(n):
         r = order[q]
-        lo = sp[r, 0]
-        hi = sp[r, 1]
+        lo = sp[0, r]
+        hi = sp[1, r]
         if lo == hi:
             continue
-        if lo < far_w or (sp[r, 2] and lo < far_all):
+        if lo < far_w or (sp[2, r] and lo < far_all):
             return True
         far_all = max(far_all, hi)
-        if sp[r, 2]:
+        if sp[2, r]:
             far_w = max(far_w, hi)
     return False
 '''
@@ -330,20 +331,22 @@ def _jt_meet(sp):
 
 def overlap_check(em: Emitter, graph: ir.Graph, written):
     """None when the program writes no argument; else a function that, given the entry's
-    argument names, emits the check at the top of the entry: every tensor argument (each
-    element of a tensor list) gets a row of byte bounds, and a written one that overlaps
-    another or itself raises `ArgumentsOverlap` before anything else runs."""
+    argument names, emits the check at the top of the entry: every tensor argument the program
+    reads (each element of a tensor list) gets a row of byte bounds, and a written one that
+    overlaps another or itself raises `ArgumentsOverlap` before anything else runs."""
+    from .. import alias
     from . import lower_list
     written = set(written or ())
+    used = alias.used_inputs(graph)  # an argument the program never reads may share memory
     kinds = []  # per input: "t" (tensor), "l" (tensor list: a tuple argument) or None
-    for p in graph.inputs:
+    for i, p in enumerate(graph.inputs):
         t = p.type
-        kinds.append("t" if isinstance(t, ir.TensorType) else
+        kinds.append(None if i not in used else "t" if isinstance(t, ir.TensorType) else
                      "l" if lower_list.is_tensor_list(t) else None)
     if not any(kinds[i] for i in written if i < len(kinds)):
         return None
 
-    def emit(arg_names):
+    def emit(arg_names):  # (a list argument's name: its unpacked native list, fast to walk)
         line = "from jitorch.script.alias import ArgumentsOverlap"
         if line not in em.globals:
             em.globals.append(line)
