@@ -411,3 +411,18 @@ def test_fork_while_another_thread_resizes_the_pool():
         sys.setswitchinterval(old)
         t.set_num_threads(threads)
     assert not errors, errors[:3]
+
+
+def test_read_only_element_of_a_written_list_is_refused_where_written():
+    def f(xs: List[t.Tensor], k: int):
+        xs[k].add_(1.0)
+        return xs[0] * 1.0
+    sf = scripted(f)
+    ro = np.arange(3.0)
+    ro.setflags(write=False)
+    for run in (f, sf):
+        xs = [t.zeros(3, dtype=t.float64), t.Tensor._make(ro, t.float64)]
+        _same(run(xs, 0), t.ones(3, dtype=t.float64))  # the read-only one is not written: fine
+        with pytest.raises(RuntimeError, match="more than one element|read-only|writ"):
+            run(xs, 1)
+    np.testing.assert_array_equal(ro, [0.0, 1.0, 2.0])

@@ -189,8 +189,8 @@ def _layout_type(t, c: bool):
         return nbt.Array(t.dtype, t.ndim, "C" if c else "A")
     if isinstance(t, nbt.UniTuple):
         return nbt.UniTuple(_layout_type(t.dtype, c), t.count)
-    if isinstance(t, nbt.Tuple):
-        return nbt.Tuple([_layout_type(e, c) for e in t.types])
+    if isinstance(t, nbt.Tuple):  # (elements that differed only in read-only: a UniTuple)
+        return nbt.BaseTuple.from_types([_layout_type(e, c) for e in t.types])
     return t
 
 
@@ -507,8 +507,7 @@ class ScriptFunction:
                         return entry(args)  # the runner returns the final value
                 args = list(args)
             orig = args
-            if self._mutated:
-                self._refuse_writes(args)
+            eager = self._mutated and self._refuse_writes(args)
             key, need_grad = self._key(args)
             entry = self._cache.get(key)
             if self._mutated:
@@ -516,7 +515,7 @@ class ScriptFunction:
                 # A compiled program checks that itself (nanoseconds, codegen/cpu.py); other
                 # tiers are checked here, before anything runs
                 # (a first call is checked where its entry is built: `_build`)
-                if (need_grad or entry is not None and (
+                if eager or (need_grad or entry is not None and (
                         entry.kind != "compiled" or not entry.checks_overlap)) and \
                         alias.overlap(args, self._mutated, self._read):
                     return self._finish(self._in_place(args))
@@ -573,15 +572,23 @@ class ScriptFunction:
         stats.record_call(hit=True, interpreted=True)
         return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
 
-    def _refuse_writes(self, args) -> None:
+    def _refuse_writes(self, args) -> bool:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
         tensors that may be modified in place (not a leaf that requires grad in grad mode, not
-        an expanded tensor)."""
+        an expanded tensor). Which elements of a written list are written is only known as
+        the call runs, and compiled code writes list elements in place (lower_list.py): True
+        when such a list holds a read-only tensor, so that the call runs in place instead,
+        where eager's ops refuse exactly the writes eager refuses."""
+        ro = False
         for i in self._mutated:
             a = args[i]
             if isinstance(a, Tensor):
                 check_inplace_allowed(a)
                 check_writable(a)
+            elif isinstance(a, (list, tuple)):
+                ro = ro or any(isinstance(e, Tensor) and not e._data.flags.writeable
+                               for e in a)
+        return ro
 
     def _clone_written(self, args):
         """Under autograd the inputs may be saved (version-checked): the call reads clones of
