@@ -78,12 +78,21 @@ def test_compiled_call_matches_eager_and_new_size_does_not_compile(monkeypatch):
     assert len(disp.signatures) == 1  # one Numba specialisation serves every size
 
 
-def test_noncontiguous_inputs_are_made_contiguous(monkeypatch):
+def test_strided_inputs_take_one_A_overload_without_copies(monkeypatch):
     monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
     f = traced_muladd()
-    x, y = jitorch.randn(4, 3).t(), jitorch.randn(3, 4)
+    y = jitorch.randn(3, 4)
+    f(jitorch.randn(3, 4), y)
+    before = set(f._last.fn.signatures)
+    x = jitorch.randn(4, 3).t()  # Fortran order: typed 'A', not 'F'
     np.testing.assert_allclose(f(x, y).numpy(), (x * y + x).numpy(), rtol=1e-6)
-    assert len(f._last.fn.signatures) == 1  # C layout only, no 'A' layout compile
+    sigs = set(f._last.fn.signatures)
+    new = sigs - before
+    assert [s[0].layout for s in new] in ([], ["A"]) and all(s[0].layout != "F" for s in sigs)
+    z = jitorch.randn(3, 8)[:, ::2]  # strided and neither C nor F: the same 'A' overload
+    np.testing.assert_allclose(f(z, y).numpy(), (z * y + z).numpy(), rtol=1e-6)
+    assert set(f._last.fn.signatures) == sigs
+    assert len(f._cache) == 2  # layout is part of the key: one entry per (C, A) pattern
 
 
 def test_new_dtype_compiles_and_log_names_the_change(monkeypatch, capfd):

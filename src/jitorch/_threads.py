@@ -74,26 +74,42 @@ def apply_numba_threads(launch: bool = True) -> None:
 
 
 def _resize_pool_locked() -> None:
-    global _pool, _pool_size
+    global _pool
     if _pool is not None and _pool_size != get_num_threads():
         _pool.shutdown(wait=False)  # running tasks finish; new ones go to the new pool
         _pool = None
 
 
-def pool() -> concurrent.futures.ThreadPoolExecutor:
-    """jitorch's own pool (sized by get_num_threads()), created on first use."""
+def _pool_locked() -> concurrent.futures.ThreadPoolExecutor:
     global _pool, _pool_size
+    if _pool is None:
+        _pool_size = get_num_threads()
+        _pool = concurrent.futures.ThreadPoolExecutor(_pool_size, thread_name_prefix="jitorch")
+    return _pool
+
+
+def pool() -> concurrent.futures.ThreadPoolExecutor:
+    """jitorch's own pool (sized by get_num_threads()), created on first use. Another thread's
+    `set_num_threads` may shut it down at any time: submit through `submit`."""
     p = _pool
     if p is not None:
         return p
     with _lock:
-        if _pool is None:
-            _pool_size = get_num_threads()
-            _pool = concurrent.futures.ThreadPoolExecutor(_pool_size,
-                                                          thread_name_prefix="jitorch")
-        p = _pool
+        p = _pool_locked()
     pin_blas()
     return p
+
+
+def submit(fn, *args) -> concurrent.futures.Future:
+    """`pool().submit(fn, *args)`, safe against a concurrent `set_num_threads`: the pool is
+    looked up and given the task under the lock that replacing it takes, so a task never goes
+    to a pool already shut down (which refuses it: "cannot schedule new futures after
+    shutdown"). A pool shut down later still runs the tasks it has."""
+    with _lock:
+        fut = _pool_locked().submit(fn, *args)
+    if not _pinned:
+        pin_blas()
+    return fut
 
 
 def pin_blas() -> None:

@@ -70,7 +70,7 @@ def fork(func, *args, **kwargs) -> Future:
         except BaseException as e:  # delivered by wait(), like a pooled task
             fut.set_exception(e)
         return fut
-    fut = _threads.pool().submit(_run_in_pool, func, args, kwargs)
+    fut = _threads.submit(_run_in_pool, func, args, kwargs)
     fut.__class__ = Future  # same layout: adds wait()/value() to the pool's future
     return fut
 

@@ -209,9 +209,16 @@ class CompiledStep:
     def _run_chunks(self, flags, fn, kernel, params, args, dtype, calls):
         direct = self._direct.get((flags, dtype))
         if direct is not None:
+            from .._tensor import Tensor as _T
             from ..script import stats
+            from ..script.codegen import RaiseInInterpreter
             for c in calls:
-                direct(*c)
+                try:
+                    direct(*c)
+                except RaiseInInterpreter:  # e.g. arguments sharing memory: the checked path
+                    fn(*[[_T._make(a, dtype) for a in x] if type(x) is tuple else x
+                         for x in c])
+                    continue
                 stats.record_call(hit=True, interpreted=False)  # visible in jit.stats()
         else:
             from .._tensor import Tensor as _T

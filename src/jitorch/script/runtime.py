@@ -10,7 +10,15 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
    the same first call compile once; other keys proceed): `passes.types.specialize` ->
    `passes.pipeline.run` -> `codegen.cpu.generate` -> `cache.load_module` (disk cache), and the
    first call runs inside the lock, because that is when Numba compiles (or loads from disk);
-4. tensors enter as C-contiguous NumPy arrays; outputs become Tensors of the graph's dtypes.
+4. tensors enter as the NumPy arrays they are (no copy: a strided, expanded or read-only array is
+   read through its strides). The program's Numba overload is chosen by the arrays' (dtype,
+   rank, layout) with the layout normalised to 'C' or 'A' (a Fortran-ordered or read-only array
+   takes the 'A' / writable overload: the program never writes its inputs, see `_Entry`), and
+   called through its entry point; outputs become Tensors of the graph's dtypes;
+5. a function that writes to its arguments (`graph.mutated_inputs`) gets eager's result even
+   when arguments share memory (`f(a, a)`, overlapping views, a stride-0 argument): such a call
+   runs in place in the interpreter (`alias.py`); compiled programs detect it themselves
+   (codegen/cpu.py), other tiers are checked here before they run.
 Where a graph cannot be lowered (`codegen.NotLowered`, a Numba typing error, a missing compiler
 part) the specialisation runs the IR interpreter instead and the reason is recorded
 (`jitorch.jit.stats()`, `fn.code`, JITORCH_LOG=compile). With grad mode on and an input that
@@ -36,7 +44,8 @@ from .. import _threads
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from . import cache, interpreter, ir, stats
+from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history
+from . import alias, cache, interpreter, ir, stats
 from .trace import _active_count as _tracers, active_tracer as _active_tracer
 from .codegen import NotLowered, RaiseInInterpreter
 
@@ -48,11 +57,6 @@ class TracerWarning(Warning):
 _gstate = grad_mode._state
 _counters = stats._c
 _new = object.__new__
-
-
-def _ascontig(a, _asarray=np.asarray):
-    # not np.ascontiguousarray: it turns 0-d arrays into shape (1,)
-    return _asarray(a, order="C")
 
 
 def _strict() -> bool:
@@ -75,7 +79,9 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
         stage = "codegen.cpu"
         from .codegen import cpu
         stage = "codegen.cpu.generate"
-        return g, cpu.generate(g), None
+        # the program checks that the arguments it writes share no memory (alias.py)
+        return g, cpu.generate(g, written=tuple(getattr(graph, "mutated_inputs", None) or ())), \
+            None
     except NotLowered as e:
         return g, None, f"not lowered: {e}"
     except ImportError as e:
@@ -90,47 +96,67 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
 
 
 class _Entry:
-    """One specialisation: a compiled program or an interpreted graph."""
+    """One specialisation: a compiled program or an interpreted graph.
 
-    __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff")
+    A compiled entry calls its Numba dispatcher's overloads through their entry points (the
+    compiled functions' CPython wrappers), one per boundary key (`_bkey`: per array its dtype,
+    rank and whether it is C-contiguous), compiled on first use for the normalised types of
+    `_nb_signature`. An entry point unboxes arrays without checking their types, which is safe
+    here because the boundary key fixes every array's dtype and rank and an 'A' overload
+    reads any strides; read-only arrays may be passed to the writable overload because
+    programs never write to their inputs (writes to arguments are functional in the IR, and
+    the in-place list writes of codegen/lower_list.py are refused for read-only tensors by
+    `ScriptFunction._refuse_writes`)."""
+
+    __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff",
+                 "eps", "checks_overlap")
 
     def __init__(self, kind, graph, *, fn=None, source=None, out_types=None, reason=None,
-                 autodiff=None):
+                 autodiff=None, checks_overlap=False):
         self.kind, self.graph, self.fn, self.source = kind, graph, fn, source
         self.out_types, self.reason, self.autodiff = out_types, reason, autodiff
         self.wraps = [_wrapper(t) for t in out_types or ()]
+        self.eps: dict = {}  # boundary key -> entry point (or the dispatcher itself)
+        # the program checks that its written arguments share no memory (codegen/cpu.py)
+        self.checks_overlap = checks_overlap
 
     def run(self, args):
         """Run with Tensors/scalars in; returns the list of outputs (Tensors/scalars)."""
         if self.kind == "interpreted":
             return interpreter.run_graph(self.graph, args)
-        res = self.fn(*[_ascontig(a._data) if type(a) is Tensor else _to_numpy(a)
-                        for a in args])
+        res = self.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
         if type(res) is not tuple:
             res = (res,)
         return [w(r) for w, r in zip(self.wraps, res)]
 
+    def call(self, xs):
+        """The program on boundary values `xs` (arrays as they are, scalars, tuples of arrays)."""
+        bk = _bkey(xs)
+        ep = self.eps.get(bk)
+        if ep is None:
+            ep = self.eps[bk] = _entry_point(self.fn, xs)
+        return ep(*xs)
+
     def runner(self, args, tuple_out: bool):
         """An unrolled call for `args` (all tensors) of a compiled entry, returning what the
         ScriptFunction returns (the per-call path: no list comprehensions, no zip, no list of
-        outputs). Where the program is a Numba dispatcher already compiled for these argument
-        types, it calls that compiled overload's entry point directly, skipping the
-        dispatcher's type matching (about half of a small call's cost): `_fast_entry`."""
+        outputs). It calls the entry point of the overload for these arguments' boundary key
+        directly, skipping the dispatcher's type matching (about half of a small call's cost);
+        the fast key it is stored under (`_make_fast_key`) fixes each tensor's dtype, rank and
+        C-contiguity, and the array dtypes are checked by identity here (a Tensor's array
+        could differ from its dtype, e.g. in byte order): anything else takes `call`."""
         n_args = len(args)
-        arrays = [_ascontig(a._data) for a in args]
-        ep, dtypes = _fast_entry(self.fn, arrays)
-        conv = "".join(f"    x{i} = _asarray(a[{i}]._data, order='C')\n" for i in range(n_args))
-        xs = ", ".join(f"x{i}" for i in range(n_args))
-        ns = {"_fn": self.fn, "_ep": ep, "_asarray": np.asarray}
-        if ep is not None:
-            # the entry point trusts its argument types: only arrays of exactly the dtypes it
-            # was compiled for go there (dtype and rank are in the fast key; C order is made
-            # above); anything else takes the dispatcher, which checks
-            ns.update({f"_d{i}": d for i, d in enumerate(dtypes)})
-            same = " and ".join(f"x{i}.dtype is _d{i}" for i in range(n_args)) or "True"
-            call = f"    if {same}:\n        r = _ep({xs})\n    else:\n        r = _fn({xs})\n"
-        else:
-            call = f"    r = _fn({xs})\n"
+        xs = [a._data for a in args]
+        bk = _bkey(xs)
+        ep = self.eps.get(bk)
+        if ep is None:
+            ep = self.eps[bk] = _entry_point(self.fn, xs)
+        conv = "".join(f"    x{i} = a[{i}]._data\n" for i in range(n_args))
+        xl = ", ".join(f"x{i}" for i in range(n_args))
+        ns = {"_ep": ep, "_call": self.call}
+        ns.update({f"_d{i}": x.dtype for i, x in enumerate(xs)})
+        same = " and ".join(f"x{i}.dtype is _d{i}" for i in range(n_args)) or "True"
+        call = f"    if {same}:\n        r = _ep({xl})\n    else:\n        r = _call([{xl}])\n"
         ns.update({f"_w{k}": w for k, w in enumerate(self.wraps)})
         outs = [f"_w{k}(r[{k}])" for k in range(len(self.wraps))]
         ret = outs[0] if len(outs) == 1 and not tuple_out else \
@@ -140,30 +166,66 @@ class _Entry:
         return ns["run"]
 
 
-def _fast_entry(fn, arrays):
-    """(entry point, NumPy dtypes) of the overload of Numba dispatcher `fn` compiled for exactly
-    the types of `arrays` (C-contiguous), or (None, None). The entry point is the compiled
-    function's CPython wrapper: it unboxes arrays without checking their types, so callers must
-    only pass arrays of these dtypes, ranks and C order. Read-only or unaligned arrays of the
-    same dtype and rank are safe to pass: programs without mutated inputs never write their
-    inputs, and Numba's 'aligned' only assumes element alignment, which the unaligned-load
-    instructions it emits do not need on x86/ARM64."""
-    overloads = getattr(fn, "overloads", None)
-    typeof = getattr(fn, "typeof_pyval", None)
-    if overloads is None or typeof is None:
-        return None, None
+def _bkey(xs) -> tuple:
+    """What selects a program's overload for boundary values `xs`: per array (dtype, rank,
+    C-contiguous), per tuple of arrays the same for each element plus whether all are
+    C-contiguous, per other value its type. Sizes and strides are not part of it."""
+    key = []
+    for x in xs:
+        t = type(x)
+        if t is np.ndarray:
+            key.append((x.dtype, x.ndim, x.flags.c_contiguous))
+        elif t is tuple and x and type(x[0]) is np.ndarray:
+            key.append((tuple([(e.dtype, e.ndim) for e in x]),
+                        all([e.flags.c_contiguous for e in x])))
+        else:
+            key.append(t)
+    return tuple(key)
+
+
+def _layout_type(t, c: bool):
+    """Numba type `t` with its arrays typed C-contiguous (c) or strided ('A'), writable."""
+    from numba.core import types as nbt
+    if isinstance(t, nbt.Array):
+        return nbt.Array(t.dtype, t.ndim, "C" if c else "A")
+    if isinstance(t, nbt.UniTuple):
+        return nbt.UniTuple(_layout_type(t.dtype, c), t.count)
+    if isinstance(t, nbt.Tuple):  # (elements that differed only in read-only: a UniTuple)
+        return nbt.BaseTuple.from_types([_layout_type(e, c) for e in t.types])
+    return t
+
+
+def _nb_signature(fn, xs) -> tuple:
+    """The Numba argument types a program is compiled for on boundary values `xs`: typeof's,
+    with every array typed 'C' when it (or every element of its tuple) is C-contiguous and
+    'A' otherwise (an 'F' or read-only array gets no overload of its own)."""
+    sig = []
+    for x in xs:
+        t = fn.typeof_pyval(x)
+        if type(x) is np.ndarray:
+            t = _layout_type(t, x.flags.c_contiguous)
+        elif type(x) is tuple and x and type(x[0]) is np.ndarray:
+            t = _layout_type(t, all(e.flags.c_contiguous for e in x))
+        sig.append(t)
+    return tuple(sig)
+
+
+def _entry_point(fn, xs):
+    """The entry point of `fn`'s overload for `xs` (`_nb_signature`), compiled (or loaded from
+    Numba's disk cache) now if needed; `fn` itself where it is not a Numba dispatcher (tests
+    feed plain Python programs) or where typeof cannot type a value (the dispatcher then
+    raises its own error)."""
+    if getattr(fn, "overloads", None) is None or getattr(fn, "typeof_pyval", None) is None:
+        return fn
     try:
-        from numba.core import types as nbt
-        sig = tuple(typeof(x) for x in arrays)
-        if not all(isinstance(t, nbt.Array) and t.layout == "C" for t in sig):
-            return None, None
-        cres = overloads.get(sig)
-        ep = getattr(cres, "entry_point", None)
-    except Exception:  # noqa: BLE001 - an optimisation only: the dispatcher stays correct
-        return None, None
+        sig = _nb_signature(fn, xs)
+    except Exception:  # noqa: BLE001 - a value Numba cannot type: let the dispatcher say so
+        return fn
+    cres = fn.overloads.get(sig)
+    ep = getattr(cres, "entry_point", None)
     if ep is None:
-        return None, None
-    return ep, [x.dtype for x in arrays]
+        ep = fn.compile(sig)
+    return ep
 
 
 def _wrapper(ty):
@@ -190,12 +252,13 @@ def _interp(entry: _Entry) -> bool:
     return entry.kind == "interpreted"
 
 
-def _to_numpy(a):
+def _boundary(a):
+    """A non-Tensor argument as the program takes it (a list/tuple of tensors: a tuple of their
+    arrays, which Numba unboxes cheaply, codegen/lower_list.py)."""
     if isinstance(a, Tensor):
-        return _ascontig(a._data)
+        return a._data
     if isinstance(a, (tuple, list)) and a and isinstance(a[0], Tensor):
-        # a tuple either way: Numba unboxes a tuple of arrays cheaply (codegen/lower_list.py)
-        return tuple([_ascontig(t._data) for t in a])
+        return tuple([t._data for t in a])
     return a
 
 
@@ -253,7 +316,8 @@ def _type_name(t: ir.Type) -> str:
 
 def _describe_key_part(p) -> str:
     if isinstance(p, tuple) and p and p[0] == "T":
-        return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "")
+        return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "") \
+            + ("" if p[4] else " strided")
     if isinstance(p, tuple) and p and p[0] in ("S", "B"):
         return f"static={p[1]!r}"
     return str(getattr(p, "__name__", p))
@@ -301,6 +365,9 @@ class ScriptFunction:
         # final values of these inputs, written back into the caller's tensors after a call
         self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
         self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
+        # inputs the graph uses (a use in any branch counts): an unused argument may share
+        # memory with a written one (alias.overlap ignores it)
+        self._read = alias.used_inputs(graph) if self._mutated else ()
         if self._mutated:
             self._fast_key = None
 
@@ -368,10 +435,11 @@ class ScriptFunction:
         if self._all_tensors:  # the common case, kept short: it runs on every call
             try:
                 if grad_on:
-                    key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad)
-                                 for a in args])
+                    key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad,
+                                  a._data.flags.c_contiguous) for a in args])
                     return key, any(k[3] for k in key)
-                return tuple([("T", a._dtype, a._data.ndim, False) for a in args]), False
+                return tuple([("T", a._dtype, a._data.ndim, False, a._data.flags.c_contiguous)
+                              for a in args]), False
             except AttributeError:
                 pass  # not a Tensor: the loop below raises the TypeError
         key = []
@@ -382,7 +450,7 @@ class ScriptFunction:
                     self._bad(i, a, "Tensor")
                 rg = grad_on and a._requires_grad
                 need_grad |= rg
-                key.append(("T", a._dtype, a._data.ndim, rg))
+                key.append(("T", a._dtype, a._data.ndim, rg, a._data.flags.c_contiguous))
             elif k == "float":
                 if type(a) is not float:
                     if isinstance(a, bool) or not isinstance(a, (int, float)):
@@ -443,10 +511,20 @@ class ScriptFunction:
                         return entry(args)  # the runner returns the final value
                 args = list(args)
             orig = args
-            if self._mutated:
-                args = self._check_writes(args)
+            eager = self._mutated and self._refuse_writes(args)
             key, need_grad = self._key(args)
             entry = self._cache.get(key)
+            if self._mutated:
+                # arguments sharing memory: eager's result needs the writes done in place.
+                # A compiled program checks that itself (nanoseconds, codegen/cpu.py); other
+                # tiers are checked here, before anything runs
+                # (a first call is checked where its entry is built: `_build`)
+                if eager or (need_grad or entry is not None and (
+                        entry.kind != "compiled" or not entry.checks_overlap)) and \
+                        alias.overlap(args, self._mutated, self._read):
+                    return self._finish(self._in_place(args))
+                if need_grad:
+                    args = self._clone_written(args)
             if entry is None:
                 outs = self._miss(key, args, need_grad)
             else:
@@ -469,49 +547,72 @@ class ScriptFunction:
             return tuple(outs)
         except RaiseInInterpreter:
             # the program met what it cannot do itself (an error message built from lists or
-            # reprs, a row region whose rows differ): the interpreter runs this call (eager
-            # semantics: it returns the result or raises the exact error)
+            # reprs, a row region whose rows differ, arguments that share memory): the
+            # interpreter runs this call (eager semantics: it returns the result or raises the
+            # exact error)
             return self._raise_interpreted(given, kwargs)
 
-    def _raise_interpreted(self, args, kwargs):
-        args = orig = self._bind(args, kwargs)
-        if self._mutated:  # as a call does: the writes reach the caller's tensors
-            args = self._check_writes(args)
-        outs = interpreter.run_graph(self.graph, args)
-        if self._mutated:
-            outs = self._write_back(orig, outs, args)
+    def _finish(self, outs):
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)
 
-    def _check_writes(self, args):
+    def _raise_interpreted(self, args, kwargs):
+        args = self._bind(args, dict(kwargs))
+        if self._mutated:  # writes in place: eager's result, aliasing arguments included
+            return self._finish(self._in_place(args))
+        return self._finish(interpreter.run_graph(self.graph, args))
+
+    def _check_overlap(self, args) -> None:
+        """Raise ArgumentsOverlap (the caller runs the call in place) when a written argument
+        shares memory with another or itself; for entries whose program does not check."""
+        if self._mutated and alias.overlap(args, self._mutated, self._read):
+            raise alias.ArgumentsOverlap()
+
+    def _in_place(self, args):
+        """This call through the interpreter over the frontend's graph, every write done in
+        place in the arguments' memory (alias.py): eager's semantics when arguments share
+        memory."""
+        stats.record_call(hit=True, interpreted=True)
+        return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
+
+    def _refuse_writes(self, args) -> bool:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
         tensors that may be modified in place (not a leaf that requires grad in grad mode, not
-        an expanded tensor)."""
-        from ..autograd.inplace import check_inplace_allowed, check_writable
+        an expanded tensor). Which elements of a written list are written is only known as
+        the call runs, and compiled code writes list elements in place (lower_list.py): True
+        when such a list holds a read-only tensor, so that the call runs in place instead,
+        where eager's ops refuse exactly the writes eager refuses."""
+        ro = False
         for i in self._mutated:
             a = args[i]
             if isinstance(a, Tensor):
                 check_inplace_allowed(a)
                 check_writable(a)
-        if _gstate.enabled and any(_any_rg(a) for a in args):
-            # autograd may save the inputs (version-checked): the call reads clones of the
-            # written arguments (which keep their history), so the write-back does not
-            # overwrite what the backward needs
-            args = list(args)
-            for i in self._mutated:
-                if isinstance(args[i], Tensor):
-                    args[i] = args[i].clone()
-                elif isinstance(args[i], (list, tuple)):
-                    args[i] = type(args[i])(e.clone() if isinstance(e, Tensor) else e
-                                            for e in args[i])
+            elif isinstance(a, (list, tuple)):
+                ro = ro or any(isinstance(e, Tensor) and not e._data.flags.writeable
+                               for e in a)
+        return ro
+
+    def _clone_written(self, args):
+        """Under autograd the inputs may be saved (version-checked): the call reads clones of
+        the written arguments (which keep their history), so the write-back does not overwrite
+        what the backward needs."""
+        args = list(args)
+        for i in self._mutated:
+            if isinstance(args[i], Tensor):
+                args[i] = args[i].clone()
+            elif isinstance(args[i], (list, tuple)):
+                args[i] = type(args[i])(e.clone() if isinstance(e, Tensor) else e
+                                        for e in args[i])
         return args
 
-    def _write_back(self, args, outs, ran_with):
+    def _write_back(self, args, outs, ran_with, in_place: bool = False):
         """Copy the final values of written arguments into the caller's tensors (through their
         views, so a non-contiguous argument's storage is written where it lives), bump their
-        version counters and, under autograd, give them the write's history."""
-        from ..autograd.inplace import rebase_history
+        version counters and, under autograd, give them the write's history. After an
+        in-place run (alias.py) a value that shares the argument's memory was written there
+        already, by eager ops that did all of that."""
         k = len(self._mutated)
         outs = list(outs)
         extra = outs[len(outs) - k:]
@@ -521,10 +622,10 @@ class ScriptFunction:
             if isinstance(a, list) and isinstance(new, (list, tuple)):
                 for e, ne, ran in zip(a, new, ran_with[i]):
                     if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
-                        _write_one(e, ne, rebase_history)  # elements the call wrote
+                        _write_one(e, ne, in_place)  # elements the call wrote
                 continue
             if isinstance(a, Tensor) and isinstance(new, Tensor):
-                _write_one(a, new, rebase_history)
+                _write_one(a, new, in_place)
         for j, i in self._ret_alias.items():
             if j < len(outs) and isinstance(args[i], Tensor):
                 outs[j] = args[i]
@@ -591,6 +692,8 @@ class ScriptFunction:
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
+            if not entry.checks_overlap:
+                self._check_overlap(args)
             outs, how = first_call(entry, args)
         except Exception:
             self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
@@ -601,6 +704,7 @@ class ScriptFunction:
 
     def _first_run(self, key, entry, args):
         try:
+            self._check_overlap(args)
             return entry.run(args)
         except Exception:
             self._cache[key] = entry  # the program stays; the user's error propagates
@@ -657,10 +761,9 @@ class ScriptFunction:
             self._last = self._last_key = None
 
 
-def _write_one(a: Tensor, new: Tensor, rebase_history) -> None:
-    from ..autograd.inplace import check_inplace_allowed, check_writable
-    if new._data is a._data:
-        return
+def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
+    if new._data is a._data or in_place and np.may_share_memory(a._data, new._data):
+        return  # written where it lives already
     check_inplace_allowed(a)  # (list elements are only known to be written now)
     check_writable(a)
     np.copyto(a._data, new._data, casting="unsafe")
@@ -671,12 +774,12 @@ def _write_one(a: Tensor, new: Tensor, rebase_history) -> None:
 
 def _make_fast_key(n: int):
     """`key(args, grad_on)` for n tensors, unrolled (about twice as fast as a loop): a flat
-    tuple of (dtype, ndim, requires_grad) per tensor. Only used to find compiled entries
-    already made; misses take the checked path (`_key`)."""
+    tuple of (dtype, ndim, requires_grad, C-contiguous) per tensor. Only used to find compiled
+    entries already made; misses take the checked path (`_key`)."""
     if n == 0:
         return lambda args, grad_on: ()
-    parts = ", ".join(f"a[{i}]._dtype, a[{i}]._data.ndim, grad_on and a[{i}]._requires_grad"
-                      for i in range(n))
+    parts = ", ".join(f"a[{i}]._dtype, a[{i}]._data.ndim, grad_on and a[{i}]._requires_grad, "
+                      f"a[{i}]._data.flags.c_contiguous" for i in range(n))
     ns: dict = {}
     exec(f"def fast_key(a, grad_on):\n    return ({parts},)\n", ns)
     return ns["fast_key"]
@@ -684,7 +787,8 @@ def _make_fast_key(n: int):
 
 def _other_key(a, grad_on):
     if isinstance(a, Tensor):
-        return ("T", a._dtype, a._data.ndim, grad_on and a._requires_grad)
+        return ("T", a._dtype, a._data.ndim, grad_on and a._requires_grad,
+                a._data.flags.c_contiguous)
     if isinstance(a, (list, tuple)):
         return (type(a), tuple(_other_key(e, grad_on) for e in a))
     return type(a)
@@ -744,8 +848,8 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
             source = f.read()
     except (OSError, TypeError):
         source = prog.source
-    return _Entry("compiled", g, fn=fn, source=source,
-                  out_types=list(prog.output_types)), "pending"
+    return _Entry("compiled", g, fn=fn, source=source, out_types=list(prog.output_types),
+                  checks_overlap=bool(getattr(prog, "checks_overlap", False))), "pending"
 
 
 def first_call(entry: _Entry, args):

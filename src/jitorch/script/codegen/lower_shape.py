@@ -2,7 +2,11 @@
 
 Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
 `None` indexing, expand via `np.broadcast_to`); reshape/view/flatten go through
-`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). Sizes the
+`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). A view
+op (registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the
+view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
+otherwise; its result may then be a contiguous copy, which holds the same values (programs
+never write through a view: writes are functional in the IR). Sizes the
 IR fixed at trace time (a reshape target, an integer index) are checked at run time with
 PyTorch's message, so a call with other sizes fails cleanly instead of reading out of bounds.
 `select` takes a run-time index too (`x[i]` in a loop), and `chunk` is lowered when a
@@ -50,6 +54,52 @@ def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
     raise NotLowered(f"{what} of type {v.type}")
 
 
+_VIEWABLE = '''
+@numba.njit(nogil=True, cache=False)
+def _jt_viewable(x, shape):
+    """PyTorch's computeStride as a test: can x, with its strides, be viewed as `shape` (sizes
+    whose product is x.size) without a copy? Strides in bytes work as well as in elements."""
+    if x.size == 0 or x.ndim == 0:
+        return True
+    view_d = len(shape) - 1
+    chunk = x.strides[x.ndim - 1]
+    tn = 1
+    vn = 1
+    for td in range(x.ndim - 1, -1, -1):
+        tn *= x.shape[td]
+        if td == 0 or (x.shape[td - 1] != 1 and x.strides[td - 1] != tn * chunk):
+            while view_d >= 0 and (vn < tn or shape[view_d] == 1):
+                vn *= shape[view_d]
+                view_d -= 1
+            if vn != tn:
+                return False
+            if td > 0:
+                chunk = x.strides[td - 1]
+                tn = 1
+                vn = 1
+    return view_d == -1
+'''
+
+_NOT_VIEWABLE = ("view size is not compatible with input tensor's size and stride (at least one "
+                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+
+
+def check_viewable(em: Emitter, n: ir.Node, xs: str, parts) -> None:
+    """For a view op (the registry's `view=True`; reshape-like ops copy instead): raise eager's
+    RuntimeError when array `xs` cannot be viewed with sizes `parts` (expressions whose product
+    was checked to be its size). C-contiguous arrays always can."""
+    from ..._ops.registry import OPS
+    op = OPS.get(n.op)
+    if op is None or op.view is not True or not parts:  # (a 0-d view of one element: always)
+        return
+    if _VIEWABLE not in em.globals:
+        em.globals.append(_VIEWABLE)
+    em.emit(f"if not {xs}.flags.c_contiguous and not _jt_viewable({xs}, {_tup(parts)}):")
+    em.indent += 1
+    em.raise_("RuntimeError", _NOT_VIEWABLE)
+    em.indent -= 1
+
+
 def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
     """reshape to sizes some of which are run-time ints (non-negative, or -1 when constant)."""
     xs = em.name(n.inputs[0])
@@ -73,6 +123,7 @@ def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
     em.indent += 1
     em.raise_("RuntimeError", "shape '[...]' is invalid for input of size ", (f"{src}.size",))
     em.indent -= 1
+    check_viewable(em, n, xs, parts)
     out = em.fresh("v")
     em.emit(f"{out} = {src}.reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
@@ -112,6 +163,7 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
         em.raise_("RuntimeError", f"shape '{txt}' is invalid for input of size ", (f"{src}.size",))
         em.indent -= 1
         parts = [literal.integer(s) for s in shape]
+    check_viewable(em, n, xs, parts)
     out = em.fresh("v")
     em.emit(f"{out} = {src}.reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
@@ -471,7 +523,9 @@ def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
     em.indent += 1
     em.raise_("RuntimeError", "shape '[...]' is invalid for input of size ", (f"{src}.size",))
     em.indent -= 1
-    em.emit(f"{out} = {src}.reshape({_tup(f'{os_}.shape[{d}]' for d in range(ro))})")
+    parts = [f"{os_}.shape[{d}]" for d in range(ro)]
+    check_viewable(em, n, xs, parts)
+    em.emit(f"{out} = {src}.reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
 
 
