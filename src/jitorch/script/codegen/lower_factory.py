@@ -87,15 +87,9 @@ def _filled(em: Emitter, n: ir.Node, parts: list, fill, d: dt.dtype) -> None:
 
 
 def _fill_expr(em: Emitter, v: ir.Value, d: dt.dtype) -> str:
-    """A fill value converted to `d` (a typed literal for constants)."""
-    if em.is_const(v):
-        c = em.const(v)
-        if d.category == dt.INT and isinstance(c, float):
-            raise NotLowered("float fill of an integer tensor")  # eager checks the range
-        return typed_literal(c, d)
-    if d.category == dt.INT and isinstance(v.type, ir.FloatType):
-        raise NotLowered("float fill of an integer tensor")
-    return f"{np_type(d)}({em.name(v)})"
+    """A fill value converted to `d` with PyTorch's checked conversion, as eager's `full`."""
+    from .casts import checked_scalar
+    return checked_scalar(em, v, d)
 
 
 def _sized(fill):
