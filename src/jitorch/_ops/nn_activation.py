@@ -406,23 +406,5 @@ Tensor.log_softmax = _log_softmax_method
 # the softmax family's max shift carries no gradient (softmax is shift-invariant): scripted
 # twins (script/frontend_nn.py) stop it with this identity so the compiled backward matches
 # PyTorch's softmax backward, which never differentiates the max
-_FLOAT_TARGET = ("cross_entropy / nll_loss with class-probability (floating point) targets "
-                 "inside scripted code is not supported yet: call it outside the scripted "
-                 "function, or pass class indices")
-
-
-def _class_index_rule(d):
-    # eager raises here; the type pass leaves the value untyped, so the interpreter raises
-    if d.category > dt.INT:
-        raise NotImplementedError(_FLOAT_TARGET)
-    return d, d  # (compute dtype, result dtype), as elementwise rules give
-
-
-# identity on integer targets of the scripted losses (script/frontend_nn.py); a float target
-# raises instead of being read as class indices
-_class_index = defop("_class_index", lambda input: input.copy(), kind="elementwise",
-                     dtype=_class_index_rule, nondiff=True, method=False, function=False,
-                     scalar="{input}")
-
 _stop_gradient = defop("_stop_gradient", lambda input: input.copy(), kind="elementwise",
                        nondiff=True, method=False, function=False, scalar="{input}")

@@ -20,12 +20,13 @@ Anything a twin does not cover (a non-constant static argument, `dropout(trainin
 training batch_norm with running statistics, `rms_norm(eps=None)`, legacy size_average/reduce
 flags, an invalid value that eager must report) returns None and the caller keeps the old
 `prim::PythonOp` path, which is exactly eager (errors included, at run time).
-Known gaps of the compiled twins (eager raises, compiled code does not: the code generator lowers
-neither prim::Raise nor str()): out-of-range class targets of cross_entropy / nll_loss count 0;
-non-float inputs to softmax; shape mismatches between `normalized_shape` and the input
-(broadcasting errors still raise). cross_entropy / nll_loss with class-PROBABILITY (float) targets
-are not compiled: the target goes through `_class_index`, whose dtype rule refuses floats (the
-graph is then interpreted) and whose eager impl raises NotImplementedError naming the case.
+The losses' class targets go through `_class_index` (_ops/nn_loss.py), which checks them as eager
+nll_loss / cross_entropy do (dtype, shape, weight size, every target in range or ignore_index:
+IndexError "Target N is out of bounds.") and is compiled with those checks.
+Known gaps of the compiled twins (eager raises, compiled code does not): non-float inputs to
+softmax; shape mismatches between `normalized_shape` and the input (broadcasting errors still
+raise). cross_entropy with class-PROBABILITY (float) targets is not compiled: `_class_index`
+raises NotImplementedError naming the case.
 """
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ import inspect
 import threading
 from typing import Any, Optional
 
-from .._ops.nn_activation import _class_index, _stop_gradient
+from .._ops.nn_activation import _stop_gradient
+from .._ops.nn_loss import _class_index
 from .._ops.nn_misc import embedding as _embedding_op
 from .._ops.ternary import where
 from .._creation import arange
@@ -168,10 +170,9 @@ def _cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], igno
     x = input.reshape([n, c, -1])
     s = x - _stop_gradient(x.amax(1, True))
     logp = s - s.exp().sum(1, True).log()
-    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    # eager's target checks (out-of-range targets raise), then the classes as a mask
+    t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, -1])
     mask = t != ignore_index
-    # out-of-range targets count 0 here (eager raises IndexError): the code generator
-    # lowers neither prim::Raise nor str(), see the module docstring
     safe = where(mask, t, 0)
     loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), logp, 0.0).sum(1)
     w = where(mask, 1.0, 0.0)
@@ -196,10 +197,8 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_in
     nd = input.dim()
     n = input.size(0) if nd > 1 else 1
     c = input.size(1) if nd > 1 else input.size(0)
-    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    t = _class_index(input, target, weight, ignore_index, "nll_loss").reshape([n, -1])
     mask = t != ignore_index
-    # out-of-range targets count 0 here (eager raises IndexError): the code generator
-    # lowers neither prim::Raise nor str(), see the module docstring
     safe = where(mask, t, 0)
     x = input.reshape([n, c, -1])
     loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), x, 0.0).sum(1)
