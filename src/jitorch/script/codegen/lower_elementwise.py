@@ -462,17 +462,27 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
         em.emit(f"for {idx[d]} in range({sizes[d]}):")
         em.indent += 1
     acc = em.fresh("acc")
-    em.emit(f"{acc} = {lower_reduce._identity(red.op, acc_d)}")
-    em.emit(f"for {idx[-1]} in range({last}):")
-    em.indent += 1
+    wide = lower_reduce.blocked(red.op, acc_d)  # blocks of a float32 sum, float64 total
+    blk, tot = (em.fresh("blk"), em.fresh("tot")) if wide else (acc, None)
+    loop_base = em.indent
+    if wide:
+        em.emit(f"{tot} = 0.0")
+        lower_reduce.blocked_head(em, idx[-1], last, [(blk, acc_d)])
+    else:
+        em.emit(f"{acc} = {lower_reduce._identity(red.op, acc_d)}")
+        em.emit(f"for {idx[-1]} in range({last}):")
+        em.indent += 1
     _loads(em, tensor_in, local, mult, idx, rank)
     _members(em, [n for n in block.nodes if n is not red], local)
     e, d = local[x.uid]
     v = em.fresh("v")
     em.emit(f"{v} = {_cast(e, d, acc_d)}")
-    for line in lower_reduce._combine(red.op, acc, v, acc_d):
+    for line in lower_reduce._combine(red.op, blk, v, acc_d):
         em.emit(line)
-    em.indent -= 1
+    if wide:
+        lower_reduce.blocked_tail(em, [(blk, acc_d)], [tot])
+        em.emit(f"{acc} = {np_type(acc_d)}({tot})")
+    em.indent = loop_base
     if red.op == "mean":
         em.emit(f"{acc} = {acc} / {np_type(acc_d)}({last})")
     ix = idx[:-1] + (["0"] if keepdim else [])

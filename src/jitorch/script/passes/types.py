@@ -371,7 +371,7 @@ def _expand_as(n, x, other):
 
 _RULES = {
     "sum": _reduce, "mean": _reduce, "prod": _reduce, "amax": _reduce, "amin": _reduce,
-    "logsumexp": _reduce,
+    "logsumexp": _reduce, "_max_shift": _reduce,
     "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
     "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
     "t": _same, "contiguous": _same, "narrow": _same, "_narrow_backward": _same,
