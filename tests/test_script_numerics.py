@@ -342,7 +342,18 @@ def full_const(n: int):
     return jitorch.full((n,), 300, dtype=jitorch.int8)
 
 
+def tensor_const():
+    return jitorch.tensor([300, 1], dtype=jitorch.int8)
+
+
+def tensor_data(v: int):
+    return jitorch.tensor([v, 1], dtype=jitorch.uint8), jitorch.tensor([1, v], dtype=jitorch.int16)
+
+
 def test_factory_fills_checked_like_eager():
+    agree(tensor_const)
+    for v in (-1, -255, -256, 255, 256, 32767, 32768):
+        agree(tensor_data, v)
     for v in (300.0, -3.7, 127.0, 127.5, NAN, INF):
         agree(full_float, 2, v)
     for v in (-3, -255, -300, 255, 256):

@@ -23,7 +23,7 @@ from ..._ops import registry
 from .. import ir
 from ..passes import fuse
 from ..passes.types import const_value, elementwise_dtypes, norm_dims
-from . import NotLowered
+from . import NotLowered, operand_checks
 from .casts import cast, needs_name
 from .cpu import Emitter, np_type, typed_literal
 
@@ -145,7 +145,7 @@ REDUCE_OPS = ("sum", "mean", "amax", "amin")
 
 def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
     from . import lower_rows
-    _scalar_checks(em, block, inputs)
+    operand_checks.scalar_checks(em, block, inputs)
     if lower_rows.is_rows(block):  # softmax / layer-norm: passes over each row
         lower_rows.lower_rows(em, block, inputs, outputs)
         return
@@ -163,69 +163,6 @@ def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> No
     deps = _dependencies(block)
     sizes, mult = _loop_shape(em, tensor_in, rank)
     _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank)
-
-
-def _eager_check(opdef, n: ir.Node, consts: dict) -> None:
-    """Run the op's eager value check (`extra["check"]`, binary.guard) on stand-ins of the
-    operands: tensors of their dtype, constants as they are, run-time numbers (and the slot
-    of a `scalar_check`, which the program tests itself: `_scalar_checks`) as 1 of their type.
-    What it refuses for these types (`bool ** bool`, `bool - bool`) the program cannot
-    compute: NotLowered, and the interpreter raises eager's error."""
-    check = opdef.extra.get("check")
-    if check is None:
-        return
-    import numpy as np
-    from ..._tensor import Tensor
-    emitted = opdef.extra.get("scalar_check", (None,))[0]  # checked by the program itself
-    args = []
-    for name, v in zip(opdef.params, n.inputs):
-        t = v.type
-        if v.uid in consts and name != emitted:
-            args.append(consts[v.uid])
-        elif isinstance(t, ir.TensorType):
-            args.append(Tensor._make(np.zeros((1,) * t.ndim, t.dtype.np), t.dtype))
-        else:
-            args.append({ir.BoolType: True, ir.IntType: 1, ir.FloatType: 1.0}.get(type(t)))
-    by = dict(zip(opdef.params, args))
-    try:
-        check(*[by[s] for s in opdef.tensors], **{a: by[a] for a in opdef.attrs})
-    except Exception as e:
-        raise NotLowered(f"op {n.op}: eager refuses these operands ({type(e).__name__}: {e})")
-
-
-def _scalar_checks(em: Emitter, block: ir.Block, inputs: list) -> None:
-    """The value checks eager makes on a Python-number operand of an integer op (an op's
-    `extra["scalar_check"]`: `int_tensor ** -2` raises), emitted before the loops: eager
-    raises whatever the size, an empty tensor included."""
-    scalars = {p.uid: v for p, v in zip(block.params, inputs)
-               if not isinstance(v.type, ir.TensorType)}
-    consts = dict(em.consts)
-    for n in block.nodes:
-        if n.op == "prim::Constant":
-            consts[n.output.uid] = n.attrs.get("value")
-            continue
-        opdef = registry.OPS.get(n.op)
-        chk = opdef.extra.get("scalar_check") if opdef is not None else None
-        if chk is None:
-            continue
-        slot, cond, msg = chk
-        v = dict(zip(opdef.params, n.inputs))[slot]
-        r = elementwise_dtypes(opdef, n.inputs)
-        if isinstance(v.type, ir.TensorType) or r is None or r[0].category > dt.INT:
-            continue
-        if v.uid in consts:
-            c = consts[v.uid]
-            if isinstance(c, bool) or not isinstance(c, int):
-                continue
-            expr = str(int(c))
-        elif v.uid in scalars and isinstance(v.type, ir.IntType):
-            expr = em.name(scalars[v.uid])
-        else:
-            continue
-        em.emit(f"if {cond.format(**{slot: expr})}:")
-        em.indent += 1
-        em.raise_("RuntimeError", msg)
-        em.indent -= 1
 
 
 def _group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
@@ -521,7 +458,7 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     compute, out = r
     if compute not in fuse.SUPPORTED or out not in fuse.SUPPORTED:
         raise NotLowered(f"op {n.op}: dtype {compute} is not lowered on CPU yet")
-    _eager_check(opdef, n, consts)
+    operand_checks.eager_check(opdef, n, consts)
     by = dict(zip(opdef.params, n.inputs))
     if n.op == "clamp":  # a one-sided clamp uses clamp_min's / clamp_max's template
         for side in ("min", "max"):

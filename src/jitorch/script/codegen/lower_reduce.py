@@ -28,11 +28,12 @@ from .cpu import Emitter, np_type, typed_literal
 # vectorised loop from 1e3 to 1e7 float32 elements (128: up to 30% slower), and a block small
 # enough that a loop LLVM does not vectorise (strided reads) still adds few terms in sequence
 BLOCK = 512
+BLOCKED = True  # False: sequential float sums, as before (bench/accurate_reduce.py compares)
 
 
 def blocked(op: str, d: dt.dtype) -> bool:
     """Does a reduction `op` accumulating in `d` take the blocked form?"""
-    return op in ("sum", "mean") and d.category == dt.FLOAT
+    return BLOCKED and op in ("sum", "mean") and d.category == dt.FLOAT
 
 
 def blocked_head(em: Emitter, var: str, length: str, accs) -> None:

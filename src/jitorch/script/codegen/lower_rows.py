@@ -17,9 +17,11 @@ This plan relies on every tensor input that is read along the row having the row
 read along the row, as in softmax: no second nest then). Where it does not hold (an input of
 last dim 1 broadcast along the row) the program takes a second, general nest that recomputes
 full values in every loop that needs them, with 0/1 multipliers on every index and each
-reduction over its own input's last dim. Reductions accumulate in their result dtype (float32
-in float32, like `lower_reduce.py`); amax/amin propagate NaN and raise PyTorch's error on an
-empty row.
+reduction over its own input's last dim. Reductions accumulate in their result dtype; sums
+(and logsumexp's sum of exponentials) run over blocks of the row with float64 totals, like
+`lower_reduce.py`'s, so a long row sums as accurately as NumPy's pairwise sum. amax/amin
+propagate NaN and raise PyTorch's error on an empty row (`_max_shift`, the softmax twins' max,
+gives 0 there).
 """
 from __future__ import annotations
 
