@@ -254,10 +254,19 @@ def test_int_pow_tensor_exponent_c_style(dtype):
     agree(pow_scalar_base, y)
 
 
-def test_pow_bool_operands():
+def sub_tensor(x, y):
+    return x - y
+
+
+def test_eager_operand_checks_of_guarded_ops():
+    """Checks of an op's public function (binary.guard) hold in scripted code: bool ** bool
+    and bool - bool raise as eager (the interpreter runs the check; the code generator leaves
+    these types to it)."""
     t, f = jitorch.tensor([True, False]), jitorch.tensor([False, True])
     agree(pow_tensor, t, f, compiled=False)  # eager: NotImplementedError
+    agree(sub_tensor, t, f, compiled=False)  # eager: RuntimeError naming `^`
     agree(pow_rt, t, -2)
+    agree(sub_tensor, jitorch.tensor([3, 4]), jitorch.tensor([1, 1]))
 
 
 # --- 3. casts and stores ------------------------------------------------------------------------

@@ -179,38 +179,71 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
         em.emit(f"{out}[{out_index()}] = {acc}")
         em.indent = base
     else:
-        # accumulated into the output in input order; a float32 sum adds into a float64
-        # buffer (each output element otherwise adds its terms one by one in float32)
-        wide = blocked(op, acc_d) and acc_d is dt.float32
-        buf = em.fresh("acc64") if wide else out
-        if wide:
-            em.emit(f"{buf} = np.empty({out}.shape, np.float64)")
-        flat, bflat = em.fresh("flat"), em.fresh("bflat")
-        em.emit(f"{flat} = {out}.reshape(-1)")
-        em.emit(f"{bflat} = {buf}.reshape(-1)")
-        k = em.fresh("k")
-        em.emit(f"for {k} in range({flat}.size):")
-        em.emit(f"    {bflat}[{k}] = {_identity(op, dt.float64 if wide else acc_d)}")
-        for d in range(r):
-            em.emit(f"for {idx[d]} in range({xs}.shape[{d}]):")
-            em.indent += 1
-        em.emit(f"{v} = {f'np.float64({load})' if wide else load}")
-        acc = em.fresh("acc")
-        em.emit(f"{acc} = {buf}[{out_index()}]")
-        for line in _combine(op, acc, v, acc_d):
-            em.emit(line)
-        em.emit(f"{buf}[{out_index()}] = {acc}")
-        em.indent = base
-        div = f" / np.float64({count})" if wide else f" / {np_type(acc_d)}({count})"
-        if op == "mean" or wide or shift:
-            em.emit(f"for {k} in range({flat}.size):")
-            em.indent += 1
-            val = f"{bflat}[{k}]" + (div if op == "mean" else "")
-            if shift:
-                val = f"{val} if {count} > 0 else {typed_literal(0, acc_d)}"
-            em.emit(f"{flat}[{k}] = {np_type(acc_d)}({val})" if wide else f"{flat}[{k}] = {val}")
-            em.indent -= 1
+        _accumulate_into(em, op, shift, xs, r, red, idx, out, out_index(), load, v, acc_d,
+                         count)
     em.bind(n.outputs[0], out)
+
+
+def _accumulate_into(em, op, shift, xs, r, red, idx, out, oi, load, v, acc_d, count) -> None:
+    """Reduced dims that are not all trailing: accumulate into the output in input order
+    (contiguous reads). A float32 sum must not add each output element's terms one by one in
+    float32: when dim 0 is reduced (`x.sum(0)`, batch norm's (0, 2)) it runs over blocks of
+    BLOCK rows into a float32 buffer added to a float64 total after each block (the inner loops
+    stay float32 and vectorised); otherwise it accumulates in a float64 buffer."""
+    wide = blocked(op, acc_d) and acc_d is dt.float32
+    rows = wide and 0 in red
+    base = em.indent
+    flat, k = em.fresh("flat"), em.fresh("k")
+    em.emit(f"{flat} = {out}.reshape(-1)")
+    acc_buf, total = out, flat
+    if wide:
+        tot = em.fresh("tot")
+        total = em.fresh("tflat")
+        em.emit(f"{tot} = np.empty({out}.shape, np.float64)")
+        em.emit(f"{total} = {tot}.reshape(-1)")
+        acc_buf = em.fresh("blk") if rows else tot
+        if rows:
+            em.emit(f"{acc_buf} = np.empty({out}.shape, {np_type(acc_d)})")
+    ident = _identity(op, dt.float64 if wide else acc_d)
+    em.emit(f"for {k} in range({flat}.size):")
+    em.emit(f"    {total}[{k}] = {ident}")
+    bflat = em.fresh("bflat")
+    if rows:  # blocks over dim 0, each summed in float32, then added to the float64 total
+        b, lo, jj = em.fresh("b"), em.fresh("lo"), em.fresh("jj")
+        em.emit(f"{bflat} = {acc_buf}.reshape(-1)")
+        em.emit(f"for {b} in range(({xs}.shape[0] + {BLOCK - 1}) // {BLOCK}):")
+        em.indent += 1
+        em.emit(f"{lo} = {b} * {BLOCK}")
+        em.emit(f"for {k} in range({flat}.size):")
+        em.emit(f"    {bflat}[{k}] = {_identity(op, acc_d)}")
+        em.emit(f"for {jj} in range(min({BLOCK}, {xs}.shape[0] - {lo})):")
+        em.indent += 1
+        em.emit(f"{idx[0]} = {lo} + {jj}")
+    else:
+        em.emit(f"for {idx[0]} in range({xs}.shape[0]):")
+        em.indent += 1
+    for d in range(1, r):
+        em.emit(f"for {idx[d]} in range({xs}.shape[{d}]):")
+        em.indent += 1
+    em.emit(f"{v} = {f'np.float64({load})' if wide and not rows else load}")
+    acc = em.fresh("acc")
+    em.emit(f"{acc} = {acc_buf}[{oi}]")
+    for line in _combine(op, acc, v, acc_d):
+        em.emit(line)
+    em.emit(f"{acc_buf}[{oi}] = {acc}")
+    if rows:
+        em.indent = base + 1
+        em.emit(f"for {k} in range({flat}.size):")
+        em.emit(f"    {total}[{k}] = {total}[{k}] + np.float64({bflat}[{k}])")
+    em.indent = base
+    if op == "mean" or wide or shift:
+        div = f" / {'np.float64' if wide else np_type(acc_d)}({count})"
+        val = f"{total}[{k}]" + (div if op == "mean" else "")
+        if shift:
+            val = f"{val} if {count} > 0 else {typed_literal(0, acc_d)}"
+        em.emit(f"for {k} in range({flat}.size):")
+        em.emit(f"    {flat}[{k}] = {np_type(acc_d)}({val})" if wide else
+                f"    {flat}[{k}] = {val}")
 
 
 def _suffix_accumulate(em, op, shift, xs, red, kept, idx, load, v, acc_d, cast) -> str:
