@@ -335,6 +335,27 @@ def test_scalar_stores_checked_like_eager(dst):
     agree(store_const, jitorch.zeros(2, dtype=dst))
 
 
+def adv_store(y, i, v: float):
+    y[i] = v
+    return y
+
+
+def masked_store(y, m, v: float):
+    return y.masked_fill(m, v)
+
+
+@pytest.mark.parametrize("dst", [jitorch.int8, jitorch.uint8])
+def test_indexed_and_masked_scalar_stores(dst):
+    """Advanced-index and masked stores of a number use the same checked conversion as
+    `fill_` (eager used to truncate first: uint8 took -1.5 as 255)."""
+    for v in (-1.5, -0.5, 127.5, 255.5, 3.7, NAN):
+        e = agree(adv_store, jitorch.zeros(2, dtype=dst), jitorch.tensor([0]), v, compiled=False)
+        if v in (-1.5, -0.5) and dst is jitorch.uint8:
+            assert isinstance(e, RuntimeError)
+        agree(masked_store, jitorch.zeros(2, dtype=dst), jitorch.tensor([True, False]), v,
+              compiled=False)
+
+
 def full_float(n: int, v: float):
     return jitorch.full((n,), v, dtype=jitorch.int8)
 
