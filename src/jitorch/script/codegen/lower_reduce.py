@@ -12,8 +12,9 @@ sequential float32 sum of 2**24 + 40 ones is 2**24): a scalar accumulator runs o
 `BLOCK` elements (vectorised inside a block, so each SIMD lane adds only BLOCK / lanes terms)
 and each block's partial sum is added to a float64 total (`blocked_head` / `blocked_tail`,
 also used by the fused reductions of lower_elementwise.py and the row regions of
-lower_rows.py); an accumulation into the output (reduced dims that are not trailing) adds into
-a float64 buffer for float32 results.
+lower_rows.py). An accumulation into the output (reduced dims that are not trailing) of a
+float32 sum runs over blocks of BLOCK rows of dim 0 in float32, each added to a float64 total
+(`x.sum(0)`), or into a float64 buffer when dim 0 is kept.
 """
 from __future__ import annotations
 
