@@ -75,6 +75,9 @@ def guard(name: str, check, inplace_check=None):
     def checked(*args, **kwargs):
         check(*args, **kwargs)
         return fn(*args, **kwargs)
+    # the interpreter calls ops by their declaration, not through this wrapper: it runs the
+    # check from here (`check(*slots, **attrs)`), so scripted code raises what eager raises
+    op.extra["check"] = check
     if PUBLIC.get(name) is fn:
         PUBLIC[name] = checked
     any_fn = getattr(op, "fn_any", fn)
@@ -398,6 +401,9 @@ def _pow_jvp(t_input, t_exponent, input, exponent, result):
     return out
 
 
+_NEG_INT_POW = "Integers to negative integer powers are not allowed."
+
+
 def _pow_check(input, exponent, *, out=None):
     # PyTorch has a bool kernel only for a bool tensor to a Python bool power
     if _is_bool(input) and _is_bool(exponent) and not (is_tensor(input)
@@ -406,11 +412,18 @@ def _pow_check(input, exponent, *, out=None):
     if (is_tensor(input) and input._dtype.category <= dt.INT
             and isinstance(exponent, (int, np.integer)) and not isinstance(exponent, bool)
             and exponent < 0):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+        raise RuntimeError(_NEG_INT_POW)
 
 
+# For the compiler (codegen/lower_elementwise.py): `scalar_int` is the scalar form for a signed
+# integer compute dtype, C-style like `_int_pow` (a negative exponent gives 0 except for bases
+# 1 and -1); `scalar_check` is `_pow_check`'s value test for integer compute: (slot, condition,
+# message), raised before the loop when that slot is a Python number.
 defop("pow", _pow, tensors=("input", "exponent"), kind="elementwise", scalar_first=True,
-      inplace=True, vjp=_pow_vjp, jvp=_pow_jvp, scalar="{input} ** {exponent}")
+      inplace=True, vjp=_pow_vjp, jvp=_pow_jvp, scalar="{input} ** {exponent}",
+      extra={"scalar_int": "({input} ** {exponent} if {exponent} >= 0 else (1 if {input} == 1 "
+                           "else ((1 - 2 * ({exponent} & 1)) if {input} == -1 else 0)))",
+             "scalar_check": ("exponent", "{exponent} < 0", _NEG_INT_POW)})
 pow = guard("pow", _pow_check)
 
 

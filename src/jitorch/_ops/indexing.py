@@ -69,7 +69,10 @@ def _scalar(value, npdtype) -> np.ndarray:
         value = value.real
         cat = dt.FLOAT
     if d.category == dt.INT and cat == dt.FLOAT:
-        bad = bad or not math.isfinite(value)
+        # c10's overflows<int>(double) tests the float itself: 127.5 overflows int8 and -0.5
+        # uint8 (only integers wrap into an unsigned type); nan and +-inf always overflow
+        info = np.iinfo(d.np)
+        bad = bad or not info.min <= value <= info.max
         value = 0 if bad else int(value)
     if d.category == dt.INT:
         info = np.iinfo(d.np)

@@ -406,23 +406,22 @@ Tensor.log_softmax = _log_softmax_method
 # the softmax family's max shift carries no gradient (softmax is shift-invariant): scripted
 # twins (script/frontend_nn.py) stop it with this identity so the compiled backward matches
 # PyTorch's softmax backward, which never differentiates the max
-_FLOAT_TARGET = ("cross_entropy / nll_loss with class-probability (floating point) targets "
-                 "inside scripted code is not supported yet: call it outside the scripted "
-                 "function, or pass class indices")
-
-
-def _class_index_rule(d):
-    # eager raises here; the type pass leaves the value untyped, so the interpreter raises
-    if d.category > dt.INT:
-        raise NotImplementedError(_FLOAT_TARGET)
-    return d, d  # (compute dtype, result dtype), as elementwise rules give
-
-
-# identity on integer targets of the scripted losses (script/frontend_nn.py); a float target
-# raises instead of being read as class indices
-_class_index = defop("_class_index", lambda input: input.copy(), kind="elementwise",
-                     dtype=_class_index_rule, nondiff=True, method=False, function=False,
-                     scalar="{input}")
-
 _stop_gradient = defop("_stop_gradient", lambda input: input.copy(), kind="elementwise",
                        nondiff=True, method=False, function=False, scalar="{input}")
+
+
+def _max_shift_impl(input, dim, keepdim=True):
+    """amax over `dim`, except that an empty reduced dim gives 0 (there is nothing to shift)
+    where amax raises: eager softmax of an empty dim returns an empty tensor."""
+    from ._reduce_common import axes_of, np_axes
+    ax = np_axes(axes_of(dim, input.ndim), input.ndim)
+    if input.size == 0:
+        return np.zeros(np.sum(input, axis=ax, keepdims=keepdim).shape, input.dtype)
+    return np.asarray(np.max(input, axis=ax, keepdims=keepdim))
+
+
+# the softmax family's max shift in the scripted twins (script/frontend_nn.py): no gradient
+# (as `_stop_gradient(amax)`), defined on an empty dim; lowered as amax without its empty-dim
+# error (codegen/lower_reduce.py, lower_rows.py)
+_max_shift = defop("_max_shift", _max_shift_impl, kind="reduction", nondiff=True, method=False,
+                   function=False)

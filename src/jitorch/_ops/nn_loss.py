@@ -123,6 +123,43 @@ def _check_class_target(input, target):
         raise RuntimeError(f"Expected target size {list(want)}, got {list(target.shape)}")
 
 
+_FLOAT_TARGET = ("cross_entropy with class-probability (floating point) targets inside "
+                 "scripted code is not supported yet: call it outside the scripted function, "
+                 "or pass class indices")
+
+
+def _class_index_impl(input, target, weight, ignore_index, loss):
+    """The class-index target of a scripted `loss` ('nll_loss' or 'cross_entropy',
+    script/frontend_nn.py), checked as the eager function checks it, in its order: dtype and
+    shape against `input`, `weight`'s size, then every target not equal to `ignore_index` in
+    [0, C) ("Target N is out of bounds.", the first bad one). Returns a copy of `target`
+    (compiled code returns the array itself: the twins only read it)."""
+    c = input.shape[1 if input.ndim > 1 else 0] if input.ndim else 0
+    if loss == "cross_entropy":
+        _check_weight_arr(weight, c)
+        if target.dtype.kind == "f" and target.shape == input.shape:
+            raise NotImplementedError(_FLOAT_TARGET)
+    _check_class_target(Tensor._make(input), Tensor._make(target))
+    if loss != "cross_entropy":
+        _check_weight_arr(weight, c)
+    bad = (target != ignore_index) & ((target < 0) | (target >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(target[bad].reshape(-1)[0])} is out of bounds.")
+    return target.copy()
+
+
+def _check_weight_arr(weight, c):
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+# lowered with its checks by codegen/lower_gather.py; typed like `target` (int64 / uint8 only)
+# by passes/types.py
+_class_index = defop("_class_index", _class_index_impl, tensors=("input", "target", "weight"),
+                     kind="index", nondiff=True, method=False, function=False)
+
+
 def _class_dim(input):
     return 1 if input.ndim > 1 else 0
 
@@ -174,9 +211,7 @@ def _class_weight(weight, safe, mask, dtype):
 
 
 def _check_weight(weight, c):
-    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
-        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
-                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+    _check_weight_arr(weight, c)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,

@@ -159,7 +159,8 @@ class CallMixin:
                     v = self.to_value(v)
                 else:
                     v = self._op_arg(v, p in op.tensors)
-                    if p in STATIC_PARAMS and v in self.graph.inputs:
+                    # (a tensor slot named like one, index_add's `source`, is not static)
+                    if p in STATIC_PARAMS and p not in op.tensors and v in self.graph.inputs:
                         self.static_args.add(v.name)
             elif param is not None and param.default is not inspect.Parameter.empty:
                 v = self.const(param.default) if ft.of_python(param.default) is not None \

@@ -56,6 +56,10 @@ def _index_write_impl(input, values, basic, cast_check=False):
     _check_basic(input.shape, basic)
     if cast_check:
         _check_cast(np.asarray(values).dtype, input.dtype)
+    if not isinstance(values, np.ndarray):  # a number: `fill_`'s checked conversion
+        from .. import _dtype as dt
+        from .._creation import _convert_scalar
+        values = _convert_scalar(values, dt.from_numpy_dtype(input.dtype))
     out = np.array(input, copy=True)
     region = out[_indexing._np_basic(basic)]
     vals = np.asarray(values)

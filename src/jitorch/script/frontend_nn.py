@@ -14,18 +14,20 @@ dce) so branches on them vanish before the types pass sees the graph. Twins neve
 tensor's rank where tensors flow (that would make types unknown): per-channel and class-dim
 code views the input as (N, C, m) with `reshape([n, c, -1])`, so one program serves every size.
 Twins call only registry ops and factories (a helper function of this module would be a
-library call again), and the softmax max shift goes through the nondiff `_stop_gradient` op.
+library call again), and the softmax max shift is the nondiff `_max_shift` op (amax without
+its empty-dim error: eager softmax of an empty dim is an empty tensor).
 
 Anything a twin does not cover (a non-constant static argument, `dropout(training=True)`,
 training batch_norm with running statistics, `rms_norm(eps=None)`, legacy size_average/reduce
 flags, an invalid value that eager must report) returns None and the caller keeps the old
 `prim::PythonOp` path, which is exactly eager (errors included, at run time).
-Known gaps of the compiled twins (eager raises, compiled code does not: the code generator lowers
-neither prim::Raise nor str()): out-of-range class targets of cross_entropy / nll_loss count 0;
-non-float inputs to softmax; shape mismatches between `normalized_shape` and the input
-(broadcasting errors still raise). cross_entropy / nll_loss with class-PROBABILITY (float) targets
-are not compiled: the target goes through `_class_index`, whose dtype rule refuses floats (the
-graph is then interpreted) and whose eager impl raises NotImplementedError naming the case.
+The losses' class targets go through `_class_index` (_ops/nn_loss.py), which checks them as eager
+nll_loss / cross_entropy do (dtype, shape, weight size, every target in range or ignore_index:
+IndexError "Target N is out of bounds.") and is compiled with those checks.
+Known gaps of the compiled twins (eager raises, compiled code does not): non-float inputs to
+softmax; shape mismatches between `normalized_shape` and the input (broadcasting errors still
+raise). cross_entropy with class-PROBABILITY (float) targets is not compiled: `_class_index`
+raises NotImplementedError naming the case.
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ import inspect
 import threading
 from typing import Any, Optional
 
-from .._ops.nn_activation import _class_index, _stop_gradient
+from .._ops.nn_activation import _max_shift
+from .._ops.nn_loss import _class_index
 from .._ops.nn_misc import embedding as _embedding_op
 from .._ops.ternary import where
 from .._creation import arange
@@ -52,14 +55,14 @@ class _Reject(Exception):
 def _softmax(input: Tensor, dim: Any, dtype: Any):
     if dtype is not None:
         input = input.to(dtype)
-    e = (input - _stop_gradient(input.amax(dim, True))).exp()
+    e = (input - _max_shift(input, dim, True)).exp()
     return e / e.sum(dim, True)
 
 
 def _log_softmax(input: Tensor, dim: Any, dtype: Any):
     if dtype is not None:
         input = input.to(dtype)
-    s = input - _stop_gradient(input.amax(dim, True))
+    s = input - _max_shift(input, dim, True)
     return s - s.exp().sum(dim, True).log()
 
 
@@ -67,7 +70,7 @@ def _softmin(input: Tensor, dim: Any, dtype: Any):
     if dtype is not None:
         input = input.to(dtype)
     x = -input
-    e = (x - _stop_gradient(x.amax(dim, True))).exp()
+    e = (x - _max_shift(x, dim, True)).exp()
     return e / e.sum(dim, True)
 
 
@@ -165,13 +168,15 @@ def _cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], igno
     nd = input.dim()
     n = input.size(0) if nd > 1 else 1
     c = input.size(1) if nd > 1 else input.size(0)
-    x = input.reshape([n, c, -1])
-    s = x - _stop_gradient(x.amax(1, True))
+    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
+    for d in range(2, nd):
+        m = m * input.size(d)
+    x = input.reshape([n, c, m])
+    s = x - _max_shift(x, 1, True)
     logp = s - s.exp().sum(1, True).log()
-    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    # eager's target checks (out-of-range targets raise), then the classes as a mask
+    t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
     mask = t != ignore_index
-    # out-of-range targets count 0 here (eager raises IndexError): the code generator
-    # lowers neither prim::Raise nor str(), see the module docstring
     safe = where(mask, t, 0)
     loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), logp, 0.0).sum(1)
     w = where(mask, 1.0, 0.0)
@@ -196,12 +201,13 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_in
     nd = input.dim()
     n = input.size(0) if nd > 1 else 1
     c = input.size(1) if nd > 1 else input.size(0)
-    t = _class_index(target).reshape([n, -1])  # a float target raises, never misread
+    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
+    for d in range(2, nd):
+        m = m * input.size(d)
+    t = _class_index(input, target, weight, ignore_index, "nll_loss").reshape([n, m])
     mask = t != ignore_index
-    # out-of-range targets count 0 here (eager raises IndexError): the code generator
-    # lowers neither prim::Raise nor str(), see the module docstring
     safe = where(mask, t, 0)
-    x = input.reshape([n, c, -1])
+    x = input.reshape([n, c, m])
     loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), x, 0.0).sum(1)
     w = where(mask, 1.0, 0.0)
     if weight is not None:
@@ -299,7 +305,7 @@ def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_
         else:
             s4 = s4 + kpm
         scores = s4.reshape(bsz * num_heads, tgt_len, src_len)
-    e = (scores - _stop_gradient(scores.amax(-1, True))).exp()
+    e = (scores - _max_shift(scores, -1, True)).exp()
     weights = e / e.sum(-1, True)
     out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim).matmul(w_out.t())
     if b_out is not None:

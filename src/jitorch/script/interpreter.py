@@ -96,6 +96,9 @@ def call_registry_op(name: str, vals: list):
     by_name = dict(zip(op.params, vals))
     slots = tuple(by_name[t] for t in op.tensors)
     attrs = {a: by_name[a] for a in op.attrs}
+    check = op.extra.get("check")  # a value check of the public function (binary.guard)
+    if check is not None:
+        check(*slots, **attrs)
     return registry.dispatch(op, slots, attrs)
 
 

@@ -24,7 +24,8 @@ from ..._ops import registry
 from .. import ir
 from ..passes import fuse
 from ..passes.types import const_value, elementwise_dtypes, norm_dims
-from . import NotLowered, literal
+from . import NotLowered, literal, operand_checks
+from .casts import cast, needs_name
 from .cpu import Emitter, np_type, typed_literal
 
 FASTMATH_MODULE = "jitorch.script.codegen.fastmath"
@@ -75,7 +76,10 @@ def scalar_expr(em: Emitter, opdef, compute: dt.dtype, operands: dict, attrs: di
     holders = {}
     for k, name in enumerate(opdef.params):
         holders[name] = f"_OP{k}_"
-    src = opdef.scalar.format(**holders)
+    template = opdef.scalar
+    if compute.category == dt.INT and compute.is_signed and "scalar_int" in opdef.extra:
+        template = opdef.extra["scalar_int"]  # C-style integer semantics (pow)
+    src = template.format(**holders)
     tree = ast.parse(src, mode="eval")
     tree = ast.fix_missing_locations(_Typed(compute).visit(tree))
     expr = ast.unparse(tree)
@@ -109,7 +113,7 @@ def _attr_literal(v, compute: dt.dtype) -> str:
 
 
 def _cast(expr: str, src: dt.dtype | None, dst: dt.dtype) -> str:
-    return expr if src is dst else f"{np_type(dst)}({expr})"
+    return cast(expr, src, dst)  # NumPy's astype semantics (float -> int included: casts.py)
 
 
 def lower_single(em: Emitter, n: ir.Node) -> bool:
@@ -142,6 +146,7 @@ REDUCE_OPS = ("sum", "mean", "amax", "amin")
 
 def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
     from . import lower_rows
+    operand_checks.scalar_checks(em, block, inputs)
     if lower_rows.is_rows(block):  # softmax / layer-norm: passes over each row
         lower_rows.lower_rows(em, block, inputs, outputs)
         return
@@ -395,17 +400,27 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
         em.emit(f"for {idx[d]} in range({sizes[d]}):")
         em.indent += 1
     acc = em.fresh("acc")
-    em.emit(f"{acc} = {lower_reduce._identity(red.op, acc_d)}")
-    em.emit(f"for {idx[-1]} in range({last}):")
-    em.indent += 1
+    wide = lower_reduce.blocked(red.op, acc_d)  # blocks of a float32 sum, float64 total
+    blk, tot = (em.fresh("blk"), em.fresh("tot")) if wide else (acc, None)
+    loop_base = em.indent
+    if wide:
+        em.emit(f"{tot} = 0.0")
+        lower_reduce.blocked_head(em, idx[-1], last, [(blk, acc_d)])
+    else:
+        em.emit(f"{acc} = {lower_reduce._identity(red.op, acc_d)}")
+        em.emit(f"for {idx[-1]} in range({last}):")
+        em.indent += 1
     _loads(em, tensor_in, local, mult, idx, rank)
     _members(em, [n for n in block.nodes if n is not red], local)
     e, d = local[x.uid]
     v = em.fresh("v")
     em.emit(f"{v} = {_cast(e, d, acc_d)}")
-    for line in lower_reduce._combine(red.op, acc, v, acc_d):
+    for line in lower_reduce._combine(red.op, blk, v, acc_d):
         em.emit(line)
-    em.indent -= 1
+    if wide:
+        lower_reduce.blocked_tail(em, [(blk, acc_d)], [tot])
+        em.emit(f"{acc} = {np_type(acc_d)}({tot})")
+    em.indent = loop_base
     if red.op == "mean":
         em.emit(f"{acc} = {acc} / {np_type(acc_d)}({last})")
     ix = idx[:-1] + (["0"] if keepdim else [])
@@ -444,6 +459,7 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     compute, out = r
     if compute not in fuse.SUPPORTED or out not in fuse.SUPPORTED:
         raise NotLowered(f"op {n.op}: dtype {compute} is not lowered on CPU yet")
+    operand_checks.eager_check(opdef, n, consts)
     by = dict(zip(opdef.params, n.inputs))
     if n.op == "clamp":  # a one-sided clamp uses clamp_min's / clamp_max's template
         for side in ("min", "max"):
@@ -481,6 +497,10 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     nm = em.fresh("t")
     if out is dt.bool:
         em.emit(f"{nm} = np.bool_({expr})")
+    elif needs_name(compute, out):  # a float result stored as an integer: casts.py
+        raw = em.fresh("t")
+        em.emit(f"{raw} = {np_type(compute)}({expr})")
+        em.emit(f"{nm} = {cast(raw, compute, out)}")
     else:
         em.emit(f"{nm} = {np_type(out)}({expr})")
     local[n.outputs[0].uid] = (nm, out)

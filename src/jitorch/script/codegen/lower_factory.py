@@ -87,15 +87,9 @@ def _filled(em: Emitter, n: ir.Node, parts: list, fill, d: dt.dtype) -> None:
 
 
 def _fill_expr(em: Emitter, v: ir.Value, d: dt.dtype) -> str:
-    """A fill value converted to `d` (a typed literal for constants)."""
-    if em.is_const(v):
-        c = em.const(v)
-        if d.category == dt.INT and isinstance(c, float):
-            raise NotLowered("float fill of an integer tensor")  # eager checks the range
-        return typed_literal(c, d)
-    if d.category == dt.INT and isinstance(v.type, ir.FloatType):
-        raise NotLowered("float fill of an integer tensor")
-    return f"{np_type(d)}({em.name(v)})"
+    """A fill value converted to `d` with PyTorch's checked conversion, as eager's `full`."""
+    from .casts import checked_scalar
+    return checked_scalar(em, v, d)
 
 
 def _sized(fill):
@@ -255,9 +249,33 @@ def lower_tensor(em: Emitter, n: ir.Node) -> None:
         if isinstance(x, ir.Value):
             if d.category == dt.INT and isinstance(x.type, ir.FloatType):
                 raise NotLowered("float data of an integer tensor")
+            if d.category == dt.INT and isinstance(x.type, ir.IntType):
+                _check_int_leaf(em, em.name(x), d)
             em.emit(f"{flat}[{k}] = {ty}({em.name(x)})")
         else:
+            if d.category == dt.INT and isinstance(x, int) and not isinstance(x, bool):
+                _check_int_leaf(em, x, d)
             em.emit(f"{flat}[{k}] = {typed_literal(x, d)}")
+
+
+def _check_int_leaf(em: Emitter, x, d: dt.dtype) -> None:
+    """eager `tensor(data, dtype=d)`'s range check of an int (`_creation._range_check`: an
+    unsigned type takes -max..max, negatives wrapping): a failing one raises where it is."""
+    import numpy as np
+    info = np.iinfo(d.np)
+    lo = -info.max if info.min == 0 else info.min
+    if isinstance(x, int):
+        if lo <= x <= info.max:
+            return
+        cond = "True"
+    elif d is dt.int64:  # a run-time int is an int64
+        return
+    else:
+        cond = f"{x} < {lo} or {x} > {info.max}"
+    em.emit(f"if {cond}:")
+    em.indent += 1
+    em.raise_("RuntimeError", f"value cannot be converted to type {d.name} without overflow")
+    em.indent -= 1
 
 
 def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:

@@ -10,18 +10,41 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter, np_type
+from . import NotLowered
+from .cpu import Emitter, np_type, typed_literal
 
 
-def _check_indices(em: Emitter, flat: str, n_rows: str, what: str) -> None:
+def _check_indices(em: Emitter, flat: str, n_rows: str, op: str) -> None:
+    """Every index of `flat` in [0, n_rows), raising what eager's `op` raises otherwise:
+    embedding and index_select IndexError "index out of range in self" (index_select first
+    reports a negative index as RuntimeError naming the smallest one), index_add RuntimeError
+    naming the first bad index."""
     k = em.fresh("k")
+    if op == "index_add":
+        em.emit(f"for {k} in range({flat}.size):")
+        em.indent += 1
+        em.emit(f"if {flat}[{k}] < 0 or {flat}[{k}] >= {n_rows}:")
+        em.indent += 1
+        em.raise_("RuntimeError", "index ", (f"{flat}[{k}]",),
+                  " is out of bounds for dimension 0 with size ", (n_rows,))
+        em.indent -= 2
+        return
+    lo, hi = em.fresh("lo"), em.fresh("hi")
+    em.emit(f"{lo} = 0")
+    em.emit(f"{hi} = -1")
     em.emit(f"for {k} in range({flat}.size):")
+    em.emit(f"    {lo} = min({lo}, {flat}[{k}])")
+    em.emit(f"    {hi} = max({hi}, {flat}[{k}])")
+    if op == "index_select":
+        em.emit(f"if {lo} < 0:")
+        em.indent += 1
+        em.raise_("RuntimeError", "INDICES element is out of DATA bounds, id=", (lo,),
+                  " axis_dim=", (n_rows,))
+        em.indent -= 1
+    em.emit(f"if {lo} < 0 or {hi} >= {n_rows}:")
     em.indent += 1
-    em.emit(f"if {flat}[{k}] < 0 or {flat}[{k}] >= {n_rows}:")
-    em.indent += 1
-    em.raise_("IndexError", f"{what}: index out of range in self")
-    em.indent -= 2
+    em.raise_("IndexError", "index out of range in self")
+    em.indent -= 1
 
 
 def _index_vector(em: Emitter, v: ir.Value) -> str:
@@ -99,27 +122,108 @@ def lower_index_add(em: Emitter, n: ir.Node) -> None:
         raise NotLowered("index_add with mixed dtypes")
     flat = _index_vector(em, index)
     xs, ss = em.name(x), em.name(source)
-    _check_indices(em, flat, f"{xs}.shape[0]", "index_add")
-    checks = [f"{ss}.shape[0] != {flat}.size"] + [
-        f"{ss}.shape[{d}] != {xs}.shape[{d}]" for d in range(1, xt.ndim)]
-    em.emit(f"if {' or '.join(checks)}:")
+    # eager's order: the source's other dims, the number of indices, then their bounds
+    checks = [f"{ss}.shape[{d}] != {xs}.shape[{d}]" for d in range(1, xt.ndim)]
+    if checks:
+        em.emit(f"if {' or '.join(checks)}:")
+        em.indent += 1
+        em.raise_("RuntimeError", "source tensor shape must match self tensor shape, excluding "
+                  "the specified dimension. Got self.shape = ", *_sizes(xs, range(xt.ndim)),
+                  " source.shape = ", *_sizes(ss, range(xt.ndim)))
+        em.indent -= 1
+    em.emit(f"if {ss}.shape[0] != {flat}.size:")
     em.indent += 1
-    em.raise_("RuntimeError", "index_add_(): source and index shapes do not match self")
+    em.raise_("RuntimeError", "index_add_(): Number of indices (", (f"{flat}.size",),
+              ") should be equal to source.size(dim): (", (f"{ss}.shape[0]",), "), for dim: 0")
     em.indent -= 1
+    _check_indices(em, flat, f"{xs}.shape[0]", "index_add")
     out = em.fresh("iadd")
     em.emit(f"{out} = np.ascontiguousarray({xs}).copy()")
     o2, s2 = _as_rows(em, out), _as_rows(em, ss)
-    a = em.name(alpha) if not em.is_const(alpha) else literal.number(em.const(alpha))
+    # alpha in x's dtype, as eager multiplies (an integer tensor truncates it)
+    d = xt.dtype
+    if em.is_const(alpha):
+        c = em.const(alpha)
+        a = "1" if c == 1 else typed_literal(int(c) if d.category <= dt.INT else c, d)
+    else:
+        a = em.name(alpha)
+        a = f"{np_type(d)}({f'int({a})' if d.category <= dt.INT else a})"
     r, j = em.fresh("r"), em.fresh("j")
     em.emit(f"for {r} in range({flat}.size):")
     em.indent += 1
     em.emit(f"for {j} in range({o2}.shape[1]):")
     em.indent += 1
-    scaled = f"{s2}[{r}, {j}]" if a in ("1", "1.0") else f"{s2}[{r}, {j}] * {a}"
+    scaled = f"{s2}[{r}, {j}]" if a == "1" else f"{s2}[{r}, {j}] * {a}"
     em.emit(f"{o2}[{flat}[{r}], {j}] += {scaled}")
     em.indent -= 2
     em.bind(n.outputs[0], out)
 
 
+def _sizes(xs: str, dims) -> list:
+    """raise_ parts printing `[s0, s1]` (a Python list of sizes) for the dims of array xs."""
+    parts = ["["]
+    for k, d in enumerate(dims):
+        parts += ([", "] if k else []) + [(f"{xs}.shape[{d}]",)]
+    return parts + ["]"]
+
+
+def _check_weight(em: Emitter, w: ir.Value, c: str) -> None:
+    if em.is_const(w) and em.const(w) is None:
+        return
+    ws, wr = em.name(w), em.tensor(w).ndim
+    em.emit(f"if {ws}.shape[0] != {c}:" if wr == 1 else "if True:")
+    em.indent += 1
+    em.raise_("RuntimeError", "weight tensor should be defined either for all ", (c,),
+              " classes or no classes but got weight tensor of shape: ",
+              *_sizes(ws, range(wr)))
+    em.indent -= 1
+
+
+def lower_class_index(em: Emitter, n: ir.Node) -> None:
+    """`_class_index(input, target, weight, ignore_index, loss)` (_ops/nn_loss.py): eager's
+    checks of a loss's class targets in eager's order, then the bounds of every target that is
+    not ignore_index; the result is the target array itself (the twins only read it)."""
+    x, target, weight, ign, loss = n.inputs
+    rin, rt = em.tensor(x).ndim, em.tensor(target).ndim
+    if rin < 1:
+        raise NotLowered("class targets of a 0-d input")  # the interpreter raises eager's error
+    xs, ts = em.name(x), em.name(target)
+    c = em.fresh("c")
+    em.emit(f"{c} = {xs}.shape[{1 if rin > 1 else 0}]")
+    ce = em.const(loss) == "cross_entropy"
+    if ce:
+        _check_weight(em, weight, c)
+    if rin > 1:  # the batch sizes, then the whole target size (input's without the class dim)
+        em.emit(f"if {ts}.shape[0] != {xs}.shape[0]:" if rt else "if True:")
+        em.indent += 1
+        em.raise_("ValueError", "Expected input batch_size (", (f"{xs}.shape[0]",),
+                  ") to match target batch_size (", *((f"{ts}.shape[0]",) if rt else "None",),
+                  ").")
+        em.indent -= 1
+    want = [0] + list(range(2, rin)) if rin > 1 else []
+    if rt == len(want):
+        bad = [f"{ts}.shape[{k}] != {xs}.shape[{d}]" for k, d in enumerate(want)]
+    else:
+        bad = ["True"]
+    if bad:
+        em.emit(f"if {' or '.join(bad)}:")
+        em.indent += 1
+        em.raise_("RuntimeError", "Expected target size ", *_sizes(xs, want), ", got ",
+                  *_sizes(ts, range(rt)))
+        em.indent -= 1
+    if not ce:
+        _check_weight(em, weight, c)
+    flat, k, v = em.fresh("tg"), em.fresh("k"), em.fresh("t")
+    em.emit(f"{flat} = np.ascontiguousarray({ts}).reshape(-1)")
+    em.emit(f"for {k} in range({flat}.size):")
+    em.indent += 1
+    em.emit(f"{v} = np.int64({flat}[{k}])")
+    em.emit(f"if {v} != {em.name(ign)} and ({v} < 0 or {v} >= {c}):")
+    em.indent += 1
+    em.raise_("IndexError", "Target ", (v,), " is out of bounds.")
+    em.indent -= 2
+    em.bind(n.outputs[0], ts)
+
+
 LOWER = {"embedding": lower_embedding, "index_select": lower_index_select,
-         "index_add": lower_index_add}
+         "index_add": lower_index_add, "_class_index": lower_class_index}

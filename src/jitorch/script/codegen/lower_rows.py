@@ -17,9 +17,11 @@ This plan relies on every tensor input that is read along the row having the row
 read along the row, as in softmax: no second nest then). Where it does not hold (an input of
 last dim 1 broadcast along the row) the program takes a second, general nest that recomputes
 full values in every loop that needs them, with 0/1 multipliers on every index and each
-reduction over its own input's last dim. Reductions accumulate in their result dtype (float32
-in float32, like `lower_reduce.py`); amax/amin propagate NaN and raise PyTorch's error on an
-empty row.
+reduction over its own input's last dim. Reductions accumulate in their result dtype; sums
+(and logsumexp's sum of exponentials) run over blocks of the row with float64 totals, like
+`lower_reduce.py`'s, so a long row sums as accurately as NumPy's pairwise sum. amax/amin
+propagate NaN and raise PyTorch's error on an empty row (`_max_shift`, the softmax twins' max,
+gives 0 there).
 """
 from __future__ import annotations
 
@@ -289,8 +291,18 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         acc = em.fresh("acc")
         em.emit(f"{acc} = {lower_reduce._identity('sum', d)}")
         sums.append((n, acc, d))
-    em.emit(f"for {idx[-1]} in range({length}):")
-    em.indent += 1
+    # float sums over the row in blocks with float64 totals (lower_reduce.blocked_head)
+    wide = [(acc, d) for n, acc, d, _ in accs if lower_reduce.blocked(_op1(n), d)] + \
+        [(acc, d) for _, acc, d in sums]
+    totals = [em.fresh("tot") for _ in wide]
+    loop_base = em.indent
+    for tot in totals:
+        em.emit(f"{tot} = 0.0")
+    if wide:
+        lower_reduce.blocked_head(em, idx[-1], length, wide)
+    else:
+        em.emit(f"for {idx[-1]} in range({length}):")
+        em.indent += 1
     local = dict(row_local)
     for n, acc, d, flag in accs:
         x = n.inputs[0]
@@ -320,11 +332,16 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         if uniform and v.uid in bufs:
             em.emit(f"{bufs[v.uid]}[{idx[-1]}] = {local[v.uid][0]}")
         _store_full(em, plan, v, local, outs, idx, uniform)
-    em.indent -= 1
+    if wide:
+        lower_reduce.blocked_tail(em, wide, totals)
+        for (acc, d), tot in zip(wide, totals):
+            em.emit(f"{acc} = {np_type(d)}({tot})")
+    em.indent = loop_base
     for n, acc, d, flag in accs:
         if _via_buffer(n, plan, bufs, scratch, uniform, level):
             b = scratch.get(id(n)) or bufs[n.inputs[0].uid]
-            # an empty row: only a logsumexp gets here (amax/amin raised before the loops)
+            # an empty row: only a logsumexp or a _max_shift gets here (amax/amin raised
+            # before the loops)
             em.emit(f"if {length} > 0:")
             em.emit(f"    {acc} = {_row_helper(em, _op1(n))}({b}, {length})")
         for line in lower_reduce.nan_fixup(_op1(n), acc, d, flag):
@@ -336,6 +353,9 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
             continue
         if n.op == "mean":
             em.emit(f"{acc} = {acc} / {np_type(d)}({length})")
+        if n.op == "_max_shift":
+            em.emit(f"if {length} == 0:")
+            em.emit(f"    {acc} = {np_type(d)}(0)")
         row_local[n.outputs[0].uid] = (acc, d)
         _store_row(em, plan, n.outputs[0], row_local, outs, idx)
     for n, acc, d in sums:
@@ -349,8 +369,9 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
 
 
 def _op1(n) -> str:
-    """The reduction a node's first pass does (a logsumexp's is its row's max)."""
-    return "amax" if n.op == "logsumexp" else n.op
+    """The reduction a node's first pass does (a logsumexp's is its row's max; the softmax
+    shift `_max_shift` is a max that an empty row leaves at 0)."""
+    return "amax" if n.op in ("logsumexp", "_max_shift") else n.op
 
 
 def _via_buffer(n, plan, bufs, scratch, uniform, level) -> bool:

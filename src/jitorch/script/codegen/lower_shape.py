@@ -315,9 +315,8 @@ def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     if d is t.dtype:
         em.bind(n.outputs[0], xs)
         return
-    out = em.fresh("v")
-    em.emit(f"{out} = {xs}.astype({np_type(d)})")
-    em.bind(n.outputs[0], out)
+    from .casts import cast_array  # NumPy's astype, float -> int defined as NumPy's
+    em.bind(n.outputs[0], cast_array(em, xs, t.ndim, t.dtype, d))
 
 
 def lower_cat(em: Emitter, n: ir.Node) -> None:

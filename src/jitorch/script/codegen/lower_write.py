@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter, np_type, typed_literal
+from . import NotLowered, casts, literal
+from .cpu import Emitter
 from .lower_shape import _RunTime, _int_index, _norm
 
 _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "permute", "t",
@@ -62,7 +62,7 @@ def _write(em: Emitter, n: ir.Node, basic, check, inplace: bool = False) -> None
     vt = em.tensor(vals) if tensor_vals else None
     if tensor_vals and check and not dt.can_cast(vt.dtype, xt.dtype):
         raise NotLowered("in-place result cast refused (the interpreter raises PyTorch's error)")
-    xs, np_x = em.name(x), np_type(xt.dtype)
+    xs = em.name(x)
     out = em.fresh("w")
     vs = em.name(vals)
     fast = (not inplace and tensor_vals and not basic and vt.dtype is xt.dtype and
@@ -104,21 +104,19 @@ def _write(em: Emitter, n: ir.Node, basic, check, inplace: bool = False) -> None
         em.emit(f"{reg} = {out}[{', '.join(parts)}]")
     else:
         reg = out
-    if not tensor_vals:
-        if em.is_const(vals):
-            val = typed_literal(em.const(vals), xt.dtype)
-        else:
-            val = f"{np_x}({vs})"
+    if not tensor_vals:  # a Python number: PyTorch's checked conversion (casts.py)
+        val = casts.checked_scalar(em, vals, xt.dtype)
         _fill(em, reg, target if rank == 0 else None, rank, lambda idx: val)
     else:
-        _write_tensor(em, reg, target if rank == 0 else None, rank, vs, vt, np_x)
+        _write_tensor(em, reg, target if rank == 0 else None, rank, vs, vt, xt.dtype)
     if fast:
         em.indent -= 1
     em.bind(n.outputs[0], out)
 
 
-def _write_tensor(em: Emitter, reg, target, rank: int, vs: str, vt: ir.TensorType, np_x):
-    """reg[...] = vals, broadcast with PyTorch's rules; the checks first."""
+def _write_tensor(em: Emitter, reg, target, rank: int, vs: str, vt: ir.TensorType, dt_x):
+    """reg[...] = vals (cast to dt_x like NumPy's astype), broadcast with PyTorch's rules;
+    the checks first."""
     vr = vt.ndim
     strip = max(vr - rank, 0)
 
@@ -148,7 +146,12 @@ def _write_tensor(em: Emitter, reg, target, rank: int, vs: str, vt: ir.TensorTyp
 
     def value(idx):
         vi = ["0"] * strip + [f"{idx[lead + i]} * {flags[i]}" for i in range(vr - strip)]
-        return f"{np_x}({vs}[{', '.join(vi)}])" if vi else f"{np_x}({vs}[()])"
+        load = f"{vs}[{', '.join(vi)}]" if vi else f"{vs}[()]"
+        if not casts.needs_name(vt.dtype, dt_x):
+            return casts.cast(load, vt.dtype, dt_x)
+        e = em.fresh("e")  # a float element stored as an integer reads it three times
+        em.emit(f"{e} = {load}")
+        return casts.cast(e, vt.dtype, dt_x)
     _fill(em, reg, target, rank, value)
 
 

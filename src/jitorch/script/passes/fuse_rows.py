@@ -2,8 +2,8 @@
 
 Owns `fuse_rows(block)`, run by `fuse.run` before elementwise grouping. A row region is a
 connected set of
-- reductions `sum`/`mean`/`amax`/`amin`/`logsumexp` of a float32/float64 tensor of rank R >= 1
-  over the last dim with `keepdim=True` (default dtype), and
+- reductions `sum`/`mean`/`amax`/`amin`/`logsumexp`/`_max_shift` of a float32/float64 tensor
+  of rank R >= 1 over the last dim with `keepdim=True` (default dtype), and
 - fusible elementwise ops (`fuse.fusible`) whose output has rank R,
 in which a full-size member reads a reduction's result: the broadcast of a per-row value back
 along the row (`x - x.amax(-1, keepdim=True)`; a per-row epilogue such as `x.mean(-1, True) + 1`
@@ -21,7 +21,7 @@ from ... import _dtype as dt
 from .. import ir
 from .types import const_value, norm_dims, reduction_dtype
 
-ROW_REDUCE = ("sum", "mean", "amax", "amin", "logsumexp")
+ROW_REDUCE = ("sum", "mean", "amax", "amin", "logsumexp", "_max_shift")
 _FLOATS = (dt.float32, dt.float64)
 ENABLED = True
 

@@ -371,7 +371,7 @@ def _expand_as(n, x, other):
 
 _RULES = {
     "sum": _reduce, "mean": _reduce, "prod": _reduce, "amax": _reduce, "amin": _reduce,
-    "logsumexp": _reduce,
+    "logsumexp": _reduce, "_max_shift": _reduce,
     "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
     "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
     "t": _same, "contiguous": _same, "narrow": _same, "_narrow_backward": _same,
@@ -389,9 +389,19 @@ _RULES = {
                      "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
                      "_max_pool_nd_backward", "_avg_pool_nd_backward", "_adaptive_avg_t"),
                     _same),
+    "_class_index": lambda n, x, target, *rest: _class_target(target),
     "max_pool1d_with_indices": lambda n, x, *rest: _with_indices(n, x),
     "max_pool2d_with_indices": lambda n, x, *rest: _with_indices(n, x),
 }
+
+
+def _class_target(target):
+    """A loss's class-index target (_ops/nn_loss._class_index): int64 or uint8, as eager
+    requires; other dtypes stay unknown, so the interpreter raises eager's error."""
+    t = _tensor(target)
+    if t.dtype not in (dt.int64, dt.uint8):
+        raise TypeError("not a class-index dtype")
+    return t
 
 
 def _with_indices(n, x):
