@@ -9,7 +9,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from ..autograd.inplace import check_inplace_allowed, rebase_history, write_result
+from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history, \
+    write_result
 from .registry import defop
 
 __all__ = ["clone"]
@@ -61,6 +62,7 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         src = Tensor._make(np.asarray(src))
     check_inplace_allowed(self)
+    check_writable(self)  # an expanded self: PyTorch's error, not NumPy's read-only one
     try:
         np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
@@ -100,7 +102,6 @@ def fill_(self: Tensor, value) -> Tensor:
     check_inplace_allowed(self)
     from .._creation import _convert_scalar
     value = _convert_scalar(value, self._dtype)  # PyTorch's overflow check and message
-    from ..autograd.inplace import check_writable
     check_writable(self)
     self._data[...] = value
     self._version[0] += 1
