@@ -206,3 +206,59 @@ def test_long_mode_runs_and_reports(tmp_path):
                        capture_output=True, text=True, timeout=600)
     assert "2 programs" in r.stdout, r.stdout + r.stderr
     assert (tmp_path / "summary.json").exists()
+
+
+# --- disagreements the fuzzer found, fixed in the op declarations ----------------------------
+def _agree(lines, reads_args, arrays, modes=("script", "trace")):
+    """A hand-written program over arguments a0.. run through the fuzzer's runner."""
+    args = [Arg(f"a{i}", "tensor", jitorch._dtype.from_numpy_dtype(a.dtype), a.ndim,
+                tuple(a.shape)) for i, a in enumerate(arrays)]
+    body = [Stmt(line) for line in lines]
+    prog = Program(args, body, reads_args)
+    s = values.InputSet([a.copy() for a in arrays], [("contig",)] * len(arrays))
+    rep = runner.run(prog, [s], modes=modes)
+    assert not rep.findings, [f.title() for f in rep.findings]
+    return runner._eager(runner.load(prog), s)
+
+
+def test_adaptive_avg_pool_nan_stays_in_its_windows():
+    x = np.arange(21, dtype=np.float32).reshape(3, 7)
+    x[2, 4] = np.nan
+    out = _agree(["v0 = jitorch.adaptive_avg_pool1d(a0, 9)"], ("v0",), [x])
+    y = out.leaves[0][2]
+    assert list(np.isnan(y[2])) == [_holds(j, 7, 9, 4) for j in range(9)]
+    assert not np.isnan(y[:2]).any()
+    x2 = np.ones((1, 4, 5), np.float32)
+    x2[0, 1, 2] = np.inf
+    y2 = _agree(["v0 = jitorch.nn.functional.adaptive_avg_pool2d(a0, (3, 2))"], ("v0",),
+                [x2]).leaves[0][2]
+    want = np.array([[_holds(i, 4, 3, 1) and _holds(j, 5, 2, 2) for j in range(2)]
+                     for i in range(3)])
+    assert (np.isinf(y2[0]) == want).all() and not np.isnan(y2).any()
+
+
+def _holds(j, size, out, k) -> bool:
+    """Whether adaptive pooling's window j (of `out` over `size`) covers position k."""
+    return j * size // out <= k < -(-(j + 1) * size // out)
+
+
+def test_index_select_negative_index_is_an_index_error():
+    x, i = np.ones((3, 2), np.float32), np.array([0, -1])
+    out = _agree(["v0 = jitorch.index_select(a0, 0, a1)"], ("v0",), [x, i])
+    assert isinstance(out.exc, IndexError)
+
+
+def test_copy_into_an_expanded_tensor_is_pytorchs_error():
+    base = jitorch.zeros(1, 3).expand(2, 3)
+    with pytest.raises(RuntimeError, match="more than one element of the written-to"):
+        base[:].copy_(jitorch.ones(2, 3))
+
+
+def test_bool_negation_is_refused_by_compiled_code_too():
+    out = _agree(["v0 = -a0"], ("v0",), [np.array([True, False])])
+    assert isinstance(out.exc, RuntimeError) and "Negation" in str(out.exc)
+
+
+def test_contiguous_keeps_a_zero_dim_tensor_zero_dim():
+    out = _agree(["v0 = a0.contiguous().unsqueeze(0)"], ("v0",), [np.array(3, np.int32)])
+    assert out.leaves[0][2].shape == (1,)

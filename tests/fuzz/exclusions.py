@@ -68,6 +68,19 @@ def _unknown_tuple_result(f):
     return False
 
 
+def _undeclared_alias(f):
+    """A call returned (a view of) its operand but its registry declaration (if any) does
+    not say it may (`view=`): the script frontend's alias analysis then treats it as a copy."""
+    from jitorch._ops.registry import OPS
+    for s in f.program.body:
+        if s.tag.startswith("form:") and "+alias" in s.tag:
+            name = s.tag[5:].split("+")[0].rsplit(".", 1)[-1]
+            op = OPS.get(name)
+            if op is None or not op.view:
+                return True
+    return False
+
+
 def _tensor_index(f):
     """A statement indexes (reads or writes) with a tensor variable."""
     return any(s.tag.startswith(("index", "setitem")) and len(s.reads) > 1 and
@@ -83,6 +96,16 @@ KNOWN = [
           "where eager raises or gives PyTorch's powi results",
           lambda f: _pow_on_ints(f) and f.kind in ("value", "compiled-succeeded",
                                                     "argument", "compiled-raised")),
+    Known("int-store-overflow", "issue 9 item 4 (numerics): storing an out-of-range Python "
+          "number into an int8/uint8/int16/int32 tensor (x[i] = 300.5, fill_) wraps in "
+          "compiled code; eager raises PyTorch's overflow RuntimeError",
+          lambda f: f.kind == "compiled-succeeded" and
+          _eager_says(f, r"cannot be converted to type \w+ without overflow")),
+    Known("nll-target-range", "issue 9 item 4 (numerics): nll_loss/cross_entropy class "
+          "targets out of range count as 0 in compiled code (eager raises IndexError)",
+          lambda f: f.kind == "compiled-succeeded" and
+          _has_tag(f, "form:nll_loss", "form:cross_entropy") and
+          _eager_says(f, r"Target -?\d+ is out of bounds")),
     Known("tuple-unpack", "issue 9 item 4 (frontend): `a, b = x` on a tensor is accepted for "
           "any first-dim size",
           lambda f: f.mode == "script" and _has_tag(f, "unpack")),
@@ -108,6 +131,17 @@ KNOWN = [
           lambda f: f.mode == "trace" and f.program.writes_anything() and
           any(lay is not None and lay[0] in ("step", "perm")
               for lay in f.sets[f.example if f.example is not None else f.set_index].layouts)),
+    Known("alias-returning-call", "frontend_alias.py: a call that returns its input (or a "
+          "view of it) without a registry view declaration (resolve_conj and conj on real "
+          "tensors, atleast_1d/2d/3d, broadcast_tensors, ...) is taken as a fresh tensor: "
+          "writes through the result, or later writes to the input, are not seen",
+          lambda f: f.mode in ("script", "trace") and f.program.writes_anything() and
+          _undeclared_alias(f)),
+    Known("copy-as-index-write", "frontend: `x.copy_(src)` is compiled as the index write "
+          "`x[()] = src`, which strips src's leading size-1 dims; eager copy_ raises "
+          "\"output with shape ... doesn't match the broadcast shape\"",
+          lambda f: f.kind == "compiled-succeeded" and _has_tag(f, "inplace:copy_") and
+          _eager_says(f, "doesn't match the broadcast shape")),
     Known("zero-dim-index-copy", "frontend_index.py: x[t] with a 0-d integer tensor t is a "
           "view in eager (an int index) but a copy (advanced indexing) in scripted code, so "
           "writes through it are lost",
@@ -138,6 +172,17 @@ KNOWN = [
           "does not follow (`x.T`, `x.mT`, an element of broadcast_tensors' list) is a "
           "ScriptError; TorchScript accepts it (the write lands in the viewed storage)",
           lambda f: f.kind == "frontend" and "storage the compiler cannot follow" in f.detail),
+    Known("write-check-order", "runtime.py _check_writes: the refusal to write to an expanded "
+          "argument is raised before the program runs, so it wins over the error eager meets "
+          "first (an out-of-range index)",
+          lambda f: f.kind == "error-type" and
+          "more than one element of the written-to" in str(f.got_exc) and
+          not _eager_says(f, "more than one element of the written-to")),
+    Known("cat-size-check", "codegen/lower_shape.py lower_cat: with operands of mixed dtypes "
+          "the sizes are not checked with PyTorch's message; Numba's np.concatenate raises "
+          "ValueError (eager: RuntimeError \"Sizes of tensors must match\")",
+          lambda f: f.kind == "error-type" and isinstance(f.got_exc, ValueError) and
+          "np.concatenate" in str(f.got_exc)),
     Known("abs-builtin", "frontend: the builtin abs() on a tensor is a ScriptError "
           "(TorchScript maps it to aten::abs)",
           lambda f: f.kind == "frontend" and "abs() on tensors" in f.detail),

@@ -407,4 +407,15 @@ def settle(g, stmt, env):
         if not isinstance(x, (jitorch.Tensor, bool, int, float)):
             g.prog.body.pop()
             return None
+    if stmt.tag.startswith("form:") and not stmt.tag.endswith("+alias") and _aliases(stmt, env):
+        # the call returned (a view of) one of its operands: writes through it are writes to
+        # the operand (the compiler must know, from the op's declaration)
+        stmt.tag += "+alias"
     return env
+
+
+def _aliases(stmt, env) -> bool:
+    outs = [env.get(t) for t in stmt.targets]
+    ins = [env.get(r) for r in stmt.reads]
+    return any(isinstance(o, jitorch.Tensor) and isinstance(i, jitorch.Tensor) and
+               np.shares_memory(o._data, i._data) for o in outs for i in ins)

@@ -41,7 +41,8 @@ clone = defop("clone", _clone_impl, kind="elementwise", dtype="promote",
 
 
 def _contiguous_impl(input, memory_format=None):
-    return np.ascontiguousarray(input)
+    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+    return np.asarray(input, order="C")
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
