@@ -1,6 +1,6 @@
 """Differential fuzzing: random programs run eager, scripted and traced must agree.
 
-The fixed-seed slice: `JITORCH_FUZZ_ITERATIONS` programs (default 48) of run `JITORCH_FUZZ_SEED`
+The fixed-seed slice: `JITORCH_FUZZ_ITERATIONS` programs (default 60) of run `JITORCH_FUZZ_SEED`
 (default 20260), each on five input sets of one dtype/rank signature (so one compile per mode and
 program), compared in values, errors and the arguments' storage afterwards (tests/fuzz/).
 Disagreements listed in `tests/fuzz/exclusions.py` (known bugs, each naming what it waits for)
@@ -27,7 +27,7 @@ from fuzz.generate import generate
 from fuzz.program import Arg, Program, Stmt
 
 SEED = int(os.environ.get("JITORCH_FUZZ_SEED", "20260"))
-ITERATIONS = int(os.environ.get("JITORCH_FUZZ_ITERATIONS", "48"))
+ITERATIONS = int(os.environ.get("JITORCH_FUZZ_ITERATIONS", "60"))
 
 
 def _report(rep, prog):

@@ -106,6 +106,10 @@ KNOWN = [
           lambda f: f.kind == "compiled-succeeded" and
           _has_tag(f, "form:nll_loss", "form:cross_entropy") and
           _eager_says(f, r"Target -?\d+ is out of bounds")),
+    Known("f32-long-sum", "issue 9 item 4 (numerics): float32 sum/mean over long rows "
+          "accumulate sequentially in compiled code (less accurate than NumPy's pairwise sum; "
+          "runner._accuracy, long mode only)",
+          lambda f: f.kind == "accuracy"),
     Known("tuple-unpack", "issue 9 item 4 (frontend): `a, b = x` on a tensor is accepted for "
           "any first-dim size",
           lambda f: f.mode == "script" and _has_tag(f, "unpack")),
@@ -122,6 +126,12 @@ KNOWN = [
     Known("writes-lost-on-error", "runtime.py write-back: when a call raises, the writes to "
           "arguments made before the failing statement are dropped (eager keeps them)",
           lambda f: f.kind == "argument-after-error"),
+    Known("trace-example-sizes", "trace.py: the tracer resolves size-dependent parts of a "
+          "call against the example's sizes (an open slice `x[2::3]` is recorded as "
+          "(2, 6, 3), index writes reshape to the example's shape, copy_ expands to it), so "
+          "the trace silently gives wrong shapes or raises on other sizes; PyTorch records "
+          "them symbolically",
+          lambda f: f.kind == "trace-sizes"),
     Known("trace-tensor-index-baked", "trace.py: a 0-d integer tensor used as an index is "
           "baked into the trace as a constant, with no TracerWarning",
           lambda f: f.mode == "trace" and f.set_index != f.example and _tensor_index(f)),
