@@ -213,10 +213,6 @@ def inplace_method(name: str) -> str | None:
     return None
 
 
-def supported_dtypes(info) -> tuple:
-    return tuple(d for d in info.dtypes)
-
-
 def redraw(form: CallForm, seed: int):
     """The sample's arguments drawn again with another seed: new values from the op's own
     sample generator (inside its domain: valid indices, positive divisors, ...), same shapes.

@@ -61,8 +61,8 @@ def _unknown_tuple_result(f):
     if known is None:
         return False
     for s in f.program.body:
-        if s.tag.startswith("form:") and s.tag.endswith("+tuple"):
-            name = s.tag[5:-6].rsplit(".", 1)[-1]
+        if s.tag.startswith("form:") and "+tuple" in s.tag:
+            name = s.tag[5:].split("+")[0].rsplit(".", 1)[-1]
             if name not in known:
                 return True
     return False
@@ -89,9 +89,6 @@ def _tensor_index(f):
 
 KNOWN = [
     # --- bugs other branches of issue 9 are fixing ----------------------------------------
-    Known("alias-write", "issue 9 item 4 (boundary): a write to one argument is not seen "
-          "through another argument that aliases it (f(a, a), overlapping views)",
-          lambda f: _set(f).has_alias() and f.program.writes_anything()),
     Known("int-negative-pow", "issue 9 item 4 (numerics): int ** negative int gives 0/INT_MIN "
           "where eager raises or gives PyTorch's powi results",
           lambda f: _pow_on_ints(f) and f.kind in ("value", "compiled-succeeded",
@@ -163,6 +160,18 @@ KNOWN = [
           "nonzero(as_tuple), unique, linalg.svd, ...) is typed as one Tensor: `a, b = r` "
           "silently gives r[0], r[1] and `r[0]` raises TypeError",
           lambda f: f.mode == "script" and _unknown_tuple_result(f)),
+    Known("scalar-result-typed-tensor", "frontend_call.py: a call returning a Python number "
+          "(is_conj, is_floating_point, equal, ...) that runs as a PythonOp is typed as a "
+          "Tensor, so arithmetic on it gives a tensor where eager gives an int/bool",
+          lambda f: f.mode == "script" and _has_tag(f, "form:") and
+          any("+scalar" in s.tag for s in f.program.body) and
+          f.kind in ("structure", "value", "dtype", "compiled-raised", "error-type")),
+    Known("maybe-view-write-refused", "frontend_alias.py + runtime._check_writes: a write "
+          "through the result of a may-view op (contiguous, flatten, reshape) counts as a "
+          "write to the argument, so an expanded argument is refused even where eager's op "
+          "made a copy and the write is legal",
+          lambda f: f.kind == "compiled-raised" and
+          "more than one element of the written-to" in str(f.got_exc)),
     Known("static-tensor-source", "frontend_call.py STATIC_PARAMS: a tensor argument passed "
           "as `source` (index_add/index_copy/masked_scatter) is made a static argument: keyed "
           "by identity (a compile per call) and runtime._why compares tensors with !=",
@@ -193,6 +202,20 @@ KNOWN = [
           "ValueError (eager: RuntimeError \"Sizes of tensors must match\")",
           lambda f: f.kind == "error-type" and isinstance(f.got_exc, ValueError) and
           "np.concatenate" in str(f.got_exc)),
+    Known("contiguous-0d", "codegen/lower_shape.py lower_contiguous emits np.ascontiguousarray, "
+          "which turns a 0-d array into shape (1,) (eager's contiguous, fixed on this branch, "
+          "keeps it 0-d): bind a rank-0 input as it is",
+          lambda f: "shape [1] vs eager []" in f.detail and
+          ".contiguous()" in f.program.source()),
+    Known("ce-prob-targets", "frontend_nn.py: cross_entropy/nll_loss with class-probability "
+          "(floating point) targets is NotImplementedError in scripted code (\"not supported "
+          "yet\"); eager computes it",
+          lambda f: f.mode == "script" and isinstance(f.got_exc, NotImplementedError) and
+          "class-probability" in str(f.got_exc)),
+    # the broadest entry last: more specific classes match first
+    Known("alias-write", "issue 9 item 4 (boundary): a write to one argument is not seen "
+          "through another argument that aliases it (f(a, a), overlapping views)",
+          lambda f: _set(f).has_alias() and f.program.writes_anything()),
     Known("abs-builtin", "frontend: the builtin abs() on a tensor is a ScriptError "
           "(TorchScript maps it to aten::abs)",
           lambda f: f.kind == "frontend" and "abs() on tensors" in f.detail),

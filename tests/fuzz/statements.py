@@ -407,6 +407,8 @@ def settle(g, stmt, env):
         if not isinstance(x, (jitorch.Tensor, bool, int, float)):
             g.prog.body.pop()
             return None
+    if stmt.tag.startswith("form:") and not isinstance(env.get(stmt.targets[0]), jitorch.Tensor):
+        stmt.tag += "+scalar"  # the call returned a Python number (is_conj, equal, ...)
     if stmt.tag.startswith("form:") and not stmt.tag.endswith("+alias") and _aliases(stmt, env):
         # the call returned (a view of) one of its operands: writes through it are writes to
         # the operand (the compiler must know, from the op's declaration)

@@ -53,10 +53,6 @@ ALIASES = ("same", "shift", "t", "row")
 _JUNK = 77
 
 
-def _np_dtype(dt):
-    return dt.np
-
-
 def _root_from(values: np.ndarray):
     return jitorch.tensor(values.copy())
 
