@@ -262,3 +262,10 @@ def test_bool_negation_is_refused_by_compiled_code_too():
 def test_contiguous_keeps_a_zero_dim_tensor_zero_dim():
     out = _agree(["v0 = a0.contiguous().unsqueeze(0)"], ("v0",), [np.array(3, np.int32)])
     assert out.leaves[0][2].shape == (1,)
+
+
+def test_svd_refuses_non_finite_input_instead_of_hanging():
+    # LAPACK's gesdd can loop forever on nan (the fuzzer's long run hung in matrix_norm(ord=2))
+    x = np.array([[0.0, 0.0], [np.nan, np.nan]])
+    out = _agree(["v0 = jitorch.linalg.matrix_norm(a0, ord=2)"], ("v0",), [x], modes=("script",))
+    assert isinstance(out.exc, jitorch.linalg.LinAlgError) and "non-finite" in str(out.exc)

@@ -5,7 +5,8 @@
 (`JITORCH_FUZZ_ITERATIONS` and `JITORCH_FUZZ_SEED` give the defaults.) The parent runs the
 programs in a worker process (`--worker`) that reports each program as a JSON line before and
 after running it; when the worker dies (a segfault in compiled code), the program it was running
-is recorded as a `crash` finding and a new worker continues with the next one. New findings (not
+is recorded as a `crash` finding and a new worker continues with the next one; a program that
+runs longer than `--timeout` seconds (a hang) is killed and recorded the same way. New findings (not
 matched by `exclusions.KNOWN`) are minimised and written as `<out>/<seed>_<index>_<n>.py`
 reproducers; `summary.json` lists every finding with its class.
 """
@@ -14,8 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 import time
 
 from .runner import NOT_FAILURES
@@ -30,6 +33,10 @@ def _args(argv):
     p.add_argument("--out", default="fuzz-out")
     p.add_argument("--no-minimize", action="store_true")
     p.add_argument("--long-dims", action="store_true", help="sometimes one dim of 257..65537")
+    p.add_argument("--timeout", type=float, default=600.0,
+                   help="seconds one program (with its minimising) may take")
+    p.add_argument("--focus", default="", help="registry kinds most calls come from, e.g. "
+                   "linalg,other (matmul, conv, pooling)")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
@@ -45,7 +52,8 @@ def worker(a):
     from .runner import run
     for i in range(a.start, a.start + a.iterations):
         _emit({"start": i})
-        prog, sets, _ = generate(a.seed, i, long_dims=a.long_dims)
+        prog, sets, _ = generate(a.seed, i, long_dims=a.long_dims,
+                                 focus=tuple(k for k in a.focus.split(",") if k))
         rep = run(prog, sets, pid=f"{a.seed}:{i}")
         out = []
         seen = set()
@@ -69,6 +77,12 @@ def worker(a):
                "source": prog.source() if out else ""})
 
 
+def _pump(stream, q):
+    for line in stream:
+        q.put(line)
+    q.put(None)
+
+
 def main(argv=None):
     a = _args(argv)
     if a.worker:
@@ -85,9 +99,21 @@ def main(argv=None):
             cmd.append("--no-minimize")
         if a.long_dims:
             cmd.append("--long-dims")
+        if a.focus:
+            cmd += ["--focus", a.focus]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        running = None
-        for line in proc.stdout:
+        lines = queue.Queue()
+        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+        running, hung = None, False
+        while True:
+            try:
+                line = lines.get(timeout=a.timeout)
+            except queue.Empty:  # the worker hangs inside a program: kill it, move on
+                proc.kill()
+                hung = True
+                break
+            if line is None:
+                break
             try:
                 msg = json.loads(line)
             except ValueError:
@@ -119,9 +145,10 @@ def main(argv=None):
                 print(f"... {summary['programs']} programs, {time.time() - t0:.0f} s",
                       flush=True)
         proc.wait()
-        if running is not None:  # the worker died inside a program
-            summary["crashes"].append({"pid": f"{a.seed}:{running}", "rc": proc.returncode})
-            print(f"[{a.seed}:{running}] CRASH (exit {proc.returncode})", flush=True)
+        if running is not None:  # the worker died (or hung) inside a program
+            what = "timeout" if hung else f"exit {proc.returncode}"
+            summary["crashes"].append({"pid": f"{a.seed}:{running}", "why": what})
+            print(f"[{a.seed}:{running}] CRASH ({what})", flush=True)
             nxt = running + 1
         elif proc.returncode != 0:
             break

@@ -177,6 +177,12 @@ KNOWN = [
           "by identity (a compile per call) and runtime._why compares tensors with !=",
           lambda f: f.mode == "script" and f.got_exc is not None and
           "Boolean value of Tensor" in str(f.got_exc)),
+    Known("guard-not-compiled", "_ops/binary.py guard(): checks wrapped around an op's "
+          "public function (sub's bool operands; pow's, see int-negative-pow) never reach "
+          "compiled code, which calls the op itself: scripted `a - b` on bool tensors returns "
+          "a result where eager raises",
+          lambda f: f.kind == "compiled-succeeded" and
+          _eager_says(f, r"Subtraction, the `-` operator, with")),
     Known("bce-range-check", "issue 9 item 4 (value checks in programs): _ops/nn_loss.py "
           "_unit_interval (binary_cross_entropy's input range check) has an identity scalar "
           "template, so compiled code skips the check (nan instead of eager's RuntimeError); "
@@ -186,7 +192,7 @@ KNOWN = [
     Known("scalar-int-pow", "issue 9 item 4 (frontend): int ** negative int on Python "
           "numbers is typed int (TorchScript: float, 4 ** -1 == 0.25)",
           lambda f: f.mode == "script" and _has_tag(f, "scalar:**") and
-          f.kind in ("structure", "value")),
+          f.kind in ("structure", "value", "compiled-succeeded", "error-type")),
     Known("untracked-view-write", "frontend_alias.py: a write through a view the alias analysis "
           "does not follow (`x.T`, `x.mT`, an element of broadcast_tensors' list) is a "
           "ScriptError; TorchScript accepts it (the write lands in the viewed storage)",

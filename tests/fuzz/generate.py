@@ -61,8 +61,9 @@ def _exec_body(prog: Program, args):
 
 class Generator:
     def __init__(self, seed: int, index: int, *, max_stmts: int = 6, n_sets: int = 5,
-                 long_dims: bool = False):
+                 long_dims: bool = False, focus: tuple = ()):
         self.rng = np.random.default_rng([seed, index])
+        self.focus = tuple(focus)  # registry kinds most form calls are drawn from
         self.seed, self.index = seed, index
         self.max_stmts, self.n_sets, self.long_dims = max_stmts, n_sets, long_dims
         self.sizes: dict = {}

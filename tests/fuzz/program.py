@@ -8,9 +8,11 @@ with `inspect.getsource` (and so that tracebacks show the generated line).
 """
 from __future__ import annotations
 
+import atexit
 import hashlib
 import importlib.util
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -112,6 +114,7 @@ def _dir() -> str:
     global _DIR
     if _DIR is None:
         _DIR = tempfile.mkdtemp(prefix="jitorch_fuzz_")
+        atexit.register(shutil.rmtree, _DIR, True)
     return _DIR
 
 

@@ -106,6 +106,8 @@ def _sample_arg(g, form, fi, where):
 
 def _pick_form(g, kinds=KINDS, pool=None):
     if pool is None:
+        if g.focus and g.coin(0.7):
+            kinds = tuple((k, w) for k, w in kinds if k in g.focus) or kinds
         kind = g.weighted(kinds)
         pool = _FORMS_BY_KIND.get(kind, [])
     if not pool:
