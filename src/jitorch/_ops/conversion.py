@@ -9,7 +9,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from ..autograd.inplace import check_inplace_allowed, rebase_history, write_result
+from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history, \
+    write_result
 from .registry import defop
 
 __all__ = ["clone"]
@@ -40,7 +41,8 @@ clone = defop("clone", _clone_impl, kind="elementwise", dtype="promote",
 
 
 def _contiguous_impl(input, memory_format=None):
-    return np.ascontiguousarray(input)
+    # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
+    return np.asarray(input, order="C")
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
@@ -61,6 +63,7 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     if not isinstance(src, Tensor):
         src = Tensor._make(np.asarray(src))
     check_inplace_allowed(self)
+    check_writable(self)  # an expanded self: PyTorch's error, not NumPy's read-only one
     try:
         np.broadcast_shapes(src._data.shape, self._data.shape)
     except ValueError:
@@ -100,7 +103,6 @@ def fill_(self: Tensor, value) -> Tensor:
     check_inplace_allowed(self)
     from .._creation import _convert_scalar
     value = _convert_scalar(value, self._dtype)  # PyTorch's overflow check and message
-    from ..autograd.inplace import check_writable
     check_writable(self)
     self._data[...] = value
     self._version[0] += 1

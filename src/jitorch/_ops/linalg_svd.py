@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype as dt
 from .. import return_types
 from .._tensor import Tensor
-from ._linalg_util import broadcast_shape, check_linalg, const, jt, pt, skew, sym
+from ._linalg_util import LinAlgError, broadcast_shape, check_linalg, const, jt, pt, skew, sym
 from .linalg_decomp import _offdiag, _safe
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
@@ -37,7 +37,8 @@ def _ct(a: np.ndarray) -> np.ndarray:
 
 
 def np_svd(a: np.ndarray, full_matrices: bool):
-    """numpy.linalg.svd, plus the empty cases LAPACK is not asked about (PyTorch's shapes)."""
+    """numpy.linalg.svd, plus the empty cases LAPACK is not asked about (PyTorch's shapes) and
+    PyTorch's refusal of non-finite input."""
     m, n = a.shape[-2:]
     k = min(m, n)
     if a.size == 0:
@@ -47,6 +48,10 @@ def np_svd(a: np.ndarray, full_matrices: bool):
         vh = np.broadcast_to(np.eye(n if full_matrices else k, n, dtype=a.dtype), batch + (
             n if full_matrices else k, n)).copy()
         return u, np.zeros(batch + (k,), _real(a)), vh
+    if not np.isfinite(a).all():
+        # LAPACK's gesdd may loop forever on nan/inf (the process hangs); PyTorch refuses them
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                          "matrix contained non-finite values.")
     with np.errstate(all="ignore"):
         u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
     return (u.astype(a.dtype, copy=False), s.astype(_real(a), copy=False),

@@ -379,11 +379,27 @@ def _bounds(size, out):
     return (i * size) // out, -((-(i + 1) * size) // out)
 
 
-def _avg_matrix(size, out, dtype):
+def _window_mean(x, axis, out):
+    """Adaptive average along one axis: output i is the mean of x's window i on that axis.
+    Each window is reduced on its own (not a product with a 0/1 averaging matrix, where
+    0 * nan spreads a nan or inf to every output of its row)."""
+    start, end = _bounds(x.shape[axis], out)
+    x = np.moveaxis(x, axis, -1)
+    y = np.empty(x.shape[:-1] + (out,), x.dtype)
+    for i, (a, b) in enumerate(zip(start, end)):
+        y[..., i] = x[..., a:b].sum(-1) / x.dtype.type(b - a)
+    return np.moveaxis(y, -1, axis)
+
+
+def _window_mean_t(g, axis, size):
+    """The adjoint of `_window_mean`: each output's gradient spread over its own window."""
+    out = g.shape[axis]
     start, end = _bounds(size, out)
-    j = np.arange(size)
-    m = ((j >= start[:, None]) & (j < end[:, None])).astype(np.float64)
-    return (m / (end - start)[:, None]).astype(dtype)
+    g = np.moveaxis(g, axis, -1)
+    dx = np.zeros(g.shape[:-1] + (size,), g.dtype)
+    for i, (a, b) in enumerate(zip(start, end)):
+        dx[..., a:b] += (g[..., i] / g.dtype.type(b - a))[..., None]
+    return np.moveaxis(dx, -1, axis)
 
 
 def _check_adaptive(name, nd, input, output_size, colon=""):
@@ -410,17 +426,12 @@ def _check_adaptive(name, nd, input, output_size, colon=""):
 def _make_adaptive_avg(nd):
     name = f"adaptive_avg_pool{nd}d"
 
-    def mats(shape, output_size, dtype):
-        sizes = _adaptive_sizes(nd, output_size, shape[len(shape) - nd:])
-        return [_avg_matrix(shape[len(shape) - nd + i], sizes[i], dtype) for i in range(nd)]
-
     def impl(input, output_size):
-        _check_adaptive(name, nd, input, output_size)
-        ms = mats(input.shape, output_size, input.dtype if input.dtype.kind == "f"
-                  else np.float64)
-        if nd == 1:
-            return np.ascontiguousarray(input @ ms[0].T).astype(input.dtype, copy=False)
-        return np.ascontiguousarray(ms[0] @ input @ ms[1].T).astype(input.dtype, copy=False)
+        sizes = _check_adaptive(name, nd, input, output_size)
+        y = input if input.dtype.kind == "f" else input.astype(np.float64)
+        for i in range(nd):  # windows are uniform per axis: the mean of the means
+            y = _window_mean(y, input.ndim - nd + i, sizes[i])
+        return np.ascontiguousarray(y).astype(input.dtype, copy=False)
 
     def vjp(g, input_shape, output_size):
         return _adaptive_avg_t(g, tuple(input_shape[len(input_shape) - nd:]))
@@ -439,13 +450,12 @@ adaptive_avg_pool2d = _make_adaptive_avg(2)
 
 
 def _adaptive_avg_t_impl(grad, input_size):
-    """The adjoint of adaptive average pooling: P^T g (1-D), P_h^T g P_w (2-D)."""
+    """The adjoint of adaptive average pooling (per axis: each window's share)."""
     nd = len(input_size)
-    ms = [_avg_matrix(input_size[i], grad.shape[grad.ndim - nd + i], grad.dtype)
-          for i in range(nd)]
-    if nd == 1:
-        return np.ascontiguousarray(grad @ ms[0])
-    return np.ascontiguousarray(ms[0].T @ grad @ ms[1])
+    dx = grad
+    for i in range(nd):
+        dx = _window_mean_t(dx, grad.ndim - nd + i, input_size[i])
+    return np.ascontiguousarray(dx)
 
 
 def _adaptive_avg_t_vjp(g, grad_shape, input_size):

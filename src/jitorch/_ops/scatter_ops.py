@@ -78,9 +78,9 @@ def _index_select(input, index, dim):
     d = wrap_dim(dim, input.ndim)
     size = _1d(input).shape[d]
     idx = _vector(index)
-    if idx.size and idx.min() < 0:
-        raise RuntimeError(f"INDICES element is out of DATA bounds, id={idx.min()} "
-                           f"axis_dim={size}")
+    if idx.size and idx.min() < 0:  # TORCH_CHECK_INDEX: an IndexError, as for idx >= size
+        raise IndexError(f"INDICES element is out of DATA bounds, id={idx.min()} "
+                         f"axis_dim={size}")
     if idx.size and idx.max() >= size:
         raise IndexError("index out of range in self")
     out = np.take(_1d(input), idx, axis=d)

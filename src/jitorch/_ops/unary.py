@@ -35,15 +35,19 @@ _LN10 = math.log(10.0)
 
 
 def _rule(base="float", kernel=None, *, no_bool=False, no_int=False, no_complex=False,
-         complex_msg=None):
+         complex_msg=None, bool_msg=None):
     """A dtype rule: `base` (a RULES name) after PyTorch's unsupported-dtype checks.
 
     `kernel` names the PyTorch kernel in the "not implemented for" message; `complex_msg`
-    replaces that message for complex inputs where PyTorch words it differently.
+    replaces that message for complex inputs where PyTorch words it differently; `bool_msg`
+    refuses bool with PyTorch's RuntimeError of that text. Refusals by dtype live here, not in
+    the impl: the compiler types programs with this rule and never runs the impl.
     """
     base_rule = RULES[base]
 
     def check(d):
+        if bool_msg is not None and d is dt.bool:
+            raise RuntimeError(bool_msg)
         if ((no_bool and d is dt.bool) or (no_int and d.category == dt.INT)
                 or (no_complex and d.category == dt.COMPLEX)):
             if d.category == dt.COMPLEX and complex_msg:
@@ -80,15 +84,15 @@ def _silent(fn):
 
 # --- arithmetic --------------------------------------------------------------------------------
 def _neg(input):
-    if input.dtype == np.bool_:
-        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If "
-                           "you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
     return np.negative(input)
 
 
-neg, negative = _declare(("neg", "negative"), _neg, inplace=True, vjp=lambda g: -g,
-                         jvp=lambda t_input: -t_input, scalar="-{input}")
+neg, negative = _declare(
+    ("neg", "negative"), _neg, inplace=True,
+    dtype=_rule("promote", bool_msg="Negation, the `-` operator, on a bool tensor is not "
+                "supported. If you are trying to invert a mask, use the `~` or `logical_not()` "
+                "operator instead."),
+    vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}")
 
 abs, absolute = _declare(
     ("abs", "absolute"), lambda input: np.abs(input), inplace=True,
