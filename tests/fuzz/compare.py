@@ -7,7 +7,8 @@ arguments' storage (the roots of the input set). Two outcomes agree when
   errors subclass the original type), or
 - both returned: the same structure, Python numbers equal, tensors with the same dtype, shape
   and values (integers and bools exactly; floats within a tolerance per dtype, relative to the
-  tensor's largest finite magnitude, with nan, +inf and -inf at the same places), and every
+  tensor's largest finite magnitude, with nan, +inf and -inf at the same places; a float64
+  result computed from float32 values is held to float32's tolerance: `floor`), and every
   argument root holding the same values afterwards.
 A compiled success where eager raised is a disagreement, and so is the reverse.
 """
@@ -72,7 +73,15 @@ def _as_float(a: np.ndarray) -> np.ndarray:
     return a.astype(np.float64) if a.dtype.kind != "c" else a.astype(np.complex128)
 
 
-def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> str | None:
+def _tolerance(dtype: str, floor: str | None):
+    rtol, atol = TOLERANCE.get(dtype, (1e-9, 1e-9))
+    if floor in TOLERANCE:
+        frtol, fatol = TOLERANCE[floor]
+        rtol, atol = max(rtol, frtol), max(atol, fatol)
+    return rtol, atol
+
+
+def _close(got: np.ndarray, want: np.ndarray, dtype: str, floor: str | None = None):
     if got.shape != want.shape:
         return f"shape {list(got.shape)} vs eager {list(want.shape)}"
     if dtype not in TOLERANCE and want.dtype.kind not in "fcV":
@@ -82,10 +91,10 @@ def _close(got: np.ndarray, want: np.ndarray, dtype: str) -> str | None:
             return f"values differ at {list(k)}: {got[k]!r} vs eager {want[k]!r}"
         return None
     with np.errstate(invalid="ignore", over="ignore"):
-        return _close_float(_as_float(got), _as_float(want), dtype)
+        return _close_float(_as_float(got), _as_float(want), _tolerance(dtype, floor))
 
 
-def _close_float(g, w, dtype):
+def _close_float(g, w, tol):
     gn, wn = np.isnan(g), np.isnan(w)
     if (gn != wn).any():
         k = tuple(np.argwhere(gn != wn)[0])
@@ -97,7 +106,7 @@ def _close_float(g, w, dtype):
     fin = ~(wn | wi)
     if not fin.any():
         return None
-    rtol, atol = TOLERANCE.get(dtype, (1e-9, 1e-9))
+    rtol, atol = tol
     scale = max(1.0, float(np.abs(w[fin]).max()))
     err = np.abs(g - w)
     lim = atol * scale + rtol * np.abs(w)
@@ -109,8 +118,9 @@ def _close_float(g, w, dtype):
     return None
 
 
-def compare(want: Outcome, got: Outcome, check_roots: bool = True):
-    """-> None when `got` agrees with eager's `want`, else (kind, detail)."""
+def compare(want: Outcome, got: Outcome, check_roots: bool = True, floor: str | None = None):
+    """-> None when `got` agrees with eager's `want`, else (kind, detail). `floor`: the least
+    precise float dtype the values went through (its tolerance is the least allowed)."""
     if want.exc is not None or got.exc is not None:
         if want.exc is None:
             return "compiled-raised", got.describe()
@@ -132,7 +142,7 @@ def compare(want: Outcome, got: Outcome, check_roots: bool = True):
             continue
         if g[1] != w[1]:
             return "dtype", f"result {k}: {g[1]} vs eager {w[1]}"
-        bad = _close(g[2], w[2], w[1])
+        bad = _close(g[2], w[2], w[1], floor)
         if bad:
             return "value", f"result {k} ({w[1]}): {bad}"
     return _roots(want, got) if check_roots else None
@@ -140,7 +150,7 @@ def compare(want: Outcome, got: Outcome, check_roots: bool = True):
 
 def _roots(want, got):
     for k, (g, w) in enumerate(zip(got.roots, want.roots)):
-        bad = _close(g, w, _dtype_name(w))
+        bad = _close(g, w, _dtype_name(w), None)
         if bad:
             return "argument", f"argument storage {k} after the call: {bad}"
     return None

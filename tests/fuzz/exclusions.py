@@ -207,7 +207,25 @@ KNOWN = [
           "the sizes are not checked with PyTorch's message; Numba's np.concatenate raises "
           "ValueError (eager: RuntimeError \"Sizes of tensors must match\")",
           lambda f: f.kind == "error-type" and isinstance(f.got_exc, ValueError) and
-          "np.concatenate" in str(f.got_exc)),
+          ("np.concatenate" in str(f.got_exc) or "np.stack" in str(f.got_exc))),
+    Known("narrow-error-type", "codegen/lower_shape.py lower_narrow raises IndexError for "
+          "\"start + length exceeds dimension size\"; eager (and PyTorch) raise RuntimeError",
+          lambda f: f.kind == "error-type" and _eager_says(f, "exceeds dimension size") and
+          isinstance(f.got_exc, IndexError)),
+    Known("fma-overflow", "codegen/blas.py (left as is): the small-M kernel fuses multiply-add, "
+          "so a float32 product that overflows stays finite inside the fma and a sum of "
+          "overflowing products gives inf where eager's BLAS gives nan; both are IEEE results "
+          "(PyTorch's own BLAS kernels differ the same way)",
+          lambda f: f.kind == "value" and "nan at" in f.detail and "inf" in f.detail and
+          _has_tag(f, "op:@", "form:matmul", "form:mm", "form:mv", "form:dot", "form:bmm",
+                   "form:inner", "form:addmm", "form:linear")),
+    Known("strided-arg-copy", "issue 9 item 4 (boundary): arguments are copied to C order, "
+          "so a view-or-copy op (flatten, reshape, contiguous) on a strided argument is a view "
+          "in compiled code but a copy in eager: a later write to the argument is seen through "
+          "it (or not) differently",
+          lambda f: f.program.writes_anything() and f.kind in ("value", "argument") and
+          any(lay is not None and lay[0] in ("step", "perm", "expand")
+              for lay in _set(f).layouts)),
     Known("contiguous-0d", "codegen/lower_shape.py lower_contiguous emits np.ascontiguousarray, "
           "which turns a 0-d array into shape (1,) (eager's contiguous, fixed on this branch, "
           "keeps it 0-d): bind a rank-0 input as it is",

@@ -92,6 +92,16 @@ def _note_entries(sf, rep):
         rep.interpreted[key] = rep.interpreted.get(key, 0) + 1
 
 
+def precision_floor(prog) -> str:
+    """The least precise float dtype a program's values start from (integer and bool
+    arguments become float32, the default dtype, when an op makes floats of them)."""
+    names = [a.dtype.name for a in prog.args if a.kind == "tensor"]
+    for half in ("bfloat16", "float16"):
+        if half in names:
+            return half
+    return "float64" if names and all(n == "float64" for n in names) else "float32"
+
+
 def run(prog, sets, modes=("script", "trace"), pid: str = "") -> Report:
     t0 = time.perf_counter()
     rep = Report()
@@ -132,7 +142,8 @@ def _run_script(fn, prog, sets, want, rep, pid):
             args, roots = values.build(s)
             got = cmp.call(sf, args, roots)
             rep.calls += 1
-            res = cmp.compare(want[k], got) or _accuracy(fn, prog, s, want[k], got)
+            res = cmp.compare(want[k], got, floor=precision_floor(prog)) or \
+                _accuracy(fn, prog, s, want[k], got)
             if res:
                 _finding(rep, prog, sets, k, "script", res, want[k], got, pid)
     _note_entries(sf, rep)
@@ -199,7 +210,8 @@ def _run_trace(fn, prog, sets, want, rep, pid):
         for k in ks:
             got = _call_traced(tr, prog, sets[k])
             rep.calls += 1
-            res = cmp.compare(want[k], got, check_roots=not writes) or \
+            res = cmp.compare(want[k], got, check_roots=not writes,
+                              floor=precision_floor(prog)) or \
                 _accuracy(fn, prog, sets[k], want[k], got)
             if not res:
                 continue
@@ -214,7 +226,8 @@ def _run_trace(fn, prog, sets, want, rep, pid):
                     again = _call_traced(_trace(fn, prog, sets[k])[0], prog, sets[k])
                 except Exception as e:  # noqa: BLE001
                     again = cmp.Outcome(exc=e)
-                res2 = cmp.compare(want[k], again, check_roots=not writes)
+                res2 = cmp.compare(want[k], again, check_roots=not writes,
+                                   floor=precision_floor(prog))
                 if not res2:
                     res = ("trace-sizes", f"traced on set {ex}'s sizes, called on other "
                            f"sizes: {res[0]}: {res[1]}")
