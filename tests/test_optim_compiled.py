@@ -193,7 +193,7 @@ def test_fused_loop_writes_into_the_list_element():
     assert _axpy.stats["interpreted"] == {}
     code = _axpy.code
     assert "_jt_clash" in code  # the planned, direct form: no temporary, no copy
-    entry = code[code.index("def entry_"):]  # (module-level helpers may allocate their tables)
+    entry = code[code.index("def entry("):]  # (module-level helpers may allocate their tables)
     assert "np.empty" not in entry
 
 
@@ -281,7 +281,7 @@ def test_inplace_chain_on_list_elements_is_one_loop():
     _close(ps + ms, ref[0] + ref[2])
     assert _momentum_inplace.stats["interpreted"] == {}
     code = _momentum_inplace.code
-    entry = code[code.index("def entry_"):]  # (module-level helpers may allocate their tables)
+    entry = code[code.index("def entry("):]  # (module-level helpers may allocate their tables)
     # the element is the loop's output (a temporary only where a broadcast loop is larger)
     assert all(" if " in ln for ln in entry.splitlines() if "np.empty" in ln)
     graph = str(_momentum_inplace._last.graph)
