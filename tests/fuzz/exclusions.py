@@ -88,37 +88,6 @@ def _tensor_index(f):
 
 
 KNOWN = [
-    # --- bugs other branches of issue 9 are fixing ----------------------------------------
-    Known("int-negative-pow", "issue 9 item 4 (numerics): int ** negative int gives 0/INT_MIN "
-          "where eager raises or gives PyTorch's powi results",
-          lambda f: _pow_on_ints(f) and f.kind in ("value", "compiled-succeeded",
-                                                    "argument", "compiled-raised")),
-    Known("int-store-overflow", "issue 9 item 4 (numerics): storing an out-of-range Python "
-          "number into an int8/uint8/int16/int32 tensor (x[i] = 300.5, fill_) wraps in "
-          "compiled code; eager raises PyTorch's overflow RuntimeError",
-          lambda f: f.kind == "compiled-succeeded" and
-          _eager_says(f, r"cannot be converted to type \w+ without overflow")),
-    Known("nll-target-range", "issue 9 item 4 (numerics): nll_loss/cross_entropy class "
-          "targets out of range count as 0 in compiled code (eager raises IndexError)",
-          lambda f: f.kind == "compiled-succeeded" and
-          _has_tag(f, "form:nll_loss", "form:cross_entropy") and
-          _eager_says(f, r"Target -?\d+ is out of bounds")),
-    Known("f32-long-sum", "issue 9 item 4 (numerics): float32 sum/mean over long rows "
-          "accumulate sequentially in compiled code (less accurate than NumPy's pairwise sum; "
-          "runner._accuracy, long mode only)",
-          lambda f: f.kind == "accuracy"),
-    Known("tuple-unpack", "issue 9 item 4 (frontend): `a, b = x` on a tensor is accepted for "
-          "any first-dim size",
-          lambda f: f.mode == "script" and _has_tag(f, "unpack")),
-    Known("view-nonviewable", "issue 9 item 4 (numerics/boundary): view() on non-viewable "
-          "strides succeeds in compiled code (eager raises)",
-          lambda f: f.kind == "compiled-succeeded" and
-          _eager_says(f, r"view size is not compatible")),
-    Known("empty-dim-softmax", "issue 9 item 4 (numerics): softmax/log_softmax/softmin over "
-          "an empty dim raises in compiled code (eager returns an empty tensor)",
-          lambda f: f.kind == "compiled-raised" and
-          _has_tag(f, "form:softmax", "form:log_softmax", "form:softmin") and
-          "non-zero size" in str(f.got_exc)),
     # --- found by this fuzzer; the fix is outside the fuzzer's files (see the report) ---------
     Known("writes-lost-on-error", "runtime.py write-back: when a call raises, the writes to "
           "arguments made before the failing statement are dropped (eager keeps them)",
@@ -189,10 +158,6 @@ KNOWN = [
           "declare the check with the numerics branch's mechanism for in-program value checks",
           lambda f: f.kind == "compiled-succeeded" and
           _eager_says(f, "should be between 0 and 1")),
-    Known("scalar-int-pow", "issue 9 item 4 (frontend): int ** negative int on Python "
-          "numbers is typed int (TorchScript: float, 4 ** -1 == 0.25)",
-          lambda f: f.mode == "script" and _has_tag(f, "scalar:**") and
-          f.kind in ("structure", "value", "compiled-succeeded", "error-type")),
     Known("untracked-view-write", "frontend_alias.py: a write through a view the alias analysis "
           "does not follow (`x.T`, `x.mT`, an element of broadcast_tensors' list) is a "
           "ScriptError; TorchScript accepts it (the write lands in the viewed storage)",
@@ -219,13 +184,20 @@ KNOWN = [
           lambda f: f.kind == "value" and "nan at" in f.detail and "inf" in f.detail and
           _has_tag(f, "op:@", "form:matmul", "form:mm", "form:mv", "form:dot", "form:bmm",
                    "form:inner", "form:addmm", "form:linear")),
-    Known("strided-arg-copy", "issue 9 item 4 (boundary): arguments are copied to C order, "
-          "so a view-or-copy op (flatten, reshape, contiguous) on a strided argument is a view "
-          "in compiled code but a copy in eager: a later write to the argument is seen through "
-          "it (or not) differently",
-          lambda f: f.program.writes_anything() and f.kind in ("value", "argument") and
+    Known("reshape-maybe-view-write", "frontend_alias.py: reshape/flatten/contiguous of an "
+          "argument are treated as views, so a write through the result reaches a strided "
+          "argument in compiled code, where eager's reshape copied (a view only when the "
+          "strides allow): the alias analysis needs a run-time 'is this a view' branch",
+          lambda f: f.mode == "script" and f.kind == "argument" and
           any(lay is not None and lay[0] in ("step", "perm", "expand")
-              for lay in _set(f).layouts)),
+              for lay in _set(f).layouts) and
+          any(w in f.program.source() for w in ("reshape(", "flatten(", "contiguous(",
+                                                ".view(-1)"))),
+    Known("elementwise-output-layout", "codegen: compiled elementwise ops return C-contiguous "
+          "results where eager (NumPy, like PyTorch's TensorIterator) keeps a strided input's "
+          "memory order, so a later view() succeeds compiled where eager raises",
+          lambda f: f.kind == "compiled-succeeded" and
+          _eager_says(f, r"view size is not compatible")),
     Known("contiguous-0d", "codegen/lower_shape.py lower_contiguous emits np.ascontiguousarray, "
           "which turns a 0-d array into shape (1,) (eager's contiguous, fixed on this branch, "
           "keeps it 0-d): bind a rank-0 input as it is",
@@ -236,10 +208,6 @@ KNOWN = [
           "yet\"); eager computes it",
           lambda f: f.mode == "script" and isinstance(f.got_exc, NotImplementedError) and
           "class-probability" in str(f.got_exc)),
-    # the broadest entry last: more specific classes match first
-    Known("alias-write", "issue 9 item 4 (boundary): a write to one argument is not seen "
-          "through another argument that aliases it (f(a, a), overlapping views)",
-          lambda f: _set(f).has_alias() and f.program.writes_anything()),
     Known("abs-builtin", "frontend: the builtin abs() on a tensor is a ScriptError "
           "(TorchScript maps it to aten::abs)",
           lambda f: f.kind == "frontend" and "abs() on tensors" in f.detail),

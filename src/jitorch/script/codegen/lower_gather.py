@@ -38,7 +38,7 @@ def _check_indices(em: Emitter, flat: str, n_rows: str, op: str) -> None:
     if op == "index_select":
         em.emit(f"if {lo} < 0:")
         em.indent += 1
-        em.raise_("RuntimeError", "INDICES element is out of DATA bounds, id=", (lo,),
+        em.raise_("IndexError", "INDICES element is out of DATA bounds, id=", (lo,),
                   " axis_dim=", (n_rows,))
         em.indent -= 1
     em.emit(f"if {lo} < 0 or {hi} >= {n_rows}:")
