@@ -81,6 +81,21 @@ def _undeclared_alias(f):
     return False
 
 
+def _static_tensor_slot(f):
+    """A call of an op one of whose tensor slots has a name the frontend makes static."""
+    try:
+        from jitorch._ops.registry import OPS
+        from jitorch.script.frontend_call import STATIC_PARAMS
+    except ImportError:
+        return False
+    for s in f.program.body:
+        if s.tag.startswith("form:"):
+            op = OPS.get(s.tag[5:].split("+")[0].rsplit(".", 1)[-1])
+            if op is not None and set(op.tensors) & set(STATIC_PARAMS):
+                return True
+    return False
+
+
 def _tensor_index(f):
     """A statement indexes (reads or writes) with a tensor variable."""
     return any(s.tag.startswith(("index", "setitem")) and len(s.reads) > 1 and
@@ -183,8 +198,7 @@ KNOWN = [
     Known("static-tensor-source", "frontend_call.py STATIC_PARAMS: a tensor argument passed "
           "as `source` (index_add/index_copy/masked_scatter) is made a static argument: keyed "
           "by identity (a compile per call) and runtime._why compares tensors with !=",
-          lambda f: f.mode == "script" and f.got_exc is not None and
-          "Boolean value of Tensor" in str(f.got_exc)),
+          lambda f: f.mode == "script" and f.kind != "frontend" and _static_tensor_slot(f)),
     Known("guard-not-compiled", "_ops/binary.py guard(): checks wrapped around an op's "
           "public function (sub's bool operands; pow's, see int-negative-pow) never reach "
           "compiled code, which calls the op itself: scripted `a - b` on bool tensors returns "
