@@ -81,6 +81,21 @@ def _undeclared_alias(f):
     return False
 
 
+def _static_tensor_slot(f):
+    """A call of an op one of whose tensor slots has a name the frontend makes static."""
+    try:
+        from jitorch._ops.registry import OPS
+        from jitorch.script.frontend_call import STATIC_PARAMS
+    except ImportError:
+        return False
+    for s in f.program.body:
+        if s.tag.startswith("form:"):
+            op = OPS.get(s.tag[5:].split("+")[0].rsplit(".", 1)[-1])
+            if op is not None and set(op.tensors) & set(STATIC_PARAMS):
+                return True
+    return False
+
+
 def _tensor_index(f):
     """A statement indexes (reads or writes) with a tensor variable."""
     return any(s.tag.startswith(("index", "setitem")) and len(s.reads) > 1 and
@@ -113,11 +128,19 @@ KNOWN = [
           "writes through the result, or later writes to the input, are not seen",
           lambda f: f.mode in ("script", "trace") and f.program.writes_anything() and
           _undeclared_alias(f)),
-    Known("copy-as-index-write", "frontend: `x.copy_(src)` is compiled as the index write "
-          "`x[()] = src`, which strips src's leading size-1 dims; eager copy_ raises "
-          "\"output with shape ... doesn't match the broadcast shape\"",
-          lambda f: f.kind == "compiled-succeeded" and _has_tag(f, "inplace:copy_") and
+    Known("inplace-shape-unchecked", "frontend (in-place methods and copy_ compiled as an op "
+          "plus a write-back / an index write `x[()] = src`): the result is not checked to "
+          "have self's shape, so `x.lt_(y)` with a y that broadcasts x up, or copy_ from a src "
+          "with extra leading size-1 dims, succeeds; eager raises \"output with shape ... "
+          "doesn't match the broadcast shape\"",
+          lambda f: f.kind == "compiled-succeeded" and _has_tag(f, "inplace:", "aug:") and
           _eager_says(f, "doesn't match the broadcast shape")),
+    Known("index-add-error-type", "index_add with an out-of-range index: eager "
+          "(_ops/scatter_ops.py) raises RuntimeError \"index i is out of bounds for dimension "
+          "d\", compiled (codegen/lower_gather.py) IndexError \"index out of range in self\"; "
+          "PyTorch's CPU kernel uses TORCH_CHECK_INDEX (IndexError), to be confirmed",
+          lambda f: f.kind == "error-type" and _has_tag(f, "form:index_add") and
+          "index out of range in self" in str(f.got_exc)),
     Known("zero-dim-index-copy", "frontend_index.py: x[t] with a 0-d integer tensor t is a "
           "view in eager (an int index) but a copy (advanced indexing) in scripted code, so "
           "writes through it are lost",
@@ -144,14 +167,14 @@ KNOWN = [
     Known("static-tensor-source", "frontend_call.py STATIC_PARAMS: a tensor argument passed "
           "as `source` (index_add/index_copy/masked_scatter) is made a static argument: keyed "
           "by identity (a compile per call) and runtime._why compares tensors with !=",
-          lambda f: f.mode == "script" and f.got_exc is not None and
-          "Boolean value of Tensor" in str(f.got_exc)),
+          lambda f: f.mode == "script" and f.kind != "frontend" and _static_tensor_slot(f)),
     Known("guard-not-compiled", "_ops/binary.py guard(): checks wrapped around an op's "
           "public function (sub's bool operands; pow's, see int-negative-pow) never reach "
           "compiled code, which calls the op itself: scripted `a - b` on bool tensors returns "
           "a result where eager raises",
-          lambda f: f.kind == "compiled-succeeded" and
-          _eager_says(f, r"Subtraction, the `-` operator, with")),
+          lambda f: (f.kind == "compiled-succeeded" and
+                     _eager_says(f, r"Subtraction, the `-` operator, with")) or
+          (f.kind == "error-type" and _eager_says(f, r"~ \(operator.invert\) is only"))),
     Known("bce-range-check", "issue 9 item 4 (value checks in programs): _ops/nn_loss.py "
           "_unit_interval (binary_cross_entropy's input range check) has an identity scalar "
           "template, so compiled code skips the check (nan instead of eager's RuntimeError); "

@@ -279,4 +279,6 @@ def _accuracy(fn, prog, s, want, got):
 
 
 def _shapes(s):
-    return [tuple(v.shape) if hasattr(v, "shape") else None for v in s.values]
+    """The arguments' shapes as built (an alias takes its partner's shape)."""
+    return [tuple(values.logical_values(s, i).shape) if lay is not None else None
+            for i, lay in enumerate(s.layouts)]
