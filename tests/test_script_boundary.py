@@ -426,3 +426,14 @@ def test_read_only_element_of_a_written_list_is_refused_where_written():
         with pytest.raises(RuntimeError, match="more than one element|read-only|writ"):
             run(xs, 1)
     np.testing.assert_array_equal(ro, [0.0, 1.0, 2.0])
+
+
+def test_contiguous_of_a_zero_dim_tensor_stays_zero_dim_compiled():
+    # np.ascontiguousarray turns a 0-d array into shape (1,); the program keeps it 0-d
+    @t.jit.script
+    def f(x):
+        return x.contiguous() * 2
+
+    out = f(t.tensor(3.0))
+    assert out.shape == () and out.item() == 6.0
+    assert f.stats["interpreted"] == {}

@@ -221,11 +221,6 @@ KNOWN = [
           "memory order, so a later view() succeeds compiled where eager raises",
           lambda f: f.kind == "compiled-succeeded" and
           _eager_says(f, r"view size is not compatible")),
-    Known("contiguous-0d", "codegen/lower_shape.py lower_contiguous emits np.ascontiguousarray, "
-          "which turns a 0-d array into shape (1,) (eager's contiguous, fixed on this branch, "
-          "keeps it 0-d): bind a rank-0 input as it is",
-          lambda f: "shape [1] vs eager []" in f.detail and
-          ".contiguous()" in f.program.source()),
     Known("ce-prob-targets", "frontend_nn.py: cross_entropy/nll_loss with class-probability "
           "(floating point) targets is NotImplementedError in scripted code (\"not supported "
           "yet\"); eager computes it",

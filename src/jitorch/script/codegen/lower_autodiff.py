@@ -139,9 +139,9 @@ def lower_zero_row(em: Emitter, n: ir.Node) -> None:
 
 def lower_copy(em: Emitter, n: ir.Node) -> None:
     """`copy(x)`: a fresh C-contiguous copy (a grad buffer the backward may write into)."""
-    em.tensor(n.inputs[0])
+    from .lower_shape import contiguous_expr
     out = em.fresh("cp")
-    em.emit(f"{out} = np.ascontiguousarray({em.name(n.inputs[0])}).copy()")
+    em.emit(f"{out} = {contiguous_expr(em, n.inputs[0])}.copy()")
     em.bind(n.output, out)
 
 

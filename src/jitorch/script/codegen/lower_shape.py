@@ -301,10 +301,16 @@ def lower_expand_as(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+def contiguous_expr(em: Emitter, v: ir.Value) -> str:
+    """A C-contiguous array holding `v`'s values. `np.ascontiguousarray` turns a 0-d array into
+    shape (1,), so a 0-d value (always contiguous) is used as it is."""
+    xs = em.name(v)
+    return xs if em.tensor(v).ndim == 0 else f"np.ascontiguousarray({xs})"
+
+
 def lower_contiguous(em: Emitter, n: ir.Node) -> None:
-    em.tensor(n.inputs[0])
     out = em.fresh("v")
-    em.emit(f"{out} = np.ascontiguousarray({em.name(n.inputs[0])})")
+    em.emit(f"{out} = {contiguous_expr(em, n.inputs[0])}")
     em.bind(n.outputs[0], out)
 
 
