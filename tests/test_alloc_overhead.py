@@ -1,5 +1,5 @@
 """Correctness of the allocation helpers of generated programs (codegen/alloc.py) and of the
-runtime's per-call fast path (runtime.py `_Entry.runner` / `_entry_point`): outputs of every size
+per-call fast path (script/entry.py `_Entry.runner` / `_entry_point`): outputs of every size
 (empty, 0-d, small, above the huge-page threshold), non-contiguous and read-only inputs, dtype
 changes between calls, tuple outputs, concurrent callers. No timings are asserted."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import jitorch as torch
-from jitorch.script import runtime
+from jitorch.script import entry
 from jitorch.script.codegen import alloc
 
 BIG = (alloc.HUGE_MIN_BYTES // 4) + 4099  # float32 elements: above the threshold, odd tail
@@ -179,21 +179,21 @@ def test_fast_path_rank_change_and_wrong_types_still_checked():
 
 def test_entry_points_by_layout_only_for_compiled_dispatchers():
     plain = lambda *a: a  # noqa: E731 - a Python "program" (tests feed them): called as is
-    assert runtime._entry_point(plain, [np.ones(2)]) is plain
+    assert entry._entry_point(plain, [np.ones(2)]) is plain
 
     @numba.njit
     def f(x):
         return (x + 1,)
-    ep = runtime._entry_point(f, [np.ones(3)])  # compiles the 'C' overload
+    ep = entry._entry_point(f, [np.ones(3)])  # compiles the 'C' overload
     assert ep is not f and ep(np.ones(3))[0].tolist() == [2.0] * 3
     a = np.ones(6)[::2]
-    ep_a = runtime._entry_point(f, [a])  # strided: the 'A' overload, the array as it is
+    ep_a = entry._entry_point(f, [a])  # strided: the 'A' overload, the array as it is
     ro = np.broadcast_to(np.ones(1), (3,))
-    ep_ro = runtime._entry_point(f, [ro])  # read-only, stride 0: 'A' and writable too
+    ep_ro = entry._entry_point(f, [ro])  # read-only, stride 0: 'A' and writable too
     assert [s[0].layout for s in f.signatures] == ["C", "A"]  # one 'A' overload serves both
     assert all(s[0].mutable for s in f.signatures) and ep_ro is ep_a
     assert ep_a(a)[0].tolist() == [2.0] * 3 and ep_ro(ro)[0].tolist() == [2.0] * 3
-    assert runtime._entry_point(f, [np.ones(3, np.float32)]) is not ep  # a new dtype: its own
+    assert entry._entry_point(f, [np.ones(3, np.float32)]) is not ep  # a new dtype: its own
 
 
 def test_concurrent_callers_get_their_own_results():
