@@ -85,7 +85,8 @@ def _overflow(em: Emitter, dst: dt.dtype) -> None:
               "without overflow")
 
 
-def _scalar_type(t: ir.Type) -> dt.dtype:
+def scalar_dtype(t: ir.Type) -> dt.dtype:
+    """The dtype a Python scalar of IR type `t` computes in inside a program."""
     if isinstance(t, ir.BoolType):
         return dt.bool
     if isinstance(t, ir.IntType):
@@ -98,7 +99,7 @@ def checked_scalar(em: Emitter, v: ir.Value, dst: dt.dtype) -> str:
     store, with PyTorch's overflow check emitted before the store."""
     if em.is_const(v):
         return checked_literal(em, em.const(v), dst)
-    src = _scalar_type(v.type)
+    src = scalar_dtype(v.type)
     x = em.name(v)
     if dst is dt.bool or src is dt.bool:
         return f"{np_type(dst)}({x})"

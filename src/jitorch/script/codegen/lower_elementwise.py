@@ -25,7 +25,7 @@ from .. import ir
 from ..passes import fuse
 from ..passes.types import const_value, elementwise_dtypes, norm_dims
 from . import NotLowered, literal, operand_checks
-from .casts import cast, needs_name
+from .casts import cast, needs_name, scalar_dtype
 from .cpu import Emitter, np_type, typed_literal
 
 FASTMATH_MODULE = "jitorch.script.codegen.fastmath"
@@ -175,7 +175,7 @@ def _group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
                 raise NotLowered("fused input of higher rank than the group")
             tensor_in.append((p, em.name(v), t.ndim))
         elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-            local[p.uid] = (em.name(v), _scalar_dtype(v.type))
+            local[p.uid] = (em.name(v), scalar_dtype(v.type))
         else:
             raise NotLowered(f"fused input of type {v.type}")
     return tensor_in, local
@@ -427,14 +427,6 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
     em.emit(f"{out}[{', '.join(ix) if ix else '()'}] = {acc}")
     em.indent = base
     em.bind(outputs[0], out)
-
-
-def _scalar_dtype(t: ir.Type) -> dt.dtype:
-    if isinstance(t, ir.BoolType):
-        return dt.bool
-    if isinstance(t, ir.IntType):
-        return dt.int64
-    return dt.float64
 
 
 def _dependencies(block: ir.Block) -> dict:

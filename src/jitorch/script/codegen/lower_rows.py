@@ -70,8 +70,8 @@ class _Plan:
                 self.deps[p.uid] = {p.uid: t.ndim > 0}
                 self.dtype[p.uid] = t.dtype
             elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-                from .lower_elementwise import _scalar_dtype
-                self.scalars[p.uid] = (em.name(v), _scalar_dtype(v.type))
+                from .casts import scalar_dtype
+                self.scalars[p.uid] = (em.name(v), scalar_dtype(v.type))
                 self.full[p.uid] = False
                 self.deps[p.uid] = {}
             else:
