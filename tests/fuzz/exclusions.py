@@ -158,7 +158,7 @@ KNOWN = [
           lambda f: f.mode == "script" and _has_tag(f, "form:") and
           any("+scalar" in s.tag for s in f.program.body) and
           f.kind in ("structure", "value", "dtype", "compiled-raised", "error-type")),
-    Known("maybe-view-write-refused", "frontend_alias.py + runtime._check_writes: a write "
+    Known("maybe-view-write-refused", "frontend_alias.py + runtime._refuse_writes: a write "
           "through the result of a may-view op (contiguous, flatten, reshape) counts as a "
           "write to the argument, so an expanded argument is refused even where eager's op "
           "made a copy and the write is legal",
@@ -185,7 +185,7 @@ KNOWN = [
           "does not follow (`x.T`, `x.mT`, an element of broadcast_tensors' list) is a "
           "ScriptError; TorchScript accepts it (the write lands in the viewed storage)",
           lambda f: f.kind == "frontend" and "storage the compiler cannot follow" in f.detail),
-    Known("write-check-order", "runtime.py _check_writes: the refusal to write to an expanded "
+    Known("write-check-order", "runtime.py _refuse_writes: the refusal to write to an expanded "
           "argument is raised before the program runs, so it wins over the error eager meets "
           "first (an out-of-range index)",
           lambda f: f.kind == "error-type" and

@@ -353,9 +353,7 @@ class ScriptFunction:
                     outs = self._run(entry, args)
             if self._mutated:
                 outs = self._write_back(orig, outs, args)
-            if len(outs) == 1 and not self._tuple_out:
-                return outs[0]
-            return tuple(outs)
+            return self._finish(outs)
         except RaiseInInterpreter:
             # the program met what it cannot do itself (an error message built from lists or
             # reprs, a row region whose rows differ, arguments that share memory): the
