@@ -19,8 +19,7 @@ defines are returned as one tuple and bound to fresh names in the entry.
 
 What stays in the entry: structural and scalar nodes (`prim::*` other than fused groups), control
 flow (each branch and loop body calls its own kernels), argument checks, and nodes whose code is
-straight-line (a view such as `x.T`, a checked narrow or reshape: `_worth_a_kernel`), which are
-lowered in the entry directly.
+no more than an expression (a shape query, an alias), which are lowered in the entry directly.
 
 Why (NUMBA_NOTES.md, "Compile cost at model scale"): Numba's compile time grows faster than
 linearly with the size of one function and follows the number of *distinct* functions it compiles;
@@ -118,7 +117,7 @@ def is_kernel(em) -> bool:
 
 def outline(em, n: ir.Node, lower) -> None:
     """Lower node `n` (with `lower(emitter, n)`) as a kernel called from `em`'s entry
-    (through kernel_call.py: `_kX((args, ...))`)."""
+    (through kernel_call.py: `_kX(args...)`)."""
     global _KE
     if _KE is None:
         _KE = _kernel_emitter_class()
@@ -142,12 +141,12 @@ def outline(em, n: ir.Node, lower) -> None:
                 binds.append((o, table, rest))
         # anything else is compile-time (consts) or a list of values (tuples, lists): shared
     source = kernel_source(ke, rets)
-    call = f"{kernel_alias(em, source)}(({''.join(a + ', ' for a in ke.args)}))"
+    call = f"{kernel_alias(em, source, len(ke.args))}({', '.join(ke.args)})"
     if not rets:
         em.emit(call)
         return
     outs = [em.fresh("k") for _ in rets]
-    em.emit(f"{''.join(o + ', ' for o in outs)}= {call}")
+    em.emit(f"{outs[0] if len(outs) == 1 else ', '.join(outs)} = {call}")
     for (o, table, rest), name in zip(binds, outs):
         if table == "names":
             em.bind(o, name)
@@ -156,12 +155,12 @@ def outline(em, n: ir.Node, lower) -> None:
 
 
 def _worth_a_kernel(ke) -> bool:
-    """A loop nest or a call of a helper (BLAS, conv, row functions: ke.globals) is compiled
-    once and shared; straight-line code (a view, a checked narrow or reshape) costs less in the
-    entry than a kernel's fixed ~0.2 s of compile time and a call (and its constants, such as
-    a narrow's start, would make every instance a kernel of its own)."""
-    return bool(ke.globals) or any(line.lstrip().startswith(("for ", "while "))
-                                   for line in ke.lines)
+    """Whatever emits code is a kernel, straight-line code included (a checked narrow or
+    reshape): measured on a Transformer encoder's training step, keeping straight-line nodes in
+    the entry cut the number of kernels from 67 to 39 but made the entries so much longer
+    that a 2-layer model whose kernels were all cached compiled in 54 CPU-s instead of 10
+    (Numba's time per line grows with the length of the function; a kernel's is paid once)."""
+    return bool(ke.lines)
 
 
 def kernel_source(ke, rets) -> str:
@@ -169,10 +168,15 @@ def kernel_source(ke, rets) -> str:
     head, body = module_head(ke)
     return head + "\n\n" + DECORATOR + "\n" + \
         f"def kernel({', '.join(ke.params)}):\n" + "\n".join(body) + "\n" + \
-        f"    return ({''.join(r + ', ' for r in rets)})\n"
+        f"    return {_returned(rets)}\n"
 
 
-def kernel_alias(em, source: str) -> str:
+def _returned(rets) -> str:
+    """One value is returned as itself (no tuple to unpack at each call site)."""
+    return rets[0] if len(rets) == 1 else f"({''.join(r + ', ' for r in rets)})"
+
+
+def kernel_alias(em, source: str, nargs: int) -> str:
     """The entry's name for the kernel of `source`, importing its module once per entry."""
     from .. import cache
     module = cache.module_name(cache.prepare_source(source))
@@ -181,7 +185,7 @@ def kernel_alias(em, source: str) -> str:
         if not em.kernels:
             em.globals.append(f"from {CALLER} import caller")
         em.kernels[module] = source
-        em.globals.append(f"{alias} = caller({literal.text(module)})")
+        em.globals.append(f"{alias} = caller({literal.text(module)}, {literal.integer(nargs)})")
     return alias
 
 
