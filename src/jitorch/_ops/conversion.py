@@ -11,6 +11,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history, \
     write_result
+from . import infer
 from .registry import defop
 
 __all__ = ["clone"]
@@ -29,7 +30,7 @@ def _to_dtype_impl(input, dtype):
 
 _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
                   vjp=lambda g, input_dtype: g.to(input_dtype),
-                  jvp=lambda t_input, dtype: t_input.to(dtype))
+                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype)
 
 
 def _clone_impl(input, *, memory_format=None):
@@ -46,7 +47,7 @@ def _contiguous_impl(input, memory_format=None):
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
-      vjp=lambda g: g, jvp=lambda t_input: t_input)
+      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same)
 
 
 def _expand_copy_impl(src, shape, dtype):

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from . import infer
 from .registry import _pt_name, defop
 
 __all__ = ["index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero",
@@ -353,7 +354,7 @@ def _index_view_impl(input, basic):
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
                     vjp=lambda g, input_shape, basic:
                     _index_backward(g, [], input_shape, basic, ()),
-                    jvp=lambda t_input, basic: _index_view(t_input, basic))
+                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view)
 
 
 def _index_impl(input, indices, basic, adv):

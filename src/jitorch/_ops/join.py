@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._util import wrap_dim
+from . import infer
 from .registry import _pt_name, defop
 from .shape import _index, _ints, _narrow_backward
 
@@ -95,7 +96,8 @@ def _cat_vjp(g, tensors_shape, dim):
 
 
 _CAT = dict(lists=("tensors",), tensors=(), kind="shape", method=False)
-cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT)
+cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT,
+            infer=infer.join(0))
 concat = defop("concat", _concat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim),
                **_CAT)
 concatenate = defop("concatenate", _concatenate,
@@ -121,7 +123,7 @@ def _stack_vjp(g, tensors_shape, dim):
 
 
 stack = defop("stack", _stack, vjp=_stack_vjp,
-              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT)
+              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT, infer=infer.join(1))
 
 
 # hstack & co: lift every input to a minimum rank, then concatenate along a fixed dim
@@ -249,7 +251,7 @@ def _chunk(input, chunks, dim=0):
 
 
 chunk = defop("chunk", _chunk, kind="shape", view=True, vjp=lambda g, dim: _join_grads(g, dim),
-              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim))
+              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim), infer=infer.list_of_same)
 
 
 def _tensor_split_bounds(n, indices_or_sections):

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
+from . import infer
 from .registry import defop
 
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm",
@@ -120,7 +121,8 @@ def _matmul_vjp(g, input, other):
 
 matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
-               jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other)
+               jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
+               infer=infer.matmul)
 
 
 def _mm(input, mat2):
@@ -134,7 +136,8 @@ def _mm(input, mat2):
 
 mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
-           jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2))
+           jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
+           infer=infer.fixed_rank(2))
 
 
 def _bmm(input, mat2):
@@ -152,7 +155,8 @@ def _bmm(input, mat2):
 
 bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
-            jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2))
+            jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
+            infer=infer.fixed_rank(3))
 
 
 def _mv(input, vec):
@@ -297,7 +301,8 @@ addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg",
                   _scaled(g, beta), _scaled(g.mm(mat2.mT), alpha),
                   _scaled(mat1.mT.mm(g), alpha)),
               jvp=lambda t_input, t_mat1, t_mat2, mat1, mat2, beta, alpha:
-              _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha))
+              _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha),
+              infer=infer.fixed_rank(2, first=1))
 
 
 def _addmv(input, mat, vec, *, beta=1, alpha=1):

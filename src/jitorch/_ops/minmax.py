@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from ._reduce_common import (axes_of, check_dims_nonempty, check_full_nonempty, eq_mask,
                              expand_back, index_pick_jvp, index_pick_vjp, np_axes, one_dim,
                              pt_name, public)
+from . import infer
 from .registry import defop
 
 __all__ = ["amax", "amin", "aminmax", "max", "min", "argmax", "argmin"]
@@ -76,8 +77,10 @@ def _amin(input, dim=(), keepdim=False):
     return _extreme(np.min, "amin", input, dim, keepdim)
 
 
-amax = defop("amax", _amax, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="max")
-amin = defop("amin", _amin, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="min")
+amax = defop("amax", _amax, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="max",
+             infer=infer.Reduction())
+amin = defop("amin", _amin, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="min",
+             infer=infer.Reduction())
 
 
 # --- aminmax -------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from .nn_activation import log_softmax, logsigmoid
+from . import infer
 from .registry import _pt_name, defop
 from .ternary import where
 
@@ -154,10 +155,19 @@ def _check_weight_arr(weight, c):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
 
 
-# lowered with its checks by codegen/lower_gather.py; typed like `target` (int64 / uint8 only)
-# by passes/types.py
-_class_index = defop("_class_index", _class_index_impl, tensors=("input", "target", "weight"),
-                     kind="index", nondiff=True, method=False, function=False)
+def _class_target(a):
+    """The type of a class-index target: int64 or uint8, as eager requires; other dtypes stay
+    unknown, so the interpreter raises eager's error."""
+    t = a.tensor(1)
+    if t.dtype not in (dt.int64, dt.uint8):
+        raise infer.Unknown("not a class-index dtype")
+    return t
+
+
+# lowered with its checks by codegen/lower_gather.py
+_class_index = defop("_class_index", _class_index_impl,
+                     tensors=("input", "target", "weight"), kind="index", nondiff=True,
+                     method=False, function=False, infer=_class_target)
 
 
 def _class_dim(input):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from . import infer
 from .registry import _pt_name, defop
 from .. import _dtype as dt
 
@@ -103,7 +104,8 @@ def _embedding_jvp(t_weight, input, padding_idx):
 
 
 embedding = defop("embedding", _embedding, tensors=("input", "weight"), kind="index",
-                  vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False)
+                  vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False,
+                  infer=infer.embedding)
 
 
 # --- pad ---------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import math
 import numpy as np
 
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
+from . import infer
 from .registry import defop
 
 # top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
@@ -147,7 +148,7 @@ def _make_max_pool(nd):
     impl.__doc__ = f"{nd}-D max pooling: (values, flat indices into each input plane)."
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
-                         jvp=jvp, function=nd == 1)
+                         jvp=jvp, function=nd == 1, infer=infer.with_indices)
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -171,7 +172,7 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp)
+                   jvp=values_jvp, infer=infer.same)
     return with_indices, values
 
 
@@ -201,7 +202,8 @@ _max_pool_nd_backward = defop(
     "_max_pool_nd_backward", _max_pool_nd_backward_impl, tensors=("grad", "input"),
     kind="other", method=False, vjp=_max_pool_nd_backward_vjp,
     jvp=lambda t_grad, input, kernel_size, stride, padding, dilation, ceil_mode:
-    _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode))
+    _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode),
+    infer=infer.same)
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
@@ -327,7 +329,7 @@ def _make_avg_pool(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
-               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1)
+               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same)
     return fn
 
 
@@ -356,7 +358,8 @@ _avg_pool_nd_backward = defop(
     method=False, vjp=_avg_pool_nd_backward_vjp,
     jvp=lambda t_grad, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
     divisor_override: _avg_pool_nd_backward(t_grad, input_size, kernel_size, stride, padding,
-                                            ceil_mode, count_include_pad, divisor_override))
+                                            ceil_mode, count_include_pad, divisor_override),
+    infer=infer.same)
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)
@@ -441,7 +444,8 @@ def _make_adaptive_avg(nd):
 
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
-    fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1)
+    fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
+               infer=infer.same)
     return fn
 
 
@@ -466,7 +470,7 @@ def _adaptive_avg_t_vjp(g, grad_shape, input_size):
 _adaptive_avg_t = defop(
     "_adaptive_avg_t", _adaptive_avg_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=_adaptive_avg_t_vjp,
-    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size))
+    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same)
 
 
 def _make_adaptive_max(nd):

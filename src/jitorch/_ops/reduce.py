@@ -14,6 +14,7 @@ import numpy as np
 from .. import _dtype as dt
 from ._reduce_common import (axes_of, compute_array, expand_back, notnan_mask, np_axes,
                              one_dim, pt_name)
+from . import infer
 from .registry import defop
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "logsumexp", "all", "any",
@@ -63,7 +64,7 @@ def _sum_vjp(g, input_shape, dim, keepdim):
 
 sum = defop("sum", _sum, kind="reduction", vjp=_sum_vjp,
             jvp=lambda t_input, dim, keepdim, dtype: t_input.sum(dim, keepdim, dtype=dtype),
-            scalar="+")
+            scalar="+", infer=infer.Reduction(ints="long"))
 
 
 def _mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -86,7 +87,7 @@ def _mean_vjp(g, input_shape, dim, keepdim):
 
 mean = defop("mean", _mean, kind="reduction", vjp=_mean_vjp,
              jvp=lambda t_input, dim, keepdim, dtype: t_input.mean(dim, keepdim, dtype=dtype),
-             scalar="+")
+             scalar="+", infer=infer.Reduction(ints="error"))
 
 
 # --- nansum / nanmean ----------------------------------------------------------------------------
@@ -193,7 +194,8 @@ def _prod_jvp(t_input, input, dim, keepdim, dtype):
     return r.sum(axis, keepdim)
 
 
-prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*")
+prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*",
+             infer=infer.Reduction(ints="long"))
 
 
 # --- logsumexp -----------------------------------------------------------------------------------
@@ -231,7 +233,7 @@ def _logsumexp_jvp(t_input, input, result, dim, keepdim):
 
 
 logsumexp = defop("logsumexp", _logsumexp, kind="reduction", vjp=_logsumexp_vjp,
-                  jvp=_logsumexp_jvp)
+                  jvp=_logsumexp_jvp, infer=infer.Reduction(floats_only=True))
 
 
 # --- all / any / count_nonzero (never differentiable) -------------------------------------------

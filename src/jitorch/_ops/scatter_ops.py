@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from ._util import wrap_dim
 from .indexing import (_broadcast_shape, _check_bounds, _const, _fill_value, _need_tensor,
                        _pad, _scalar, _zeros)
+from . import infer
 from .registry import _pt_name, defop
 
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add",
@@ -90,7 +91,8 @@ def _index_select(input, index, dim):
 index_select = defop("index_select", _index_select, tensors=("input", "index"), kind="index",
                      vjp=lambda g, input_shape, dim, index:
                      (_zeros(input_shape, g._dtype).index_add(dim, index, g), None),
-                     jvp=lambda t_input, dim, index: t_input.index_select(dim, index))
+                     jvp=lambda t_input, dim, index: t_input.index_select(dim, index),
+                     infer=infer.same)
 
 
 # --- gather / scatter --------------------------------------------------------------------------
@@ -387,7 +389,7 @@ def _index_add_vjp(g, index, dim, alpha):
 index_add = defop("index_add", _index_add, tensors=("input", "index", "source"), kind="index",
                   inplace=True, vjp=_index_add_vjp,
                   jvp=lambda t_input, t_source, dim, index, alpha:
-                  t_input.index_add(dim, index, t_source, alpha=alpha))
+                  t_input.index_add(dim, index, t_source, alpha=alpha), infer=infer.same)
 
 
 @_api("input", "dim", "index", "source")

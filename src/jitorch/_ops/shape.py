@@ -19,6 +19,7 @@ from numpy.lib.stride_tricks import as_strided
 from .. import _dtype as dt
 from .._tensor import _LEGACY_NAMES, Size, Tensor
 from ._util import wrap_dim
+from . import infer
 from .registry import _pt_name, defop
 
 __all__ = ["reshape", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flatten",
@@ -94,7 +95,7 @@ def _reshape(input, shape):
 
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, shape: t_input.reshape(shape))
+                jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized())
 
 
 def _view(input, size):
@@ -109,7 +110,7 @@ def _view(input, size):
 
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
                     method=False, vjp=lambda g, input_shape: g.reshape(input_shape),
-                    jvp=lambda t_input, size: t_input.reshape(size))
+                    jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized())
 
 
 def _view_dtype_impl(input, dtype):
@@ -154,7 +155,7 @@ def _view_as(input, other):
 
 defop("view_as", _view_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape))
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
 
 
 def _reshape_as(input, other):
@@ -163,7 +164,7 @@ def _reshape_as(input, other):
 
 defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view="maybe",
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape))
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
 
 
 # --- broadcasting views -------------------------------------------------------------------------
@@ -201,7 +202,7 @@ def _expand(input, size):
 
 # the gradient of a broadcast is summed back to the input's shape by autograd itself
 defop("expand", _expand, kind="shape", view=True, varargs="size", function=False,
-      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size))
+      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size), infer=infer.sized())
 
 
 def _expand_as(input, other):
@@ -210,7 +211,7 @@ def _expand_as(input, other):
 
 defop("expand_as", _expand_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g: (g, None),
-      jvp=lambda t_input, other_shape: t_input.expand(other_shape))
+      jvp=lambda t_input, other_shape: t_input.expand(other_shape), infer=infer.like())
 
 
 def _broadcast_to(input, size):
@@ -218,7 +219,7 @@ def _broadcast_to(input, size):
 
 
 broadcast_to = defop("broadcast_to", _broadcast_to, kind="shape", view=True, vjp=lambda g: g,
-                     jvp=lambda t_input, size: t_input.broadcast_to(size))
+                     jvp=lambda t_input, size: t_input.broadcast_to(size), infer=infer.sized())
 
 
 def broadcast_shapes(*shapes) -> Size:
@@ -285,7 +286,8 @@ def _flatten(input, start_dim=0, end_dim=-1):
 
 flatten = defop("flatten", _flatten, kind="shape", view="maybe",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, start_dim, end_dim: t_input.flatten(start_dim, end_dim))
+                jvp=lambda t_input, start_dim, end_dim: t_input.flatten(start_dim, end_dim),
+                infer=infer.flatten)
 
 
 def _unflatten(input, dim, sizes):
@@ -314,7 +316,7 @@ unflatten = defop("unflatten", _unflatten, kind="shape", view="maybe",
 
 ravel = defop("ravel", lambda input: input.reshape(-1), kind="shape", view="maybe",
               vjp=lambda g, input_shape: g.reshape(input_shape),
-              jvp=lambda t_input: t_input.ravel())
+              jvp=lambda t_input: t_input.ravel(), infer=infer.ranked(1))
 
 
 def _squeeze(input, dim=None):
@@ -343,7 +345,7 @@ def _unsqueeze(input, dim):
 
 unsqueeze = defop("unsqueeze", _unsqueeze, kind="shape", view=True,
                   vjp=lambda g, input_shape: g.reshape(input_shape),
-                  jvp=lambda t_input, dim: t_input.unsqueeze(dim))
+                  jvp=lambda t_input, dim: t_input.unsqueeze(dim), infer=infer.rank_delta(1))
 
 
 # --- dimension reordering -------------------------------------------------------------------------
@@ -357,7 +359,7 @@ def _transpose(input, dim0, dim1):
 _TRANSPOSE = dict(kind="shape", view=True,
                   vjp=lambda g, dim0, dim1: g.transpose(dim0, dim1),
                   jvp=lambda t_input, dim0, dim1: t_input.transpose(dim0, dim1))
-transpose = defop("transpose", _transpose, **_TRANSPOSE)
+transpose = defop("transpose", _transpose, **_TRANSPOSE, infer=infer.same)
 swapaxes = defop("swapaxes", lambda input, axis0, axis1: _transpose(input, axis0, axis1),
                  kind="shape", view=True,
                  vjp=lambda g, axis0, axis1: g.transpose(axis0, axis1),
@@ -385,7 +387,7 @@ def _permute_vjp(g, dims):
 
 
 permute = defop("permute", _permute, kind="shape", view=True, varargs="dims",
-                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims))
+                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims), infer=infer.same)
 
 
 def _movedim(input, source, destination):
@@ -421,7 +423,8 @@ def _t(input):
     return input.T if input.ndim == 2 else input.view()
 
 
-t = defop("t", _t, kind="shape", view=True, vjp=lambda g: g.t(), jvp=lambda t_input: t_input.t())
+t = defop("t", _t, kind="shape", view=True, vjp=lambda g: g.t(), jvp=lambda t_input: t_input.t(),
+          infer=infer.same)
 
 
 def _adjoint(input):
@@ -500,7 +503,7 @@ _narrow_backward = defop(
     "_narrow_backward", _narrow_backward_impl, tensors=("grad",), kind="shape", method=False,
     vjp=lambda g, grad_shape, dim, start: g.narrow(dim, start, grad_shape[dim]),
     jvp=lambda t_grad, input_shape, dim, start:
-    _narrow_backward(t_grad, input_shape, dim, start))
+    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same)
 
 
 def _narrow_start(shape, dim, start):
@@ -534,7 +537,8 @@ def _narrow_vjp(g, input_shape, dim, start):
 
 
 narrow = defop("narrow", _narrow, kind="shape", view=True, vjp=_narrow_vjp,
-               jvp=lambda t_input, dim, start, length: t_input.narrow(dim, start, length))
+               jvp=lambda t_input, dim, start, length: t_input.narrow(dim, start, length),
+               infer=infer.same)
 
 
 def _select_index(shape, dim, index):
@@ -561,7 +565,8 @@ def _select_vjp(g, input_shape, dim, index):
 
 
 select = defop("select", _select, kind="shape", view=True, vjp=_select_vjp,
-               jvp=lambda t_input, dim, index: t_input.select(dim, index))
+               jvp=lambda t_input, dim, index: t_input.select(dim, index),
+               infer=infer.rank_delta(-1))
 
 
 # --- atleast_nd (composites of reshape: views of their inputs) -----------------------------------

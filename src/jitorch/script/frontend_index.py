@@ -26,6 +26,7 @@ import ast
 import numpy as np
 
 from .._ops import indexing as _indexing
+from .._ops import infer as _infer
 from .._ops.registry import defop
 from . import frontend_types as ft
 from . import ir
@@ -102,7 +103,7 @@ def _index_write_region(g, basic):
 
 _index_write = defop(
     "_index_write", _index_write_impl, tensors=("input", "values"), kind="index",
-    method=False, vjp=_index_write_vjp,
+    method=False, vjp=_index_write_vjp, infer=_infer.same,
     jvp=lambda t_input, t_values, basic: _index_write(t_input, t_values, basic))
 
 
@@ -126,17 +127,8 @@ _select_write = defop(
     "_select_write", _select_write_impl, tensors=("input", "values"), kind="index",
     method=False,
     vjp=lambda g, dim, index: (_select_write(g, 0, dim, index), g.select(dim, index)),
-    jvp=lambda t_input, t_values, dim, index: _select_write(t_input, t_values, dim, index))
-
-
-def _register_type_rule():
-    # the type pass's table of shape/rank rules: the result is typed like the input
-    from .passes import types as _types
-    _types._RULES.setdefault("_index_write", _types._same)
-    _types._RULES.setdefault("_select_write", _types._same)
-
-
-_register_type_rule()
+    jvp=lambda t_input, t_values, dim, index: _select_write(t_input, t_values, dim, index),
+    infer=_infer.same)
 
 
 class _Index:
