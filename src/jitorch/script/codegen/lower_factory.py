@@ -1,4 +1,4 @@
-"""Lowering of tensor factory nodes (declared in `script/factories.py`) to NumPy calls and loops
+"""Lowering of tensor factory nodes (registry ops, `_ops/factories.py`) to NumPy calls and loops
 inside the njit program.
 
 Sizes and fill values are run-time values (`x.shape[0]`, a loop counter, an int argument):
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from ..factories import data_info
+from ..passes.types import data_info
 from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
 from .lowering import lowers

@@ -70,7 +70,7 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.graph import _fit
 from .. import interpreter, ir
-from ..factories import FACTORIES
+from ..._ops.factories import is_factory
 from ..trace import Tracer
 from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SymFloat, _SymInt, _SymSize,
                            _SizeRef, _clone_with_outputs, _unsqueezes,
@@ -266,7 +266,7 @@ def _analyse(graph: ir.Graph, wrt, env):
         if _list_pick(n, env, dynamic) is not None:  # an element of a list output (chunk)
             needs.update(o.uid for o in n.outputs if _is_float_tensor(env[o.uid]))
             continue
-        if n.op in _NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
+        if n.op in _NONDIFF_PRIMS or is_factory(n.op):  # factory outputs never need grad
             continue
         if n.op.startswith("prim::"):
             raise NotDifferentiable(f"'{n.op}' on a value that requires grad")

@@ -49,7 +49,7 @@ from ... import _dtype as dt
 from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
-from ..factories import FACTORIES
+from ..._ops.factories import is_factory
 from ..codegen import lower_autodiff as low
 from . import autodiff as ad
 from . import autodiff_control_if as control_if
@@ -92,7 +92,7 @@ def _analyse_node(n, needs, dynamic, env, users_of) -> None:
     if n.op in ("prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex"):
         needs.update(o.uid for o in n.outputs if ad._is_float_tensor(env.get(o.uid)))
         return
-    if n.op in ad._NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
+    if n.op in ad._NONDIFF_PRIMS or is_factory(n.op):  # factory outputs never need grad
         return
     if n.op.startswith("prim::"):
         raise NotDifferentiable(f"'{n.op}' on a value that requires grad")

@@ -6,10 +6,9 @@ size. Every tensor value then gets a dtype and rank where a rule knows them:
 - elementwise registry ops: PyTorch's three-tier promotion (dimensioned tensors > 0-d tensors >
   Python scalars, `_dtype.promote_tiers`), then the op's own dtype rule (`registry._apply_rule`);
   the rank is the largest operand rank;
-- tensor factories (`zeros`, `arange`, ...): their declarations' rules (factories.py): dtype
-  from the dtype argument or PyTorch's default, rank from the size list;
-- every other registry op with a type rule: its declaration's `infer=` (`_ops/infer.py`),
-  read through `_Args`, a view of the node's arguments;
+- every other registry op with a type rule, tensor factories included: its declaration's
+  `infer=` (`_ops/infer.py`, `_ops/factories.py`), read through `_Args`, a view of the node's
+  arguments;
 - anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
   refuses them (NotLowered), so the interpreter runs the graph.
 Sizes stay None except for tensor constants (their shape is known).
@@ -19,7 +18,6 @@ from __future__ import annotations
 from ... import _dtype as dt
 from ..._ops import infer, registry
 from .. import ir
-from ..factories import FACTORIES, result_type as factory_type
 from ..ir_util import replace_many
 from .simplify import _make_const, fold_if, fold_scalar
 
@@ -168,9 +166,6 @@ def propagate_node(n: ir.Node) -> None:
     if op.startswith("prim::"):
         _prim(n)
         return
-    if op in FACTORIES:
-        _set(n, [factory_type(n)])
-        return
     opdef = registry.OPS.get(op)
     try:
         if opdef is not None and opdef.kind == "elementwise":
@@ -255,13 +250,20 @@ class _Args:
 
     def length(self, k) -> int:
         """The length of a size list or tuple (its items may be run-time ints)."""
-        v = self.value(k)
-        n = v.node
-        if n is not None and n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
-            return len(n.inputs)
-        if isinstance(v.type, ir.TupleType):  # `x.reshape(t)` with t a tuple of known length
-            return len(v.type.elems)
-        return len(self.const(k))
+        n = size_rank(self.value(k))
+        if n is None:
+            raise infer.Unknown("a size of unknown length")
+        return n
+
+    def scalar(self, k) -> str | None:
+        return _KINDS.get(type(self.value(k).type))
+
+    def data(self, k) -> tuple:
+        """(shape, leaf kinds) of `tensor(data)`'s data when its nesting is static."""
+        info = data_info(self.value(k))
+        if info is None:
+            raise infer.Unknown("data of unknown structure")
+        return info[0], [leaf_kind(x) for x in info[1]]
 
     def tensors(self, k) -> list:
         n = self.value(k).node
@@ -274,6 +276,87 @@ class _Args:
         if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
             raise infer.Unknown("not a typed tensor")
         return infer.Tensor(t.dtype, t.ndim)
+
+
+_KINDS = {ir.BoolType: "bool", ir.IntType: "int", ir.FloatType: "float", ir.NoneType: "none"}
+
+
+def leaf_kind(x) -> str | None:
+    """The number kind of a data leaf (a Python number or an ir.Value of a number type)."""
+    if isinstance(x, ir.Value):
+        return _KINDS.get(type(x.type))
+    return "bool" if isinstance(x, bool) else "int" if isinstance(x, int) else \
+        "float" if isinstance(x, float) else None
+
+
+def const_of(v: ir.Value):
+    """(True, value) for a constant (or a list/tuple of constants), else (False, None)."""
+    n = v.node
+    if n is None:
+        return False, None
+    if n.op == "prim::Constant":
+        return True, n.attrs.get("value")
+    if n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
+        vals = [const_of(x) for x in n.inputs]
+        if all(k for k, _ in vals):
+            return True, [x for _, x in vals]
+    return False, None
+
+
+def size_rank(v: ir.Value):
+    """The length of a size list/tuple value when the IR knows it, else None."""
+    t = v.type
+    if isinstance(t, ir.TupleType):
+        return len(t.elems)
+    n = v.node
+    if n is None:
+        return None
+    if n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
+        return len(n.inputs)
+    if n.op == "prim::Constant":
+        val = n.attrs.get("value")
+        return len(val) if isinstance(val, (tuple, list)) else 1
+    if n.op == "prim::GetAttr" and n.attrs.get("name") == "shape":
+        return getattr(n.inputs[0].type, "ndim", None)
+    return None
+
+
+def _const_shape(c):
+    if isinstance(c, (bool, int, float)):
+        return ()
+    if isinstance(c, (list, tuple)):
+        subs = {_const_shape(x) for x in c}
+        if not c:
+            return (0,)
+        if len(subs) != 1 or None in subs:
+            return None
+        return (len(c),) + subs.pop()
+    return None
+
+
+def _flat(c) -> list:
+    return [y for x in c for y in _flat(x)] if isinstance(c, (list, tuple)) else [c]
+
+
+def data_info(v: ir.Value):
+    """(shape, leaves) of `tensor(data)`'s data when its structure is static: a scalar, or
+    nested ListConstructs / constant lists (rectangular); leaves are ir.Values or Python
+    numbers, row-major. None when not static (eager raises, or the length is a run-time one)."""
+    ok, c = const_of(v)
+    if ok:
+        shape = _const_shape(c)
+        return None if shape is None else (shape, _flat(c))
+    if isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
+        return (), [v]
+    n = v.node
+    if n is None or n.op != "prim::ListConstruct":
+        return None
+    if not n.inputs:
+        return (0,), []
+    subs = [data_info(x) for x in n.inputs]
+    if None in subs or len({s[0] for s in subs}) != 1:
+        return None
+    return (len(subs),) + subs[0][0], [x for s in subs for x in s[1]]
 
 
 def _ir_type(t) -> ir.Type:
