@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from .. import _dtype as dt
 from . import infer
-from .registry import OPS, defop
+from .registry import OPS, defop, dispatch
 
 __all__: list = []  # nothing public: jitorch.zeros & co. are _creation.py's
 
@@ -40,6 +40,12 @@ def is_factory(op: str) -> bool:
     """Whether IR op `op` is a factory (its output never requires grad)."""
     o = OPS.get(op)
     return o is not None and o.kind == "factory"
+
+
+def zeros(size, dtype):
+    """`zeros` as an op call, for rules written with jitorch ops (VJPs): a tracer records the
+    node, with the sizes it was given (run-time sizes stay run-time)."""
+    return dispatch(OPS["zeros"], (), {"size": tuple(size), "dtype": dtype})
 
 
 def _jt():

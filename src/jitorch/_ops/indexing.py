@@ -26,6 +26,10 @@ from .._tensor import Tensor
 from . import infer
 from .registry import _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_DATA_SIZE = "the output size depends on the data: no CPU lowering"
+
 __all__ = ["index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero",
            "argwhere"]
 
@@ -478,7 +482,7 @@ index_put = defop("index_put", _index_put_impl, lists=("indices",),
                   tensors=("input", "values"), kind="index", inplace=True,
                   vjp=_index_put_pub_vjp,
                   jvp=lambda t_input, t_values, indices, accumulate:
-                  t_input.index_put(indices, t_values, accumulate))
+                  t_input.index_put(indices, t_values, accumulate), interpreted=_NOT_YET)
 
 
 def _strip_leading_ones(value: Tensor) -> Tensor:
@@ -559,7 +563,8 @@ def _masked_fill_jvp(t_input, t_value, mask):
 
 
 masked_fill = defop("masked_fill", _masked_fill_impl, tensors=("input", "mask", "value"),
-                    kind="index", inplace=True, vjp=_masked_fill_vjp, jvp=_masked_fill_jvp)
+                    kind="index", inplace=True, vjp=_masked_fill_vjp, jvp=_masked_fill_jvp,
+                    interpreted=_NOT_YET)
 
 
 def _masked_select_impl(input, mask):
@@ -577,7 +582,7 @@ def _masked_select_vjp(g, input_shape, mask):
 
 masked_select = defop("masked_select", _masked_select_impl, tensors=("input", "mask"),
                       kind="index", vjp=_masked_select_vjp,
-                      jvp=lambda t_input, mask: t_input.masked_select(mask))
+                      jvp=lambda t_input, mask: t_input.masked_select(mask), interpreted=_DATA_SIZE)
 
 
 def _masked_scatter_impl(input, mask, source):
@@ -608,7 +613,8 @@ def _masked_scatter_vjp(g, mask, source_shape):
 masked_scatter = defop("masked_scatter", _masked_scatter_impl,
                        tensors=("input", "mask", "source"), kind="index", inplace=True,
                        vjp=_masked_scatter_vjp,
-                       jvp=lambda t_input, t_source, mask: t_input.masked_scatter(mask, t_source))
+                       jvp=lambda t_input, t_source, mask: t_input.masked_scatter(mask, t_source),
+                       interpreted=_NOT_YET)
 
 
 # --- nonzero / argwhere ----------------------------------------------------------------------
@@ -619,11 +625,11 @@ def _nonzero_impl(input, *, as_tuple=False):
     return np.argwhere(nz).astype(np.int64)
 
 
-nonzero = defop("nonzero", _nonzero_impl, kind="index", nondiff=True)
+nonzero = defop("nonzero", _nonzero_impl, kind="index", nondiff=True, interpreted=_DATA_SIZE)
 
 
 def _argwhere_impl(input):
     return np.argwhere(input != 0).astype(np.int64)
 
 
-argwhere = defop("argwhere", _argwhere_impl, kind="index", nondiff=True)
+argwhere = defop("argwhere", _argwhere_impl, kind="index", nondiff=True, interpreted=_DATA_SIZE)

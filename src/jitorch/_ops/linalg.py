@@ -19,6 +19,9 @@ from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, p
 from . import infer
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (matmul, mm, bmm, addmm are lowered)"
+
 __all__ = ["matmul", "mm", "bmm", "mv", "dot", "vdot", "inner", "outer", "ger", "addmm",
            "addmv", "addbmm", "baddbmm"]
 
@@ -169,7 +172,8 @@ def _mv(input, vec):
 
 mv = defop("mv", _mv, tensors=("input", "vec"), kind="linalg",
            vjp=lambda g, input, vec: (g.unsqueeze(-1) * vec, input.mT.mv(g)),
-           jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec))
+           jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec),
+           interpreted=_NOT_YET)
 
 
 def _dot(input, tensor):
@@ -179,7 +183,8 @@ def _dot(input, tensor):
 
 dot = defop("dot", _dot, tensors=("input", "tensor"), kind="linalg",
             vjp=lambda g, input, tensor: (g * tensor, g * input),
-            jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor))
+            jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor),
+            interpreted=_NOT_YET)
 
 
 def _vdot(input, other):
@@ -190,7 +195,8 @@ def _vdot(input, other):
 # complex autograd is not supported by the engine, so the real-case rule (no conj) is complete
 vdot = defop("vdot", _vdot, tensors=("input", "other"), kind="linalg",
              vjp=lambda g, input, other: (g * other, g * input),
-             jvp=lambda t_input, t_other, input, other: t_input.vdot(other) + input.vdot(t_other))
+             jvp=lambda t_input, t_other, input, other: t_input.vdot(other) + input.vdot(t_other),
+             interpreted=_NOT_YET)
 
 
 def _inner(input, other):
@@ -222,7 +228,7 @@ def _inner_vjp(g, input, other):
 
 inner = defop("inner", _inner, tensors=("input", "other"), kind="linalg", vjp=_inner_vjp,
               jvp=lambda t_input, t_other, input, other:
-              t_input.inner(other) + input.inner(t_other))
+              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET)
 
 
 def _outer(input, vec2):
@@ -243,9 +249,9 @@ def _outer_jvp(t_input, t_vec2, input, vec2):
 
 
 outer = defop("outer", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-              jvp=_outer_jvp)
+              jvp=_outer_jvp, interpreted=_NOT_YET)
 ger = defop("ger", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-            jvp=_outer_jvp)
+            jvp=_outer_jvp, interpreted=_NOT_YET)
 
 
 # --- fused add-products: beta * input + alpha * (product) -------------------------------------
@@ -321,7 +327,8 @@ addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"), kind="linalg", i
                   _scaled(g, beta), _scaled(g.unsqueeze(-1) * vec, alpha),
                   _scaled(mat.mT.mv(g), alpha)),
               jvp=lambda t_input, t_mat, t_vec, mat, vec, beta, alpha:
-              _scaled(t_input, beta) + _scaled(t_mat.mv(vec) + mat.mv(t_vec), alpha))
+              _scaled(t_input, beta) + _scaled(t_mat.mv(vec) + mat.mv(t_vec), alpha),
+              interpreted=_NOT_YET)
 
 
 def _batch_check(batch1, batch2):
@@ -358,7 +365,8 @@ addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="l
                inplace=True, vjp=_addbmm_vjp,
                jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                _scaled(t_input, beta)
-               + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha))
+               + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha),
+               interpreted=_NOT_YET)
 
 
 def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -377,4 +385,4 @@ baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind
                     _scaled(batch1.mT.bmm(g), alpha)),
                 jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                 _scaled(t_input, beta)
-                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha))
+                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET)

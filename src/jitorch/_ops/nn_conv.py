@@ -24,6 +24,9 @@ from . import infer
 from .registry import _pt_name, defop
 from .. import _dtype as dt
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (conv1d, conv2d are lowered)"
+
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
 
@@ -422,7 +425,7 @@ def _make_conv_transpose(nd):
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same)
+                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET)
 
 
 conv_transpose1d = _make_conv_transpose(1)

@@ -14,6 +14,9 @@ from . import infer
 from .registry import _pt_name, defop
 from .. import _dtype as dt
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
+
 __all__: list = []  # reached through jitorch.nn.functional
 
 
@@ -62,7 +65,8 @@ def _one_hot(tensor, num_classes=-1):
 
 
 one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
-                method=False, function=False)
+                method=False, function=False,
+                interpreted=_ONE_HOT)
 
 
 # --- embedding ---------------------------------------------------------------------------------

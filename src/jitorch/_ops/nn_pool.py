@@ -22,6 +22,9 @@ from .nn_conv import _col2im, _crop, _pad, _tup, _windows
 from . import infer
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 # top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
 # the rest is reached through jitorch.nn.functional
 __all__: list = []
@@ -509,7 +512,7 @@ def _make_adaptive_max(nd):
     impl.__name__ = name + "_with_indices"
     vjp, jvp = _rules(nd)
     return defop(name + "_with_indices", impl, kind="other", method=False, function=nd == 1,
-                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp)
+                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET)
 
 
 _adaptive_max1 = _make_adaptive_max(1)
@@ -601,10 +604,10 @@ im2col = defop(
     vjp=lambda g, input_shape, kernel_size, dilation, padding, stride: col2im(
         g, tuple(input_shape[-2:]), kernel_size, dilation, padding, stride),
     jvp=lambda t_input, kernel_size, dilation, padding, stride: im2col(
-        t_input, kernel_size, dilation, padding, stride))
+        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
 col2im = defop(
     "col2im", _col2im_op, kind="other", method=False, function=False,
     vjp=lambda g, kernel_size, dilation, padding, stride: im2col(
         g, kernel_size, dilation, padding, stride),
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
-        t_input, output_size, kernel_size, dilation, padding, stride))
+        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)

@@ -22,6 +22,10 @@ from ._util import wrap_dim
 from . import infer
 from .registry import _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_SQUEEZE = "the result's rank depends on run-time sizes (which dims are 1): no CPU lowering"
+
 __all__ = ["reshape", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flatten",
            "unflatten", "ravel", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes",
            "swapdims", "movedim", "moveaxis", "t", "adjoint", "diagonal", "narrow", "select",
@@ -312,7 +316,8 @@ def _unflatten(input, dim, sizes):
 
 unflatten = defop("unflatten", _unflatten, kind="shape", view="maybe",
                   vjp=lambda g, input_shape: g.reshape(input_shape),
-                  jvp=lambda t_input, dim, sizes: t_input.unflatten(dim, sizes))
+                  jvp=lambda t_input, dim, sizes: t_input.unflatten(dim, sizes),
+                  interpreted=_NOT_YET)
 
 ravel = defop("ravel", lambda input: input.reshape(-1), kind="shape", view="maybe",
               vjp=lambda g, input_shape: g.reshape(input_shape),
@@ -336,7 +341,8 @@ def _squeeze(input, dim=None):
 
 squeeze = defop("squeeze", _squeeze, kind="shape", view=True,
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, dim: t_input.squeeze(dim))
+                jvp=lambda t_input, dim: t_input.squeeze(dim),
+                interpreted=_SQUEEZE)
 
 
 def _unsqueeze(input, dim):
@@ -363,8 +369,9 @@ transpose = defop("transpose", _transpose, **_TRANSPOSE, infer=infer.same)
 swapaxes = defop("swapaxes", lambda input, axis0, axis1: _transpose(input, axis0, axis1),
                  kind="shape", view=True,
                  vjp=lambda g, axis0, axis1: g.transpose(axis0, axis1),
-                 jvp=lambda t_input, axis0, axis1: t_input.transpose(axis0, axis1))
-swapdims = defop("swapdims", _transpose, **_TRANSPOSE)
+                 jvp=lambda t_input, axis0, axis1: t_input.transpose(axis0, axis1),
+                 interpreted=_NOT_YET)
+swapdims = defop("swapdims", _transpose, **_TRANSPOSE, interpreted=_NOT_YET)
 
 
 def _permute(input, dims):
@@ -410,10 +417,12 @@ def _movedim(input, source, destination):
 
 movedim = defop("movedim", _movedim, kind="shape", view=True,
                 vjp=lambda g, source, destination: g.movedim(destination, source),
-                jvp=lambda t_input, source, destination: t_input.movedim(source, destination))
+                jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
+                interpreted=_NOT_YET)
 moveaxis = defop("moveaxis", _movedim, kind="shape", view=True,
                  vjp=lambda g, source, destination: g.movedim(destination, source),
-                 jvp=lambda t_input, source, destination: t_input.movedim(source, destination))
+                 jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
+                 interpreted=_NOT_YET)
 
 
 def _t(input):
@@ -442,7 +451,7 @@ def _adjoint(input):
 
 
 adjoint = defop("adjoint", _adjoint, kind="shape", view="maybe", vjp=lambda g: g.adjoint(),
-                jvp=lambda t_input: t_input.adjoint())
+                jvp=lambda t_input: t_input.adjoint(), interpreted=_NOT_YET)
 
 
 # --- picking part of a tensor -----------------------------------------------------------------
@@ -487,7 +496,8 @@ _diagonal_backward = defop(
 diagonal = defop("diagonal", _diagonal, kind="shape", view=True,
                  vjp=lambda g, input_shape, offset, dim1, dim2:
                  _diagonal_backward(g, input_shape, offset, dim1, dim2),
-                 jvp=lambda t_input, offset, dim1, dim2: t_input.diagonal(offset, dim1, dim2))
+                 jvp=lambda t_input, offset, dim1, dim2: t_input.diagonal(offset, dim1, dim2),
+                 interpreted=_NOT_YET)
 
 
 def _narrow_backward_impl(grad, input_shape, dim, start):
@@ -560,11 +570,16 @@ def _select(input, dim, index):
 
 
 def _select_vjp(g, input_shape, dim, index):
-    d = wrap_dim(dim, len(input_shape))
-    return _narrow_backward(g.unsqueeze(d), input_shape, d, _select_index(input_shape, d, index))
+    # zeros of the input's shape with g written at row `index`, by ops that take the index as
+    # a value: the rule never converts it, so a run-time index (an int argument, a loop
+    # counter) stays one in a compiled backward instead of being baked by the trace
+    from .factories import zeros
+    from .index_write import _select_write
+    return _select_write(zeros(input_shape, g.dtype), g, dim, index)
 
 
 select = defop("select", _select, kind="shape", view=True, vjp=_select_vjp,
+               extra={"runtime_attrs": ("dim", "index")},
                jvp=lambda t_input, dim, index: t_input.select(dim, index),
                infer=infer.rank_delta(-1))
 

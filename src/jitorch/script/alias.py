@@ -201,7 +201,7 @@ def _write_index(x, values, basic, cast_check=False):
     """`_index_write` in place: `x[basic] = values` in x's memory, through Tensor.__setitem__
     (eager's broadcasting, casting, autograd and version counter); returns x itself."""
     from .._ops.indexing import _np_basic
-    from .frontend_index import _check_basic, _check_cast
+    from .._ops.index_write import _check_basic, _check_cast
     _check_basic(tuple(x.shape), basic)
     if cast_check:
         v = values._data if hasattr(values, "_data") else np.asarray(values)
