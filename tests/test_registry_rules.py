@@ -84,3 +84,19 @@ def test_select_with_a_run_time_index_is_not_baked():
 def test_joins_and_selects_in_a_loop(fn):
     _check(fn, [_r(4, 3)], 4)
     _check(fn, [_r(6, 3)], 5)
+
+
+def narrow_at(x, i: int):
+    return x.narrow(0, i, 2) * 2.0
+
+
+def test_a_rule_that_would_bake_a_run_time_int_is_not_compiled_wrong():
+    """narrow's rule checks its start with operator.index, which would bake a run-time start:
+    autodiff refuses it (the interpreter differentiates eagerly) instead of compiling the
+    example's start into the backward."""
+    sf = t.jit.script(narrow_at)
+    x = _r(5, 3)
+    for i in (0, 3, 1):
+        got = _grads(sf, [x], i)
+        want = _grads(narrow_at, [x], i)
+        np.testing.assert_allclose(got[0], want[0])

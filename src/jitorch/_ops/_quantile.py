@@ -118,7 +118,7 @@ def _plan_impl(input, q, dim, interpolation, ignore_nan):
 
 
 _quantile_plan = defop("_quantile_plan", _plan_impl, tensors=("input", "q"), kind="reduction",
-                       method=False, nondiff=True)
+                       method=False, nondiff=True, interpreted=_SORTS)
 
 
 def _scatter_shape(input, q, dim):

@@ -230,7 +230,7 @@ def _einsum_jvp(t_operands, operands, spec):
 
 
 _einsum = defop("_einsum", _einsum_impl, tensors=(), lists=("operands",), kind="linalg",
-                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp)
+                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp, interpreted=_NOT_YET)
 
 
 def einsum(*args, out=None):

@@ -379,7 +379,8 @@ def _index_vjp(g, indices, input_shape, basic, adv):
 
 _index = defop("_index", _index_impl, lists=("indices",), kind="index", method=False,
                vjp=_index_vjp,
-               jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv))
+               jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv),
+               interpreted=_NOT_YET)
 
 
 def _index_backward_impl(grad, indices, shape, basic, adv):
@@ -402,7 +403,8 @@ _index_backward = defop(
     "_index_backward", _index_backward_impl, tensors=("grad",), lists=("indices",),
     kind="index", method=False, vjp=_index_backward_vjp,
     jvp=lambda t_grad, indices, shape, basic, adv: _index_backward(t_grad, indices, shape,
-                                                                   basic, adv))
+                                                                   basic, adv),
+    interpreted=_NOT_YET)
 
 
 def _getitem(self: Tensor, idx) -> Tensor:
@@ -446,7 +448,7 @@ def _index_put_vjp(g, indices, adv, accumulate):
 _index_put = defop("_index_put", _index_put_core, lists=("indices",), tensors=("input", "values"),
                    kind="index", method=False, inplace=True, vjp=_index_put_vjp,
                    jvp=lambda t_input, t_values, indices, adv, accumulate:
-                   _index_put(t_input, indices, t_values, adv, accumulate))
+                   _index_put(t_input, indices, t_values, adv, accumulate), interpreted=_NOT_YET)
 
 
 def _put_dtype_check(input, values):

@@ -1,7 +1,8 @@
 """Type rules for op declarations (`defop(..., infer=rule)`): what the compiler's type pass reads.
 
-A rule maps the abstract arguments of one op call to its output type: dtype and rank (sizes are
-not tracked: a program is compiled per dtype/rank, never per size). Rules never see the IR, so
+A rule maps the abstract arguments of one op call to its output type: dtype and rank. Sizes are
+not part of the result: the type pass drops them (a program is compiled per dtype/rank, never
+per size) and the code generator reads them from the arrays at run time. Rules never see the IR, so
 the registry stays free of `jitorch.script`: they read their arguments through an `Args` view
 that the type pass (`script/passes/types.py`) implements over an IR node:
 
@@ -10,7 +11,8 @@ that the type pass (`script/passes/types.py`) implements over an IR node:
     a.length(k)   -> the length of a size list/tuple argument (known even when its items are not)
     a.tensors(k)  -> [Tensor, ...] of a list argument built in the graph
     a.scalar(k)   -> "bool" | "int" | "float" | "none" | None: the kind of a Python-number argument
-    a.structure(k) -> nested lists of `tensor(data)`'s data, leaves constants or Scalar(kind)
+    a.data(k)     -> (shape, leaf kinds) of `tensor(data)`'s data when its nesting is static
+    a.params, a.count -> the op's parameter names; the number of arguments the node has
 
 Each accessor raises `Unknown` when the graph does not decide it; a rule that raises anything
 leaves the output untyped, and the code generator then refuses the graph (NotLowered), so an
@@ -41,12 +43,6 @@ class Tensor:
 @dataclass(frozen=True)
 class ListOf:
     elem: Tensor
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A run-time number inside `tensor(data)`'s data: only its kind is known."""
-    kind: str  # "bool" | "int" | "float"
 
 
 # --- shared rules -------------------------------------------------------------------------------

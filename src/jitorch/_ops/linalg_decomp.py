@@ -136,7 +136,7 @@ def _slogdet_jvp(t_input, input, result):
 
 
 _slogdet_op = defop("_slogdet", _slogdet, kind="linalg", method=False, vjp=_slogdet_vjp,
-                    jvp=_slogdet_jvp)
+                    jvp=_slogdet_jvp, interpreted=_LAPACK)
 
 
 def slogdet(input, *, out=None):
@@ -234,7 +234,7 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
 
 
 _linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
-                      vjp=_solve_vjp, jvp=_solve_jvp)
+                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK)
 
 
 def solve(A, B, *, left=True, out=None):
@@ -290,7 +290,7 @@ def _cholesky_jvp(t_input, result, upper):
 cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
                  interpreted=_LAPACK)
 _linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, kind="linalg",
-                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp)
+                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK)
 
 
 def linalg_cholesky(A, *, upper=False, out=None):
@@ -379,7 +379,7 @@ def _qr_jvp(t_A, A, result, mode):
 
 
 _linalg_qr = defop("_linalg_qr", _qr, tensors=("A",), kind="linalg", method=False,
-                   vjp=_qr_vjp, jvp=_qr_jvp)
+                   vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK)
 
 
 def qr(input, some=True, *, out=None):
@@ -424,7 +424,7 @@ def _eigh_jvp(t_A, result):
 
 
 _linalg_eigh = defop("_linalg_eigh", _eigh_np, tensors=("A",), kind="linalg", method=False,
-                     vjp=_eigh_vjp, jvp=_eigh_jvp)
+                     vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK)
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -449,7 +449,7 @@ def _eigvalsh_jvp(t_A, A, UPLO):
 
 
 _linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, tensors=("A",), kind="linalg",
-                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp)
+                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

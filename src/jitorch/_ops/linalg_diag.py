@@ -55,7 +55,8 @@ _linalg_diagonal = defop(
     "_linalg_diagonal", _diagonal, kind="shape", view=True, method=False,
     vjp=lambda g, input_shape, offset, dim1, dim2:
     _linalg_diag_scatter(g, input_shape, offset, dim1, dim2),
-    jvp=lambda t_input, offset, dim1, dim2: _linalg_diagonal(t_input, offset, dim1, dim2))
+    jvp=lambda t_input, offset, dim1, dim2: _linalg_diagonal(t_input, offset, dim1, dim2),
+    interpreted=_NOT_YET)
 
 
 def _diag_scatter(input, shape, offset=0, dim1=-2, dim2=-1):
@@ -69,7 +70,7 @@ _linalg_diag_scatter = defop(
     "_linalg_diag_scatter", _diag_scatter, kind="shape", method=False,
     vjp=lambda g, shape, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
     jvp=lambda t_input, shape, offset, dim1, dim2:
-    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2))
+    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET)
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):

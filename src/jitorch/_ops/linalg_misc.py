@@ -130,7 +130,8 @@ _linalg_vecdot = defop(
     "_linalg_vecdot", _vecdot, tensors=("x", "y"), kind="linalg", method=False,
     vjp=lambda g, x, y, dim: (g.unsqueeze(_vecdot_dim(x, y, dim)) * y,
                               g.unsqueeze(_vecdot_dim(x, y, dim)) * x),
-    jvp=lambda t_x, t_y, x, y, dim: (t_x * y + x * t_y).sum(_vecdot_dim(x, y, dim)))
+    jvp=lambda t_x, t_y, x, y, dim: (t_x * y + x * t_y).sum(_vecdot_dim(x, y, dim)),
+    interpreted=_NOT_YET)
 
 
 def vecdot(x, y, *, dim=-1, out=None):

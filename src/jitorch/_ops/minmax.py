@@ -180,9 +180,9 @@ def _dim_impl(np_fn, np_arg, name):
 
 
 _max_dim = defop("_max_dim", _dim_impl(np.max, np.argmax, "max"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
 _min_dim = defop("_min_dim", _dim_impl(np.min, np.argmin, "min"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
 
 
 def _overload(name, all_op, dim_op, binary, nt):

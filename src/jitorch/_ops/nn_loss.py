@@ -21,6 +21,9 @@ from . import infer
 from .registry import _pt_name, defop
 from .ternary import where
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__: list = []  # reached through jitorch.nn.functional
 
 
@@ -203,7 +206,8 @@ def _nll_gather_vjp(g, input, target, ignore_index):
 _nll_gather = defop("_nll_gather", _nll_gather_impl, tensors=("input", "target"), kind="index",
                     method=False, vjp=_nll_gather_vjp,
                     jvp=lambda t_input, target, ignore_index: _nll_gather(t_input, target,
-                                                                          ignore_index))
+                                                                          ignore_index),
+                    interpreted=_NOT_YET)
 
 
 def _pick(logp, target, ignore_index):

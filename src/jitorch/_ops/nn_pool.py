@@ -261,12 +261,12 @@ _window_sum = defop(
         g, tuple(input_shape[len(input_shape) - len(kernel_size):]), kernel_size, stride,
         padding),
     jvp=lambda t_input, kernel_size, stride, padding: _window_sum(t_input, kernel_size, stride,
-                                                                  padding))
+                                                                  padding), interpreted=_NOT_YET)
 _window_sum_t = defop(
     "_window_sum_t", _window_sum_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=lambda g, kernel_size, stride, padding: _window_sum(g, kernel_size, stride, padding),
     jvp=lambda t_grad, input_size, kernel_size, stride, padding: _window_sum_t(
-        t_grad, input_size, kernel_size, stride, padding))
+        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET)
 
 
 def _avg_setup(nd, name, shape, kernel_size, stride, padding, ceil_mode, count_include_pad,

@@ -181,7 +181,7 @@ def _prod_others_vjp(g, input, result, dim):
 
 
 _prod_others = defop("_prod_others", _prod_others_impl, kind="reduction", method=False,
-                     vjp=_prod_others_vjp)
+                     vjp=_prod_others_vjp, interpreted=_NOT_YET)
 
 
 def _prod_vjp(g, input, input_shape, dim, keepdim):

@@ -188,7 +188,7 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
     `interpreted`: the reason the compiler runs this op in the interpreter (no lowering in
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
-    requires one of the three for every public op."""
+    requires one of the three for every op."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
     sig = inspect.signature(impl)

@@ -204,7 +204,7 @@ def _segment_sum_impl(grad, repeats, dim, n):
 _segment_sum = defop(
     "_segment_sum", _segment_sum_impl, tensors=("grad", "repeats"), kind="shape", method=False,
     vjp=lambda g, repeats, dim: (g.repeat_interleave(repeats, dim), None),
-    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n))
+    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n), interpreted=_NOT_YET)
 
 
 def _repeat_interleave_vjp(g, input_shape, repeats, dim):

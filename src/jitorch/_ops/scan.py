@@ -93,7 +93,7 @@ def _cumprod_backward_vjp(u, grad, input, dim):
 
 _cumprod_backward = defop("_cumprod_backward", _cumprod_backward_impl,
                           tensors=("grad", "input"), kind="reduction", method=False,
-                          vjp=_cumprod_backward_vjp)
+                          vjp=_cumprod_backward_vjp, interpreted=_NOT_YET)
 
 
 def _cumprod_vjp(g, input, dim):
@@ -133,7 +133,7 @@ def _cumprod_fwd_impl(tangent, input, dim):
 
 
 _cumprod_fwd = defop("_cumprod_fwd", _cumprod_fwd_impl, tensors=("tangent", "input"),
-                     kind="reduction", method=False)
+                     kind="reduction", method=False, interpreted=_NOT_YET)
 
 cumprod = defop("cumprod", _scan(np.cumprod, "cumprod"), kind="reduction", inplace=True,
                 vjp=_cumprod_vjp, jvp=_cumprod_jvp, interpreted=_NOT_YET)
@@ -252,12 +252,12 @@ _lcse_bwd = defop("_lcse_bwd", _lcse_bwd_impl, tensors=("grad", "input", "result
                   kind="reduction", method=False,
                   vjp=lambda u, grad, input, result, dim:
                   (_lcse_fwd(u, input, result, dim), u * _lcse_bwd(grad, input, result, dim),
-                   -grad * _lcse_fwd(u, input, result, dim)))
+                   -grad * _lcse_fwd(u, input, result, dim)), interpreted=_NOT_YET)
 _lcse_fwd = defop("_lcse_fwd", _lcse_fwd_impl, tensors=("tangent", "input", "result"),
                   kind="reduction", method=False,
                   vjp=lambda v, tangent, input, result, dim:
                   (_lcse_bwd(v, input, result, dim), tangent * _lcse_bwd(v, input, result, dim),
-                   -v * _lcse_fwd(tangent, input, result, dim)))
+                   -v * _lcse_fwd(tangent, input, result, dim)), interpreted=_NOT_YET)
 
 
 def _logcumsumexp_vjp(g, input, result, dim):
@@ -313,12 +313,13 @@ def _diff_pad_impl(input, n, dim, start, total):
 _diff_t = defop("_diff_t", _diff_t_impl, tensors=("grad",), kind="shape", method=False,
                 vjp=lambda g, n, dim, start, grad_shape:
                 _diff_pad(g, n, dim, start, grad_shape[dim] + n),
-                jvp=lambda t_grad, n, dim, start, length: _diff_t(t_grad, n, dim, start, length))
+                jvp=lambda t_grad, n, dim, start, length: _diff_t(t_grad, n, dim, start, length),
+                interpreted=_NOT_YET)
 _diff_pad = defop("_diff_pad", _diff_pad_impl, kind="shape", method=False,
                   vjp=lambda g, n, dim, start, input_shape:
                   _diff_t(g, n, dim, start, input_shape[dim]),
                   jvp=lambda t_input, n, dim, start, total: _diff_pad(t_input, n, dim, start,
-                                                                      total))
+                                                                      total), interpreted=_NOT_YET)
 
 
 def _diff(input, prepend, append, n, dim):

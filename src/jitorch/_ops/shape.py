@@ -141,7 +141,7 @@ def _view_dtype_impl(input, dtype):
 
 # reinterpreting bits is not differentiable (PyTorch: view.dtype has no derivative)
 _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, nondiff=True,
-                    method=False)
+                    method=False, interpreted=_NOT_YET)
 
 
 def _tensor_view(self, *size, **kwargs):
@@ -491,7 +491,7 @@ _diagonal_backward = defop(
     method=False,
     vjp=lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
     jvp=lambda t_grad, input_shape, offset, dim1, dim2:
-    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2))
+    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET)
 
 diagonal = defop("diagonal", _diagonal, kind="shape", view=True,
                  vjp=lambda g, input_shape, offset, dim1, dim2:

@@ -261,8 +261,9 @@ _median_full = defop("median", _median_all(False, "median"), kind="reduction", f
 _nanmedian_full = defop("nanmedian", _median_all(True, "nanmedian"), kind="reduction",
                         function=False, method=False, vjp=_even_all_vjp, jvp=_even_all_jvp,
                         interpreted=_NOT_YET)
-_median_d = defop("_median_dim", _median_dim("median", False), **_REDUCE_SEL)
-_nanmedian_d = defop("_nanmedian_dim", _median_dim("nanmedian", True), **_REDUCE_SEL)
+_median_d = defop("_median_dim", _median_dim("median", False), **_REDUCE_SEL, interpreted=_NOT_YET)
+_nanmedian_d = defop("_nanmedian_dim", _median_dim("nanmedian", True), **_REDUCE_SEL,
+                     interpreted=_NOT_YET)
 
 
 def _median_overload(name, full, by_dim, nt):

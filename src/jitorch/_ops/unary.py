@@ -296,7 +296,7 @@ _logit_grad_op = defop("_logit_grad", _logit_grad, kind="elementwise", dtype="fl
                        method=False,
                        vjp=lambda g, input, result: g * (input * 2 - 1) * result * result,
                        jvp=lambda t_input, input, result: t_input * (input * 2 - 1) * result
-                       * result)
+                       * result, interpreted=_NO_TEMPLATE)
 
 
 logit = defop("logit", _logit, kind="elementwise", dtype=_rule("float", "logit_cpu",
@@ -341,7 +341,8 @@ def _polygamma_n(input, n):
 _polygamma_op = defop("_polygamma_n", _polygamma_n, kind="elementwise",
                       dtype=_no_complex_float("polygamma"), method=False,
                       vjp=lambda g, input, n: g * _polygamma_op(input, n + 1),
-                      jvp=lambda t_input, input, n: t_input * _polygamma_op(input, n + 1))
+                      jvp=lambda t_input, input, n: t_input * _polygamma_op(input, n + 1),
+                      interpreted=_NO_TEMPLATE)
 
 
 def _lgamma(input):

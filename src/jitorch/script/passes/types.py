@@ -290,7 +290,8 @@ def leaf_kind(x) -> str | None:
 
 
 def const_of(v: ir.Value):
-    """(True, value) for a constant (or a list/tuple of constants), else (False, None)."""
+    """(True, value) for a constant (or a list/tuple of constants), else (False, None); unlike
+    `const_value` it also reads a TupleConstruct (the frontend's size tuples of factories)."""
     n = v.node
     if n is None:
         return False, None
