@@ -254,8 +254,8 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
 
 def lower_here(em: Emitter, n: ir.Node) -> None:
     """Lower `n` into `em`'s own function."""
-    from . import lower_elementwise, lower_factory, lower_linalg, lower_reduce, lower_shape
-    from . import lower_gather, lower_write
+    from . import lower_elementwise
+    from .lowering import lowering_for
     op = n.op
     if "lower" in n.attrs:  # a PythonOp carrying its own lowering (codegen/lower_autodiff.py)
         return n.attrs["lower"](em, n)
@@ -265,12 +265,10 @@ def lower_here(em: Emitter, n: ir.Node) -> None:
             raise NotLowered(f"op {op}: no CPU lowering")
         fn(em, n)
         return
-    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
-                lower_write, lower_gather, _conv_lowerings()):
-        fn = mod.LOWER.get(op)
-        if fn is not None:
-            fn(em, n)
-            return
+    fn = lowering_for(op)  # the one lowering table (lowering.py)
+    if fn is not None:
+        fn(em, n)
+        return
     if lower_elementwise.lower_single(em, n):
         return
     raise NotLowered(f"op {op}: no CPU lowering")
@@ -616,15 +614,3 @@ _PRIMS = {
 def _lower_list():
     from . import lower_list
     return lower_list
-
-
-class _ConvLowerings:
-    """conv (lower_conv.py) and pooling (lower_pool.py) ops: one LOWER table for both."""
-    LOWER: dict = {}
-
-
-def _conv_lowerings():
-    if not _ConvLowerings.LOWER:
-        from . import lower_conv, lower_pool
-        _ConvLowerings.LOWER = {**lower_conv.LOWER, **lower_pool.LOWER}
-    return _ConvLowerings
