@@ -20,7 +20,7 @@ from .script import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
-           "save", "load", "freeze", "trace_module", "TracerWarning", "Future"]
+           "save", "load", "freeze", "trace_module", "TracerWarning", "Future", "warmup"]
 
 
 def stats():
@@ -32,6 +32,14 @@ def stats():
 
 def reset_stats() -> None:
     _stats.reset()
+
+
+def warmup(verbose: bool = False) -> dict:
+    """Compile the generic kernel library (Linear, activations, softmax/layernorm rows,
+    cross-entropy, conv/pool, attention, optimizer steps) into the disk cache, so that a new
+    model compiles only its own kernels (script/warmup.py). Also `python -m jitorch.jit warmup`."""
+    from .script.warmup import warmup as _warmup
+    return _warmup(verbose)
 
 
 # --- fork / wait ----------------------------------------------------------------------------------
@@ -162,3 +170,12 @@ def __getattr__(name):
         raise AttributeError(f"module 'jitorch.jit' has no attribute '{name}'")
     globals()[name] = val  # the real one: cache it
     return val
+
+
+if __name__ == "__main__":  # python -m jitorch.jit warmup
+    import sys as _sys
+    if _sys.argv[1:] != ["warmup"]:
+        _sys.exit("usage: python -m jitorch.jit warmup")
+    import jitorch.jit as _jit  # the package's module (this file runs as __main__)
+    _t = _jit.warmup(verbose=True)
+    print(f"jitorch warmup: done in {sum(_t.values()):.1f} s")
