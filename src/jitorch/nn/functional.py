@@ -21,6 +21,7 @@ from .._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logi
 from .._ops.nn_misc import dropout, embedding as _embedding, linear, one_hot, pad  # noqa: F401,E501
 from .._ops.nn_norm import (batch_norm, group_norm, layer_norm, normalize,  # noqa: F401
                             rms_norm)
+from .._ops.composite import expose
 from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
@@ -193,9 +194,14 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmin", input.ndim, _stacklevel)
-    if dtype is not None and isinstance(input, Tensor):
-        input = input.to(dtype)
-    return _softmax(-input, dim)
+    return _act.softmin(input, dim, dtype=dtype)
+
+
+# inside @script the calls are the composites' bodies (a dim=None call stays a Python call:
+# the factory rejects the implicit dim, whose warning eager gives)
+expose(_act._softmax, softmax, ignore=("_stacklevel",))
+expose(_act._log_softmax, log_softmax, ignore=("_stacklevel",))
+expose(_act._softmin, softmin, ignore=("_stacklevel",))
 
 
 # --- embedding ---------------------------------------------------------------------------------

@@ -52,28 +52,6 @@ class _Reject(Exception):
 
 
 # --- twins (script subset; every non-tensor parameter is a constant when compiled) -------------
-def _softmax(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    e = (input - _max_shift(input, dim, True)).exp()
-    return e / e.sum(dim, True)
-
-
-def _log_softmax(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    s = input - _max_shift(input, dim, True)
-    return s - s.exp().sum(dim, True).log()
-
-
-def _softmin(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    x = -input
-    e = (x - _max_shift(x, dim, True)).exp()
-    return e / e.sum(dim, True)
-
-
 def _layer_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], dims: Any,
                 eps: Any):
     mean = input.mean(dims, True)
@@ -412,15 +390,6 @@ def _reduction(a):
     return r
 
 
-def _b_softmax(twin):
-    def build(a):
-        dim = a.st("dim")
-        if dim is None:
-            raise _Reject("implicit dim")
-        return twin, [a.t("input"), Const(_int(dim)), Const(a.st("dtype"))]
-    return build
-
-
 def _b_layer_norm(a):
     shape = a.st("normalized_shape")
     shape = [shape] if isinstance(shape, int) else list(shape)
@@ -565,14 +534,10 @@ def _table() -> dict:
     """public callable -> builder (filled on first use: nn.functional imports late)."""
     if _BUILDERS:
         return _BUILDERS
-    from .._ops import nn_activation as act, nn_loss as loss, nn_misc as misc, nn_norm as norm
+    from .._ops import nn_loss as loss, nn_misc as misc, nn_norm as norm
     from ..nn import functional as F
     from ..nn._functional_attention import multi_head_attention_forward
-    sm, lsm = _b_softmax(_softmax), _b_softmax(_log_softmax)
-    for fn, b in ((F.softmax, sm), (act.softmax, sm), (act._softmax_method, sm),
-                  (F.log_softmax, lsm), (act.log_softmax, lsm), (act._log_softmax_method, lsm),
-                  (F.softmin, _b_softmax(_softmin)),
-                  (norm.layer_norm, _b_layer_norm), (norm.rms_norm, _b_rms_norm),
+    for fn, b in ((norm.layer_norm, _b_layer_norm), (norm.rms_norm, _b_rms_norm),
                   (norm.batch_norm, _b_batch_norm), (norm.group_norm, _b_group_norm),
                   (norm.normalize, _b_normalize), (misc.linear, _b_linear),
                   (misc.dropout, _b_dropout),
@@ -634,13 +599,8 @@ def specialised_graph(twin, res, targs) -> ir.Graph:
         return g
 
 
-def compile_call(fc, fn, node, recv=None):
-    """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
-    `prim::CallFunction` of its twin, or None (the caller falls back to a prim::PythonOp;
-    `fc._evaluated` then holds the evaluated arguments so they are not emitted twice)."""
-    build = _table().get(fn)
-    if build is None:
-        return None
+def _bind(fc, fn, node, recv):
+    """(values: name -> IR value of the arguments given, defaults) or None."""
     args, kwargs = fc._args(node)
     fc._evaluated = (args, kwargs)
     try:
@@ -654,10 +614,71 @@ def compile_call(fc, fn, node, recv=None):
             values["input" if name == "self" else name] = fc.to_value(v)
         except Exception:
             return None
-    defaults = {p.name: p.default for p in sig.parameters.values()}
+    defaults = {("input" if p.name == "self" else p.name): p.default
+                for p in sig.parameters.values()}
+    return values, defaults
+
+
+def _is_const_none(v) -> bool:
+    n = v.node
+    return n is not None and n.op == "prim::Constant" and n.attrs.get("value", 0) is None
+
+
+def _composite_call(fc, comp, ignore, values, defaults):
+    """(body, targs) for a call of an exposed composite (_ops/composite), or None."""
+    statics = []
+    for name in comp.static:
+        if name.endswith("?"):  # whether an optional argument is given
+            v = values.get(name[:-1], _NONE)
+            statics.append(v is not _NONE and not _is_const_none(v))
+            continue
+        v = values.get(name, _NONE)
+        statics.append(defaults[name] if v is _NONE else _static(v, name))
+    body = comp.body(*statics)  # the factory checks the statics (raises: a Python call)
+    if comp.script_unsupported is not None and comp.script_unsupported(*statics):
+        raise _Reject(comp.script_unsupported(*statics))
+    params = inspect.signature(body).parameters
+    for name, v in values.items():  # a public parameter the body does not read: its default
+        if name in params or name in comp.static or name in ignore:
+            continue
+        if _static(v, name) != defaults.get(name, _NONE):
+            raise _Reject(f"'{name}' is not its default")
+    targs = []
+    for name, p in params.items():
+        v = values.get(name, _NONE)
+        if v is _NONE:
+            d = defaults.get(name, p.default)
+            if d is inspect.Parameter.empty:
+                raise _Reject(f"'{name}' missing")
+            targs.append(Const(d))
+        elif v.node is not None and v.node.op == "prim::Constant" and "value" in v.node.attrs:
+            targs.append(Const(v.node.attrs["value"]))
+        else:
+            targs.append(v)
+    return body, targs
+
+
+def compile_call(fc, fn, node, recv=None):
+    """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
+    `prim::CallFunction` of its body (or twin), or None (the caller falls back to a
+    prim::PythonOp; `fc._evaluated` then holds the evaluated arguments so they are not emitted
+    twice)."""
+    from .._ops.composite import Unsupported, composite_of
+    found = composite_of(fn)
+    build = None if found is not None else _table().get(fn)
+    if found is None and build is None:
+        return None
+    b = _bind(fc, fn, node, recv)
+    if b is None:
+        return None
+    values, defaults = b
     try:
-        twin, targs = build(_Args(values, defaults))
-    except (_Reject, TypeError, ValueError, KeyError):
+        if found is not None:
+            twin, targs = _composite_call(fc, found[0], found[1], values, defaults)
+        else:
+            twin, targs = build(_Args(values, defaults))
+    except (_Reject, Unsupported, TypeError, ValueError, KeyError, IndexError, RuntimeError,
+            AssertionError, NotImplementedError):
         return None
     from .frontend import compile_function
     res = compile_function(twin)
