@@ -52,25 +52,6 @@ class _Reject(Exception):
 
 
 # --- twins (script subset; every non-tensor parameter is a constant when compiled) -------------
-def _layer_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], dims: Any,
-                eps: Any):
-    mean = input.mean(dims, True)
-    xc = input - mean
-    y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
-def _rms_norm(input: Tensor, weight: Optional[Tensor], dims: Any, eps: Any):
-    y = input * ((input * input).mean(dims, True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    return y
-
-
 def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor]):
     out = input.matmul(weight.t())
     if bias is not None:
@@ -196,41 +177,6 @@ def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_in
     if reduction == "sum":
         return loss.sum()
     return loss.sum() / w.sum()
-
-
-def _batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
-                weight: Optional[Tensor], bias: Optional[Tensor], training: Any, eps: Any):
-    # (N, C, *) viewed as (N, C, m): per-channel shapes without a branch on the rank
-    n = input.size(0)
-    c = input.size(1)
-    x = input.reshape([n, c, -1])
-    if training:
-        mean = x.mean((0, 2), True)
-        xc = x - mean
-        var = (xc * xc).mean((0, 2), True)
-    else:
-        xc = x - running_mean.reshape([1, c, 1])
-        var = running_var.reshape([1, c, 1])
-    y = xc * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape([1, c, 1])
-    if bias is not None:
-        y = y + bias.reshape([1, c, 1])
-    return y.reshape_as(input)
-
-
-def _group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], groups: Any,
-                eps: Any):
-    n = input.size(0)
-    c = input.size(1)
-    x = input.reshape([n, groups, -1])
-    xc = x - x.mean(-1, True)
-    y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape([n, c, -1])
-    if weight is not None:
-        y = y * weight.reshape([1, c, 1])
-    if bias is not None:
-        y = y + bias.reshape([1, c, 1])
-    return y.reshape_as(input)
 
 
 def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
@@ -390,26 +336,6 @@ def _reduction(a):
     return r
 
 
-def _b_layer_norm(a):
-    shape = a.st("normalized_shape")
-    shape = [shape] if isinstance(shape, int) else list(shape)
-    if not shape:
-        raise _Reject("empty normalized_shape")
-    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
-    return _layer_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(dims),
-                         Const(float(a.st("eps")))]
-
-
-def _b_rms_norm(a):
-    shape = a.st("normalized_shape")
-    shape = [shape] if isinstance(shape, int) else list(shape)
-    eps = a.st("eps")
-    if not shape or eps is None:  # eps=None is the input dtype's epsilon: eager decides
-        raise _Reject("rms_norm eps=None")
-    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
-    return _rms_norm, [a.t("input"), a.opt("weight"), Const(dims), Const(float(eps))]
-
-
 def _b_linear(a):
     return _linear, [a.t("input"), a.t("weight"), a.opt("bias")]
 
@@ -471,25 +397,6 @@ def _b_nll_loss(a):
                        Const(_int(a.st("ignore_index"))), Const(_reduction(a))]
 
 
-def _b_batch_norm(a):
-    training = a.st("training")
-    rm, rv = a.opt("running_mean"), a.opt("running_var")
-    if training and not (isinstance(rm, Const) and isinstance(rv, Const)):
-        raise _Reject("running statistics updated in place")
-    if not training and (isinstance(rm, Const) or isinstance(rv, Const)):
-        raise _Reject("missing running statistics")
-    return _batch_norm, [a.t("input"), rm, rv, a.opt("weight"), a.opt("bias"),
-                         Const(bool(training)), Const(float(a.st("eps")))]
-
-
-def _b_group_norm(a):
-    g = _int(a.st("num_groups"), "num_groups")
-    if g <= 0:
-        raise _Reject("num_groups")
-    return _group_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(g),
-                         Const(float(a.st("eps")))]
-
-
 def _b_mha(a):
     for name in ("bias_k", "bias_v", "static_k", "static_v"):
         if not isinstance(a.opt(name), Const):
@@ -537,9 +444,7 @@ def _table() -> dict:
     from .._ops import nn_loss as loss, nn_misc as misc, nn_norm as norm
     from ..nn import functional as F
     from ..nn._functional_attention import multi_head_attention_forward
-    for fn, b in ((norm.layer_norm, _b_layer_norm), (norm.rms_norm, _b_rms_norm),
-                  (norm.batch_norm, _b_batch_norm), (norm.group_norm, _b_group_norm),
-                  (norm.normalize, _b_normalize), (misc.linear, _b_linear),
+    for fn, b in ((norm.normalize, _b_normalize), (misc.linear, _b_linear),
                   (misc.dropout, _b_dropout),
                   (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
                   (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
