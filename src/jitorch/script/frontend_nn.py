@@ -36,10 +36,8 @@ import threading
 from typing import Any, Optional
 
 from .._ops.nn_activation import _max_shift
-from .._ops.nn_loss import _class_index
 from .._ops.nn_misc import embedding as _embedding_op
 from .._ops.ternary import where
-from .._creation import arange
 from .._tensor import Tensor
 from . import ir
 import jitorch as _jt  # `_jt.bool` inside twins (bound late: no import cycle)
@@ -71,112 +69,6 @@ def _normalize(input: Tensor, p: Any, dim: Any, eps: Any):
     else:
         nrm = input.abs().pow(p).sum(dim, True).pow(1.0 / p)
     return input / nrm.clamp_min(eps).expand_as(input)
-
-
-def _mse_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
-    d = input - target
-    loss = d * d
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _l1_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
-    loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _smooth_l1_loss(input: Tensor, target: Tensor, reduction: Any, beta: Any):
-    d = (input - target).abs()
-    loss = d
-    if beta != 0:
-        loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _huber_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any,
-                delta: Any):
-    d = (input - target).abs()
-    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
-                   reduction: Any, ls: Any):
-    # (N, C, *) or (C,) viewed as (n, C, m) so the class dim is always 1 (no rank branch)
-    nd = input.dim()
-    n = input.size(0) if nd > 1 else 1
-    c = input.size(1) if nd > 1 else input.size(0)
-    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
-    for d in range(2, nd):
-        m = m * input.size(d)
-    x = input.reshape([n, c, m])
-    s = x - _max_shift(x, 1, True)
-    logp = s - s.exp().sum(1, True).log()
-    # eager's target checks (out-of-range targets raise), then the classes as a mask
-    t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
-    mask = t != ignore_index
-    safe = where(mask, t, 0)
-    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), logp, 0.0).sum(1)
-    w = where(mask, 1.0, 0.0)
-    if weight is not None:
-        w = w * weight[safe]
-    loss = loss * w
-    if ls > 0:
-        lp = logp
-        if weight is not None:
-            lp = logp * weight.reshape([1, c, 1])
-        smooth = where(mask, -lp.sum(1), 0.0)
-        loss = loss * (1 - ls) + smooth * (ls / c)
-    if reduction == "none":
-        return loss.reshape_as(target)
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
-
-
-def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
-              reduction: Any):
-    nd = input.dim()
-    n = input.size(0) if nd > 1 else 1
-    c = input.size(1) if nd > 1 else input.size(0)
-    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
-    for d in range(2, nd):
-        m = m * input.size(d)
-    t = _class_index(input, target, weight, ignore_index, "nll_loss").reshape([n, m])
-    mask = t != ignore_index
-    safe = where(mask, t, 0)
-    x = input.reshape([n, c, m])
-    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), x, 0.0).sum(1)
-    w = where(mask, 1.0, 0.0)
-    if weight is not None:
-        w = w * weight[safe]
-    loss = loss * w
-    if reduction == "none":
-        return loss.reshape_as(target)
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
 
 
 def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
@@ -324,18 +216,6 @@ def _int(v, name="dim"):
     return v
 
 
-def _no_legacy(a):
-    if a.st("size_average") is not None or a.st("reduce") is not None:
-        raise _Reject("legacy reduction flags")
-
-
-def _reduction(a):
-    r = a.st("reduction")
-    if r not in ("mean", "sum", "none"):
-        raise _Reject("bad reduction")
-    return r
-
-
 def _b_linear(a):
     return _linear, [a.t("input"), a.t("weight"), a.opt("bias")]
 
@@ -356,45 +236,6 @@ def _b_normalize(a):
         raise _Reject("out= or a p without a sum-of-powers form")
     return _normalize, [a.t("input"), Const(float(p)), Const(_int(a.st("dim"))),
                         Const(a.st("eps"))]
-
-
-def _b_pointwise(twin):
-    def build(a):
-        _no_legacy(a)
-        return twin, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a))]
-    return build
-
-
-def _b_smooth_l1(a):
-    _no_legacy(a)
-    beta = a.st("beta")
-    if beta < 0:
-        raise _Reject("negative beta")
-    return _smooth_l1_loss, [a.t("input"), a.t("target"), Const(_reduction(a)), Const(beta)]
-
-
-def _b_huber(a):
-    delta = a.st("delta")
-    if not delta > 0:
-        raise _Reject("delta")
-    return _huber_loss, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a)),
-                         Const(delta)]
-
-
-def _b_cross_entropy(a):
-    _no_legacy(a)
-    ls = a.st("label_smoothing")
-    if not 0.0 <= ls <= 1.0:
-        raise _Reject("label_smoothing")
-    return _cross_entropy, [a.t("input"), a.t("target"), a.opt("weight"),
-                            Const(_int(a.st("ignore_index"))), Const(_reduction(a)),
-                            Const(float(ls))]
-
-
-def _b_nll_loss(a):
-    _no_legacy(a)
-    return _nll_loss, [a.t("input"), a.t("target"), a.opt("weight"),
-                       Const(_int(a.st("ignore_index"))), Const(_reduction(a))]
 
 
 def _b_mha(a):
@@ -441,14 +282,11 @@ def _table() -> dict:
     """public callable -> builder (filled on first use: nn.functional imports late)."""
     if _BUILDERS:
         return _BUILDERS
-    from .._ops import nn_loss as loss, nn_misc as misc, nn_norm as norm
+    from .._ops import nn_misc as misc, nn_norm as norm
     from ..nn import functional as F
     from ..nn._functional_attention import multi_head_attention_forward
     for fn, b in ((norm.normalize, _b_normalize), (misc.linear, _b_linear),
                   (misc.dropout, _b_dropout),
-                  (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
-                  (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
-                  (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss),
                   (multi_head_attention_forward, _b_mha), (F.embedding, _b_embedding)):
         _BUILDERS[fn] = b
     return _BUILDERS
