@@ -35,12 +35,9 @@ import inspect
 import threading
 from typing import Any, Optional
 
-from .._ops.nn_activation import _max_shift
 from .._ops.nn_misc import embedding as _embedding_op
-from .._ops.ternary import where
 from .._tensor import Tensor
 from . import ir
-import jitorch as _jt  # `_jt.bool` inside twins (bound late: no import cycle)
 
 _NONE = object()  # marker: the argument was not given (use the public default)
 
@@ -69,77 +66,6 @@ def _normalize(input: Tensor, p: Any, dim: Any, eps: Any):
     else:
         nrm = input.abs().pow(p).sum(dim, True).pow(1.0 / p)
     return input / nrm.clamp_min(eps).expand_as(input)
-
-
-def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
-         b_in: Optional[Tensor], w_out: Tensor, b_out: Optional[Tensor],
-         key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], num_heads: Any,
-         embed_dim: Any, offsets: Any, need_weights: bool, average: bool, is_causal: bool,
-         layer: str):
-    # multi_head_attention_forward's math (PyTorch's reference path) for sequence-first (L, N, E)
-    # or unbatched (L, E) inputs; w_q/w_k/w_v are in_proj_weight three times (rows at `offsets`)
-    # or the separate projections (offsets 0). Rank and dtype tests fold per specialisation.
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                           "Transformer module method `generate_square_subsequent_mask` to "
-                           "create this mask.")
-    if query.size(-1) != embed_dim:
-        raise AssertionError(f"{layer}: was expecting embedding dimension of {embed_dim}, but "
-                             f"got {query.size(-1)}")
-    unbatched = query.dim() == 2
-    if unbatched:
-        query = query.unsqueeze(1)
-        key = key.unsqueeze(1)
-        value = value.unsqueeze(1)
-    tgt_len = query.size(0)
-    bsz = query.size(1)
-    src_len = key.size(0)
-    head_dim = embed_dim // num_heads
-    q = query.reshape(tgt_len * bsz, query.size(2)).matmul(
-        w_q.narrow(0, offsets[0], embed_dim).t())
-    k = key.reshape(src_len * bsz, key.size(2)).matmul(w_k.narrow(0, offsets[1], embed_dim).t())
-    v = value.reshape(src_len * bsz, value.size(2)).matmul(
-        w_v.narrow(0, offsets[2], embed_dim).t())
-    if b_in is not None:
-        q = q + b_in.narrow(0, 0, embed_dim)
-        k = k + b_in.narrow(0, embed_dim, embed_dim)
-        v = v + b_in.narrow(0, 2 * embed_dim, embed_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    scores = (q * (1.0 / float(head_dim)) ** 0.5).matmul(k.transpose(1, 2))
-    if attn_mask is not None:  # bool: True = may NOT attend; float: added
-        if attn_mask.dtype == _jt.bool:
-            scores = where(attn_mask, float("-inf"), scores)
-        else:
-            scores = scores + attn_mask
-    if key_padding_mask is not None:
-        s4 = scores.reshape(bsz, num_heads, tgt_len, src_len)
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        if key_padding_mask.dtype == _jt.bool:
-            s4 = where(kpm, float("-inf"), s4)
-        else:
-            s4 = s4 + kpm
-        scores = s4.reshape(bsz * num_heads, tgt_len, src_len)
-    e = (scores - _max_shift(scores, -1, True)).exp()
-    weights = e / e.sum(-1, True)
-    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim).matmul(w_out.t())
-    if b_out is not None:
-        out = out + b_out
-    if unbatched:
-        out = out.reshape(tgt_len, embed_dim)
-    else:
-        out = out.reshape(tgt_len, bsz, embed_dim)
-    if need_weights:
-        w4 = weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average:
-            w4 = w4.mean(1)
-            if unbatched:
-                w4 = w4.reshape(tgt_len, src_len)
-        elif unbatched:
-            w4 = w4.reshape(num_heads, tgt_len, src_len)
-        return out, w4
-    return out, None
 
 
 def _embedding(input: Tensor, weight: Tensor, padding_idx: Any):
@@ -238,34 +164,6 @@ def _b_normalize(a):
                         Const(a.st("eps"))]
 
 
-def _b_mha(a):
-    for name in ("bias_k", "bias_v", "static_k", "static_v"):
-        if not isinstance(a.opt(name), Const):
-            raise _Reject(f"{name}")  # rare variants stay with eager
-    if a.st("add_zero_attn") or (a.st("training") and a.st("dropout_p") > 0):
-        raise _Reject("add_zero_attn / random dropout")
-    e, h = _int(a.st("embed_dim_to_check"), "embed_dim"), _int(a.st("num_heads"), "num_heads")
-    if h <= 0 or e % h:
-        raise _Reject("num_heads")
-    if a.st("use_separate_proj_weight"):
-        ws, offsets = [a.t("q_proj_weight"), a.t("k_proj_weight"), a.t("v_proj_weight")], (0, 0, 0)
-    else:
-        w = a.t("in_proj_weight")
-        ws, offsets = [w, w, w], (0, e, 2 * e)
-    return _mha, [a.t("query"), a.t("key"), a.t("value"), *ws, a.opt("in_proj_bias"),
-                  a.t("out_proj_weight"), a.opt("out_proj_bias"), a.opt("key_padding_mask"),
-                  a.opt("attn_mask"), Const(h), Const(e), Const(offsets),
-                  a.st_or_value("need_weights"), a.st_or_value("average_attn_weights"),
-                  a.st_or_value("is_causal"), Const(_layer_name(a))]
-
-
-def _layer_name(a) -> str:
-    try:
-        return str(a.st("_layer"))
-    except _Reject:  # a name computed at run time: the class eager would print
-        return "MultiheadAttention"
-
-
 def _b_embedding(a):
     if a.st("max_norm") is not None or a.st("scale_grad_by_freq") or a.st("sparse"):
         raise _Reject("max_norm / scale_grad_by_freq / sparse")  # eager says what is missing
@@ -284,10 +182,9 @@ def _table() -> dict:
         return _BUILDERS
     from .._ops import nn_misc as misc, nn_norm as norm
     from ..nn import functional as F
-    from ..nn._functional_attention import multi_head_attention_forward
     for fn, b in ((norm.normalize, _b_normalize), (misc.linear, _b_linear),
                   (misc.dropout, _b_dropout),
-                  (multi_head_attention_forward, _b_mha), (F.embedding, _b_embedding)):
+                  (F.embedding, _b_embedding)):
         _BUILDERS[fn] = b
     return _BUILDERS
 
@@ -376,7 +273,12 @@ def _composite_call(fc, comp, ignore, values, defaults):
             statics.append(v is not _NONE and not _is_const_none(v))
             continue
         v = values.get(name, _NONE)
-        statics.append(defaults[name] if v is _NONE else _static(v, name))
+        try:
+            statics.append(defaults[name] if v is _NONE else _static(v, name))
+        except _Reject:
+            if name not in comp.static_fallback:
+                raise
+            statics.append(comp.static_fallback[name])
     body = comp.body(*statics)  # the factory checks the statics (raises: a Python call)
     if comp.script_unsupported is not None and comp.script_unsupported(*statics):
         raise _Reject(comp.script_unsupported(*statics))

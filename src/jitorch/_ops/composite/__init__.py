@@ -48,9 +48,11 @@ class Composite:
     """One composite: `body(*statics)` is `factory(*statics)`, built once per statics."""
 
     def __init__(self, name: str, factory: Callable, static: tuple,
-                 script_unsupported: Optional[Callable] = None):
+                 script_unsupported: Optional[Callable] = None,
+                 static_fallback: Optional[dict] = None):
         self.name, self.factory, self.static = name, factory, tuple(static)
         self.script_unsupported = script_unsupported
+        self.static_fallback = dict(static_fallback or {})
         self._bodies: dict = {}
         self._lock = threading.Lock()
 
@@ -69,11 +71,14 @@ class Composite:
 
 
 def composite(static: tuple = (), name: Optional[str] = None,
-              script_unsupported: Optional[Callable] = None):
-    """Decorator: the factory of a `Composite` (named after the factory, less a leading `_`)."""
+              script_unsupported: Optional[Callable] = None,
+              static_fallback: Optional[dict] = None):
+    """Decorator: the factory of a `Composite` (named after the factory, less a leading `_`).
+    `static_fallback`: statics that only name things in messages (a layer's name), with the
+    value a scripted call uses when its argument is not a constant."""
     def deco(factory):
         return Composite(name or factory.__name__.lstrip("_"), factory, static,
-                         script_unsupported)
+                         script_unsupported, static_fallback)
     return deco
 
 
