@@ -192,11 +192,11 @@ _FLOAT_TARGET = ("cross_entropy with class-probability (floating point) targets 
 
 
 def _class_index_impl(input, target, weight, ignore_index, loss):
-    """The class-index target of a scripted `loss` ('nll_loss' or 'cross_entropy',
-    script/frontend_nn.py), checked as the eager function checks it, in its order: dtype and
-    shape against `input`, `weight`'s size, then every target not equal to `ignore_index` in
+    """The class-index target of `loss` ('nll_loss' or 'cross_entropy': their bodies), checked
+    as PyTorch checks it, in its order: dtype and shape against `input`, `weight`'s size, then
+    every target not equal to `ignore_index` in
     [0, C) ("Target N is out of bounds.", the first bad one). Returns a copy of `target`
-    (compiled code returns the array itself: the twins only read it)."""
+    (compiled code returns the array itself: the bodies only read it)."""
     c = input.shape[1 if input.ndim > 1 else 0] if input.ndim else 0
     if loss == "cross_entropy":
         _check_weight_arr(weight, c)

@@ -232,9 +232,41 @@ expose(_group_norm, group_norm)
 expose(_batch_norm, batch_norm, ignore=("momentum",))  # read only where eager updates in place
 
 
+def _other_p(p, dim, eps):
+    if p not in (1, 2):
+        return "a p without a clamp-safe sum form (the norm op is not compiled)"
+    return None
+
+
+@composite(static=("p", "dim", "eps"), script_unsupported=_other_p)
+def _normalize(p, dim, eps):
+    """x / max(||x||_p, eps). p = 1 and 2 as sums whose clamp comes before the root (for p = 2,
+    sqrt(max(s, eps^2)) = max(sqrt(s), eps)), so a zero vector's gradient is g / eps as in
+    PyTorch, not 0 * inf; other p through the norm op (eager)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"normalize(): argument 'p' must be float, not {type(p).__name__}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"normalize(): argument 'dim' must be int, not {type(dim).__name__}")
+    if p == 2:
+        eps2 = float(eps) * float(eps)
+
+        def body(input):
+            nrm = (input * input).sum(dim, True).clamp_min(eps2).sqrt()
+            return input / nrm.expand_as(input)
+    elif p == 1:
+        def body(input):
+            return input / input.abs().sum(dim, True).clamp_min(eps).expand_as(input)
+    else:
+        def body(input):  # (eager only: script_unsupported)
+            return input / input.norm(p, dim, True).clamp_min(eps).expand_as(input)
+    return body
+
+
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """x / max(||x||_p, eps) along `dim`."""
     from .registry import _write_out
-    denom = input.norm(p, dim, True).clamp_min(eps).expand_as(input)
-    r = input / denom
+    r = _normalize.body(p, dim, eps)(input)
     return r if out is None else _write_out(out, r)
+
+
+expose(_normalize, normalize)
