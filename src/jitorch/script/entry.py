@@ -32,21 +32,28 @@ class _Entry:
     `ScriptFunction._refuse_writes`)."""
 
     __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff",
-                 "eps", "checks_overlap")
+                 "eps", "checks_overlap", "origin", "pending", "build_s", "worker_s")
 
     def __init__(self, kind, graph, *, fn=None, source=None, out_types=None, reason=None,
-                 autodiff=None, checks_overlap=False):
+                 autodiff=None, checks_overlap=False, origin=None):
         self.kind, self.graph, self.fn, self.source = kind, graph, fn, source
         self.out_types, self.reason, self.autodiff = out_types, reason, autodiff
         self.wraps = [_wrapper(t) for t in out_types or ()]
         self.eps: dict = {}  # boundary key -> entry point (or the dispatcher itself)
         # the program checks that its written arguments share no memory (codegen/lower_overlap.py)
         self.checks_overlap = checks_overlap
+        # tiers.py: (program source, njit options, entry name) for the compile worker; while
+        # the worker compiles, `pending` is (job, signature, boundary key) and the entry runs
+        # interpreted
+        self.origin, self.pending = origin, None
+        self.build_s = 0.0  # seconds spent building it in this process (stats)
+        self.worker_s = (0.0, 0.0)  # the compile worker's (wall, CPU) seconds for it
 
     def run(self, args):
         """Run with Tensors/scalars in; returns the list of outputs (Tensors/scalars)."""
         if self.kind == "interpreted":
-            return interpreter.run_graph(self.graph, args)
+            if self.pending is None or not _switch(self):
+                return interpreter.run_graph(self.graph, args)
         res = self.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
         if type(res) is not tuple:
             res = (res,)
@@ -87,6 +94,11 @@ class _Entry:
         exec(f"def run(a):\n{conv}{call}    if type(r) is not tuple:\n"
              f"        r = (r,)\n    return {ret}\n", ns)
         return ns["run"]
+
+
+def _switch(entry) -> bool:
+    from . import tiers  # imported already: only tiers.start makes an entry pending
+    return tiers.switch(entry)
 
 
 def _bkey(xs) -> tuple:

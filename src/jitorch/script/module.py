@@ -230,6 +230,18 @@ def _make_class():
                 return
             super().__setattr__(name, value)
 
+        def wait_compiled(self, timeout=None) -> bool:
+            """Wait until no scripted method of this module compiles in the background
+            (`ScriptFunction.wait_compiled`); False if `timeout` seconds passed first."""
+            import time
+            deadline = None if timeout is None else time.monotonic() + timeout
+            for m in list(self._methods.values()):
+                left = None if deadline is None else max(0.0, deadline - time.monotonic())
+                wait = getattr(m, "wait_compiled", None)
+                if wait is not None and not wait(left):
+                    return False
+            return True
+
         @property
         def graph(self):
             return self._methods["forward"].graph
