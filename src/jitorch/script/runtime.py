@@ -346,7 +346,9 @@ class ScriptFunction:
             else:
                 if not _threads._pinned:
                     _threads.note_caller_thread()
-                if entry.kind == "compiled":  # stats.record_call, inlined
+                if entry.kind == "compiled" or entry.pending is not None and \
+                        tiers.switch(entry):  # (the worker's program is ready: load it)
+                    # stats.record_call, inlined
                     next(_counters.calls)
                     next(_counters.memory_hits)
                     if self._fast_key is not None:
@@ -508,8 +510,9 @@ class ScriptFunction:
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
-            if not entry.checks_overlap:
-                self._check_overlap(args)
+            # (also for programs that check it themselves: this call may run interpreted while
+            # the program compiles in the background)
+            self._check_overlap(args)
             outs, how = first_call(entry, args)
         except Exception:
             self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
