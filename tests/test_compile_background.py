@@ -352,3 +352,24 @@ def test_two_processes_compiling_the_same_program_at_once_share_the_disk_cache(t
     assert _delta(before, "background_compiles") == 0
     assert _delta(before, "numba_compiles") == 0
     assert _delta(before, "disk_hits") == 1
+
+
+def test_a_first_call_with_aliased_written_arguments_gets_eagers_result():
+    # interpreted while compiling, the first call must still see that x and y share memory
+    @jt.jit.script
+    def f(x, y):
+        x.add_(y)
+        x.add_(y)
+        return x
+
+    a = jt.ones(4)
+    f(a, a)
+    np.testing.assert_array_equal(a.numpy(), [4.0] * 4)  # eager: a += a; a += a
+    assert _report(f)["tier"] == "interpreted-while-compiling"
+    assert f.wait_compiled(timeout=WAIT)
+    b = jt.ones(4)
+    f(b, b)
+    np.testing.assert_array_equal(b.numpy(), [4.0] * 4)
+    c, d = jt.ones(4), jt.ones(4)
+    f(c, d)
+    np.testing.assert_array_equal(c.numpy(), [3.0] * 4)

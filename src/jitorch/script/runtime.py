@@ -510,9 +510,11 @@ class ScriptFunction:
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
-            # (also for programs that check it themselves: this call may run interpreted while
-            # the program compiles in the background)
-            self._check_overlap(args)
+            # the compile worker starts even when this call runs in place instead (then it also
+            # checks arguments that share memory here: the program is not running them)
+            tiers.start(entry, args)
+            if not entry.checks_overlap or entry.pending is not None:
+                self._check_overlap(args)
             outs, how = first_call(entry, args)
         except Exception:
             self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
@@ -676,7 +678,7 @@ def first_call(entry: _Entry, args):
     (tiers.py) a program that is not compiled yet goes to the compile worker and this call runs
     interpreted (how "background"); otherwise Numba compiles or loads it now. On a Numba
     compile error the entry turns into an interpreted one and outs is None."""
-    if tiers.start(entry, args):
+    if entry.pending is not None or tiers.start(entry, args):
         return entry.run(args), "background"
     before = cache.dispatcher_counts(entry.fn)
     try:
