@@ -373,3 +373,37 @@ def test_a_first_call_with_aliased_written_arguments_gets_eagers_result():
     c, d = jt.ones(4), jt.ones(4)
     f(c, d)
     np.testing.assert_array_equal(c.numpy(), [3.0] * 4)
+
+
+def test_a_forked_child_finishes_the_compiles_its_parent_started(monkeypatch):
+    # (as a DataLoader worker would be forked): the child has neither the parent's compile
+    # thread nor a worker of its own; its pending entries must still switch, not hang
+    monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
+    monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", str(WAIT))
+
+    @jt.jit.script
+    def f(x):
+        return x * 41 - 3
+
+    x = _ints((5,), 10)
+    f(x)  # the parent's worker hangs on it: only the child's own worker can answer
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report and leave at once, whatever happens
+        code = 1
+        try:
+            os.environ.pop("JITORCH_COMPILE_WORKER_FAULT")
+            ok = f.wait_compiled(timeout=WAIT) and _report(f)["tier"] == "compiled" and \
+                np.array_equal(f(x).numpy(), (x * 41 - 3).numpy())
+            code = 0 if ok else 2
+        finally:
+            os.write(w, bytes([code]))
+            os._exit(code)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got == bytes([0])
+    compile_worker.service().shutdown()  # the parent's hung worker
+    assert f.wait_compiled(timeout=WAIT)
+    assert _report(f)["tier"] == "interpreted"  # the parent's job died with its worker

@@ -177,6 +177,29 @@ class _Service:
             if self.proc is proc:
                 self.proc = None
 
+    def _after_fork(self) -> None:
+        """In a forked child: the caller's thread is gone and the worker's pipes are the
+        parent's. Forget both (closing only this process's copies of the pipes) and send the
+        jobs not answered yet again, from a thread and a worker of this process, so that the
+        child's entries waiting on them still finish."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()  # (nothing is buffered: every message is flushed)
+                except Exception:  # noqa: BLE001 - closed already
+                    pass
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._thread = None
+        self._queue = collections.deque(self._jobs.values())
+        for job in self._queue:
+            job.lock = threading.Lock()
+        if self._queue:
+            self._thread = threading.Thread(target=self._loop, name="jitorch-compile",
+                                            daemon=True)
+            self._thread.start()
+
     def shutdown(self) -> None:
         """Stop the worker process (a later job starts a new one)."""
         proc = self.proc
@@ -227,6 +250,8 @@ def submit(key, payload) -> Job:
 
 
 atexit.register(_service.shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_service._after_fork)
 
 
 # --- the worker process ---------------------------------------------------------------------------
@@ -242,6 +267,13 @@ def compile_job(job: dict) -> dict:
         time.sleep(1e6)
     t0, c0 = time.perf_counter(), time.process_time()
     from . import cache
+    old = sys.modules.get(job["module"])
+    if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "") or
+                                                            "")) != \
+            os.path.normpath(job.get("cache_dir") or ""):
+        # loaded by an earlier job from another cache directory: its Numba files go there,
+        # where the caller does not look
+        del sys.modules[job["module"]]
     try:
         mod, _ = cache.load_module(job["source"], job["options"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
