@@ -387,12 +387,16 @@ def test_a_forked_child_finishes_the_compiles_its_parent_started(monkeypatch):
 
     x = _ints((5,), 10)
     f(x)  # the parent's worker hangs on it: only the child's own worker can answer
+    job = f._last.pending[0]
+    deadline = time.monotonic() + WAIT
+    while job.sent is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    monkeypatch.delenv("JITORCH_COMPILE_WORKER_FAULT")  # (the child's worker does not hang)
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: report and leave at once, whatever happens
         code = 1
         try:
-            os.environ.pop("JITORCH_COMPILE_WORKER_FAULT")
             ok = f.wait_compiled(timeout=WAIT) and _report(f)["tier"] == "compiled" and \
                 np.array_equal(f(x).numpy(), (x * 41 - 3).numpy())
             code = 0 if ok else 2

@@ -60,13 +60,14 @@ class Job:
     """One compile. `done` is set once `result` is final: {"ok": True, "how": "compiled" or
     "disk", "wall": s, "cpu": s} or {"ok": False, "reason": str, "numba_error": bool}."""
 
-    __slots__ = ("key", "payload", "done", "result", "submitted", "finished", "lock")
+    __slots__ = ("key", "payload", "done", "result", "submitted", "sent", "finished", "lock")
 
     def __init__(self, key, payload):
         self.key, self.payload = key, payload
         self.done = threading.Event()
         self.result: dict | None = None
         self.submitted = time.perf_counter()
+        self.sent: float | None = None  # when a worker got it (after the queue)
         self.finished: float | None = None
         self.lock = threading.Lock()  # held by the caller while it switches entries over
 
@@ -134,6 +135,7 @@ class _Service:
         timeout = job_timeout()
         try:
             _send(proc.stdin, payload)
+            job.sent = time.perf_counter()
             reply = _receive(proc.stdout, time.monotonic() + timeout)
         except TimeoutError:
             self._kill(proc)
