@@ -4,7 +4,7 @@ Owns the worker process and the job queue between it and the calling process.
 
 Why a process: a Numba compile in a thread of the calling process holds the GIL ~78% of the time
 (only LLVM's ctypes calls release it), so the caller's own Python would crawl while a program
-compiles (docs/NUMBA_NOTES: "Compile cost at model scale"). The worker instead fills the shared
+compiles (shared/NUMBA_NOTES.md, "Compile cost at model scale"). The worker instead fills the shared
 disk cache, and the caller then loads the finished program from disk in milliseconds.
 
 A job is (a generated program's source and njit options, its module name, the entry function's
@@ -15,12 +15,14 @@ Numba's index key is (signature, target machine, the function's bytecode), all e
 processes. The worker refuses a job whose module name comes out different (another jitorch or
 Numba on its path) rather than compile something the caller would not load.
 
-Process: `python -c "...compile_worker import _main; _main()"` started lazily with `subprocess` (fork + exec:
-nothing of the caller's Numba threads is inherited, and no user `__main__` is re-imported, as a
-multiprocessing spawn would), pickled messages over its stdin/stdout pipes (the worker moves
-its own stdout to stderr first, so a print cannot corrupt a message). One long-lived worker
-serves jobs one at a time from a FIFO queue fed by a daemon thread of the caller; that thread
-waits on the pipe in `select` (no GIL held). A job that exceeds `JITORCH_COMPILE_TIMEOUT`
+Process: `python -c "from jitorch.script.compile_worker import _main; _main()"`, started lazily
+with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no user
+`__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
+stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print cannot corrupt a
+message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
+thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
+from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
+the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds `JITORCH_COMPILE_TIMEOUT`
 seconds (default 1800) gets the worker killed; a worker that dies (killed, crashed, out of
 memory) fails its job with the reason; either way the next job starts a fresh worker. A job
 never hangs its caller: its `done` event is always set, with `result["ok"]` False and a

@@ -170,6 +170,7 @@ def log_compile(name: str, why: str, how: str, seconds: float, reason: str | Non
         return
     what = {"compiled": "compiled", "disk": "loaded from disk cache",
             "memory": "program already loaded",
-            "background": "compiling in the background, interpreted meanwhile"}.get(how, f"interpreted ({reason})")
+            "background": "compiling in the background, interpreted meanwhile"}.get(
+                how, f"interpreted ({reason})")
     print(f"jitorch: compile {name}: {why} -> {what} in {seconds * 1e3:.1f} ms",
           file=sys.stderr, flush=True)
