@@ -22,8 +22,8 @@ stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print 
 message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
 thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
 from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
-the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds `JITORCH_COMPILE_TIMEOUT`
-seconds (default 1800) gets the worker killed; a worker that dies (killed, crashed, out of
+the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds
+`JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies (killed, crashed, out of
 memory) fails its job with the reason; either way the next job starts a fresh worker. A job
 never hangs its caller: its `done` event is always set, with `result["ok"]` False and a
 `reason` on failure.
