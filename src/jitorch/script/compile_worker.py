@@ -23,10 +23,10 @@ message). One long-lived worker serves jobs one at a time from a FIFO queue fed 
 thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
 from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
 the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds
-`JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies (killed, crashed, out of
-memory) fails its job with the reason; either way the next job starts a fresh worker. A job
-never hangs its caller: its `done` event is always set, with `result["ok"]` False and a
-`reason` on failure.
+`JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies
+(killed, crashed, out of memory) fails its job with the reason; either way the next job starts
+a fresh worker. A job never hangs its caller: its `done` event is always set, with
+`result["ok"]` False and a `reason` on failure.
 
 Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker exits mid-job) or
 "hang" (it sleeps past any timeout), read by the caller when a job is sent.
