@@ -304,6 +304,10 @@ def compile_job(job: dict) -> dict:
 
 
 def _main() -> None:
+    import signal
+    # Ctrl-C in a terminal reaches the whole process group: it is meant for the caller (which
+    # may catch it and go on), not for a compile it would turn into a failure
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints (Numba warnings, user code) go to stderr, never into a message
     sys.stdout = sys.stderr

@@ -43,7 +43,10 @@ PENDING_REASON = "compiling in the background (the interpreter runs it meanwhile
 
 
 def mode() -> str:
-    """`JITORCH_COMPILE`: "background" (default) or "sync"."""
+    """`JITORCH_COMPILE`: "background" (default) or "sync" (always, where the worker's pipes
+    cannot be waited on with `select`: not POSIX)."""
+    if os.name != "posix":
+        return "sync"
     m = os.environ.get("JITORCH_COMPILE", "").strip().lower() or "background"
     if m in ("background", "sync"):
         return m
