@@ -411,3 +411,30 @@ def test_a_forked_child_finishes_the_compiles_its_parent_started(monkeypatch):
     compile_worker.service().shutdown()  # the parent's hung worker
     assert f.wait_compiled(timeout=WAIT)
     assert _report(f)["tier"] == "interpreted"  # the parent's job died with its worker
+
+
+def test_an_overload_for_new_boundary_types_also_compiles_in_the_worker():
+    # a compiled entry called with arrays of another layout (an autodiff backward whose saved
+    # values are laid out otherwise): that overload compiles in the worker too, the call runs
+    # interpreted meanwhile (NotReady: the caller's RaiseInInterpreter path), never a stall
+    from jitorch.script.entry import NotReady
+
+    @jt.jit.script
+    def f(x):
+        return x * 43 - 3
+
+    x = _ints((3, 4), 11)
+    f(x)
+    assert f.wait_compiled(timeout=WAIT)
+    entry = f._last
+    strided = x.t().contiguous().t()  # the same values, column-major
+    assert not strided._data.flags.c_contiguous
+    before = jt.jit.stats()
+    with pytest.raises(NotReady):
+        entry.run([strided])
+    assert _report(f)["tier"] == "interpreted-while-compiling"
+    assert _delta(before, "background_compiles") == 1
+    assert f.wait_compiled(timeout=WAIT)
+    assert _report(f)["tier"] == "compiled"
+    np.testing.assert_array_equal(entry.run([strided])[0].numpy(), (x * 43 - 3).numpy())
+    assert _delta(before, "numba_compiles") == 0 and _delta(before, "disk_hits") == 1

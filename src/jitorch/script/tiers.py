@@ -23,9 +23,14 @@ A program whose overload is on disk already, a program compiled in memory (no ca
 nothing to share with a worker), a dispatcher-less program (tests) and `JITORCH_COMPILE=sync`
 take the synchronous path: the first call compiles or loads in the caller.
 
-Only the first overload of an entry goes to the worker. A later call of the same specialisation
-with other boundary types (a list argument whose tensors' contiguity differs: `entry._bkey`)
-compiles that overload in the caller, as before.
+An entry can need more than one overload (its boundary key `entry._bkey` also tells the layout
+of each array). The first goes through `start` as above; a later one (`_Entry._overload`, e.g.
+an autodiff backward whose saved values come laid out otherwise) also goes to the worker: its
+entry point is a stand-in (`_Compiling`) that raises NotReady, so that call runs interpreted
+(the caller's RaiseInInterpreter path), until the worker's overload loads. So that the saved
+values a stand-in forward gives its backward have the layouts the compiled forward's will have
+(and the backward is not compiled for layouts it never sees again), the interpreter's outputs
+are laid out as the program's would be (`entry._stand_in`).
 """
 from __future__ import annotations
 
@@ -36,7 +41,7 @@ import warnings
 
 from .._tensor import Tensor
 from . import compile_worker, stats
-from .entry import _bkey, _boundary, _nb_signature
+from .entry import NotReady, _bkey, _boundary, _nb_signature
 
 _warned: set = set()
 PENDING_REASON = "compiling in the background (the interpreter runs it meanwhile)"
@@ -60,32 +65,93 @@ def mode() -> str:
 def start(entry, args) -> bool:
     """At a compiled entry's first call: queue its compile on the worker and make the entry
     interpreted meanwhile (True), or leave it to the caller to compile/load now (False)."""
-    if mode() != "background" or entry.origin is None:
+    if entry.pending is not None:
+        return True
+    xs = [a._data if type(a) is Tensor else _boundary(a) for a in args]
+    job, sig = _submit(entry, xs)
+    if job is None:
         return False
+    entry.pending = (job, sig, _bkey(xs))
+    entry.reason = PENDING_REASON
+    entry.kind = "interpreted"
+    return True
+
+
+def overload(entry, xs, bk):
+    """For a compiled entry called with boundary types it has no overload for: a stand-in
+    entry point (`_Compiling`) that raises NotReady until the worker has compiled it, or None
+    (compile or load it in the caller now)."""
+    job, sig = _submit(entry, xs)
+    return None if job is None else _Compiling(entry, job, sig, bk)
+
+
+def _submit(entry, xs):
+    """(job, signature) of the worker compiling `entry`'s overload for boundary values `xs`,
+    or (None, None) where the caller compiles or loads it itself."""
+    if mode() != "background" or entry.origin is None:
+        return None, None
     fn = entry.fn
     if getattr(fn, "overloads", None) is None or getattr(fn, "typeof_pyval", None) is None:
-        return False  # not a Numba dispatcher (tests feed plain Python programs)
+        return None, None  # not a Numba dispatcher (tests feed plain Python programs)
     mod = sys.modules.get(getattr(fn.py_func, "__module__", ""))
     if mod is None or not getattr(mod, "__file__", None):
-        return False  # compiled in memory: a worker could not share it through the disk
-    xs = [a._data if type(a) is Tensor else _boundary(a) for a in args]
+        return None, None  # compiled in memory: a worker could not share it through the disk
     try:
         sig = _nb_signature(fn, xs)
     except Exception:  # noqa: BLE001 - a value Numba cannot type: the call says so
-        return False
+        return None, None
     if sig in fn.overloads or on_disk(fn, sig):
-        return False  # in memory or in Numba's disk cache: loading takes milliseconds
+        return None, None  # in memory or in Numba's disk cache: loading takes milliseconds
     from . import cache
     source, options, entry_name = entry.origin
     job = compile_worker.submit(
         (mod.__name__, entry_name, sig),
         {"source": source, "options": options, "module": mod.__name__, "entry": entry_name,
          "sig": sig, "cache_dir": cache.cache_dir()})
-    entry.pending = (job, sig, _bkey(xs))
-    entry.reason = PENDING_REASON
-    entry.kind = "interpreted"
     stats.record_background_start()
-    return True
+    return job, sig
+
+
+class _Compiling:
+    """The entry point of an overload the worker compiles: raises NotReady (the call runs
+    interpreted) until the worker answered, then loads the overload into `entry.eps` and calls
+    it; where the worker failed, the calls with these types keep running interpreted."""
+
+    compiling = True
+
+    def __init__(self, entry, job, sig, bk):
+        self.entry, self.job, self.sig, self.bk = entry, job, sig, bk
+
+    def __call__(self, *xs):
+        return self.ready()(*xs)
+
+    def ready(self):
+        """The loaded entry point, or NotReady."""
+        if not self.job.done.is_set():
+            raise NotReady()
+        with self.job.lock:
+            ep = self.entry.eps.get(self.bk)
+            if ep is self:
+                ep, reason = _load(self.entry, self.job, self.sig)
+                if ep is None:
+                    ep = _Failed(reason)
+                    self.entry.reason = reason
+                self.entry.eps[self.bk] = ep
+        return ep.ready() if isinstance(ep, _Failed) else ep
+
+
+class _Failed:
+    """The entry point of an overload the worker could not build: every call runs interpreted
+    (the reason is in the entry and in jitorch.jit.stats())."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+    def __call__(self, *xs):
+        raise NotReady()
+
+    def ready(self):
+        raise NotReady()
 
 
 def on_disk(fn, sig) -> bool:
@@ -114,41 +180,49 @@ def switch(entry, block: bool = False) -> bool:
     try:
         if entry.pending is not p:
             return entry.kind == "compiled"
-        res = job.result
-        name = entry.graph.name
-        if res.get("ok"):
-            from . import cache
-            t0 = time.perf_counter()
-            before = cache.dispatcher_counts(entry.fn)
-            try:
-                ep = entry.fn.compile(sig)  # the file the worker saved: loads, no compile
-            except Exception as e:  # noqa: BLE001 - correct results first: stay interpreted
-                res = {"ok": False, "numba_error": False,
-                       "reason": f"loading the program the compile worker built failed: "
-                                 f"{type(e).__name__}: {e}"}
-            else:
-                how = cache.dispatcher_outcome(entry.fn, before)
-                entry.eps[bk] = ep
-                entry.worker_s = (job.wall(), res.get("cpu", 0.0))
-                entry.reason = None
-                entry.kind = "compiled"  # after eps: a reader of "compiled" finds the program
-                entry.pending = None
-                dt_s = time.perf_counter() - t0
-                stats.record_background_done(job.wall(), res.get("cpu", 0.0), how, dt_s)
-                stats.log_compile(name, f"background compile done (worker {job.wall():.2f} s "
-                                  f"wall, {res.get('cpu', 0.0):.2f} s CPU)", how, dt_s)
-                return True
-        reason = res.get("reason") or "the compile worker failed"
-        entry.worker_s = (job.wall(), 0.0)
-        entry.reason = reason
-        if res.get("numba_error"):
-            entry.fn = None  # as a failed compile in the caller: the program is never used
+        ep, reason = _load(entry, job, sig)
+        if ep is not None:
+            entry.eps[bk] = ep
+            entry.reason = None
+            entry.kind = "compiled"  # after eps: a reader of "compiled" finds the program
+        else:
+            entry.reason = reason
+            if job.result.get("numba_error"):
+                entry.fn = None  # as a failed compile in the caller: the program is never used
         entry.pending = None
-        stats.record_background_failed(reason)
-        stats.log_compile(name, "background compile", "interpreted", job.wall(), reason)
-        return False
+        return ep is not None
     finally:
         job.lock.release()
+
+
+def _load(entry, job, sig):
+    """(entry point, None) loaded from the disk cache after the worker compiled `sig`, or
+    (None, reason) when it failed; counted in stats and logged either way."""
+    res = job.result
+    name = entry.graph.name
+    if res.get("ok"):
+        from . import cache
+        t0 = time.perf_counter()
+        before = cache.dispatcher_counts(entry.fn)
+        try:
+            ep = entry.fn.compile(sig)  # the file the worker saved: loads, no compile
+        except Exception as e:  # noqa: BLE001 - correct results first: stay interpreted
+            res = {"reason": f"loading the program the compile worker built failed: "
+                             f"{type(e).__name__}: {e}"}
+        else:
+            how = cache.dispatcher_outcome(entry.fn, before)
+            dt_s = time.perf_counter() - t0
+            w, c = entry.worker_s
+            entry.worker_s = (w + job.wall(), c + res.get("cpu", 0.0))
+            stats.record_background_done(job.wall(), res.get("cpu", 0.0), how, dt_s)
+            stats.log_compile(name, f"background compile done (worker {job.wall():.2f} s "
+                              f"wall, {res.get('cpu', 0.0):.2f} s CPU)", how, dt_s)
+            return ep, None
+    reason = res.get("reason") or "the compile worker failed"
+    entry.worker_s = (entry.worker_s[0] + job.wall(), entry.worker_s[1])
+    stats.record_background_failed(reason)
+    stats.log_compile(name, "background compile", "interpreted", job.wall(), reason)
+    return None, reason
 
 
 def wait(entries, timeout: float | None = None) -> bool:
@@ -157,17 +231,28 @@ def wait(entries, timeout: float | None = None) -> bool:
     deadline = None if timeout is None else time.monotonic() + timeout
     for e in entries:
         p = e.pending
-        if p is None:
-            continue
-        left = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not p[0].done.wait(left):
-            return False
-        switch(e, block=True)
+        if p is not None:
+            if not _wait_job(p[0], deadline):
+                return False
+            switch(e, block=True)
+        for ep in [ep for ep in list(e.eps.values()) if isinstance(ep, _Compiling)]:
+            if not _wait_job(ep.job, deadline):
+                return False
+            try:
+                ep.ready()
+            except NotReady:
+                pass  # the worker failed: settled interpreted for these types
     return True
 
 
+def _wait_job(job, deadline) -> bool:
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return job.done.wait(left)
+
+
 def tier(entry) -> str:
-    if entry.pending is not None:
+    if entry.pending is not None or any(isinstance(ep, _Compiling)
+                                        for ep in list(entry.eps.values())):
         return "interpreted-while-compiling"
     return "compiled" if entry.kind == "compiled" else "interpreted"
 
