@@ -438,3 +438,42 @@ def test_an_overload_for_new_boundary_types_also_compiles_in_the_worker():
     assert _report(f)["tier"] == "compiled"
     np.testing.assert_array_equal(entry.run([strided])[0].numpy(), (x * 43 - 3).numpy())
     assert _delta(before, "numba_compiles") == 0 and _delta(before, "disk_hits") == 1
+
+
+def test_a_worker_whose_caller_dies_mid_compile_exits(tmp_path):
+    child = tmp_path / "caller.py"
+    child.write_text(textwrap.dedent("""
+        import os, sys, time
+        import jitorch as jt
+        from jitorch.script import compile_worker
+
+        @jt.jit.script
+        def f(x):
+            return x * 47 - 3
+
+        f(jt.ones(3))
+        svc = compile_worker.service()
+        while svc.proc is None:
+            time.sleep(0.01)
+        print(svc.proc.pid, flush=True)
+        time.sleep(1e6)  # the test kills this process while its worker "compiles"
+        """))
+    env = dict(os.environ, JITORCH_COMPILE_WORKER_FAULT="hang",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    p = subprocess.Popen([sys.executable, str(child)], env=env, stdout=subprocess.PIPE,
+                         text=True)
+    try:
+        worker = int(p.stdout.readline())
+    finally:
+        p.kill()
+        p.wait()
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        try:
+            os.kill(worker, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(worker, signal.SIGKILL)
+        raise AssertionError("the orphaned compile worker kept running")

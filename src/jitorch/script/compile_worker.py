@@ -159,6 +159,7 @@ class _Service:
         env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "")
                                                       .split(os.pathsep) if p])
         env["JITORCH_COMPILE"] = "sync"
+        env["_JITORCH_COMPILE_PARENT"] = str(os.getpid())  # (it may die before we start)
         # `-c`, not `-m`: the package imports this module before runpy would run it
         self.proc = subprocess.Popen([sys.executable, "-c", _MAIN],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
@@ -303,11 +304,22 @@ def compile_job(job: dict) -> dict:
             "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
 
 
+def _exit_with_parent(parent: int) -> None:
+    """A caller that died (killed, crashed) closes the pipe, but a compile may run for minutes
+    before the worker reads it again: leave as soon as the parent is gone (the worker is then
+    re-parented; `parent` comes from the caller, which may have died while we started)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
 def _main() -> None:
     import signal
     # Ctrl-C in a terminal reaches the whole process group: it is meant for the caller (which
     # may catch it and go on), not for a compile it would turn into a failure
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = int(os.environ.get("_JITORCH_COMPILE_PARENT") or os.getppid())
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints (Numba warnings, user code) go to stderr, never into a message
     sys.stdout = sys.stderr
