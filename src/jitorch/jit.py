@@ -25,8 +25,10 @@ __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotat
 
 def stats():
     """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
-    interpreted_runs, interpreted_reasons, compile_seconds, calls (a dict with attribute
-    access). `JITORCH_LOG=compile` prints each compile as it happens."""
+    interpreted_runs, interpreted_reasons, compile_seconds, calls, the background compile's
+    counters and `functions` (per function its tier and compile seconds; see
+    `jitorch.script.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile` prints
+    each compile as it happens."""
     return _stats.snapshot()
 
 
