@@ -116,8 +116,11 @@ def main(epochs: int = 40, points: int = 3000, batch_size: int = 64, hidden: int
     print(f"train step ({mode}): {step * 1e3:.3f} ms")
     if scripted:
         st = jitorch.jit.stats()
-        print(f"JIT: {st.numba_compiles} programs compiled, {st.disk_hits} loaded from the disk "
-              f"cache, {st.memory_hits} calls served compiled, {st.interpreted_runs} interpreted"
+        print(f"JIT: {st.numba_compiles} programs compiled here, {st.disk_hits} loaded from the "
+              f"disk cache ({st.background_done} of them compiled by the background worker), "
+              f"{st.kernels['compiled']} kernels compiled, {st.kernels['disk']} loaded, "
+              f"{st.kernels['shared']} shared; {st.memory_hits} calls served compiled, "
+              f"{st.interpreted_runs} interpreted (while compiling, or for the reasons given)"
               + (f" ({st.interpreted_reasons})" if st.interpreted_reasons else ""))
         print(mlp_forward.graph_for(xte[:2], *_weights(model)))
     print(f"test accuracy {acc:.3f} (goal > {goal:.2f}): {'OK' if acc > goal else 'MISSED'}")

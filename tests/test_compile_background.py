@@ -96,7 +96,7 @@ def test_calls_switch_without_waiting_once_the_worker_is_done():
     runs = jt.jit.stats()["interpreted_runs"]
     np.testing.assert_array_equal(f(x).numpy(), (x * 5 - 7).numpy())
     assert jt.jit.stats()["interpreted_runs"] == runs
-    assert _report(f)["tier"] == "compiled"
+    assert _report(f)["tier"] == "compiled", _report(f)
 
 
 def test_autodiff_forward_and_backward_compile_in_the_background():
@@ -120,7 +120,7 @@ def test_autodiff_forward_and_backward_compile_in_the_background():
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert f.wait_compiled(timeout=WAIT)
-    assert _report(f)["tier"] == "compiled"
+    assert _report(f)["tier"] == "compiled", _report(f)
     again = grads(f)  # the compiled pair
     for g, w in zip(again, got):
         np.testing.assert_allclose(g, w, rtol=1e-6)
@@ -138,7 +138,7 @@ def test_module_wait_compiled():
         b = m(x)
     np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6)
     (variant,) = m._methods["forward"]._variants
-    assert _report(variant.sf)["tier"] == "compiled"
+    assert _report(variant.sf)["tier"] == "compiled", _report(variant.sf)
 
 
 def test_eight_threads_making_the_first_call_submit_one_job():
@@ -179,7 +179,7 @@ def test_sync_mode_compiles_in_the_call(monkeypatch):
 
     before = jt.jit.stats()
     f(_ints((3,), 5))
-    assert _report(f)["tier"] == "compiled"
+    assert _report(f)["tier"] == "compiled", _report(f)
     assert _delta(before, "background_compiles") == 0
     assert _delta(before, "numba_compiles") == 1
     assert f.wait_compiled(timeout=0)  # nothing pending
@@ -435,7 +435,7 @@ def test_an_overload_for_new_boundary_types_also_compiles_in_the_worker():
     assert _report(f)["tier"] == "interpreted-while-compiling"
     assert _delta(before, "background_compiles") == 1
     assert f.wait_compiled(timeout=WAIT)
-    assert _report(f)["tier"] == "compiled"
+    assert _report(f)["tier"] == "compiled", _report(f)
     np.testing.assert_array_equal(entry.run([strided])[0].numpy(), (x * 43 - 3).numpy())
     assert _delta(before, "numba_compiles") == 0 and _delta(before, "disk_hits") == 1
 

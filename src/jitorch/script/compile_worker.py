@@ -272,14 +272,21 @@ def compile_job(job: dict) -> dict:
         time.sleep(1e6)
     t0, c0 = time.perf_counter(), time.process_time()
     from . import cache
-    old = sys.modules.get(job["module"])
-    if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "") or
-                                                            "")) != \
-            os.path.normpath(job.get("cache_dir") or ""):
-        # loaded by an earlier job from another cache directory: its Numba files go there,
-        # where the caller does not look
-        del sys.modules[job["module"]]
+    kernels = job.get("kernels") or []
+    names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
+    for name in names:
+        old = sys.modules.get(name)
+        if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "")
+                                                                or "")) != \
+                os.path.normpath(job.get("cache_dir") or ""):
+            # loaded by an earlier job from another cache directory: its Numba files go
+            # there, where the caller does not look
+            del sys.modules[name]
+            from .codegen import kernel_call
+            kernel_call.forget(name)
     try:
+        for ksrc in kernels:  # the modules the entry calls (codegen/kernel.py), first
+            cache.load_module(ksrc)
         mod, _ = cache.load_module(job["source"], job["options"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
         return _failed(f"the compile worker could not load the program: {type(e).__name__}: {e}")

@@ -673,7 +673,8 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
             cache.prepare_source(ksrc)
     return _Entry("compiled", g, fn=fn, source=source, out_types=list(prog.output_types),
                   checks_overlap=bool(getattr(prog, "checks_overlap", False)),
-                  origin=(prog.source, options, prog.entry)), "pending"
+                  origin=(prog.source, options, prog.entry,
+                          list(getattr(prog, "kernels", ())))), "pending"
 
 
 def first_call(entry: _Entry, args):

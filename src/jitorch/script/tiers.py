@@ -103,11 +103,11 @@ def _submit(entry, xs):
     if sig in fn.overloads or on_disk(fn, sig):
         return None, None  # in memory or in Numba's disk cache: loading takes milliseconds
     from . import cache
-    source, options, entry_name = entry.origin
+    source, options, entry_name, kernels = entry.origin
     job = compile_worker.submit(
         (mod.__name__, entry_name, sig),
         {"source": source, "options": options, "module": mod.__name__, "entry": entry_name,
-         "sig": sig, "cache_dir": cache.cache_dir()})
+         "kernels": kernels, "sig": sig, "cache_dir": cache.cache_dir()})
     stats.record_background_start()
     return job, sig
 

@@ -69,6 +69,14 @@ def _bind(module: str, argtys: tuple):
         return got
 
 
+def forget(module: str) -> None:
+    """Drop the bindings of `module`'s kernel (the compile worker reloads a module from another
+    cache directory: its kernels must be compiled, and cached, there)."""
+    with _lock:
+        for key in [k for k in _bound if k[0] == module]:
+            del _bound[key]
+
+
 _SYMBOL = re.compile(r"jitorch_k_(_jitorch_prog_[0-9a-f]{24})_([0-9a-f]{16})")
 
 
