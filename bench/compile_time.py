@@ -32,6 +32,7 @@ else its program counts: numba_compiles, disk_hits). Ratio columns are the issue
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import pathlib
@@ -293,7 +294,7 @@ def main():
     workloads = a.workloads or (QUICK if a.quick else WORKLOADS)
     peers = list(PEERS if a.peers is None else a.peers)
     for p, mod in (("torch.compile", "torch"), ("TorchScript", "torch"), ("jax", "jax")):
-        if p in peers and __import__("importlib").util.find_spec(mod) is None:
+        if p in peers and importlib.util.find_spec(mod) is None:
             peers.remove(p)
             print(f"{p}: {mod} is not installed, skipped", file=sys.stderr)
     res = measure(workloads, peers, a.force_new, a.compile_mode)

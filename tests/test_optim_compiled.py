@@ -13,7 +13,7 @@ import jitorch.optim as optim
 from jitorch import Tensor
 from jitorch.optim import optimizer as jopt
 
-# fused=True: PyTorch's flag for its fused kernels selects the compiled step (the default is eager)
+# fused=True, like the default (fused=None), runs the compiled step (fused=False: eager)
 CASES = [("SGD", dict(lr=0.1, momentum=0.9, fused=True)),
          ("Adam", dict(lr=0.05, fused=True)),
          ("AdamW", dict(lr=0.05, weight_decay=0.1, fused=True)),
@@ -118,16 +118,25 @@ def test_one_program_for_any_group_size_and_shapes():
     _close(ps, ref)
 
 
-def test_default_step_is_eager_and_fused_is_compiled(monkeypatch):
+def test_default_step_is_compiled_and_fused_false_or_differentiable_is_eager(monkeypatch):
+    """The default step (PyTorch's defaults: fused=None) runs the compiled program; a group
+    built with fused=False or differentiable=True runs the eager step; all three agree."""
     from jitorch.optim import functional as F
-    # a fresh CompiledStep: the class's own may already call its program directly
-    monkeypatch.setattr(optim.SGD, "_fn", jopt.CompiledStep(F.SGD))
     arrays = _params(3)
-    calls = jitorch.jit.stats()["calls"]
-    _run("SGD", dict(lr=0.1, momentum=0.9), arrays, 1, True)
-    assert jitorch.jit.stats()["calls"] == calls      # no scripted call
-    _run("SGD", dict(lr=0.1, momentum=0.9, fused=True), arrays, 1, True)
-    assert jitorch.jit.stats()["calls"] > calls
+    results = {}
+    for name, extra in (("default", {}), ("unfused", dict(fused=False)),
+                        ("differentiable", dict(differentiable=True))):
+        # a fresh CompiledStep: the class's own may already call its program directly
+        monkeypatch.setattr(optim.SGD, "_fn", jopt.CompiledStep(F.SGD))
+        calls = jitorch.jit.stats()["calls"]
+        results[name], opt = _run("SGD", dict(lr=0.1, momentum=0.9, **extra), arrays, 2, True)
+        scripted_calls = jitorch.jit.stats()["calls"] - calls
+        if name == "default":
+            assert scripted_calls > 0 and opt._fn._direct and opt._fn.fallbacks == {}
+        else:
+            assert scripted_calls == 0 and not opt._fn._direct
+    _close(results["default"], results["unfused"])
+    _close(results["default"], results["differentiable"])
 
 
 def test_changing_lr_does_not_recompile():

@@ -36,10 +36,11 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 # How the optimizer classes run their functional form (tests flip it):
-#   True      for param groups with `fused=True` (see `CompiledStep.for_group`; others run
-#             eagerly): the compiled program where the compiler lowers it to generated code; a
-#             case it can only interpret runs eagerly instead (same semantics, and the
-#             interpreter is slower), with the reason recorded in `CompiledStep.fallbacks`;
+#   True      compiled by default (see `CompiledStep.for_group`: every param group except
+#             those built with `fused=False` or `differentiable=True`, which run eagerly): the
+#             compiled program where the compiler lowers it to generated code; a case it can
+#             only interpret runs eagerly instead (same semantics, and the interpreter is
+#             slower), with the reason recorded in `CompiledStep.fallbacks`;
 #   "always"  the scripted function whatever it compiles to (generated code or interpreter),
 #             called with the original tensors (no flattening, no chunks);
 #   False     always eager.
@@ -196,6 +197,8 @@ class CompiledStep:
         if known is None:  # first call of this case: compile, then see what it compiled to
             before = set(fn.stats["interpreted"])
             out = fn(params, *args)
+            if _pending(fn):  # compiling in the background: the interpreter ran this call;
+                return out    # ask again at the next step (nothing is decided yet)
             new = set(fn.stats["interpreted"]) - before
             if new:
                 why = fn.stats["interpreted"][next(iter(new))]
@@ -243,14 +246,16 @@ class CompiledStep:
         return None
 
     def for_group(self, group: dict) -> Callable:
-        """The step of one param group. By default (`USE_SCRIPT is True`) only a group built
-        with `fused=True` (PyTorch's flag for its fused kernels) runs the compiled GIL-free
-        program. Why not by default although it is 5-10x faster than the eager step and 2-3x
-        faster than PyTorch's foreach (bench/optim_step.py): the first step of each options
-        tuple compiles for ~10 s on a loaded 2-core machine (later processes load it from
-        the disk cache in ~0.1-1 s), which small scripts and tests would pay and which is
-        worth thousands of eager steps of a small model."""
-        if USE_SCRIPT is True and not group.get("fused"):
+        """The step of one param group: by default (`USE_SCRIPT is True`) the compiled
+        GIL-free program, 5-10x faster than the eager step and 2-3x faster than PyTorch's
+        foreach (bench/optim_step.py), the same math (functional.py's one body, PyTorch's
+        single-tensor arithmetic; `foreach` selects nothing else here). Eager instead for a
+        group built with `fused=False` (the caller asked for the unfused step) or
+        `differentiable=True` (the update must stay on the autograd tape). The first step of
+        each options tuple and dtype compiles once per machine (seconds; later processes load
+        it from the disk cache in ~0.1 s), in the background where the compiler has a worker:
+        the steps meanwhile run through the interpreter (`_pending`)."""
+        if USE_SCRIPT is True and (group.get("fused") is False or group.get("differentiable")):
             return functools.partial(self, use_script=False)
         return self
 
@@ -261,6 +266,12 @@ class CompiledStep:
         for fn in self.scripted.values():
             out.update(fn.stats["interpreted"])
         return out
+
+
+def _pending(fn) -> bool:
+    """Did `fn`'s last call run on the tier below while its program compiles in the
+    background (script/tiers.py: `entry.pending`)? Then it is neither compiled nor settled."""
+    return getattr(getattr(fn, "_last", None), "pending", None) is not None
 
 
 def _typename(obj) -> str:
