@@ -42,9 +42,9 @@ def data(name):
     if name in ("mlp_infer", "mlp_train"):
         return f(32, 784), ints(32)
     if name == "lstm":
-        s = 1 / np.sqrt(H)
+        s = np.float32(1 / np.sqrt(H))  # a float64 scalar would make float64 weights
         return (f(T, B, I), np.zeros((B, H), np.float32), np.zeros((B, H), np.float32),
-                (s * f(I, 4 * H)), (s * f(H, 4 * H)), np.zeros(4 * H, np.float32))
+                s * f(I, 4 * H), s * f(H, 4 * H), np.zeros(4 * H, np.float32))
     if name == "cnn":
         return f(32, 1, 28, 28), ints(32)
     if name in ("encoder1", "encoder2"):

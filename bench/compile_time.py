@@ -134,7 +134,8 @@ def _has_kernel_library(res: dict) -> bool:
     return bool(res.get("has_warmup")) or any("kernel" in k for k in st)
 
 
-def measure(workloads, peers, force_new=False, compile_mode=None) -> dict:
+def measure(workloads, peers, force_new=False, compile_mode=None, save=None,
+            jitorch=True) -> dict:
     base = dict(os.environ, JITORCH_MAX_PROGRAM_LINES="0", OMP_NUM_THREADS="1",
                 OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
     base.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its bytecode cached
@@ -149,32 +150,42 @@ def measure(workloads, peers, force_new=False, compile_mode=None) -> dict:
     out = {"stamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "load": os.getloadavg(),
            "has_warmup": has_warmup, "has_wait": has_wait, "rows": {}}
     try:
-        for k, name in enumerate(workloads):
+        for name in workloads:
             row = out["rows"][name] = {}
-            env = _fresh_env(base, tmp / f"{name}-first")
-            row["first"] = run_child("jitorch", name, env)
-            row["warm"] = run_child("jitorch", name, env)
-            lib = has_warmup or _has_kernel_library(row["first"])
-            if name in HEAVY and not lib and not force_new:
-                row["new"] = {"error": "not run: no kernel library yet, equals first ever"}
-            else:
-                env = _fresh_env(base, tmp / f"{name}-new")
-                if has_warmup:
-                    subprocess.run([sys.executable, "-c", "import jitorch; jitorch.jit.warmup()"],
-                                   env=env, capture_output=True, timeout=TIMEOUT_S)
-                else:
-                    run_child("jitorch", "prime", env)
-                row["new"] = run_child("jitorch", name, env)
-                row["new"]["primer"] = "jit.warmup()" if has_warmup else "another model"
+            if jitorch:
+                row.update(_jitorch_states(name, base, tmp, has_warmup, force_new))
             for peer in peers:
                 if peer == "torch.compile" and name == "lstm":
                     row[peer] = {"error": "skipped (unrolls the 50-step loop)"}
                     continue
                 row[peer] = run_child(peer, name, _fresh_env(base, tmp / f"{name}-{peer}"))
+            if save:  # after each workload: a long run that is stopped keeps what it measured
+                pathlib.Path(save).write_text(json.dumps(out, indent=1, default=str))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     out["load_after"] = os.getloadavg()
     return out
+
+
+def _jitorch_states(name, base, tmp, has_warmup, force_new) -> dict:
+    """first ever, warm (the same caches again) and new model (fresh caches, primed)."""
+    row = {}
+    env = _fresh_env(base, tmp / f"{name}-first")
+    row["first"] = run_child("jitorch", name, env)
+    row["warm"] = run_child("jitorch", name, env)
+    lib = has_warmup or _has_kernel_library(row["first"])
+    if name in HEAVY and not lib and not force_new:
+        row["new"] = {"error": "not run: no kernel library yet, equals first ever"}
+        return row
+    env = _fresh_env(base, tmp / f"{name}-new")
+    if has_warmup:
+        subprocess.run([sys.executable, "-c", "import jitorch; jitorch.jit.warmup()"],
+                       env=env, capture_output=True, timeout=TIMEOUT_S)
+    else:
+        run_child("jitorch", "prime", env)
+    row["new"] = run_child("jitorch", name, env)
+    row["new"]["primer"] = "jit.warmup()" if has_warmup else "another model"
+    return row
 
 
 # --- tables ---------------------------------------------------------------------------------
@@ -233,6 +244,8 @@ def tables(res: dict) -> str:
     for name, row in rows.items():
         for state in ("first", "new", "warm"):
             r = row.get(state)
+            if r is None:
+                continue
             label = {"first": "first ever", "new": "new model", "warm": "warm"}[state]
             if r and "error" in r:
                 lines.append(f"| {name} | {label} | {r['error']} | | | | | |")
@@ -280,16 +293,27 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="GELU and the MLP only")
     ap.add_argument("--workloads", nargs="+", choices=WORKLOADS)
-    ap.add_argument("--peers", nargs="*", choices=PEERS, default=None)
+    ap.add_argument("--peers", nargs="*", choices=PEERS, default=None,
+                    help="the peers to run (default: all installed; none: jitorch only)")
+    ap.add_argument("--no-jitorch", action="store_true", help="only the peers")
     ap.add_argument("--force-new", action="store_true",
                     help="run the new-model state for heavy workloads without a kernel library")
     ap.add_argument("--compile-mode", choices=("background", "sync"),
                     help="set JITORCH_COMPILE for the jitorch children")
     ap.add_argument("--json", help="also save the raw results here")
-    ap.add_argument("--from-json", help="print the tables of a saved run")
+    ap.add_argument("--from-json", nargs="+",
+                    help="print the tables of saved runs (rows merged: later files add states "
+                         "and peers, e.g. a jitorch-only run and a peers-only run)")
     a = ap.parse_args()
     if a.from_json:
-        print(tables(json.loads(pathlib.Path(a.from_json).read_text())))
+        runs = [json.loads(pathlib.Path(f).read_text()) for f in a.from_json]
+        res = runs[0]
+        for r in runs[1:]:
+            for name, row in r["rows"].items():
+                res["rows"].setdefault(name, {}).update(
+                    {k: v for k, v in row.items() if "error" not in v or
+                     k not in res["rows"].get(name, {})})
+        print(tables(res))
         return
     workloads = a.workloads or (QUICK if a.quick else WORKLOADS)
     peers = list(PEERS if a.peers is None else a.peers)
@@ -297,7 +321,7 @@ def main():
         if p in peers and importlib.util.find_spec(mod) is None:
             peers.remove(p)
             print(f"{p}: {mod} is not installed, skipped", file=sys.stderr)
-    res = measure(workloads, peers, a.force_new, a.compile_mode)
+    res = measure(workloads, peers, a.force_new, a.compile_mode, a.json, not a.no_jitorch)
     res["command"] = "python bench/compile_time.py " + " ".join(sys.argv[1:])
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(res, indent=1, default=str))
