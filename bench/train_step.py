@@ -9,8 +9,8 @@ batch_first; seq 16, batch 8) with a mean-pool and a Linear head. Loss: cross en
 Peers, interleaved in one process, one thread each, every model starting from the same weights
 (state_dicts copied through NumPy):
 - jitorch scripted: `jitorch.jit.script(WithLoss(model))` (forward and loss in one program,
-  backward by autodiff) and the default `optim.Adam` step (compiled since issue 10, step 7); for the
-  example's CharLSTM its own scripted time loop (`forward(scripted=True)`);
+  backward by autodiff) and the default `optim.Adam` step (compiled since issue 10, step 7);
+  for the example's CharLSTM its own scripted time loop (`forward(scripted=True)`);
 - jitorch scripted + fused Adam: the same with `optim.Adam(..., fused=True)` (compiled step);
 - jitorch eager: the same modules run op by op;
 - PyTorch eager: the same source on torch.nn, `torch.optim.Adam` default, when installed.
