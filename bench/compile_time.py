@@ -1,4 +1,4 @@
-"""Compile time at model scale (issue 10): fresh processes, three cache states, peers' cold compiles.
+"""Compile time at model scale (issue 10): fresh processes, three cache states, cold peers.
 
 Every measurement is a fresh child process (`--child`); the clock runs from after the imports
 and the model's construction to the first result (`jit.script(model)` / `torch.jit.script` /
