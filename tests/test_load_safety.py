@@ -447,8 +447,10 @@ def test_code_generator_never_writes_adversarial_constants(tmp_path):
                     finally:
                         n.attrs["value"] = orig
                     generated += 1
-                    _only_in_string_literals(prog.source, mark, (fn.__name__, v))
-                    exec(compile(prog.source, "<generated>", "exec"), {"__name__": "probe"})
+                    for src in [*prog.kernels, prog.source]:  # kernels: codegen/kernel.py
+                        _only_in_string_literals(src, mark, (fn.__name__, v))
+                    for src in prog.kernels:  # (the entry's import of its kernels needs them)
+                        exec(compile(src, "<generated>", "exec"), {"__name__": "probe"})
                     assert not os.path.exists(sentinel)
     assert refused and generated  # both outcomes happen: the test reaches the emitter
 

@@ -241,20 +241,15 @@ _mark_generic(FORMS)
 
 
 def _lowered_ops() -> set:
-    """Registry ops the CPU code generator lowers (its LOWER tables, plus every elementwise op
+    """Registry ops the CPU code generator lowers (its lowering table, plus every elementwise op
     with a scalar template). One op without a lowering sends the whole program to the IR
     interpreter, so the generator uses this as a weight: mostly programs that compile, some
     that are interpreted. A weight only: what ran compiled is read from the runtime's stats."""
     try:
-        from jitorch.script.codegen import (cpu, lower_elementwise, lower_factory, lower_gather,
-                                            lower_linalg, lower_reduce, lower_shape,
-                                            lower_write)
+        from jitorch.script.codegen import lowering
     except ImportError:
         return set(OPS)
-    names = set()
-    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
-                lower_write, lower_gather, cpu._conv_lowerings()):
-        names |= set(getattr(mod, "LOWER", {}))
+    names = set(lowering.table())
     names |= {n for n, o in OPS.items() if o.kind == "elementwise" and o.scalar}
     return names
 

@@ -11,6 +11,7 @@ from . import (binary, compare, complex_ops, conversion, einsum_ops, indexing, j
                unary)
 from . import nn_activation, nn_loss, nn_misc, nn_norm
 from . import nn_conv, nn_pool
+from . import factories, index_write  # noqa: F401  (compiler-facing ops; nothing public)
 from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
 
 _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, join, linalg,

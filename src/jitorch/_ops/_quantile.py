@@ -14,6 +14,9 @@ import numpy as np
 from ._reduce_common import one_dim, put_along, take_along
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_SORTS = "sorts along a dim: no CPU lowering yet"
+
 __all__ = ["quantile", "nanquantile"]
 
 _MODES = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -115,7 +118,7 @@ def _plan_impl(input, q, dim, interpolation, ignore_nan):
 
 
 _quantile_plan = defop("_quantile_plan", _plan_impl, tensors=("input", "q"), kind="reduction",
-                       method=False, nondiff=True)
+                       method=False, nondiff=True, interpreted=_SORTS)
 
 
 def _scatter_shape(input, q, dim):
@@ -183,6 +186,6 @@ def _nanquantile_impl(input, q, dim=None, keepdim=False, *, interpolation="linea
 
 
 quantile = defop("quantile", _quantile_impl, tensors=("input", "q"), kind="reduction",
-                 vjp=_vjp(False), jvp=_jvp(False))
+                 vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS)
 nanquantile = defop("nanquantile", _nanquantile_impl, tensors=("input", "q"), kind="reduction",
-                    vjp=_vjp(True), jvp=_jvp(True))
+                    vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS)

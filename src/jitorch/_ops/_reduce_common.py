@@ -17,6 +17,9 @@ from .._tensor import Tensor
 from ._util import reduce_dims, wrap_dim
 from .registry import PUBLIC, _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__: list = []
 
 
@@ -102,12 +105,14 @@ take_along = defop("_take_along", _take_along_impl, tensors=("input", "index"), 
                    method=False,
                    vjp=lambda g, index, dim, input_shape:
                    (put_along(g, index, dim, input_shape), None),
-                   jvp=lambda t_input, index, dim: take_along(t_input, index, dim))
+                   jvp=lambda t_input, index, dim: take_along(t_input, index, dim),
+                   interpreted=_NOT_YET)
 
 put_along = defop("_put_along", _put_along_impl, tensors=("src", "index"), kind="index",
                   method=False,
                   vjp=lambda g, index, dim: (take_along(g, index, dim), None),
-                  jvp=lambda t_src, index, dim, shape: put_along(t_src, index, dim, shape))
+                  jvp=lambda t_src, index, dim, shape: put_along(t_src, index, dim, shape),
+                  interpreted=_NOT_YET)
 
 
 def _flip_impl(input, dims):
@@ -115,7 +120,8 @@ def _flip_impl(input, dims):
 
 
 flip_ = defop("_flip", _flip_impl, kind="shape", method=False,
-              vjp=lambda g, dims: flip_(g, dims), jvp=lambda t_input, dims: flip_(t_input, dims))
+              vjp=lambda g, dims: flip_(g, dims), jvp=lambda t_input, dims: flip_(t_input, dims),
+              interpreted=_NOT_YET)
 
 
 # --- constant masks (nondiff) ------------------------------------------------------------------

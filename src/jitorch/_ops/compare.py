@@ -17,6 +17,11 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from .registry import PUBLIC, _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_PY_BOOL = "returns a Python bool: no CPU lowering"
+_NO_TEMPLATE = "elementwise without a Numba scalar template yet"
+
 __all__ = [
     "eq", "ne", "lt", "le", "gt", "ge", "greater", "greater_equal", "less", "less_equal",
     "not_equal", "isclose", "allclose", "equal",
@@ -181,7 +186,7 @@ def _isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return np.asarray(close | finite)
 
 
-isclose = defop("isclose", _isclose, tensors=_BIN, kind="other", nondiff=True)
+isclose = defop("isclose", _isclose, tensors=_BIN, kind="other", nondiff=True, interpreted=_NOT_YET)
 
 
 def _allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -190,7 +195,8 @@ def _allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(np.all(_isclose(input, other, rtol, atol, equal_nan)))
 
 
-allclose = defop("allclose", _allclose, tensors=_BIN, kind="other", nondiff=True)
+allclose = defop("allclose", _allclose, tensors=_BIN, kind="other", nondiff=True,
+                 interpreted=_PY_BOOL)
 
 
 def _equal(input, other):
@@ -202,7 +208,7 @@ def _equal(input, other):
     return bool(np.all(np.equal(input.astype(common), other.astype(common))))
 
 
-equal = defop("equal", _equal, tensors=_BIN, kind="other", nondiff=True)
+equal = defop("equal", _equal, tensors=_BIN, kind="other", nondiff=True, interpreted=_PY_BOOL)
 
 
 # --- logical ops -------------------------------------------------------------------------------
@@ -326,10 +332,12 @@ def _right_shift(input, other):
 # expression can't express PyTorch's definition for every width.
 bitwise_left_shift = defop("bitwise_left_shift", _left_shift, tensors=_BIN, kind="elementwise",
                            nondiff=True, inplace=True,
-                           dtype=_integral_rule("lshift", allow_bool=False))
+                           dtype=_integral_rule("lshift", allow_bool=False),
+                           interpreted=_NO_TEMPLATE)
 bitwise_right_shift = defop("bitwise_right_shift", _right_shift, tensors=_BIN,
                             kind="elementwise", nondiff=True, inplace=True,
-                            dtype=_integral_rule("rshift", allow_bool=False))
+                            dtype=_integral_rule("rshift", allow_bool=False),
+                            interpreted=_NO_TEMPLATE)
 
 
 # --- classification ----------------------------------------------------------------------------

@@ -18,6 +18,9 @@ from .._tensor import Tensor
 from .binary import guard, not_implemented
 from .registry import PUBLIC, _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_COMPLEX = "complex dtypes are not lowered on CPU"
+
 __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "is_conj", "angle", "polar",
            "complex", "view_as_real", "view_as_complex"]
 
@@ -35,9 +38,9 @@ def _imag(input):
 
 # gradients of a real view are real; autograd casts them back to the complex input's dtype
 real = defop("real", _real, kind="shape", view=True, method=False,
-             vjp=lambda g: g, jvp=lambda t_input: real(t_input))
+             vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX)
 imag = defop("imag", _imag, kind="shape", view=True, method=False,
-             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input))
+             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX)
 
 
 def _get_real(self):
@@ -62,7 +65,7 @@ def _conj(input):
 
 
 conj = defop("conj", _conj, kind="other", view="maybe",
-             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj())
+             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX)
 
 conj_physical = defop("conj_physical", lambda input: np.conj(input), kind="elementwise",
                       inplace=True, vjp=lambda g: g.conj(),
@@ -210,7 +213,8 @@ def _view_as_complex(input):
 
 view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, method=False,
                      vjp=lambda g: view_as_complex(g.contiguous()),
-                     jvp=lambda t_input: view_as_real(t_input))
+                     jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX)
 defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
-      vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()))
+      vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
+      interpreted=_COMPLEX)
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

@@ -11,7 +11,11 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history, \
     write_result
+from . import infer
 from .registry import defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
 
 __all__ = ["clone"]
 
@@ -29,7 +33,7 @@ def _to_dtype_impl(input, dtype):
 
 _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
                   vjp=lambda g, input_dtype: g.to(input_dtype),
-                  jvp=lambda t_input, dtype: t_input.to(dtype))
+                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype)
 
 
 def _clone_impl(input, *, memory_format=None):
@@ -46,7 +50,7 @@ def _contiguous_impl(input, memory_format=None):
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
-      vjp=lambda g: g, jvp=lambda t_input: t_input)
+      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same)
 
 
 def _expand_copy_impl(src, shape, dtype):
@@ -55,7 +59,7 @@ def _expand_copy_impl(src, shape, dtype):
 
 _expand_copy = defop("_expand_copy", _expand_copy_impl, tensors=("src",), method=False,
                      vjp=lambda g: g, jvp=lambda t_src, shape, dtype: t_src.expand(shape)
-                     .to(dtype))
+                     .to(dtype), interpreted=_NOT_YET)
 
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
@@ -90,7 +94,7 @@ def _detached_zero_history(self: Tensor) -> Tensor:
 
 
 _mul_zero = defop("_mul_zero", lambda input: np.zeros_like(input), method=False,
-                  vjp=lambda g: g * 0)
+                  vjp=lambda g: g * 0, interpreted=_NOT_YET)
 
 
 def fill_(self: Tensor, value) -> Tensor:
@@ -128,7 +132,7 @@ def _copy_slices_vjp(g, view_fn):
 
 
 copy_slices = defop("_copy_slices", _copy_slices_impl, tensors=("base", "src"), method=False,
-                    vjp=_copy_slices_vjp)
+                    vjp=_copy_slices_vjp, interpreted=_NOT_YET)
 
 Tensor.copy_ = copy_
 Tensor.fill_ = fill_

@@ -18,6 +18,9 @@ from ._linalg_util import const, no_bool, pt
 from ._util import wrap_dim
 from .registry import _write_out, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (matmul, mm, bmm are lowered)"
+
 __all__ = ["einsum", "tensordot"]
 
 _ELL = 52  # labels 0..51 are letters (A-Z then a-z, PyTorch's order); 52+ are ellipsis dims
@@ -227,7 +230,7 @@ def _einsum_jvp(t_operands, operands, spec):
 
 
 _einsum = defop("_einsum", _einsum_impl, tensors=(), lists=("operands",), kind="linalg",
-                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp)
+                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp, interpreted=_NOT_YET)
 
 
 def einsum(*args, out=None):
@@ -345,4 +348,5 @@ def _tensordot_jvp(t_a, t_b, a, b, dims):
 
 
 tensordot = defop("tensordot", _tensordot, tensors=("a", "b"), kind="linalg", method=False,
-                  vjp=_tensordot_vjp, jvp=_tensordot_jvp)
+                  vjp=_tensordot_vjp, jvp=_tensordot_jvp,
+                  interpreted="no CPU lowering yet (matmul, mm, bmm are lowered)")

@@ -23,7 +23,12 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from . import infer
 from .registry import _pt_name, defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_DATA_SIZE = "the output size depends on the data: no CPU lowering"
 
 __all__ = ["index_put", "masked_fill", "masked_select", "masked_scatter", "nonzero",
            "argwhere"]
@@ -353,7 +358,7 @@ def _index_view_impl(input, basic):
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
                     vjp=lambda g, input_shape, basic:
                     _index_backward(g, [], input_shape, basic, ()),
-                    jvp=lambda t_input, basic: _index_view(t_input, basic))
+                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view)
 
 
 def _index_impl(input, indices, basic, adv):
@@ -374,7 +379,8 @@ def _index_vjp(g, indices, input_shape, basic, adv):
 
 _index = defop("_index", _index_impl, lists=("indices",), kind="index", method=False,
                vjp=_index_vjp,
-               jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv))
+               jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv),
+               interpreted=_NOT_YET)
 
 
 def _index_backward_impl(grad, indices, shape, basic, adv):
@@ -397,7 +403,8 @@ _index_backward = defop(
     "_index_backward", _index_backward_impl, tensors=("grad",), lists=("indices",),
     kind="index", method=False, vjp=_index_backward_vjp,
     jvp=lambda t_grad, indices, shape, basic, adv: _index_backward(t_grad, indices, shape,
-                                                                   basic, adv))
+                                                                   basic, adv),
+    interpreted=_NOT_YET)
 
 
 def _getitem(self: Tensor, idx) -> Tensor:
@@ -441,7 +448,7 @@ def _index_put_vjp(g, indices, adv, accumulate):
 _index_put = defop("_index_put", _index_put_core, lists=("indices",), tensors=("input", "values"),
                    kind="index", method=False, inplace=True, vjp=_index_put_vjp,
                    jvp=lambda t_input, t_values, indices, adv, accumulate:
-                   _index_put(t_input, indices, t_values, adv, accumulate))
+                   _index_put(t_input, indices, t_values, adv, accumulate), interpreted=_NOT_YET)
 
 
 def _put_dtype_check(input, values):
@@ -477,7 +484,7 @@ index_put = defop("index_put", _index_put_impl, lists=("indices",),
                   tensors=("input", "values"), kind="index", inplace=True,
                   vjp=_index_put_pub_vjp,
                   jvp=lambda t_input, t_values, indices, accumulate:
-                  t_input.index_put(indices, t_values, accumulate))
+                  t_input.index_put(indices, t_values, accumulate), interpreted=_NOT_YET)
 
 
 def _strip_leading_ones(value: Tensor) -> Tensor:
@@ -558,7 +565,8 @@ def _masked_fill_jvp(t_input, t_value, mask):
 
 
 masked_fill = defop("masked_fill", _masked_fill_impl, tensors=("input", "mask", "value"),
-                    kind="index", inplace=True, vjp=_masked_fill_vjp, jvp=_masked_fill_jvp)
+                    kind="index", inplace=True, vjp=_masked_fill_vjp, jvp=_masked_fill_jvp,
+                    interpreted=_NOT_YET)
 
 
 def _masked_select_impl(input, mask):
@@ -576,7 +584,7 @@ def _masked_select_vjp(g, input_shape, mask):
 
 masked_select = defop("masked_select", _masked_select_impl, tensors=("input", "mask"),
                       kind="index", vjp=_masked_select_vjp,
-                      jvp=lambda t_input, mask: t_input.masked_select(mask))
+                      jvp=lambda t_input, mask: t_input.masked_select(mask), interpreted=_DATA_SIZE)
 
 
 def _masked_scatter_impl(input, mask, source):
@@ -607,7 +615,8 @@ def _masked_scatter_vjp(g, mask, source_shape):
 masked_scatter = defop("masked_scatter", _masked_scatter_impl,
                        tensors=("input", "mask", "source"), kind="index", inplace=True,
                        vjp=_masked_scatter_vjp,
-                       jvp=lambda t_input, t_source, mask: t_input.masked_scatter(mask, t_source))
+                       jvp=lambda t_input, t_source, mask: t_input.masked_scatter(mask, t_source),
+                       interpreted=_NOT_YET)
 
 
 # --- nonzero / argwhere ----------------------------------------------------------------------
@@ -618,11 +627,11 @@ def _nonzero_impl(input, *, as_tuple=False):
     return np.argwhere(nz).astype(np.int64)
 
 
-nonzero = defop("nonzero", _nonzero_impl, kind="index", nondiff=True)
+nonzero = defop("nonzero", _nonzero_impl, kind="index", nondiff=True, interpreted=_DATA_SIZE)
 
 
 def _argwhere_impl(input):
     return np.argwhere(input != 0).astype(np.int64)
 
 
-argwhere = defop("argwhere", _argwhere_impl, kind="index", nondiff=True)
+argwhere = defop("argwhere", _argwhere_impl, kind="index", nondiff=True, interpreted=_DATA_SIZE)

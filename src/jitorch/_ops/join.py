@@ -12,8 +12,15 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._util import wrap_dim
+from . import infer
 from .registry import _pt_name, defop
 from .shape import _index, _ints, _narrow_backward
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_ALIAS_CAT = "an alias of cat, not in the lowering table yet"
+_SPLITS = ("a list of views whose length is known only at run time: no CPU lowering yet (chunk "
+           "is lowered)")
+_NOT_YET = "no CPU lowering yet (cat and stack are lowered)"
 
 __all__ = ["cat", "concat", "concatenate", "stack", "hstack", "vstack", "row_stack", "dstack",
            "column_stack", "unbind", "split", "chunk", "tensor_split", "hsplit", "vsplit",
@@ -82,10 +89,17 @@ def _concatenate(tensors, axis=0):
 
 
 def _split_back(g, shapes, targets, d):
-    """One gradient per joined input: cut g along d and give each piece its input's shape."""
-    sizes = [0 if _skipped(t) else t[d] for t in targets]
-    pieces = g.split(sizes, d)
-    return [p.reshape(s) for p, s in zip(pieces, shapes)]
+    """One gradient per joined input: its narrow of g along d, in its input's shape. Narrows
+    (not one `split`) because narrow lowers with run-time offsets and sizes, so a compiled
+    backward stays compiled and size-generic."""
+    grads, off = [], 0
+    for s, t in zip(shapes, targets):
+        size = 0 if _skipped(t) else t[d]
+        piece = g.narrow(d, off, size)
+        # a lifted (hstack & co.) or skipped input gets its own shape back
+        grads.append(piece if t is s and not _skipped(t) else piece.reshape(s))
+        off = off + size
+    return grads
 
 
 def _cat_vjp(g, tensors_shape, dim):
@@ -95,12 +109,14 @@ def _cat_vjp(g, tensors_shape, dim):
 
 
 _CAT = dict(lists=("tensors",), tensors=(), kind="shape", method=False)
-cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT)
+cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT,
+            infer=infer.join(0))
 concat = defop("concat", _concat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim),
-               **_CAT)
+               **_CAT, interpreted=_ALIAS_CAT)
 concatenate = defop("concatenate", _concatenate,
                     vjp=lambda g, tensors_shape, axis: _cat_vjp(g, tensors_shape, axis),
-                    jvp=lambda t_tensors, axis: cat(t_tensors, axis), **_CAT)
+                    jvp=lambda t_tensors, axis: cat(t_tensors, axis), **_CAT,
+                    interpreted=_ALIAS_CAT)
 
 
 def _stack(tensors, dim=0):
@@ -115,13 +131,13 @@ def _stack(tensors, dim=0):
 
 
 def _stack_vjp(g, tensors_shape, dim):
+    # input k's grad is g's k-th slice along the new dim (select lowers; split does not)
     d = wrap_dim(dim, len(tensors_shape[0]) + 1)
-    targets = [s[:d] + (1,) + s[d:] for s in tensors_shape]
-    return _split_back(g, tensors_shape, targets, d)
+    return [g.select(d, k) for k in range(len(tensors_shape))]
 
 
 stack = defop("stack", _stack, vjp=_stack_vjp,
-              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT)
+              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT, infer=infer.join(1))
 
 
 # hstack & co: lift every input to a minimum rank, then concatenate along a fixed dim
@@ -172,7 +188,7 @@ def _declare_stack(name):
         return op_fn[0](t_tensors)
 
     impl.__name__ = "_" + name
-    op_fn = [defop(name, impl, vjp=vjp, jvp=jvp, **_CAT)]
+    op_fn = [defop(name, impl, vjp=vjp, jvp=jvp, **_CAT, interpreted=_NOT_YET)]
     return op_fn[0]
 
 
@@ -231,7 +247,7 @@ def _split(tensor, split_size_or_sections, dim=0):
 split = defop("split", _split, tensors=("tensor",), kind="shape", view=True,
               vjp=lambda g, dim: _join_grads(g, dim),
               jvp=lambda t_tensor, split_size_or_sections, dim:
-              t_tensor.split(split_size_or_sections, dim))
+              t_tensor.split(split_size_or_sections, dim), interpreted=_SPLITS)
 
 
 def _chunk(input, chunks, dim=0):
@@ -249,7 +265,7 @@ def _chunk(input, chunks, dim=0):
 
 
 chunk = defop("chunk", _chunk, kind="shape", view=True, vjp=lambda g, dim: _join_grads(g, dim),
-              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim))
+              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim), infer=infer.list_of_same)
 
 
 def _tensor_split_bounds(n, indices_or_sections):
@@ -308,7 +324,7 @@ def _tensor_split_vjp(g, input_shape, indices_or_sections, dim):
 tensor_split = defop("tensor_split", _tensor_split, kind="shape", view=True,
                      vjp=_tensor_split_vjp,
                      jvp=lambda t_input, indices_or_sections, dim:
-                     t_input.tensor_split(indices_or_sections, dim))
+                     t_input.tensor_split(indices_or_sections, dim), interpreted=_SPLITS)
 
 
 def _declare_xsplit(name, min_dims, dim_of):
@@ -332,7 +348,7 @@ def _declare_xsplit(name, min_dims, dim_of):
         return getattr(t_input, name)(indices_or_sections)
 
     impl.__name__ = "_" + name
-    return defop(name, impl, kind="shape", view=True, vjp=vjp, jvp=jvp)
+    return defop(name, impl, kind="shape", view=True, vjp=vjp, jvp=jvp, interpreted=_SPLITS)
 
 
 hsplit = _declare_xsplit("hsplit", 1, lambda nd: 1 if nd >= 2 else 0)
@@ -351,4 +367,4 @@ def _unbind(input, dim=0):
 
 unbind = defop("unbind", _unbind, kind="shape", view=True,
                vjp=lambda g, dim: stack([g] if isinstance(g, Tensor) else list(g), dim),
-               jvp=lambda t_input, dim: t_input.unbind(dim))
+               jvp=lambda t_input, dim: t_input.unbind(dim), interpreted=_SPLITS)

@@ -19,6 +19,9 @@ from ._linalg_util import (LinAlgError, batch_prefix, broadcast_shape, check_lin
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_LAPACK = "a LAPACK factorisation: no Numba lowering yet"
+
 __all__ = ["inverse", "det", "logdet", "slogdet", "cholesky", "qr"]
 
 _slogdet_t = return_types.make("slogdet", ("sign", "logabsdet"))
@@ -70,7 +73,7 @@ def _inverse(input):
 
 inverse = defop("inverse", _inverse, kind="linalg",
                 vjp=lambda g, result: -(result.mT @ g @ result.mT),
-                jvp=lambda t_input, result: -(result @ t_input @ result))
+                jvp=lambda t_input, result: -(result @ t_input @ result), interpreted=_LAPACK)
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
@@ -112,7 +115,8 @@ def _adj_t(input: Tensor, result: Tensor) -> Tensor:
 
 det = defop("det", _det, kind="linalg",
             vjp=lambda g, input, result: g.unsqueeze(-1).unsqueeze(-1) * _adj_t(input, result),
-            jvp=lambda t_input, input, result: (_adj_t(input, result) * t_input).sum((-2, -1)))
+            jvp=lambda t_input, input, result: (_adj_t(input, result) * t_input).sum((-2, -1)),
+            interpreted=_LAPACK)
 
 
 def _slogdet(input):
@@ -132,7 +136,7 @@ def _slogdet_jvp(t_input, input, result):
 
 
 _slogdet_op = defop("_slogdet", _slogdet, kind="linalg", method=False, vjp=_slogdet_vjp,
-                    jvp=_slogdet_jvp)
+                    jvp=_slogdet_jvp, interpreted=_LAPACK)
 
 
 def slogdet(input, *, out=None):
@@ -157,7 +161,8 @@ def _logdet(input):
 
 logdet = defop("logdet", _logdet, kind="linalg",
                vjp=lambda g, input: g.unsqueeze(-1).unsqueeze(-1) * _inv_or_nan(input).mT,
-               jvp=lambda t_input, input: (_inv_or_nan(input).mT * t_input).sum((-2, -1)))
+               jvp=lambda t_input, input: (_inv_or_nan(input).mT * t_input).sum((-2, -1)),
+               interpreted=_LAPACK)
 
 
 # --- solve --------------------------------------------------------------------------------------
@@ -229,7 +234,7 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
 
 
 _linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
-                      vjp=_solve_vjp, jvp=_solve_jvp)
+                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK)
 
 
 def solve(A, B, *, left=True, out=None):
@@ -282,9 +287,10 @@ def _cholesky_jvp(t_input, result, upper):
     return dL.mT if upper else dL
 
 
-cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp)
+cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+                 interpreted=_LAPACK)
 _linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, kind="linalg",
-                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp)
+                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK)
 
 
 def linalg_cholesky(A, *, upper=False, out=None):
@@ -373,7 +379,7 @@ def _qr_jvp(t_A, A, result, mode):
 
 
 _linalg_qr = defop("_linalg_qr", _qr, tensors=("A",), kind="linalg", method=False,
-                   vjp=_qr_vjp, jvp=_qr_jvp)
+                   vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK)
 
 
 def qr(input, some=True, *, out=None):
@@ -418,7 +424,7 @@ def _eigh_jvp(t_A, result):
 
 
 _linalg_eigh = defop("_linalg_eigh", _eigh_np, tensors=("A",), kind="linalg", method=False,
-                     vjp=_eigh_vjp, jvp=_eigh_jvp)
+                     vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK)
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -443,7 +449,7 @@ def _eigvalsh_jvp(t_A, A, UPLO):
 
 
 _linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, tensors=("A",), kind="linalg",
-                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp)
+                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK)
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

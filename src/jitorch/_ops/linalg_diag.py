@@ -15,6 +15,9 @@ from ._linalg_util import no_bool
 from ._util import wrap_dim
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__ = ["tril", "triu", "diag", "diag_embed", "trace"]
 
 
@@ -52,7 +55,8 @@ _linalg_diagonal = defop(
     "_linalg_diagonal", _diagonal, kind="shape", view=True, method=False,
     vjp=lambda g, input_shape, offset, dim1, dim2:
     _linalg_diag_scatter(g, input_shape, offset, dim1, dim2),
-    jvp=lambda t_input, offset, dim1, dim2: _linalg_diagonal(t_input, offset, dim1, dim2))
+    jvp=lambda t_input, offset, dim1, dim2: _linalg_diagonal(t_input, offset, dim1, dim2),
+    interpreted=_NOT_YET)
 
 
 def _diag_scatter(input, shape, offset=0, dim1=-2, dim2=-1):
@@ -66,7 +70,7 @@ _linalg_diag_scatter = defop(
     "_linalg_diag_scatter", _diag_scatter, kind="shape", method=False,
     vjp=lambda g, shape, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
     jvp=lambda t_input, shape, offset, dim1, dim2:
-    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2))
+    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET)
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -94,7 +98,8 @@ def _diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 diag_embed = defop("diag_embed", _diag_embed, kind="shape",
                    vjp=lambda g, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
-                   jvp=lambda t_input, offset, dim1, dim2: t_input.diag_embed(offset, dim1, dim2))
+                   jvp=lambda t_input, offset, dim1, dim2: t_input.diag_embed(offset, dim1, dim2),
+                   interpreted=_NOT_YET)
 
 
 def _diag(input, diagonal=0):
@@ -113,7 +118,7 @@ def _diag_vjp(g, input_shape, diagonal):
 
 
 diag = defop("diag", _diag, kind="shape", vjp=_diag_vjp,
-             jvp=lambda t_input, diagonal: t_input.diag(diagonal))
+             jvp=lambda t_input, diagonal: t_input.diag(diagonal), interpreted=_NOT_YET)
 
 
 def _trace(input):
@@ -134,7 +139,7 @@ def _trace_vjp(g, input_shape):
 
 
 trace = defop("trace", _trace, kind="reduction", vjp=_trace_vjp,
-              jvp=lambda t_input: t_input.trace())
+              jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET)
 
 
 # --- tril / triu --------------------------------------------------------------------------------
@@ -155,7 +160,7 @@ def _triu(input, diagonal=0):
 
 tril = defop("tril", _tril, kind="shape", inplace=True,
              vjp=lambda g, diagonal: g.tril(diagonal),
-             jvp=lambda t_input, diagonal: t_input.tril(diagonal))
+             jvp=lambda t_input, diagonal: t_input.tril(diagonal), interpreted=_NOT_YET)
 triu = defop("triu", _triu, kind="shape", inplace=True,
              vjp=lambda g, diagonal: g.triu(diagonal),
-             jvp=lambda t_input, diagonal: t_input.triu(diagonal))
+             jvp=lambda t_input, diagonal: t_input.triu(diagonal), interpreted=_NOT_YET)

@@ -18,6 +18,9 @@ from .linalg_decomp import _offdiag, _safe
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_LAPACK = "a LAPACK routine (SVD, least squares): no Numba lowering yet"
+
 __all__ = ["svd", "pinverse"]
 
 _svd_t = return_types.make("svd", ("U", "S", "V"))
@@ -122,7 +125,7 @@ def _svd_jvp(t_A, A, result, full_matrices):
 
 
 _linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
-                    vjp=_svd_vjp, jvp=_svd_jvp)
+                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK)
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
@@ -150,7 +153,7 @@ def _svdvals_jvp(t_A, A):
 
 
 _linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
-                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp)
+                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -247,7 +250,7 @@ def _pinv_jvp(t_input, input, result):
 
 
 _linalg_pinv = defop("_linalg_pinv", _pinv, kind="linalg", method=False, vjp=_pinv_vjp,
-                     jvp=_pinv_jvp)
+                     jvp=_pinv_jvp, interpreted=_LAPACK)
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -275,7 +278,7 @@ def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
 
 
 _linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, tensors=("A",), kind="linalg",
-                            method=False, nondiff=True)
+                            method=False, nondiff=True, interpreted=_LAPACK)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -367,7 +370,7 @@ def _lstsq_jvp(t_A, t_B, A, B, result):
 
 
 _linalg_lstsq = defop("_linalg_lstsq", _lstsq, tensors=("A", "B"), kind="linalg",
-                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp)
+                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

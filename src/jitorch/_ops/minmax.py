@@ -18,7 +18,11 @@ from .._tensor import Tensor
 from ._reduce_common import (axes_of, check_dims_nonempty, check_full_nonempty, eq_mask,
                              expand_back, index_pick_jvp, index_pick_vjp, np_axes, one_dim,
                              pt_name, public)
+from . import infer
 from .registry import defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (amax and amin are lowered)"
 
 __all__ = ["amax", "amin", "aminmax", "max", "min", "argmax", "argmin"]
 
@@ -76,8 +80,10 @@ def _amin(input, dim=(), keepdim=False):
     return _extreme(np.min, "amin", input, dim, keepdim)
 
 
-amax = defop("amax", _amax, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="max")
-amin = defop("amin", _amin, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="min")
+amax = defop("amax", _amax, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="max",
+             infer=infer.Reduction())
+amin = defop("amin", _amin, kind="reduction", vjp=_amax_vjp, jvp=_amax_jvp, scalar="min",
+             infer=infer.Reduction())
 
 
 # --- aminmax -------------------------------------------------------------------------------------
@@ -113,7 +119,7 @@ def _aminmax_jvp(t_input, input, result, dim, keepdim):
 
 
 _aminmax = defop("aminmax", _aminmax_impl, kind="reduction", vjp=_aminmax_vjp,
-                 jvp=_aminmax_jvp, function=False, method=False)
+                 jvp=_aminmax_jvp, function=False, method=False, interpreted=_NOT_YET)
 
 
 def aminmax(input, *, dim=None, keepdim=False, out=None):
@@ -136,11 +142,11 @@ def _full(np_fn, name):
 _max_all = defop("max", _full(np.max, "max"), kind="reduction", function=False, method=False,
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
-                                                              False))
+                                                              False), interpreted=_NOT_YET)
 _min_all = defop("min", _full(np.min, "min"), kind="reduction", function=False, method=False,
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
-                                                              False))
+                                                              False), interpreted=_NOT_YET)
 
 
 def _arg_extreme(np_arg, input, axis, keepdim):
@@ -174,9 +180,9 @@ def _dim_impl(np_fn, np_arg, name):
 
 
 _max_dim = defop("_max_dim", _dim_impl(np.max, np.argmax, "max"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
 _min_dim = defop("_min_dim", _dim_impl(np.min, np.argmin, "min"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
 
 
 def _overload(name, all_op, dim_op, binary, nt):
@@ -218,5 +224,7 @@ def _arg_impl(np_arg, name):
     return impl
 
 
-argmax = defop("argmax", _arg_impl(np.argmax, "argmax"), kind="reduction", nondiff=True)
-argmin = defop("argmin", _arg_impl(np.argmin, "argmin"), kind="reduction", nondiff=True)
+argmax = defop("argmax", _arg_impl(np.argmax, "argmax"), kind="reduction", nondiff=True,
+               interpreted=_NOT_YET)
+argmin = defop("argmin", _arg_impl(np.argmin, "argmin"), kind="reduction", nondiff=True,
+               interpreted=_NOT_YET)

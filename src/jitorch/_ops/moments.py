@@ -18,6 +18,9 @@ from ._reduce_common import (axes_of, compute_array, eq_mask, expand_back, np_ax
                              pt_name, public, sign_mask)
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__ = ["var", "std", "var_mean", "std_mean", "norm"]
 
 
@@ -96,7 +99,7 @@ def _var_jvp(t_input, input, dim, unbiased, keepdim, correction):
     return (t_input * d).sum(axes, keepdim)
 
 
-var = defop("var", _var, kind="reduction", vjp=_var_vjp, jvp=_var_jvp)
+var = defop("var", _var, kind="reduction", vjp=_var_vjp, jvp=_var_jvp, interpreted=_NOT_YET)
 
 
 def _std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -114,7 +117,7 @@ def _std_jvp(t_input, input, result, dim, unbiased, keepdim, correction):
     return (t_input * d).sum(axes, keepdim) / (result * 2)
 
 
-std = defop("std", _std, kind="reduction", vjp=_std_vjp, jvp=_std_jvp)
+std = defop("std", _std, kind="reduction", vjp=_std_vjp, jvp=_std_jvp, interpreted=_NOT_YET)
 
 
 # --- var_mean / std_mean (one pass, two results) -------------------------------------------------
@@ -154,9 +157,9 @@ def _pair_jvp(is_std):
 
 
 var_mean = defop("var_mean", _var_mean, kind="reduction", method=False,
-                 vjp=_pair_vjp(False), jvp=_pair_jvp(False))
+                 vjp=_pair_vjp(False), jvp=_pair_jvp(False), interpreted=_NOT_YET)
 std_mean = defop("std_mean", _std_mean, kind="reduction", method=False,
-                 vjp=_pair_vjp(True), jvp=_pair_jvp(True))
+                 vjp=_pair_vjp(True), jvp=_pair_jvp(True), interpreted=_NOT_YET)
 
 
 # --- norm ----------------------------------------------------------------------------------------
@@ -230,7 +233,7 @@ def _norm_jvp(t_input, input, result, p, dim, keepdim, dtype):
 
 
 _norm = defop("norm", _norm_impl, kind="reduction", vjp=_norm_vjp, jvp=_norm_jvp,
-              function=False, method=False)
+              function=False, method=False, interpreted=_NOT_YET)
 
 
 def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):

@@ -23,6 +23,7 @@ import scipy.special as sps
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from . import infer
 from .registry import RULES, _pt_name, defop
 from .ternary import where
 
@@ -424,4 +425,4 @@ def _max_shift_impl(input, dim, keepdim=True):
 # (as `_stop_gradient(amax)`), defined on an empty dim; lowered as amax without its empty-dim
 # error (codegen/lower_reduce.py, lower_rows.py)
 _max_shift = defop("_max_shift", _max_shift_impl, kind="reduction", nondiff=True, method=False,
-                   function=False)
+                   function=False, infer=infer.Reduction())

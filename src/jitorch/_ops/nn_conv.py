@@ -20,8 +20,12 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from . import infer
 from .registry import _pt_name, defop
 from .. import _dtype as dt
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (conv1d, conv2d are lowered)"
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 
@@ -279,13 +283,13 @@ def _weight_grad_jvp(t_input, t_grad, input, grad, kernel_size, stride, padding,
 
 
 _conv_nd = defop("_conv_nd", _conv_nd_impl, tensors=("input", "weight"), kind="other",
-                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp)
+                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp, infer=infer.same)
 _conv_nd_input_grad = defop("_conv_nd_input_grad", _conv_nd_input_grad_impl,
                             tensors=("grad", "weight"), kind="other", method=False,
-                            vjp=_input_grad_vjp, jvp=_input_grad_jvp)
+                            vjp=_input_grad_vjp, jvp=_input_grad_jvp, infer=infer.same)
 _conv_nd_weight_grad = defop("_conv_nd_weight_grad", _conv_nd_weight_grad_impl,
                              tensors=("input", "grad"), kind="other", method=False,
-                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp)
+                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp, infer=infer.same)
 
 
 # --- public convolutions -------------------------------------------------------------------------
@@ -342,7 +346,7 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp)
+                 vjp=vjp, jvp=jvp, infer=infer.same)
 
 
 conv1d = _make_conv(1)
@@ -421,7 +425,7 @@ def _make_conv_transpose(nd):
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp)
+                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET)
 
 
 conv_transpose1d = _make_conv_transpose(1)

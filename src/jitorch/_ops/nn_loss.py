@@ -17,8 +17,12 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from .nn_activation import log_softmax, logsigmoid
+from . import infer
 from .registry import _pt_name, defop
 from .ternary import where
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
 
 __all__: list = []  # reached through jitorch.nn.functional
 
@@ -154,10 +158,19 @@ def _check_weight_arr(weight, c):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
 
 
-# lowered with its checks by codegen/lower_gather.py; typed like `target` (int64 / uint8 only)
-# by passes/types.py
-_class_index = defop("_class_index", _class_index_impl, tensors=("input", "target", "weight"),
-                     kind="index", nondiff=True, method=False, function=False)
+def _class_target(a):
+    """The type of a class-index target: int64 or uint8, as eager requires; other dtypes stay
+    unknown, so the interpreter raises eager's error."""
+    t = a.tensor(1)
+    if t.dtype not in (dt.int64, dt.uint8):
+        raise infer.Unknown("not a class-index dtype")
+    return t
+
+
+# lowered with its checks by codegen/lower_gather.py
+_class_index = defop("_class_index", _class_index_impl,
+                     tensors=("input", "target", "weight"), kind="index", nondiff=True,
+                     method=False, function=False, infer=_class_target)
 
 
 def _class_dim(input):
@@ -193,7 +206,8 @@ def _nll_gather_vjp(g, input, target, ignore_index):
 _nll_gather = defop("_nll_gather", _nll_gather_impl, tensors=("input", "target"), kind="index",
                     method=False, vjp=_nll_gather_vjp,
                     jvp=lambda t_input, target, ignore_index: _nll_gather(t_input, target,
-                                                                          ignore_index))
+                                                                          ignore_index),
+                    interpreted=_NOT_YET)
 
 
 def _pick(logp, target, ignore_index):

@@ -10,8 +10,12 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
+from . import infer
 from .registry import _pt_name, defop
 from .. import _dtype as dt
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
 
 __all__: list = []  # reached through jitorch.nn.functional
 
@@ -61,7 +65,8 @@ def _one_hot(tensor, num_classes=-1):
 
 
 one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
-                method=False, function=False)
+                method=False, function=False,
+                interpreted=_ONE_HOT)
 
 
 # --- embedding ---------------------------------------------------------------------------------
@@ -103,7 +108,8 @@ def _embedding_jvp(t_weight, input, padding_idx):
 
 
 embedding = defop("embedding", _embedding, tensors=("input", "weight"), kind="index",
-                  vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False)
+                  vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False,
+                  infer=infer.embedding)
 
 
 # --- pad ---------------------------------------------------------------------------------------

@@ -19,7 +19,11 @@ import math
 import numpy as np
 
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
+from . import infer
 from .registry import defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
 
 # top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
 # the rest is reached through jitorch.nn.functional
@@ -147,7 +151,7 @@ def _make_max_pool(nd):
     impl.__doc__ = f"{nd}-D max pooling: (values, flat indices into each input plane)."
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
-                         jvp=jvp, function=nd == 1)
+                         jvp=jvp, function=nd == 1, infer=infer.with_indices)
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -171,7 +175,7 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp)
+                   jvp=values_jvp, infer=infer.same)
     return with_indices, values
 
 
@@ -201,7 +205,8 @@ _max_pool_nd_backward = defop(
     "_max_pool_nd_backward", _max_pool_nd_backward_impl, tensors=("grad", "input"),
     kind="other", method=False, vjp=_max_pool_nd_backward_vjp,
     jvp=lambda t_grad, input, kernel_size, stride, padding, dilation, ceil_mode:
-    _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode))
+    _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode),
+    infer=infer.same)
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
@@ -256,12 +261,12 @@ _window_sum = defop(
         g, tuple(input_shape[len(input_shape) - len(kernel_size):]), kernel_size, stride,
         padding),
     jvp=lambda t_input, kernel_size, stride, padding: _window_sum(t_input, kernel_size, stride,
-                                                                  padding))
+                                                                  padding), interpreted=_NOT_YET)
 _window_sum_t = defop(
     "_window_sum_t", _window_sum_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=lambda g, kernel_size, stride, padding: _window_sum(g, kernel_size, stride, padding),
     jvp=lambda t_grad, input_size, kernel_size, stride, padding: _window_sum_t(
-        t_grad, input_size, kernel_size, stride, padding))
+        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET)
 
 
 def _avg_setup(nd, name, shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -327,7 +332,7 @@ def _make_avg_pool(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
-               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1)
+               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same)
     return fn
 
 
@@ -356,7 +361,8 @@ _avg_pool_nd_backward = defop(
     method=False, vjp=_avg_pool_nd_backward_vjp,
     jvp=lambda t_grad, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
     divisor_override: _avg_pool_nd_backward(t_grad, input_size, kernel_size, stride, padding,
-                                            ceil_mode, count_include_pad, divisor_override))
+                                            ceil_mode, count_include_pad, divisor_override),
+    infer=infer.same)
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)
@@ -441,7 +447,8 @@ def _make_adaptive_avg(nd):
 
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
-    fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1)
+    fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
+               infer=infer.same)
     return fn
 
 
@@ -466,7 +473,7 @@ def _adaptive_avg_t_vjp(g, grad_shape, input_size):
 _adaptive_avg_t = defop(
     "_adaptive_avg_t", _adaptive_avg_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=_adaptive_avg_t_vjp,
-    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size))
+    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same)
 
 
 def _make_adaptive_max(nd):
@@ -505,7 +512,7 @@ def _make_adaptive_max(nd):
     impl.__name__ = name + "_with_indices"
     vjp, jvp = _rules(nd)
     return defop(name + "_with_indices", impl, kind="other", method=False, function=nd == 1,
-                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp)
+                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET)
 
 
 _adaptive_max1 = _make_adaptive_max(1)
@@ -597,10 +604,10 @@ im2col = defop(
     vjp=lambda g, input_shape, kernel_size, dilation, padding, stride: col2im(
         g, tuple(input_shape[-2:]), kernel_size, dilation, padding, stride),
     jvp=lambda t_input, kernel_size, dilation, padding, stride: im2col(
-        t_input, kernel_size, dilation, padding, stride))
+        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
 col2im = defop(
     "col2im", _col2im_op, kind="other", method=False, function=False,
     vjp=lambda g, kernel_size, dilation, padding, stride: im2col(
         g, kernel_size, dilation, padding, stride),
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
-        t_input, output_size, kernel_size, dilation, padding, stride))
+        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)

@@ -14,7 +14,13 @@ import numpy as np
 from .. import _dtype as dt
 from ._reduce_common import (axes_of, compute_array, expand_back, notnan_mask, np_axes,
                              one_dim, pt_name)
+from . import infer
 from .registry import defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (sum, mean, prod, amax, amin are lowered)"
+_ROWS = ("compiled only inside a row region (passes/fuse_rows.py: a float reduction over the "
+         "last dim); elsewhere interpreted")
 
 __all__ = ["sum", "mean", "nansum", "nanmean", "prod", "logsumexp", "all", "any",
            "count_nonzero"]
@@ -63,7 +69,7 @@ def _sum_vjp(g, input_shape, dim, keepdim):
 
 sum = defop("sum", _sum, kind="reduction", vjp=_sum_vjp,
             jvp=lambda t_input, dim, keepdim, dtype: t_input.sum(dim, keepdim, dtype=dtype),
-            scalar="+")
+            scalar="+", infer=infer.Reduction(ints="long"))
 
 
 def _mean(input, dim=None, keepdim=False, *, dtype=None):
@@ -86,7 +92,7 @@ def _mean_vjp(g, input_shape, dim, keepdim):
 
 mean = defop("mean", _mean, kind="reduction", vjp=_mean_vjp,
              jvp=lambda t_input, dim, keepdim, dtype: t_input.mean(dim, keepdim, dtype=dtype),
-             scalar="+")
+             scalar="+", infer=infer.Reduction(ints="error"))
 
 
 # --- nansum / nanmean ----------------------------------------------------------------------------
@@ -104,7 +110,8 @@ def _nansum_jvp(t_input, input, dim, keepdim, dtype):
     return (t_input * notnan_mask(input)).sum(dim, keepdim, dtype=dtype)
 
 
-nansum = defop("nansum", _nansum, kind="reduction", vjp=_nansum_vjp, jvp=_nansum_jvp)
+nansum = defop("nansum", _nansum, kind="reduction", vjp=_nansum_vjp, jvp=_nansum_jvp,
+               interpreted=_NOT_YET)
 
 
 def _nanmean(input, dim=None, keepdim=False, *, dtype=None):
@@ -132,7 +139,8 @@ def _nanmean_jvp(t_input, input, dim, keepdim, dtype):
     return (t_input * mask).sum(dim, keepdim, dtype=dtype) / mask.sum(dim, keepdim)
 
 
-nanmean = defop("nanmean", _nanmean, kind="reduction", vjp=_nanmean_vjp, jvp=_nanmean_jvp)
+nanmean = defop("nanmean", _nanmean, kind="reduction", vjp=_nanmean_vjp, jvp=_nanmean_jvp,
+                interpreted=_NOT_YET)
 
 
 # --- prod ----------------------------------------------------------------------------------------
@@ -173,7 +181,7 @@ def _prod_others_vjp(g, input, result, dim):
 
 
 _prod_others = defop("_prod_others", _prod_others_impl, kind="reduction", method=False,
-                     vjp=_prod_others_vjp)
+                     vjp=_prod_others_vjp, interpreted=_NOT_YET)
 
 
 def _prod_vjp(g, input, input_shape, dim, keepdim):
@@ -193,7 +201,8 @@ def _prod_jvp(t_input, input, dim, keepdim, dtype):
     return r.sum(axis, keepdim)
 
 
-prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*")
+prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*",
+             infer=infer.Reduction(ints="long"))
 
 
 # --- logsumexp -----------------------------------------------------------------------------------
@@ -231,7 +240,8 @@ def _logsumexp_jvp(t_input, input, result, dim, keepdim):
 
 
 logsumexp = defop("logsumexp", _logsumexp, kind="reduction", vjp=_logsumexp_vjp,
-                  jvp=_logsumexp_jvp)
+                  jvp=_logsumexp_jvp, infer=infer.Reduction(floats_only=True),
+                  interpreted=_ROWS)
 
 
 # --- all / any / count_nonzero (never differentiable) -------------------------------------------
@@ -253,8 +263,8 @@ def _any(input, dim=None, keepdim=False):
     return _bool_reduce(np.any, input, dim, keepdim)
 
 
-all = defop("all", _all, kind="reduction", nondiff=True, scalar="and")
-any = defop("any", _any, kind="reduction", nondiff=True, scalar="or")
+all = defop("all", _all, kind="reduction", nondiff=True, scalar="and", interpreted=_NOT_YET)
+any = defop("any", _any, kind="reduction", nondiff=True, scalar="or", interpreted=_NOT_YET)
 
 
 def _count_nonzero(input, dim=None):
@@ -262,4 +272,5 @@ def _count_nonzero(input, dim=None):
     return np.asarray(np.count_nonzero(input, axis=np_axes(axes, input.ndim))).astype(np.int64)
 
 
-count_nonzero = defop("count_nonzero", _count_nonzero, kind="reduction", nondiff=True)
+count_nonzero = defop("count_nonzero", _count_nonzero, kind="reduction", nondiff=True,
+                      interpreted=_NOT_YET)

@@ -1,7 +1,8 @@
 """The op registry: each op is declared once, here-shaped, and everything else reads it.
 
 `defop(...)` takes one declaration (name, NumPy implementation, dtype rule, VJP and JVP rules,
-Numba scalar template, view-ness) and produces:
+Numba scalar template, view-ness, the compiler's type rule `infer` and, for an op the compiler
+does not lower, the reason `interpreted`) and produces:
 - the public function, generated with the implementation's own signature (so Python does the
   argument binding: no per-call `inspect`), plus an optional `out=` keyword;
 - the Tensor method and in-place method (`add`, `add_`) when asked for;
@@ -78,6 +79,9 @@ class OpDef:
     vjp_params: tuple = ()
     jvp_params: tuple = ()
     doc: str = ""
+    # the compiler's view (script/ reads these; the registry never imports script/):
+    infer: Callable | None = None  # type rule (_ops/infer.py); elementwise ops use dtype_rule
+    interpreted: str | None = None  # why the compiler has no lowering for this op (None: it has)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
 
@@ -178,8 +182,13 @@ def _rule_params(fn, op_tensors, op_attrs, skip_first: bool):
 def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="other",
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
-          varargs=None, scalar_first=False, doc=None) -> Callable:
-    """Declare an op once; returns its public function (also bound as method/in-place)."""
+          varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None) -> Callable:
+    """Declare an op once; returns its public function (also bound as method/in-place).
+
+    `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
+    `interpreted`: the reason the compiler runs this op in the interpreter (no lowering in
+    `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
+    requires one of the three for every op."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
     sig = inspect.signature(impl)
@@ -194,7 +203,7 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
                view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
-               scalar_first=scalar_first)
+               scalar_first=scalar_first, infer=infer, interpreted=interpreted)
     op.params = tuple(p.name for p in params)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)

@@ -18,6 +18,9 @@ from ._reduce_common import (compute_array, flip_, one_dim, pt_name, public, put
                              take_along)
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__ = ["cumsum", "cumprod", "cummax", "cummin", "logcumsumexp", "diff"]
 
 
@@ -51,7 +54,8 @@ def _cumsum_vjp(g, input_shape, dim):
 
 
 cumsum = defop("cumsum", _scan(np.cumsum, "cumsum"), kind="reduction", inplace=True,
-               vjp=_cumsum_vjp, jvp=lambda t_input, dim, dtype: t_input.cumsum(dim, dtype=dtype))
+               vjp=_cumsum_vjp, jvp=lambda t_input, dim, dtype: t_input.cumsum(dim, dtype=dtype),
+               interpreted=_NOT_YET)
 
 
 # --- cumprod -------------------------------------------------------------------------------------
@@ -89,7 +93,7 @@ def _cumprod_backward_vjp(u, grad, input, dim):
 
 _cumprod_backward = defop("_cumprod_backward", _cumprod_backward_impl,
                           tensors=("grad", "input"), kind="reduction", method=False,
-                          vjp=_cumprod_backward_vjp)
+                          vjp=_cumprod_backward_vjp, interpreted=_NOT_YET)
 
 
 def _cumprod_vjp(g, input, dim):
@@ -129,10 +133,10 @@ def _cumprod_fwd_impl(tangent, input, dim):
 
 
 _cumprod_fwd = defop("_cumprod_fwd", _cumprod_fwd_impl, tensors=("tangent", "input"),
-                     kind="reduction", method=False)
+                     kind="reduction", method=False, interpreted=_NOT_YET)
 
 cumprod = defop("cumprod", _scan(np.cumprod, "cumprod"), kind="reduction", inplace=True,
-                vjp=_cumprod_vjp, jvp=_cumprod_jvp)
+                vjp=_cumprod_vjp, jvp=_cumprod_jvp, interpreted=_NOT_YET)
 
 
 # --- cummax / cummin -----------------------------------------------------------------------------
@@ -170,9 +174,11 @@ def _cum_extreme_jvp(t_input, result, dim):
 
 
 _cummax = defop("cummax", _cum_extreme(np.maximum, "cummax"), kind="reduction",
-                function=False, method=False, vjp=_cum_extreme_vjp, jvp=_cum_extreme_jvp)
+                function=False, method=False, vjp=_cum_extreme_vjp, jvp=_cum_extreme_jvp,
+                interpreted=_NOT_YET)
 _cummin = defop("cummin", _cum_extreme(np.minimum, "cummin"), kind="reduction",
-                function=False, method=False, vjp=_cum_extreme_vjp, jvp=_cum_extreme_jvp)
+                function=False, method=False, vjp=_cum_extreme_vjp, jvp=_cum_extreme_jvp,
+                interpreted=_NOT_YET)
 
 
 def cummax(input, dim, *, out=None):
@@ -246,12 +252,12 @@ _lcse_bwd = defop("_lcse_bwd", _lcse_bwd_impl, tensors=("grad", "input", "result
                   kind="reduction", method=False,
                   vjp=lambda u, grad, input, result, dim:
                   (_lcse_fwd(u, input, result, dim), u * _lcse_bwd(grad, input, result, dim),
-                   -grad * _lcse_fwd(u, input, result, dim)))
+                   -grad * _lcse_fwd(u, input, result, dim)), interpreted=_NOT_YET)
 _lcse_fwd = defop("_lcse_fwd", _lcse_fwd_impl, tensors=("tangent", "input", "result"),
                   kind="reduction", method=False,
                   vjp=lambda v, tangent, input, result, dim:
                   (_lcse_bwd(v, input, result, dim), tangent * _lcse_bwd(v, input, result, dim),
-                   -v * _lcse_fwd(tangent, input, result, dim)))
+                   -v * _lcse_fwd(tangent, input, result, dim)), interpreted=_NOT_YET)
 
 
 def _logcumsumexp_vjp(g, input, result, dim):
@@ -263,7 +269,7 @@ def _logcumsumexp_jvp(t_input, input, result, dim):
 
 
 logcumsumexp = defop("logcumsumexp", _logcumsumexp, kind="reduction", vjp=_logcumsumexp_vjp,
-                     jvp=_logcumsumexp_jvp)
+                     jvp=_logcumsumexp_jvp, interpreted=_NOT_YET)
 
 
 # --- diff ----------------------------------------------------------------------------------------
@@ -307,12 +313,13 @@ def _diff_pad_impl(input, n, dim, start, total):
 _diff_t = defop("_diff_t", _diff_t_impl, tensors=("grad",), kind="shape", method=False,
                 vjp=lambda g, n, dim, start, grad_shape:
                 _diff_pad(g, n, dim, start, grad_shape[dim] + n),
-                jvp=lambda t_grad, n, dim, start, length: _diff_t(t_grad, n, dim, start, length))
+                jvp=lambda t_grad, n, dim, start, length: _diff_t(t_grad, n, dim, start, length),
+                interpreted=_NOT_YET)
 _diff_pad = defop("_diff_pad", _diff_pad_impl, kind="shape", method=False,
                   vjp=lambda g, n, dim, start, input_shape:
                   _diff_t(g, n, dim, start, input_shape[dim]),
                   jvp=lambda t_input, n, dim, start, total: _diff_pad(t_input, n, dim, start,
-                                                                      total))
+                                                                      total), interpreted=_NOT_YET)
 
 
 def _diff(input, prepend, append, n, dim):
@@ -366,7 +373,7 @@ def _diff_jvp(t_input, t_prepend, t_append, n, dim):
 # the registry passes tensor slots first, so the op takes (input, prepend, append, n, dim) and
 # the public function restores PyTorch's argument order
 _diff_op = defop("diff", _diff, tensors=("input", "prepend", "append"), kind="shape",
-                 vjp=_diff_vjp, jvp=_diff_jvp, function=False, method=False)
+                 vjp=_diff_vjp, jvp=_diff_jvp, function=False, method=False, interpreted=_NOT_YET)
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):

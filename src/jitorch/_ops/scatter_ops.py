@@ -17,7 +17,11 @@ from .._tensor import Tensor
 from ._util import wrap_dim
 from .indexing import (_broadcast_shape, _check_bounds, _const, _fill_value, _need_tensor,
                        _pad, _scalar, _zeros)
+from . import infer
 from .registry import _pt_name, defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet (index_select, index_add, embedding are lowered)"
 
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add",
            "index_copy", "index_fill", "take", "put", "take_along_dim"]
@@ -90,7 +94,8 @@ def _index_select(input, index, dim):
 index_select = defop("index_select", _index_select, tensors=("input", "index"), kind="index",
                      vjp=lambda g, input_shape, dim, index:
                      (_zeros(input_shape, g._dtype).index_add(dim, index, g), None),
-                     jvp=lambda t_input, dim, index: t_input.index_select(dim, index))
+                     jvp=lambda t_input, dim, index: t_input.index_select(dim, index),
+                     infer=infer.same)
 
 
 # --- gather / scatter --------------------------------------------------------------------------
@@ -129,7 +134,7 @@ def _gather(input, index, dim, *, sparse_grad=False):
 gather = defop("gather", _gather, tensors=("input", "index"), kind="index",
                vjp=lambda g, input_shape, dim, index:
                (_zeros(input_shape, g._dtype).scatter_add(dim, index, g), None),
-               jvp=lambda t_input, dim, index: t_input.gather(dim, index))
+               jvp=lambda t_input, dim, index: t_input.gather(dim, index), interpreted=_NOT_YET)
 
 
 def _scatter_checks(input, dim, index, src):
@@ -200,7 +205,7 @@ def _scatter_jvp(t_input, t_src, dim, index, reduce):
 
 
 scatter = defop("scatter", _scatter, tensors=("input", "index", "src"), kind="index",
-                inplace=True, vjp=_scatter_vjp, jvp=_scatter_jvp)
+                inplace=True, vjp=_scatter_vjp, jvp=_scatter_jvp, interpreted=_NOT_YET)
 
 
 @_api("input", "dim", "index", "src")
@@ -214,7 +219,8 @@ scatter_add = defop("scatter_add", _scatter_add, tensors=("input", "index", "src
                     kind="index", inplace=True,
                     vjp=lambda g, index, src_shape, dim:
                     (g, None, _pad(g.gather(dim, index), src_shape)),
-                    jvp=lambda t_input, t_src, dim, index: t_input.scatter_add(dim, index, t_src))
+                    jvp=lambda t_input, t_src, dim, index: t_input.scatter_add(dim, index, t_src),
+                    interpreted=_NOT_YET)
 
 
 # --- scatter_reduce ------------------------------------------------------------------------
@@ -330,7 +336,7 @@ def _scatter_reduce_jvp(t_input, t_src, input, index, src, result, dim, reduce, 
 
 scatter_reduce = defop("scatter_reduce", _scatter_reduce, tensors=("input", "index", "src"),
                        kind="index", inplace=True, vjp=_scatter_reduce_vjp,
-                       jvp=_scatter_reduce_jvp)
+                       jvp=_scatter_reduce_jvp, interpreted=_NOT_YET)
 
 
 # --- index_add / index_copy / index_fill ------------------------------------------------------
@@ -387,7 +393,7 @@ def _index_add_vjp(g, index, dim, alpha):
 index_add = defop("index_add", _index_add, tensors=("input", "index", "source"), kind="index",
                   inplace=True, vjp=_index_add_vjp,
                   jvp=lambda t_input, t_source, dim, index, alpha:
-                  t_input.index_add(dim, index, t_source, alpha=alpha))
+                  t_input.index_add(dim, index, t_source, alpha=alpha), infer=infer.same)
 
 
 @_api("input", "dim", "index", "source")
@@ -420,7 +426,7 @@ index_copy = defop("index_copy", _index_copy, tensors=("input", "index", "source
                    vjp=lambda g, index, dim:
                    (g.index_fill(dim, index, 0), None, g.index_select(dim, index)),
                    jvp=lambda t_input, t_source, dim, index:
-                   t_input.index_copy(dim, index, t_source))
+                   t_input.index_copy(dim, index, t_source), interpreted=_NOT_YET)
 
 
 @_api("input", "dim", "index", "value")
@@ -447,7 +453,8 @@ def _index_fill_vjp(g, index, dim):
 index_fill = defop("index_fill", _index_fill, tensors=("input", "index", "value"),
                    kind="index", inplace=True, vjp=_index_fill_vjp,
                    jvp=lambda t_input, t_value, dim, index:
-                   t_input.index_fill(dim, index, t_value if isinstance(t_value, Tensor) else 0))
+                   t_input.index_fill(dim, index, t_value if isinstance(t_value, Tensor) else 0),
+                   interpreted=_NOT_YET)
 
 
 # --- take / put / take_along_dim ---------------------------------------------------------------
@@ -473,7 +480,7 @@ def _take(input, index):
 take = defop("take", _take, tensors=("input", "index"), kind="index",
              vjp=lambda g, input_shape, index:
              (_zeros(input_shape, g._dtype).put(index, g, accumulate=True), None),
-             jvp=lambda t_input, index: t_input.take(index))
+             jvp=lambda t_input, index: t_input.take(index), interpreted=_NOT_YET)
 
 
 def _put(input, index, source, accumulate=False):
@@ -506,7 +513,7 @@ def _put_vjp(g, index, source_shape, accumulate):
 put = defop("put", _put, tensors=("input", "index", "source"), kind="index", inplace=True,
             vjp=_put_vjp,
             jvp=lambda t_input, t_source, index, accumulate:
-            t_input.put(index, t_source, accumulate))
+            t_input.put(index, t_source, accumulate), interpreted=_NOT_YET)
 
 
 def _tad_layout(in_shape: tuple, idx_shape: tuple, d: int):
@@ -567,4 +574,5 @@ def _take_along_dim_vjp(g, input_shape, indices, dim):
 
 take_along_dim = defop("take_along_dim", _take_along_dim, tensors=("input", "indices"),
                        kind="index", vjp=_take_along_dim_vjp,
-                       jvp=lambda t_input, indices, dim: t_input.take_along_dim(indices, dim))
+                       jvp=lambda t_input, indices, dim: t_input.take_along_dim(indices, dim),
+                       interpreted=_NOT_YET)

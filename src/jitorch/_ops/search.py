@@ -12,6 +12,10 @@ from .. import _dtype as dt
 from ._reduce_common import compute_array, one_dim, pt_name, public
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_DATA_SIZE = "the output size depends on the data: no CPU lowering"
+
 __all__ = ["unique", "unique_consecutive", "searchsorted", "bucketize", "bincount", "histc"]
 
 
@@ -52,7 +56,7 @@ def _unique_impl(input, sorted=True, return_inverse=False, return_counts=False, 
 
 
 _unique = defop("unique", _unique_impl, kind="other", nondiff=True, function=False,
-                method=False)
+                method=False, interpreted=_DATA_SIZE)
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
@@ -88,7 +92,7 @@ def _unique_consecutive_impl(input, return_inverse=False, return_counts=False, d
 
 
 _unique_consecutive = defop("unique_consecutive", _unique_consecutive_impl, kind="other",
-                            nondiff=True, function=False, method=False)
+                            nondiff=True, function=False, method=False, interpreted=_DATA_SIZE)
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -151,7 +155,7 @@ def _searchsorted_impl(sorted_sequence, input, sorter, out_int32, right, side):
 
 _searchsorted = defop("searchsorted", _searchsorted_impl,
                       tensors=("sorted_sequence", "input", "sorter"), kind="other",
-                      nondiff=True, function=False, method=False)
+                      nondiff=True, function=False, method=False, interpreted=_NOT_YET)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
@@ -170,7 +174,7 @@ def _bucketize(input, boundaries, *, out_int32=False, right=False):
 
 
 bucketize = defop("bucketize", _bucketize, tensors=("input", "boundaries"), kind="other",
-                  nondiff=True, method=False, scalar_first=True)
+                  nondiff=True, method=False, scalar_first=True, interpreted=_NOT_YET)
 
 
 # --- bincount / histc ----------------------------------------------------------------------------
@@ -193,7 +197,7 @@ def _bincount(input, weights=None, minlength=0):
 
 
 bincount = defop("bincount", _bincount, tensors=("input", "weights"), kind="other",
-                 nondiff=True)
+                 nondiff=True, interpreted=_DATA_SIZE)
 
 
 def _histc(input, bins=100, min=0, max=0):
@@ -226,4 +230,4 @@ def _fmt(v):
     return "inf" if v == np.inf else "-inf" if v == -np.inf else f"{v:g}"
 
 
-histc = defop("histc", _histc, kind="other", nondiff=True)
+histc = defop("histc", _histc, kind="other", nondiff=True, interpreted=_NOT_YET)

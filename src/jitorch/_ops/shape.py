@@ -19,7 +19,12 @@ from numpy.lib.stride_tricks import as_strided
 from .. import _dtype as dt
 from .._tensor import _LEGACY_NAMES, Size, Tensor
 from ._util import wrap_dim
+from . import infer
 from .registry import _pt_name, defop
+
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_SQUEEZE = "the result's rank depends on run-time sizes (which dims are 1): no CPU lowering"
 
 __all__ = ["reshape", "broadcast_to", "broadcast_tensors", "broadcast_shapes", "flatten",
            "unflatten", "ravel", "squeeze", "unsqueeze", "permute", "transpose", "swapaxes",
@@ -94,7 +99,7 @@ def _reshape(input, shape):
 
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, shape: t_input.reshape(shape))
+                jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized())
 
 
 def _view(input, size):
@@ -109,7 +114,7 @@ def _view(input, size):
 
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
                     method=False, vjp=lambda g, input_shape: g.reshape(input_shape),
-                    jvp=lambda t_input, size: t_input.reshape(size))
+                    jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized())
 
 
 def _view_dtype_impl(input, dtype):
@@ -136,7 +141,7 @@ def _view_dtype_impl(input, dtype):
 
 # reinterpreting bits is not differentiable (PyTorch: view.dtype has no derivative)
 _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, nondiff=True,
-                    method=False)
+                    method=False, interpreted=_NOT_YET)
 
 
 def _tensor_view(self, *size, **kwargs):
@@ -154,7 +159,7 @@ def _view_as(input, other):
 
 defop("view_as", _view_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape))
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
 
 
 def _reshape_as(input, other):
@@ -163,7 +168,7 @@ def _reshape_as(input, other):
 
 defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view="maybe",
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape))
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
 
 
 # --- broadcasting views -------------------------------------------------------------------------
@@ -201,7 +206,7 @@ def _expand(input, size):
 
 # the gradient of a broadcast is summed back to the input's shape by autograd itself
 defop("expand", _expand, kind="shape", view=True, varargs="size", function=False,
-      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size))
+      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size), infer=infer.sized())
 
 
 def _expand_as(input, other):
@@ -210,7 +215,7 @@ def _expand_as(input, other):
 
 defop("expand_as", _expand_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g: (g, None),
-      jvp=lambda t_input, other_shape: t_input.expand(other_shape))
+      jvp=lambda t_input, other_shape: t_input.expand(other_shape), infer=infer.like())
 
 
 def _broadcast_to(input, size):
@@ -218,7 +223,7 @@ def _broadcast_to(input, size):
 
 
 broadcast_to = defop("broadcast_to", _broadcast_to, kind="shape", view=True, vjp=lambda g: g,
-                     jvp=lambda t_input, size: t_input.broadcast_to(size))
+                     jvp=lambda t_input, size: t_input.broadcast_to(size), infer=infer.sized())
 
 
 def broadcast_shapes(*shapes) -> Size:
@@ -285,7 +290,8 @@ def _flatten(input, start_dim=0, end_dim=-1):
 
 flatten = defop("flatten", _flatten, kind="shape", view="maybe",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, start_dim, end_dim: t_input.flatten(start_dim, end_dim))
+                jvp=lambda t_input, start_dim, end_dim: t_input.flatten(start_dim, end_dim),
+                infer=infer.flatten)
 
 
 def _unflatten(input, dim, sizes):
@@ -310,11 +316,12 @@ def _unflatten(input, dim, sizes):
 
 unflatten = defop("unflatten", _unflatten, kind="shape", view="maybe",
                   vjp=lambda g, input_shape: g.reshape(input_shape),
-                  jvp=lambda t_input, dim, sizes: t_input.unflatten(dim, sizes))
+                  jvp=lambda t_input, dim, sizes: t_input.unflatten(dim, sizes),
+                  interpreted=_NOT_YET)
 
 ravel = defop("ravel", lambda input: input.reshape(-1), kind="shape", view="maybe",
               vjp=lambda g, input_shape: g.reshape(input_shape),
-              jvp=lambda t_input: t_input.ravel())
+              jvp=lambda t_input: t_input.ravel(), infer=infer.ranked(1))
 
 
 def _squeeze(input, dim=None):
@@ -334,7 +341,8 @@ def _squeeze(input, dim=None):
 
 squeeze = defop("squeeze", _squeeze, kind="shape", view=True,
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, dim: t_input.squeeze(dim))
+                jvp=lambda t_input, dim: t_input.squeeze(dim),
+                interpreted=_SQUEEZE)
 
 
 def _unsqueeze(input, dim):
@@ -343,7 +351,7 @@ def _unsqueeze(input, dim):
 
 unsqueeze = defop("unsqueeze", _unsqueeze, kind="shape", view=True,
                   vjp=lambda g, input_shape: g.reshape(input_shape),
-                  jvp=lambda t_input, dim: t_input.unsqueeze(dim))
+                  jvp=lambda t_input, dim: t_input.unsqueeze(dim), infer=infer.rank_delta(1))
 
 
 # --- dimension reordering -------------------------------------------------------------------------
@@ -357,12 +365,13 @@ def _transpose(input, dim0, dim1):
 _TRANSPOSE = dict(kind="shape", view=True,
                   vjp=lambda g, dim0, dim1: g.transpose(dim0, dim1),
                   jvp=lambda t_input, dim0, dim1: t_input.transpose(dim0, dim1))
-transpose = defop("transpose", _transpose, **_TRANSPOSE)
+transpose = defop("transpose", _transpose, **_TRANSPOSE, infer=infer.same)
 swapaxes = defop("swapaxes", lambda input, axis0, axis1: _transpose(input, axis0, axis1),
                  kind="shape", view=True,
                  vjp=lambda g, axis0, axis1: g.transpose(axis0, axis1),
-                 jvp=lambda t_input, axis0, axis1: t_input.transpose(axis0, axis1))
-swapdims = defop("swapdims", _transpose, **_TRANSPOSE)
+                 jvp=lambda t_input, axis0, axis1: t_input.transpose(axis0, axis1),
+                 interpreted=_NOT_YET)
+swapdims = defop("swapdims", _transpose, **_TRANSPOSE, interpreted=_NOT_YET)
 
 
 def _permute(input, dims):
@@ -385,7 +394,7 @@ def _permute_vjp(g, dims):
 
 
 permute = defop("permute", _permute, kind="shape", view=True, varargs="dims",
-                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims))
+                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims), infer=infer.same)
 
 
 def _movedim(input, source, destination):
@@ -408,10 +417,12 @@ def _movedim(input, source, destination):
 
 movedim = defop("movedim", _movedim, kind="shape", view=True,
                 vjp=lambda g, source, destination: g.movedim(destination, source),
-                jvp=lambda t_input, source, destination: t_input.movedim(source, destination))
+                jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
+                interpreted=_NOT_YET)
 moveaxis = defop("moveaxis", _movedim, kind="shape", view=True,
                  vjp=lambda g, source, destination: g.movedim(destination, source),
-                 jvp=lambda t_input, source, destination: t_input.movedim(source, destination))
+                 jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
+                 interpreted=_NOT_YET)
 
 
 def _t(input):
@@ -421,7 +432,8 @@ def _t(input):
     return input.T if input.ndim == 2 else input.view()
 
 
-t = defop("t", _t, kind="shape", view=True, vjp=lambda g: g.t(), jvp=lambda t_input: t_input.t())
+t = defop("t", _t, kind="shape", view=True, vjp=lambda g: g.t(), jvp=lambda t_input: t_input.t(),
+          infer=infer.same)
 
 
 def _adjoint(input):
@@ -439,7 +451,7 @@ def _adjoint(input):
 
 
 adjoint = defop("adjoint", _adjoint, kind="shape", view="maybe", vjp=lambda g: g.adjoint(),
-                jvp=lambda t_input: t_input.adjoint())
+                jvp=lambda t_input: t_input.adjoint(), interpreted=_NOT_YET)
 
 
 # --- picking part of a tensor -----------------------------------------------------------------
@@ -479,12 +491,13 @@ _diagonal_backward = defop(
     method=False,
     vjp=lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
     jvp=lambda t_grad, input_shape, offset, dim1, dim2:
-    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2))
+    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET)
 
 diagonal = defop("diagonal", _diagonal, kind="shape", view=True,
                  vjp=lambda g, input_shape, offset, dim1, dim2:
                  _diagonal_backward(g, input_shape, offset, dim1, dim2),
-                 jvp=lambda t_input, offset, dim1, dim2: t_input.diagonal(offset, dim1, dim2))
+                 jvp=lambda t_input, offset, dim1, dim2: t_input.diagonal(offset, dim1, dim2),
+                 interpreted=_NOT_YET)
 
 
 def _narrow_backward_impl(grad, input_shape, dim, start):
@@ -500,7 +513,7 @@ _narrow_backward = defop(
     "_narrow_backward", _narrow_backward_impl, tensors=("grad",), kind="shape", method=False,
     vjp=lambda g, grad_shape, dim, start: g.narrow(dim, start, grad_shape[dim]),
     jvp=lambda t_grad, input_shape, dim, start:
-    _narrow_backward(t_grad, input_shape, dim, start))
+    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same)
 
 
 def _narrow_start(shape, dim, start):
@@ -534,7 +547,8 @@ def _narrow_vjp(g, input_shape, dim, start):
 
 
 narrow = defop("narrow", _narrow, kind="shape", view=True, vjp=_narrow_vjp,
-               jvp=lambda t_input, dim, start, length: t_input.narrow(dim, start, length))
+               jvp=lambda t_input, dim, start, length: t_input.narrow(dim, start, length),
+               infer=infer.same)
 
 
 def _select_index(shape, dim, index):
@@ -556,12 +570,18 @@ def _select(input, dim, index):
 
 
 def _select_vjp(g, input_shape, dim, index):
-    d = wrap_dim(dim, len(input_shape))
-    return _narrow_backward(g.unsqueeze(d), input_shape, d, _select_index(input_shape, d, index))
+    # zeros of the input's shape with g written at row `index`, by ops that take the index as
+    # a value: the rule never converts it, so a run-time index (an int argument, a loop
+    # counter) stays one in a compiled backward instead of being baked by the trace
+    from .factories import zeros
+    from .index_write import _select_write
+    return _select_write(zeros(input_shape, g.dtype), g, dim, index)
 
 
 select = defop("select", _select, kind="shape", view=True, vjp=_select_vjp,
-               jvp=lambda t_input, dim, index: t_input.select(dim, index))
+               extra={"runtime_attrs": ("dim", "index")},
+               jvp=lambda t_input, dim, index: t_input.select(dim, index),
+               infer=infer.rank_delta(-1))
 
 
 # --- atleast_nd (composites of reshape: views of their inputs) -----------------------------------

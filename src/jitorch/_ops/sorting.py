@@ -17,6 +17,9 @@ from ._reduce_common import (check_dims_nonempty, compute_array, eq_mask, index_
                              index_pick_vjp, one_dim, pt_name, public, put_along, take_along)
 from .registry import defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+
 __all__ = ["sort", "argsort", "msort", "topk", "kthvalue", "median", "nanmedian", "mode",
            "quantile", "nanquantile"]  # quantile and nanquantile live in _quantile.py
 
@@ -70,7 +73,8 @@ def _select_jvp(t_input, result, dim):
 
 _sort = defop("sort", _sort_impl, kind="reduction", function=False, method=False,
               vjp=lambda g, result, input_shape, dim: _select_vjp(g, result, input_shape, dim),
-              jvp=lambda t_input, result, dim: _select_jvp(t_input, result, dim))
+              jvp=lambda t_input, result, dim: _select_jvp(t_input, result, dim),
+              interpreted=_NOT_YET)
 
 
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
@@ -86,7 +90,7 @@ def _argsort(input, dim=-1, descending=False, *, stable=False):
     return stable_argsort(input, one_dim(dim, input.ndim, "argsort"), descending)
 
 
-argsort = defop("argsort", _argsort, kind="reduction", nondiff=True)
+argsort = defop("argsort", _argsort, kind="reduction", nondiff=True, interpreted=_NOT_YET)
 
 
 def _msort(input):
@@ -102,7 +106,7 @@ def _msort_vjp(g, input):
 
 msort = defop("msort", _msort, kind="reduction", vjp=_msort_vjp,
               jvp=lambda t_input, input: t_input if input.ndim == 0 else
-              take_along(t_input, argsort(input, 0), 0))
+              take_along(t_input, argsort(input, 0), 0), interpreted=_NOT_YET)
 
 
 # --- topk / kthvalue ----------------------------------------------------------------------------
@@ -122,7 +126,8 @@ def _topk_impl(input, k, dim=-1, largest=True, sorted=True):
 
 _topk = defop("topk", _topk_impl, kind="reduction", function=False, method=False,
               vjp=lambda g, result, input_shape, dim: _select_vjp(g, result, input_shape, dim),
-              jvp=lambda t_input, result, dim: _select_jvp(t_input, result, dim))
+              jvp=lambda t_input, result, dim: _select_jvp(t_input, result, dim),
+              interpreted=_NOT_YET)
 
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
@@ -186,7 +191,7 @@ _REDUCE_SEL = dict(kind="reduction", function=False, method=False,
                    jvp=lambda t_input, result, dim, keepdim:
                    _keep_jvp(t_input, result, dim, keepdim))
 
-_kthvalue = defop("kthvalue", _kthvalue_impl, **_REDUCE_SEL)
+_kthvalue = defop("kthvalue", _kthvalue_impl, **_REDUCE_SEL, interpreted=_NOT_YET)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
@@ -252,11 +257,13 @@ def _even_all_jvp(t_input, input, result):
 
 
 _median_full = defop("median", _median_all(False, "median"), kind="reduction", function=False,
-                     method=False, vjp=_even_all_vjp, jvp=_even_all_jvp)
+                     method=False, vjp=_even_all_vjp, jvp=_even_all_jvp, interpreted=_NOT_YET)
 _nanmedian_full = defop("nanmedian", _median_all(True, "nanmedian"), kind="reduction",
-                        function=False, method=False, vjp=_even_all_vjp, jvp=_even_all_jvp)
-_median_d = defop("_median_dim", _median_dim("median", False), **_REDUCE_SEL)
-_nanmedian_d = defop("_nanmedian_dim", _median_dim("nanmedian", True), **_REDUCE_SEL)
+                        function=False, method=False, vjp=_even_all_vjp, jvp=_even_all_jvp,
+                        interpreted=_NOT_YET)
+_median_d = defop("_median_dim", _median_dim("median", False), **_REDUCE_SEL, interpreted=_NOT_YET)
+_nanmedian_d = defop("_nanmedian_dim", _median_dim("nanmedian", True), **_REDUCE_SEL,
+                     interpreted=_NOT_YET)
 
 
 def _median_overload(name, full, by_dim, nt):
@@ -302,7 +309,7 @@ def _mode_impl(input, dim=-1, keepdim=False):
     return v.astype(input.dtype), i.astype(np.int64)
 
 
-_mode = defop("mode", _mode_impl, **_REDUCE_SEL)
+_mode = defop("mode", _mode_impl, **_REDUCE_SEL, interpreted=_NOT_YET)
 
 
 def mode(input, dim=-1, keepdim=False, *, out=None):

@@ -21,6 +21,10 @@ from .. import _dtype as dt
 from .._creation import zeros_like
 from .registry import RULES, _pt_name, defop
 
+# why the compiler runs these ops in the interpreter (their declarations' interpreted=)
+_NOT_YET = "no CPU lowering yet"
+_NO_TEMPLATE = "elementwise without a Numba scalar template yet"
+
 __all__ = [
     "neg", "negative", "abs", "absolute", "sign", "sgn", "reciprocal", "square", "positive",
     "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
@@ -145,7 +149,8 @@ def _sgn(input):
 
 
 # no scalar template: sgn(nan) is 0 for reals but nan for complex numbers
-sgn = defop("sgn", _sgn, kind="elementwise", inplace=True, vjp=_zero_grad, jvp=_zero_tangent)
+sgn = defop("sgn", _sgn, kind="elementwise", inplace=True, vjp=_zero_grad, jvp=_zero_tangent,
+            interpreted=_NO_TEMPLATE)
 
 reciprocal = defop("reciprocal", _silent(np.reciprocal), kind="elementwise", dtype="float",
                    inplace=True, vjp=lambda g, result: -g * result * result,
@@ -171,7 +176,7 @@ def _positive(input):
 
 
 positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g,
-                 jvp=lambda t_input: t_input)
+                 jvp=lambda t_input: t_input, interpreted=_NOT_YET)
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
@@ -291,13 +296,14 @@ _logit_grad_op = defop("_logit_grad", _logit_grad, kind="elementwise", dtype="fl
                        method=False,
                        vjp=lambda g, input, result: g * (input * 2 - 1) * result * result,
                        jvp=lambda t_input, input, result: t_input * (input * 2 - 1) * result
-                       * result)
+                       * result, interpreted=_NO_TEMPLATE)
 
 
 logit = defop("logit", _logit, kind="elementwise", dtype=_rule("float", "logit_cpu",
                                                                  no_complex=True),
               inplace=True, vjp=lambda g, input, eps: g * _logit_grad_op(input, eps),
-              jvp=lambda t_input, input, eps: t_input * _logit_grad_op(input, eps))
+              jvp=lambda t_input, input, eps: t_input * _logit_grad_op(input, eps),
+              interpreted=_NO_TEMPLATE)
 
 
 # --- special functions (scipy.special) ---------------------------------------------------------
@@ -321,7 +327,8 @@ erfc = defop("erfc", _silent(sps.erfc), kind="elementwise",
 erfinv = defop("erfinv", _silent(sps.erfinv), kind="elementwise",
                dtype=_no_complex_float("erfinv_vml_cpu"), inplace=True,
                vjp=lambda g, result: g * (result * result).exp() / _2_SQRT_PI,
-               jvp=lambda t_input, result: t_input * (result * result).exp() / _2_SQRT_PI)
+               jvp=lambda t_input, result: t_input * (result * result).exp() / _2_SQRT_PI,
+               interpreted=_NO_TEMPLATE)
 
 
 def _polygamma_n(input, n):
@@ -334,7 +341,8 @@ def _polygamma_n(input, n):
 _polygamma_op = defop("_polygamma_n", _polygamma_n, kind="elementwise",
                       dtype=_no_complex_float("polygamma"), method=False,
                       vjp=lambda g, input, n: g * _polygamma_op(input, n + 1),
-                      jvp=lambda t_input, input, n: t_input * _polygamma_op(input, n + 1))
+                      jvp=lambda t_input, input, n: t_input * _polygamma_op(input, n + 1),
+                      interpreted=_NO_TEMPLATE)
 
 
 def _lgamma(input):
@@ -351,7 +359,8 @@ lgamma = defop("lgamma", _lgamma, kind="elementwise",
 digamma = defop("digamma", _silent(sps.psi), kind="elementwise",
                 dtype=_no_complex_float("digamma"), inplace=True,
                 vjp=lambda g, input: g * _polygamma_op(input, 1),
-                jvp=lambda t_input, input: t_input * _polygamma_op(input, 1))
+                jvp=lambda t_input, input: t_input * _polygamma_op(input, 1),
+                interpreted=_NO_TEMPLATE)
 
 
 # --- rounding ----------------------------------------------------------------------------------
@@ -453,4 +462,5 @@ def _nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 # kind "other": the default replacements depend on the storage dtype, not the compute dtype
 nan_to_num = defop("nan_to_num", _nan_to_num, kind="other", inplace=True,
                    vjp=lambda g, input: g * _finite_mask_op(input),
-                   jvp=lambda t_input, input: t_input * _finite_mask_op(input))
+                   jvp=lambda t_input, input: t_input * _finite_mask_op(input),
+                   interpreted=_NOT_YET)

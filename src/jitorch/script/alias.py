@@ -149,14 +149,13 @@ def _in_place_graph(graph):
 
 def _rewrite(block) -> None:
     from .._ops.registry import OPS
-    from .factories import FACTORIES
     from .frontend_alias import ViewWrite
     from .frontend_index import SetItem
     for n in block.nodes:
         for b in n.blocks:
             _rewrite(b)
         op = OPS.get(n.op)
-        if op is not None and not op.view and n.op not in FACTORIES and \
+        if op is not None and not op.view and op.kind != "factory" and \
                 n.op not in ("_index_write", "_select_write"):
             container = len(n.outputs) == 1 and isinstance(
                 n.outputs[0].type, (ir.TupleType, ir.ListType, ir.AnyType))
@@ -202,7 +201,7 @@ def _write_index(x, values, basic, cast_check=False):
     """`_index_write` in place: `x[basic] = values` in x's memory, through Tensor.__setitem__
     (eager's broadcasting, casting, autograd and version counter); returns x itself."""
     from .._ops.indexing import _np_basic
-    from .frontend_index import _check_basic, _check_cast
+    from .._ops.index_write import _check_basic, _check_cast
     _check_basic(tuple(x.shape), basic)
     if cast_check:
         v = values._data if hasattr(values, "_data") else np.asarray(values)

@@ -170,6 +170,14 @@ def load_module(source: str, options: dict | None = None):
         return mod, True
 
 
+def load_program(prog):
+    """The loaded module of a `codegen.cpu.Program`: its kernel modules first (the entry
+    imports them by name, codegen/kernel.py), then the entry's; -> (module, is_new)."""
+    for ksrc in getattr(prog, "kernels", ()):
+        load_module(ksrc)
+    return load_module(prog.source, getattr(prog, "njit_options", None))
+
+
 def _load_from_disk(name: str, src: str, d: str):
     """The module from its checked file in `d` (written or replaced as needed), or None when
     the directory cannot hold it."""

@@ -13,8 +13,9 @@
   ones: `prim::Raise`;
 - plain Python functions (and scripted ones, via `__wrapped__`): compiled recursively ->
   `prim::CallFunction` (attrs fn=Graph);
-- tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes declared in
-  `factories.py` (compiled; a PythonOp where the call is not static enough);
+- tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes (registry
+  ops declared in `_ops/factories.py`, bound by `frontend_factory.py`; compiled; a PythonOp
+  where the call is not static enough);
 - library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
   a `prim::CallFunction` of their script-subset twin (`frontend_nn.py`) when the static
   arguments are constants;
@@ -28,7 +29,7 @@ import builtins
 import inspect
 import math
 
-from . import factories
+from . import frontend_factory as factories
 from . import frontend_nn
 from . import frontend_types as ft
 from . import ir
@@ -278,7 +279,7 @@ class CallMixin:
         if isinstance(obj, type) and issubclass(obj, BaseException):
             self.fail("exceptions can only be raised in scripted code", node)
         fname = factories.factory_of(obj)
-        if fname is not None:  # zeros(B, H), arange(n), ...: a factory node (factories.py)
+        if fname is not None:  # zeros(B, H), arange(n), ...: a factory node
             r = factories.frontend_call(self, fname, node)
             return r if r is not None else self.library_call(obj, node)
         mod = getattr(obj, "__module__", "") or ""
@@ -509,8 +510,8 @@ class CallMixin:
                     r = self.op_call(op, [v] + args, kwargs, node)
                     self.env[bm.node.value.id] = r
                     return r
-            fac = factories.FACTORIES.get(name)
-            if fac is not None and fac.method:  # x.new_zeros(...): a factory node
+            fac = factories.factory_op(name)
+            if fac is not None and fac.extra["method"]:  # x.new_zeros(...): a factory node
                 r = factories.frontend_call(self, name, node, recv=v)
                 return r if r is not None else self.python_call(
                     None, node, ft.tensor(), method=name, recv=v, evaluated=self._evaluated)

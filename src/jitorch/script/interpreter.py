@@ -14,7 +14,9 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir.py):
 - `prim::ScalarOp`: attrs["fn"] names a function of the closed table SCALAR_FNS: an operator
   or builtin of SCALAR_OPS, or a `math.` function of MATH_FUNCTIONS (pure arithmetic only: a
   loaded archive names these, so nothing outside the table ever resolves, docs/security.md).
-- factory nodes (`zeros`, `arange`, ...; factories.py): the eager factory, `factories.run`.
+- factory nodes (`zeros`, `arange`, ...; registry ops of `_ops/factories.py`): their `impl`,
+  the eager factory, called directly (a tracer never records a factory: its result is a
+  constant).
 - `prim::Assert` / `prim::Raise` raise `ScriptRuntimeError` (`jitorch.jit.Error`) naming the node's
   source location; any other exception raised by a node is re-raised as an exception that is
   both its own type and `ScriptRuntimeError` (so `except IndexError` and `except jitorch.jit.Error`
@@ -30,7 +32,6 @@ import string
 from .._ops import registry
 from .._tensor import Tensor
 from . import ir
-from .factories import FACTORIES, run as run_factory
 
 
 class ScriptRuntimeError(RuntimeError):
@@ -182,8 +183,9 @@ def _to_scalar(x, ty):
 def _execute(n: ir.Node, vals: list, env: dict):
     op = n.op
     if not op.startswith("prim::"):
-        if op in FACTORIES:
-            return run_factory(op, vals)
+        fac = registry.OPS.get(op)
+        if fac is not None and fac.kind == "factory":
+            return fac.impl(*vals)
         r = call_registry_op(op, vals)
         if isinstance(r, list) and len(n.outputs) > 1:
             return tuple(r)

@@ -6,9 +6,9 @@ generated (docs/security.md). Everything not listed here is refused with `Schema
 names the member, the line and the reason; `jit.load` raises it as a RuntimeError.
 
 A graph may contain:
-- nodes whose op is a registry op (`_ops.registry.OPS`), a factory (`factories.FACTORIES`) or one
-  of LOADABLE_PRIMS (what `jit.save` writes: no `prim::CallFunction`, no `prim::Fused`), with
-  exactly the attributes the op takes (`_ATTRS`): registry ops and factories take none;
+- nodes whose op is a registry op (`_ops.registry.OPS`, factories included) or one of
+  LOADABLE_PRIMS (what `jit.save` writes: no `prim::CallFunction`, no `prim::Fused`), with
+  exactly the attributes the op takes (`_ATTRS`): registry ops take none;
 - constants whose value has exactly the declared IR type (`value_fits`): an int is an int (not a
   bool, not a str), a `Tuple[int, int]` holds two ints, a tensor constant is a placeholder of
   its type, `Any` holds plain data only;
@@ -183,14 +183,13 @@ def check_graph(member: str, text: str, g: ir.Graph, positions: dict, python_ops
 
 
 def _check_block(block: ir.Block, fail, refs: list) -> None:
-    from .factories import FACTORIES
     visible = set(block.params)
     for p in block.params:
         if not _type_ok(p.type):
             fail(None, f"block parameter of type {p.type}")
     for n in block.nodes:
         op = n.op
-        if not (op in LOADABLE_PRIMS or op in registry.OPS or op in FACTORIES):
+        if not (op in LOADABLE_PRIMS or op in registry.OPS):
             fail(n, "not an op a loaded module may use (a registry op, a factory or one of "
                     "load_schema.LOADABLE_PRIMS)")
         extra = set(n.attrs) - _ATTRS.get(op, set())

@@ -153,6 +153,49 @@ class GuardedCache(FunctionCache):
             f"{len(removed)} file(s)); recompiling")
 
 
+class EntryCache(GuardedCache):
+    """The cache of an entry that calls kernels through symbols (codegen/kernel_call.py): an
+    overload is saved with the list of symbols its machine code calls (`<index>.<sig>.needs`,
+    one symbol a line, written before the data), and loaded only when each of them could be
+    registered first; otherwise it is a miss and Numba compiles the entry afresh (whose
+    typing then compiles or loads what it calls). Without this a cached entry whose kernel
+    cache was lost would call a null address."""
+
+    def _needs_path(self, sig) -> str:
+        tag = hashlib.sha256(str(tuple(sig)).encode()).hexdigest()[:16]
+        return os.path.join(self._cache_path,
+                            f"{self._cache_file._index_name[:-len('.nbi')]}.{tag}.needs")
+
+    def load_overload(self, sig, target_context):
+        from .codegen import kernel_call
+        args, _ = sigutils.normalize_signature(sig)
+        try:
+            with open(self._needs_path(args), encoding="ascii") as f:
+                needs = f.read().split()
+        except (OSError, UnicodeDecodeError):
+            return None  # no list: never load machine code whose calls are unknown
+        if not all(kernel_call.ensure(sym) for sym in needs):
+            return None
+        return super().load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        from .codegen import kernel_call
+        try:
+            args, _ = sigutils.normalize_signature(sig)
+            needs = kernel_call.symbols_of(data.library.get_llvm_str())
+            path = self._needs_path(args)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write("".join(sym + "\n" for sym in needs))
+            os.replace(tmp, path)
+        except Exception as e:  # noqa: BLE001 - not saved: the next process compiles it
+            log_once(("save", self._cache_path),
+                     f"cannot save compiled code in {self._cache_path} "
+                     f"({type(e).__name__}: {e}); this process keeps it in memory")
+            return
+        super().save_overload(sig, data)
+
+
 def guard(module) -> None:
     """Give each Numba dispatcher of `module` a GuardedCache instead of Numba's FunctionCache:
     sealed files for the module's own functions (a program module is only ever loaded by
@@ -165,8 +208,10 @@ def guard(module) -> None:
         owner = getattr(v.py_func, "__module__", "") or ""
         if owner != module.__name__ and not owner.startswith("jitorch."):
             continue
+        calls_kernels = owner == module.__name__ and "caller" in vars(module)  # kernel_call.py
         try:
-            v._cache = GuardedCache(v.py_func, sealed=owner == module.__name__)
+            v._cache = (EntryCache if calls_kernels else GuardedCache)(
+                v.py_func, sealed=owner == module.__name__)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 

@@ -644,7 +644,7 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
     if too_big:
         return _Entry("interpreted", g, reason=too_big), "interpreted"
     try:
-        mod, _ = cache.load_module(prog.source, getattr(prog, "njit_options", None))
+        mod, _ = cache.load_program(prog)
         fn = getattr(mod, prog.entry)
     except Exception as e:
         if _strict():
@@ -657,6 +657,9 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
             source = f.read()
     except (OSError, TypeError):
         source = prog.source
+    for ksrc in getattr(prog, "kernels", ()):  # fn.code shows what runs: the entry and each kernel it calls
+        source += f"\n\n# --- kernel {cache.module_name(cache.prepare_source(ksrc))}\n" + \
+            cache.prepare_source(ksrc)
     return _Entry("compiled", g, fn=fn, source=source, out_types=list(prog.output_types),
                   checks_overlap=bool(getattr(prog, "checks_overlap", False))), "pending"
 

@@ -28,7 +28,8 @@ class Stats(dict):
     from its on-disk cache), memory_hits (calls served by an existing specialisation),
     interpreted_runs (calls run by the IR interpreter), interpreted_reasons (reason -> number of
     specialisations that fell back for it), compile_seconds (total time spent building
-    specialisations), calls (all calls through ScriptFunctions)."""
+    specialisations), calls (all calls through ScriptFunctions), kernels (kernel overloads
+    compiled / loaded from disk / shared with another call site, codegen/kernel_call.py)."""
 
     def __getattr__(self, name):
         try:
@@ -61,7 +62,17 @@ def snapshot() -> Stats:
                      disk_hits=_c.disk_hits, memory_hits=_value(_c.memory_hits),
                      interpreted_runs=_value(_c.interpreted_runs),
                      interpreted_reasons=dict(_c.interpreted_reasons),
-                     compile_seconds=_c.compile_seconds, calls=_value(_c.calls))
+                     compile_seconds=_c.compile_seconds, calls=_value(_c.calls),
+                     kernels=_kernel_counts())
+
+
+def _kernel_counts() -> dict:
+    """Kernel overloads this process got (codegen/kernel_call.py): compiled, loaded from the
+    disk cache, or shared (one already in memory: another call site, layer or program)."""
+    kc = sys.modules.get("jitorch.script.codegen.kernel_call")  # (never imports Numba here)
+    counts = kc.counts if kc is not None else {}
+    return {"compiled": counts.get("compiled", 0), "disk": counts.get("disk", 0),
+            "shared": counts.get("memory", 0)}
 
 
 def _value(counter) -> int:
@@ -72,6 +83,9 @@ def reset() -> None:
     """Zero every counter (tests and benchmarks measure differences from here)."""
     with _lock:
         _c.reset()
+        kc = sys.modules.get("jitorch.script.codegen.kernel_call")
+        if kc is not None:
+            kc.counts.update(dict.fromkeys(kc.counts, 0))
 
 
 def record_compile(seconds: float, *, how: str, reason: str | None = None) -> None:

@@ -173,8 +173,8 @@ class Tracer:
                     self.bind(x, v)
                     return v
                 # not an input and not computed here: bake it in (a uniform one, such as
-                # zeros(3, 4), as its factory node: factories.traced_factory)
-                from .factories import traced_factory
+                # zeros(3, 4), as its factory node: frontend_factory.traced_factory)
+                from .frontend_factory import traced_factory
                 v = traced_factory(self, x) or self.constant(x)
                 self.bind(x, v)
             elif self.versions.get(id(x)) != x._version[0]:

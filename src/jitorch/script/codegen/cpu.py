@@ -30,11 +30,12 @@ import numpy as np
 
 from ... import _dtype as dt
 from .. import ir
-from . import NotLowered, literal
+from . import NotLowered, kernel, literal
 
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
              'cache=False)')
-MAX_CONST_ELEMS = 4096  # tensor constants are embedded in the source as literals
+MAX_CONST_ELEMS = 4096
+OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function  # tensor constants are embedded in the source as literals
 
 
 @dataclass
@@ -44,6 +45,13 @@ class Program:
     output_types: list
     helpers: list = field(default_factory=list)  # names imported from fastmath.py
     checks_overlap: bool = False  # the entry checks its written arguments for shared memory
+    kernels: list = field(default_factory=list)  # sources of the kernel modules it imports,
+    # to be loaded before it, in this order (kernel.py)
+
+    @property
+    def full_source(self) -> str:
+        """The entry's source followed by its kernels' (what `fn.code` shows)."""
+        return "\n\n".join([self.source] + self.kernels)
 
 
 class Emitter:
@@ -63,6 +71,7 @@ class Emitter:
         self.exceptions: set = set()
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes
         self.writes_arguments = False  # the program writes list arguments' arrays in place
+        self.kernels: dict = {}  # kernel module name -> source (kernel.py)
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -145,7 +154,6 @@ def typed_literal(value, d: dt.dtype) -> str:
 def generate(graph: ir.Graph, written=()) -> Program:
     """The program of `graph`; `written`: indices of the inputs the caller's function writes
     to (the runtime's `graph.mutated_inputs`), which the program checks for shared memory."""
-    from . import alloc, lower_elementwise
     em = Emitter()
     args = []
     from . import lower_list
@@ -181,6 +189,19 @@ def generate(graph: ir.Graph, written=()) -> Program:
         else:
             outs.append(em.name(v))
     entry = "entry"  # not the graph's name: identifiers never come from the IR
+    head, body = module_head(em)
+    src = head + "\n\n" + DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + \
+        "\n".join(body) + ("\n" if body else "") + \
+        f"    return ({''.join(o + ', ' for o in outs)})\n"
+    prog = Program(src, entry, [v.type for v in graph.outputs], sorted(em.helpers),
+                   checks_overlap=bool(checked), kernels=list(em.kernels.values()))
+    return prog
+
+
+def module_head(em: Emitter):
+    """(the module text before the function: imports, exception classes, globals; the
+    function's body lines) of an entry or a kernel (kernel.py)."""
+    from . import alloc, lower_elementwise
     helpers = sorted(em.helpers)
     head = ["import math", "import numba", "import numpy as np"]
     # large arrays allocated by the program ask for huge pages, as NumPy's do (alloc.py)
@@ -198,11 +219,7 @@ def generate(graph: ir.Graph, written=()) -> Program:
         head.append("from jitorch.script.interpreter import ScriptRuntimeError")
     for exc in sorted(em.scripted_raises):
         head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
-    src = "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals) + "\n\n" + \
-        DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + "\n".join(body) + \
-        ("\n" if body else "") + f"    return ({''.join(o + ', ' for o in outs)})\n"
-    return Program(src, entry, [v.type for v in graph.outputs], helpers,
-                   checks_overlap=bool(checked))
+    return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
 
 
 _SCRIPT_EXC_CLASS = """
@@ -228,8 +245,17 @@ def lower_block(em: Emitter, nodes) -> None:
 
 
 def lower_node(em: Emitter, n: ir.Node) -> None:
-    from . import lower_elementwise, lower_factory, lower_linalg, lower_reduce, lower_shape
-    from . import lower_gather, lower_write
+    op = n.op
+    if (not op.startswith("prim::") or op == "prim::Fused" or "lower" in n.attrs) and \
+            OUTLINE and not kernel.is_kernel(em):
+        return kernel.outline(em, n, lower_here)  # a kernel of its own (kernel.py)
+    lower_here(em, n)
+
+
+def lower_here(em: Emitter, n: ir.Node) -> None:
+    """Lower `n` into `em`'s own function."""
+    from . import lower_elementwise
+    from .lowering import lowering_for
     op = n.op
     if "lower" in n.attrs:  # a PythonOp carrying its own lowering (codegen/lower_autodiff.py)
         return n.attrs["lower"](em, n)
@@ -239,12 +265,10 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
             raise NotLowered(f"op {op}: no CPU lowering")
         fn(em, n)
         return
-    for mod in (lower_elementwise, lower_reduce, lower_linalg, lower_shape, lower_factory,
-                lower_write, lower_gather, _conv_lowerings()):
-        fn = mod.LOWER.get(op)
-        if fn is not None:
-            fn(em, n)
-            return
+    fn = lowering_for(op)  # the one lowering table (lowering.py)
+    if fn is not None:
+        fn(em, n)
+        return
     if lower_elementwise.lower_single(em, n):
         return
     raise NotLowered(f"op {op}: no CPU lowering")
@@ -590,15 +614,3 @@ _PRIMS = {
 def _lower_list():
     from . import lower_list
     return lower_list
-
-
-class _ConvLowerings:
-    """conv (lower_conv.py) and pooling (lower_pool.py) ops: one LOWER table for both."""
-    LOWER: dict = {}
-
-
-def _conv_lowerings():
-    if not _ConvLowerings.LOWER:
-        from . import lower_conv, lower_pool
-        _ConvLowerings.LOWER = {**lower_conv.LOWER, **lower_pool.LOWER}
-    return _ConvLowerings

@@ -32,8 +32,9 @@ from ... import _dtype as dt
 from .. import ir
 from . import NotLowered, literal
 from .cpu import Emitter
+from .lowering import lowers
 
-__all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad", "LOWER"]
+__all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"]
 
 _OPTS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
 _FLOATS = (dt.float32, dt.float64)
@@ -454,6 +455,7 @@ def _static_conv_params(nd: int, stride, padding, dilation, groups):
         raise NotLowered(f"convolution parameters: {e}") from None
 
 
+@lowers("conv1d", "conv2d")
 def lower_conv(em: Emitter, n: ir.Node) -> None:
     """conv1d / conv2d (public: padding int, list, 'same' or 'valid'; optional bias)."""
     nd = 1 if n.op == "conv1d" else 2
@@ -547,6 +549,7 @@ def _internal_params(em: Emitter, n: ir.Node, nd: int, stride_v, pad_v, dil_v, g
     return s, lo, hi, dl, literal.integer(groups)
 
 
+@lowers("_conv_nd")
 def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     """_conv_nd(input, weight, stride, padding (flat lo/hi), dilation, groups), batched."""
     x, w, stride_v, pad_v, dil_v, groups_v = n.inputs
@@ -589,16 +592,13 @@ def _lower_conv_grad(em: Emitter, n: ir.Node, kernel: str, what: str, rank_of: i
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
 
+@lowers("_conv_nd_input_grad")
 def lower_conv_input_grad(em: Emitter, n: ir.Node) -> None:
     """_conv_nd_input_grad(grad, weight, input_size, stride, padding, dilation, groups)."""
     _lower_conv_grad(em, n, "conv2d_input_grad", "input_size", rank_of=1)
 
 
+@lowers("_conv_nd_weight_grad")
 def lower_conv_weight_grad(em: Emitter, n: ir.Node) -> None:
     """_conv_nd_weight_grad(input, grad, kernel_size, stride, padding, dilation, groups)."""
     _lower_conv_grad(em, n, "conv2d_weight_grad", "kernel_size", rank_of=0)
-
-
-LOWER = {"conv1d": lower_conv, "conv2d": lower_conv, "_conv_nd": lower_conv_nd,
-         "_conv_nd_input_grad": lower_conv_input_grad,
-         "_conv_nd_weight_grad": lower_conv_weight_grad}

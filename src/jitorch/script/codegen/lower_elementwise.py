@@ -496,6 +496,3 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     else:
         em.emit(f"{nm} = {np_type(out)}({expr})")
     local[n.outputs[0].uid] = (nm, out)
-
-
-LOWER: dict = {}

@@ -1,4 +1,4 @@
-"""Lowering of tensor factory nodes (declared in `script/factories.py`) to NumPy calls and loops
+"""Lowering of tensor factory nodes (registry ops, `_ops/factories.py`) to NumPy calls and loops
 inside the njit program.
 
 Sizes and fill values are run-time values (`x.shape[0]`, a loop counter, an int argument):
@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from ..factories import data_info
+from ..passes.types import data_info
 from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
+from .lowering import lowers
 
 
 def _tup(parts) -> str:
@@ -104,6 +105,7 @@ def _sized(fill):
     return lower
 
 
+@lowers("full", "new_full")
 def lower_full(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     ins = n.inputs[1:] if n.op == "new_full" else n.inputs
@@ -128,6 +130,7 @@ def _float_expr(em: Emitter, v: ir.Value) -> str:
     return f"float({em.name(v)})"
 
 
+@lowers("arange")
 def lower_arange(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -178,6 +181,7 @@ def _raise_fmt(em: Emitter, exc: str, fmt: str, args: list) -> str:
     return f"raise _{exc}({literal.text(fmt)}, {', '.join(f'float({a})' for a in args)})"
 
 
+@lowers("linspace")
 def lower_linspace(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -214,6 +218,7 @@ def lower_linspace(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
+@lowers("eye")
 def lower_eye(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     nn, m = n.inputs[:2]
@@ -229,6 +234,7 @@ def lower_eye(em: Emitter, n: ir.Node) -> None:
     em.emit(f"    {out}[{i}, {i}] = {typed_literal(1, d)}")
 
 
+@lowers("tensor", "new_tensor")
 def lower_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     data = n.inputs[1] if n.op == "new_tensor" else n.inputs[0]
@@ -278,6 +284,7 @@ def _check_int_leaf(em: Emitter, x, d: dt.dtype) -> None:
     em.indent -= 1
 
 
+@lowers("scalar_tensor")
 def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     v = _fill_expr(em, n.inputs[0], d)
@@ -286,12 +293,8 @@ def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, f"{out}.reshape(())")
 
 
-LOWER = {
-    "zeros": _sized(0), "ones": _sized(1), "empty": _sized(0),
-    "new_zeros": _sized(0), "new_ones": _sized(1), "new_empty": _sized(0),
-    "full": lower_full, "new_full": lower_full,
-    "zeros_like": _like(0), "ones_like": _like(1), "empty_like": _like(0),
-    "full_like": _like(None),
-    "arange": lower_arange, "linspace": lower_linspace, "eye": lower_eye,
-    "tensor": lower_tensor, "new_tensor": lower_tensor, "scalar_tensor": lower_scalar_tensor,
-}
+lowers("zeros", "empty", "new_zeros", "new_empty")(_sized(0))
+lowers("ones", "new_ones")(_sized(1))
+lowers("zeros_like", "empty_like")(_like(0))
+lowers("ones_like")(_like(1))
+lowers("full_like")(_like(None))

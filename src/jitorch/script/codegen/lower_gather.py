@@ -12,6 +12,7 @@ from ... import _dtype as dt
 from .. import ir
 from . import NotLowered
 from .cpu import Emitter, np_type, typed_literal
+from .lowering import lowers
 
 
 def _check_indices(em: Emitter, flat: str, n_rows: str, op: str) -> None:
@@ -88,6 +89,7 @@ def _check_dim0(em: Emitter, dim: ir.Value, rank: int, op: str) -> None:
         raise NotLowered(f"{op} along a dim other than 0")
 
 
+@lowers("embedding")
 def lower_embedding(em: Emitter, n: ir.Node) -> None:
     idx, w = n.inputs[0], n.inputs[1]
     if em.tensor(w).ndim != 2:
@@ -99,6 +101,7 @@ def lower_embedding(em: Emitter, n: ir.Node) -> None:
     _gather(em, n, ws, flat, f"{lead}{ws}.shape[1], ")
 
 
+@lowers("index_select")
 def lower_index_select(em: Emitter, n: ir.Node) -> None:
     x, dim, index = n.inputs
     xt = em.tensor(x)
@@ -112,6 +115,7 @@ def lower_index_select(em: Emitter, n: ir.Node) -> None:
     _gather(em, n, _as_rows(em, xs), flat, f"{flat}.size, {rest}")
 
 
+@lowers("index_add")
 def lower_index_add(em: Emitter, n: ir.Node) -> None:
     x, dim, index, source, alpha = n.inputs
     xt = em.tensor(x)
@@ -179,6 +183,7 @@ def _check_weight(em: Emitter, w: ir.Value, c: str) -> None:
     em.indent -= 1
 
 
+@lowers("_class_index")
 def lower_class_index(em: Emitter, n: ir.Node) -> None:
     """`_class_index(input, target, weight, ignore_index, loss)` (_ops/nn_loss.py): eager's
     checks of a loss's class targets in eager's order, then the bounds of every target that is
@@ -223,7 +228,3 @@ def lower_class_index(em: Emitter, n: ir.Node) -> None:
     em.raise_("IndexError", "Target ", (v,), " is out of bounds.")
     em.indent -= 2
     em.bind(n.outputs[0], ts)
-
-
-LOWER = {"embedding": lower_embedding, "index_select": lower_index_select,
-         "index_add": lower_index_add, "_class_index": lower_class_index}

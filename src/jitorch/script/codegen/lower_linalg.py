@@ -15,6 +15,7 @@ from ... import _dtype as dt
 from .. import ir
 from . import NotLowered
 from .cpu import Emitter, np_type, typed_literal
+from .lowering import lowers
 
 _DTYPES = (dt.float32, dt.float64, dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
 BLAS_MODULE = "jitorch.script.codegen.blas"
@@ -84,6 +85,7 @@ def _batched(em: Emitter, ta, tb, an, bn, d) -> str:
     return out
 
 
+@lowers("matmul", "mm", "bmm")
 def lower_matmul(em: Emitter, n: ir.Node) -> None:
     a, b = n.inputs[0], n.inputs[1]
     ta, tb, an, bn = _operands(em, n, a, b)
@@ -131,6 +133,7 @@ def lower_matmul(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("addmm")
 def lower_addmm(em: Emitter, n: ir.Node) -> None:
     inp, a, b, beta_v, alpha_v = n.inputs
     beta, alpha = em.const(beta_v), em.const(alpha_v)
@@ -173,6 +176,3 @@ def lower_addmm(em: Emitter, n: ir.Node) -> None:
         em.emit(f"        {out}[{i}, {j}] = {bterm} + {typed_literal(alpha, d)} * "
                 f"{out}[{i}, {j}]")
     em.bind(n.outputs[0], out)
-
-
-LOWER = {"matmul": lower_matmul, "mm": lower_matmul, "bmm": lower_matmul, "addmm": lower_addmm}

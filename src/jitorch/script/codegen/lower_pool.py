@@ -23,10 +23,10 @@ from .. import ir
 from . import NotLowered, literal
 from .cpu import Emitter
 from .lower_conv import float_operands, int_list
+from .lowering import lowers
 
 __all__ = ["pool_out_size", "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
-           "avg_pool2d_backward", "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward",
-           "LOWER"]
+           "avg_pool2d_backward", "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward"]
 
 _OPTS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
 MODULE = "jitorch.script.codegen.lower_pool"
@@ -333,6 +333,7 @@ def _two(v: list, nd: int, fill: int) -> list:
     return [str(fill)] + [str(e) for e in v] if nd == 1 else [str(e) for e in v]
 
 
+@lowers("max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices")
 def lower_max_pool(em: Emitter, n: ir.Node) -> None:
     from ..._ops.nn_pool import _pool_params
     nd = _nd(n.op)
@@ -356,6 +357,7 @@ def lower_max_pool(em: Emitter, n: ir.Node) -> None:
         em.bind(n.outputs[1], _unplanes(em, i3, lead, nd))
 
 
+@lowers("_max_pool_nd_backward")
 def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
     g, x, k_v, s_v, p_v, d_v, ceil_v = n.inputs
     float_operands(em, n, g, x)
@@ -390,6 +392,7 @@ def _divisor(em: Emitter, v) -> str:
     return literal.integer(dv)
 
 
+@lowers("avg_pool1d", "avg_pool2d")
 def lower_avg_pool(em: Emitter, n: ir.Node) -> None:
     from ..._ops.nn_pool import _pool_params
     nd = _nd(n.op)
@@ -413,6 +416,7 @@ def lower_avg_pool(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
+@lowers("_avg_pool_nd_backward")
 def lower_avg_pool_backward(em: Emitter, n: ir.Node) -> None:
     g, size_v, k_v, s_v, p_v, ceil_v, cip_v, div_v = n.inputs
     float_operands(em, n, g)
@@ -438,6 +442,7 @@ def lower_avg_pool_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
+@lowers("adaptive_avg_pool1d", "adaptive_avg_pool2d")
 def lower_adaptive_avg(em: Emitter, n: ir.Node) -> None:
     nd = _nd(n.op)
     x, out_v = n.inputs
@@ -470,6 +475,7 @@ def lower_adaptive_avg(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
+@lowers("_adaptive_avg_t")
 def lower_adaptive_avg_t(em: Emitter, n: ir.Node) -> None:
     g, size_v = n.inputs
     float_operands(em, n, g)
@@ -487,14 +493,3 @@ def lower_adaptive_avg_t(em: Emitter, n: ir.Node) -> None:
     y3 = em.fresh("py")
     em.emit(f"{y3} = adaptive_avg_pool2d_backward({g3}, {sz[0]}, {sz[1]})")
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
-
-
-LOWER = {
-    "max_pool1d": lower_max_pool, "max_pool2d": lower_max_pool,
-    "max_pool1d_with_indices": lower_max_pool, "max_pool2d_with_indices": lower_max_pool,
-    "_max_pool_nd_backward": lower_max_pool_backward,
-    "avg_pool1d": lower_avg_pool, "avg_pool2d": lower_avg_pool,
-    "_avg_pool_nd_backward": lower_avg_pool_backward,
-    "adaptive_avg_pool1d": lower_adaptive_avg, "adaptive_avg_pool2d": lower_adaptive_avg,
-    "_adaptive_avg_t": lower_adaptive_avg_t,
-}

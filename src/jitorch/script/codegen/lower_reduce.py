@@ -23,6 +23,7 @@ from .. import ir
 from ..passes.types import norm_dims, reduction_dtype
 from . import NotLowered
 from .cpu import Emitter, np_type, typed_literal
+from .lowering import lowers
 
 
 # elements per block of a blocked float sum: 512 measured within ~5% of an unblocked
@@ -114,6 +115,7 @@ def _row_extreme(em: Emitter, op: str, xs: str, lead: list, n: str, acc: str,
         em.emit(line)
 
 
+@lowers("sum", "mean", "prod", "amax", "amin", "_max_shift")
 def lower_reduction(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     t = em.tensor(x)
@@ -285,7 +287,3 @@ def _suffix_accumulate(em, op, shift, xs, red, kept, idx, load, v, acc_d, cast) 
     em.indent = inner
     em.emit(f"{acc} = {np_type(acc_d)}({tot})")
     return acc
-
-
-LOWER = {"sum": lower_reduction, "mean": lower_reduction, "prod": lower_reduction,
-         "amax": lower_reduction, "amin": lower_reduction, "_max_shift": lower_reduction}

@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import ir
 from . import NotLowered, literal
 from .cpu import Emitter, np_type
+from .lowering import lowers
 
 
 def _tup(parts) -> str:
@@ -129,6 +130,7 @@ def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("reshape", "view")
 def lower_reshape(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     em.tensor(x)
@@ -169,6 +171,7 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("flatten")
 def lower_flatten(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     r = em.tensor(x).ndim
@@ -214,6 +217,7 @@ def _permute(em: Emitter, n: ir.Node, perm) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("transpose")
 def lower_transpose(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     if r == 0:
@@ -226,6 +230,7 @@ def lower_transpose(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, perm)
 
 
+@lowers("t")
 def lower_t(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     if r > 2:
@@ -233,6 +238,7 @@ def lower_t(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, [1, 0] if r == 2 else list(range(r)))
 
 
+@lowers("permute")
 def lower_permute(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     perm = [_norm(d, r, "permute") for d in em.const(n.inputs[1])]
@@ -241,6 +247,7 @@ def lower_permute(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, perm)
 
 
+@lowers("unsqueeze")
 def lower_unsqueeze(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r + 1, "unsqueeze")
@@ -282,6 +289,7 @@ def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
     em.emit(f"{out} = np.broadcast_to({xs}, {_tup(parts)})")
 
 
+@lowers("expand", "broadcast_to")
 def lower_expand(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     out = em.fresh("v")
@@ -292,6 +300,7 @@ def lower_expand(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("expand_as")
 def lower_expand_as(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     ro = em.tensor(n.inputs[1]).ndim
@@ -308,12 +317,14 @@ def contiguous_expr(em: Emitter, v: ir.Value) -> str:
     return xs if em.tensor(v).ndim == 0 else f"np.ascontiguousarray({xs})"
 
 
+@lowers("contiguous")
 def lower_contiguous(em: Emitter, n: ir.Node) -> None:
     out = em.fresh("v")
     em.emit(f"{out} = {contiguous_expr(em, n.inputs[0])}")
     em.bind(n.outputs[0], out)
 
 
+@lowers("_to_dtype")
 def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     t = em.tensor(n.inputs[0])
     d = em.tensor(n.outputs[0]).dtype
@@ -325,6 +336,7 @@ def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], cast_array(em, xs, t.ndim, t.dtype, d))
 
 
+@lowers("cat", "stack")
 def lower_cat(em: Emitter, n: ir.Node) -> None:
     lst, dim = n.inputs
     if lst.uid not in em.lists:
@@ -408,10 +420,12 @@ def _index(em: Emitter, n: ir.Node, spec) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("_index_view")
 def lower_index_view(em: Emitter, n: ir.Node) -> None:
     _index(em, n, list(em.const(n.inputs[1])))
 
 
+@lowers("select")
 def lower_select(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "select")
@@ -427,6 +441,7 @@ def lower_select(em: Emitter, n: ir.Node) -> None:
     _index(em, n, [(None, None, None)] * d + [idx])
 
 
+@lowers("chunk")
 def lower_chunk(em: Emitter, n: ir.Node) -> None:
     """Recorded only: a following prim::ListUnpack (which knows the count) emits the views."""
     r = em.tensor(n.inputs[0]).ndim
@@ -461,6 +476,7 @@ def unpack_chunks(em: Emitter, rec, outputs) -> None:
         em.bind(o, v)
 
 
+@lowers("narrow")
 def lower_narrow(em: Emitter, n: ir.Node) -> None:
     """x.narrow(dim, start, length); start and length may be run-time ints (checked)."""
     r = em.tensor(n.inputs[0]).ndim
@@ -479,6 +495,7 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
                                                None)])
 
 
+@lowers("_narrow_backward")
 def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     """The VJP of narrow/chunk/split: zeros of the input's shape, the grad written at
     [start, start + grad.shape[dim]) along dim (shapes checked, then a slice assignment)."""
@@ -510,6 +527,7 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("ravel")
 def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     xs = em.name(n.inputs[0])
@@ -518,6 +536,7 @@ def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
+@lowers("view_as", "reshape_as")
 def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     ro = em.tensor(n.inputs[1]).ndim
@@ -532,15 +551,3 @@ def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
     check_viewable(em, n, xs, parts)
     em.emit(f"{out} = {src}.reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
-
-
-LOWER = {
-    "reshape": lower_reshape, "view": lower_reshape, "flatten": lower_flatten,
-    "transpose": lower_transpose, "t": lower_t, "permute": lower_permute,
-    "unsqueeze": lower_unsqueeze, "expand": lower_expand, "expand_as": lower_expand_as,
-    "contiguous": lower_contiguous, "_to_dtype": lower_to_dtype, "cat": lower_cat,
-    "stack": lower_cat, "_index_view": lower_index_view,
-    "select": lower_select, "chunk": lower_chunk, "narrow": lower_narrow, "ravel": lower_ravel,
-    "_narrow_backward": lower_narrow_backward,
-    "view_as": lower_reshape_as, "reshape_as": lower_reshape_as, "broadcast_to": lower_expand,
-}

@@ -21,6 +21,7 @@ from ... import _dtype as dt
 from .. import ir
 from . import NotLowered, casts, literal
 from .cpu import Emitter
+from .lowering import lowers
 from .lower_shape import _RunTime, _int_index, _norm
 
 _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "permute", "t",
@@ -28,6 +29,7 @@ _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "pe
                     "view_as", "reshape_as", "expand_as", "broadcast_to", "ravel"})
 
 
+@lowers("_index_write")
 def lower_index_write(em: Emitter, n: ir.Node) -> None:
     x, vals, basic_v, check_v = n.inputs
     basic = em.const(basic_v)
@@ -36,6 +38,7 @@ def lower_index_write(em: Emitter, n: ir.Node) -> None:
     _write(em, n, basic, em.const(check_v))
 
 
+@lowers("_select_write")
 def lower_select_write(em: Emitter, n: ir.Node) -> None:
     """`_select_write(x, values, dim, index)`: a write at a run-time index of one dim."""
     x, vals, dim_v, index = n.inputs
@@ -166,6 +169,3 @@ def _fill(em: Emitter, reg, target, rank: int, value) -> None:
         em.indent += 1
     em.emit(f"{reg}[{', '.join(idx)}] = {value(idx)}")
     em.indent -= rank
-
-
-LOWER = {"_index_write": lower_index_write, "_select_write": lower_select_write}

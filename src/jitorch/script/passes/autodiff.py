@@ -70,7 +70,7 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.graph import _fit
 from .. import interpreter, ir
-from ..factories import FACTORIES
+from ..._ops.factories import is_factory
 from ..trace import Tracer
 from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SymFloat, _SymInt, _SymSize,
                            _SizeRef, _clone_with_outputs, _unsqueezes,
@@ -266,7 +266,7 @@ def _analyse(graph: ir.Graph, wrt, env):
         if _list_pick(n, env, dynamic) is not None:  # an element of a list output (chunk)
             needs.update(o.uid for o in n.outputs if _is_float_tensor(env[o.uid]))
             continue
-        if n.op in _NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
+        if n.op in _NONDIFF_PRIMS or is_factory(n.op):  # factory outputs never need grad
             continue
         if n.op.startswith("prim::"):
             raise NotDifferentiable(f"'{n.op}' on a value that requires grad")
@@ -499,7 +499,7 @@ class _Backward:
 
     def _node(self, n: ir.Node) -> None:
         if not any(o.uid in self.needs for o in n.outputs):
-            return  # (factory nodes, which are not registry ops, always leave here)
+            return  # (factory nodes, whose outputs never need grad, always leave here)
         op = registry.OPS[n.op]
         gs = [self.grads.get(o.uid) for o in n.outputs]
         if all(g is None for g in gs):
@@ -522,7 +522,14 @@ class _Backward:
                 res = [self._value(o) for o in n.outputs]
                 kwargs[name] = tuple(res) if len(res) > 1 else res[0]
             elif kind == "attr":
-                kwargs[name] = self._value(by_name[name])
+                v = by_name[name]
+                if v.uid in self.dynamic and type(self.env[v.uid]) is int and \
+                        name not in op.extra.get("runtime_attrs", ()):
+                    # an int stand-in survives ops but not `operator.index`, which rules use
+                    # to check an index or a start (select, narrow): the trace would bake it
+                    raise NotDifferentiable(f"'{n.op}' with a run-time '{name}' (its VJP rule "
+                                            "would bake the value)")
+                kwargs[name] = self._value(v)
             elif kind == "shape":
                 x = self.env[by_name[name].uid]
                 kwargs[name + "_shape"] = (self._list_shapes(by_name[name], x)

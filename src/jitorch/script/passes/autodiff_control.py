@@ -21,9 +21,10 @@ is traced on example values) and adds structure around it. Neighbours:
   traced backward in reverse (`i = T - 1 - k`, saved rows read with `select(buf, 0, i)`). It
   carries the grads of the loop-carried values and accumulators for the captured values that
   need a grad (`zeros_like` before the loop, `add` per step). `select(x, dim, i)` with a
-  run-time index (the `x[t]` of an RNN) gets its grad by `index_acc` (in place, into the
-  accumulator when x is captured): its registry rule would bake the index (`operator.index`).
-  Any other rule reading a run-time integer attribute is refused for the same reason.
+  run-time index (the `x[t]` of an RNN) of a captured x adds its grad into x's accumulator in
+  place (`index_acc`); otherwise select's registry rule runs (it hands the index to
+  `_select_write` unconverted: `extra["runtime_attrs"]`). Any other rule reading a run-time
+  integer attribute is refused: it could convert (`operator.index`) and so bake the value.
 - An IF: both branches are differentiated on the example (the branch not taken runs too; if it
   fails there: NotDifferentiable); the forward If also returns each branch's saved values; the
   backward is an If on the saved condition over the branches' backwards.
@@ -49,7 +50,7 @@ from ... import _dtype as dt
 from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
-from ..factories import FACTORIES
+from ..._ops.factories import is_factory
 from ..codegen import lower_autodiff as low
 from . import autodiff as ad
 from . import autodiff_control_if as control_if
@@ -58,14 +59,12 @@ from . import autodiff_control_write as control_write
 from .autodiff import NotDifferentiable
 from .autodiff_control_ops import (_const, _empty_buffer_fn, _index_acc_fn, _meta, _pyop,
                                    _run_nodes, _stack_store_fn, _structure, _ttype, _typed_fn,
-                                   _zeros_like_fn, flatten_tuple_loops,
+                                   flatten_tuple_loops,
                                    loop_invariants, mark_inplace_writes, run_unchecked)
 from .autodiff_sym import _plain
 from .types import _copy_node
 
 _CONTROL = ("prim::Loop", "prim::If")
-# registry ops whose VJP rules pass a run-time index straight to ops (never convert it)
-_INDEX_SAFE = frozenset({"_select_write"})
 
 
 # --- analysis -----------------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def _analyse_node(n, needs, dynamic, env, users_of) -> None:
     if n.op in ("prim::ListUnpack", "prim::TupleUnpack", "prim::TupleIndex"):
         needs.update(o.uid for o in n.outputs if ad._is_float_tensor(env.get(o.uid)))
         return
-    if n.op in ad._NONDIFF_PRIMS or n.op in FACTORIES:  # factory outputs never need grad
+    if n.op in ad._NONDIFF_PRIMS or is_factory(n.op):  # factory outputs never need grad
         return
     if n.op.startswith("prim::"):
         raise NotDifferentiable(f"'{n.op}' on a value that requires grad")
@@ -400,10 +399,6 @@ class _CtlBackward(ad._Backward):
                 control_write.overwrite_vjp(self, n)
             elif n.op == "select" and n.inputs[0].uid in self.acc_cur:
                 self._select_acc(n)
-            elif n.op == "select" and n.inputs[2].uid in self.dynamic:
-                self._select_dyn(n)
-            elif n.op in ("stack", "cat") and control_write.join_vjp(self, n):
-                pass
             elif not n.op.startswith("prim::") and any(o.uid in self.needs for o in n.outputs):
                 self._check_attrs(n)
                 self._node(n)
@@ -479,38 +474,14 @@ class _CtlBackward(ad._Backward):
         op = registry.OPS.get(n.op)
         if op is None or not any(o.uid in self.needs for o in n.outputs):
             return
-        if n.op in _INDEX_SAFE:
-            return
         by_name = dict(zip(op.params, n.inputs))
+        safe = op.extra.get("runtime_attrs", ())  # the rule hands these to ops unconverted
         for kind, name in op.vjp_params:
             v = by_name.get(name)
-            if kind == "attr" and v is not None and v.uid in self.dynamic and \
+            if kind == "attr" and name not in safe and v is not None and v.uid in self.dynamic and \
                     isinstance(self.env[v.uid], int) and not isinstance(self.env[v.uid], bool):
                 raise NotDifferentiable(f"'{n.op}' with a run-time '{name}' (its VJP rule would "
                                         "bake the value)")
-
-    def _select_dyn(self, n: ir.Node) -> None:
-        """`select(x, dim, i)` with a run-time i: zeros like x, then the grad added at row i."""
-        g = self.grads.get(n.output.uid)
-        p = n.inputs[0]
-        if g is None or p.uid not in self.needs:
-            return
-        cenv: dict = {}
-        mine: list = []
-        ref = self._tv(self._value(p), cenv)
-        z = self._add(_pyop("zeros_like", _zeros_like_fn, low.lower_zeros_like, (ref,),
-                            ref.type), mine)
-        _run_nodes(mine, cenv)
-        zt = Tensor._make(cenv[z.output.uid]._data, cenv[z.output.uid]._dtype)
-        self.tracer.bind(zt, z.output)
-        dim = int(self.env[n.inputs[1].uid])
-        idx = self._value(n.inputs[2])
-        node = _pyop("index_acc", _index_acc_fn(dim), low.lower_index_acc,
-                     (z.output, self._tv(g, cenv), self._tv(idx, cenv)), z.output.type, dim=dim)
-        self.tracer.block.nodes.append(node)
-        res = _index_acc_fn(dim)(Tensor._make(zt._data.copy(), zt._dtype), g, int(idx))
-        self.tracer.bind(res, node.output)
-        self._give(p, res)
 
     def _select_acc(self, n: ir.Node) -> None:
         g = self.grads.get(n.output.uid)

@@ -12,6 +12,7 @@ import numpy as np
 
 from ... import _dtype as dt
 from ..._ops import registry
+from ..._ops.factories import is_factory
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import interpreter, ir
@@ -361,12 +362,11 @@ def mark_inplace_writes(graph: ir.Graph) -> ir.Graph:
     other uses are `select(p, ...)` nodes feeding only `_index_write` nodes (the frontend's
     write-through-a-view pattern; those copy the row), all before the write, and the loop's
     initial value is a fresh factory result (`zeros`, `new_zeros`, ...) used by nothing else."""
-    from ..factories import FACTORIES
-    _mark_block(graph.block, FACTORIES)
+    _mark_block(graph.block)
     return graph
 
 
-def _mark_block(block: ir.Block, factories) -> None:
+def _mark_block(block: ir.Block) -> None:
     uses: dict = {}
     for n in block.nodes:
         for v in n.inputs:
@@ -375,14 +375,14 @@ def _mark_block(block: ir.Block, factories) -> None:
         uses[v.uid] = uses.get(v.uid, 0) + 1
     for n in block.nodes:
         for b in n.blocks:
-            _mark_block(b, factories)
+            _mark_block(b)
         if n.op != "prim::Loop" or len(n.blocks) != 1:
             continue
         nc = len(n.outputs)
         body = n.blocks[0]
         for k in range(nc):
             init = n.inputs[2 + k]
-            if init.node is None or init.node.op not in factories or uses.get(init.uid) != 1:
+            if init.node is None or not is_factory(init.node.op) or uses.get(init.uid) != 1:
                 continue
             _mark_carried(body, body.params[1 + k], body.returns[1 + k])
 

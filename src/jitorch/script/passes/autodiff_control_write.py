@@ -1,8 +1,7 @@
-"""Gradients of joins and index writes inside differentiated control flow, for
-`autodiff_control._CtlBackward` (`self` below is that backward tracer; see its module doc):
+"""Gradients of index writes inside differentiated control flow, for
+`autodiff_control._CtlBackward` (`self` below is that backward tracer; see its module doc).
+(`stack`, `cat` and `select` need nothing here: their registry rules use ops that lower.)
 
-- `stack` / `cat` of a built list: the pieces' grads are `select`s / `narrow`s of the grad (the
-  registry rules use `split`, which has no CPU lowering);
 - `_index_write(x, v, ())` (`hs[t] = h` writes v over the whole view `hs[t]`): v gets the
   grad, x none (a zero grad here would make the select feeding x add a zero row per step);
 - `_select_write(x, v, dim, i)` with a run-time i whose output grad is a loop-carried grad
@@ -17,37 +16,6 @@ from ..._tensor import Tensor
 from .. import ir
 from ..codegen import lower_autodiff as low
 from .autodiff_control_ops import _pyop, _take_row_fn, _ttype, _zero_row_fn
-
-
-def join_vjp(self, n: ir.Node) -> bool:
-    """`stack` / `cat` of a built list: the pieces' grads are `select`s / `narrow`s of the
-    grad (their registry rules use `split`, which has no CPU lowering). False: not this
-    form (the registry rule runs)."""
-    g = self.grads.get(n.output.uid)
-    lst, dim_v = n.inputs[0], n.inputs[1]
-    ln = self.def_node.get(lst.uid)
-    if g is None or lst.uid not in self.needs or ln is None or \
-            ln.op != "prim::ListConstruct" or dim_v.uid in self.dynamic:
-        return g is None
-    xs = [self.env[e.uid] for e in ln.inputs]
-    if not xs or any(not isinstance(x, Tensor) or x._data.ndim != xs[0]._data.ndim
-                     for x in xs):
-        return False
-    dim = int(self.env[dim_v.uid])
-    rank = xs[0]._data.ndim + (n.op == "stack")
-    if not -rank <= dim < rank or (n.op == "cat" and rank == 0):
-        return False
-    d = dim % rank
-    off = 0
-    for k, e in enumerate(ln.inputs):
-        if n.op == "stack":
-            piece = g.select(d, k)
-        else:
-            size = self._shape(e)[d]
-            piece = g.narrow(d, off, size)
-            off = off + size
-        self._give(e, piece)
-    return True
 
 
 def row_write_vjp(self, n: ir.Node) -> bool:

@@ -199,7 +199,8 @@ class _Simplifier:
                 return None
             vals.append(x)
         opdef = registry.OPS.get(n.op)
-        if opdef is None or opdef.view:
+        # a factory's result is a fresh tensor the program may write to: never a shared constant
+        if opdef is None or opdef.view or opdef.kind == "factory":
             return None
         from ...autograd import grad_mode
         try:

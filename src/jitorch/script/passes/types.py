@@ -6,9 +6,9 @@ size. Every tensor value then gets a dtype and rank where a rule knows them:
 - elementwise registry ops: PyTorch's three-tier promotion (dimensioned tensors > 0-d tensors >
   Python scalars, `_dtype.promote_tiers`), then the op's own dtype rule (`registry._apply_rule`);
   the rank is the largest operand rank;
-- tensor factories (`zeros`, `arange`, ...): their declarations' rules (factories.py): dtype
-  from the dtype argument or PyTorch's default, rank from the size list;
-- reductions, matmuls and the shape ops the code generator lowers: rules in `_RULES` below;
+- every other registry op with a type rule, tensor factories included: its declaration's
+  `infer=` (`_ops/infer.py`, `_ops/factories.py`), read through `_Args`, a view of the node's
+  arguments;
 - anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
   refuses them (NotLowered), so the interpreter runs the graph.
 Sizes stay None except for tensor constants (their shape is known).
@@ -16,9 +16,8 @@ Sizes stay None except for tensor constants (their shape is known).
 from __future__ import annotations
 
 from ... import _dtype as dt
-from ..._ops import registry
+from ..._ops import infer, registry
 from .. import ir
-from ..factories import FACTORIES, result_type as factory_type
 from ..ir_util import replace_many
 from .simplify import _make_const, fold_if, fold_scalar
 
@@ -167,17 +166,13 @@ def propagate_node(n: ir.Node) -> None:
     if op.startswith("prim::"):
         _prim(n)
         return
-    if op in FACTORIES:
-        _set(n, [factory_type(n)])
-        return
     opdef = registry.OPS.get(op)
     try:
         if opdef is not None and opdef.kind == "elementwise":
             _set(n, [elementwise_type(opdef, n.inputs)])
             return
-        rule = _RULES.get(op)
-        if rule is not None:
-            _set(n, [rule(n, *n.inputs)])
+        if opdef is not None and opdef.infer is not None:
+            _set(n, rule_types(opdef, n))
             return
     except Exception:  # a rule that cannot decide (unknown attr, eager would raise): unknown
         pass
@@ -228,189 +223,162 @@ def elementwise_type(opdef, inputs) -> ir.Type:
     return ir.TensorType(r[1], (None,) * max(ranks, default=0))
 
 
-def _tensor(v) -> ir.TensorType:
+class _Args:
+    """The `Args` view of one node that registry type rules read (`_ops/infer.py`): arguments by
+    position or parameter name; what the graph does not decide raises `infer.Unknown`."""
+
+    def __init__(self, opdef, n: ir.Node):
+        self.n = n
+        self.params = opdef.params
+        self.count = len(n.inputs)
+
+    def value(self, k) -> ir.Value:
+        if isinstance(k, str):
+            k = self.params.index(k)
+        if k >= len(self.n.inputs):
+            raise infer.Unknown(f"no argument {k}")
+        return self.n.inputs[k]
+
+    def tensor(self, k) -> infer.Tensor:
+        return self.tensor_of(self.value(k))
+
+    def const(self, k):
+        ok, val = const_value(self.value(k))
+        if not ok:
+            raise infer.Unknown("not a constant")
+        return val
+
+    def length(self, k) -> int:
+        """The length of a size list or tuple (its items may be run-time ints)."""
+        n = size_rank(self.value(k))
+        if n is None:
+            raise infer.Unknown("a size of unknown length")
+        return n
+
+    def scalar(self, k) -> str | None:
+        return _KINDS.get(type(self.value(k).type))
+
+    def data(self, k) -> tuple:
+        """(shape, leaf kinds) of `tensor(data)`'s data when its nesting is static."""
+        info = data_info(self.value(k))
+        if info is None:
+            raise infer.Unknown("data of unknown structure")
+        return info[0], [leaf_kind(x) for x in info[1]]
+
+    def tensors(self, k) -> list:
+        n = self.value(k).node
+        if n is None or n.op != "prim::ListConstruct":
+            raise infer.Unknown("not a list built in the graph")
+        return [self.tensor_of(v) for v in n.inputs]
+
+    def tensor_of(self, v: ir.Value) -> infer.Tensor:
+        t = v.type
+        if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
+            raise infer.Unknown("not a typed tensor")
+        return infer.Tensor(t.dtype, t.ndim)
+
+
+_KINDS = {ir.BoolType: "bool", ir.IntType: "int", ir.FloatType: "float", ir.NoneType: "none"}
+
+
+def leaf_kind(x) -> str | None:
+    """The number kind of a data leaf (a Python number or an ir.Value of a number type)."""
+    if isinstance(x, ir.Value):
+        return _KINDS.get(type(x.type))
+    return "bool" if isinstance(x, bool) else "int" if isinstance(x, int) else \
+        "float" if isinstance(x, float) else None
+
+
+def const_of(v: ir.Value):
+    """(True, value) for a constant (or a list/tuple of constants), else (False, None); unlike
+    `const_value` it also reads a TupleConstruct (the frontend's size tuples of factories)."""
+    n = v.node
+    if n is None:
+        return False, None
+    if n.op == "prim::Constant":
+        return True, n.attrs.get("value")
+    if n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
+        vals = [const_of(x) for x in n.inputs]
+        if all(k for k, _ in vals):
+            return True, [x for _, x in vals]
+    return False, None
+
+
+def size_rank(v: ir.Value):
+    """The length of a size list/tuple value when the IR knows it, else None."""
     t = v.type
-    if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
-        raise TypeError("unknown tensor")
-    return t
+    if isinstance(t, ir.TupleType):
+        return len(t.elems)
+    n = v.node
+    if n is None:
+        return None
+    if n.op in ("prim::ListConstruct", "prim::TupleConstruct"):
+        return len(n.inputs)
+    if n.op == "prim::Constant":
+        val = n.attrs.get("value")
+        return len(val) if isinstance(val, (tuple, list)) else 1
+    if n.op == "prim::GetAttr" and n.attrs.get("name") == "shape":
+        return getattr(n.inputs[0].type, "ndim", None)
+    return None
 
 
-def _const(v):
-    ok, val = const_value(v)
-    if not ok:
-        raise TypeError("not a constant")
-    return val
+def _const_shape(c):
+    if isinstance(c, (bool, int, float)):
+        return ()
+    if isinstance(c, (list, tuple)):
+        subs = {_const_shape(x) for x in c}
+        if not c:
+            return (0,)
+        if len(subs) != 1 or None in subs:
+            return None
+        return (len(c),) + subs.pop()
+    return None
 
 
-def _ranked(dtype, rank) -> ir.TensorType:
-    return ir.TensorType(dtype, (None,) * rank)
+def _flat(c) -> list:
+    return [y for x in c for y in _flat(x)] if isinstance(c, (list, tuple)) else [c]
 
 
-def norm_dims(dim, rank: int) -> tuple:
-    """Reduction dims as sorted non-negative ints (None or () means all dims)."""
-    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
-        return tuple(range(rank))
-    if isinstance(dim, int):
-        dim = (dim,)
-    out = set()
-    for d in dim:
-        r = max(rank, 1)
-        if not -r <= d < r:
-            raise IndexError("dim out of range")
-        out.add(d % r if rank else 0)
-    return tuple(sorted(out))
+def data_info(v: ir.Value):
+    """(shape, leaves) of `tensor(data)`'s data when its structure is static: a scalar, or
+    nested ListConstructs / constant lists (rectangular); leaves are ir.Values or Python
+    numbers, row-major. None when not static (eager raises, or the length is a run-time one)."""
+    ok, c = const_of(v)
+    if ok:
+        shape = _const_shape(c)
+        return None if shape is None else (shape, _flat(c))
+    if isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
+        return (), [v]
+    n = v.node
+    if n is None or n.op != "prim::ListConstruct":
+        return None
+    if not n.inputs:
+        return (0,), []
+    subs = [data_info(x) for x in n.inputs]
+    if None in subs or len({s[0] for s in subs}) != 1:
+        return None
+    return (len(subs),) + subs[0][0], [x for s in subs for x in s[1]]
+
+
+def _ir_type(t) -> ir.Type:
+    """A rule's result (infer.Tensor / infer.ListOf) as an IR type."""
+    if isinstance(t, infer.ListOf):
+        return ir.ListType(_ir_type(t.elem))
+    return ir.TensorType(t.dtype, (None,) * t.rank)
+
+
+def rule_types(opdef, n: ir.Node) -> list:
+    """The output types of node `n` by its op's registry rule (one per output it gives)."""
+    r = opdef.infer(_Args(opdef, n))
+    return [_ir_type(t) for t in (r if isinstance(r, tuple) else (r,))]
 
 
 def reduction_dtype(op: str, t: ir.TensorType, dtype):
-    if dtype is not None:
-        return dtype
-    if op in ("sum", "prod") and t.dtype.category <= dt.INT:
-        return dt.int64
-    if op == "mean" and t.dtype.category <= dt.INT:
-        raise TypeError("mean of integers")
-    if op == "logsumexp" and t.dtype not in (dt.float32, dt.float64):
-        raise TypeError("logsumexp of a non-float tensor")  # left untyped: interpreted
-    return t.dtype
+    """The result dtype of reduction `op` on `t` (its declaration's `infer.Reduction`)."""
+    return registry.OPS[op].infer.out_dtype(t.dtype, dtype)
 
 
-def _reduce(n, x, dim, keepdim, dtype=None):
-    t = _tensor(x)
-    dims = norm_dims(_const(dim), t.ndim)
-    rank = t.ndim if _const(keepdim) else t.ndim - len([d for d in dims if d < t.ndim])
-    return _ranked(reduction_dtype(n.op, t, None if dtype is None else _const(dtype)), rank)
-
-
-def _matmul(n, a, b):
-    ta, tb = _tensor(a), _tensor(b)
-    ra, rb = ta.ndim, tb.ndim
-    if ra == 0 or rb == 0:
-        raise TypeError("matmul of 0-d")
-    if ra == 1 and rb == 1:
-        rank = 0
-    elif ra == 1:
-        rank = rb - 1
-    elif rb == 1:
-        rank = ra - 1
-    else:
-        rank = max(ra, rb)
-    return _ranked(dt.promote_types(ta.dtype, tb.dtype), rank)
-
-
-def _fixed_rank(rank):
-    def rule(n, a, b, *rest):
-        ta, tb = _tensor(a), _tensor(b)
-        return _ranked(dt.promote_types(ta.dtype, tb.dtype), rank)
-    return rule
-
-
-def _addmm(n, inp, a, b, beta, alpha):
-    return _ranked(dt.promote_types(_tensor(a).dtype, _tensor(b).dtype), 2)
-
-
-def _same(n, x, *rest):
-    return _tensor(x)
-
-
-def _sized(n, x, size):
-    # a size list built at run time (e.g. a backward reading saved shapes) has a known length
-    if size.node is not None and size.node.op in ("prim::ListConstruct", "prim::TupleConstruct"):
-        return _ranked(_tensor(x).dtype, len(size.node.inputs))
-    if isinstance(size.type, ir.TupleType):  # `x.reshape(t)` with t a tuple of known length
-        return _ranked(_tensor(x).dtype, len(size.type.elems))
-    return _ranked(_tensor(x).dtype, len(_const(size)))
-
-
-def _unsqueeze(n, x, dim):
-    return _ranked(_tensor(x).dtype, _tensor(x).ndim + 1)
-
-
-def _flatten(n, x, start, end):
-    t = _tensor(x)
-    if t.ndim == 0:
-        return _ranked(t.dtype, 1)
-    s, e = _const(start) % t.ndim, _const(end) % t.ndim
-    return _ranked(t.dtype, t.ndim - (e - s))
-
-
-def _cat(n, lst, dim):
-    ts = [_tensor(v) for v in lst.node.inputs] if lst.node is not None and \
-        lst.node.op == "prim::ListConstruct" else None
-    if not ts:
-        raise TypeError("unknown list")
-    d = ts[0].dtype
-    for t in ts[1:]:
-        d = dt.promote_types(d, t.dtype)
-    rank = max(t.ndim for t in ts)
-    return _ranked(d, rank + 1 if n.op == "stack" else rank)
-
-
-def _index_view(n, x, basic):
-    t = _tensor(x)
-    rank = t.ndim
-    for b in _const(basic):
-        if b is None:
-            rank += 1
-        elif isinstance(b, int):
-            rank -= 1
-        elif not isinstance(b, tuple):
-            raise TypeError("unknown index")
-    return _ranked(t.dtype, rank)
-
-
-def _select(n, x, dim, index):
-    return _ranked(_tensor(x).dtype, _tensor(x).ndim - 1)
-
-
-def _to_dtype(n, x, dtype):
-    return _ranked(_const(dtype), _tensor(x).ndim)
-
-
-def _expand_as(n, x, other):
-    return _ranked(_tensor(x).dtype, _tensor(other).ndim)
-
-
-_RULES = {
-    "sum": _reduce, "mean": _reduce, "prod": _reduce, "amax": _reduce, "amin": _reduce,
-    "logsumexp": _reduce, "_max_shift": _reduce,
-    "matmul": _matmul, "mm": _fixed_rank(2), "bmm": _fixed_rank(3), "addmm": _addmm,
-    "reshape": _sized, "view": _sized, "expand": _sized, "transpose": _same, "permute": _same,
-    "t": _same, "contiguous": _same, "narrow": _same, "_narrow_backward": _same,
-    "embedding": lambda n, idx, w, *rest: _ranked(_tensor(w).dtype, _tensor(idx).ndim + 1),
-    "index_select": _same, "index_add": _same, "unsqueeze": _unsqueeze,
-    "flatten": _flatten, "cat": _cat, "stack": _cat, "_index_view": _index_view,
-    "select": _select, "_to_dtype": _to_dtype, "expand_as": _expand_as,
-    "ravel": lambda n, x: _ranked(_tensor(x).dtype, 1), "view_as": _expand_as,
-    "reshape_as": _expand_as, "broadcast_to": _sized,
-    # a list of views of x's dtype and rank (the frontend typed it List[Tensor])
-    "chunk": lambda n, x, *rest: ir.ListType(_ranked(_tensor(x).dtype, _tensor(x).ndim)),
-    # conv / pooling (codegen/lower_conv.py, lower_pool.py): the first operand's dtype and rank
-    **dict.fromkeys(("conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "_conv_nd",
-                     "_conv_nd_input_grad", "_conv_nd_weight_grad", "max_pool1d", "max_pool2d",
-                     "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
-                     "_max_pool_nd_backward", "_avg_pool_nd_backward", "_adaptive_avg_t"),
-                    _same),
-    "_class_index": lambda n, x, target, *rest: _class_target(target),
-    "max_pool1d_with_indices": lambda n, x, *rest: _with_indices(n, x),
-    "max_pool2d_with_indices": lambda n, x, *rest: _with_indices(n, x),
-}
-
-
-def _class_target(target):
-    """A loss's class-index target (_ops/nn_loss._class_index): int64 or uint8, as eager
-    requires; other dtypes stay unknown, so the interpreter raises eager's error."""
-    t = _tensor(target)
-    if t.dtype not in (dt.int64, dt.uint8):
-        raise TypeError("not a class-index dtype")
-    return t
-
-
-def _with_indices(n, x):
-    """(values, int64 indices) of a max pool: the rule gives output 0's type (the caller sets
-    one type per rule), so output 1's is set here."""
-    t = _tensor(x)
-    if len(n.outputs) == 2:
-        n.outputs[1].type = _ranked(dt.int64, t.ndim)
-    return t
+norm_dims = infer.norm_dims
 
 
 # --- structural ops -----------------------------------------------------------------------------

@@ -1,0 +1,192 @@
+"""Kernels: the unit of compilation and caching of a CPU program.
+
+Owns `outline(em, n, lower)`: the code of one compute node of a graph (a fused elementwise group,
+a reduction, a row region, a matmul or conv, a copy, an index op, a factory) is generated into a
+`KernelEmitter` of its own, becomes a small `njit(nogil=True)` function in a module of its own,
+and the program's entry calls it. A kernel's module is named by the hash of its source (through
+`cache.module_name`, so library versions and imported helpers are in the name too), and its
+source is canonical: arguments are `p0, p1, ...` in order of first use, locals come from the
+kernel's own counter, constants are literals. So the source, and therefore the name, is a
+function of what the kernel computes (its ops, dtypes, ranks, static attributes and broadcast
+pattern) and never of the graph, its value names or the model it came from: layer 2 of a model
+calls layer 1's kernels, and every process of the machine loads them from Numba's disk cache.
+
+How a kernel reads the entry's values: its emitter has a `names` table that falls back to the
+entry's (`_Names`): a value the kernel does not define becomes a parameter, and the entry passes
+the expression it holds for it. `x.shape` lists (`shapes`) map the same way; compile-time values
+(`consts`) and the value lists of tuples and lists are shared with the entry. Outputs the kernel
+defines are returned as one tuple and bound to fresh names in the entry.
+
+What stays in the entry: structural and scalar nodes (`prim::*` other than fused groups), control
+flow (each branch and loop body calls its own kernels), argument checks, and nodes whose code is
+no more than an expression (a shape query, an alias), which are lowered in the entry directly.
+
+Why (NUMBA_NOTES.md, "Compile cost at model scale"): Numba's compile time grows faster than
+linearly with the size of one function and follows the number of *distinct* functions it compiles;
+splitting pays only because identical kernels are compiled once.
+"""
+from __future__ import annotations
+
+from .. import ir
+from . import literal
+
+
+class _Names(dict):
+    """A kernel's value uid -> expression table; a value of the entry becomes a parameter."""
+
+    def __init__(self, ke):
+        super().__init__()
+        self._ke = ke
+
+    def own(self, uid) -> bool:
+        return dict.__contains__(self, uid)
+
+    def __contains__(self, uid):
+        return dict.__contains__(self, uid) or uid in self._ke.parent.names
+
+    def __getitem__(self, uid):
+        if dict.__contains__(self, uid):
+            return dict.__getitem__(self, uid)
+        return self._ke.param(self._ke.parent.names[uid])
+
+    def get(self, uid, default=None):
+        return self[uid] if uid in self else default
+
+
+class _Shapes(dict):
+    """`x.shape` lists: (array expression, rank) of the entry, the array as a parameter."""
+
+    def __init__(self, ke, parent_table):
+        super().__init__()
+        self._ke, self._parent = ke, parent_table
+
+    def own(self, uid) -> bool:
+        return dict.__contains__(self, uid)
+
+    def __contains__(self, uid):
+        return dict.__contains__(self, uid) or uid in self._parent
+
+    def __getitem__(self, uid):
+        if dict.__contains__(self, uid):
+            return dict.__getitem__(self, uid)
+        xs, *rest = self._parent[uid]
+        return (self._ke.param(xs), *rest)
+
+    def get(self, uid, default=None):
+        return self[uid] if uid in self else default
+
+
+def _kernel_emitter_class():
+    from .cpu import Emitter
+
+    class KernelEmitter(Emitter):
+        """The emitter of one kernel: its own lines, globals, helpers and exceptions; values
+        of the entry (`parent`) arrive as parameters."""
+
+        def __init__(self, parent):
+            super().__init__()
+            self.parent = parent
+            self.params: list = []   # parameter names, in order of first use
+            self.args: list = []     # the entry's expression passed for each
+            self._param_of: dict = {}
+            self.names = _Names(self)
+            self.shapes = _Shapes(self, parent.shapes)
+            self.chunks = _Shapes(self, parent.chunks)
+            self.consts = parent.consts      # compile-time values: shared
+            self.tuples = parent.tuples      # (lists of IR values: shared)
+            self.lists = parent.lists
+            self.writes_arguments = parent.writes_arguments
+
+        def param(self, expr: str) -> str:
+            p = self._param_of.get(expr)
+            if p is None:
+                p = self._param_of[expr] = literal.Ident(f"p{len(self.params)}")
+                self.params.append(p)
+                self.args.append(expr)
+            return p
+
+    return KernelEmitter
+
+
+_KE = None
+
+
+def is_kernel(em) -> bool:
+    return getattr(em, "parent", None) is not None
+
+
+def outline(em, n: ir.Node, lower) -> None:
+    """Lower node `n` (with `lower(emitter, n)`) as a kernel called from `em`'s entry
+    (through kernel_call.py: `_kX(args...)`)."""
+    global _KE
+    if _KE is None:
+        _KE = _kernel_emitter_class()
+    ke = _KE(em)
+    lower(ke, n)
+    if not _worth_a_kernel(ke):
+        lower(em, n)
+        return
+    rets, binds = [], []  # kernel-side expressions returned; (value, table) bound after
+    for o in n.outputs:
+        if ke.names.own(o.uid):
+            rets.append(dict.__getitem__(ke.names, o.uid))
+            binds.append((o, "names", None))
+        elif ke.shapes.own(o.uid) or ke.chunks.own(o.uid):
+            table = "shapes" if ke.shapes.own(o.uid) else "chunks"
+            xs, *rest = dict.__getitem__(getattr(ke, table), o.uid)
+            if xs in ke.params:  # the entry's own array: no need to return it
+                getattr(em, table)[o.uid] = (ke.args[ke.params.index(xs)], *rest)
+            else:
+                rets.append(xs)
+                binds.append((o, table, rest))
+        # anything else is compile-time (consts) or a list of values (tuples, lists): shared
+    source = kernel_source(ke, rets)
+    call = f"{kernel_alias(em, source, len(ke.args))}({', '.join(ke.args)})"
+    if not rets:
+        em.emit(call)
+        return
+    outs = [em.fresh("k") for _ in rets]
+    em.emit(f"{outs[0] if len(outs) == 1 else ', '.join(outs)} = {call}")
+    for (o, table, rest), name in zip(binds, outs):
+        if table == "names":
+            em.bind(o, name)
+        else:
+            getattr(em, table)[o.uid] = (name, *rest)
+
+
+def _worth_a_kernel(ke) -> bool:
+    """Whatever emits code is a kernel, straight-line code included (a checked narrow or
+    reshape): measured on a Transformer encoder's training step, keeping straight-line nodes in
+    the entry cut the number of kernels from 67 to 39 but made the entries so much longer
+    that a 2-layer model whose kernels were all cached compiled in 54 CPU-s instead of 10
+    (Numba's time per line grows with the length of the function; a kernel's is paid once)."""
+    return bool(ke.lines)
+
+
+def kernel_source(ke, rets) -> str:
+    from .cpu import DECORATOR, module_head
+    head, body = module_head(ke)
+    return head + "\n\n" + DECORATOR + "\n" + \
+        f"def kernel({', '.join(ke.params)}):\n" + "\n".join(body) + "\n" + \
+        f"    return {_returned(rets)}\n"
+
+
+def _returned(rets) -> str:
+    """One value is returned as itself (no tuple to unpack at each call site)."""
+    return rets[0] if len(rets) == 1 else f"({''.join(r + ', ' for r in rets)})"
+
+
+def kernel_alias(em, source: str, nargs: int) -> str:
+    """The entry's name for the kernel of `source`, importing its module once per entry."""
+    from .. import cache
+    module = cache.module_name(cache.prepare_source(source))
+    alias = literal.Ident("_k" + module[len(cache.MODULE_PREFIX):][:16])
+    if module not in em.kernels:
+        if not em.kernels:
+            em.globals.append(f"from {CALLER} import caller")
+        em.kernels[module] = source
+        em.globals.append(f"{alias} = caller({literal.text(module)}, {literal.integer(nargs)})")
+    return alias
+
+
+CALLER = "jitorch.script.codegen.kernel_call"  # (kernel_call.py: calls through symbols)

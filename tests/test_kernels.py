@@ -1,0 +1,147 @@
+"""Kernels as the unit of compilation (script/codegen/kernel.py, kernel_call.py).
+
+A kernel is named by what it computes, so the same computation in two functions, two layers or
+two processes is compiled once; a different dtype or rank is another kernel (or overload) and
+never collides; entries call kernels through symbols and a cached entry whose kernel cache is
+gone recompiles instead of calling a null address.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+import jitorch
+from jitorch.script import stats
+from jitorch.script.codegen import cpu, kernel_call
+
+
+def _program(fn, *args):
+    """The Program (entry + kernels) of scripted `fn` for `args`."""
+    from jitorch.script.passes import pipeline  # noqa: F401 - (graph_for runs the passes)
+    g = fn.graph_for(*args)
+    return cpu.generate(g)
+
+
+def weird_local_name_f(x, y):
+    weird_local_name_t = (x * y).tanh()
+    return weird_local_name_t + x
+
+
+def other_g(a, b):
+    c = (a * b).tanh()
+    return c + a
+
+
+def test_same_computation_in_two_functions_is_one_kernel():
+    f, g = jitorch.jit.script(weird_local_name_f), jitorch.jit.script(other_g)
+    x, y = jitorch.randn(3, 4), jitorch.randn(3, 4)
+    pf, pg = _program(f, x, y), _program(g, jitorch.randn(5, 2), jitorch.randn(5, 2))
+    assert pf.kernels and pf.kernels == pg.kernels  # sizes and names are not part of a kernel
+    assert not any("weird_local_name" in k for k in pf.kernels)
+    np.testing.assert_allclose(f(x, y).numpy(), weird_local_name_f(x, y).numpy(), rtol=1e-5, atol=1e-6)
+    before = dict(kernel_call.counts)
+    np.testing.assert_allclose(g(x, y).numpy(), other_g(x, y).numpy(), rtol=1e-5, atol=1e-6)
+    # g's kernels were f's: nothing compiled or loaded for them
+    assert kernel_call.counts["compiled"] == before["compiled"]
+    assert kernel_call.counts["disk"] == before["disk"]
+
+
+def test_dtype_and_rank_are_other_kernels():
+    f = jitorch.jit.script(weird_local_name_f)
+    x32 = jitorch.randn(3, 4)
+    x64, x3 = x32.double(), jitorch.randn(2, 3, 4)
+    p32, p64, p3 = (_program(f, a, a) for a in (x32, x64, x3))
+    assert set(p32.kernels).isdisjoint(p64.kernels)  # typed literals: the dtype is in the source
+    assert set(p32.kernels).isdisjoint(p3.kernels)   # a loop nest per rank
+    for a in (x32, x64, x3):
+        got = f(a, a)
+        assert got.dtype == a.dtype
+        np.testing.assert_allclose(got.numpy(), weird_local_name_f(a, a).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_broadcast_patterns_share_a_kernel_and_agree():
+    f = jitorch.jit.script(weird_local_name_f)
+    for xs, ys in [((3, 4), (3, 4)), ((3, 4), (1, 4)), ((3, 1), (1, 4)), ((1, 4), (3, 4))]:
+        x, y = jitorch.randn(*xs), jitorch.randn(*ys)
+        np.testing.assert_allclose(f(x, y).numpy(), weird_local_name_f(x, y).numpy(),
+                                   rtol=1e-5, atol=1e-6)
+
+
+class _Two(jitorch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = jitorch.nn.Linear(6, 6)
+        self.b = jitorch.nn.Linear(6, 6)
+
+    def forward(self, x):
+        return self.b(self.a(x).tanh()).tanh()
+
+
+def test_second_layer_reuses_the_first_layers_kernels():
+    m = _Two()
+    sm = jitorch.jit.script(m)
+    x = jitorch.randn(4, 6)
+    np.testing.assert_allclose(sm(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
+    src = sm.code
+    calls = [ln for ln in src.splitlines() if re.search(r"= _k\w+\(", ln)]
+    kernels = src.count("# --- kernel ")
+    assert kernels and len(calls) >= 2 * kernels - 1  # each layer calls the same kernels
+
+
+def test_stats_count_kernels():
+    stats.reset()
+    f = jitorch.jit.script(other_g)
+    x = jitorch.randn(2, 2, 2, 2)  # a rank no other test of this file uses
+    f(x, x)
+    k = jitorch.jit.stats()["kernels"]
+    assert k["compiled"] + k["disk"] >= 1
+
+
+_CHILD = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    import jitorch
+
+    def h(x, y):
+        return ((x - y).sigmoid() * 3.0 + x.exp()).sum(-1)
+
+    f = jitorch.jit.script(h)
+    x, y = jitorch.randn(3, 5), jitorch.randn(3, 5)
+    r = f(x, y)
+    ok = bool(np.allclose(r.numpy(), h(x, y).numpy(), rtol=1e-5))
+    s = jitorch.jit.stats()
+    print(json.dumps({"ok": ok, "disk_hits": s["disk_hits"], "kernels": s["kernels"]}))
+""")
+
+
+def _child(tmp_path):
+    cache_dir = tmp_path / "cache"
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(cache_dir))
+    env["JITORCH_COMPILE"] = "sync"
+    script = tmp_path / "child_kernels.py"  # (scripting needs the function's source file)
+    script.write_text(_CHILD)
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_cached_entry_with_a_lost_kernel_cache_recompiles(tmp_path):
+    first = _child(tmp_path)
+    assert first["ok"] and first["kernels"]["compiled"] >= 1
+    second = _child(tmp_path)  # everything from disk: the entry too
+    assert second["ok"] and second["disk_hits"] == 1 and second["kernels"]["compiled"] == 0
+    pyc = tmp_path / "cache" / "__pycache__"
+    kernel_files = [p for p in pyc.iterdir() if ".kernel-" in p.name]
+    assert kernel_files
+    for p in kernel_files:  # every kernel's compiled code is gone; the entry's is still there
+        p.unlink()
+    third = _child(tmp_path)  # must not call a kernel that this process never registered
+    assert third["ok"] and third["disk_hits"] == 0 and third["kernels"]["compiled"] >= 1
