@@ -4,9 +4,14 @@ Peers are imported only if installed (PyTorch, JAX); they are never dependencies
 """
 from __future__ import annotations
 
+import os
 import platform
 import time
 import timeit
+
+# benchmarks time compiled programs: a first call compiles in the call, not in the compile
+# worker (a benchmark of the background tier sets JITORCH_COMPILE=background before this)
+os.environ.setdefault("JITORCH_COMPILE", "sync")
 
 
 def per_call(fn, min_time: float = 0.5, repeat: int = 9) -> float:

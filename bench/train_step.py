@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import os
 import time
 
 import numpy as np
@@ -36,9 +35,6 @@ import _train_models as tm
 from _harness import pin_threads, print_table, short_error, timed_rows, try_import
 
 pin_threads(1)
-# measure compiled train steps: the 2-layer encoder's backward is above the default size limit
-# for a cold compile (runtime.MAX_PROGRAM_LINES), which would run it interpreted
-os.environ.setdefault("JITORCH_MAX_PROGRAM_LINES", "0")
 
 SCRIPTED, FUSED, EAGER, TORCH = ("jitorch scripted", "jitorch scripted + fused Adam",
                                  "jitorch eager", "PyTorch eager")

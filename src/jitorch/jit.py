@@ -20,18 +20,28 @@ from .script import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
-           "save", "load", "freeze", "trace_module", "TracerWarning", "Future"]
+           "save", "load", "freeze", "trace_module", "TracerWarning", "Future", "warmup"]
 
 
 def stats():
     """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
-    interpreted_runs, interpreted_reasons, compile_seconds, calls (a dict with attribute
-    access). `JITORCH_LOG=compile` prints each compile as it happens."""
+    interpreted_runs, interpreted_reasons, compile_seconds, calls, the background compile's
+    counters and `functions` (per function its tier and compile seconds; see
+    `jitorch.script.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile` prints
+    each compile as it happens."""
     return _stats.snapshot()
 
 
 def reset_stats() -> None:
     _stats.reset()
+
+
+def warmup(verbose: bool = False) -> dict:
+    """Compile the generic kernel library (Linear, activations, softmax/layernorm rows,
+    cross-entropy, conv/pool, attention, optimizer steps) into the disk cache, so that a new
+    model compiles only its own kernels (script/warmup.py). Also `python -m jitorch.jit warmup`."""
+    from .script.warmup import warmup as _warmup
+    return _warmup(verbose)
 
 
 # --- fork / wait ----------------------------------------------------------------------------------
@@ -162,3 +172,12 @@ def __getattr__(name):
         raise AttributeError(f"module 'jitorch.jit' has no attribute '{name}'")
     globals()[name] = val  # the real one: cache it
     return val
+
+
+if __name__ == "__main__":  # python -m jitorch.jit warmup
+    import sys as _sys
+    if _sys.argv[1:] != ["warmup"]:
+        _sys.exit("usage: python -m jitorch.jit warmup")
+    import jitorch.jit as _jit  # the package's module (this file runs as __main__)
+    _t = _jit.warmup(verbose=True)
+    print(f"jitorch warmup: done in {sum(_t.values()):.1f} s")

@@ -24,6 +24,7 @@ import scipy.special as sps
 from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
+from .composite import composite, expose
 from .registry import RULES, _pt_name, defop
 from .ternary import where
 
@@ -353,43 +354,86 @@ tanhshrink = _act("tanhshrink", _tanhshrink, deriv=lambda input: input.tanh() **
                   scalar="{input} - np.tanh({input})")
 
 
-# --- softmax family (composites: the compiler's row fusion sees amax/sub/exp/sum/div) ---------
-# x - amax(x) then exp and a sum, as PyTorch's kernels compute them: stable for any finite input,
-# and written with registry ops so autograd, forward AD and the compiler get primitives
-def _softmax_input(input, dim, dtype, kernel):
+# --- softmax family (composites written once: _ops/composite) ----------------------------------
+# x - max(x) then exp and a sum, as PyTorch's kernels compute them: stable for any finite input.
+# The shift is `_max_shift` (below): no gradient, as PyTorch's softmax backward never
+# differentiates the max, and defined on an empty dim (eager softmax of an empty dim is empty).
+# The compiler's row fusion recognises exactly these ops (script/passes/fuse_rows.py).
+def _check_dim(dim):
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"softmax(): argument 'dim' must be int, not {type(dim).__name__}")
+
+
+@composite(static=("dim", "dtype"))
+def _softmax(dim, dtype):
+    _check_dim(dim)
+
+    def body(input):
+        if dtype is not None:
+            input = input.to(dtype)
+        e = (input - _max_shift(input, dim, True)).exp()
+        return e / e.sum(dim, True)
+    return body
+
+
+@composite(static=("dim", "dtype"))
+def _log_softmax(dim, dtype):
+    _check_dim(dim)
+
+    def body(input):
+        if dtype is not None:
+            input = input.to(dtype)
+        s = input - _max_shift(input, dim, True)
+        return s - s.exp().sum(dim, True).log()
+    return body
+
+
+@composite(static=("dim", "dtype"))
+def _softmin(dim, dtype):
+    _check_dim(dim)
+
+    def body(input):
+        if dtype is not None:
+            input = input.to(dtype)
+        x = -input
+        e = (x - _max_shift(x, dim, True)).exp()
+        return e / e.sum(dim, True)
+    return body
+
+
+def _run_softmax(form, input, dim, dtype, kernel):
+    """The eager checks (PyTorch's order and messages), then the body."""
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
     if dtype is not None:
-        input = input.to(dtype)
+        input = input.to(dtype)  # the body's own `to(dtype)` then returns the tensor itself
     d = input.dtype
+    if form is _softmin and d == dt.bool:
+        input.neg()  # softmin is softmax(-x): PyTorch's error for negating a bool tensor
     if not d.is_floating_point:
         raise NotImplementedError(f'"{kernel}" not implemented for \'{_pt_name(d)}\'')
-    if isinstance(dim, bool) or not isinstance(dim, int):
-        raise TypeError(f"softmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    body = form.body(dim, dtype)
     nd = max(input.ndim, 1)
     if not -nd <= dim < nd:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
                          f"but got {dim})")
-    return input
+    return body(input)
 
 
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (computed as exp(x - max) / sum(exp(x - max)))."""
-    x = _softmax_input(input, dim, dtype, "softmax_lastdim_kernel_impl")
-    if x.numel() == 0:
-        return x.clone()
-    e = (x - x.amax(dim, True)).exp()
-    return e / e.sum(dim, True)
+    return _run_softmax(_softmax, input, dim, dtype, "softmax_lastdim_kernel_impl")
 
 
 def log_softmax(input, dim, dtype=None):
     """x - log(sum(exp(x))) along `dim` (computed as s - log(sum(exp(s))), s = x - max)."""
-    x = _softmax_input(input, dim, dtype, "log_softmax_lastdim_kernel_impl")
-    if x.numel() == 0:
-        return x.clone()
-    s = x - x.amax(dim, True)
-    return s - s.exp().sum(dim, True).log()
+    return _run_softmax(_log_softmax, input, dim, dtype, "log_softmax_lastdim_kernel_impl")
+
+
+def softmin(input, dim, dtype=None):
+    """softmax(-x) along `dim`."""
+    return _run_softmax(_softmin, input, dim, dtype, "softmax_lastdim_kernel_impl")
 
 
 def _softmax_method(self, dim, dtype=None):
@@ -402,11 +446,14 @@ def _log_softmax_method(self, dim, dtype=None):
 
 Tensor.softmax = _softmax_method
 Tensor.log_softmax = _log_softmax_method
+expose(_softmax, softmax, _softmax_method)
+expose(_log_softmax, log_softmax, _log_softmax_method)
+expose(_softmin, softmin)
 
 
-# the softmax family's max shift carries no gradient (softmax is shift-invariant): scripted
-# twins (script/frontend_nn.py) stop it with this identity so the compiled backward matches
-# PyTorch's softmax backward, which never differentiates the max
+# the softmax family's max shift carries no gradient (softmax is shift-invariant): stopped with
+# this identity, the compiled backward matches PyTorch's softmax backward, which never
+# differentiates the max
 _stop_gradient = defop("_stop_gradient", lambda input: input.copy(), kind="elementwise",
                        nondiff=True, method=False, function=False, scalar="{input}")
 
@@ -421,7 +468,7 @@ def _max_shift_impl(input, dim, keepdim=True):
     return np.asarray(np.max(input, axis=ax, keepdims=keepdim))
 
 
-# the softmax family's max shift in the scripted twins (script/frontend_nn.py): no gradient
+# the softmax family's max shift (its composites above, the losses, attention): no gradient
 # (as `_stop_gradient(amax)`), defined on an empty dim; lowered as amax without its empty-dim
 # error (codegen/lower_reduce.py, lower_rows.py)
 _max_shift = defop("_max_shift", _max_shift_impl, kind="reduction", nondiff=True, method=False,

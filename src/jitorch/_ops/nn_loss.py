@@ -11,13 +11,14 @@ logsigmoid, BCE clamps its logs at -100 like PyTorch. `reduction` is 'mean' | 's
 from __future__ import annotations
 
 import warnings
-
-import numpy as np
+from typing import Optional
 
 from .. import _dtype as dt
+from .._creation import arange
 from .._tensor import Tensor
-from .nn_activation import log_softmax, logsigmoid
 from . import infer
+from .composite import composite, expose
+from .nn_activation import _max_shift, log_softmax, logsigmoid
 from .registry import _pt_name, defop
 from .ternary import where
 
@@ -77,37 +78,99 @@ def _weighted(loss, weight, reduction):
     return _reduce(loss, reduction)
 
 
-# --- regression losses -------------------------------------------------------------------------
+# --- regression losses (one body each: _ops/composite) -------------------------------------------
+@composite(static=("reduction",))
+def _mse_loss(reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None):
+        d = input - target
+        loss = d * d
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
+@composite(static=("reduction",))
+def _l1_loss(reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None):
+        loss = (input - target).abs()
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
+@composite(static=("reduction", "beta"))
+def _smooth_l1_loss(reduction, beta):
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+
+    def body(input, target):
+        d = (input - target).abs()
+        loss = d
+        if beta != 0:
+            loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
+@composite(static=("reduction", "delta"))
+def _huber_loss(reduction, delta):
+    _check_reduction(reduction)
+    if not delta > 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+
+    def body(input, target, weight: Optional[Tensor] = None):
+        d = (input - target).abs()
+        loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("mse_loss", input, target, reduction)
-    d = input - target
-    return _weighted(d * d, weight, reduction)
+    return _mse_loss.body(reduction)(input, target, weight)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("l1_loss", input, target, reduction)
-    return _weighted((input - target).abs(), weight, reduction)
+    return _l1_loss.body(reduction)(input, target, weight)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("smooth_l1_loss", input, target, reduction)
-    if beta < 0:
-        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
-    d = (input - target).abs()
-    if beta == 0:
-        return _reduce(d, reduction)
-    return _reduce(where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta), reduction)
+    return _smooth_l1_loss.body(reduction, beta)(input, target)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _pointwise("huber_loss", input, target, reduction)
-    if not delta > 0:
-        raise RuntimeError("huber_loss does not support non-positive values for delta.")
-    d = (input - target).abs()
-    return _weighted(where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta), weight, reduction)
+    return _huber_loss.body(reduction, delta)(input, target, weight)
 
 
 # --- classification losses ---------------------------------------------------------------------
@@ -133,11 +196,11 @@ _FLOAT_TARGET = ("cross_entropy with class-probability (floating point) targets 
 
 
 def _class_index_impl(input, target, weight, ignore_index, loss):
-    """The class-index target of a scripted `loss` ('nll_loss' or 'cross_entropy',
-    script/frontend_nn.py), checked as the eager function checks it, in its order: dtype and
-    shape against `input`, `weight`'s size, then every target not equal to `ignore_index` in
+    """The class-index target of `loss` ('nll_loss' or 'cross_entropy': their bodies), checked
+    as PyTorch checks it, in its order: dtype and shape against `input`, `weight`'s size, then
+    every target not equal to `ignore_index` in
     [0, C) ("Target N is out of bounds.", the first bad one). Returns a copy of `target`
-    (compiled code returns the array itself: the twins only read it)."""
+    (compiled code returns the array itself: the bodies only read it)."""
     c = input.shape[1 if input.ndim > 1 else 0] if input.ndim else 0
     if loss == "cross_entropy":
         _check_weight_arr(weight, c)
@@ -177,55 +240,76 @@ def _class_dim(input):
     return 1 if input.ndim > 1 else 0
 
 
-def _nll_gather_impl(input, target, ignore_index=-100):
-    """input[n, target[n], ...] along the class dim (1, or 0 for an unbatched input), 0 where
-    target == ignore_index; out-of-range targets raise like PyTorch's kernel (eagerly and in
-    the interpreter: the check needs the data, so it lives in this primitive)."""
-    cd = 1 if input.ndim > 1 else 0
-    c = input.shape[cd]
-    mask = target != ignore_index
-    bad = mask & ((target < 0) | (target >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(target[bad].reshape(-1)[0])} is out of bounds.")
-    safe = np.where(mask, target, 0).astype(np.int64)
-    picked = np.take_along_axis(input, np.expand_dims(safe, cd), cd).squeeze(cd) \
-        if input.ndim > 1 else input[safe]
-    return np.where(mask, picked, 0).astype(input.dtype)
+@composite(static=("ignore_index", "reduction"))
+def _nll_loss(ignore_index, reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None):
+        nd = input.dim()
+        n = input.size(0) if nd > 1 else 1
+        c = input.size(1) if nd > 1 else input.size(0)
+        m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
+        for d in range(2, nd):
+            m = m * input.size(d)
+        # eager's target checks (out-of-range targets raise), then the classes as a mask;
+        # (n, m, C) with the classes last: rows for the compiler, and NumPy's inner loops are
+        # the classes, not a dim of size 1
+        t = _class_index(input, target, weight, ignore_index, "nll_loss").reshape([n, m])
+        mask = t != ignore_index
+        safe = where(mask, t, 0)
+        x = input.reshape([n, c, m]).transpose(1, 2)
+        loss = -where(safe.unsqueeze(2) == arange(c), x, 0.0).sum(-1)
+        w = mask.to(input.dtype)
+        if weight is not None:
+            w = w * weight[safe]
+        loss = loss * w
+        if reduction == "none":
+            return loss.reshape_as(target)
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / w.sum()
+    return body
 
 
-def _nll_gather_vjp(g, input, target, ignore_index):
-    from .._creation import zeros
-    cd = 1 if input.ndim > 1 else 0
-    mask = target != ignore_index
-    safe = where(mask, target, 0).long()
-    src = where(mask, g, 0.0)
-    return zeros(tuple(input.shape), dtype=g.dtype).scatter(cd, safe.unsqueeze(cd),
-                                                            src.unsqueeze(cd)), None
+@composite(static=("ignore_index", "reduction", "label_smoothing"))
+def _cross_entropy(ignore_index, reduction, label_smoothing):
+    """Class-index targets (class probabilities: eager's `_cross_entropy_probs`)."""
+    _check_reduction(reduction)
+    ls = float(label_smoothing)
+    if not 0.0 <= ls <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {ls:g}")
 
-
-_nll_gather = defop("_nll_gather", _nll_gather_impl, tensors=("input", "target"), kind="index",
-                    method=False, vjp=_nll_gather_vjp,
-                    jvp=lambda t_input, target, ignore_index: _nll_gather(t_input, target,
-                                                                          ignore_index),
-                    interpreted=_NOT_YET)
-
-
-def _pick(logp, target, ignore_index):
-    """(-logp[target] per element (0 where ignored), mask of counted elements, safe indices)."""
-    mask = target != ignore_index
-    safe = where(mask, target, 0).long()
-    return -_nll_gather(logp, target, ignore_index), mask, safe
-
-
-def _class_weight(weight, safe, mask, dtype):
-    w = mask.to(dtype)
-    if weight is not None:
-        w = w * weight[safe]
-    return w
-
-
-def _check_weight(weight, c):
-    _check_weight_arr(weight, c)
+    def body(input, target, weight: Optional[Tensor] = None):
+        nd = input.dim()
+        n = input.size(0) if nd > 1 else 1
+        c = input.size(1) if nd > 1 else input.size(0)
+        m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
+        for d in range(2, nd):
+            m = m * input.size(d)
+        x = input.reshape([n, c, m]).transpose(1, 2)  # (n, m, C): the classes last (rows)
+        s = x - _max_shift(x, -1, True)
+        logp = s - s.exp().sum(-1, True).log()
+        # eager's target checks (out-of-range targets raise), then the classes as a mask
+        t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
+        mask = t != ignore_index
+        safe = where(mask, t, 0)
+        loss = -where(safe.unsqueeze(2) == arange(c), logp, 0.0).sum(-1)
+        w = mask.to(logp.dtype)
+        if weight is not None:
+            w = w * weight[safe]
+        loss = loss * w
+        if ls > 0:
+            lp = logp
+            if weight is not None:
+                lp = logp * weight
+            smooth = where(mask, -lp.sum(-1), 0.0)
+            loss = loss * (1 - ls) + smooth * (ls / c)
+        if reduction == "none":
+            return loss.reshape_as(target)
+        if reduction == "sum":
+            return loss.sum()
+        return loss.sum() / w.sum()
+    return body
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -235,16 +319,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_tensor("nll_loss", "input", input, 1)
     _check_reduction(reduction)
-    _check_class_target(input, target)
-    _check_weight(weight, input.shape[_class_dim(input)])
-    nll, mask, safe = _pick(input, target, ignore_index)
-    w = _class_weight(weight, safe, mask, input.dtype)
-    loss = nll * w
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    return _nll_loss.body(ignore_index, reduction)(input, target, weight)
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -260,24 +335,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                            f"{label_smoothing:g}")
     cd = _class_dim(input)
     c = input.shape[cd] if input.ndim else 0
-    _check_weight(weight, c)
+    _check_weight_arr(weight, c)
     if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
         return _cross_entropy_probs(input, target, weight, ignore_index, reduction,
                                     label_smoothing, cd, c)
-    _check_class_target(input, target)
-    logp = log_softmax(input, cd)
-    nll, mask, safe = _pick(logp, target, ignore_index)
-    w = _class_weight(weight, safe, mask, logp.dtype)
-    loss = nll * w
-    if label_smoothing > 0:
-        lp = logp if weight is None else logp * weight.reshape(_wshape(input))
-        smooth = where(mask, -lp.sum(cd), 0.0)
-        loss = loss * (1 - label_smoothing) + smooth * (label_smoothing / c)
-    if reduction == "none":
-        return loss
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
+    return _cross_entropy.body(ignore_index, reduction, label_smoothing)(input, target, weight)
+
+
+expose(_mse_loss, mse_loss)
+expose(_l1_loss, l1_loss)
+expose(_smooth_l1_loss, smooth_l1_loss)
+expose(_huber_loss, huber_loss)
+expose(_nll_loss, nll_loss)
+expose(_cross_entropy, cross_entropy)
 
 
 def _wshape(input):

@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from typing import Optional
+
 from .._tensor import Tensor
 from . import infer
+from .composite import composite, expose
 from .registry import _pt_name, defop
 from .. import _dtype as dt
 
@@ -20,31 +23,58 @@ _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowe
 __all__: list = []  # reached through jitorch.nn.functional
 
 
+@composite()
+def _linear():
+    def body(input, weight, bias: Optional[Tensor] = None):
+        out = input.matmul(weight.t())  # a 1-D weight: its t() is itself
+        if bias is not None:
+            out = out + bias
+        return out
+    return body
+
+
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     if not isinstance(input, Tensor):
         raise TypeError(f"linear(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    out = input.matmul(weight.t()) if weight.ndim == 2 else input.matmul(weight)
-    return out if bias is None else out + bias
+    return _linear.body()(input, weight, bias)
+
+
+def _dropout_random(p, training, inplace):
+    return "random dropout" if training and p != 0 else None  # eager's generator draws the mask
+
+
+@composite(static=("p", "training", "inplace"), script_unsupported=_dropout_random)
+def _dropout(p, training, inplace):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0:
+        def identity(input):
+            return input
+        return identity
+
+    def body(input):  # (eager only: script_unsupported)
+        from .._random import rand_like
+        if p == 1:
+            scale = input * 0
+        else:
+            keep = rand_like(input) >= p
+            scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+        if inplace:
+            return input.mul_(scale) if p != 1 else input.mul_(0)
+        return input * scale if p != 1 else scale
+    return body
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
     """Zero each element with probability p and scale the rest by 1 / (1 - p) (jitorch's default
     generator); the input itself when not training or p == 0."""
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-    if not training or p == 0:
-        return input
-    from .._random import rand_like
-    if p == 1:
-        scale = input * 0
-    else:
-        keep = rand_like(input) >= p
-        scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
-    if inplace:
-        return input.mul_(scale) if p != 1 else input.mul_(0)
-    return input * scale if p != 1 else scale
+    return _dropout.body(p, training, inplace)(input)
+
+
+expose(_linear, linear)
+expose(_dropout, dropout)
 
 
 # --- one_hot -----------------------------------------------------------------------------------

@@ -9,8 +9,12 @@ Shape errors use PyTorch's messages.
 """
 from __future__ import annotations
 
+from typing import Optional
+
 from .. import _dtype as dt
+from .._tensor import Tensor
 from ..autograd import grad_mode
+from .composite import Unsupported, composite, expose
 
 __all__: list = []  # reached through jitorch.nn.functional
 
@@ -40,38 +44,134 @@ def _check_normalized(input, normalized_shape):
     return shape, tuple(range(-k, 0))
 
 
+# --- the bodies (script subset; the statics are closure constants) ------------------------------
+def _norm_dims(normalized_shape):
+    shape = _shape_list(normalized_shape)
+    if not shape:
+        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
+                           "containing at least one element, but got normalized_shape = []")
+    return -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
+
+
+@composite(static=("normalized_shape", "eps"))
+def _layer_norm(normalized_shape, eps):
+    dims = _norm_dims(normalized_shape)
+    eps = float(eps)
+
+    def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
+        mean = input.mean(dims, True)
+        xc = input - mean
+        y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
+        if weight is not None:
+            y = y * weight
+        if bias is not None:
+            y = y + bias
+        return y
+    return body
+
+
+@composite(static=("normalized_shape", "eps"))
+def _rms_norm(normalized_shape, eps):
+    dims = _norm_dims(normalized_shape)
+    if eps is None:  # the input dtype's epsilon: eager resolves it before the body
+        raise Unsupported("rms_norm(eps=None)")
+    eps = float(eps)
+
+    def body(input, weight: Optional[Tensor] = None):
+        y = input * ((input * input).mean(dims, True) + eps).rsqrt()
+        if weight is not None:
+            y = y * weight
+        return y
+    return body
+
+
+@composite(static=("num_groups", "eps"))
+def _group_norm(num_groups, eps):
+    if isinstance(num_groups, bool) or not isinstance(num_groups, int):
+        raise TypeError(f"group_norm(): argument 'num_groups' (position 2) must be int, not "
+                        f"{type(num_groups).__name__}")
+    if num_groups <= 0:
+        raise RuntimeError(f"Expected num_groups to be positive, got num_groups={num_groups}")
+    eps = float(eps)
+
+    def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
+        # (N, C, *) viewed as (N, G, m) and (N, C, m): no branch on the rank
+        n = input.size(0)
+        c = input.size(1)
+        x = input.reshape([n, num_groups, -1])
+        xc = x - x.mean(-1, True)
+        y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape([n, c, -1])
+        if weight is not None:
+            y = y * weight.reshape([1, c, 1])
+        if bias is not None:
+            y = y + bias.reshape([1, c, 1])
+        return y.reshape_as(input)
+    return body
+
+
+def _bn_in_place(training, eps, has_mean, has_var):
+    if training and (has_mean or has_var):
+        return "running statistics updated in place"
+    return None
+
+
+@composite(static=("training", "eps", "running_mean?", "running_var?"),
+           script_unsupported=_bn_in_place)
+def _batch_norm(training, eps, has_mean, has_var):
+    """Training with running statistics: the body also returns the batch mean and (biased)
+    variance, from which eager updates the statistics in place (outside the script subset)."""
+    if not training and not (has_mean and has_var):
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    stats = bool(training) and (has_mean or has_var)
+    eps = float(eps)
+
+    def body(input, running_mean: Optional[Tensor], running_var: Optional[Tensor],
+             weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
+        # (N, C, *) viewed as (N, C, m): per-channel shapes without a branch on the rank
+        n = input.size(0)
+        c = input.size(1)
+        m = 1  # not -1: reshape cannot infer it for an empty batch
+        for d in range(2, input.dim()):
+            m = m * input.size(d)
+        x = input.reshape([n, c, m])
+        if training:
+            mean = x.mean((0, 2), True)
+            xc = x - mean
+            var = (xc * xc).mean((0, 2), True)
+        else:
+            mean = running_mean.reshape([1, c, 1])
+            xc = x - mean
+            var = running_var.reshape([1, c, 1])
+        y = xc * (var + eps).rsqrt()
+        if weight is not None:
+            y = y * weight.reshape([1, c, 1])
+        if bias is not None:
+            y = y + bias.reshape([1, c, 1])
+        if stats:
+            return y.reshape_as(input), mean, var
+        return y.reshape_as(input)
+    return body
+
+
+# --- the public functions: the checks that need the tensors, then the body ---------------------
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
     (biased variance)."""
-    shape, dims = _check_normalized(input, normalized_shape)
+    shape, _ = _check_normalized(input, normalized_shape)
     _check_affine("weight", weight, shape)
     _check_affine("bias", bias, shape)
-    dims = dims if len(dims) > 1 else -1
-    mean = input.mean(dims, True)
-    xc = input - mean
-    y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
+    return _layer_norm.body(normalized_shape, eps)(input, weight, bias)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) * weight over the last len(normalized_shape) dims; eps=None
     means the input dtype's machine epsilon."""
-    shape, dims = _check_normalized(input, normalized_shape)
+    shape, _ = _check_normalized(input, normalized_shape)
     _check_affine("weight", weight, shape)
     if eps is None:
         eps = dt.finfo(input.dtype).eps if input.dtype.is_floating_point else \
             dt.finfo(dt.get_default_dtype()).eps
-    dims = dims if len(dims) > 1 else -1
-    y = input * ((input * input).mean(dims, True) + eps).rsqrt()
-    return y if weight is None else y * weight
-
-
-def _channel_shape(input):
-    return (1, -1) + (1,) * (input.ndim - 2)
+    return _rms_norm.body(normalized_shape, eps)(input, weight)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -79,7 +179,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")
-    n, c = input.shape[0], input.shape[1]
+    c = input.shape[1]
     if num_groups <= 0 or c % num_groups:
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
@@ -89,15 +189,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape {list(t.shape)} "
                                f"and input of shape {list(input.shape)}")
-    x = input.reshape(n, num_groups, -1)
-    mean = x.mean(-1, True)
-    xc = x - mean
-    y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape(input.shape)
-    if weight is not None:
-        y = y * weight.reshape(_channel_shape(input))
-    if bias is not None:
-        y = y + bias.reshape(_channel_shape(input))
-    return y
+    return _group_norm.body(num_groups, eps)(input, weight, bias)
 
 
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
@@ -108,44 +200,73 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     if input.ndim < 2:
         raise ValueError(f"Expected 2D or 3D input (got {input.ndim}D input)")
     c = input.shape[1]
-    dims = (0,) + tuple(range(2, input.ndim))
-    shape = _channel_shape(input)
+    has_mean, has_var = running_mean is not None, running_var is not None
+    count = input.numel() // max(c, 1)
     if training:
-        count = input.numel() // max(c, 1)
         if count <= 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
-        mean = input.mean(dims, True)
-        xc = input - mean
-        var = (xc * xc).mean(dims, True)
-        if running_mean is not None or running_var is not None:
-            with grad_mode.no_grad():
-                if running_mean is not None:
-                    running_mean.mul_(1 - momentum).add_(mean.detach().reshape(c) * momentum)
-                if running_var is not None:
-                    unbiased = var.detach().reshape(c) * (count / (count - 1))
-                    running_var.mul_(1 - momentum).add_(unbiased * momentum)
     else:
-        if running_mean is None or running_var is None:
+        if not (has_mean and has_var):
             raise RuntimeError("running_mean and running_var must be defined in evaluation "
                                "mode")
         for name, t in (("running_mean", running_mean), ("running_var", running_var)):
             if t.numel() != c:
                 raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
-        mean = running_mean.reshape(shape)
-        var = running_var.reshape(shape)
-        xc = input - mean
-    y = xc * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(shape)
-    if bias is not None:
-        y = y + bias.reshape(shape)
+    body = _batch_norm.body(bool(training), eps, has_mean, has_var)
+    if not (training and (has_mean or has_var)):
+        return body(input, running_mean, running_var, weight, bias)
+    y, mean, var = body(input, running_mean, running_var, weight, bias)
+    with grad_mode.no_grad():
+        if has_mean:
+            running_mean.mul_(1 - momentum).add_(mean.detach().reshape(c) * momentum)
+        if has_var:
+            unbiased = var.detach().reshape(c) * (count / (count - 1))
+            running_var.mul_(1 - momentum).add_(unbiased * momentum)
     return y
+
+
+expose(_layer_norm, layer_norm)
+expose(_rms_norm, rms_norm)
+expose(_group_norm, group_norm)
+expose(_batch_norm, batch_norm, ignore=("momentum",))  # read only where eager updates in place
+
+
+def _other_p(p, dim, eps):
+    if p not in (1, 2):
+        return "a p without a clamp-safe sum form (the norm op is not compiled)"
+    return None
+
+
+@composite(static=("p", "dim", "eps"), script_unsupported=_other_p)
+def _normalize(p, dim, eps):
+    """x / max(||x||_p, eps). p = 1 and 2 as sums whose clamp comes before the root (for p = 2,
+    sqrt(max(s, eps^2)) = max(sqrt(s), eps)), so a zero vector's gradient is g / eps as in
+    PyTorch, not 0 * inf; other p through the norm op (eager)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        raise TypeError(f"normalize(): argument 'p' must be float, not {type(p).__name__}")
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"normalize(): argument 'dim' must be int, not {type(dim).__name__}")
+    if p == 2:
+        eps2 = float(eps) * float(eps)
+
+        def body(input):
+            nrm = (input * input).sum(dim, True).clamp_min(eps2).sqrt()
+            return input / nrm.expand_as(input)
+    elif p == 1:
+        def body(input):
+            return input / input.abs().sum(dim, True).clamp_min(eps).expand_as(input)
+    else:
+        def body(input):  # (eager only: script_unsupported)
+            return input / input.norm(p, dim, True).clamp_min(eps).expand_as(input)
+    return body
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     """x / max(||x||_p, eps) along `dim`."""
     from .registry import _write_out
-    denom = input.norm(p, dim, True).clamp_min(eps).expand_as(input)
-    r = input / denom
+    r = _normalize.body(p, dim, eps)(input)
     return r if out is None else _write_out(out, r)
+
+
+expose(_normalize, normalize)

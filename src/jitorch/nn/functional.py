@@ -21,6 +21,7 @@ from .._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logi
 from .._ops.nn_misc import dropout, embedding as _embedding, linear, one_hot, pad  # noqa: F401,E501
 from .._ops.nn_norm import (batch_norm, group_norm, layer_norm, normalize,  # noqa: F401
                             rms_norm)
+from .._ops.composite import composite, expose
 from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
@@ -193,12 +194,33 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmin", input.ndim, _stacklevel)
-    if dtype is not None and isinstance(input, Tensor):
-        input = input.to(dtype)
-    return _softmax(-input, dim)
+    return _act.softmin(input, dim, dtype=dtype)
+
+
+# inside @script the calls are the composites' bodies (a dim=None call stays a Python call:
+# the factory rejects the implicit dim, whose warning eager gives)
+expose(_act._softmax, softmax, ignore=("_stacklevel",))
+expose(_act._log_softmax, log_softmax, ignore=("_stacklevel",))
+expose(_act._softmin, softmin, ignore=("_stacklevel",))
 
 
 # --- embedding ---------------------------------------------------------------------------------
+@composite(static=("padding_idx", "max_norm", "scale_grad_by_freq", "sparse"))
+def _embedding_form(padding_idx, max_norm, scale_grad_by_freq, sparse):
+    if max_norm is not None:
+        raise NotImplementedError("embedding(max_norm=...) is not supported yet")
+    if scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding(scale_grad_by_freq/sparse) is not supported yet")
+    if padding_idx is not None and (isinstance(padding_idx, bool) or
+                                    not isinstance(padding_idx, int)):
+        raise TypeError(f"embedding(): argument 'padding_idx' must be int, not "
+                        f"{type(padding_idx).__name__}")
+
+    def body(input, weight):
+        return _embedding(input, weight, padding_idx)
+    return body
+
+
 @_wraps("embedding")
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
@@ -210,8 +232,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             if padding_idx < -n:
                 raise AssertionError("Padding_idx must be within num_embeddings")
             padding_idx = n + padding_idx
-    if max_norm is not None:
-        raise NotImplementedError("embedding(max_norm=...) is not supported yet")
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding(scale_grad_by_freq/sparse) is not supported yet")
-    return _embedding(input, weight, padding_idx)
+    return _embedding_form.body(padding_idx, max_norm, scale_grad_by_freq, sparse)(input,
+                                                                                 weight)
+
+
+expose(_embedding_form, embedding, ignore=("norm_type",))  # norm_type: only with max_norm

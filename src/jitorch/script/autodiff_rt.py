@@ -226,6 +226,7 @@ class _LazyFirst:
                     if outs is None:
                         outs = self.entry.run(args)
                     dt_s = self.build_s + time.perf_counter() - t0
+                    self.entry.build_s += dt_s
                     reason = self.entry.reason and f"backward: {self.entry.reason}"
                     stats.record_compile(dt_s, how=how, reason=reason)
                     stats.log_compile(self.name, self.why, how, dt_s, reason)

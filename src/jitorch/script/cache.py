@@ -178,6 +178,42 @@ def load_program(prog):
     return load_module(prog.source, getattr(prog, "njit_options", None))
 
 
+def load_named(name: str):
+    """The module `name` from the cache directory, when its file holds a source whose hash is
+    that name (so what runs is what the name stands for): for a process that has an entry but
+    not the kernels it calls (the compile worker, codegen/kernel_call.py). None otherwise."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    d = cache_dir()
+    if d is None or not re.fullmatch(MODULE_PREFIX + "[0-9a-f]{24}", name):
+        return None
+    path = os.path.join(d, name + ".py")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(1 << 24)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        src = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if module_name(src) != name:  # (src is already prepared: its decorators say cache=True)
+        return None
+    with _lock:
+        mod = sys.modules.get(name)
+        return mod if mod is not None else _exec_module(name, src, path)
+
+
 def _load_from_disk(name: str, src: str, d: str):
     """The module from its checked file in `d` (written or replaced as needed), or None when
     the directory cannot hold it."""

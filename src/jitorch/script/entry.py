@@ -14,8 +14,14 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from . import interpreter, ir
+from .codegen import RaiseInInterpreter
 
 _new = object.__new__
+
+
+class NotReady(RaiseInInterpreter):
+    """The overload for this call's boundary types is compiling in the background (tiers.py):
+    the caller runs this call in the interpreter, as for any RaiseInInterpreter."""
 
 
 class _Entry:
@@ -32,21 +38,30 @@ class _Entry:
     `ScriptFunction._refuse_writes`)."""
 
     __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff",
-                 "eps", "checks_overlap")
+                 "eps", "checks_overlap", "origin", "pending", "build_s", "worker_s")
 
     def __init__(self, kind, graph, *, fn=None, source=None, out_types=None, reason=None,
-                 autodiff=None, checks_overlap=False):
+                 autodiff=None, checks_overlap=False, origin=None):
         self.kind, self.graph, self.fn, self.source = kind, graph, fn, source
         self.out_types, self.reason, self.autodiff = out_types, reason, autodiff
         self.wraps = [_wrapper(t) for t in out_types or ()]
         self.eps: dict = {}  # boundary key -> entry point (or the dispatcher itself)
         # the program checks that its written arguments share no memory (codegen/lower_overlap.py)
         self.checks_overlap = checks_overlap
+        # tiers.py: (program source, njit options, entry name) for the compile worker; while
+        # the worker compiles, `pending` is (job, signature, boundary key) and the entry runs
+        # interpreted
+        self.origin, self.pending = origin, None
+        self.build_s = 0.0  # seconds spent building it in this process (stats)
+        self.worker_s = (0.0, 0.0)  # the compile worker's (wall, CPU) seconds for it
 
     def run(self, args):
         """Run with Tensors/scalars in; returns the list of outputs (Tensors/scalars)."""
         if self.kind == "interpreted":
-            return interpreter.run_graph(self.graph, args)
+            if self.pending is None:
+                return interpreter.run_graph(self.graph, args)
+            if not _switch(self):
+                return _stand_in(interpreter.run_graph(self.graph, args), args)
         res = self.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
         if type(res) is not tuple:
             res = (res,)
@@ -57,8 +72,20 @@ class _Entry:
         bk = _bkey(xs)
         ep = self.eps.get(bk)
         if ep is None:
-            ep = self.eps[bk] = _entry_point(self.fn, xs)
+            ep = self._overload(xs, bk)
         return ep(*xs)
+
+    def _overload(self, xs, bk):
+        """The entry point for a boundary key not seen yet: compiled (or loaded) now, or a
+        stand-in that raises NotReady while the compile worker builds it (tiers.py)."""
+        if self.origin is not None:
+            from . import tiers
+            ep = tiers.overload(self, xs, bk)
+            if ep is not None:
+                self.eps[bk] = ep
+                return ep
+        ep = self.eps[bk] = _entry_point(self.fn, xs)
+        return ep
 
     def runner(self, args, tuple_out: bool):
         """An unrolled call for `args` (all tensors) of a compiled entry, returning what the
@@ -73,7 +100,9 @@ class _Entry:
         bk = _bkey(xs)
         ep = self.eps.get(bk)
         if ep is None:
-            ep = self.eps[bk] = _entry_point(self.fn, xs)
+            ep = self._overload(xs, bk)
+        if getattr(ep, "compiling", False):
+            ep = ep.ready()  # NotReady until the worker is done: no runner for a stand-in
         conv = "".join(f"    x{i} = a[{i}]._data\n" for i in range(n_args))
         xl = ", ".join(f"x{i}" for i in range(n_args))
         ns = {"_ep": ep, "_call": self.call}
@@ -87,6 +116,28 @@ class _Entry:
         exec(f"def run(a):\n{conv}{call}    if type(r) is not tuple:\n"
              f"        r = (r,)\n    return {ret}\n", ns)
         return ns["run"]
+
+
+def _stand_in(outs, args):
+    """Outputs of the interpreter standing in for a program that compiles, laid out as the
+    program's will most likely be: a computed array C-contiguous (the program writes fresh
+    arrays), a view of an input as it is (the program returns such views too). What they feed
+    (an autodiff backward's saved values) then gets compiled for the layouts it will see once
+    the program runs; where the guess is wrong, that overload is compiled later as well
+    (`_Entry._overload`), never wrong values."""
+    ins = [a._data for a in args if isinstance(a, Tensor)]
+    out = []
+    for o in outs:
+        if type(o) is Tensor and not o._data.flags.c_contiguous and not o._requires_grad \
+                and not any(np.may_share_memory(o._data, x) for x in ins):
+            o = Tensor._make(np.ascontiguousarray(o._data), o._dtype)
+        out.append(o)
+    return out
+
+
+def _switch(entry) -> bool:
+    from . import tiers  # imported already: only tiers.start makes an entry pending
+    return tiers.switch(entry)
 
 
 def _bkey(xs) -> tuple:

@@ -17,9 +17,9 @@
   ops declared in `_ops/factories.py`, bound by `frontend_factory.py`; compiled; a PythonOp
   where the call is not static enough);
 - library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
-  a `prim::CallFunction` of their script-subset twin (`frontend_nn.py`) when the static
-  arguments are constants;
-- other library callables (random factories, composites outside what a twin covers):
+  a `prim::CallFunction` of the composite's one body (`_ops/composite`, `frontend_nn.py`) when
+  the static arguments are constants;
+- other library callables (random factories, composites outside what their body covers):
   `prim::PythonOp` calling the function (correct through the interpreter; holds the GIL).
 """
 from __future__ import annotations
@@ -261,8 +261,8 @@ class CallMixin:
                       (), {"exc": "RuntimeError"})
             return self.const(None)
         if getattr(obj, "_jitorch_ignore", False):
-            # a library function kept out of scripting may still have a compiled twin
-            # (frontend_nn: multi_head_attention_forward); otherwise a Python call
+            # a library function kept out of scripting may still be a composite whose body
+            # compiles (multi_head_attention_forward); otherwise a Python call
             self._evaluated = None
             r = frontend_nn.compile_call(self, obj, node)
             if r is not None:

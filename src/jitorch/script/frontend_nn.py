@@ -1,377 +1,53 @@
 """Library composites inside `@script`: `F.softmax`, `F.layer_norm`, the losses, ... compiled.
 
 The composites of `jitorch.nn.functional` (and `jitorch.softmax`, `Tensor.softmax`, ...) are not
-registry ops; called from scripted code they used to become `prim::PythonOp`, which sends the
-WHOLE graph to the interpreter. This module compiles them the TorchScript way (design (a)): each
-has a *twin* below, written in the script subset with the same arithmetic as the eager body, and
-the call becomes a `prim::CallFunction` of the twin's graph (inlined by the pipeline).
+registry ops; a `prim::PythonOp` calling them would send the WHOLE graph to the interpreter.
+Each is declared once, as a `Composite` (`_ops/composite`): a factory that checks the static
+arguments and returns the body, written in the script subset, that eager runs. A scripted call
+of an exposed public function becomes a `prim::CallFunction` of that same body's graph (inlined
+by the pipeline): this module binds the call to the public signature, reads the statics (they
+must be constants at the call site, see `_static`), calls the factory, and specialises the
+body's graph on the arguments that are constants at the call site (`specialised_graph`:
+constants substituted, `None` tests on optional tensors folded, simplify + dce) so branches on
+them vanish before the types pass sees the graph. Bodies never branch on a tensor's rank where
+tensors flow (that would make types unknown): per-channel and class-dim code views the input as
+(N, C, m), so one program serves every size.
 
-Static arguments (dim, reduction, eps, normalized_shape, p, ...) must be constants at the call
-site: `build(static values)` validates them in Python and returns the twin and its constant
-arguments (or rejects the call); the twin's graph is then specialised on those constants
-(`specialised_graph`: constants substituted, `None` tests on optional tensors folded, simplify +
-dce) so branches on them vanish before the types pass sees the graph. Twins never branch on a
-tensor's rank where tensors flow (that would make types unknown): per-channel and class-dim
-code views the input as (N, C, m) with `reshape([n, c, -1])`, so one program serves every size.
-Twins call only registry ops and factories (a helper function of this module would be a
-library call again), and the softmax max shift is the nondiff `_max_shift` op (amax without
-its empty-dim error: eager softmax of an empty dim is an empty tensor).
-
-Anything a twin does not cover (a non-constant static argument, `dropout(training=True)`,
-training batch_norm with running statistics, `rms_norm(eps=None)`, legacy size_average/reduce
-flags, an invalid value that eager must report) returns None and the caller keeps the old
-`prim::PythonOp` path, which is exactly eager (errors included, at run time).
+Anything a body does not cover (a non-constant static argument, a factory that raises for the
+statics, a public parameter outside the statics and the body's parameters given a non-default
+value, or the composite's `script_unsupported` reason: random dropout, running statistics updated
+in place, ...) returns None and the caller keeps the `prim::PythonOp` path, which is exactly
+eager (errors included, at run time).
 The losses' class targets go through `_class_index` (_ops/nn_loss.py), which checks them as eager
 nll_loss / cross_entropy do (dtype, shape, weight size, every target in range or ignore_index:
 IndexError "Target N is out of bounds.") and is compiled with those checks.
-Known gaps of the compiled twins (eager raises, compiled code does not): non-float inputs to
-softmax; shape mismatches between `normalized_shape` and the input (broadcasting errors still
-raise). cross_entropy with class-PROBABILITY (float) targets is not compiled: `_class_index`
-raises NotImplementedError naming the case.
+Known gaps of the compiled bodies (eager raises, compiled code does not): the checks that the
+public functions make on the tensors before running the body (non-float inputs to softmax,
+shape mismatches between `normalized_shape` and the input; broadcasting errors still raise).
+cross_entropy with class-PROBABILITY (float) targets is not compiled: `_class_index` raises
+NotImplementedError naming the case.
 """
 from __future__ import annotations
 
 import inspect
 import threading
-from typing import Any, Optional
 
-from .._ops.nn_activation import _max_shift
-from .._ops.nn_loss import _class_index
-from .._ops.nn_misc import embedding as _embedding_op
-from .._ops.ternary import where
-from .._creation import arange
-from .._tensor import Tensor
 from . import ir
-import jitorch as _jt  # `_jt.bool` inside twins (bound late: no import cycle)
 
 _NONE = object()  # marker: the argument was not given (use the public default)
 
 
 class _Reject(Exception):
-    """The call is outside what a twin covers: keep the PythonOp path."""
-
-
-# --- twins (script subset; every non-tensor parameter is a constant when compiled) -------------
-def _softmax(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    e = (input - _max_shift(input, dim, True)).exp()
-    return e / e.sum(dim, True)
-
-
-def _log_softmax(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    s = input - _max_shift(input, dim, True)
-    return s - s.exp().sum(dim, True).log()
-
-
-def _softmin(input: Tensor, dim: Any, dtype: Any):
-    if dtype is not None:
-        input = input.to(dtype)
-    x = -input
-    e = (x - _max_shift(x, dim, True)).exp()
-    return e / e.sum(dim, True)
-
-
-def _layer_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], dims: Any,
-                eps: Any):
-    mean = input.mean(dims, True)
-    xc = input - mean
-    y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
-def _rms_norm(input: Tensor, weight: Optional[Tensor], dims: Any, eps: Any):
-    y = input * ((input * input).mean(dims, True) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight
-    return y
-
-
-def _linear(input: Tensor, weight: Tensor, bias: Optional[Tensor]):
-    out = input.matmul(weight.t())
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def _identity(input: Tensor):
-    return input
-
-
-def _normalize(input: Tensor, p: Any, dim: Any, eps: Any):
-    if p == 2.0:
-        nrm = (input * input).sum(dim, True).sqrt()
-    elif p == 1.0:
-        nrm = input.abs().sum(dim, True)
-    else:
-        nrm = input.abs().pow(p).sum(dim, True).pow(1.0 / p)
-    return input / nrm.clamp_min(eps).expand_as(input)
-
-
-def _mse_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
-    d = input - target
-    loss = d * d
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _l1_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any):
-    loss = (input - target).abs()
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _smooth_l1_loss(input: Tensor, target: Tensor, reduction: Any, beta: Any):
-    d = (input - target).abs()
-    loss = d
-    if beta != 0:
-        loss = where(d < beta, d * d * (0.5 / beta), d - 0.5 * beta)
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _huber_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], reduction: Any,
-                delta: Any):
-    d = (input - target).abs()
-    loss = where(d < delta, d * d * 0.5, (d - 0.5 * delta) * delta)
-    if weight is not None:
-        loss = loss * weight
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    return loss
-
-
-def _cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
-                   reduction: Any, ls: Any):
-    # (N, C, *) or (C,) viewed as (n, C, m) so the class dim is always 1 (no rank branch)
-    nd = input.dim()
-    n = input.size(0) if nd > 1 else 1
-    c = input.size(1) if nd > 1 else input.size(0)
-    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
-    for d in range(2, nd):
-        m = m * input.size(d)
-    x = input.reshape([n, c, m])
-    s = x - _max_shift(x, 1, True)
-    logp = s - s.exp().sum(1, True).log()
-    # eager's target checks (out-of-range targets raise), then the classes as a mask
-    t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
-    mask = t != ignore_index
-    safe = where(mask, t, 0)
-    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), logp, 0.0).sum(1)
-    w = where(mask, 1.0, 0.0)
-    if weight is not None:
-        w = w * weight[safe]
-    loss = loss * w
-    if ls > 0:
-        lp = logp
-        if weight is not None:
-            lp = logp * weight.reshape([1, c, 1])
-        smooth = where(mask, -lp.sum(1), 0.0)
-        loss = loss * (1 - ls) + smooth * (ls / c)
-    if reduction == "none":
-        return loss.reshape_as(target)
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
-
-
-def _nll_loss(input: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: Any,
-              reduction: Any):
-    nd = input.dim()
-    n = input.size(0) if nd > 1 else 1
-    c = input.size(1) if nd > 1 else input.size(0)
-    m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
-    for d in range(2, nd):
-        m = m * input.size(d)
-    t = _class_index(input, target, weight, ignore_index, "nll_loss").reshape([n, m])
-    mask = t != ignore_index
-    safe = where(mask, t, 0)
-    x = input.reshape([n, c, m])
-    loss = -where(safe.unsqueeze(1) == arange(c).reshape([1, c, 1]), x, 0.0).sum(1)
-    w = where(mask, 1.0, 0.0)
-    if weight is not None:
-        w = w * weight[safe]
-    loss = loss * w
-    if reduction == "none":
-        return loss.reshape_as(target)
-    if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / w.sum()
-
-
-def _batch_norm(input: Tensor, running_mean: Optional[Tensor], running_var: Optional[Tensor],
-                weight: Optional[Tensor], bias: Optional[Tensor], training: Any, eps: Any):
-    # (N, C, *) viewed as (N, C, m): per-channel shapes without a branch on the rank
-    n = input.size(0)
-    c = input.size(1)
-    x = input.reshape([n, c, -1])
-    if training:
-        mean = x.mean((0, 2), True)
-        xc = x - mean
-        var = (xc * xc).mean((0, 2), True)
-    else:
-        xc = x - running_mean.reshape([1, c, 1])
-        var = running_var.reshape([1, c, 1])
-    y = xc * (var + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape([1, c, 1])
-    if bias is not None:
-        y = y + bias.reshape([1, c, 1])
-    return y.reshape_as(input)
-
-
-def _group_norm(input: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], groups: Any,
-                eps: Any):
-    n = input.size(0)
-    c = input.size(1)
-    x = input.reshape([n, groups, -1])
-    xc = x - x.mean(-1, True)
-    y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape([n, c, -1])
-    if weight is not None:
-        y = y * weight.reshape([1, c, 1])
-    if bias is not None:
-        y = y + bias.reshape([1, c, 1])
-    return y.reshape_as(input)
-
-
-def _mha(query: Tensor, key: Tensor, value: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor,
-         b_in: Optional[Tensor], w_out: Tensor, b_out: Optional[Tensor],
-         key_padding_mask: Optional[Tensor], attn_mask: Optional[Tensor], num_heads: Any,
-         embed_dim: Any, offsets: Any, need_weights: bool, average: bool, is_causal: bool,
-         layer: str):
-    # multi_head_attention_forward's math (PyTorch's reference path) for sequence-first (L, N, E)
-    # or unbatched (L, E) inputs; w_q/w_k/w_v are in_proj_weight three times (rows at `offsets`)
-    # or the separate projections (offsets 0). Rank and dtype tests fold per specialisation.
-    if is_causal and attn_mask is None:
-        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
-                           "Transformer module method `generate_square_subsequent_mask` to "
-                           "create this mask.")
-    if query.size(-1) != embed_dim:
-        raise AssertionError(f"{layer}: was expecting embedding dimension of {embed_dim}, but "
-                             f"got {query.size(-1)}")
-    unbatched = query.dim() == 2
-    if unbatched:
-        query = query.unsqueeze(1)
-        key = key.unsqueeze(1)
-        value = value.unsqueeze(1)
-    tgt_len = query.size(0)
-    bsz = query.size(1)
-    src_len = key.size(0)
-    head_dim = embed_dim // num_heads
-    q = query.reshape(tgt_len * bsz, query.size(2)).matmul(
-        w_q.narrow(0, offsets[0], embed_dim).t())
-    k = key.reshape(src_len * bsz, key.size(2)).matmul(w_k.narrow(0, offsets[1], embed_dim).t())
-    v = value.reshape(src_len * bsz, value.size(2)).matmul(
-        w_v.narrow(0, offsets[2], embed_dim).t())
-    if b_in is not None:
-        q = q + b_in.narrow(0, 0, embed_dim)
-        k = k + b_in.narrow(0, embed_dim, embed_dim)
-        v = v + b_in.narrow(0, 2 * embed_dim, embed_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    v = v.reshape(src_len, bsz * num_heads, head_dim).transpose(0, 1)
-    scores = (q * (1.0 / float(head_dim)) ** 0.5).matmul(k.transpose(1, 2))
-    if attn_mask is not None:  # bool: True = may NOT attend; float: added
-        if attn_mask.dtype == _jt.bool:
-            scores = where(attn_mask, float("-inf"), scores)
-        else:
-            scores = scores + attn_mask
-    if key_padding_mask is not None:
-        s4 = scores.reshape(bsz, num_heads, tgt_len, src_len)
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len)
-        if key_padding_mask.dtype == _jt.bool:
-            s4 = where(kpm, float("-inf"), s4)
-        else:
-            s4 = s4 + kpm
-        scores = s4.reshape(bsz * num_heads, tgt_len, src_len)
-    e = (scores - _max_shift(scores, -1, True)).exp()
-    weights = e / e.sum(-1, True)
-    out = weights.matmul(v).transpose(0, 1).reshape(tgt_len * bsz, embed_dim).matmul(w_out.t())
-    if b_out is not None:
-        out = out + b_out
-    if unbatched:
-        out = out.reshape(tgt_len, embed_dim)
-    else:
-        out = out.reshape(tgt_len, bsz, embed_dim)
-    if need_weights:
-        w4 = weights.reshape(bsz, num_heads, tgt_len, src_len)
-        if average:
-            w4 = w4.mean(1)
-            if unbatched:
-                w4 = w4.reshape(tgt_len, src_len)
-        elif unbatched:
-            w4 = w4.reshape(num_heads, tgt_len, src_len)
-        return out, w4
-    return out, None
-
-
-def _embedding(input: Tensor, weight: Tensor, padding_idx: Any):
-    return _embedding_op(input, weight, padding_idx)
+    """The call is outside what the body covers: keep the PythonOp path."""
 
 
 # --- building a call ---------------------------------------------------------------------------
 class Const:
-    """A twin argument that is a Python constant (substituted into the twin's graph)."""
+    """A body argument that is a Python constant (substituted into the body's graph)."""
     __slots__ = ("value",)
 
     def __init__(self, value):
         self.value = value
-
-
-class _Args:
-    """The bound call: `st(name)` a static value (or _Reject), `t(name)` a runtime value,
-    `opt(name)` an optional tensor (Const(None) or the value)."""
-
-    def __init__(self, values: dict, defaults: dict):
-        self.values, self.defaults = values, defaults
-
-    def st(self, name):
-        v = self.values.get(name, _NONE)
-        if v is _NONE:
-            return self.defaults[name]
-        return _static(v, name)
-
-    def t(self, name):
-        v = self.values.get(name, _NONE)
-        if v is _NONE:
-            raise _Reject(f"'{name}' missing")
-        return v
-
-    def st_or_value(self, name):
-        """Const(value) when static, else the run-time value (a bool the runtime specialises
-        on, so `if flag:` in the twin folds per call signature)."""
-        try:
-            return Const(self.st(name))
-        except _Reject:
-            return self.t(name)
-
-    def opt(self, name):
-        v = self.values.get(name, _NONE)
-        if v is _NONE or (v.node is not None and v.node.op == "prim::Constant"
-                          and v.node.attrs.get("value", 0) is None):
-            return Const(None)
-        return v
 
 
 def _static(v, name):
@@ -394,197 +70,7 @@ def _static(v, name):
     return n.attrs["value"]
 
 
-def _int(v, name="dim"):
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise _Reject(f"'{name}' must be an int")
-    return v
-
-
-def _no_legacy(a):
-    if a.st("size_average") is not None or a.st("reduce") is not None:
-        raise _Reject("legacy reduction flags")
-
-
-def _reduction(a):
-    r = a.st("reduction")
-    if r not in ("mean", "sum", "none"):
-        raise _Reject("bad reduction")
-    return r
-
-
-def _b_softmax(twin):
-    def build(a):
-        dim = a.st("dim")
-        if dim is None:
-            raise _Reject("implicit dim")
-        return twin, [a.t("input"), Const(_int(dim)), Const(a.st("dtype"))]
-    return build
-
-
-def _b_layer_norm(a):
-    shape = a.st("normalized_shape")
-    shape = [shape] if isinstance(shape, int) else list(shape)
-    if not shape:
-        raise _Reject("empty normalized_shape")
-    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
-    return _layer_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(dims),
-                         Const(float(a.st("eps")))]
-
-
-def _b_rms_norm(a):
-    shape = a.st("normalized_shape")
-    shape = [shape] if isinstance(shape, int) else list(shape)
-    eps = a.st("eps")
-    if not shape or eps is None:  # eps=None is the input dtype's epsilon: eager decides
-        raise _Reject("rms_norm eps=None")
-    dims = -1 if len(shape) == 1 else tuple(range(-len(shape), 0))
-    return _rms_norm, [a.t("input"), a.opt("weight"), Const(dims), Const(float(eps))]
-
-
-def _b_linear(a):
-    return _linear, [a.t("input"), a.t("weight"), a.opt("bias")]
-
-
-def _b_dropout(a):
-    p, training, inplace = a.st("p"), a.st("training"), a.st("inplace")
-    if not isinstance(p, (int, float)) or p < 0.0 or p > 1.0 or inplace:
-        raise _Reject("dropout p/inplace")
-    if training and p != 0:
-        raise _Reject("random dropout")  # the random mask stays with eager's generator
-    return _identity, [a.t("input")]
-
-
-def _b_normalize(a):
-    p = a.st("p")
-    if a.st("out") is not None or isinstance(p, bool) or not isinstance(p, (int, float)) \
-            or not 0 < p < float("inf"):
-        raise _Reject("out= or a p without a sum-of-powers form")
-    return _normalize, [a.t("input"), Const(float(p)), Const(_int(a.st("dim"))),
-                        Const(a.st("eps"))]
-
-
-def _b_pointwise(twin):
-    def build(a):
-        _no_legacy(a)
-        return twin, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a))]
-    return build
-
-
-def _b_smooth_l1(a):
-    _no_legacy(a)
-    beta = a.st("beta")
-    if beta < 0:
-        raise _Reject("negative beta")
-    return _smooth_l1_loss, [a.t("input"), a.t("target"), Const(_reduction(a)), Const(beta)]
-
-
-def _b_huber(a):
-    delta = a.st("delta")
-    if not delta > 0:
-        raise _Reject("delta")
-    return _huber_loss, [a.t("input"), a.t("target"), a.opt("weight"), Const(_reduction(a)),
-                         Const(delta)]
-
-
-def _b_cross_entropy(a):
-    _no_legacy(a)
-    ls = a.st("label_smoothing")
-    if not 0.0 <= ls <= 1.0:
-        raise _Reject("label_smoothing")
-    return _cross_entropy, [a.t("input"), a.t("target"), a.opt("weight"),
-                            Const(_int(a.st("ignore_index"))), Const(_reduction(a)),
-                            Const(float(ls))]
-
-
-def _b_nll_loss(a):
-    _no_legacy(a)
-    return _nll_loss, [a.t("input"), a.t("target"), a.opt("weight"),
-                       Const(_int(a.st("ignore_index"))), Const(_reduction(a))]
-
-
-def _b_batch_norm(a):
-    training = a.st("training")
-    rm, rv = a.opt("running_mean"), a.opt("running_var")
-    if training and not (isinstance(rm, Const) and isinstance(rv, Const)):
-        raise _Reject("running statistics updated in place")
-    if not training and (isinstance(rm, Const) or isinstance(rv, Const)):
-        raise _Reject("missing running statistics")
-    return _batch_norm, [a.t("input"), rm, rv, a.opt("weight"), a.opt("bias"),
-                         Const(bool(training)), Const(float(a.st("eps")))]
-
-
-def _b_group_norm(a):
-    g = _int(a.st("num_groups"), "num_groups")
-    if g <= 0:
-        raise _Reject("num_groups")
-    return _group_norm, [a.t("input"), a.opt("weight"), a.opt("bias"), Const(g),
-                         Const(float(a.st("eps")))]
-
-
-def _b_mha(a):
-    for name in ("bias_k", "bias_v", "static_k", "static_v"):
-        if not isinstance(a.opt(name), Const):
-            raise _Reject(f"{name}")  # rare variants stay with eager
-    if a.st("add_zero_attn") or (a.st("training") and a.st("dropout_p") > 0):
-        raise _Reject("add_zero_attn / random dropout")
-    e, h = _int(a.st("embed_dim_to_check"), "embed_dim"), _int(a.st("num_heads"), "num_heads")
-    if h <= 0 or e % h:
-        raise _Reject("num_heads")
-    if a.st("use_separate_proj_weight"):
-        ws, offsets = [a.t("q_proj_weight"), a.t("k_proj_weight"), a.t("v_proj_weight")], (0, 0, 0)
-    else:
-        w = a.t("in_proj_weight")
-        ws, offsets = [w, w, w], (0, e, 2 * e)
-    return _mha, [a.t("query"), a.t("key"), a.t("value"), *ws, a.opt("in_proj_bias"),
-                  a.t("out_proj_weight"), a.opt("out_proj_bias"), a.opt("key_padding_mask"),
-                  a.opt("attn_mask"), Const(h), Const(e), Const(offsets),
-                  a.st_or_value("need_weights"), a.st_or_value("average_attn_weights"),
-                  a.st_or_value("is_causal"), Const(_layer_name(a))]
-
-
-def _layer_name(a) -> str:
-    try:
-        return str(a.st("_layer"))
-    except _Reject:  # a name computed at run time: the class eager would print
-        return "MultiheadAttention"
-
-
-def _b_embedding(a):
-    if a.st("max_norm") is not None or a.st("scale_grad_by_freq") or a.st("sparse"):
-        raise _Reject("max_norm / scale_grad_by_freq / sparse")  # eager says what is missing
-    pad = a.st("padding_idx")
-    if pad is not None:
-        _int(pad, "padding_idx")
-    return _embedding, [a.t("input"), a.t("weight"), Const(pad)]
-
-
-_BUILDERS: dict = {}
-
-
-def _table() -> dict:
-    """public callable -> builder (filled on first use: nn.functional imports late)."""
-    if _BUILDERS:
-        return _BUILDERS
-    from .._ops import nn_activation as act, nn_loss as loss, nn_misc as misc, nn_norm as norm
-    from ..nn import functional as F
-    from ..nn._functional_attention import multi_head_attention_forward
-    sm, lsm = _b_softmax(_softmax), _b_softmax(_log_softmax)
-    for fn, b in ((F.softmax, sm), (act.softmax, sm), (act._softmax_method, sm),
-                  (F.log_softmax, lsm), (act.log_softmax, lsm), (act._log_softmax_method, lsm),
-                  (F.softmin, _b_softmax(_softmin)),
-                  (norm.layer_norm, _b_layer_norm), (norm.rms_norm, _b_rms_norm),
-                  (norm.batch_norm, _b_batch_norm), (norm.group_norm, _b_group_norm),
-                  (norm.normalize, _b_normalize), (misc.linear, _b_linear),
-                  (misc.dropout, _b_dropout),
-                  (loss.mse_loss, _b_pointwise(_mse_loss)), (loss.l1_loss, _b_pointwise(_l1_loss)),
-                  (loss.smooth_l1_loss, _b_smooth_l1), (loss.huber_loss, _b_huber),
-                  (loss.cross_entropy, _b_cross_entropy), (loss.nll_loss, _b_nll_loss),
-                  (multi_head_attention_forward, _b_mha), (F.embedding, _b_embedding)):
-        _BUILDERS[fn] = b
-    return _BUILDERS
-
-
-# --- the twin's graph specialised on its constants ----------------------------------------------
+# --- the body's graph specialised on its constants ------------------------------------------------
 _lock = threading.RLock()
 _graphs: dict = {}
 
@@ -593,15 +79,15 @@ def _key(v):
     return (type(v).__name__, repr(v))
 
 
-def specialised_graph(twin, res, targs) -> ir.Graph:
-    """`res.graph` (the twin compiled) with the Const arguments substituted, `x is None` tests
+def specialised_graph(body, res, targs) -> ir.Graph:
+    """`res.graph` (the body compiled) with the Const arguments substituted, `x is None` tests
     on tensor arguments folded, then simplify + dce: branches on static values disappear."""
     from . import frontend_types as ft
     from .ir_util import clone_graph, replace_all_uses, walk_blocks
     from .passes import dce, simplify
     def is_tensor(a):  # a caller's value that is a Tensor (an Optional one may be None)
         return isinstance(getattr(a, "type", None), ir.TensorType)
-    key = (twin, tuple(_key(a.value) if isinstance(a, Const) else "T" if is_tensor(a) else "V"
+    key = (body, tuple(_key(a.value) if isinstance(a, Const) else "T" if is_tensor(a) else "V"
                        for a in targs))
     with _lock:
         g = _graphs.get(key)
@@ -634,13 +120,8 @@ def specialised_graph(twin, res, targs) -> ir.Graph:
         return g
 
 
-def compile_call(fc, fn, node, recv=None):
-    """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
-    `prim::CallFunction` of its twin, or None (the caller falls back to a prim::PythonOp;
-    `fc._evaluated` then holds the evaluated arguments so they are not emitted twice)."""
-    build = _table().get(fn)
-    if build is None:
-        return None
+def _bind(fc, fn, node, recv):
+    """(values: name -> IR value of the arguments given, defaults) or None."""
     args, kwargs = fc._args(node)
     fc._evaluated = (args, kwargs)
     try:
@@ -654,14 +135,76 @@ def compile_call(fc, fn, node, recv=None):
             values["input" if name == "self" else name] = fc.to_value(v)
         except Exception:
             return None
-    defaults = {p.name: p.default for p in sig.parameters.values()}
+    defaults = {("input" if p.name == "self" else p.name): p.default
+                for p in sig.parameters.values()}
+    return values, defaults
+
+
+def _is_const_none(v) -> bool:
+    n = v.node
+    return n is not None and n.op == "prim::Constant" and n.attrs.get("value", 0) is None
+
+
+def _composite_call(comp, ignore, values, defaults):
+    """(body, targs) for a call of an exposed composite (_ops/composite), or None."""
+    statics = []
+    for name in comp.static:
+        if name.endswith("?"):  # whether an optional argument is given
+            v = values.get(name[:-1], _NONE)
+            statics.append(v is not _NONE and not _is_const_none(v))
+            continue
+        v = values.get(name, _NONE)
+        try:
+            statics.append(defaults[name] if v is _NONE else _static(v, name))
+        except _Reject:
+            if name not in comp.static_fallback:
+                raise
+            statics.append(comp.static_fallback[name])
+    body = comp.body(*statics)  # the factory checks the statics (raises: a Python call)
+    if comp.script_unsupported is not None and comp.script_unsupported(*statics):
+        raise _Reject(comp.script_unsupported(*statics))
+    params = inspect.signature(body).parameters
+    for name, v in values.items():  # a public parameter the body does not read: its default
+        if name in params or name in comp.static or name in ignore:
+            continue
+        if _static(v, name) != defaults.get(name, _NONE):
+            raise _Reject(f"'{name}' is not its default")
+    targs = []
+    for name, p in params.items():
+        v = values.get(name, _NONE)
+        if v is _NONE:
+            d = defaults.get(name, p.default)
+            if d is inspect.Parameter.empty:
+                raise _Reject(f"'{name}' missing")
+            targs.append(Const(d))
+        elif v.node is not None and v.node.op == "prim::Constant" and "value" in v.node.attrs:
+            targs.append(Const(v.node.attrs["value"]))
+        else:
+            targs.append(v)
+    return body, targs
+
+
+def compile_call(fc, fn, node, recv=None):
+    """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
+    `prim::CallFunction` of its body, or None (the caller falls back to a
+    prim::PythonOp; `fc._evaluated` then holds the evaluated arguments so they are not emitted
+    twice)."""
+    from .._ops.composite import Unsupported, composite_of
+    found = composite_of(fn)
+    if found is None:
+        return None
+    b = _bind(fc, fn, node, recv)
+    if b is None:
+        return None
+    values, defaults = b
     try:
-        twin, targs = build(_Args(values, defaults))
-    except (_Reject, TypeError, ValueError, KeyError):
+        body, targs = _composite_call(found[0], found[1], values, defaults)
+    except (_Reject, Unsupported, TypeError, ValueError, KeyError, IndexError, RuntimeError,
+            AssertionError, NotImplementedError):
         return None
     from .frontend import compile_function
-    res = compile_function(twin)
-    g = specialised_graph(twin, res, targs)
+    res = compile_function(body)
+    g = specialised_graph(body, res, targs)
     fc.python_ops.extend(res.python_ops)
     ins = []
     for a, gv in zip(targs, res.graph.inputs):

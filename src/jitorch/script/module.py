@@ -99,6 +99,18 @@ class _Variant:
         return [d[k] for d, k in self._acc]
 
 
+def _wait_all(fns, timeout) -> bool:
+    """`wait_compiled(timeout)` over several functions/methods, one deadline for all."""
+    import time
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for f in fns:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        wait = getattr(f, "wait_compiled", None)
+        if wait is not None and not wait(left):
+            return False
+    return True
+
+
 class ScriptMethod:
     """A compiled method of a ScriptModule: callable; `.graph` (the frontend's IR: the user's
     arguments, then the parameters it reads), `.code`, `.graph_for(*args)`."""
@@ -152,6 +164,10 @@ class ScriptMethod:
         else:
             args = list(args)
         return v.sf(*args, *v.tensors(self.owner._orig))
+
+    def wait_compiled(self, timeout=None) -> bool:
+        """`ScriptFunction.wait_compiled` for every variant of this method."""
+        return _wait_all([v.sf for v in list(self._variants)], timeout)
 
     @property
     def graph(self) -> ir.Graph:
@@ -229,6 +245,11 @@ def _make_class():
                 setattr(orig, name, value)  # `sm.k = 5`: the guard sees it, the method recompiles
                 return
             super().__setattr__(name, value)
+
+        def wait_compiled(self, timeout=None) -> bool:
+            """Wait until no scripted method of this module compiles in the background
+            (`ScriptFunction.wait_compiled`); False if `timeout` seconds passed first."""
+            return _wait_all(list(self._methods.values()), timeout)
 
         @property
         def graph(self):

@@ -7,9 +7,13 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
    on), per scalar its type, per static argument its value. Sizes are never part of it, so a new
    batch size never compiles;
 3. a key miss builds the specialisation under a lock held for that key only (8 threads making
-   the same first call compile once; other keys proceed): `passes.types.specialize` ->
+   the same first call build once; other keys proceed): `passes.types.specialize` ->
    `passes.pipeline.run` -> `codegen.cpu.generate` -> `cache.load_module` (disk cache), and the
-   first call runs inside the lock, because that is when Numba compiles (or loads from disk);
+   first call runs inside the lock. That is when the program's Numba overload is made: loaded
+   from Numba's disk cache when it is there, else (JITORCH_COMPILE=background, the default)
+   compiled by the compile worker process while the calls run interpreted, switching to the
+   program when it is ready (tiers.py, compile_worker.py), or (JITORCH_COMPILE=sync) compiled
+   in the call;
 4. tensors enter as the NumPy arrays they are (no copy: a strided, expanded or read-only array is
    read through its strides). The program's Numba overload is chosen by the arrays' (dtype,
    rank, layout) with the layout normalised to 'C' or 'A' (a Fortran-ordered or read-only array
@@ -44,7 +48,7 @@ from .. import _threads
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_history
-from . import alias, cache, interpreter, ir, stats
+from . import alias, cache, interpreter, ir, stats, tiers
 from .trace import _active_count as _tracers, active_tracer as _active_tracer
 from .codegen import NotLowered, RaiseInInterpreter
 from .entry import _Entry, _interp
@@ -181,6 +185,7 @@ class ScriptFunction:
         self._read = alias.used_inputs(graph) if self._mutated else ()
         if self._mutated:
             self._fast_key = None
+        stats.register_function(self)
 
     def _kind_of(self, name, t):
         if name in self._static:
@@ -341,7 +346,9 @@ class ScriptFunction:
             else:
                 if not _threads._pinned:
                     _threads.note_caller_thread()
-                if entry.kind == "compiled":  # stats.record_call, inlined
+                if entry.kind == "compiled" or entry.pending is not None and \
+                        tiers.switch(entry):  # (the worker's program is ready: load it)
+                    # stats.record_call, inlined
                     next(_counters.calls)
                     next(_counters.memory_hits)
                     if self._fast_key is not None:
@@ -459,6 +466,8 @@ class ScriptFunction:
             why = self._why(key)
             entry, outs, how = self._build(key, args, need_grad)
             dt_s = time.perf_counter() - t0
+            prog = entry if entry.autodiff is None else entry.autodiff.fwd
+            prog.build_s += dt_s
             stats.record_compile(dt_s, how=how, reason=entry.reason)
             stats.record_call(hit=False, interpreted=_interp(entry))
             stats.log_compile(self.name, why, how, dt_s, entry.reason)
@@ -501,7 +510,10 @@ class ScriptFunction:
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
-            if not entry.checks_overlap:
+            # the compile worker starts even when this call runs in place instead (then it also
+            # checks arguments that share memory here: the program is not running them)
+            tiers.start(entry, args)
+            if not entry.checks_overlap or entry.pending is not None:
                 self._check_overlap(args)
             outs, how = first_call(entry, args)
         except Exception:
@@ -537,6 +549,8 @@ class ScriptFunction:
                     "generate code")
         if e.autodiff is not None:
             return e.autodiff.source()
+        if e.pending is not None:
+            return f"# runs interpreted while the compile worker compiles it\n{e.source}"
         if e.kind == "interpreted":
             return f"# runs interpreted: {e.reason}\n"
         return e.source
@@ -545,7 +559,28 @@ class ScriptFunction:
     def stats(self):
         return {"specialisations": len(self._cache),
                 "interpreted": {str(k): e.reason for k, e in self._cache.items()
-                                if e.kind == "interpreted"}}
+                                if e.kind == "interpreted" and e.pending is None},
+                **tiers.function_report(self)}
+
+    def _entries(self):
+        """The programs of every specialisation (an autodiff pair's forward and backward
+        entries included), each once."""
+        seen = set()
+        for e in list(self._cache.values()):
+            ad = e.autodiff
+            for p in ([e] if ad is None else
+                      [ad.fwd, *list(ad.fwds.values()), *list(ad.bwd.values())]):
+                p = getattr(p, "entry", p)  # autodiff_rt._LazyFirst wraps its entry
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait until no program of this function is compiling in the background (each is
+        compiled, or interpreted with its reason in `jitorch.jit.stats()`); the next call runs
+        the compiled program. False if `timeout` seconds passed first. Programs not started
+        yet (a backward before the first `backward()`) are not waited for."""
+        return tiers.wait(list(self._entries()), timeout)
 
     def graph_for(self, *args, **kwargs) -> ir.Graph:
         """The optimised graph this function runs for these arguments (compiles if needed)."""
@@ -611,28 +646,6 @@ def _any_rg(a):
     return False
 
 
-MAX_PROGRAM_LINES = 1500
-
-
-def _too_big(prog) -> str | None:
-    """A reason to interpret instead when the program is too large to compile in reasonable
-    time and is not on disk yet: Numba's compile time grows faster than linearly with the size
-    of one function (about a minute of CPU per 1000 generated lines on a 2-core machine, and
-    several minutes for the backward of a 2-layer Transformer encoder). The limit is
-    `JITORCH_MAX_PROGRAM_LINES` (0: no limit)."""
-    try:
-        limit = int(os.environ.get("JITORCH_MAX_PROGRAM_LINES", MAX_PROGRAM_LINES))
-    except ValueError:
-        limit = MAX_PROGRAM_LINES
-    lines = prog.source.count("\n")
-    if not limit or lines <= limit or cache.is_on_disk(prog.source,
-                                                      getattr(prog, "njit_options", None)):
-        return None
-    return (f"program of {lines} lines is above JITORCH_MAX_PROGRAM_LINES={limit} (a cold "
-            "compile would take minutes); raise the limit to compile it once, later processes "
-            "load it from the disk cache")
-
-
 def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
     """Lower `graph` for `arg_types` and load its program: -> (entry, how). An interpreted
     entry (how == "interpreted") says why in entry.reason. Used for plain calls and by the
@@ -640,9 +653,7 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
     g, prog, reason = _lower(graph, arg_types, static)
     if prog is None:
         return _Entry("interpreted", g, reason=reason), "interpreted"
-    too_big = _too_big(prog)
-    if too_big:
-        return _Entry("interpreted", g, reason=too_big), "interpreted"
+    options = getattr(prog, "njit_options", None)
     try:
         mod, _ = cache.load_program(prog)
         fn = getattr(mod, prog.entry)
@@ -657,16 +668,21 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
             source = f.read()
     except (OSError, TypeError):
         source = prog.source
-    for ksrc in getattr(prog, "kernels", ()):  # fn.code shows what runs: the entry and each kernel it calls
+    for ksrc in getattr(prog, "kernels", ()):  # fn.code: the entry and each kernel it calls
         source += f"\n\n# --- kernel {cache.module_name(cache.prepare_source(ksrc))}\n" + \
             cache.prepare_source(ksrc)
     return _Entry("compiled", g, fn=fn, source=source, out_types=list(prog.output_types),
-                  checks_overlap=bool(getattr(prog, "checks_overlap", False))), "pending"
+                  checks_overlap=bool(getattr(prog, "checks_overlap", False)),
+                  origin=(prog.source, options, prog.entry)), "pending"
 
 
 def first_call(entry: _Entry, args):
-    """Run a freshly loaded program once (Numba compiles or loads it now): -> (outs, how).
-    On a Numba compile error the entry turns into an interpreted one and outs is None."""
+    """Run a freshly loaded program once: -> (outs, how). Under JITORCH_COMPILE=background
+    (tiers.py) a program that is not compiled yet goes to the compile worker and this call runs
+    interpreted (how "background"); otherwise Numba compiles or loads it now. On a Numba
+    compile error the entry turns into an interpreted one and outs is None."""
+    if entry.pending is not None or tiers.start(entry, args):
+        return entry.run(args), "background"
     before = cache.dispatcher_counts(entry.fn)
     try:
         outs = entry.run(args)

@@ -15,6 +15,7 @@ import itertools
 import os
 import sys
 import threading
+import weakref
 from collections import Counter
 
 _lock = threading.Lock()
@@ -29,7 +30,15 @@ class Stats(dict):
     interpreted_runs (calls run by the IR interpreter), interpreted_reasons (reason -> number of
     specialisations that fell back for it), compile_seconds (total time spent building
     specialisations), calls (all calls through ScriptFunctions), kernels (kernel overloads
-    compiled / loaded from disk / shared with another call site, codegen/kernel_call.py)."""
+    compiled / loaded from disk / shared with another call site, codegen/kernel_call.py).
+
+    The background compile (tiers.py): background_compiles (programs sent to the compile
+    worker), background_done (of those, loaded compiled afterwards), background_failed (left
+    interpreted: their reasons are in interpreted_reasons), worker_wall_seconds and
+    worker_cpu_seconds (the worker's time for them: wall from submission to its answer, and its
+    CPU), functions (per ScriptFunction name: tier "interpreted-while-compiling", "compiled",
+    "interpreted" or "not called", its number of programs, compile_wall_s, worker_cpu_s and
+    the reasons of its interpreted programs; `tiers.function_report`)."""
 
     def __getattr__(self, name):
         try:
@@ -51,9 +60,19 @@ class _Counters:
         self.interpreted_reasons: Counter = Counter()
         self.compile_seconds = 0.0
         self.calls = itertools.count()
+        self.background_compiles = 0
+        self.background_done = 0
+        self.background_failed = 0
+        self.worker_wall_seconds = 0.0
+        self.worker_cpu_seconds = 0.0
 
 
 _c = _Counters()
+_functions: "weakref.WeakSet" = weakref.WeakSet()  # every ScriptFunction, for `functions`
+
+
+def register_function(sf) -> None:
+    _functions.add(sf)
 
 
 def snapshot() -> Stats:
@@ -63,7 +82,23 @@ def snapshot() -> Stats:
                      interpreted_runs=_value(_c.interpreted_runs),
                      interpreted_reasons=dict(_c.interpreted_reasons),
                      compile_seconds=_c.compile_seconds, calls=_value(_c.calls),
-                     kernels=_kernel_counts())
+                     background_compiles=_c.background_compiles,
+                     background_done=_c.background_done,
+                     background_failed=_c.background_failed,
+                     worker_wall_seconds=_c.worker_wall_seconds,
+                     worker_cpu_seconds=_c.worker_cpu_seconds,
+                     functions=_function_reports(), kernels=_kernel_counts())
+
+
+def _function_reports() -> dict:
+    from .tiers import function_report
+    out: dict = {}
+    for sf in list(_functions):
+        name, k = sf.name, 2
+        while name in out:  # two functions of one name: name, name#2, ...
+            name, k = f"{sf.name}#{k}", k + 1
+        out[name] = function_report(sf)
+    return out
 
 
 def _kernel_counts() -> dict:
@@ -103,6 +138,31 @@ def record_compile(seconds: float, *, how: str, reason: str | None = None) -> No
             _c.interpreted_reasons[reason or "unknown"] += 1
 
 
+def record_background_start() -> None:
+    with _lock:
+        _c.background_compiles += 1
+
+
+def record_background_done(wall: float, cpu: float, how: str, load_s: float) -> None:
+    """A background compile loaded: the worker's time, and how the caller got the program
+    (`how`: "disk" when it loaded the worker's file, counted in disk_hits)."""
+    with _lock:
+        _c.background_done += 1
+        _c.worker_wall_seconds += wall
+        _c.worker_cpu_seconds += cpu
+        _c.compile_seconds += load_s
+        if how == "disk":
+            _c.disk_hits += 1
+        elif how == "compiled":  # the worker's file was not found: this process compiled
+            _c.numba_compiles += 1
+
+
+def record_background_failed(reason: str) -> None:
+    with _lock:
+        _c.background_failed += 1
+        _c.interpreted_reasons[reason] += 1
+
+
 def record_call(*, hit: bool, interpreted: bool) -> None:
     c = _c
     next(c.calls)
@@ -122,6 +182,8 @@ def log_compile(name: str, why: str, how: str, seconds: float, reason: str | Non
     if not log_enabled("compile"):
         return
     what = {"compiled": "compiled", "disk": "loaded from disk cache",
-            "memory": "program already loaded"}.get(how, f"interpreted ({reason})")
+            "memory": "program already loaded",
+            "background": "compiling in the background, interpreted meanwhile"}.get(
+                how, f"interpreted ({reason})")
     print(f"jitorch: compile {name}: {why} -> {what} in {seconds * 1e3:.1f} ms",
           file=sys.stderr, flush=True)

@@ -164,7 +164,8 @@ def _worth_a_kernel(ke) -> bool:
 
 
 def kernel_source(ke, rets) -> str:
-    from .cpu import DECORATOR, module_head
+    from .cpu import DECORATOR
+    from .module_text import module_head
     head, body = module_head(ke)
     return head + "\n\n" + DECORATOR + "\n" + \
         f"def kernel({', '.join(ke.params)}):\n" + "\n".join(body) + "\n" + \

@@ -50,7 +50,13 @@ def _bind(module: str, argtys: tuple):
         got = _bound.get(key)
         if got is not None:
             return got
-        disp = sys.modules[module].kernel  # loaded before the entry (cache.load_program)
+        mod = sys.modules.get(module)  # loaded before the entry (cache.load_program)
+        if mod is None:  # a process given only the entry (the compile worker)
+            from .. import cache
+            mod = cache.load_named(module)
+            if mod is None:
+                raise RuntimeError(f"kernel module {module} is not in the cache directory")
+        disp = mod.kernel
         st = disp.stats
         hits = sum(st.cache_hits.values())
         disp.compile(argtys)
@@ -86,6 +92,9 @@ def ensure(symbol: str) -> bool:
     if any(s == symbol for s, _ in _bound.values()):
         return True
     mod = sys.modules.get(module)
+    if mod is None:
+        from .. import cache
+        mod = cache.load_named(module)
     disp = getattr(mod, "kernel", None)
     try:
         from numba.core.registry import cpu_target

@@ -1,0 +1,46 @@
+"""The text of a generated module around its one function (an entry, cpu.py, or a kernel,
+kernel.py): the imports it needs (allocation helpers, fast math functions, with the hash of the
+helper file so a changed helper gives a new module name), its exception classes, its globals.
+"""
+from __future__ import annotations
+
+
+def module_head(em):
+    """(the module text before the function: imports, exception classes, globals; the
+    function's body lines) of an entry or a kernel (kernel.py)."""
+    from . import alloc, lower_elementwise
+    helpers = sorted(em.helpers)
+    head = ["import math", "import numba", "import numpy as np"]
+    # large arrays allocated by the program ask for huge pages, as NumPy's do (alloc.py)
+    body, alloc_names = alloc.rewrite(em.lines)
+    if alloc_names:
+        head.append(alloc.import_line(alloc_names))
+    if helpers:
+        # the hash makes the module's content (and so its cache key) follow fastmath.py:
+        # Numba's own cache does not notice changes in other files
+        head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
+                    f"# fastmath {lower_elementwise.fastmath_hash()}")
+    for exc in sorted(em.exceptions):
+        head.append(_EXC_CLASS.format(exc=exc))
+    if em.scripted_raises:
+        head.append("from jitorch.script.interpreter import ScriptRuntimeError")
+    for exc in sorted(em.scripted_raises):
+        head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
+    return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
+
+
+_SCRIPT_EXC_CLASS = """
+
+class _Script{exc}({exc}, ScriptRuntimeError):
+    \"\"\"A `raise {exc}(...)` of the scripted code (also a jitorch.jit.Error).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
+
+_EXC_CLASS = """
+
+class _{exc}({exc}):
+    \"\"\"{exc} raised by the program; args = (format, ints...).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
