@@ -22,7 +22,8 @@ processes, plus (until it serves, and for the process) the compile worker's CPU 
 `jit.stats()["worker_cpu_seconds"]` reports it (the worker outlives the measurement, so rusage
 never holds it); the "process" columns are the whole child (imports included). "Serves":
 when `ScriptFunction.wait_compiled` exists (background compiles) the time until it returns for
-every scripted function, else the first result (compiles are synchronous). JITORCH_COMPILE is left as set (its default) unless --compile-mode is given.
+every scripted function, else the first result (compiles are synchronous). JITORCH_COMPILE is
+left as set (its default) unless --compile-mode is given.
 Kernel counts come from `jitorch.jit.stats()["kernels"]` (compiled / loaded from disk /
 shared with another call site) when it reports them, program counts (numba_compiles /
 disk_hits) always. Ratio columns are the issue's goals.
