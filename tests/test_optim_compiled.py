@@ -295,3 +295,54 @@ def test_inplace_chain_on_list_elements_is_one_loop():
     assert all(" if " in ln for ln in entry.splitlines() if "np.empty" in ln)
     graph = str(_momentum_inplace._last.graph)
     assert graph.count("prim::Fused") == 1
+
+
+_BACKGROUND_STEP = """
+import numpy as np, jitorch
+import jitorch.optim as optim
+from jitorch.optim import optimizer as jopt
+arrays = [np.random.default_rng(5).standard_normal(s).astype(np.float32)
+          for s in ((3, 4), (4,), (2, 3), ())]
+ps = [jitorch.tensor(a, requires_grad=True) for a in arrays]
+qs = [jitorch.tensor(a, requires_grad=True) for a in arrays]
+opt, ref = optim.Adam(ps, lr=0.05), optim.Adam(qs, lr=0.05, fused=False)
+g = np.random.default_rng(3)
+
+def step():
+    for p, q in zip(ps, qs):
+        p.grad = jitorch.tensor(g.standard_normal(p.shape).astype(np.float32))
+        q.grad = p.grad.clone()
+    opt.step()
+    ref.step()
+    for p, q in zip(ps, qs):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+step()
+fn = next(iter(opt._fn.scripted.values()))
+assert fn.stats["tier"] == "interpreted-while-compiling" and jopt._pending(fn), fn.stats
+assert not opt._fn._direct and opt._fn.fallbacks == {}, opt._fn.fallbacks
+assert "eager" not in opt._fn._modes.values()
+assert fn.wait_compiled(timeout=300)
+step()  # the call that finds the program compiled
+step()
+assert opt._fn._direct and opt._fn.fallbacks == {}, (fn.stats, opt._fn.fallbacks)
+print("ok")
+"""
+
+
+def test_default_step_while_the_program_compiles_in_the_background(tmp_path):
+    """With background compiles (script/tiers.py) the first default steps run through the
+    interpreter while the worker compiles the step program, and nothing is decided while it is
+    pending (no eager fallback recorded); once compiled, steps call the program directly.
+    Every step equals the eager step. In a fresh process with empty caches (a program that
+    this process compiled already would load at once, not in the background)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, JITORCH_COMPILE="background",
+               JITORCH_CACHE_DIR=str(tmp_path / "jitorch"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    r = subprocess.run([sys.executable, "-c", _BACKGROUND_STEP], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

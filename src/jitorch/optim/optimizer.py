@@ -225,7 +225,7 @@ class CompiledStep:
                 stats.record_call(hit=True, interpreted=False)  # visible in jit.stats()
         else:
             from .._tensor import Tensor as _T
-            with self._lock:  # `fn._last` below is this call's entry
+            with self._lock:  # one first call per case at a time
                 for c in calls:
                     targs = [[_T._make(a, dtype) for a in x] if type(x) is tuple else x
                              for x in c]
@@ -235,8 +235,9 @@ class CompiledStep:
                     self._run_case(flags, fn, kernel, targs[0], tuple(targs[1:]))
                     key = (flags, _case_key(targs[0], tuple(targs[1:])))
                     mode = self._modes[(flags, "flat", dtype)] = self._modes.get(key)
-                    last = getattr(fn, "_last", None)
-                    if mode == "script" and getattr(last, "kind", "") == "compiled":
+                    last = _entry_for(fn, targs)
+                    if mode == "script" and getattr(last, "kind", "") == "compiled" and \
+                            getattr(last, "fn", None) is not None:
                         self._direct[(flags, dtype)] = last.fn
         # the writes happened in the arrays (of flat views): bump the version counters as the
         # in-place ops would (the grads, argument 1, are only read)
@@ -268,10 +269,24 @@ class CompiledStep:
         return out
 
 
+def _entry_for(fn, args):
+    """The specialisation (script/entry.py `_Entry`) `fn` runs for `args`, None if it has not
+    built one. (Looked up by key, not `fn._last`: a call that a program compiling in the
+    background answered from the interpreter leaves `_last` as it was.)"""
+    try:
+        key, _ = fn._key(list(args))
+    except Exception:  # noqa: BLE001 - arguments it cannot key: no direct path
+        return None
+    return fn._cache.get(key)
+
+
 def _pending(fn) -> bool:
-    """Did `fn`'s last call run on the tier below while its program compiles in the
-    background (script/tiers.py: `entry.pending`)? Then it is neither compiled nor settled."""
-    return getattr(getattr(fn, "_last", None), "pending", None) is not None
+    """Is a program of `fn` still compiling in the background (script/tiers.py: its calls run
+    on the tier below meanwhile)? Then what its last call ran on decides nothing yet."""
+    try:
+        return bool(fn.stats.get("programs_compiling"))
+    except Exception:  # noqa: BLE001 - a runtime without background compiles
+        return False
 
 
 def _typename(obj) -> str:
