@@ -23,7 +23,8 @@ processes, plus (until it serves, and for the process) the compile worker's CPU 
 never holds it); the "process" columns are the whole child (imports included). "Serves":
 when `ScriptFunction.wait_compiled` exists (background compiles) the time until it returns for
 every scripted function, else the first result (compiles are synchronous). JITORCH_COMPILE is
-left as set (its default) unless --compile-mode is given.
+left as set unless --compile-mode is given (bench/_harness.py, which the children import,
+defaults benchmarks to sync; the JSON records each child's mode).
 Kernel counts come from `jitorch.jit.stats()["kernels"]` (compiled / loaded from disk /
 shared with another call site) when it reports them, program counts (numba_compiles /
 disk_hits) always. Ratio columns are the issue's goals.
@@ -317,17 +318,18 @@ def main():
                     help="set JITORCH_COMPILE for the jitorch children")
     ap.add_argument("--json", help="also save the raw results here")
     ap.add_argument("--from-json", nargs="+",
-                    help="print the tables of saved runs (rows merged: later files add states "
-                         "and peers, e.g. a jitorch-only run and a peers-only run)")
+                    help="print the tables of saved runs (rows merged: later files add the "
+                         "states and peers the earlier lack, e.g. a peers-only run)")
     a = ap.parse_args()
     if a.from_json:
         runs = [json.loads(pathlib.Path(f).read_text()) for f in a.from_json]
         res = runs[0]
-        for r in runs[1:]:
+        for r in runs[1:]:  # earlier files win; later ones fill in what they lack
             for name, row in r["rows"].items():
-                res["rows"].setdefault(name, {}).update(
-                    {k: v for k, v in row.items() if "error" not in v or
-                     k not in res["rows"].get(name, {})})
+                have = res["rows"].setdefault(name, {})
+                for k, v in row.items():
+                    if k not in have or "error" in have[k] and "error" not in v:
+                        have[k] = v
         print(tables(res))
         return
     workloads = a.workloads or (QUICK if a.quick else WORKLOADS)
