@@ -273,17 +273,17 @@ def tables(res: dict) -> str:
     lines += ["", "### Against the peers' cold compiles, and the goals", "",
               "jitorch columns: until the compiled program serves; peers: first result in a "
               "fresh process with empty caches (their compile is synchronous); wall / CPU "
-              "seconds. Goals: (a) script + first step, any state, <= 3x TorchScript (wall, "
-              "worst state); (b) new model <= 3x JAX jit (CPU); (c) first ever <= "
-              "torch.compile (CPU); (d) warm: compiled within 0.5 s of import (wall: build + "
-              "serves).", "",
+              "seconds. Goals: (a) script + first step (to its result), any state, <= 3x "
+              "TorchScript (wall, worst state); (b) new model <= 3x JAX jit (CPU); (c) first "
+              "ever <= torch.compile (CPU); (d) warm: compiled within 0.5 s of import (wall: "
+              "build + serves).", "",
               "| workload | first ever | new model | warm | TorchScript | torch.compile | "
               "JAX jit | (a) vs TorchScript | (b) new vs JAX | (c) first vs torch.compile | "
               "(d) warm since import |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, row in rows.items():
         f, n, w = row.get("first"), row.get("new"), row.get("warm")
         ts, tc, jx = row.get("TorchScript"), row.get("torch.compile"), row.get("jax")
-        walls = [_get(r, "serve_s") for r in (f, n, w) if _get(r, "serve_s") is not None]
+        walls = [_get(r, "first_s") for r in (f, n, w) if _get(r, "first_s") is not None]
         new_cpu = _cpu_of(n, "serve")
         new_note = ""
         if new_cpu is None and n and "heavy" in n.get("error", ""):
