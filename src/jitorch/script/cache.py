@@ -137,17 +137,6 @@ def module_name(source: str) -> str:
     return MODULE_PREFIX + h
 
 
-def is_on_disk(source: str, options: dict | None = None) -> bool:
-    """Whether this program's module was written by an earlier load (so Numba's disk cache
-    most likely holds it compiled)."""
-    src = prepare_source(source, options)
-    name = module_name(src)
-    if name in sys.modules:
-        return True
-    d = cache_dir()
-    return d is not None and _check_file(os.path.join(d, name + ".py"), src.encode()) == "ok"
-
-
 def load_module(source: str, options: dict | None = None):
     """Write (if new or not as generated) and load the program's module; returns (module,
     is_new_in_process). A cache directory that cannot hold it gives a module compiled in

@@ -72,6 +72,7 @@ class Emitter:
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes
         self.writes_arguments = False  # the program writes list arguments' arrays in place
         self.kernels: dict = {}  # kernel module name -> source (kernel.py)
+        self.outline = False  # compute nodes become kernels (set by generate)
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -155,6 +156,7 @@ def generate(graph: ir.Graph, written=()) -> Program:
     """The program of `graph`; `written`: indices of the inputs the caller's function writes
     to (the runtime's `graph.mutated_inputs`), which the program checks for shared memory."""
     em = Emitter()
+    em.outline = OUTLINE and kernel.worth_kernels(graph)
     args = []
     from . import lower_list
     from .lower_overlap import overlap_check
@@ -205,9 +207,7 @@ def lower_block(em: Emitter, nodes) -> None:
 
 
 def lower_node(em: Emitter, n: ir.Node) -> None:
-    op = n.op
-    if (not op.startswith("prim::") or op == "prim::Fused" or "lower" in n.attrs) and \
-            OUTLINE and not kernel.is_kernel(em):
+    if kernel.is_compute(n) and getattr(em, "outline", False):
         return kernel.outline(em, n, lower_here)  # a kernel of its own (kernel.py)
     lower_here(em, n)
 

@@ -111,8 +111,18 @@ def _kernel_emitter_class():
 _KE = None
 
 
-def is_kernel(em) -> bool:
-    return getattr(em, "parent", None) is not None
+def is_compute(n: ir.Node) -> bool:
+    """Nodes whose code becomes a kernel: every op but the structural/scalar prims."""
+    return not n.op.startswith("prim::") or n.op == "prim::Fused" or "lower" in n.attrs
+
+
+def worth_kernels(graph: ir.Graph) -> bool:
+    """A program of one compute node is generated as one function: as a kernel it would cost
+    two Numba compiles (the kernel and an entry calling it) for nothing to share within the
+    program (most of a test suite's programs, and small scripted functions, are of this kind)."""
+    def count(block):  # (a fused group's body is its own kernel's business)
+        return sum(1 if is_compute(n) else sum(count(b) for b in n.blocks) for n in block.nodes)
+    return count(graph.block) > 1
 
 
 def outline(em, n: ir.Node, lower) -> None:
