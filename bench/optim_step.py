@@ -1,9 +1,10 @@
 """Optimizer step for 100 parameters of mixed sizes (float32): SGD with momentum, Adam, AdamW.
 
 Peers, one thread each, timings interleaved (best of rounds):
-- jitorch fused: `fused=True`, the compiled GIL-free step (one program per options tuple and
-  dtype; one fused loop per parameter writing param and state in place; optim CompiledStep);
-- jitorch eager: the default (`fused=False`): the same functional form run op by op;
+- jitorch fused: `fused=True` (since issue 10 also the default, `fused=None`), the compiled
+  GIL-free step (one program per options tuple and dtype; one fused loop per parameter writing
+  param and state in place; optim CompiledStep);
+- jitorch eager: `fused=False`: the same functional form run op by op;
 - PyTorch foreach (`foreach=True`) and PyTorch single-tensor (`foreach=False`), when installed.
 Then the compile cost of the fused step: a cold compile (fresh jitorch and Numba cache dirs, in
 a subprocess) and the first step of a new process that finds them on disk.

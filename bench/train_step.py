@@ -9,8 +9,8 @@ batch_first; seq 16, batch 8) with a mean-pool and a Linear head. Loss: cross en
 Peers, interleaved in one process, one thread each, every model starting from the same weights
 (state_dicts copied through NumPy):
 - jitorch scripted: `jitorch.jit.script(WithLoss(model))` (forward and loss in one program,
-  backward by autodiff) and the default `optim.Adam` step (eager functional form); for the
-  example's CharLSTM its own scripted time loop (`forward(scripted=True)`);
+  backward by autodiff) and the default `optim.Adam` step (compiled since issue 10, step 7);
+  for the example's CharLSTM its own scripted time loop (`forward(scripted=True)`);
 - jitorch scripted + fused Adam: the same with `optim.Adam(..., fused=True)` (compiled step);
 - jitorch eager: the same modules run op by op;
 - PyTorch eager: the same source on torch.nn, `torch.optim.Adam` default, when installed.
@@ -212,7 +212,7 @@ def breakdown(steps, notes, rounds, min_time):
     fb = {p: steps[p].fwd_bwd if steps.get(p) else None for p in BWD_PEERS}
     fb_row = safe_timed_rows(fb, {p: notes[p] for p in BWD_PEERS if p in notes}, rounds,
                              min_time)
-    # the default (eager) Adam of the eager peer's model: the same step as SCRIPTED's, and
+    # the default Adam of the eager peer's model: the same step as SCRIPTED's, and
     # there even when the model does not script
     src = dict(zip(ADAM_PEERS, (FUSED, EAGER if steps.get(EAGER) else SCRIPTED, TORCH)))
     adam = {a: steps[p].opt.step if steps.get(p) else None for a, p in src.items()}

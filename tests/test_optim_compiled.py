@@ -13,7 +13,7 @@ import jitorch.optim as optim
 from jitorch import Tensor
 from jitorch.optim import optimizer as jopt
 
-# fused=True: PyTorch's flag for its fused kernels selects the compiled step (the default is eager)
+# fused=True, like the default (fused=None), runs the compiled step (fused=False: eager)
 CASES = [("SGD", dict(lr=0.1, momentum=0.9, fused=True)),
          ("Adam", dict(lr=0.05, fused=True)),
          ("AdamW", dict(lr=0.05, weight_decay=0.1, fused=True)),
@@ -118,16 +118,25 @@ def test_one_program_for_any_group_size_and_shapes():
     _close(ps, ref)
 
 
-def test_default_step_is_eager_and_fused_is_compiled(monkeypatch):
+def test_default_step_is_compiled_and_fused_false_or_differentiable_is_eager(monkeypatch):
+    """The default step (PyTorch's defaults: fused=None) runs the compiled program; a group
+    built with fused=False or differentiable=True runs the eager step; all three agree."""
     from jitorch.optim import functional as F
-    # a fresh CompiledStep: the class's own may already call its program directly
-    monkeypatch.setattr(optim.SGD, "_fn", jopt.CompiledStep(F.SGD))
     arrays = _params(3)
-    calls = jitorch.jit.stats()["calls"]
-    _run("SGD", dict(lr=0.1, momentum=0.9), arrays, 1, True)
-    assert jitorch.jit.stats()["calls"] == calls      # no scripted call
-    _run("SGD", dict(lr=0.1, momentum=0.9, fused=True), arrays, 1, True)
-    assert jitorch.jit.stats()["calls"] > calls
+    results = {}
+    for name, extra in (("default", {}), ("unfused", dict(fused=False)),
+                        ("differentiable", dict(differentiable=True))):
+        # a fresh CompiledStep: the class's own may already call its program directly
+        monkeypatch.setattr(optim.SGD, "_fn", jopt.CompiledStep(F.SGD))
+        calls = jitorch.jit.stats()["calls"]
+        results[name], opt = _run("SGD", dict(lr=0.1, momentum=0.9, **extra), arrays, 2, True)
+        scripted_calls = jitorch.jit.stats()["calls"] - calls
+        if name == "default":
+            assert scripted_calls > 0 and opt._fn._direct and opt._fn.fallbacks == {}
+        else:
+            assert scripted_calls == 0 and not opt._fn._direct
+    _close(results["default"], results["unfused"])
+    _close(results["default"], results["differentiable"])
 
 
 def test_changing_lr_does_not_recompile():
@@ -286,3 +295,54 @@ def test_inplace_chain_on_list_elements_is_one_loop():
     assert all(" if " in ln for ln in entry.splitlines() if "np.empty" in ln)
     graph = str(_momentum_inplace._last.graph)
     assert graph.count("prim::Fused") == 1
+
+
+_BACKGROUND_STEP = """
+import numpy as np, jitorch
+import jitorch.optim as optim
+from jitorch.optim import optimizer as jopt
+arrays = [np.random.default_rng(5).standard_normal(s).astype(np.float32)
+          for s in ((3, 4), (4,), (2, 3), ())]
+ps = [jitorch.tensor(a, requires_grad=True) for a in arrays]
+qs = [jitorch.tensor(a, requires_grad=True) for a in arrays]
+opt, ref = optim.Adam(ps, lr=0.05), optim.Adam(qs, lr=0.05, fused=False)
+g = np.random.default_rng(3)
+
+def step():
+    for p, q in zip(ps, qs):
+        p.grad = jitorch.tensor(g.standard_normal(p.shape).astype(np.float32))
+        q.grad = p.grad.clone()
+    opt.step()
+    ref.step()
+    for p, q in zip(ps, qs):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+
+step()
+fn = next(iter(opt._fn.scripted.values()))
+assert fn.stats["tier"] == "interpreted-while-compiling" and jopt._pending(fn), fn.stats
+assert not opt._fn._direct and opt._fn.fallbacks == {}, opt._fn.fallbacks
+assert "eager" not in opt._fn._modes.values()
+assert fn.wait_compiled(timeout=300)
+step()  # the call that finds the program compiled
+step()
+assert opt._fn._direct and opt._fn.fallbacks == {}, (fn.stats, opt._fn.fallbacks)
+print("ok")
+"""
+
+
+def test_default_step_while_the_program_compiles_in_the_background(tmp_path):
+    """With background compiles (script/tiers.py) the first default steps run through the
+    interpreter while the worker compiles the step program, and nothing is decided while it is
+    pending (no eager fallback recorded); once compiled, steps call the program directly.
+    Every step equals the eager step. In a fresh process with empty caches (a program that
+    this process compiled already would load at once, not in the background)."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, JITORCH_COMPILE="background",
+               JITORCH_CACHE_DIR=str(tmp_path / "jitorch"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    r = subprocess.run([sys.executable, "-c", _BACKGROUND_STEP], env=env, capture_output=True,
+                       text=True, timeout=600)
+    assert r.returncode == 0 and r.stdout.strip().endswith("ok"), r.stderr[-3000:]

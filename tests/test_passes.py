@@ -157,6 +157,47 @@ def test_simplify_identity_guards():
     assert ops(apply(simplify.run, src2, [t.tensor([1, 2]), t.randn(2)])).count("mul") == 2
 
 
+def test_simplify_transpose_of_product_is_a_product_of_transposes():
+    # (x.t() @ g).t() (a Linear weight's gradient) -> g.t() @ x: row-major, same values
+    src = """graph @g(%x: f32[?,?], %g: f32[?,?], %h: f32[?,?]) {
+  %m2: int = prim::Constant[value=-2]()
+  %m1: int = prim::Constant[value=-1]()
+  %0: f32[?,?] = transpose(%x, %m2, %m1)
+  %1: f32[?,?] = matmul(%0, %g)
+  %2: f32[?,?] = t(%1)
+  %3: f32[?,?] = mm(%g, %h)
+  %4: f32[?,?] = t(%3)
+  return (%2, %4)
+}
+"""
+    x, g, h = t.randn(5, 3), t.randn(5, 4), t.randn(4, 2)
+    g2 = pipeline.run(apply(simplify.run, src, [x, g, h]), passes=("dce",))
+    mms = [n for n in g2.nodes() if n.op in ("matmul", "mm")]
+    assert [n.op for n in mms] == ["matmul", "mm"]
+    # the transposed operand's transpose is the operand itself: x is read directly
+    assert mms[0].inputs[1] is g2.block.params[0]
+    assert all(r.node in mms for r in g2.block.returns)
+    out = run_graph(g2, [x, g, h])
+    assert out[0].numpy().flags.c_contiguous and out[1].numpy().flags.c_contiguous
+
+
+def test_simplify_transpose_of_product_guards():
+    # a product read elsewhere too, or of non-matrices, keeps its transpose
+    src = """graph @g(%a: f32[?,?], %b: f32[?,?], %c: f32[?,?,?], %d: f32[?,?,?]) {
+  %m2: int = prim::Constant[value=-2]()
+  %m1: int = prim::Constant[value=-1]()
+  %0: f32[?,?] = matmul(%a, %b)
+  %1: f32[?,?] = t(%0)
+  %2: f32[?,?,?] = matmul(%c, %d)
+  %3: f32[?,?,?] = transpose(%2, %m2, %m1)
+  return (%0, %1, %3)
+}
+"""
+    g = apply(simplify.run, src, [t.randn(2, 3), t.randn(3, 4), t.randn(2, 2, 3),
+                                  t.randn(2, 3, 2)])
+    assert ops(g).count("matmul") == 2 and "t" in ops(g) and "transpose" in ops(g)
+
+
 def test_simplify_to_same_dtype():
     def f(x):
         return (x.to(t.float32) + 1).to(t.float64)

@@ -36,10 +36,11 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 # How the optimizer classes run their functional form (tests flip it):
-#   True      for param groups with `fused=True` (see `CompiledStep.for_group`; others run
-#             eagerly): the compiled program where the compiler lowers it to generated code; a
-#             case it can only interpret runs eagerly instead (same semantics, and the
-#             interpreter is slower), with the reason recorded in `CompiledStep.fallbacks`;
+#   True      compiled by default (see `CompiledStep.for_group`: every param group except
+#             those built with `fused=False` or `differentiable=True`, which run eagerly): the
+#             compiled program where the compiler lowers it to generated code; a case it can
+#             only interpret runs eagerly instead (same semantics, and the interpreter is
+#             slower), with the reason recorded in `CompiledStep.fallbacks`;
 #   "always"  the scripted function whatever it compiles to (generated code or interpreter),
 #             called with the original tensors (no flattening, no chunks);
 #   False     always eager.
@@ -196,6 +197,8 @@ class CompiledStep:
         if known is None:  # first call of this case: compile, then see what it compiled to
             before = set(fn.stats["interpreted"])
             out = fn(params, *args)
+            if _pending(fn):  # compiling in the background: the interpreter ran this call;
+                return out    # ask again at the next step (nothing is decided yet)
             new = set(fn.stats["interpreted"]) - before
             if new:
                 why = fn.stats["interpreted"][next(iter(new))]
@@ -222,7 +225,7 @@ class CompiledStep:
                 stats.record_call(hit=True, interpreted=False)  # visible in jit.stats()
         else:
             from .._tensor import Tensor as _T
-            with self._lock:  # `fn._last` below is this call's entry
+            with self._lock:  # one first call per case at a time
                 for c in calls:
                     targs = [[_T._make(a, dtype) for a in x] if type(x) is tuple else x
                              for x in c]
@@ -232,8 +235,9 @@ class CompiledStep:
                     self._run_case(flags, fn, kernel, targs[0], tuple(targs[1:]))
                     key = (flags, _case_key(targs[0], tuple(targs[1:])))
                     mode = self._modes[(flags, "flat", dtype)] = self._modes.get(key)
-                    last = getattr(fn, "_last", None)
-                    if mode == "script" and getattr(last, "kind", "") == "compiled":
+                    last = _entry_for(fn, targs)
+                    if mode == "script" and getattr(last, "kind", "") == "compiled" and \
+                            getattr(last, "fn", None) is not None:
                         self._direct[(flags, dtype)] = last.fn
         # the writes happened in the arrays (of flat views): bump the version counters as the
         # in-place ops would (the grads, argument 1, are only read)
@@ -243,14 +247,16 @@ class CompiledStep:
         return None
 
     def for_group(self, group: dict) -> Callable:
-        """The step of one param group. By default (`USE_SCRIPT is True`) only a group built
-        with `fused=True` (PyTorch's flag for its fused kernels) runs the compiled GIL-free
-        program. Why not by default although it is 5-10x faster than the eager step and 2-3x
-        faster than PyTorch's foreach (bench/optim_step.py): the first step of each options
-        tuple compiles for ~10 s on a loaded 2-core machine (later processes load it from
-        the disk cache in ~0.1-1 s), which small scripts and tests would pay and which is
-        worth thousands of eager steps of a small model."""
-        if USE_SCRIPT is True and not group.get("fused"):
+        """The step of one param group: by default (`USE_SCRIPT is True`) the compiled
+        GIL-free program, 5-10x faster than the eager step and 2-3x faster than PyTorch's
+        foreach (bench/optim_step.py), the same math (functional.py's one body, PyTorch's
+        single-tensor arithmetic; `foreach` selects nothing else here). Eager instead for a
+        group built with `fused=False` (the caller asked for the unfused step) or
+        `differentiable=True` (the update must stay on the autograd tape). The first step of
+        each options tuple and dtype compiles once per machine (seconds; later processes load
+        it from the disk cache in ~0.1 s), in the background where the compiler has a worker:
+        the steps meanwhile run through the interpreter (`_pending`)."""
+        if USE_SCRIPT is True and (group.get("fused") is False or group.get("differentiable")):
             return functools.partial(self, use_script=False)
         return self
 
@@ -261,6 +267,26 @@ class CompiledStep:
         for fn in self.scripted.values():
             out.update(fn.stats["interpreted"])
         return out
+
+
+def _entry_for(fn, args):
+    """The specialisation (script/entry.py `_Entry`) `fn` runs for `args`, None if it has not
+    built one. (Looked up by key, not `fn._last`: a call that a program compiling in the
+    background answered from the interpreter leaves `_last` as it was.)"""
+    try:
+        key, _ = fn._key(list(args))
+    except Exception:  # noqa: BLE001 - arguments it cannot key: no direct path
+        return None
+    return fn._cache.get(key)
+
+
+def _pending(fn) -> bool:
+    """Is a program of `fn` still compiling in the background (script/tiers.py: its calls run
+    on the tier below meanwhile)? Then what its last call ran on decides nothing yet."""
+    try:
+        return bool(fn.stats.get("programs_compiling"))
+    except Exception:  # noqa: BLE001 - a runtime without background compiles
+        return False
 
 
 def _typename(obj) -> str:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import threading
 import time
 
+from .._tensor import Tensor
 from ..autograd import grad_mode
 from . import ir, stats
 from .codegen import RaiseInInterpreter
+from .entry import _boundary, _Entry
 
 
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
@@ -79,15 +81,28 @@ class AutodiffEntry:
         # input shapes when differentiate() found it size-generic, else the exact shapes
         sk = self.d.key_of(args)
         fwd = self.fwd if sk == self.d.shape_key else self._forward_for(sk, args)
+        n = self.n_out
+        saved_wraps = None
         with grad_mode.no_grad():
             if fwd is self.fwd and self.first and self.fwd.kind == "compiled":
                 outs, how = runtime.first_call(self.fwd, args)
                 if outs is None:
                     outs = self.fwd.run(args)
                 self.how, self.first = how, False
+            elif _direct(fwd):
+                # the program on boundary values; only the outputs become Tensors: the saved
+                # values stay as the program returned them (arrays, sizes), which is what the
+                # backward program takes (wrapping ~20 of them per call, to unwrap them again
+                # at backward, was a third of this boundary's cost on an MLP)
+                res = fwd.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
+                if type(res) is not tuple:
+                    res = (res,)
+                wraps = fwd.wraps
+                outs = [w(r) for w, r in zip(wraps[:n], res[:n])]
+                outs += res[n:]
+                saved_wraps = wraps[n:]
             else:
                 outs = fwd.run(args)
-        n = self.n_out
         outputs, saved = list(outs[:n]), list(outs[n:])
         inputs = list(args)
         entry = self
@@ -95,7 +110,7 @@ class AutodiffEntry:
         def run_backward(grads):
             bw = entry._backward_for(sk, inputs)
             with grad_mode.no_grad():
-                return bw.run(list(grads) + saved)
+                return bw.run_saved(list(grads), saved, saved_wraps)
 
         d = self.diffs.get(sk, self.d)
         return grad_node.attach(
@@ -162,6 +177,13 @@ class AutodiffEntry:
             return e
 
 
+def _direct(e) -> bool:
+    """Can `e` (a forward or backward entry) be called on boundary values: a compiled program
+    (not one compiling in the background: script/tiers.py, whose `run` switches it)?"""
+    return type(e) is _Entry and e.kind == "compiled" and e.fn is not None and \
+        getattr(e, "pending", None) is None
+
+
 class _LazyFirst:
     """A backward entry whose first run is where Numba compiles (or loads from disk): the
     compile is counted and logged then, with the time spent building it before."""
@@ -174,6 +196,25 @@ class _LazyFirst:
     kind = property(lambda self: self.entry.kind)
     reason = property(lambda self: self.entry.reason)
     source = property(lambda self: self.entry.source)
+
+    def run_saved(self, grads, saved, saved_wraps=None):
+        """`run(grads + saved)`; `saved_wraps` given: `saved` are the forward program's raw
+        values (see AutodiffEntry.run), passed to a compiled backward as they are and made
+        Tensors (`saved_wraps`) only for the other paths (first call, interpreter)."""
+        if saved_wraps is None:
+            return self.run(grads + saved)
+        e = self.entry
+        if not self.first and _direct(e):
+            try:
+                res = e.call([g._data if type(g) is Tensor else _boundary(g) for g in grads]
+                             + saved)
+            except RaiseInInterpreter:  # the checked path below runs it in the interpreter
+                pass
+            else:
+                if type(res) is not tuple:
+                    res = (res,)
+                return [w(r) for w, r in zip(e.wraps, res)]
+        return self.run(grads + [w(v) for w, v in zip(saved_wraps, saved)])
 
     def run(self, args):
         if self.first:

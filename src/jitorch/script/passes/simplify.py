@@ -13,7 +13,13 @@ Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
 - `prim::If` on a constant condition -> the taken block's body;
 - `prim::Loop` whose trip count is 0 or whose initial condition is False -> its initial values;
 - `prim::TupleIndex` / `prim::TupleUnpack` of a `prim::TupleConstruct` or tuple constant -> the
-  element(s); `prim::ListUnpack` of a `prim::ListConstruct` read by nothing else.
+  element(s); `prim::ListUnpack` of a `prim::ListConstruct` read by nothing else;
+- the transpose of a product of matrices, `(a @ b).t()` -> `b.t() @ a.t()` (the transpose of a
+  transposed operand being the operand itself), when the product has no other use: the same
+  dot products, with a row-major result. Why: a Linear weight's gradient comes out of the VJPs
+  as `(x.t() @ g).t()`, a column-major view, which made `.grad` column-major against a
+  row-major parameter and every later elementwise pass over both (the optimizer step, grad
+  accumulation) strided; transposed operands cost BLAS nothing (codegen/blas.py).
 Placeholders from the parser (`TensorLiteral`, `Ref`) are never folded.
 """
 from __future__ import annotations
@@ -103,6 +109,23 @@ def fold_if(n: ir.Node, mapping: dict):
     return nodes
 
 
+def _is_matrix(v: ir.Value) -> bool:
+    return isinstance(v.type, ir.TensorType) and v.type.ndim == 2
+
+
+def _matrix_transpose(n: ir.Node) -> bool:
+    """Is `n` `x.t()` or `x.transpose(i, j)` (constant dims, the two different) of a matrix?"""
+    if not n.inputs or not _is_matrix(n.inputs[0]) or len(n.outputs) != 1:
+        return False
+    if n.op == "t":
+        return len(n.inputs) == 1
+    if n.op != "transpose" or len(n.inputs) != 3:
+        return False
+    (ok0, d0), (ok1, d1) = const(n.inputs[1]), const(n.inputs[2])
+    return ok0 and ok1 and all(type(d) is int and -2 <= d < 2 for d in (d0, d1)) and \
+        d0 % 2 != d1 % 2
+
+
 class _Simplifier:
     def __init__(self, graph: ir.Graph):
         self.graph = graph
@@ -150,6 +173,8 @@ class _Simplifier:
             return None
         if op.startswith("prim::") or not node_is_pure(n):
             return None
+        if op in ("t", "transpose"):
+            return self.transpose_of_product(n, mapping)
         r = self.identity(n, mapping)
         if r is not None:
             return r
@@ -229,6 +254,29 @@ class _Simplifier:
                 continue
             return self._alias(n, x, mapping)
         return None
+
+    def transpose_of_product(self, n: ir.Node, mapping: dict):
+        x = n.inputs[0]
+        m = x.node
+        if not _matrix_transpose(n) or m is None or m.op not in ("matmul", "mm") or \
+                len(m.inputs) != 2 or len(self.uses.get(x, ())) != 1:
+            return None
+        a, b = m.inputs
+        if not all(_is_matrix(v) and v.type.dtype is not None for v in (a, b)):
+            return None
+        new = []
+
+        def tr(v):
+            p = v.node
+            if p is not None and _matrix_transpose(p) and _is_matrix(p.inputs[0]):
+                return p.inputs[0]
+            t = ir.Node("t", [v], [ir.TensorType(v.type.dtype, v.type.shape[::-1])], loc=n.loc)
+            new.append(t)
+            return t.output
+        mm = ir.Node(m.op, [tr(b), tr(a)], [n.output.type], loc=m.loc)
+        new.append(mm)
+        mapping[n.output] = mm.output
+        return new
 
     def _alias(self, n: ir.Node, x: ir.Value, mapping: dict):
         out = n.output
