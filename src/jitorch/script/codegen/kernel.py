@@ -31,34 +31,14 @@ from .. import ir
 from . import literal
 
 
-class _Names(dict):
-    """A kernel's value uid -> expression table; a value of the entry becomes a parameter."""
+class _FromEntry(dict):
+    """A kernel's table of values (uid -> what holds it) that falls back to the entry's: what
+    the kernel reads from there goes through `to_param`, which makes its run-time expressions
+    parameters of the kernel."""
 
-    def __init__(self, ke):
+    def __init__(self, parent_table, to_param):
         super().__init__()
-        self._ke = ke
-
-    def own(self, uid) -> bool:
-        return dict.__contains__(self, uid)
-
-    def __contains__(self, uid):
-        return dict.__contains__(self, uid) or uid in self._ke.parent.names
-
-    def __getitem__(self, uid):
-        if dict.__contains__(self, uid):
-            return dict.__getitem__(self, uid)
-        return self._ke.param(self._ke.parent.names[uid])
-
-    def get(self, uid, default=None):
-        return self[uid] if uid in self else default
-
-
-class _Shapes(dict):
-    """`x.shape` lists: (array expression, rank) of the entry, the array as a parameter."""
-
-    def __init__(self, ke, parent_table):
-        super().__init__()
-        self._ke, self._parent = ke, parent_table
+        self._parent, self._to_param = parent_table, to_param
 
     def own(self, uid) -> bool:
         return dict.__contains__(self, uid)
@@ -69,8 +49,7 @@ class _Shapes(dict):
     def __getitem__(self, uid):
         if dict.__contains__(self, uid):
             return dict.__getitem__(self, uid)
-        xs, *rest = self._parent[uid]
-        return (self._ke.param(xs), *rest)
+        return self._to_param(self._parent[uid])
 
     def get(self, uid, default=None):
         return self[uid] if uid in self else default
@@ -89,9 +68,10 @@ def _kernel_emitter_class():
             self.params: list = []   # parameter names, in order of first use
             self.args: list = []     # the entry's expression passed for each
             self._param_of: dict = {}
-            self.names = _Names(self)
-            self.shapes = _Shapes(self, parent.shapes)
-            self.chunks = _Shapes(self, parent.chunks)
+            self.names = _FromEntry(parent.names, self.param)
+            # (array expression, rank, ...) of `x.shape` lists and chunk lists
+            self.shapes = _FromEntry(parent.shapes, self._array_param)
+            self.chunks = _FromEntry(parent.chunks, self._array_param)
             self.consts = parent.consts      # compile-time values: shared
             self.tuples = parent.tuples      # (lists of IR values: shared)
             self.lists = parent.lists
@@ -104,6 +84,9 @@ def _kernel_emitter_class():
                 self.params.append(p)
                 self.args.append(expr)
             return p
+
+        def _array_param(self, entry):
+            return (self.param(entry[0]), *entry[1:])
 
     return KernelEmitter
 
@@ -133,7 +116,9 @@ def outline(em, n: ir.Node, lower) -> None:
         _KE = _kernel_emitter_class()
     ke = _KE(em)
     lower(ke, n)
-    if not _worth_a_kernel(ke):
+    if not _worth_a_kernel(ke) or any(uid in em.names for uid in dict.keys(ke.names)):
+        # (the second: a lowering that rebinds a value of the entry, which a kernel's return
+        # values would not carry back: none does today; this keeps it correct if one does)
         lower(em, n)
         return
     rets, binds = [], []  # kernel-side expressions returned; (value, table) bound after
