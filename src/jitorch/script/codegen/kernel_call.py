@@ -26,6 +26,7 @@ import hashlib
 import re
 import sys
 import threading
+import time
 
 from llvmlite import binding as _llb
 from numba import types
@@ -59,14 +60,24 @@ def _bind(module: str, argtys: tuple):
         disp = mod.kernel
         st = disp.stats
         hits = sum(st.cache_hits.values())
+        t0 = time.process_time()
         disp.compile(argtys)
-        counts["disk" if sum(st.cache_hits.values()) > hits else "compiled"] += 1
+        how = "disk" if sum(st.cache_hits.values()) > hits else "compiled"
+        counts[how] += 1
+        _log(module, how, time.process_time() - t0)
         cres = disp.overloads[argtys]
         addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
         symbol = f"jitorch_k_{module}_{_tag(argtys)}"
         _llb.add_symbol(symbol, addr)
         got = _bound[key] = (symbol, cres.signature.return_type)
         return got
+
+
+def _log(module: str, how: str, cpu_s: float) -> None:
+    from .. import stats
+    if stats.log_enabled("compile"):
+        print(f"jitorch: kernel {module}: {'compiled' if how == 'compiled' else 'loaded'} in "
+              f"{cpu_s * 1e3:.0f} ms CPU", file=sys.stderr, flush=True)
 
 
 def forget(module: str) -> None:
