@@ -327,7 +327,8 @@ def trace_module(m, example_inputs, check_trace=True):
     sm = script_module_class()(m, "trace")
     _add_method(sm, "forward", lambda: c)
     if check_trace:
-        from .runtime import _same, TracerWarning
+        from .api import _same
+        from .runtime import TracerWarning
         import warnings
         if not _same(sm(*example_inputs), out):
             warnings.warn(f"jitorch.jit.trace: the traced module {type(m).__name__} gives "

@@ -36,11 +36,9 @@ compiler's own tests); JITORCH_LOG=compile logs compiles (see stats.py).
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 import threading
 import time
-import warnings
 
 import numpy as np
 
@@ -703,96 +701,3 @@ def _is_numba_compile_error(e) -> bool:
     except ImportError:
         return False
     return isinstance(e, NumbaError)
-
-
-# --- frontends -> ScriptFunction ------------------------------------------------------------------
-def script_object(obj, frontend):
-    """`jitorch.jit.script(obj)`: a function via frontend.compile_function, a class via
-    frontend.compile_class; an existing ScriptFunction is returned as is."""
-    if isinstance(obj, ScriptFunction):
-        return obj
-    if inspect.isclass(obj):
-        return frontend.compile_class(obj)
-    if not callable(obj):
-        raise TypeError(f"jitorch.jit.script: expected a function, class or module, got "
-                        f"{type(obj).__name__}")
-    if not (inspect.isfunction(obj) or inspect.ismethod(obj)):
-        compile_module = getattr(frontend, "compile_module", None)
-        if compile_module is None:
-            raise NotImplementedError(
-                f"jitorch.jit.script: scripting a {type(obj).__name__} instance is not "
-                "supported yet; script its forward function or use jitorch.jit.trace")
-        return compile_module(obj)
-    res = frontend.compile_function(obj)
-    sf = ScriptFunction(res.graph, obj, static_args=getattr(res, "static_args", ()),
-                        defaults=getattr(res, "defaults", None),
-                        signature=getattr(res, "signature", None), kind="script",
-                        tuple_out=bool(getattr(res, "returns_tuple", False)))
-    sf.python_ops = tuple(getattr(res, "python_ops", ()))
-    return sf
-
-
-def trace_object(func, example_inputs, check_trace: bool = True):
-    """`jitorch.jit.trace(func, example_inputs)`: record once, return a ScriptFunction whose
-    input sizes are symbolic (one specialisation serves every size)."""
-    from . import trace as _trace
-    if isinstance(example_inputs, Tensor):
-        example_inputs = (example_inputs,)
-    example_inputs = tuple(example_inputs or ())
-    target = func
-    if not (inspect.isfunction(func) or inspect.ismethod(func)) and hasattr(func, "forward"):
-        target = func.forward
-    name = getattr(func, "__name__", None) or type(func).__name__
-    graph, out = _trace.trace_graph(target, example_inputs, name=name)
-    for v in graph.inputs:
-        v.type = _symbolic(v.type)
-    info = getattr(graph, "trace_info", None)
-    if info is not None and not (info.simple and (isinstance(out, Tensor) or (
-            isinstance(out, tuple) and all(isinstance(o, Tensor) for o in out)))):
-        # nested/dict/static arguments or results: map calls onto the graph's tensor leaves
-        sf = StructuredTrace(ScriptFunction(graph, func, name=name, kind="trace",
-                                            tuple_out=True), info)
-    else:
-        sf = ScriptFunction(graph, func, name=name, kind="trace",
-                            tuple_out=isinstance(out, tuple))
-    if check_trace:
-        got = sf(*example_inputs)
-        if not _same(got, out):
-            warnings.warn(f"jitorch.jit.trace: the traced function {name} gives different "
-                          "results than the Python function on the example inputs (is it "
-                          "nondeterministic, or does it depend on data?)", TracerWarning,
-                          stacklevel=3)
-    return sf
-
-
-class StructuredTrace:
-    """A traced function whose arguments or results are not flat tensors: flattens the call's
-    arguments to the graph's tensor inputs (checking static values) and rebuilds the result."""
-
-    def __init__(self, fn: "ScriptFunction", info):
-        self._fn, self._info = fn, info
-
-    def __call__(self, *args):
-        outs = self._fn(*self._info.flatten_args(args))
-        return self._info.unflatten_outputs(outs)
-
-    def __getattr__(self, name):  # graph, code, graph_for, ...
-        return getattr(self._fn, name)
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        x, y = a._data, b._data
-        if x.shape != y.shape or a._dtype != b._dtype:
-            return False
-        if x.dtype.kind in "fc":
-            return bool(np.allclose(x, y, rtol=1e-4, atol=1e-5, equal_nan=True))
-        return bool(np.array_equal(x, y))
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
