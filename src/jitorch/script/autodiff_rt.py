@@ -30,20 +30,9 @@ from .entry import _boundary, _Entry
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
     """Specialise and run the generic passes, but not fusion (autodiff wants plain nodes)."""
     from .passes import types as _types
+    from .passes import pipeline
     g = _types.specialize(graph, arg_types, static)
-    try:
-        from .passes import pipeline
-    except ImportError:
-        return g
-    default = getattr(pipeline, "DEFAULT", None)
-    if default is None:
-        return g
-    keep = [p for p in default if "fuse" not in (getattr(p, "__module__", "") or "") +
-            (getattr(p, "__name__", "") or str(p))]
-    try:
-        return pipeline.run(g, passes=keep)
-    except TypeError:
-        return g
+    return pipeline.run(g, passes=[p for p in pipeline.DEFAULT if p != "fuse"])
 
 
 class AutodiffEntry:

@@ -3,8 +3,7 @@
 Owns `run(graph, passes=DEFAULT, verify_each=None) -> Graph` and `DEFAULT`. A pass is a name
 (`"inline"`, `"simplify"`, `"cse"`, `"dce"`, `"fuse"`, `"verify"`) or any callable Graph -> Graph.
 `run` clones the graph once and lets each pass rewrite that copy, so the caller's graph is never
-modified. `fuse` belongs to another part of the compiler and is imported lazily: when its module
-does not exist yet the step is skipped (an error raised inside it still propagates).
+modified. An unknown name is an error (no pass is skipped silently).
 
 Environment: `JITORCH_DUMP=1` prints the graph before the passes and after each one, with the
 pass's time, to stderr; `JITORCH_VERIFY=1` (or `verify_each=True`) runs the verifier after every
@@ -24,21 +23,20 @@ from ..ir_util import clone_graph
 DEFAULT = ("inline", "simplify", "cse", "dce", "fuse", "verify")
 
 
-def _resolve(name: str) -> Callable | None:
+def _resolve(name: str) -> Callable:
     if name == "verify":
         from ..verify import verify
         return verify
-    modname = f"{__package__}.{name}"
-    try:
-        mod = importlib.import_module(modname)
-    except ModuleNotFoundError as e:
-        if e.name == modname:  # the pass is not written yet: skip it
-            return None
-        raise
-    return mod.run
+    if name not in _PASS_MODULES:
+        raise ValueError(f"unknown pass {name!r} (known: {', '.join(sorted(_PASS_MODULES))})")
+    return importlib.import_module(f"{__package__}.{name}").run
 
 
-def get_pass(p) -> tuple[str, Callable | None]:
+# the passes a name may stand for (each module's `run`); imported when first used
+_PASS_MODULES = ("inline", "simplify", "cse", "dce", "fuse", "verify")
+
+
+def get_pass(p) -> tuple[str, Callable]:
     if callable(p):
         return getattr(p, "__module__", "").rsplit(".", 1)[-1] + "." + \
             getattr(p, "__name__", "pass"), p
@@ -56,8 +54,6 @@ def run(graph: ir.Graph, passes: Iterable = DEFAULT, verify_each: bool | None = 
         _dump(g, "before passes", None)
     for p in passes:
         name, fn = get_pass(p)
-        if fn is None:
-            continue
         t0 = time.perf_counter()
         out = fn(g)
         dt_ms = (time.perf_counter() - t0) * 1e3
