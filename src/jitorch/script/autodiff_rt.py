@@ -230,18 +230,12 @@ class _LazyFirst:
 
 def build(sf, arg_types, static, args):
     """-> (AutodiffEntry, None) or (None, reason to interpret with eager autograd)."""
-    try:
-        from . import grad_node  # noqa: F401
-        from .passes import autodiff
-    except ImportError as e:
-        return None, f"autodiff: interpreted ({e})"
     from . import runtime
+    from .passes import autodiff
     try:
         base = _pre_fusion(sf.graph, arg_types, static)
         d = autodiff.differentiate(base, args)
     except autodiff.NotDifferentiable as e:
-        return None, f"autodiff: interpreted ({e})"
-    except ImportError as e:
         return None, f"autodiff: interpreted ({e})"
     except Exception as e:
         if runtime._strict():

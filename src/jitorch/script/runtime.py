@@ -86,10 +86,6 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
             None
     except NotLowered as e:
         return g, None, f"not lowered: {e}"
-    except ImportError as e:
-        if _strict() and getattr(e, "name", "") and "jitorch" not in str(e.name):
-            raise
-        return g, None, f"{stage} not available ({e})"
     except Exception as e:
         if _strict():
             raise
@@ -696,8 +692,5 @@ def first_call(entry: _Entry, args):
 
 
 def _is_numba_compile_error(e) -> bool:
-    try:
-        from numba.core.errors import NumbaError
-    except ImportError:
-        return False
+    from numba.core.errors import NumbaError  # (numba is a dependency)
     return isinstance(e, NumbaError)

@@ -24,10 +24,7 @@ def run(graph: ir.Graph) -> ir.Graph:
     if _inline_block(graph.block, 0):
         # values downstream of a call were typed from the call's (often unknown) result types:
         # re-propagate over the whole graph now that the callee's nodes are visible
-        try:
-            from .types import propagate_block
-        except ImportError:
-            return graph
+        from .types import propagate_block
         try:
             propagate_block(graph.block)
         except Exception:  # best effort; the types pass owns its failures
@@ -36,10 +33,7 @@ def run(graph: ir.Graph) -> ir.Graph:
 
 
 def _retype(nodes) -> None:
-    try:
-        from .types import propagate_node
-    except ImportError:
-        return
+    from .types import propagate_node
     for n in nodes:
         try:
             propagate_node(n)
