@@ -347,3 +347,14 @@ def test_forward_ad_dual_numbers():
 def test_forward_ad_requires_level():
     with pytest.raises(RuntimeError, match="dual level"):
         fwAD.make_dual(torch.zeros(2), torch.zeros(2))
+
+
+def test_fresh_grad_has_the_parameters_layout():
+    # PyTorch's gradient layout contract: the matmul VJP gives a Linear weight's grad as a
+    # transposed view; .grad must still have the (C-contiguous) parameter's strides
+    m = torch.nn.Linear(5, 3)
+    m(torch.randn(4, 5)).sum().backward()
+    assert m.weight.grad.stride() == m.weight.stride() == (5, 1)
+    w = torch.randn(3, 4).t().detach().requires_grad_(True)  # an F-ordered leaf keeps F
+    (w * 2).sum().backward()
+    assert w.grad.stride() == w.stride()

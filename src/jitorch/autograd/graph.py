@@ -167,12 +167,19 @@ class AccumulateGrad(Node):
         if g._dtype is not var._dtype:
             g = g.to(var._dtype)
         if var._grad is None:
-            var._grad = g if create_graph else Tensor._make(np.array(g._data), g._dtype)
+            # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
+            # strides (a Linear weight's grad arrives transposed from its matmul VJP)
+            var._grad = g if create_graph else Tensor._make(
+                np.array(g._data, order=_layout(var._data)), g._dtype)
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:
             var._grad._data += g._data
             var._grad._version[0] += 1
+
+
+def _layout(a: np.ndarray) -> str:
+    return "C" if a.flags.c_contiguous else "F" if a.flags.f_contiguous else "K"
 
 
 class _AccumOp:
