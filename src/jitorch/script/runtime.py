@@ -662,9 +662,8 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
             source = f.read()
     except (OSError, TypeError):
         source = prog.source
-    for ksrc in getattr(prog, "kernels", ()):  # fn.code: the entry and each kernel it calls
-        source += f"\n\n# --- kernel {cache.module_name(cache.prepare_source(ksrc))}\n" + \
-            cache.prepare_source(ksrc)
+    if hasattr(prog, "listing"):  # fn.code: the entry and each kernel it calls
+        source = prog.listing(source)
     return _Entry("compiled", g, fn=fn, source=source, out_types=list(prog.output_types),
                   checks_overlap=bool(getattr(prog, "checks_overlap", False)),
                   origin=(prog.source, options, prog.entry,

@@ -51,7 +51,17 @@ class Program:
     @property
     def full_source(self) -> str:
         """The entry's source followed by its kernels' (what `fn.code` shows)."""
-        return "\n\n".join([self.source] + self.kernels)
+        return self.listing(self.source)
+
+    def listing(self, entry_source: str) -> str:
+        """`entry_source` followed by each kernel's module as it is loaded, under a line that
+        names the module (`fn.code`)."""
+        from .. import cache
+        out = entry_source
+        for ksrc in self.kernels:
+            src = cache.prepare_source(ksrc)
+            out += f"\n\n# --- kernel {cache.module_name(src)}\n" + src
+        return out
 
 
 class Emitter:
