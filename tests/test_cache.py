@@ -1,4 +1,4 @@
-"""The disk cache (script/cache.py): content-hashed modules that a second process loads.
+"""The disk cache (script/kernels/cache.py): content-hashed modules that a second process loads.
 
 The cross-process test runs two fresh interpreters against one JITORCH_CACHE_DIR: the first
 compiles (Numba writes its cache next to the module), the second loads from disk.
@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from jitorch.script import cache
+from jitorch.script.kernels import cache
 
 SRC = """
 import numpy as np
@@ -83,7 +83,7 @@ CHILD = textwrap.dedent("""
     import json, sys
     import jitorch
     from jitorch.script import ir, runtime
-    from jitorch.script.trace import trace_graph
+    from jitorch.script.frontend.trace import trace_graph
 
     class Program:
         def __init__(self, source, entry, output_types):

@@ -1,4 +1,4 @@
-"""The disk cache cannot lie (script/cache.py, script/numba_cache.py): faults in the cache
+"""The disk cache cannot lie (script/kernels/cache.py, script/kernels/numba_cache.py): faults in the cache
 directory give correct, eager-equal results, never an error or the interpreter for good.
 
 Faults that matter to a later process run in fresh interpreters against a tmp_path cache: one
@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 import jitorch
-from jitorch.script import cache
+from jitorch.script.kernels import cache
 
 SRC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(jitorch.__file__)))
 X = [0.0, 1.0, 2.0, 3.0, 4.0]

@@ -1,4 +1,4 @@
-"""The background compile (script/tiers.py, script/compile_worker.py): a first call answers from
+"""The background compile (script/runtime/tiers.py, script/runtime/compile_worker.py): a first call answers from
 the interpreter while the compile worker process compiles the program, later calls switch to
 the compiled program, and a worker that fails, dies or times out leaves the function interpreted
 with the reason, never wrong or hung. Each test uses its own cache directory and a function of
@@ -19,8 +19,9 @@ import pytest
 import jitorch as jt
 import jitorch.jit
 from jitorch import nn
-from jitorch.script import compile_worker, ir, runtime
-from jitorch.script.trace import trace_graph
+from jitorch.script.runtime import compile_worker, functions as runtime
+from jitorch.script import ir
+from jitorch.script.frontend.trace import trace_graph
 
 WAIT = 300  # seconds: only a guard against a hang, a compile here takes 0.2-2 s
 
@@ -421,7 +422,7 @@ def test_an_overload_for_new_boundary_types_also_compiles_in_the_worker():
     # a compiled entry called with arrays of another layout (an autodiff backward whose saved
     # values are laid out otherwise): that overload compiles in the worker too, the call runs
     # interpreted meanwhile (NotReady: the caller's RaiseInInterpreter path), never a stall
-    from jitorch.script.entry import NotReady
+    from jitorch.script.runtime.entry import NotReady
 
     @jt.jit.script
     def f(x):

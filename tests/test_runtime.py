@@ -1,4 +1,4 @@
-"""The runtime (script/runtime.py): argument checks, specialisation keys, fallbacks, stats, log.
+"""The runtime (script/runtime/functions.py): argument checks, specialisation keys, fallbacks, stats, log.
 
 Programs here are hand-written sources fed through the `runtime._lower` seam, so these tests
 do not depend on the code generator; each source compiles once per process (modules are shared
@@ -9,8 +9,9 @@ import pytest
 
 import jitorch
 import jitorch.jit
-from jitorch.script import ir, runtime, stats
-from jitorch.script.trace import trace_graph
+from jitorch.script import ir
+from jitorch.script.runtime import functions as runtime, stats
+from jitorch.script.frontend.trace import trace_graph
 
 
 class Program:
@@ -244,7 +245,7 @@ def test_facade_names():
                  "ignore", "unused", "is_scripting", "export", "Final", "fork", "wait",
                  "stats", "save", "load", "freeze"):
         assert getattr(j, name) is not None
-    assert j.Error is __import__("jitorch.script.interpreter").script.interpreter \
+    assert j.Error is __import__("jitorch.script.ir.interpreter").script.interpreter \
         .ScriptRuntimeError or issubclass(j.Error, Exception)
     assert jitorch.script is not None and callable(jitorch.script)
 

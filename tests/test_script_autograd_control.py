@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script import autodiff_rt, runtime
-from jitorch.script.interpreter import run_graph
+from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime
+from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes import autodiff_control as ac
 from jitorch.script.passes.autodiff import NotDifferentiable, differentiate
 

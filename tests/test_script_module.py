@@ -1,4 +1,4 @@
-"""Scripted and traced modules (script/module.py): jitorch.jit.script(module), trace(module),
+"""Scripted and traced modules (script/runtime/module.py): jitorch.jit.script(module), trace(module),
 freeze; parameters are graph inputs (no recompiles on optimizer steps / load_state_dict)."""
 from typing import Optional
 

@@ -16,8 +16,8 @@ import pytest
 import jitorch as t
 from jitorch import nn
 from jitorch.nn.modules import _rnn_script
-from jitorch.script import autodiff_rt, runtime
-from jitorch.script.interpreter import run_graph
+from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime
+from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes.autodiff import differentiate
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))

@@ -12,8 +12,9 @@ import pytest
 import jitorch
 import jitorch.jit
 from jitorch import _threads
-from jitorch.script import ir, runtime
-from jitorch.script.trace import trace_graph
+from jitorch.script import ir
+from jitorch.script.runtime import functions as runtime
+from jitorch.script.frontend.trace import trace_graph
 
 
 class Program:

@@ -51,7 +51,6 @@ from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
 from ..._ops.factories import is_factory
-from ..codegen import lower_autodiff as low
 from . import autodiff as ad
 from . import autodiff_control_if as control_if
 from . import autodiff_control_loop as control_loop
@@ -318,7 +317,7 @@ class _Builder:
         pre, bufs_init = [], []
         for v in stacked:
             d, r = _meta(sub.env[v.uid])
-            e = _pyop("empty_buffer", _empty_buffer_fn(d, r), low.lower_empty_buffer, (),
+            e = _pyop("empty_buffer", _empty_buffer_fn(d, r), (),
                       ir.TensorType(d, (None,) * (r + 1)), dtype=d, rank=r)
             pre.append(e)
             bufs_init.append(e.output)
@@ -327,8 +326,7 @@ class _Builder:
         t_param = ir.Value(ir.INT, "T")
         stores = []
         for bp, v in zip(buf_params, stacked):
-            stores.append(_pyop("stack_store", _stack_store_fn, low.lower_stack_store,
-                                (bp, v, bparams[0], t_param), bp.type))
+            stores.append(_pyop("stack_store", _stack_store_fn, (bp, v, bparams[0], t_param), bp.type))
         new_body = ir.Block(bparams[:1 + nc] + buf_params + bparams[1 + nc:] + [t_param],
                             fb.block.nodes + stores,
                             list(fb.block.returns) + [s.output for s in stores])
@@ -422,7 +420,7 @@ class _CtlBackward(ad._Backward):
 
     def _typed(self, v: ir.Value, x: Tensor, mine) -> ir.Value:
         """`v` through a `typed` node stating its dtype/rank (see lower_autodiff.lower_typed)."""
-        n = _pyop("typed", _typed_fn, low.lower_typed, (v,), _ttype(x))
+        n = _pyop("typed", _typed_fn, (v,), _ttype(x))
         if mine is None:
             return n
         return self._add(n, mine).output
@@ -492,8 +490,7 @@ class _CtlBackward(ad._Backward):
         idx = self._value(n.inputs[2])
         acc = self.acc_cur[p.uid]
         cenv: dict = {}
-        node = _pyop("index_acc", _index_acc_fn(dim), low.lower_index_acc,
-                     (self._tv(acc, cenv), self._tv(g, cenv), self._tv(idx, cenv)),
+        node = _pyop("index_acc", _index_acc_fn(dim), (self._tv(acc, cenv), self._tv(g, cenv), self._tv(idx, cenv)),
                      _ttype(acc), dim=dim)
         self.tracer.block.nodes.append(node)
         res = _index_acc_fn(dim)(Tensor._make(acc._data.copy(), acc._dtype), g, int(idx))
@@ -520,7 +517,7 @@ def _key(args, kind) -> tuple:
 def _tensor_free(n: ir.Node) -> bool:
     """A Python call on non-tensors only (formatting an error message): nothing to
     differentiate, the forward keeps it."""
-    from .. import frontend_types as ft
+    from ..frontend import types as ft
     return not any(ft.is_tensor(v.type) or isinstance(v.type, (ir.ListType, ir.TupleType,
                                                                 ir.OptionalType, ir.AnyType))
                    for v in list(n.inputs) + list(n.outputs))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from .types import const_value, norm_dims, reduction_dtype
+from ..ir.values import const_value
+from .types import norm_dims, reduction_dtype
 
 ROW_REDUCE = ("sum", "mean", "amax", "amin", "logsumexp", "_max_shift")
 _FLOATS = (dt.float32, dt.float64)

@@ -18,14 +18,14 @@ import time
 from typing import Callable, Iterable
 
 from .. import ir
-from ..ir_util import clone_graph
+from ..ir.util import clone_graph
 
 DEFAULT = ("inline", "simplify", "cse", "dce", "fuse", "verify")
 
 
 def _resolve(name: str) -> Callable:
     if name == "verify":
-        from ..verify import verify
+        from ..ir.verify import verify
         return verify
     if name not in _PASS_MODULES:
         raise ValueError(f"unknown pass {name!r} (known: {', '.join(sorted(_PASS_MODULES))})")
@@ -60,7 +60,7 @@ def run(graph: ir.Graph, passes: Iterable = DEFAULT, verify_each: bool | None = 
         if out is not None:
             g = out
         if verify_each and name != "verify":
-            from ..verify import VerifyError, verify
+            from ..ir.verify import VerifyError, verify
             try:
                 verify(g)
             except VerifyError as e:
