@@ -19,7 +19,7 @@ import pytest
 import jitorch as jt
 import jitorch.jit
 from jitorch import nn
-from jitorch.script.runtime import compile_worker, functions as runtime
+from jitorch.script.runtime import compile_worker, functions as runtime, programs
 from jitorch.script import ir
 from jitorch.script.frontend.trace import trace_graph
 
@@ -291,7 +291,7 @@ def test_a_program_numba_cannot_compile_stays_interpreted_with_numbas_reason(mon
     def lower(graph, arg_types, static=None):
         out = ir.TensorType(arg_types[0].dtype, (None,) * arg_types[0].ndim)
         return graph, _Program(src, "bad", [out]), None
-    monkeypatch.setattr(runtime, "_lower", lower)
+    monkeypatch.setattr(programs, "_lower", lower)
     g, _ = trace_graph(lambda x, y: x + y, (jt.ones(2), jt.ones(2)))
     f = runtime.ScriptFunction(g, name="bad_add")
     x = jt.arange(4)
@@ -450,7 +450,7 @@ def test_a_worker_whose_caller_dies_mid_compile_exits(tmp_path):
     child.write_text(textwrap.dedent("""
         import os, sys, time
         import jitorch as jt
-        from jitorch.script import compile_worker
+        from jitorch.script.runtime import compile_worker
 
         @jt.jit.script
         def f(x):

@@ -12,7 +12,8 @@ import warnings
 
 from .._tensor import Tensor
 from .frontend.trace import same_outputs
-from .runtime.functions import ScriptFunction, TracerWarning, _symbolic
+from .runtime.programs import _symbolic
+from .runtime.functions import ScriptFunction, TracerWarning
 
 
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):

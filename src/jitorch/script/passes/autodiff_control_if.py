@@ -18,7 +18,7 @@ def build_if(bld, n: ir.Node) -> None:
     """Both branches differentiated on the example (the one not taken runs too: if it
     fails there, NotDifferentiable); the forward If also returns each branch's saved
     values (dummies from the other branch); the backward is an If over their backwards."""
-    from .autodiff_control import _Builder
+    from .autodiff_control_build import _Builder
     vm = bld.vmap
     if not n.inputs or len(n.blocks) != 2 or any(
             len(b.params) != len(n.inputs) - 1 or len(b.returns) != len(n.outputs)

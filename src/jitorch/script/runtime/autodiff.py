@@ -23,7 +23,7 @@ import time
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import ir
-from . import stats
+from . import programs, stats
 from ..kernels.signals import RaiseInInterpreter
 from .entry import _boundary, _Entry
 
@@ -66,7 +66,7 @@ class AutodiffEntry:
         return "\n".join(parts)
 
     def run(self, args, sf):
-        from . import grad_node, functions as runtime
+        from . import grad_node
         # the backward is keyed by what its graph depends on: the 0/1/many pattern of the
         # input shapes when differentiate() found it size-generic, else the exact shapes
         sk = self.d.key_of(args)
@@ -75,7 +75,7 @@ class AutodiffEntry:
         saved_wraps = None
         with grad_mode.no_grad():
             if fwd is self.fwd and self.first and self.fwd.kind == "compiled":
-                outs, how = runtime.first_call(self.fwd, args)
+                outs, how = programs.first_call(self.fwd, args)
                 if outs is None:
                     outs = self.fwd.run(args)
                 self.how, self.first = how, False
@@ -128,14 +128,13 @@ class AutodiffEntry:
             e = self.fwds.get(sk)
             if e is not None:
                 return e
-            from . import functions as runtime
             t0 = time.perf_counter()
             d = self._diff_for(sk, args)
             if d.layout == self.d.layout and d.n_saved == self.d.n_saved:
                 e = self.fwd
             else:
-                types = [runtime._symbolic(v.type) for v in d.forward.inputs]
-                e, how = runtime.build_entry(d.forward, types, self.static)
+                types = [programs._symbolic(v.type) for v in d.forward.inputs]
+                e, how = programs.build_entry(d.forward, types, self.static)
                 e = _LazyFirst(e, self.name + ".forward", f"saved layout of shapes {sk}",
                                time.perf_counter() - t0)
             self.fwds[sk] = e
@@ -149,11 +148,10 @@ class AutodiffEntry:
             e = self.bwd.get(sk)
             if e is not None:
                 return e
-            from . import functions as runtime
             t0 = time.perf_counter()
             d = self._diff_for(sk, args)
-            types = [runtime._symbolic(v.type) for v in d.backward.inputs]
-            e, how = runtime.build_entry(d.backward, types)
+            types = [programs._symbolic(v.type) for v in d.backward.inputs]
+            e, how = programs.build_entry(d.backward, types)
             dt_s = time.perf_counter() - t0
             why = f"shapes {sk}"
             if d.extra.get("sizes"):  # one backward per exact shape: say why
@@ -210,9 +208,8 @@ class _LazyFirst:
         if self.first:
             with self.lock:
                 if self.first:
-                    from . import functions as runtime
                     t0 = time.perf_counter()
-                    outs, how = runtime.first_call(self.entry, args)
+                    outs, how = programs.first_call(self.entry, args)
                     if outs is None:
                         outs = self.entry.run(args)
                     dt_s = self.build_s + time.perf_counter() - t0
@@ -231,7 +228,6 @@ class _LazyFirst:
 
 def build(sf, arg_types, static, args):
     """-> (AutodiffEntry, None) or (None, reason to interpret with eager autograd)."""
-    from . import functions as runtime
     from ..passes import autodiff
     try:
         base = _pre_fusion(sf.graph, arg_types, static)
@@ -239,11 +235,11 @@ def build(sf, arg_types, static, args):
     except autodiff.NotDifferentiable as e:
         return None, f"autodiff: interpreted ({e})"
     except Exception as e:
-        if runtime._strict():
+        if programs._strict():
             raise
         return None, f"autodiff: interpreted (internal error: {type(e).__name__}: {e})"
-    fwd_types = [runtime._symbolic(v.type) for v in d.forward.inputs]
-    fwd, how = runtime.build_entry(d.forward, fwd_types, static)
+    fwd_types = [programs._symbolic(v.type) for v in d.forward.inputs]
+    fwd, how = programs.build_entry(d.forward, fwd_types, static)
     ad = AutodiffEntry(sf, base, d, fwd, arg_types, static)
     if fwd.kind == "interpreted":
         ad.how = "interpreted"

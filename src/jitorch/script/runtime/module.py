@@ -311,7 +311,7 @@ def trace_module(m, example_inputs, check_trace=True):
         return m(*a[:n])
     graph, out = _trace.trace_graph(call, example_inputs + tuple(t for _, t in named),
                                     name=f"{type(m).__name__}.forward")
-    from .functions import _symbolic
+    from .programs import _symbolic
     for v in graph.inputs:
         v.type = _symbolic(v.type)
     used = {id(t) for t in graph.inputs}  # noqa: F841 (inputs are all leaves)
