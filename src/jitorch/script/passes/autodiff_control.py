@@ -29,8 +29,8 @@ is traced on example values) and adds structure around it. Neighbours:
 - An IF: both branches are differentiated on the example (the branch not taken runs too; if it
   fails there: NotDifferentiable); the forward If also returns each branch's saved values; the
   backward is an If on the saved condition over the branches' backwards.
-- The helper nodes are `prim::PythonOp`s naming their lowering ("autodiff::<name>"), so the interpreter runs them and
-  both graphs compile. Trip counts and sizes are run-time values of the programs: a new
+- The helper nodes are `prim::PythonOp`s naming their lowering ("autodiff::<name>"), so the
+  interpreter runs them and both graphs compile. Trip counts and sizes are run-time values of the programs: a new
   sequence length reuses them (the shape key, kind "pattern0", treats size 0 as "many" when the
   example had no empty dim, so T = 0 reuses the programs too).
 

@@ -33,7 +33,7 @@ def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
     from ..passes import types as _types
     from ..passes import pipeline
     g = _types.specialize(graph, arg_types, static)
-    return pipeline.run(g, passes=[p for p in pipeline.DEFAULT if p != "fuse"])
+    return pipeline.run(g, passes=[p for p in pipeline.PIPELINE if pipeline.name_of(p) != "fuse"])
 
 
 class AutodiffEntry:
