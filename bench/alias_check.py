@@ -1,4 +1,5 @@
-"""Cost of the shared-memory check at the call boundary (script/runtime/alias.py, codegen/lower_overlap.py).
+"""Cost of the shared-memory check at the call boundary (script/runtime/alias.py,
+codegen/lower_overlap.py).
 
 A scripted function that writes to an argument checks, at every call, that the written
 arguments share no memory with another argument or themselves (else the call runs in place in

@@ -1,8 +1,8 @@
-"""The background compile (script/runtime/tiers.py, script/runtime/compile_worker.py): a first call answers from
-the interpreter while the compile worker process compiles the program, later calls switch to
-the compiled program, and a worker that fails, dies or times out leaves the function interpreted
-with the reason, never wrong or hung. Each test uses its own cache directory and a function of
-its own, so its program is cold (neither in this process's memory nor on disk)."""
+"""The background compile (script/runtime/tiers.py, script/runtime/compile_worker.py): a first call
+answers from the interpreter while the compile worker process compiles the program, later calls
+switch to the compiled program, and a worker that fails, dies or times out leaves the function
+interpreted with the reason, never wrong or hung. Each test uses its own cache directory and a
+function of its own, so its program is cold (neither in this process's memory nor on disk)."""
 from __future__ import annotations
 
 import os

@@ -1,5 +1,5 @@
-"""jitorch.jit.save / jitorch.jit.load (script/runtime/serialize.py): module archives that load and run in
-a fresh process without the model's source; damaged files give clear RuntimeErrors."""
+"""jitorch.jit.save / jitorch.jit.load (script/runtime/serialize.py): module archives that load and
+run in a fresh process without the model's source; damaged files give clear RuntimeErrors."""
 import io
 import json
 import subprocess

@@ -1,4 +1,5 @@
-"""The runtime (script/runtime/functions.py): argument checks, specialisation keys, fallbacks, stats, log.
+"""The runtime (script/runtime/functions.py): argument checks, specialisation keys, fallbacks,
+stats, log.
 
 Programs here are hand-written sources fed through the `programs._lower` seam, so these tests
 do not depend on the code generator; each source compiles once per process (modules are shared

@@ -2,8 +2,8 @@
 
 Re-exports only (plus `fork`/`wait`, which are thin wrappers over jitorch's thread pool). The
 language helpers (`annotate`, `ignore`, `unused`, `is_scripting`, `export`, `Final`; in
-`script/frontend/lang.py`) and the errors (`ScriptError`, `Error`; in `script/ir/errors.py`) are resolved
-lazily through the module `__getattr__`, so `import jitorch` never depends on those modules
+`script/frontend/lang.py`) and the errors (`ScriptError`, `Error`; in `script/ir/errors.py`) are
+resolved lazily through the module `__getattr__`, so `import jitorch` never depends on those modules
 importing cleanly; until they exist, simple stand-ins with the same behaviour in eager code are
 used (they are not cached, so the real ones take over as soon as they import).
 """
@@ -27,8 +27,8 @@ def stats():
     """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
     interpreted_runs, interpreted_reasons, compile_seconds, calls, the background compile's
     counters and `functions` (per function its tier and compile seconds; see
-    `jitorch.script.runtime.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile` prints
-    each compile as it happens."""
+    `jitorch.script.runtime.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile`
+    prints each compile as it happens."""
     return _stats.snapshot()
 
 
@@ -39,7 +39,8 @@ def reset_stats() -> None:
 def warmup(verbose: bool = False) -> dict:
     """Compile the generic kernel library (Linear, activations, softmax/layernorm rows,
     cross-entropy, conv/pool, attention, optimizer steps) into the disk cache, so that a new
-    model compiles only its own kernels (script/runtime/warmup.py). Also `python -m jitorch.jit warmup`."""
+    model compiles only its own kernels (script/runtime/warmup.py). Also `python -m jitorch.jit
+    warmup`."""
     from .script.runtime.warmup import warmup as _warmup
     return _warmup(verbose)
 
@@ -90,7 +91,8 @@ def wait(future):
     return future.wait() if hasattr(future, "wait") else future.result()
 
 
-# --- modules: save / load / freeze (script/runtime/serialize.py, script/runtime/module.py) --------------------
+# --- modules: save / load / freeze (script/runtime/serialize.py, script/runtime/module.py)
+# --------------------
 def save(m, f, _extra_files=None):
     """Save a ScriptModule (IR text, JSON metadata, tensors; docs/serialization.md)."""
     from .script.runtime import serialize

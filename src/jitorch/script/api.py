@@ -1,8 +1,8 @@
 """Entry points of the compiler used by `jitorch.jit` (the public facade): script and trace.
 
 `script(obj)` compiles a function (or a class, or a module) from its source via
-`frontend/function.py`; `trace(fn, example_inputs)` records it via `frontend/trace.py`. Both return a
-`runtime.ScriptFunction`, which specialises, compiles and caches per call signature
+`frontend/function.py`; `trace(fn, example_inputs)` records it via `frontend/trace.py`. Both return
+a `runtime.ScriptFunction`, which specialises, compiles and caches per call signature
 (`script_object` / `trace_object` build it from the frontend's result).
 """
 from __future__ import annotations

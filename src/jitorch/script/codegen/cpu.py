@@ -34,8 +34,8 @@ from . import NotLowered, kernel, literal
 
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
              'cache=False)')
-MAX_CONST_ELEMS = 4096
-OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function  # tensor constants are embedded in the source as literals
+MAX_CONST_ELEMS = 4096  # tensor constants are embedded in the source as literals
+OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function
 
 
 @dataclass
@@ -125,8 +125,8 @@ class Emitter:
         return t
 
     def raise_in_interpreter(self) -> None:
-        """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter): for
-        what the program cannot do itself, on a path that is rare."""
+        """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter):
+        for what the program cannot do itself, on a path that is rare."""
         line = "from jitorch.script.kernels.signals import RaiseInInterpreter"
         if line not in self.globals:
             self.globals.append(line)

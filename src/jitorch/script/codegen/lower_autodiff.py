@@ -2,7 +2,8 @@
 
 Those nodes are `prim::PythonOp`s (so the interpreter runs their `fn` and the passes keep them:
 they are impure) named by `attrs["lowering"]` ("autodiff::<name>"), which the lowering table
-maps to the functions below. They are the only in-place writes in generated code, on buffers nobody else holds:
+maps to the functions below. They are the only in-place writes in generated code, on buffers nobody
+else holds:
 - `empty_buffer` (attrs dtype, rank): an empty `(0,) * (rank + 1)` array, the initial value of a
   loop-carried stack of per-iteration saved values;
 - `stack_store(buf, value, i, T)`: at the first store (buf.shape[0] != T) allocates `(T, *shape)`,

@@ -17,8 +17,8 @@
   ops declared in `_ops/factories.py`, bound by `frontend/factory.py`; compiled; a PythonOp
   where the call is not static enough);
 - library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
-  a `prim::CallFunction` of the composite's one body (`_ops/composite`, `frontend/composite.py`) when
-  the static arguments are constants;
+  a `prim::CallFunction` of the composite's one body (`_ops/composite`, `frontend/composite.py`)
+  when the static arguments are constants;
 - other library callables (random factories, composites outside what their body covers):
   `prim::PythonOp` calling the function (correct through the interpreter; holds the GIL).
 """

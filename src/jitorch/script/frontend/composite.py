@@ -9,9 +9,9 @@ by the pipeline): this module binds the call to the public signature, reads the 
 must be constants at the call site, see `_static`), calls the factory, and specialises the
 body's graph on the arguments that are constants at the call site when it inlines the call
 (`passes/specialise.py`: constants substituted, `None` tests on optional tensors folded,
-simplify + dce) so branches on them vanish before the inlined body is typed. Bodies never branch on a tensor's rank where
-tensors flow (that would make types unknown): per-channel and class-dim code views the input as
-(N, C, m), so one program serves every size.
+simplify + dce) so branches on them vanish before the inlined body is typed. Bodies never branch on
+a tensor's rank where tensors flow (that would make types unknown): per-channel and class-dim code
+views the input as (N, C, m), so one program serves every size.
 
 Anything a body does not cover (a non-constant static argument, a factory that raises for the
 statics, a public parameter outside the statics and the body's parameters given a non-default

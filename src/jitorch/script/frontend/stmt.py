@@ -1,8 +1,8 @@
 """Statements of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
 
 Owns assignment (names, tuple unpacking, subscripts, annotated), augmented assignment, `if`,
-`break`/`continue`/`return` (by continuation, see frontend/function.py), `assert`, `raise` and the errors
-for unsupported statements; loops are in frontend/loops.py. `stmts(body, exit)` compiles a
+`break`/`continue`/`return` (by continuation, see frontend/function.py), `assert`, `raise` and the
+errors for unsupported statements; loops are in frontend/loops.py. `stmts(body, exit)` compiles a
 statement list in tail position and returns the values its paths end with (`exit` says what
 falling off, return, break and continue produce).
 """

@@ -27,8 +27,8 @@ Rules of a trace, as in PyTorch's tracer:
   trace on data: `Tensor.__bool__`/`item()`/... call `check_data_dependence`, which raises
   `TracerError` naming the user's line and suggesting `jitorch.jit.script`.
 - A call of scripted code (a scripted function or module, another trace) is recorded as one
-  `prim::CallFunction` of its graph (`frontend/trace_call.py`), never as a constant of its result: the
-  scripted code's branches stay decided per call.
+  `prim::CallFunction` of its graph (`frontend/trace_call.py`), never as a constant of its result:
+  the scripted code's branches stay decided per call.
 - Shapes are baked where the eager code reads them (slice bounds, `view(x.size(0), -1)`): a trace
   is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
 """

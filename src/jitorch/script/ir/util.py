@@ -9,8 +9,8 @@ Owns:
   user is a Node (input index) or a Block (return index)).
 - `replace_all_uses(root, old, new)`: rewires inputs and block returns below `root`.
 - `close_block(node, outer_values=None)`: turns the values that a node's blocks read from outside
-  into explicit operands, per ir/__init__.py's conventions (captured values are appended to the node's
-  inputs and, as new params, to every block of the node). Nested nodes are closed first.
+  into explicit operands, per ir/__init__.py's conventions (captured values are appended to the
+  node's inputs and, as new params, to every block of the node). Nested nodes are closed first.
 - `is_pure(node)` / `IMPURE_*`: the single definition of which nodes have side effects or are
   nondeterministic; CSE and DCE both read it.
 """

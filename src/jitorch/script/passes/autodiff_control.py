@@ -30,9 +30,9 @@ is traced on example values) and adds structure around it. Neighbours:
   fails there: NotDifferentiable); the forward If also returns each branch's saved values; the
   backward is an If on the saved condition over the branches' backwards.
 - The helper nodes are `prim::PythonOp`s naming their lowering ("autodiff::<name>"), so the
-  interpreter runs them and both graphs compile. Trip counts and sizes are run-time values of the programs: a new
-  sequence length reuses them (the shape key, kind "pattern0", treats size 0 as "many" when the
-  example had no empty dim, so T = 0 reuses the programs too).
+  interpreter runs them and both graphs compile. Trip counts and sizes are run-time values of the
+  programs: a new sequence length reuses them (the shape key, kind "pattern0", treats size 0 as
+  "many" when the example had no empty dim, so T = 0 reuses the programs too).
 
 Not differentiated (NotDifferentiable -> the runtime interprets with eager autograd, recording
 the reason): loops without a trip count or with a computed condition (`while`, `break`), a loop

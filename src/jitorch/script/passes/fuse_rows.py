@@ -7,8 +7,8 @@ connected set of
 - fusible elementwise ops (`fuse.fusible`) whose output has rank R,
 in which a full-size member reads a reduction's result: the broadcast of a per-row value back
 along the row (`x - x.amax(-1, keepdim=True)`; a per-row epilogue such as `x.mean(-1, True) + 1`
-alone is left to the elementwise fuser's reduction prologues). Such a chain otherwise runs as several
-loops over the whole tensor with full-size temporaries; as one node the code generator
+alone is left to the elementwise fuser's reduction prologues). Such a chain otherwise runs as
+several loops over the whole tensor with full-size temporaries; as one node the code generator
 (`codegen/lower_rows.py`) emits one outer loop over rows with several inner passes over the row.
 
 Members keep their order; the node is placed where one of its members was (`fuse._order_ok`

@@ -15,9 +15,9 @@ Numba's index key is (signature, target machine, the function's bytecode), all e
 processes. The worker refuses a job whose module name comes out different (another jitorch or
 Numba on its path) rather than compile something the caller would not load.
 
-Process: `python -c "from jitorch.script.runtime.compile_worker import _main; _main()"`, started lazily
-with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no user
-`__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
+Process: `python -c "from jitorch.script.runtime.compile_worker import _main; _main()"`, started
+lazily with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no
+user `__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
 stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print cannot corrupt a
 message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
 thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked

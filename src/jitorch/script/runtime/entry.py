@@ -3,7 +3,8 @@
 Owns `_Entry` (a compiled program or an interpreted graph), how boundary values select a
 program's Numba overload (`_bkey`: per array dtype, rank and C-contiguity, never sizes or
 strides; `_nb_signature`: 'C' or 'A' array types), calling an overload's entry point directly,
-and wrapping outputs into Tensors (`_wrapper`, `_wrap`). `runtime/functions.py` decides which entry runs.
+and wrapping outputs into Tensors (`_wrapper`, `_wrap`). `runtime/functions.py` decides which entry
+runs.
 """
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ _new = object.__new__
 
 
 class NotReady(RaiseInInterpreter):
-    """The overload for this call's boundary types is compiling in the background (runtime/tiers.py):
-    the caller runs this call in the interpreter, as for any RaiseInInterpreter."""
+    """The overload for this call's boundary types is compiling in the background
+    (runtime/tiers.py): the caller runs this call in the interpreter, as for any
+    RaiseInInterpreter."""
 
 
 class _Entry:

@@ -12,13 +12,13 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
    first call runs inside the lock. That is when the program's Numba overload is made: loaded
    from Numba's disk cache when it is there, else (JITORCH_COMPILE=background, the default)
    compiled by the compile worker process while the calls run interpreted, switching to the
-   program when it is ready (runtime/tiers.py, runtime/compile_worker.py), or (JITORCH_COMPILE=sync) compiled
-   in the call;
+   program when it is ready (runtime/tiers.py, runtime/compile_worker.py), or (JITORCH_COMPILE=sync)
+   compiled in the call;
 4. tensors enter as the NumPy arrays they are (no copy: a strided, expanded or read-only array is
    read through its strides). The program's Numba overload is chosen by the arrays' (dtype,
    rank, layout) with the layout normalised to 'C' or 'A' (a Fortran-ordered or read-only array
-   takes the 'A' / writable overload: the program never writes its inputs, see `runtime/entry.py`), and
-   called through its entry point; outputs become Tensors of the graph's dtypes;
+   takes the 'A' / writable overload: the program never writes its inputs, see `runtime/entry.py`),
+   and called through its entry point; outputs become Tensors of the graph's dtypes;
 5. a function that writes to its arguments (`graph.mutated_inputs`) gets eager's result even
    when arguments share memory (`f(a, a)`, overlapping views, a stride-0 argument): such a call
    runs in place in the interpreter (`runtime/alias.py`); compiled programs detect it themselves

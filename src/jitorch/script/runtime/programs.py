@@ -91,8 +91,8 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
 
 def first_call(entry: _Entry, args):
     """Run a freshly loaded program once: -> (outs, how). Under JITORCH_COMPILE=background
-    (runtime/tiers.py) a program that is not compiled yet goes to the compile worker and this call runs
-    interpreted (how "background"); otherwise Numba compiles or loads it now. On a Numba
+    (runtime/tiers.py) a program that is not compiled yet goes to the compile worker and this call
+    runs interpreted (how "background"); otherwise Numba compiles or loads it now. On a Numba
     compile error the entry turns into an interpreted one and outs is None."""
     if entry.pending is not None or tiers.start(entry, args):
         return entry.run(args), "background"
