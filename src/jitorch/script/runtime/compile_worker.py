@@ -155,7 +155,8 @@ class _Service:
             return proc
         env = dict(os.environ)
         # the worker must import this very jitorch (module names hash its files)
-        here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        import jitorch
+        here = os.path.dirname(os.path.dirname(os.path.abspath(jitorch.__file__)))
         env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "")
                                                       .split(os.pathsep) if p])
         env["JITORCH_COMPILE"] = "sync"
