@@ -196,3 +196,32 @@ def _subprocess(blas_threads: int, deterministic: bool) -> str:
 def test_bit_identical_across_processes_and_blas_threads():
     # fresh processes (other addresses, hash seeds, BLAS thread counts), deterministic mode on
     assert _subprocess(1, True) == _subprocess(3, True)
+
+
+_TIER_SCRIPT = """
+import numpy as np, jitorch
+jitorch.use_deterministic_algorithms(True)
+
+@jitorch.jit.script
+def f(x: jitorch.Tensor, w: jitorch.Tensor) -> jitorch.Tensor:
+    return (x * x).sum(1) + x.mean(0).sum() + jitorch.tanh(x @ w).sum()
+
+jitorch.manual_seed(0)
+x, w = jitorch.randn(1000, 257), jitorch.randn(257, 33)
+first = f(x, w).numpy().copy()
+tier = jitorch.jit.stats()["functions"]["f"]["tier"]
+f.wait_compiled()
+print(tier, np.array_equal(first, f(x, w).numpy()))
+"""
+
+
+def test_no_timing_dependent_tier_in_deterministic_mode(tmp_path):
+    # background compiles serve the first calls from the interpreter, whose sums may round
+    # otherwise than the compiled loop's: in deterministic mode the first call compiles
+    script = tmp_path / "tier.py"  # a file: scripting needs the function's source
+    script.write_text(_TIER_SCRIPT)
+    env = dict(os.environ, JITORCH_COMPILE="background", JITORCH_CACHE_DIR=str(tmp_path / "c"))
+    r = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["compiled", "True"]

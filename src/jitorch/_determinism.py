@@ -14,6 +14,12 @@ Owns the process-wide flags PyTorch keeps in its global context (`deterministic 
   thread count it is the same every run), so without this a result depends on the machine's
   core count. With one BLAS thread, eager ops and compiled programs give the same bits whatever
   `set_num_threads` and the core count are.
+- Scripted code compiles in the call (`JITORCH_COMPILE=sync`'s path; script/tiers.py) while the
+  mode is on. In the default background mode the first calls run in the IR interpreter until the
+  worker is done, and the interpreter's float sums round otherwise than the compiled loops'
+  (measured: 1.2e-4 apart on a 1000x257 sum), so which calls ran where, and so the bits, depended
+  on compile timing. Turn the mode on before the first call of a scripted function: a call that
+  found its compile already queued still serves from the interpreter until it is done.
 
 Every other jitorch op is deterministic already: eager ops are serial NumPy calls (scatter/index
 accumulation is `np.add.at`, in index order), compiled programs are serial Numba loops (codegen
