@@ -4,7 +4,6 @@ import hashlib
 import os
 import subprocess
 import sys
-import warnings
 
 import numpy as np
 import pytest
