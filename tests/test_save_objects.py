@@ -3,6 +3,7 @@ modules, plain objects, class/function values and NumPy arrays round-trip; loadi
 PyTorch 2.6's weights-only model (allow-list, `pickle.UnpicklingError` with PyTorch's text,
 `weights_only=False` imports); a hostile archive never calls what it names."""
 import argparse
+import collections
 import io
 import json
 import pickle
@@ -375,3 +376,29 @@ def test_fuzzed_object_archives_fail_cleanly():
             except (RuntimeError, pickle.UnpicklingError, TypeError):
                 pass
     assert CALLS == []
+
+
+def test_optimizer_objects_and_defaultdicts():
+    jitorch.manual_seed(2)
+    m = nn.Linear(3, 2)
+    opt = jitorch.optim.Adam(m.parameters(), lr=0.01)
+    x = jitorch.randn(4, 3)
+    m(x).sum().backward()
+    opt.step()
+    data = _bytes({"model": m, "opt": opt})
+    ck = jitorch.load(io.BytesIO(data), weights_only=False)
+    m2, opt2 = ck["model"], ck["opt"]
+    assert type(opt2.state) is type(opt.state) and opt2.state.default_factory is dict
+    assert list(opt2.state)[0] is m2.weight and opt2.param_groups[0]["params"][0] is m2.weight
+    for mod, o in ((m, opt), (m2, opt2)):  # one more identical step on each
+        o.zero_grad()
+        mod(x).sum().backward()
+        o.step()
+    assert jitorch.equal(m.weight, m2.weight) and jitorch.equal(m.bias, m2.bias)
+    with jitorch.serialization.safe_globals([nn.Linear, type(opt), dict]):
+        with pytest.raises(pickle.UnpicklingError, match="GLOBAL collections.defaultdict was"):
+            jitorch.load(io.BytesIO(data))
+        with jitorch.serialization.safe_globals([collections.defaultdict]):
+            o3 = jitorch.load(io.BytesIO(data))["opt"]
+    w3 = o3.param_groups[0]["params"][0]
+    assert w3 in o3.state and set(o3.state[w3]) == set(opt.state[m.weight])

@@ -11,6 +11,8 @@ Owns the object node kinds of the archive and the rules for rebuilding them:
         the object, never called
     {"$": "ndarray", "member": "arrays/j.npy", "scalar": false}
         a NumPy array (any non-object dtype) in its own `.npy` member, or a NumPy scalar
+    {"$": "defaultdict", "factory": NODE, "items": [[KEY_NODE, NODE], ...]}
+        a `collections.defaultdict` (an optimizer's `state`); its factory is a "global" or null
 
 Loading follows PyTorch 2.6's weights-only model without pickle. With `weights_only=True` a
 class/function path resolves only through the user's allow-list (`_safe_globals`; nothing is
@@ -23,6 +25,7 @@ value by a "global" node, and a path through a dunder or `<locals>` is refused.
 """
 from __future__ import annotations
 
+import collections
 import importlib
 import io
 import types
@@ -37,7 +40,7 @@ from .serialization import _Raise as Raise
 
 __all__ = ["encode", "decode", "TAGS", "unsafe_globals"]
 
-TAGS = ("object", "objref", "global", "ndarray")
+TAGS = ("object", "objref", "global", "ndarray", "defaultdict")
 _RECONSTRUCT = np.arange(1).__reduce__()[0]  # numpy._core.multiarray._reconstruct (NumPy 2)
 _SCALAR = np.float64(0).__reduce__()[0]  # numpy._core.multiarray.scalar
 _HOOK_TABLES = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks",
@@ -94,6 +97,11 @@ def encode(enc, obj, path: str):
     if id(obj) in enc.objects:
         return {"$": "objref", "id": enc.objects[id(obj)]}
     cls = type(obj)
+    if cls is collections.defaultdict:
+        items = enc.encode(dict(obj), path)["items"]  # a plain dict's node (cycle-checked)
+        return {"$": "defaultdict", "factory": enc.encode(obj.default_factory,
+                                                           f"{path}.default_factory"),
+                "items": items}
     if cls.__module__.startswith("jitorch.script"):
         import pickle
         raise pickle.PickleError(
@@ -184,6 +192,8 @@ def decode(arc, node: dict, depth: int):
         return arc.objects[node["id"]]
     if tag == "ndarray":
         return _load_array(arc, node)
+    if tag == "defaultdict":
+        return _load_defaultdict(arc, node, depth)
     mod, qual = _path_of(node)
     if tag == "global":
         return _resolve(arc, mod, qual)  # a value: returned, never called
@@ -211,6 +221,20 @@ def decode(arc, node: dict, depth: int):
               f"state of {mod}.{qual} is not a dict of attribute names")
         inst.__dict__.update(state)
     return inst
+
+
+def _load_defaultdict(arc, node: dict, depth: int):
+    if arc.weights_only and "collections.defaultdict" not in sg.allowed():
+        raise Raise(sg.refusal("collections.defaultdict"))  # PyTorch does not allow it either
+    fnode, items = node.get("factory"), node.get("items")
+    _need(fnode is None or (isinstance(fnode, dict) and fnode.get("$") == "global"),
+          "defaultdict factory is not a class/function reference")
+    _need(isinstance(items, list), "defaultdict node without items")
+    factory = None if fnode is None else arc.decode(fnode, depth + 1)
+    _need(factory is None or callable(factory), "defaultdict factory is not callable")
+    out = collections.defaultdict(factory)  # the factory runs only when user code asks
+    out.update(arc.decode({"$": "dict", "items": items}, depth + 1))
+    return out
 
 
 def _load_array(arc, node: dict):
@@ -256,6 +280,8 @@ def unsafe_globals(node, out: list) -> list:
             stack.extend(reversed(n))
         elif isinstance(n, dict):
             tag = n.get("$")
+            if tag == "defaultdict" and "collections.defaultdict" not in out:
+                out.append("collections.defaultdict")
             if tag in ("object", "global"):
                 p = f"{n.get('module')}.{n.get('qualname')}"
                 if p not in out:
