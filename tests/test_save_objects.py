@@ -402,3 +402,21 @@ def test_optimizer_objects_and_defaultdicts():
             o3 = jitorch.load(io.BytesIO(data))["opt"]
     w3 = o3.param_groups[0]["params"][0]
     assert w3 in o3.state and set(o3.state[w3]) == set(opt.state[m.weight])
+
+
+def test_callable_map_location_reaches_tensors_inside_objects():
+    m = nn.Linear(2, 2)
+    seen = []
+
+    def loc(t, where):
+        seen.append((tuple(t.shape), where))
+        return t * 0 if not isinstance(t, nn.Parameter) else None
+    m2 = jitorch.load(io.BytesIO(_bytes({"m": m, "t": jitorch.ones(3)})), weights_only=False,
+                      map_location=loc)
+    assert sorted(seen) == [((2,), "cpu"), ((2, 2), "cpu"), ((3,), "cpu")]
+    assert m2["t"].tolist() == [0, 0, 0] and jitorch.equal(m2["m"].weight, m.weight)
+
+    def broken(t, where):
+        raise KeyError("from the user")
+    with pytest.raises(KeyError, match="from the user"):
+        jitorch.load(io.BytesIO(_bytes([jitorch.ones(1)])), map_location=broken)

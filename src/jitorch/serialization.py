@@ -309,6 +309,7 @@ class Archive:
         self.weights_only: bool | None = None
         self.objects: dict = {}
         self.arrays: dict = {}
+        self.map_fn = None
 
     def _info(self, name: str) -> zipfile.ZipInfo:
         info = self.infos.get(name)
@@ -447,6 +448,12 @@ class Archive:
             t = Parameter(t, rg)
         elif rg:
             t._requires_grad = True
+        if self.map_fn is not None:  # a callable map_location, on every tensor (in objects too)
+            try:
+                r = self.map_fn(t, "cpu")
+            except Exception as e:  # the user's function: its error as it is
+                raise _Raise(e) from None
+            t = t if r is None else r
         self.tensors[k] = t
         return t
 
@@ -559,33 +566,13 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if mmap:
         raise NotImplementedError("jitorch.load: mmap=True is not supported yet")
     _check_map_location(map_location)
+
     def reader(arc):
         arc.weights_only = weights_only is not False
+        arc.map_fn = map_location if callable(map_location) else None
         return arc.decode(arc.manifest.get("object"))
 
-    obj = read_archive(f, reader)
-    if callable(map_location):
-        obj = _remap(obj, map_location, {})
-    return obj
-
-
-def _remap(obj, fn, memo):
-    # apply a callable map_location to every tensor, keeping identity of repeated tensors
-    if isinstance(obj, Tensor):
-        if id(obj) not in memo:
-            r = fn(obj, "cpu")
-            memo[id(obj)] = obj if r is None else r
-        return memo[id(obj)]
-    if isinstance(obj, list):
-        return [_remap(v, fn, memo) for v in obj]
-    if isinstance(obj, (tuple, set, frozenset)) and not isinstance(obj, Size):
-        return type(obj)(_remap(v, fn, memo) for v in obj)
-    if isinstance(obj, dict):
-        out = type(obj)((k, _remap(v, fn, memo)) for k, v in obj.items())
-        if hasattr(obj, "_metadata"):
-            out._metadata = obj._metadata
-        return out
-    return obj
+    return read_archive(f, reader)
 
 
 def get_unsafe_globals_in_checkpoint(f) -> list[str]:
