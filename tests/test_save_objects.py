@@ -420,3 +420,14 @@ def test_callable_map_location_reaches_tensors_inside_objects():
         raise KeyError("from the user")
     with pytest.raises(KeyError, match="from the user"):
         jitorch.load(io.BytesIO(_bytes([jitorch.ones(1)])), map_location=broken)
+
+
+def test_hook_tables_in_a_file_are_refused():
+    hooks = {"$": "odict", "items": [[0, {"$": "global", "module": __name__,
+                                          "qualname": "sentinel"}]]}
+    node = _obj(nn.Identity.__module__, "Identity",
+                state={"$": "dict", "items": [["_forward_hooks", hooks]]})
+    with jitorch.serialization.safe_globals([nn.Identity, sentinel]):
+        with pytest.raises(RuntimeError, match="state holds hooks"):
+            jitorch.load(io.BytesIO(_archive(node)))
+    assert CALLS == []

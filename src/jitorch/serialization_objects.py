@@ -214,6 +214,9 @@ def decode(arc, node: dict, depth: int):
         module_cls.__init__(inst)  # jitorch's own defaults (hook tables) before the state
     arc.objects[k] = inst  # before the state: the state may refer back to the object
     state = arc.decode(node.get("state"), depth + 1)
+    if isinstance(inst, module_cls) and isinstance(state, dict):
+        # jitorch.save never writes hooks (code); a file that carries some is not ours
+        _need(not any(n in state for n in _HOOK_TABLES), f"{mod}.{qual} state holds hooks")
     if hasattr(cls, "__setstate__"):
         inst.__setstate__(state)
     else:
