@@ -39,6 +39,7 @@ import sys
 import time
 import warnings
 
+from ... import _determinism
 from ..._tensor import Tensor
 from . import compile_worker, stats
 from .entry import NotReady, _bkey, _boundary, _nb_signature
@@ -50,7 +51,9 @@ PENDING_REASON = "compiling in the background (the interpreter runs it meanwhile
 def mode() -> str:
     """`JITORCH_COMPILE`: "background" (default) or "sync" (always, where the worker's pipes
     cannot be waited on with `select`: not POSIX)."""
-    if os.name != "posix":
+    if os.name != "posix" or _determinism._enabled:
+        # deterministic mode: the interpreter's rounding may differ from the compiled loop's,
+        # so which tier serves a call must not depend on how fast the worker compiles
         return "sync"
     m = os.environ.get("JITORCH_COMPILE", "").strip().lower() or "background"
     if m in ("background", "sync"):
