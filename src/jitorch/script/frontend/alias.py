@@ -1,11 +1,11 @@
-"""In-place writes in the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""In-place writes in the scripting frontend: `WriteBuilder` (`st.writes`, frontend/state.py).
 
-Values in the IR are immutable; PyTorch tensors are not. This mixin gives scripted code PyTorch's
-in-place semantics on top of SSA rebinding:
+Values in the IR are immutable; PyTorch tensors are not. This builder gives scripted code
+PyTorch's in-place semantics on top of SSA rebinding:
 
 - Every tensor belongs to at most one *storage*, named by a hidden environment entry (a token):
   `$root:<arg>` for each tensor argument, `$local<k>` for a computed tensor once a view of it
-  is taken. `env[token]` is the storage's current value. `self.alias[uid] = (token, chain)`
+  is taken. `env[token]` is the storage's current value. `st.alias[uid] = (token, chain)`
   says that a value is the storage viewed through `chain`, a tuple of view nodes (registry ops
   declared `view=True`/"maybe", and the frontend's `getitem` PythonOp) used as recipes.
 - A write (`x.add_(y)`, `x[i] = v`, `x += y`, `copy_`/`fill_`/`zero_`) computes the written
@@ -17,8 +17,11 @@ in-place semantics on top of SSA rebinding:
   each argument's storage; `FunctionCompiler.compile` keeps those that differ from the argument
   and records `graph.mutated_inputs` (input indices) for the runtime, which copies them back into
   the caller's tensors and bumps their version counters (runtime/functions.py).
-- Loops carry every token (a marker statement makes them "assigned" names); `if` merges keep the
-  alias of a variable only when both branches agree.
+- Loops carry every token (a marker statement makes them "assigned" names: `enter_loop` and
+  `leave_loop`, which LoopBuilder.loop calls around each loop); `if` merges keep the alias of a
+  variable only when both branches agree. Every emitted node passes `note_view` (FrontendState.
+  emit); in-place methods and calls of functions that write their arguments reach this builder
+  from the call builders (`inplace_call`, `call_writes`).
 - What cannot be followed is refused with a ScriptError naming the construct: writing to a
   tensor taken from a list/tuple/attribute (its storage is unknown here), or to a variable whose
   storage differs between the paths that reach the write.

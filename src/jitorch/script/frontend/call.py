@@ -1,22 +1,20 @@
-"""Calls in the scripting frontend (a mixin): what `f(args)` and `x.m(args)` become.
+"""Calls in the scripting frontend: `CallBuilder` (`st.calls`, frontend/state.py), what `f(args)`
+becomes; `x.m(args)` is frontend/methods.py's (`st.methods`).
 
 - registry ops (a public function or Tensor method that IS an op's function): a node named by
   the op with every param of `OPS[name].params`, bound like Python binds the call (kwargs,
   defaults, `*size` varargs); static list/tuple arguments become constant tuples;
-- `x.float()`/`.double()`/`.long()`/... and `x.to(dtype)` -> `_to_dtype`; `x.size(d)`,
-  `x.dim()`, `x.item()`, `len(x)`: shape reads and `prim::TensorToScalar`;
-- in-place tensor methods `x.add_(y)` and `lst.append(v)` rebind the receiver name to the
-  out-of-place result (values in this IR are immutable);
+- `len(x)`: a shape read;
 - builtins (len, min, max, abs, int, float, bool, str, isinstance, print, round) and `math.*`:
   `prim::ScalarOp` (`fn="math.sqrt"`, ...);
 - `jitorch.jit.annotate/is_scripting`: folded; `@ignore`d functions: `prim::PythonOp`; `@unused`
   ones: `prim::Raise`;
 - plain Python functions (and scripted ones, via `__wrapped__`): compiled recursively ->
   `prim::CallFunction` (attrs fn=Graph);
-- tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes (registry
+- tensor factories (`zeros(B, H)`, `arange(n)`): factory nodes (registry
   ops declared in `_ops/factories.py`, bound by `frontend/factory.py`; compiled; a PythonOp
   where the call is not static enough);
-- library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
+- library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses):
   a `prim::CallFunction` of the composite's one body (`_ops/composite`, `frontend/composite.py`)
   when the static arguments are constants;
 - other library callables (random factories, composites outside what their body covers):

@@ -1,13 +1,12 @@
-"""Expressions of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""Expressions of the scripting frontend: `ExprBuilder` (`st.exprs`, frontend/state.py).
 
 Owns names (environment, then closure/globals/builtins as compile-time `Sugar`), constants,
 operators (registry ops when an operand is a Tensor, `prim::ScalarOp` on numbers), comparisons,
 `and`/`or` (short-circuit through `prim::If` when the right side can fail), conditional
 expressions, tuple/list/dict literals, list comprehensions, subscripts (tensor indexing
-lowers to `_index_view`/`select`; see frontend/index.py), attribute reads, and calls: registry
-ops (functions and Tensor methods, every op param filled from args/kwargs/defaults), builtins,
-`math.*`, `jitorch.jit` helpers, user functions (compiled recursively -> prim::CallFunction),
-`@ignore` functions and other library functions (prim::PythonOp, which holds the GIL).
+lowers to `_index_view`/`select`; see frontend/index.py), attribute reads, and the value
+helpers every builder uses (`to_value`, `coerce`, `as_bool`, `unpack`, `scalar_op`). Calls are
+frontend/call.py's and frontend/methods.py's.
 """
 from __future__ import annotations
 

@@ -1,10 +1,16 @@
 """The scripting frontend: a Python function's AST -> `ir.Graph` (TorchScript's language).
 
-Owns `compile_function(fn) -> FrontendResult` and `compile_class(cls)`. The compiler is split
-by concern: statements `frontend/stmt.py`, loops `frontend/loops.py`, expressions
-`frontend/expr.py`, calls `frontend/call.py`, subscripts `frontend/index.py`, script classes
-`frontend/classes.py`, annotations/types `frontend/types.py`; errors in `ir/errors.py`, the language
-helpers (`annotate`, `ignore`, ...) in `frontend/lang.py`.
+Owns `compile_function(fn) -> FrontendResult`, `compile_class(cls)` and `FunctionCompiler`,
+which parses the function, creates its one `FrontendState` (frontend/state.py: every field the
+builders share, and the emission primitives) and the builders that compile into it, each a
+plain class holding the state: expressions `frontend/expr.py` (`st.exprs`), calls
+`frontend/call.py` (`st.calls`), method calls `frontend/methods.py` (`st.methods`), subscripts
+`frontend/index.py` (`st.index`), statements `frontend/stmt.py` (`st.stmts`), loops
+`frontend/loops.py` (`st.loops`), in-place writes `frontend/alias.py` (`st.writes`). They call
+each other through the state. A frontend variant changes the language only through
+`FrontendHooks` (state.py); the module frontend (`frontend/module.py`) is one. Also here: script
+classes `frontend/classes.py`, annotations/types `frontend/types.py`; errors in `ir/errors.py`,
+the language helpers (`annotate`, `ignore`, ...) in `frontend/lang.py`.
 
 Invariants of the graphs produced here:
 - Tensor values are typed `TensorType(None, None)`; the specialiser fills dtype/rank per call.

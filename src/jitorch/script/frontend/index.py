@@ -1,4 +1,4 @@
-"""Subscripts in the scripting frontend (a mixin): `x[idx]` and `x[idx] = v`.
+"""Subscripts in the scripting frontend: `IndexBuilder` (`st.index`), `x[idx]` and `x[idx] = v`.
 
 Tensor reads lower, without knowing the rank, to:
 - `_index_view(x, basic)` when every index element is static: `basic` is a constant tuple of

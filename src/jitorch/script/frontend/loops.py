@@ -1,4 +1,4 @@
-"""Loops of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""Loops of the scripting frontend: `LoopBuilder` (`st.loops`, frontend/state.py).
 
 Owns `for` (over range(), lists, tuples by unrolling, a tensor's first dim, dict keys,
 enumerate()/zip()), `while`, and the loop-exit protocol: a `prim::Loop` body ends with
@@ -258,8 +258,9 @@ class LoopBuilder:
 
             def bind(i):
                 st.cur = s
-                v = st.exprs.scalar_op("add", [start, st.exprs.scalar_op("mul", [i, step], ir.INT)],
-                                       ir.INT) if not _is_const(start, 0) or not _is_const(step, 1) \
+                ex = st.exprs
+                v = ex.scalar_op("add", [start, ex.scalar_op("mul", [i, step], ir.INT)],
+                                 ir.INT) if not _is_const(start, 0) or not _is_const(step, 1) \
                     else i
                 st.stmts.assign(s.target, v)
             self.loop(s, trip, st.const(True), bind, s.body)

@@ -1,5 +1,6 @@
-"""The frontend for `nn.Module` methods (a `frontend.FunctionCompiler` whose `self` is
-resolved at compile time, never a graph input); used by script/runtime/module.py (ScriptModule).
+"""The frontend for `nn.Module` methods: a `frontend.FunctionCompiler` with `ModuleHooks`
+(state.FrontendHooks), so `self` is resolved at compile time, never a graph input; used by
+script/runtime/module.py (ScriptModule).
 
 Owns `compile_method(module, name, ctx) -> Compiled`:
 - `self.<param or buffer>` (and plain tensor attributes) become GRAPH INPUTS, created on first

@@ -1,10 +1,11 @@
-"""Statements of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""Statements of the scripting frontend: `StmtBuilder` (`st.stmts`, frontend/state.py).
 
 Owns assignment (names, tuple unpacking, subscripts, annotated), augmented assignment, `if`,
 `break`/`continue`/`return` (by continuation, see frontend/function.py), `assert`, `raise` and the
 errors for unsupported statements; loops are in frontend/loops.py. `stmts(body, exit)` compiles a
 statement list in tail position and returns the values its paths end with (`exit` says what
-falling off, return, break and continue produce).
+falling off, return, break and continue produce). `in_block` compiles a branch into its own
+block and environment.
 """
 from __future__ import annotations
 
@@ -187,7 +188,8 @@ class StmtBuilder:
             st.cur = s
             new = st.exprs.binop(op, cur, rhs, s)
             if isinstance(ft.base(cur.type), ir.TensorType):  # `x += y` is x.add_(y)
-                st.writes.mutate(cur, st.writes.write_op(cur, st.exprs.to_value(new), cast_check=True), s)
+                new = st.writes.write_op(cur, st.exprs.to_value(new), cast_check=True)
+                st.writes.mutate(cur, new, s)
             else:
                 st.env[s.target.id] = new
         elif isinstance(s.target, ast.Subscript):
@@ -198,9 +200,8 @@ class StmtBuilder:
             rhs = st.exprs.expr(s.value)
             st.cur = s
             new = st.exprs.binop(op, cur, rhs, s)
-            self.store_item(getattr(s.target.value, "id", None), base,
-                            st.index.setitem(base, s.target.slice, st.exprs.to_value(new), s.target),
-                            s.target)
+            new = st.index.setitem(base, s.target.slice, st.exprs.to_value(new), s.target)
+            self.store_item(getattr(s.target.value, "id", None), base, new, s.target)
         else:
             st.fail("augmented assignment is only supported on variables and `x[i]`", s)
 
