@@ -258,8 +258,8 @@ class WriteBuilder:
 
     def _unview(self, step: ir.Node, base: ir.Value, new: ir.Value, node) -> ir.Value:
         """base with the view `step` of it replaced by `new`."""
-        st = self.st
         from .index import _const_of, GetItem, SetItem
+        st = self.st
         op, rest = step.op, self._local(step.inputs[1:])
         consts = [_const_of(r) for r in rest]
         if op == "_index_view":
@@ -297,9 +297,9 @@ class WriteBuilder:
     # -- statements and calls that write ----------------------------------------------------
     def inplace_method(self, v: ir.Value, name: str, node):
         """`v.<name>(...)` where name ends in `_`: the write, or None when not a write."""
-        st = self.st
         from ..._tensor import Tensor
         from .call import op_of
+        st = self.st
         base = name[:-1]
         if not hasattr(Tensor, name):
             return None

@@ -139,8 +139,8 @@ class CallBuilder:
         return self.op_call(op, args, kwargs or {})
 
     def op_call(self, op, args, kwargs, node=None):
-        st = self.st
         from .expr import Sugar
+        st = self.st
         node = node or st.cur
         sig = op.extra.get("_sig")
         if sig is None:
@@ -192,8 +192,8 @@ class CallBuilder:
     def overload_op(self, f, name, node, recv=None):
         """A public wrapper over an op of the same name (extra eager checks, or an overload
         such as `view(dtype)`): the op when the call binds to the op's own signature."""
-        st = self.st
         from ..._ops import registry
+        st = self.st
         inner = op_of(getattr(f, "__wrapped__", None))
         if inner is None and name in _SAME_AS_OP:
             inner = registry.OPS.get(name)

@@ -125,8 +125,8 @@ class MethodBuilder:
         return class_info(t.name)
 
     def class_method_call(self, v, t, name, node):
-        st = self.st
         from .classes import compile_method
+        st = self.st
         info = self.class_info(t)
         if info is None or not hasattr(info.cls, name):
             st.fail(f"class {t.name} has no method '{name}'", node)
