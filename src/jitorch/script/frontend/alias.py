@@ -100,6 +100,8 @@ class WriteBuilder:
     in the shared state (`st.alias`, `st.arg_tokens`, the `$root:`/`$local` tokens in
     `st.env`), this builder's own fields are the counters below."""
 
+    __slots__ = ("st", "_n_local", "_internal")
+
     def __init__(self, st):
         self.st = st
         self._n_local = 0   # `$local<k>` tokens handed out

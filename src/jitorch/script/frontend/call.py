@@ -104,6 +104,8 @@ class KwCall:
 class CallBuilder:
     """Calls for one function (`st.calls`): `f(args)`, `x.m(args)`, registry ops."""
 
+    __slots__ = ("st",)  # its only state is the shared one
+
     def __init__(self, st):
         self.st = st
 

@@ -86,6 +86,8 @@ class ExprBuilder:
     """Expressions for one function (`st.exprs`): `expr(node)` dispatches on the node's type
     to the `e_<Type>` method below."""
 
+    __slots__ = ("st",)  # its only state is the shared one
+
     def __init__(self, st):
         self.st = st
 

@@ -75,6 +75,8 @@ def _const_of(v):
 class IndexBuilder:
     """Subscripts for one function (`st.index`): reads `getitem`, writes `setitem`."""
 
+    __slots__ = ("st",)  # its only state is the shared one
+
     def __init__(self, st):
         self.st = st
 

@@ -130,6 +130,8 @@ class LoopExit:
 class LoopBuilder:
     """Loops for one function (`st.loops`)."""
 
+    __slots__ = ("st",)  # its only state is the shared one
+
     def __init__(self, st):
         self.st = st
 

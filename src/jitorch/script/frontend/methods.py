@@ -22,6 +22,8 @@ from .call import _CASTS, _LIST_OUT, _SCALAR_METHODS, _TUPLE2, _TUPLE2_WITH_DIM,
 class MethodBuilder:
     """Method calls for one function (`st.methods`)."""
 
+    __slots__ = ("st",)  # its only state is the shared one
+
     def __init__(self, st):
         self.st = st
 

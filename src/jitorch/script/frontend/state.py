@@ -87,7 +87,7 @@ class FrontendHooks:
         return v
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: a field not declared here cannot be set
 class FrontendState:
     """Everything the builders of one function share (see the module docstring)."""
 

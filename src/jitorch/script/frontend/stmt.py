@@ -39,7 +39,9 @@ if hasattr(ast, "Match"):
 
 
 class StmtBuilder:
-    """Statements for one function (`st.stmts`); loops are `st.loops`'."""
+    """Statements for one function (`st.stmts`); loops are `st.loops`."""
+
+    __slots__ = ("st",)  # its only state is the shared one
 
     def __init__(self, st):
         self.st = st
