@@ -1,11 +1,11 @@
-"""In-place writes in the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""In-place writes in the scripting frontend: `WriteBuilder` (`st.writes`, frontend/state.py).
 
-Values in the IR are immutable; PyTorch tensors are not. This mixin gives scripted code PyTorch's
-in-place semantics on top of SSA rebinding:
+Values in the IR are immutable; PyTorch tensors are not. This builder gives scripted code
+PyTorch's in-place semantics on top of SSA rebinding:
 
 - Every tensor belongs to at most one *storage*, named by a hidden environment entry (a token):
   `$root:<arg>` for each tensor argument, `$local<k>` for a computed tensor once a view of it
-  is taken. `env[token]` is the storage's current value. `self.alias[uid] = (token, chain)`
+  is taken. `env[token]` is the storage's current value. `st.alias[uid] = (token, chain)`
   says that a value is the storage viewed through `chain`, a tuple of view nodes (registry ops
   declared `view=True`/"maybe", and the frontend's `getitem` PythonOp) used as recipes.
 - A write (`x.add_(y)`, `x[i] = v`, `x += y`, `copy_`/`fill_`/`zero_`) computes the written
@@ -17,8 +17,11 @@ in-place semantics on top of SSA rebinding:
   each argument's storage; `FunctionCompiler.compile` keeps those that differ from the argument
   and records `graph.mutated_inputs` (input indices) for the runtime, which copies them back into
   the caller's tensors and bumps their version counters (runtime/functions.py).
-- Loops carry every token (a marker statement makes them "assigned" names); `if` merges keep the
-  alias of a variable only when both branches agree.
+- Loops carry every token (a marker statement makes them "assigned" names: `enter_loop` and
+  `leave_loop`, which LoopBuilder.loop calls around each loop); `if` merges keep the alias of a
+  variable only when both branches agree. Every emitted node passes `note_view` (FrontendState.
+  emit); in-place methods and calls of functions that write their arguments reach this builder
+  from the call builders (`inplace_call`, `call_writes`).
 - What cannot be followed is refused with a ScriptError naming the construct: writing to a
   tensor taken from a list/tuple/attribute (its storage is unknown here), or to a variable whose
   storage differs between the paths that reach the write.
@@ -92,23 +95,33 @@ def _tensor_list(t) -> bool:
     return isinstance(t, ir.ListType) and isinstance(ft.base(t.elem), ir.TensorType)
 
 
-class AliasMixin:
+class WriteBuilder:
+    """In-place writes and storage tracking for one function (`st.writes`); the storages live
+    in the shared state (`st.alias`, `st.arg_tokens`, the `$root:`/`$local` tokens in
+    `st.env`), this builder's own fields are the counters below."""
+
+    __slots__ = ("st", "_n_local", "_internal")
+
+    def __init__(self, st):
+        self.st = st
+        self._n_local = 0   # `$local<k>` tokens handed out
+        self._internal = 0  # > 0 while emitting the write machinery's own view nodes
+
     # -- set up ------------------------------------------------------------------------------
     def init_aliases(self):
-        self.alias: dict = {}
-        self.arg_tokens: list = []  # (token, index of the graph input)
-        self._n_local = 0
-        self._internal = 0
-        for i, v in enumerate(self.block.params):
+        """Every tensor (or List[Tensor]) argument is a storage of its own."""
+        st = self.st
+        for i, v in enumerate(st.block.params):
             if isinstance(v.type, ir.TensorType) or _tensor_list(v.type):
                 tok = f"$root:{v.name}"
-                self.env[tok] = v
-                self.alias[v.uid] = (tok, ())
-                self.arg_tokens.append((tok, i))
+                st.env[tok] = v
+                st.alias[v.uid] = (tok, ())
+                st.arg_tokens.append((tok, i))
 
     def alias_of(self, v):
         """(token, chain), None (an untracked value of its own) or UNKNOWN."""
-        a = self.alias.get(v.uid)
+        st = self.st
+        a = st.alias.get(v.uid)
         if a is not None:
             return a
         n = v.node
@@ -134,6 +147,7 @@ class AliasMixin:
 
     def note_view(self, n: ir.Node) -> None:
         """Called for every emitted node: a view op's output aliases its input 0."""
+        st = self.st
         if self._internal or len(n.outputs) != 1 or not n.inputs:
             return
         if n.op == "prim::ScalarOp" and n.attrs.get("fn") == "getitem" and \
@@ -142,9 +156,9 @@ class AliasMixin:
             # of other lists (built here from tensors that may alias) are refused
             a = self.alias_of(n.inputs[0])
             if a is not None and a is not UNKNOWN and not a[1] and a[0].startswith("$root:"):
-                self.alias[n.outputs[0].uid] = (a[0], (n,))
+                st.alias[n.outputs[0].uid] = (a[0], (n,))
             else:
-                self.alias[n.outputs[0].uid] = UNKNOWN
+                st.alias[n.outputs[0].uid] = UNKNOWN
             return
         from ..._ops.registry import OPS
         op = OPS.get(n.op)
@@ -153,95 +167,102 @@ class AliasMixin:
         self.note_alias(n.outputs[0], n.inputs[0], n)
 
     def note_alias(self, out: ir.Value, src: ir.Value, step: ir.Node) -> None:
+        st = self.st
         info = self.alias_of(src)
         if info is UNKNOWN:
-            self.alias[out.uid] = UNKNOWN
+            st.alias[out.uid] = UNKNOWN
             return
         if info is None:  # the first view of a computed tensor: it becomes a storage
             self._n_local += 1
             tok = f"$local{self._n_local}"
-            self.env[tok] = src
+            st.env[tok] = src
             info = (tok, ())
-            self.alias[src.uid] = info
-        self.alias[out.uid] = (info[0], info[1] + (step,))
+            st.alias[src.uid] = info
+        st.alias[out.uid] = (info[0], info[1] + (step,))
 
     # -- writes ------------------------------------------------------------------------------
     def write_op(self, x, values, basic=(), cast_check=False) -> ir.Value:
         """`_index_write(x, values, basic, cast_check)`: x's new contents after the write."""
+        st = self.st
         self._internal += 1
         try:
-            return self.call_op("_index_write", [x, values, self.const(basic),
-                                                 self.const(cast_check)])
+            return st.calls.call_op("_index_write", [x, values, st.const(basic),
+                                                     st.const(cast_check)])
         finally:
             self._internal -= 1
 
     def mutate(self, v: ir.Value, new: ir.Value, node=None) -> ir.Value:
         """`v`'s storage now holds `new` where v is: rebind everything that shares it. Returns
         the value `v`'s variable has after the write."""
+        st = self.st
         info = self.alias_of(v)
         if info is UNKNOWN:
-            self.fail("in-place modification of a tensor whose storage the compiler cannot "
-                      f"follow ({self._opaque_what(v)}, or a view of one) is not supported in "
-                      "scripted code; modify the tensor it came from, or use an out-of-place "
-                      "op", node)
+            st.fail("in-place modification of a tensor whose storage the compiler cannot "
+                    f"follow ({self._opaque_what(v)}, or a view of one) is not supported in "
+                    "scripted code; modify the tensor it came from, or use an out-of-place "
+                    "op", node)
         if info is None:
-            for n, val in list(self.env.items()):
+            for n, val in list(st.env.items()):
                 if val is v:
-                    self.env[n] = new
+                    st.env[n] = new
             return new
         tok, chain = info
-        root = self.env.get(tok)
+        root = st.env.get(tok)
         if root is None:  # the storage's token went out of scope (made inside a branch)
             if chain:
-                self.fail("in-place modification of a view whose base was first viewed inside "
-                          "an if/loop branch is not supported in scripted code", node)
-            root = self.env[tok] = v
+                st.fail("in-place modification of a view whose base was first viewed inside "
+                        "an if/loop branch is not supported in scripted code", node)
+            root = st.env[tok] = v
         self._internal += 1
         try:
             bases = [root]
-            for st in chain[:-1]:
-                bases.append(self._replay(st, bases[-1]))
+            for step in chain[:-1]:
+                bases.append(self._replay(step, bases[-1]))
             cur = new
-            for st, b in zip(reversed(chain), reversed(bases)):
-                cur = self._unview(st, b, cur, node)
-            self.env[tok] = cur
-            self.alias[cur.uid] = (tok, ())
-            for n, val in list(self.env.items()):
+            for step, b in zip(reversed(chain), reversed(bases)):
+                cur = self._unview(step, b, cur, node)
+            st.env[tok] = cur
+            st.alias[cur.uid] = (tok, ())
+            for n, val in list(st.env.items()):
                 if n == tok or not isinstance(val, ir.Value):
                     continue
-                a = self.alias.get(val.uid)
+                a = st.alias.get(val.uid)
                 if a is not None and a is not UNKNOWN and a[0] == tok:
-                    self.env[n] = self._derive(cur, a[1], tok)
+                    st.env[n] = self._derive(cur, a[1], tok)
             return self._derive(cur, chain, tok)
         finally:
             self._internal -= 1
 
     def _derive(self, root, chain, tok):
+        st = self.st
         cur = root
-        for i, st in enumerate(chain):
-            cur = self._replay(st, cur)
-            self.alias[cur.uid] = (tok, chain[:i + 1])
+        for i, step in enumerate(chain):
+            cur = self._replay(step, cur)
+            st.alias[cur.uid] = (tok, chain[:i + 1])
         return cur
 
-    def _replay(self, st: ir.Node, x: ir.Value) -> ir.Value:
-        return self.emit(st.op, [x] + self._local(st.inputs[1:]), [o.type for o in st.outputs],
-                         dict(st.attrs)).outputs[0]
+    def _replay(self, step: ir.Node, x: ir.Value) -> ir.Value:
+        st = self.st
+        return st.emit(step.op, [x] + self._local(step.inputs[1:]),
+                       [o.type for o in step.outputs], dict(step.attrs)).outputs[0]
 
     def _local(self, values) -> list:
         """Constants re-made in the current block (a block's constants must be its own for the
         type pass to read them; captured ones become block parameters)."""
+        st = self.st
         out = []
         for v in values:
             n = v.node
-            if n is not None and n.op == "prim::Constant" and n not in self.block.nodes:
-                v = self.emit("prim::Constant", (), (v.type,), dict(n.attrs)).output
+            if n is not None and n.op == "prim::Constant" and n not in st.block.nodes:
+                v = st.emit("prim::Constant", (), (v.type,), dict(n.attrs)).output
             out.append(v)
         return out
 
-    def _unview(self, st: ir.Node, base: ir.Value, new: ir.Value, node) -> ir.Value:
-        """base with the view `st` of it replaced by `new`."""
+    def _unview(self, step: ir.Node, base: ir.Value, new: ir.Value, node) -> ir.Value:
+        """base with the view `step` of it replaced by `new`."""
         from .index import _const_of, GetItem, SetItem
-        op, rest = st.op, self._local(st.inputs[1:])
+        st = self.st
+        op, rest = step.op, self._local(step.inputs[1:])
         consts = [_const_of(r) for r in rest]
         if op == "_index_view":
             return self.write_op(base, new, consts[0][1])
@@ -251,78 +272,79 @@ class AliasMixin:
         if op == "select" and consts[0][0] and isinstance(ft.base(rest[1].type), ir.IntType):
             self._internal += 1
             try:
-                return self.call_op("_select_write", [base, new] + rest)
+                return st.calls.call_op("_select_write", [base, new] + rest)
             finally:
                 self._internal -= 1
         if op in _RESHAPES:
-            return self.call_op("reshape_as", [new, base])
+            return st.calls.call_op("reshape_as", [new, base])
         if op in _SELF_INVERSE:
-            return self.call_op(op, [new] + rest)
+            return st.calls.call_op(op, [new] + rest)
         if op == "permute" and consts[0][0]:
             dims = list(consts[0][1])
             inv = [0] * len(dims)
             for i, d in enumerate(dims):
                 inv[d % len(dims)] = i
-            return self.call_op("permute", [new, self.const(tuple(inv))])
+            return st.calls.call_op("permute", [new, st.const(tuple(inv))])
         if op == "prim::ScalarOp":  # an element of a list argument
-            return self.python_op(ListSet(), [base] + rest + [new], (base.type,),
-                                  name="list_setitem").output
-        if op == "prim::PythonOp" and isinstance(st.attrs.get("fn"), GetItem):
-            fn = SetItem(st.attrs["fn"].spec)
-            fn.single = st.attrs["fn"].single
-            return self.python_op(fn, [base] + rest + [new], (base.type,),
-                                  name="setitem").output
+            return st.python_op(ListSet(), [base] + rest + [new], (base.type,),
+                                name="list_setitem").output
+        if op == "prim::PythonOp" and isinstance(step.attrs.get("fn"), GetItem):
+            fn = SetItem(step.attrs["fn"].spec)
+            fn.single = step.attrs["fn"].single
+            return st.python_op(fn, [base] + rest + [new], (base.type,),
+                                name="setitem").output
         fn = ViewWrite(op)
-        return self.python_op(fn, [base, new] + rest, (base.type,), name=fn.__qualname__).output
+        return st.python_op(fn, [base, new] + rest, (base.type,), name=fn.__qualname__).output
 
     # -- statements and calls that write ----------------------------------------------------
     def inplace_method(self, v: ir.Value, name: str, node):
         """`v.<name>(...)` where name ends in `_`: the write, or None when not a write."""
         from ..._tensor import Tensor
         from .call import op_of
+        st = self.st
         base = name[:-1]
         if not hasattr(Tensor, name):
             return None
-        args, kwargs = self._args(node)
-        self.cur = node
+        args, kwargs = st.calls.eval_args(node)
+        st.cur = node
         if base == "zero" and not args and not kwargs:
-            new = self.write_op(v, self.const(0))
+            new = self.write_op(v, st.const(0))
         elif base == "fill" and len(args) == 1 and not kwargs:
-            new = self.write_op(v, self.to_value(args[0]))
+            new = self.write_op(v, st.exprs.to_value(args[0]))
         elif base == "copy" and len(args) == 1 and set(kwargs) <= {"non_blocking"}:
-            new = self.write_op(v, self.to_value(args[0]))
+            new = self.write_op(v, st.exprs.to_value(args[0]))
         else:
             op = op_of(getattr(Tensor, base, None))
             if op is not None:
-                r = self.op_call(op, [v] + args, kwargs, node)
+                r = st.calls.op_call(op, [v] + args, kwargs, node)
             else:
                 fn = CloneCall(name, tuple(kwargs))
-                ins = [v] + [self.to_value(a) for a in args] + \
-                    [self.to_value(a) for a in kwargs.values()]
-                r = self.python_op(fn, ins, (v.type,), name=fn.__qualname__).output
-            self.cur = node
+                ins = [v] + [st.exprs.to_value(a) for a in args] + \
+                    [st.exprs.to_value(a) for a in kwargs.values()]
+                r = st.python_op(fn, ins, (v.type,), name=fn.__qualname__).output
+            st.cur = node
             new = self.write_op(v, r, cast_check=True)
         return self.mutate(v, new, node)
 
-    def method_call(self, bm, node):
+    def inplace_call(self, bm, node):
+        """`x.<name>_(...)` on a tensor (CallBuilder.method_call asks first): the write, or
+        None when the method is not an in-place tensor method."""
         name = bm.name
         if name.endswith("_") and not name.endswith("__") and \
                 isinstance(ft.base(bm.value.type), ir.TensorType):
-            r = self.inplace_method(bm.value, name, node)
-            if r is not None:
-                return r
-        return super().method_call(bm, node)
+            return self.inplace_method(bm.value, name, node)
+        return None
 
-    def function_call(self, fn, node):
-        """A call of a scripted function that writes to its arguments: its extra outputs are
-        the arguments' new values, written here like any other write."""
-        start = len(self.block.nodes)
-        r = super().function_call(fn, node)
-        call = next((n for n in reversed(self.block.nodes[start:])
+    def call_writes(self, start: int, r, node):
+        """After CallBuilder.function_call emitted (from node index `start` of the block) the
+        call of a scripted function that writes to its arguments: its extra outputs are the
+        arguments' new values, written here like any other write. Returns the call's value."""
+        st = self.st
+        call = next((n for n in reversed(st.block.nodes[start:])
                      if n.op == "prim::CallFunction"), None)
         g = call.attrs.get("fn") if call is not None else None
         for j in getattr(g, "returns_views", ()):
-            self.alias[call.outputs[j].uid] = UNKNOWN
+            st.alias[call.outputs[j].uid] = UNKNOWN
         mut = tuple(getattr(g, "mutated_inputs", ()) or ())
         if not mut:
             return r
@@ -345,70 +367,79 @@ class AliasMixin:
         return r
 
     # -- control flow --------------------------------------------------------------------------
-    def loop(self, s, trip, init_cond, bind_target, body, while_test=None):
-        toks = [n for n in self.env if n.startswith("$root:") or n.startswith("$local")]
+    def enter_loop(self, s, body):
+        """Before LoopBuilder.loop compiles a loop: a body that may write gets a LoopEntry
+        marker first (the loop then carries every storage). Returns (body, env before)."""
+        st = self.st
+        toks = [n for n in st.env if n.startswith("$root:") or n.startswith("$local")]
         if toks and _may_write(body):
             mark = LoopEntry(targets=[ast.Name(t, ast.Store()) for t in toks],
                              value=ast.Constant(None), lineno=s.lineno, col_offset=s.col_offset)
-            mark.outer_env = dict(self.env)
+            mark.outer_env = dict(st.env)
             body = [mark] + list(body)
-        before = dict(self.env)
-        r = super().loop(s, trip, init_cond, bind_target, body, while_test)
-        node = self.block.nodes[-1] if self.block.nodes else None
+        return body, dict(st.env)
+
+    def leave_loop(self, before: dict) -> None:
+        """After LoopBuilder.loop emitted the prim::Loop: its outputs keep the aliases the
+        loop preserves, and views of storages it wrote are re-derived."""
+        st = self.st
+        node = st.block.nodes[-1] if st.block.nodes else None
         if node is not None and node.op == "prim::Loop":
             blk = node.blocks[0]
             for o, init, ret in zip(node.outputs, node.inputs[2:], blk.returns[1:]):
                 a, b = self.alias_of(init), self.alias_of(ret)
                 if a is not None and a == b:
-                    self.alias[o.uid] = a
+                    st.alias[o.uid] = a
                 elif a is not None or b is not None:
-                    self.alias[o.uid] = UNKNOWN
+                    st.alias[o.uid] = UNKNOWN
         self.rederive_after(before)
-        return r
 
     def loop_entry(self, s: LoopEntry) -> None:
         """At the top of a loop body: carried variables keep their aliases; variables that are
         not carried but view a carried storage are re-derived from the storage's parameter
         (else they would read the value from before the loop)."""
+        st = self.st
         self._internal += 1
         try:
             for n, outer in s.outer_env.items():
-                inner = self.env.get(n)
+                inner = st.env.get(n)
                 if n.startswith("$") and isinstance(inner, ir.Value):
-                    self.alias[inner.uid] = (n, ())  # a storage's parameter is its root
+                    st.alias[inner.uid] = (n, ())  # a storage's parameter is its root
             for n, outer in s.outer_env.items():
-                inner = self.env.get(n)
+                inner = st.env.get(n)
                 if not isinstance(outer, ir.Value) or inner is None or n.startswith("$"):
                     continue
                 a = self.alias_of(outer)
                 if a is None or a is UNKNOWN:
                     continue
                 if inner is not outer:
-                    self.alias[inner.uid] = a
-                elif self.env.get(a[0]) is not s.outer_env.get(a[0]):
-                    self.env[n] = self._derive(self.env[a[0]], a[1], a[0])
+                    st.alias[inner.uid] = a
+                elif st.env.get(a[0]) is not s.outer_env.get(a[0]):
+                    st.env[n] = self._derive(st.env[a[0]], a[1], a[0])
         finally:
             self._internal -= 1
 
     def rederive_after(self, before: dict) -> None:
         """After a loop: variables the loop did not carry but whose storage it wrote are
         re-derived from the storage's new value."""
+        st = self.st
         self._internal += 1
         try:
-            for n, val in list(self.env.items()):
+            for n, val in list(st.env.items()):
                 if n.startswith("$") or not isinstance(val, ir.Value) or \
                         before.get(n) is not val:
                     continue
-                a = self.alias.get(val.uid)
-                if a is None or a is UNKNOWN or a[0] not in self.env:
+                a = st.alias.get(val.uid)
+                if a is None or a is UNKNOWN or a[0] not in st.env:
                     continue
-                if self.env[a[0]] is not before.get(a[0]):
-                    self.env[n] = self._derive(self.env[a[0]], a[1], a[0])
+                if st.env[a[0]] is not before.get(a[0]):
+                    st.env[n] = self._derive(st.env[a[0]], a[1], a[0])
         finally:
             self._internal -= 1
 
     def merge_alias(self, out: ir.Value, a: ir.Value | None, b: ir.Value | None) -> None:
         """An `if` output: it keeps the alias both branches agree on."""
+        st = self.st
         x = self.alias_of(a) if a is not None else None
         y = self.alias_of(b) if b is not None else None
         if a is None:
@@ -416,33 +447,35 @@ class AliasMixin:
         if b is None:
             y = x
         if x is not None and x == y:
-            self.alias[out.uid] = x
+            st.alias[out.uid] = x
         elif x is not None or y is not None:
-            self.alias[out.uid] = UNKNOWN
+            st.alias[out.uid] = UNKNOWN
 
     # -- exits -------------------------------------------------------------------------------
     def exit_values(self) -> list:
         """What every function exit returns after its results: each argument storage's value."""
-        return [self.env[t] for t, _ in self.arg_tokens]
+        st = self.st
+        return [st.env[t] for t, _ in st.arg_tokens]
 
     def finish_mutations(self, rets: list, extras: list) -> list:
         """Keep the argument storages some path modified; set graph.mutated_inputs and
         graph.return_aliases (result index -> argument index, when a result IS the argument's
         final value: the runtime returns the caller's tensor, as PyTorch does)."""
+        st = self.st
         kept, idx = [], []
-        for (tok, i), v in zip(self.arg_tokens, extras):
-            param = self.graph.block.params[i]
+        for (tok, i), v in zip(st.arg_tokens, extras):
+            param = st.graph.block.params[i]
             if not _same_as(v, param):
                 kept.append(v)
                 idx.append(i)
-        self.graph.mutated_inputs = tuple(idx)
-        _prune_if_outputs(self.graph.block, list(rets) + kept)
-        self.graph.return_aliases = {k: idx[kept.index(r)] for k, r in enumerate(rets)
-                                     if any(r is x for x in kept)}
+        st.graph.mutated_inputs = tuple(idx)
+        _prune_if_outputs(st.graph.block, list(rets) + kept)
+        st.graph.return_aliases = {k: idx[kept.index(r)] for k, r in enumerate(rets)
+                                   if any(r is x for x in kept)}
         # results that view an argument's storage: a caller must not write through them
         # (the write would not reach the argument)
-        self.graph.returns_views = tuple(
-            k for k, r in enumerate(rets) if k not in self.graph.return_aliases and
+        st.graph.returns_views = tuple(
+            k for k, r in enumerate(rets) if k not in st.graph.return_aliases and
             isinstance(r.type, ir.TensorType) and self.alias_of(r) is not None and (
                 self.alias_of(r) is UNKNOWN or self.alias_of(r)[0].startswith("$root:")))
         return list(rets) + kept

@@ -1,22 +1,20 @@
-"""Calls in the scripting frontend (a mixin): what `f(args)` and `x.m(args)` become.
+"""Calls in the scripting frontend: `CallBuilder` (`st.calls`, frontend/state.py), what `f(args)`
+becomes; `x.m(args)` is frontend/methods.py's (`st.methods`).
 
 - registry ops (a public function or Tensor method that IS an op's function): a node named by
   the op with every param of `OPS[name].params`, bound like Python binds the call (kwargs,
   defaults, `*size` varargs); static list/tuple arguments become constant tuples;
-- `x.float()`/`.double()`/`.long()`/... and `x.to(dtype)` -> `_to_dtype`; `x.size(d)`,
-  `x.dim()`, `x.item()`, `len(x)`: shape reads and `prim::TensorToScalar`;
-- in-place tensor methods `x.add_(y)` and `lst.append(v)` rebind the receiver name to the
-  out-of-place result (values in this IR are immutable);
+- `len(x)`: a shape read;
 - builtins (len, min, max, abs, int, float, bool, str, isinstance, print, round) and `math.*`:
   `prim::ScalarOp` (`fn="math.sqrt"`, ...);
 - `jitorch.jit.annotate/is_scripting`: folded; `@ignore`d functions: `prim::PythonOp`; `@unused`
   ones: `prim::Raise`;
 - plain Python functions (and scripted ones, via `__wrapped__`): compiled recursively ->
   `prim::CallFunction` (attrs fn=Graph);
-- tensor factories (`zeros(B, H)`, `arange(n)`, `x.new_zeros(...)`): factory nodes (registry
+- tensor factories (`zeros(B, H)`, `arange(n)`): factory nodes (registry
   ops declared in `_ops/factories.py`, bound by `frontend/factory.py`; compiled; a PythonOp
   where the call is not static enough);
-- library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses, `x.softmax(d)`):
+- library composites (`F.softmax`, `F.layer_norm`, `F.linear`, the losses):
   a `prim::CallFunction` of the composite's one body (`_ops/composite`, `frontend/composite.py`)
   when the static arguments are constants;
 - other library callables (random factories, composites outside what their body covers):
@@ -33,6 +31,7 @@ from . import factory as factories
 from . import composite as frontend_nn
 from . import types as ft
 from .. import ir
+from .state import UNHANDLED
 
 _CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
           "long": "int64", "int": "int32", "short": "int16", "char": "int8", "byte": "uint8",
@@ -102,28 +101,37 @@ class KwCall:
         return f(*pos, **kw)
 
 
-class CallMixin:
-    _evaluated = None  # call arguments already compiled by overload_op (not to emit twice)
+class CallBuilder:
+    """Calls for one function (`st.calls`): `f(args)`, `x.m(args)`, registry ops."""
+
+    __slots__ = ("st",)  # its only state is the shared one
+
+    def __init__(self, st):
+        self.st = st
+
     def call(self, node):
         from .expr import BoundMethod, Sugar
+        st = self.st
+        node = st.hooks.rewrite_call(node)
         for a in node.args:
             if isinstance(a, ast.Starred):
-                self.fail("*args in calls are not supported in scripted code", a)
+                st.fail("*args in calls are not supported in scripted code", a)
         for k in node.keywords:
             if k.arg is None:
-                self.fail("**kwargs in calls are not supported in scripted code", k.value)
-        f = self.expr(node.func)
-        self.cur = node
+                st.fail("**kwargs in calls are not supported in scripted code", k.value)
+        f = st.exprs.expr(node.func)
+        st.cur = node
         if isinstance(f, BoundMethod):
-            return self.method_call(f, node)
+            return st.methods.method_call(f, node)
         if isinstance(f, Sugar):
             return self.call_python(f.obj, node)
-        self.fail(f"a value of type {f.type} is not callable in scripted code", node.func)
+        st.fail(f"a value of type {f.type} is not callable in scripted code", node.func)
 
-    def _args(self, node, skip=0):
-        args = [self.expr(a) for a in node.args[skip:]]
-        kwargs = {k.arg: self.expr(k.value) for k in node.keywords}
-        self.cur = node
+    def eval_args(self, node, skip=0):
+        st = self.st
+        args = [st.exprs.expr(a) for a in node.args[skip:]]
+        kwargs = {k.arg: st.exprs.expr(k.value) for k in node.keywords}
+        st.cur = node
         return args, kwargs
 
     # -- registry ops ----------------------------------------------------------------------
@@ -134,17 +142,18 @@ class CallMixin:
 
     def op_call(self, op, args, kwargs, node=None):
         from .expr import Sugar
-        node = node or self.cur
+        st = self.st
+        node = node or st.cur
         sig = op.extra.get("_sig")
         if sig is None:
             sig = inspect.signature(op.fn)
             op.extra["_sig"] = sig
         if "out" in kwargs:
-            self.fail("out= is not supported in scripted code", node)
+            st.fail("out= is not supported in scripted code", node)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            self.fail(f"{op.name}(): {e}", node)
+            st.fail(f"{op.name}(): {e}", node)
         varargs = op.extra.get("varargs")
         inputs = []
         for p in op.params:
@@ -157,41 +166,42 @@ class CallMixin:
                         v = (extra[p],)
                     v = self._varargs(v)
                 elif p in op.lists:
-                    v = self.to_value(v)
+                    v = st.exprs.to_value(v)
                 else:
                     v = self._op_arg(v, p in op.tensors)
                     # (a tensor slot named like one, index_add's `source`, is not static)
-                    if p in STATIC_PARAMS and p not in op.tensors and v in self.graph.inputs:
-                        self.static_args.add(v.name)
+                    if p in STATIC_PARAMS and p not in op.tensors and v in st.graph.inputs:
+                        st.static_args.add(v.name)
             elif param is not None and param.default is not inspect.Parameter.empty:
-                v = self.const(param.default) if ft.of_python(param.default) is not None \
-                    else self.const(param.default, ir.ANY)
+                v = st.const(param.default) if ft.of_python(param.default) is not None \
+                    else st.const(param.default, ir.ANY)
             elif p == varargs:
-                v = self.const(())
+                v = st.const(())
             else:
-                self.fail(f"{op.name}() missing required argument '{p}'", node)
+                st.fail(f"{op.name}() missing required argument '{p}'", node)
             inputs.append(v)
         if isinstance(kwargs.get("_kw"), Sugar):
             pass
-        self.cur = node
+        st.cur = node
         if op.name in _LIST_OUT:  # a variable number of results: one List[Tensor] output
-            return self.emit(op.name, inputs, (ir.ListType(ft.tensor()),)).output
+            return st.emit(op.name, inputs, (ir.ListType(ft.tensor()),)).output
         if op.name in _TUPLE2:
-            n = self.emit(op.name, inputs, (ft.tensor(), ft.tensor()))
-            return self.emit("prim::TupleConstruct", n.outputs,
-                             (ir.TupleType([ft.tensor(), ft.tensor()]),)).output
-        return self.emit(op.name, inputs, (ft.tensor(),)).output
+            n = st.emit(op.name, inputs, (ft.tensor(), ft.tensor()))
+            return st.emit("prim::TupleConstruct", n.outputs,
+                           (ir.TupleType([ft.tensor(), ft.tensor()]),)).output
+        return st.emit(op.name, inputs, (ft.tensor(),)).output
 
     def overload_op(self, f, name, node, recv=None):
         """A public wrapper over an op of the same name (extra eager checks, or an overload
         such as `view(dtype)`): the op when the call binds to the op's own signature."""
         from ..._ops import registry
+        st = self.st
         inner = op_of(getattr(f, "__wrapped__", None))
         if inner is None and name in _SAME_AS_OP:
             inner = registry.OPS.get(name)
         if inner is None:
             return None
-        self._evaluated = args, kwargs = self._args(node)
+        st.evaluated = args, kwargs = self.eval_args(node)
         if recv is not None:
             args = [recv] + args
         try:
@@ -209,65 +219,71 @@ class CallMixin:
         return self.op_call(inner, args, kwargs, node)
 
     def _op_arg(self, v, tensor_slot):
-        v = self.to_value(v)
+        st = self.st
+        v = st.exprs.to_value(v)
         if not tensor_slot and v.node is not None and v.node.op in (
                 "prim::ListConstruct", "prim::TupleConstruct") and all(
                 i.node is not None and i.node.op == "prim::Constant" for i in v.node.inputs):
-            return self.const(tuple(i.node.attrs["value"] for i in v.node.inputs))
+            return st.const(tuple(i.node.attrs["value"] for i in v.node.inputs))
         return v
 
     def _varargs(self, vals):
+        st = self.st
         vals = list(vals)
         if len(vals) == 1:
-            v = self.to_value(vals[0])
+            v = st.exprs.to_value(vals[0])
             if isinstance(ft.base(v.type), (ir.ListType, ir.TupleType, ir.AnyType)):
                 return self._op_arg(v, False)
             vals = [v]
-        vals = [self.to_value(v) for v in vals]
+        vals = [st.exprs.to_value(v) for v in vals]
         consts = [v.node.attrs["value"] for v in vals
                   if v.node is not None and v.node.op == "prim::Constant"]
         if len(consts) == len(vals):
-            return self.const(tuple(consts))
-        return self.emit("prim::TupleConstruct", vals,
-                         (ir.TupleType([v.type for v in vals]),)).output
+            return st.const(tuple(consts))
+        return st.emit("prim::TupleConstruct", vals,
+                       (ir.TupleType([v.type for v in vals]),)).output
 
     # -- Python objects ----------------------------------------------------------------------
     def call_python(self, obj, node):
         from . import lang
+        st = self.st
+        r = st.hooks.call_python(obj, node)  # a module's submodules, methods, containers
+        if r is not UNHANDLED:
+            return r
         op = op_of(obj)
         if op is not None:
-            args, kwargs = self._args(node)
+            args, kwargs = self.eval_args(node)
             return self.op_call(op, args, kwargs, node)
         if obj is lang.is_scripting or getattr(obj, "__name__", "") == "is_scripting" and \
                 getattr(obj, "__module__", "").startswith(("jitorch", "torch")):
-            return self.const(True)
+            return st.const(True)
         if obj is lang.annotate or getattr(obj, "__name__", "") == "annotate" and \
                 getattr(obj, "__module__", "").startswith(("jitorch", "torch")):
             if len(node.args) != 2:
-                self.fail("annotate(type, value) takes two arguments", node)
-            ty = self.annotation(node.args[0])
-            v = self.expr(node.args[1], hint=ty)
-            self.cur = node
-            return self.coerce(v, ty, node.args[1])
+                st.fail("annotate(type, value) takes two arguments", node)
+            ty = st.annotation(node.args[0])
+            v = st.exprs.expr(node.args[1], hint=ty)
+            st.cur = node
+            return st.exprs.coerce(v, ty, node.args[1])
         if obj in (builtins.len, builtins.min, builtins.max, builtins.abs, builtins.int,
                    builtins.float, builtins.bool, builtins.str, builtins.isinstance,
                    builtins.print, builtins.round, builtins.list, builtins.range,
                    builtins.sum, builtins.divmod, builtins.pow):
             return self.call_builtin(obj, node)
         if getattr(obj, "_jitorch_unused", False):
-            args, kwargs = self._args(node)
-            self.emit("prim::Raise", [self.const(f"'{obj.__qualname__}' was marked "
-                                                 "@jitorch.jit.unused and cannot be called")],
-                      (), {"exc": "RuntimeError"})
-            return self.const(None)
+            args, kwargs = self.eval_args(node)
+            st.emit("prim::Raise", [st.const(f"'{obj.__qualname__}' was marked "
+                                             "@jitorch.jit.unused and cannot be called")],
+                    (), {"exc": "RuntimeError"})
+            return st.const(None)
         if getattr(obj, "_jitorch_ignore", False):
             # a library function kept out of scripting may still be a composite whose body
             # compiles (multi_head_attention_forward); otherwise a Python call
-            self._evaluated = None
-            r = frontend_nn.compile_call(self, obj, node)
+            st.evaluated = None
+            r = frontend_nn.compile_call(st, obj, node)
             if r is not None:
                 return r
-            return self.python_call(obj, node, self._return_type(obj), evaluated=self._evaluated)
+            return self.python_call(obj, node, self._return_type(obj), evaluated=st.evaluated)
         if getattr(obj, "__module__", None) == "math" or (
                 isinstance(obj, type(math.sqrt)) and getattr(obj, "__self__", None) is math):
             return self.math_call(obj, node)
@@ -277,18 +293,18 @@ class CallMixin:
         if isinstance(obj, type) and getattr(obj, "_jitorch_script_class", False):
             return self.python_call(obj, node, ir.ClassType(obj.__qualname__))
         if isinstance(obj, type) and issubclass(obj, BaseException):
-            self.fail("exceptions can only be raised in scripted code", node)
+            st.fail("exceptions can only be raised in scripted code", node)
         fname = factories.factory_of(obj)
         if fname is not None:  # zeros(B, H), arange(n), ...: a factory node
-            r = factories.frontend_call(self, fname, node)
+            r = factories.frontend_call(st, fname, node)
             return r if r is not None else self.library_call(obj, node)
         mod = getattr(obj, "__module__", "") or ""
         if mod == "jitorch" or mod.startswith("jitorch.") or mod.startswith("torch"):
-            self._evaluated = None
-            r = frontend_nn.compile_call(self, obj, node)  # F.softmax, F.layer_norm, losses...
+            st.evaluated = None
+            r = frontend_nn.compile_call(st, obj, node)  # F.softmax, F.layer_norm, losses...
             if r is not None:
                 return r
-            if self._evaluated is not None:
+            if st.evaluated is not None:
                 return self.library_call(obj, node)
             r = self.overload_op(obj, getattr(obj, "__name__", ""), node)
             if r is not None:
@@ -296,8 +312,8 @@ class CallMixin:
             return self.library_call(obj, node)
         if inspect.isfunction(obj):
             return self.function_call(obj, node)
-        self._args(node)  # errors inside the arguments come first
-        self.fail(f"cannot call '{getattr(obj, '__name__', obj)}' in scripted code", node)
+        self.eval_args(node)  # errors inside the arguments come first
+        st.fail(f"cannot call '{getattr(obj, '__name__', obj)}' in scripted code", node)
 
     def _return_type(self, fn):
         try:
@@ -314,16 +330,18 @@ class CallMixin:
             return ir.ANY
 
     def python_call(self, fn, node, out_type, skip=0, method=None, recv=None, evaluated=None):
-        args, kwargs = evaluated if evaluated is not None else self._args(node, skip)
-        vals = [self.to_value(a) for a in args]
-        kvals = [self.to_value(v) for v in kwargs.values()]
+        st = self.st
+        args, kwargs = evaluated if evaluated is not None else self.eval_args(node, skip)
+        vals = [st.exprs.to_value(a) for a in args]
+        kvals = [st.exprs.to_value(v) for v in kwargs.values()]
         pre = [recv] if recv is not None else []
         call = KwCall(fn, len(vals), list(kwargs), method)
-        self.cur = node
-        return self.python_op(call, pre + vals + kvals, (out_type,),
-                              name=method or getattr(fn, "__qualname__", None)).output
+        st.cur = node
+        return st.python_op(call, pre + vals + kvals, (out_type,),
+                            name=method or getattr(fn, "__qualname__", None)).output
 
     def library_call(self, fn, node):
+        st = self.st
         name = getattr(fn, "__name__", "")
         out = ft.tensor()
         if name in _TUPLE2 or name in _TUPLE2_WITH_DIM and (
@@ -332,125 +350,133 @@ class CallMixin:
             out = ir.TupleType([ft.tensor(), ft.tensor()])
         elif name in _LIST_OUT:
             out = ir.ListType(ft.tensor())
-        return self.python_call(fn, node, out, evaluated=self._evaluated)
+        return self.python_call(fn, node, out, evaluated=st.evaluated)
 
     def _is_tensor_arg(self, a) -> bool:
-        saved = self.block
-        self.block = ir.Block()  # probe the type without keeping nodes
+        st = self.st
+        saved = st.block
+        st.block = ir.Block()  # probe the type without keeping nodes
         try:
-            return ft.is_tensor(self.expr_value(a).type)
+            return ft.is_tensor(st.exprs.expr_value(a).type)
         finally:
-            self.block = saved
+            st.block = saved
 
     def function_call(self, fn, node):
         from .function import compile_function
+        st = self.st
+        start = len(st.block.nodes)
         res = compile_function(fn)
-        self.python_ops.extend(res.python_ops)
+        st.python_ops.extend(res.python_ops)
         sig = res.signature
-        args, kwargs = self._args(node)
+        args, kwargs = self.eval_args(node)
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            self.fail(f"{fn.__qualname__}(): {e}", node)
+            st.fail(f"{fn.__qualname__}(): {e}", node)
         ins = []
         for p, gv in zip(sig.parameters, res.graph.inputs):
             if p in bound.arguments:
-                v = self.coerce(bound.arguments[p], gv.type, node)
+                v = st.exprs.coerce(bound.arguments[p], gv.type, node)
             else:
-                v = self.const(res.defaults[p]) if ft.of_python(res.defaults[p]) is not None \
-                    else self.const(res.defaults[p], gv.type)
+                v = st.const(res.defaults[p]) if ft.of_python(res.defaults[p]) is not None \
+                    else st.const(res.defaults[p], gv.type)
             ins.append(v)
-        self.cur = node
-        n = self.emit("prim::CallFunction", ins, [v.type for v in res.graph.outputs],
-                      {"fn": res.graph})
+        st.cur = node
+        n = st.emit("prim::CallFunction", ins, [v.type for v in res.graph.outputs],
+                    {"fn": res.graph})
         if res.returns_tuple:
-            return self.emit("prim::TupleConstruct", n.outputs,
-                             (ir.TupleType([o.type for o in n.outputs]),)).output
-        return n.outputs[0]
+            r = st.emit("prim::TupleConstruct", n.outputs,
+                        (ir.TupleType([o.type for o in n.outputs]),)).output
+        else:
+            r = n.outputs[0]
+        return st.writes.call_writes(start, r, node)  # its writes to its arguments
 
     def math_call(self, fn, node):
+        st = self.st
         name = fn.__name__
-        args, kwargs = self._args(node)
+        args, kwargs = self.eval_args(node)
         if kwargs:
-            self.fail(f"math.{name}() keyword arguments are not supported", node)
-        vals = [self.to_value(a) for a in args]
+            st.fail(f"math.{name}() keyword arguments are not supported", node)
+        vals = [st.exprs.to_value(a) for a in args]
         for a, v in zip(node.args, vals):
             if not ft.is_number(v.type):
-                self.fail(f"math.{name}() takes numbers, not {v.type}", a)
+                st.fail(f"math.{name}() takes numbers, not {v.type}", a)
         ty = ir.INT if name in _MATH_INT else ir.BOOL if name in _MATH_BOOL else ir.FLOAT
-        return self.scalar_op(f"math.{name}", vals, ty)
+        return st.exprs.scalar_op(f"math.{name}", vals, ty)
 
     # -- builtins ----------------------------------------------------------------------------
     def call_builtin(self, fn, node):
+        st = self.st
         name = fn.__name__
         if name == "range":
-            self.fail("range() is only supported as the iterable of a for loop or "
-                      "comprehension", node)
+            st.fail("range() is only supported as the iterable of a for loop or "
+                    "comprehension", node)
         if name == "isinstance":
             return self.isinstance_call(node)
-        args, kwargs = self._args(node)
-        vals = [self.to_value(a) for a in args]
+        args, kwargs = self.eval_args(node)
+        vals = [st.exprs.to_value(a) for a in args]
         if name == "print":
-            self.emit("prim::Print", vals, ())
-            return self.const(None)
+            st.emit("prim::Print", vals, ())
+            return st.const(None)
         if kwargs:
-            self.fail(f"{name}() keyword arguments are not supported in scripted code", node)
+            st.fail(f"{name}() keyword arguments are not supported in scripted code", node)
         if name == "len":
             if len(vals) != 1:
-                self.fail("len() takes one argument", node)
+                st.fail("len() takes one argument", node)
             t = ft.base(vals[0].type)
             if isinstance(t, ir.TupleType):
-                return self.const(len(t.elems))
+                return st.const(len(t.elems))
             if isinstance(t, ir.TensorType):
-                return self.tensor_size(vals[0], 0)
-            return self.scalar_op("len", vals, ir.INT)
+                return st.exprs.tensor_size(vals[0], 0)
+            return st.exprs.scalar_op("len", vals, ir.INT)
         if name in ("int", "float", "bool"):
             ty = {"int": ir.INT, "float": ir.FLOAT, "bool": ir.BOOL}[name]
             if len(vals) != 1:
-                self.fail(f"{name}() takes one argument in scripted code", node)
+                st.fail(f"{name}() takes one argument in scripted code", node)
             if ft.is_tensor(vals[0].type):
-                return self.emit("prim::TensorToScalar", vals, (ty,), {"type": name}).output
-            return self.scalar_op(name, vals, ty)
+                return st.emit("prim::TensorToScalar", vals, (ty,), {"type": name}).output
+            return st.exprs.scalar_op(name, vals, ty)
         if name == "str":
-            return self.scalar_op("str", vals, ir.STR)
+            return st.exprs.scalar_op("str", vals, ir.STR)
         if name == "list":
             t = vals[0].type if vals else ir.ListType(ir.ANY)
-            return self.scalar_op("list", vals, t if isinstance(t, ir.ListType) else
-                                  ir.ListType(ir.ANY))
+            return st.exprs.scalar_op("list", vals, t if isinstance(t, ir.ListType) else
+                                      ir.ListType(ir.ANY))
         if any(ft.is_tensor(v.type) for v in vals):
-            self.fail(f"{name}() on tensors is not supported in scripted code; use "
-                      f"jitorch.{name if name != 'abs' else 'abs'}", node)
+            st.fail(f"{name}() on tensors is not supported in scripted code; use "
+                    f"jitorch.{name if name != 'abs' else 'abs'}", node)
         if name == "divmod":
             if len(vals) != 2 or not all(ft.is_number(v.type) for v in vals):
-                self.fail("divmod() takes two numbers in scripted code", node)
-            q, r = self.binop(ast.FloorDiv, *vals, node), self.binop(ast.Mod, *vals, node)
-            return self.emit("prim::TupleConstruct", [q, r],
-                             (ir.TupleType([q.type, r.type]),)).output
+                st.fail("divmod() takes two numbers in scripted code", node)
+            q, r = st.exprs.binop(ast.FloorDiv, *vals, node), st.exprs.binop(ast.Mod, *vals, node)
+            return st.emit("prim::TupleConstruct", [q, r],
+                           (ir.TupleType([q.type, r.type]),)).output
         if name == "pow":
             if len(vals) != 2:
-                self.fail("pow() takes two arguments in scripted code (no modulus)", node)
-            return self.binop(ast.Pow, *vals, node)
+                st.fail("pow() takes two arguments in scripted code (no modulus)", node)
+            return st.exprs.binop(ast.Pow, *vals, node)
         if name == "abs":
-            return self.scalar_op("abs", vals, self.scalar_type("abs", vals))
+            return st.exprs.scalar_op("abs", vals, st.exprs.scalar_type("abs", vals))
         if name == "round":
-            return self.scalar_op("round", vals, ir.INT if len(vals) == 1 else ir.FLOAT)
+            return st.exprs.scalar_op("round", vals, ir.INT if len(vals) == 1 else ir.FLOAT)
         if len(vals) == 1 and isinstance(ft.base(vals[0].type), ir.ListType):
-            return self.scalar_op(name, vals, ft.base(vals[0].type).elem)
-        return self.scalar_op(name, vals, self.scalar_type(name, vals))
+            return st.exprs.scalar_op(name, vals, ft.base(vals[0].type).elem)
+        return st.exprs.scalar_op(name, vals, st.exprs.scalar_type(name, vals))
 
     def isinstance_call(self, node):
+        st = self.st
         if len(node.args) != 2:
-            self.fail("isinstance() takes two arguments", node)
-        v = self.expr_value(node.args[0])
+            st.fail("isinstance() takes two arguments", node)
+        v = st.exprs.expr_value(node.args[0])
         cls = self.resolve_static_types(node.args[1])
-        self.cur = node
+        st.cur = node
         t = v.type
         wanted = []
         for c in cls:
             try:
                 wanted.append(ft.from_annotation(c))
             except ft.AnnotationError:
-                self.fail(f"isinstance() with {c!r} is not supported", node.args[1])
+                st.fail(f"isinstance() with {c!r} is not supported", node.args[1])
 
         def match(have, want):
             if isinstance(want, ir.TensorType):
@@ -460,135 +486,15 @@ class CallMixin:
             return have == want
         if isinstance(t, ir.OptionalType):
             if any(match(t.elem, w) for w in wanted):
-                return self.scalar_op("is_not", [v, self.const(None)], ir.BOOL)
-            return self.const(False)  # a non-None value of another type
-        return self.const(any(match(t, w) for w in wanted))
+                return st.exprs.scalar_op("is_not", [v, st.const(None)], ir.BOOL)
+            return st.const(False)  # a non-None value of another type
+        return st.const(any(match(t, w) for w in wanted))
 
     def resolve_static_types(self, node):
+        st = self.st
         if isinstance(node, ast.Tuple):
             return [x for e in node.elts for x in self.resolve_static_types(e)]
         try:
-            return [self.scope.eval(node)]
+            return [st.scope.eval(node)]
         except Exception as e:
-            self.fail(f"cannot resolve the type ({e})", node)
-
-    # -- methods -------------------------------------------------------------------------
-    def method_call(self, bm, node):
-        from ..._tensor import Tensor
-        v, name = bm.value, bm.name
-        t = ft.base(v.type)
-        if isinstance(t, ir.ClassType):
-            return self.class_method_call(v, t, name, node)
-        if isinstance(t, (ir.TensorType, ir.AnyType)):
-            if name in _CASTS:
-                from ... import _dtype as dt
-                if node.args or node.keywords:
-                    self.fail(f"Tensor.{name}() takes no arguments in scripted code", node)
-                return self.call_op("_to_dtype", [v, self.const(getattr(dt, _CASTS[name]))])
-            if name == "to" and len(node.args) == 1 and not node.keywords:
-                a = self.expr_value(node.args[0])
-                self.cur = node
-                if isinstance(a.type, ir.DTypeType):
-                    return self.call_op("_to_dtype", [v, a])
-            if name in ("size", "dim", "ndimension", "item"):
-                args, kwargs = self._args(node)
-                if name == "size" and args:
-                    return self.tensor_size(v, self.to_value(args[0]))
-                if name == "size":
-                    return self.emit("prim::GetAttr", [v], (ir.ListType(ir.INT),),
-                                     {"name": "shape"}).output
-                if name in ("dim", "ndimension"):
-                    return self.emit("prim::GetAttr", [v], (ir.INT,), {"name": "ndim"}).output
-                return self.emit("prim::TensorToScalar", [v], (ir.FLOAT,), {"type": None}
-                                 ).output
-            if name.endswith("_") and not name.endswith("__") and \
-                    isinstance(bm.node.value, ast.Name):
-                f = getattr(Tensor, name[:-1], None)
-                op = op_of(f)
-                if op is not None:  # x.add_(y): x = add(x, y), rebinding the name
-                    args, kwargs = self._args(node)
-                    r = self.op_call(op, [v] + args, kwargs, node)
-                    self.env[bm.node.value.id] = r
-                    return r
-            fac = factories.factory_op(name)
-            if fac is not None and fac.extra["method"]:  # x.new_zeros(...): a factory node
-                r = factories.frontend_call(self, name, node, recv=v)
-                return r if r is not None else self.python_call(
-                    None, node, ft.tensor(), method=name, recv=v, evaluated=self._evaluated)
-            f = getattr(Tensor, name, None)
-            if f is None:
-                self.fail(f"Tensor has no method '{name}'", node)
-            op = op_of(f)
-            if op is not None:
-                args, kwargs = self._args(node)
-                return self.op_call(op, [v] + args, kwargs, node)
-            self._evaluated = None
-            r = frontend_nn.compile_call(self, f, node, recv=v)  # x.softmax(dim), ...
-            if r is not None:
-                return r
-            r = None if self._evaluated is not None else self.overload_op(f, name, node,
-                                                                            recv=v)
-            if r is not None:
-                return r
-            out = _SCALAR_METHODS.get(name, ft.tensor())
-            if name in _TUPLE2 or name in _TUPLE2_WITH_DIM and (node.args or any(
-                    k.arg == "dim" for k in node.keywords)):
-                out = ir.TupleType([ft.tensor(), ft.tensor()])
-            elif name in _LIST_OUT:
-                out = ir.ListType(ft.tensor())
-            return self.python_call(None, node, out, method=name, recv=v,
-                                    evaluated=self._evaluated)
-        if isinstance(t, ir.ListType) and name in ("append", "extend"):
-            if not isinstance(bm.node.value, ast.Name):
-                self.fail(f"list.{name}() is only supported on a variable", node)
-            args, _ = self._args(node)
-            if len(args) != 1:
-                self.fail(f"list.{name}() takes one argument", node)
-            x = self.to_value(args[0])
-            if name == "append":
-                x = self.emit("prim::ListConstruct", [x], (ir.ListType(x.type),)).output
-            u = ft.unify(t, x.type) or t
-            r = self.scalar_op("add", [v, x], u)
-            self.env[bm.node.value.id] = r
-            return self.const(None)
-        if isinstance(t, (ir.DictType, ir.StrType, ir.ListType)):
-            out = {"keys": ir.ListType(getattr(t, "key", ir.ANY)),
-                   "values": ir.ListType(getattr(t, "value", ir.ANY)),
-                   "get": getattr(t, "value", ir.ANY), "format": ir.STR, "join": ir.STR,
-                   "lower": ir.STR, "upper": ir.STR, "strip": ir.STR, "index": ir.INT,
-                   "count": ir.INT, "startswith": ir.BOOL, "endswith": ir.BOOL}.get(name, ir.ANY)
-            if name in ("pop", "insert", "remove", "clear", "update", "setdefault", "sort",
-                        "reverse"):
-                self.fail(f"mutating {t}.{name}() is not supported in scripted code", node)
-            return self.python_call(None, node, out, method=name, recv=v)
-        self.fail(f"a value of type {v.type} has no method '{name}' in scripted code", node)
-
-    def class_info(self, t):
-        from .classes import class_info
-        return class_info(t.name)
-
-    def class_method_call(self, v, t, name, node):
-        from .classes import compile_method
-        info = self.class_info(t)
-        if info is None or not hasattr(info.cls, name):
-            self.fail(f"class {t.name} has no method '{name}'", node)
-        res = compile_method(info, name)
-        self.python_ops.extend(res.python_ops)
-        args, kwargs = self._args(node)
-        try:
-            bound = res.signature.bind(None, *args, **kwargs)
-        except TypeError as e:
-            self.fail(f"{t.name}.{name}(): {e}", node)
-        ins = [v]
-        for p, gv in list(zip(res.signature.parameters, res.graph.inputs))[1:]:
-            if p in bound.arguments:
-                ins.append(self.coerce(bound.arguments[p], gv.type, node))
-            else:
-                ins.append(self.const(res.defaults[p]))
-        self.cur = node
-        n = self.emit("prim::CallFunction", ins, [o.type for o in res.graph.outputs],
-                      {"fn": res.graph})
-        if res.returns_tuple:
-            return self.emit("prim::TupleConstruct", n.outputs,
-                             (ir.TupleType([o.type for o in n.outputs]),)).output
-        return n.outputs[0]
+            st.fail(f"cannot resolve the type ({e})", node)

@@ -69,10 +69,10 @@ def _static(v, name):
     return n.attrs["value"]
 
 
-def _bind(fc, fn, node, recv):
+def _bind(st, fn, node, recv):
     """(values: name -> IR value of the arguments given, defaults) or None."""
-    args, kwargs = fc._args(node)
-    fc._evaluated = (args, kwargs)
+    args, kwargs = st.calls.eval_args(node)
+    st.evaluated = (args, kwargs)
     try:
         sig = inspect.signature(fn, follow_wrapped=False)
         bound = sig.bind(*(([recv] if recv is not None else []) + list(args)), **kwargs)
@@ -81,7 +81,7 @@ def _bind(fc, fn, node, recv):
     values = {}
     for name, v in bound.arguments.items():
         try:
-            values["input" if name == "self" else name] = fc.to_value(v)
+            values["input" if name == "self" else name] = st.exprs.to_value(v)
         except Exception:
             return None
     defaults = {("input" if p.name == "self" else p.name): p.default
@@ -133,16 +133,16 @@ def _composite_call(comp, ignore, values, defaults):
     return body, targs
 
 
-def compile_call(fc, fn, node, recv=None):
+def compile_call(st, fn, node, recv=None):
     """The scripted call `fn(...)` (`recv.fn(...)` for a method) of a library composite as a
     `prim::CallFunction` of its body, or None (the caller falls back to a
-    prim::PythonOp; `fc._evaluated` then holds the evaluated arguments so they are not emitted
+    prim::PythonOp; `st.evaluated` then holds the evaluated arguments so they are not emitted
     twice)."""
     from ..._ops.composite import Unsupported, composite_of
     found = composite_of(fn)
     if found is None:
         return None
-    b = _bind(fc, fn, node, recv)
+    b = _bind(st, fn, node, recv)
     if b is None:
         return None
     values, defaults = b
@@ -154,20 +154,20 @@ def compile_call(fc, fn, node, recv=None):
     from .function import compile_function
     res = compile_function(body)
     g = res.graph  # the inline pass specialises it on the call's constants (passes/specialise)
-    fc.python_ops.extend(res.python_ops)
+    st.python_ops.extend(res.python_ops)
     ins = []
     for a, gv in zip(targs, res.graph.inputs):
         if isinstance(a, Const):
             from . import types as ft
-            ins.append(fc.const(a.value) if ft.of_python(a.value) is not None
-                       else fc.const(a.value, ir.ANY))
+            ins.append(st.const(a.value) if ft.of_python(a.value) is not None
+                       else st.const(a.value, ir.ANY))
         else:
             ins.append(a)
-    fc.cur = node
-    fc._evaluated = None
-    n = fc.emit("prim::CallFunction", ins, [v.type for v in g.outputs],
+    st.cur = node
+    st.evaluated = None
+    n = st.emit("prim::CallFunction", ins, [v.type for v in g.outputs],
                 {"fn": g, "composite": body})
     if getattr(res, "returns_tuple", False):  # the graph returns the tuple's elements
-        return fc.emit("prim::TupleConstruct", list(n.outputs),
+        return st.emit("prim::TupleConstruct", list(n.outputs),
                        (ir.TupleType([v.type for v in n.outputs]),)).output
     return n.outputs[0]

@@ -1,13 +1,12 @@
-"""Expressions of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+"""Expressions of the scripting frontend: `ExprBuilder` (`st.exprs`, frontend/state.py).
 
 Owns names (environment, then closure/globals/builtins as compile-time `Sugar`), constants,
 operators (registry ops when an operand is a Tensor, `prim::ScalarOp` on numbers), comparisons,
 `and`/`or` (short-circuit through `prim::If` when the right side can fail), conditional
 expressions, tuple/list/dict literals, list comprehensions, subscripts (tensor indexing
-lowers to `_index_view`/`select`; see frontend/index.py), attribute reads, and calls: registry
-ops (functions and Tensor methods, every op param filled from args/kwargs/defaults), builtins,
-`math.*`, `jitorch.jit` helpers, user functions (compiled recursively -> prim::CallFunction),
-`@ignore` functions and other library functions (prim::PythonOp, which holds the GIL).
+lowers to `_index_view`/`select`; see frontend/index.py), attribute reads, and the value
+helpers every builder uses (`to_value`, `coerce`, `as_bool`, `unpack`, `scalar_op`). Calls are
+frontend/call.py's and frontend/methods.py's.
 """
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ import ast
 
 from . import types as ft
 from .. import ir
-from .call import CallMixin
-from .index import IndexMixin
+from .state import UNHANDLED
 
 
 class Sugar:
@@ -84,64 +82,80 @@ def _may_fail(node) -> bool:
                for n in ast.walk(node))
 
 
-class ExprMixin(CallMixin, IndexMixin):
+class ExprBuilder:
+    """Expressions for one function (`st.exprs`): `expr(node)` dispatches on the node's type
+    to the `e_<Type>` method below."""
+
+    __slots__ = ("st",)  # its only state is the shared one
+
+    def __init__(self, st):
+        self.st = st
+
     # -- entry points ------------------------------------------------------------------------
     def expr(self, node, hint=None):
-        saved = self.cur
-        self.cur = node
+        st = self.st
+        saved = st.cur
+        st.cur = node
         try:
             kind = type(node)
             if kind in _UNSUPPORTED:
-                self.fail(_UNSUPPORTED[kind], node)
+                st.fail(_UNSUPPORTED[kind], node)
             meth = getattr(self, "e_" + kind.__name__, None)
             if meth is None:
-                self.fail(f"{kind.__name__} expressions are not supported in scripted code",
-                          node)
+                st.fail(f"{kind.__name__} expressions are not supported in scripted code",
+                        node)
             return meth(node, hint) if kind in (ast.List, ast.ListComp, ast.Dict) else \
                 meth(node)
         finally:
-            self.cur = saved
+            st.cur = saved
 
     def expr_value(self, node, hint=None) -> ir.Value:
-        saved = self.cur
-        self.cur = node
+        st = self.st
+        saved = st.cur
+        st.cur = node
         try:
             return self.to_value(self.expr(node, hint))
         finally:
-            self.cur = saved
+            st.cur = saved
 
     def to_value(self, v) -> ir.Value:
+        st = self.st
         if isinstance(v, ir.Value):
             return v
         if isinstance(v, Sugar):
             if ft.of_python(v.obj) is not None:
                 # a global list is copied: the graph must not change if the list does
-                return self.const(list(v.obj) if isinstance(v.obj, list) else v.obj)
-            self.fail(f"'{getattr(v.obj, '__name__', type(v.obj).__name__)}' is not a value "
-                      "scripted code can use here")
+                return st.const(list(v.obj) if isinstance(v.obj, list) else v.obj)
+            st.fail(f"'{getattr(v.obj, '__name__', type(v.obj).__name__)}' is not a value "
+                    "scripted code can use here")
         if isinstance(v, BoundMethod):
-            self.fail(f"method '{v.name}' must be called", v.node)
-        self.fail(f"cannot use {v!r} as a value in scripted code")
+            st.fail(f"method '{v.name}' must be called", v.node)
+        st.fail(f"cannot use {v!r} as a value in scripted code")
 
     def resolve_name(self, name, node):
-        v = self.env.get(name)
+        st = self.st
+        r = st.hooks.resolve_name(name)  # a module method's `self` and static locals
+        if r is not UNHANDLED:
+            return r
+        v = st.env.get(name)
         if v is not None:
             return v
-        obj = self.scope.lookup(name)
-        if obj is self.scope._missing:
-            where = self.partial_names.get(name)
+        obj = st.scope.lookup(name)
+        if obj is st.scope._missing:
+            where = st.partial_names.get(name)
             if where is not None:
-                self.fail(f"'{name}' is not defined on every path through the if at line "
-                          f"{self.loc(where).line} (define it before the if, or in every "
-                          "branch)", node)
-            self.fail(f"undefined value '{name}'", node)
+                st.fail(f"'{name}' is not defined on every path through the if at line "
+                        f"{st.loc(where).line} (define it before the if, or in every "
+                        "branch)", node)
+            st.fail(f"undefined value '{name}'", node)
         return obj
 
     def resolve_static(self, node):
+        st = self.st
         v = self.expr(node)
         if isinstance(v, Sugar):
             return v.obj
-        self.fail("expected a compile-time name here (a class, function or module)", node)
+        st.fail("expected a compile-time name here (a class, function or module)", node)
 
     # -- scalar helpers ---------------------------------------------------------------------
     def scalar_type(self, fn, inputs) -> ir.Type:
@@ -158,30 +172,35 @@ class ExprMixin(CallMixin, IndexMixin):
         return ty
 
     def scalar_op(self, fn, inputs, ty) -> ir.Value:
-        return self.emit("prim::ScalarOp", inputs, (ty,), {"fn": fn}).output
+        st = self.st
+        return st.emit("prim::ScalarOp", inputs, (ty,), {"fn": fn}).output
 
     def tensor_size(self, v, dim) -> ir.Value:
-        shape = self.emit("prim::GetAttr", [v], (ir.ListType(ir.INT),), {"name": "shape"})
-        d = dim if isinstance(dim, ir.Value) else self.const(dim)
+        st = self.st
+        shape = st.emit("prim::GetAttr", [v], (ir.ListType(ir.INT),), {"name": "shape"})
+        d = dim if isinstance(dim, ir.Value) else st.const(dim)
         return self.scalar_op("getitem", [shape.output, d], ir.INT)
 
     def as_bool(self, v, node=None) -> ir.Value:
+        st = self.st
         v = self.to_value(v)
         t = ft.base(v.type) if not isinstance(v.type, ir.OptionalType) else v.type
         if isinstance(t, ir.BoolType):
             return v
         if isinstance(t, ir.TensorType):
-            return self.emit("prim::TensorToScalar", [v], (ir.BOOL,), {"type": "bool"}).output
+            return st.emit("prim::TensorToScalar", [v], (ir.BOOL,), {"type": "bool"}).output
         return self.scalar_op("bool", [v], ir.BOOL)
 
     def condition(self, test) -> ir.Value:
-        saved = self.cur
+        st = self.st
+        saved = st.cur
         try:
             return self.as_bool(self.expr(test), test)
         finally:
-            self.cur = saved
+            st.cur = saved
 
     def coerce(self, v, ty, node):
+        st = self.st
         v = self.to_value(v)
         have = v.type
         if ty == have or isinstance(ty, ir.AnyType) or isinstance(have, ir.AnyType):
@@ -199,117 +218,129 @@ class ExprMixin(CallMixin, IndexMixin):
             return v
         if ft.unify(ty, have) == ty:
             return v
-        self.fail(f"expected a value of type {ty}, but got {have}", node)
+        st.fail(f"expected a value of type {ty}, but got {have}", node)
 
     def unpack(self, v, n, node) -> list:
+        st = self.st
         v = self.to_value(v)
         t = ft.base(v.type)
         if v.node is not None and v.node.op in ("prim::TupleConstruct", "prim::ListConstruct") \
                 and not v.node.blocks:
             if len(v.node.inputs) != n:
-                self.fail(f"cannot unpack {len(v.node.inputs)} values into {n}", node)
+                st.fail(f"cannot unpack {len(v.node.inputs)} values into {n}", node)
             return list(v.node.inputs)
         if isinstance(t, ir.TupleType):
             if len(t.elems) != n:
-                self.fail(f"cannot unpack a tuple of {len(t.elems)} values into {n}", node)
-            return self.emit("prim::TupleUnpack", [v], t.elems).outputs
+                st.fail(f"cannot unpack a tuple of {len(t.elems)} values into {n}", node)
+            return st.emit("prim::TupleUnpack", [v], t.elems).outputs
         if isinstance(t, ir.ListType):
-            return self.emit("prim::ListUnpack", [v], [t.elem] * n).outputs
+            return st.emit("prim::ListUnpack", [v], [t.elem] * n).outputs
         if isinstance(t, ir.AnyType):
-            return self.emit("prim::TupleUnpack", [v], [ft.tensor()] * n).outputs
+            return st.emit("prim::TupleUnpack", [v], [ft.tensor()] * n).outputs
         if isinstance(t, ir.TensorType):
             self.check_unpack_count(v, n)
-            return [self.call_op("select", [v, self.const(0), self.const(k)]) for k in range(n)]
-        self.fail(f"cannot unpack a value of type {v.type}", node)
+            return [st.calls.call_op("select", [v, st.const(0), st.const(k)]) for k in range(n)]
+        st.fail(f"cannot unpack a value of type {v.type}", node)
 
     def check_unpack_count(self, x, n) -> None:
         """`a, b = x` iterates x's first dim, as Python does: a 0-d tensor is a TypeError and a
         first dim that is not `n` long a ValueError, checked at run time (sizes are not part of
         the specialisation; the rank is, so the 0-d check folds away)."""
-        ndim = self.emit("prim::GetAttr", [x], (ir.INT,), {"name": "ndim"}).output
-        self.raise_if(self.scalar_op("eq", [ndim, self.const(0)], ir.BOOL), "TypeError",
-                      [self.const("iteration over a 0-d tensor")])
+        st = self.st
+        ndim = st.emit("prim::GetAttr", [x], (ir.INT,), {"name": "ndim"}).output
+        self.raise_if(self.scalar_op("eq", [ndim, st.const(0)], ir.BOOL), "TypeError",
+                      [st.const("iteration over a 0-d tensor")])
         size = self.tensor_size(x, 0)
-        self.raise_if(self.scalar_op("gt", [size, self.const(n)], ir.BOOL), "ValueError",
-                      [self.const(f"too many values to unpack (expected {n})")])
-        self.raise_if(self.scalar_op("lt", [size, self.const(n)], ir.BOOL), "ValueError",
-                      [self.const(f"not enough values to unpack (expected {n}, got "), size,
-                       self.const(")")])
+        self.raise_if(self.scalar_op("gt", [size, st.const(n)], ir.BOOL), "ValueError",
+                      [st.const(f"too many values to unpack (expected {n})")])
+        self.raise_if(self.scalar_op("lt", [size, st.const(n)], ir.BOOL), "ValueError",
+                      [st.const(f"not enough values to unpack (expected {n}, got "), size,
+                       st.const(")")])
 
     def raise_if(self, cond, exc: str, parts) -> None:
         """`if cond: raise exc(''.join(map(str, parts)))` (a check-only prim::If)."""
+        st = self.st
         then_b = ir.Block()
         then_b.nodes.append(ir.Node("prim::Raise", parts, (), attrs={"exc": exc},
-                                    loc=self.loc()))
-        self.emit("prim::If", [cond], (), blocks=[then_b, ir.Block()])
+                                    loc=st.loc()))
+        st.emit("prim::If", [cond], (), blocks=[then_b, ir.Block()])
 
     # -- leaves ------------------------------------------------------------------------------
     def e_Constant(self, node):
+        st = self.st
         if node.value is Ellipsis:
             return Sugar(Ellipsis)
         if isinstance(node.value, (bytes, complex)):
-            self.fail(f"{type(node.value).__name__} literals are not supported", node)
-        return self.const(node.value)
+            st.fail(f"{type(node.value).__name__} literals are not supported", node)
+        return st.const(node.value)
 
     def e_Name(self, node):
         r = self.resolve_name(node.id, node)
         return r if isinstance(r, ir.Value) else Sugar(r)
 
     def e_JoinedStr(self, node):
-        parts = self.message_parts(node)
-        self.cur = node
-        fmt = self.const("{}" * len(parts))
+        st = self.st
+        parts = st.stmts.message_parts(node)
+        st.cur = node
+        fmt = st.const("{}" * len(parts))
         return self.scalar_op("format", [fmt] + parts, ir.STR)
 
     def e_Attribute(self, node):
+        st = self.st
         base = self.expr(node.value)
-        self.cur = node
+        st.cur = node
         name = node.attr
         if isinstance(base, Sugar):
+            r = st.hooks.static_attribute(base.obj, name, node)  # `self.<attr>` in a module
+            if r is not UNHANDLED:
+                return r
             try:
                 return Sugar(getattr(base.obj, name))
             except AttributeError:
-                self.fail(f"'{getattr(base.obj, '__name__', base.obj)}' has no attribute "
-                          f"'{name}'", node)
+                st.fail(f"'{getattr(base.obj, '__name__', base.obj)}' has no attribute "
+                        f"'{name}'", node)
         if isinstance(base, BoundMethod):
-            self.fail("attribute of a method", node)
+            st.fail("attribute of a method", node)
         return self.attribute(base, name, node)
 
     def attribute(self, v, name, node):
+        st = self.st
         t = ft.base(v.type)
         if isinstance(t, ir.TensorType):
             types = tensor_attr_types()
             if name in types:
-                return self.emit("prim::GetAttr", [v], (types[name],), {"name": name}).output
+                return st.emit("prim::GetAttr", [v], (types[name],), {"name": name}).output
             return BoundMethod(v, name, node)
         if isinstance(t, ir.ClassType):
-            info = self.class_info(t)
+            info = st.methods.class_info(t)
             if info is not None and name in info.attr_types:
-                return self.emit("prim::GetAttr", [v], (info.attr_types[name],),
-                                 {"name": name}).output
+                return st.emit("prim::GetAttr", [v], (info.attr_types[name],),
+                               {"name": name}).output
             return BoundMethod(v, name, node)
         return BoundMethod(v, name, node)
 
     # -- operators ---------------------------------------------------------------------------
     def e_BinOp(self, node):
+        st = self.st
         a = self.expr(node.left)
         b = self.expr(node.right)
-        self.cur = node
+        st.cur = node
         return self.binop(type(node.op), a, b, node)
 
     def binop(self, op, a, b, node):
+        st = self.st
         a, b = self.to_value(a), self.to_value(b)
         tensor_op, scalar = _BINOPS[op]
         if ft.is_tensor(a.type) or ft.is_tensor(b.type):
-            return self.call_op(tensor_op, [a, b])
+            return st.calls.call_op(tensor_op, [a, b])
         ta, tb = ft.base(a.type), ft.base(b.type)
         if scalar is None:
-            self.fail("'@' needs tensor operands", node)
+            st.fail("'@' needs tensor operands", node)
         if ft.is_number(ta) and ft.is_number(tb):
             if op in _INT_ONLY and (isinstance(ta, ir.FloatType) or
                                     isinstance(tb, ir.FloatType)):  # Python: a TypeError
-                self.fail(f"unsupported operand types for {_SYMBOL[op]}: '{ta}' and '{tb}'",
-                          node)
+                st.fail(f"unsupported operand types for {_SYMBOL[op]}: '{ta}' and '{tb}'",
+                        node)
             return self.scalar_op(scalar, [a, b], self.scalar_type(scalar, [a, b]))
         if op is ast.Add and ta == tb and isinstance(ta, (ir.StrType, ir.ListType,
                                                              ir.TupleType)):
@@ -329,56 +360,59 @@ class ExprMixin(CallMixin, IndexMixin):
             return self.scalar_op("mod", [a, b], ir.STR)
         if isinstance(ta, ir.AnyType) or isinstance(tb, ir.AnyType):
             return self.scalar_op(scalar, [a, b], ir.ANY)
-        self.fail(f"unsupported operand types for {op.__name__}: {a.type} and {b.type}", node)
+        st.fail(f"unsupported operand types for {op.__name__}: {a.type} and {b.type}", node)
 
     def e_UnaryOp(self, node):
+        st = self.st
         v = self.to_value(self.expr(node.operand))
-        self.cur = node
+        st.cur = node
         op = type(node.op)
         if op is ast.Not:
             return self.scalar_op("not", [self.as_bool(v)], ir.BOOL)
         if ft.is_tensor(v.type):
             if op is ast.UAdd:
                 return v
-            return self.call_op("neg" if op is ast.USub else "bitwise_not", [v])
+            return st.calls.call_op("neg" if op is ast.USub else "bitwise_not", [v])
         t = ft.base(v.type)
         if op is ast.UAdd:
             return v
         if op is ast.USub:
             if v.node is not None and v.node.op == "prim::Constant" and \
                     isinstance(v.node.attrs["value"], (int, float)):
-                return self.const(-v.node.attrs["value"])  # a negative literal
+                return st.const(-v.node.attrs["value"])  # a negative literal
             return self.scalar_op("neg", [v], ft.promote_scalar(t, ir.INT)
                                   if not isinstance(t, ir.FloatType) else ir.FLOAT)
         if not isinstance(t, (ir.IntType, ir.BoolType, ir.AnyType)):
-            self.fail(f"bad operand type for unary ~: '{v.type}'", node)
+            st.fail(f"bad operand type for unary ~: '{v.type}'", node)
         return self.scalar_op("invert", [v], ir.INT)
 
     def e_BoolOp(self, node):
+        st = self.st
         is_and = isinstance(node.op, ast.And)
         acc = self.condition(node.values[0])
         for rhs in node.values[1:]:
-            self.cur = node
+            st.cur = node
             if not _may_fail(rhs):
                 b = self.condition(rhs)
                 acc = self.scalar_op("and" if is_and else "or", [acc, b], ir.BOOL)
                 continue
             then_b, else_b = ir.Block(), ir.Block()
-            ev, _ = self.in_block(then_b if is_and else else_b, lambda: self.condition(rhs))
+            ev, _ = st.stmts.in_block(then_b if is_and else else_b, lambda: self.condition(rhs))
             short = then_b if not is_and else else_b
             (then_b if is_and else else_b).returns = [ev]
-            sv, _ = self.in_block(short, lambda: self.const(not is_and))
+            sv, _ = st.stmts.in_block(short, lambda: st.const(not is_and))
             short.returns = [sv]
-            self.cur = node
-            acc = self.emit("prim::If", [acc], (ir.BOOL,), blocks=[then_b, else_b]).output
+            st.cur = node
+            acc = st.emit("prim::If", [acc], (ir.BOOL,), blocks=[then_b, else_b]).output
         return acc
 
     def e_Compare(self, node):
+        st = self.st
         left = self.expr(node.left)
         result = None
         for op, right_node in zip(node.ops, node.comparators):
             right = self.expr(right_node)
-            self.cur = node
+            st.cur = node
             r = self.compare(type(op), left, right, node)
             if result is None:
                 result = r
@@ -388,6 +422,7 @@ class ExprMixin(CallMixin, IndexMixin):
         return result
 
     def compare(self, op, a, b, node):
+        st = self.st
         if op in (ast.Is, ast.IsNot):
             return self.identity(op is ast.Is, a, b, node)
         a, b = self.to_value(a), self.to_value(b)
@@ -396,12 +431,13 @@ class ExprMixin(CallMixin, IndexMixin):
             return r if op is ast.In else self.scalar_op("not", [r], ir.BOOL)
         name = _CMPOPS[op]
         if ft.is_tensor(a.type) or ft.is_tensor(b.type):
-            return self.call_op(name, [a, b])
+            return st.calls.call_op(name, [a, b])
         return self.scalar_op(name, [a, b], ir.BOOL)
 
     def identity(self, is_, a, b, node):
         """`x is None` / `x is not None`: static when the type says so, else a runtime test
         (the runtime specialises on None-ness, so simplify folds it per call)."""
+        st = self.st
         if isinstance(a, Sugar) and a.obj is None:
             a, b = b, a
         a = self.to_value(a)
@@ -409,36 +445,39 @@ class ExprMixin(CallMixin, IndexMixin):
         bn = b.node is not None and b.node.op == "prim::Constant" and b.node.attrs["value"] \
             is None
         if bn and not isinstance(a.type, (ir.OptionalType, ir.AnyType)):
-            return self.const(isinstance(a.type, ir.NoneType) == is_)
+            return st.const(isinstance(a.type, ir.NoneType) == is_)
         return self.scalar_op("is" if is_ else "is_not", [a, b], ir.BOOL)
 
     def e_IfExp(self, node):
-        static, v = self.static_condition(node.test)
+        st = self.st
+        static, v = st.stmts.static_condition(node.test)
         if static is not None:
             return self.expr(node.body if static else node.orelse)
         cond = self.as_bool(v)
-        self.cur = node
+        st.cur = node
         then_b, else_b = ir.Block(), ir.Block()
-        a, _ = self.in_block(then_b, lambda: self.expr_value(node.body))
-        b, _ = self.in_block(else_b, lambda: self.expr_value(node.orelse))
+        a, _ = st.stmts.in_block(then_b, lambda: self.expr_value(node.body))
+        b, _ = st.stmts.in_block(else_b, lambda: self.expr_value(node.orelse))
         then_b.returns, else_b.returns = [a], [b]
         u = ft.unify(a.type, b.type)
         if u is None:
-            self.fail(f"the branches of this conditional expression have types {a.type} and "
-                      f"{b.type}", node)
-        self.cur = node
-        return self.emit("prim::If", [cond], (u,), blocks=[then_b, else_b]).output
+            st.fail(f"the branches of this conditional expression have types {a.type} and "
+                    f"{b.type}", node)
+        st.cur = node
+        return st.emit("prim::If", [cond], (u,), blocks=[then_b, else_b]).output
 
     # -- literals ----------------------------------------------------------------------------
     def e_Tuple(self, node):
+        st = self.st
         vals = [self.expr_value(e) for e in node.elts]
-        self.cur = node
-        return self.emit("prim::TupleConstruct", vals, (ir.TupleType([v.type for v in vals]),)
-                         ).output
+        st.cur = node
+        return st.emit("prim::TupleConstruct", vals, (ir.TupleType([v.type for v in vals]),)
+                       ).output
 
     def e_List(self, node, hint=None):
+        st = self.st
         vals = [self.expr_value(e) for e in node.elts]
-        self.cur = node
+        st.cur = node
         if hint is not None and isinstance(hint, ir.ListType):
             elem = hint.elem
         elif not vals:
@@ -448,34 +487,36 @@ class ExprMixin(CallMixin, IndexMixin):
             for v in vals[1:]:
                 u = ft.unify(elem, v.type)
                 if u is None:
-                    self.fail(f"list elements have different types ({elem} and {v.type})", node)
+                    st.fail(f"list elements have different types ({elem} and {v.type})", node)
                 elem = u
-        return self.emit("prim::ListConstruct", vals, (ir.ListType(elem),)).output
+        return st.emit("prim::ListConstruct", vals, (ir.ListType(elem),)).output
 
     def e_Dict(self, node, hint=None):
+        st = self.st
         if any(k is None for k in node.keys):
-            self.fail("dict unpacking (**d) is not supported in scripted code", node)
+            st.fail("dict unpacking (**d) is not supported in scripted code", node)
         ins, kt, vt = [], None, None
         for k, v in zip(node.keys, node.values):
             kv, vv = self.expr_value(k), self.expr_value(v)
             kt = kv.type if kt is None else ft.unify(kt, kv.type)
             vt = vv.type if vt is None else ft.unify(vt, vv.type)
             if kt is None or vt is None:
-                self.fail("dict keys and values must each have one type", node)
+                st.fail("dict keys and values must each have one type", node)
             ins += [kv, vv]
         if hint is not None and isinstance(hint, ir.DictType):
             kt, vt = hint.key, hint.value
-        self.cur = node
-        return self.emit("prim::DictConstruct", ins,
-                         (ir.DictType(kt or ir.STR, vt or ft.tensor()),)).output
+        st.cur = node
+        return st.emit("prim::DictConstruct", ins,
+                       (ir.DictType(kt or ir.STR, vt or ft.tensor()),)).output
 
     def e_ListComp(self, node, hint=None):
         """`[e for x in seq if c]` over range/lists/tensors: a loop carrying the list."""
+        st = self.st
         if len(node.generators) != 1 or node.generators[0].is_async:
-            self.fail("only list comprehensions with one `for` are supported", node)
+            st.fail("only list comprehensions with one `for` are supported", node)
         gen = node.generators[0]
         acc_name = f"$comp{id(node)}"
-        self.env[acc_name] = self.emit("prim::ListConstruct", [], (ir.ListType(ir.ANY),)).output
+        st.env[acc_name] = st.emit("prim::ListConstruct", [], (ir.ListType(ir.ANY),)).output
         probe_target = gen.target
         elt = node.elt
         body = []
@@ -493,22 +534,23 @@ class ExprMixin(CallMixin, IndexMixin):
                                          orelse=[]), node)
         ast.fix_missing_locations(loop)
         loop.jitorch_comprehension = True  # its target is local to the comprehension
-        saved_env = dict(self.env)
-        saved_ret, self.loop_ret = self.loop_ret, None  # a pending loop-return is not ours
+        saved_env = dict(st.env)
+        saved_ret, st.loop_ret = st.loop_ret, None  # a pending loop-return is not ours
         try:
             # the element type is known only after compiling the element: infer it first
             elem_t = self._comp_elem_type(node, gen)
-            self.env[acc_name].type = ir.ListType(elem_t)
-            self.for_stmt(loop)
+            st.env[acc_name].type = ir.ListType(elem_t)
+            st.loops.for_stmt(loop)
         finally:
-            self.loop_ret = saved_ret
-        out = self.env[acc_name]
-        self.env = {k: v for k, v in saved_env.items() if k != acc_name}
+            st.loop_ret = saved_ret
+        out = st.env[acc_name]
+        st.env = {k: v for k, v in saved_env.items() if k != acc_name}
         return out
 
     def _comp_elem_type(self, node, gen) -> ir.Type:
-        saved_block, saved_env = self.block, dict(self.env)
-        self.block = ir.Block()
+        st = self.st
+        saved_block, saved_env = st.block, dict(st.env)
+        st.block = ir.Block()
         try:
             it = self.to_value(self.expr(gen.iter)) if not (
                 isinstance(gen.iter, ast.Call) and isinstance(gen.iter.func, ast.Name)
@@ -521,27 +563,33 @@ class ExprMixin(CallMixin, IndexMixin):
                 x = ir.Value(ft.tensor())
             else:
                 x = ir.Value(ir.ANY)
-            self.assign(gen.target, x) if isinstance(gen.target, ast.Name) else \
-                self.assign(gen.target, ir.Value(ir.ANY))
+            st.stmts.assign(gen.target, x) if isinstance(gen.target, ast.Name) else \
+                st.stmts.assign(gen.target, ir.Value(ir.ANY))
             return self.expr_value(node.elt).type
         finally:
-            self.block, self.env = saved_block, saved_env
+            st.block, st.env = saved_block, saved_env
 
     def e_Subscript(self, node):
+        st = self.st
+        r = st.hooks.subscript(node)  # `self.layers[k]` in a module
+        if r is not UNHANDLED:
+            return r
         base = self.expr(node.value)
-        self.cur = node
+        st.cur = node
         if isinstance(base, Sugar) and ft.of_python(base.obj) is not None:
             base = self.to_value(base)  # a global constant list/tuple
         if isinstance(base, Sugar):  # List[int] etc. in annotate()
-            self.fail("subscripting a compile-time object is only allowed in type annotations",
-                      node)
-        return self.getitem(base, node.slice, node)
+            st.fail("subscripting a compile-time object is only allowed in type annotations",
+                    node)
+        return st.index.getitem(base, node.slice, node)
 
     def e_Call(self, node):
-        return self.call(node)
+        st = self.st
+        return st.calls.call(node)
 
     def e_Slice(self, node):
-        self.fail("slices are only supported inside subscripts", node)
+        st = self.st
+        st.fail("slices are only supported inside subscripts", node)
 
 
-__all__ = ["ExprMixin", "Sugar", "BoundMethod"]
+__all__ = ["ExprBuilder", "Sugar", "BoundMethod"]

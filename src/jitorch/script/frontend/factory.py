@@ -131,23 +131,23 @@ def _static_kwargs_ok(name: str, args: dict) -> bool:
     return True
 
 
-def _number(fc, a, kinds=(ir.IntType, ir.FloatType, ir.BoolType)):
+def _number(st, a, kinds=(ir.IntType, ir.FloatType, ir.BoolType)):
     from . import types as ft
     try:
-        v = fc.to_value(a)
+        v = st.exprs.to_value(a)
     except Exception:
         return None
     return v if isinstance(ft.base(v.type), kinds) and not isinstance(v.type, ir.OptionalType) \
         else None
 
 
-def _size_value(fc, sizes):
+def _size_value(st, sizes):
     """The IR value for a size given as varargs or one list/tuple, or None (not static)."""
     if len(sizes) == 1:
-        v = fc.to_value(sizes[0]) if not isinstance(sizes[0], ir.Value) else sizes[0]
+        v = st.exprs.to_value(sizes[0]) if not isinstance(sizes[0], ir.Value) else sizes[0]
         t = v.type
         if isinstance(t, ir.IntType):
-            return fc.emit("prim::ListConstruct", [v], (ir.ListType(ir.INT),)).output
+            return st.emit("prim::ListConstruct", [v], (ir.ListType(ir.INT),)).output
         if isinstance(t, ir.TupleType):
             return v if all(isinstance(e, ir.IntType) for e in t.elems) else None
         if isinstance(t, ir.ListType):
@@ -160,10 +160,10 @@ def _size_value(fc, sizes):
             # x.shape, or a List[int] variable (its length may be known only at run time)
             return v if isinstance(t.elem, ir.IntType) else None
         return None
-    vals = [fc.to_value(s) for s in sizes]
+    vals = [st.exprs.to_value(s) for s in sizes]
     if not all(isinstance(v.type, ir.IntType) for v in vals):
         return None
-    return fc.emit("prim::ListConstruct", vals, (ir.ListType(ir.INT),)).output
+    return st.emit("prim::ListConstruct", vals, (ir.ListType(ir.INT),)).output
 
 
 def _data_ok(v: ir.Value) -> bool:
@@ -178,12 +178,12 @@ def _data_ok(v: ir.Value) -> bool:
     return True
 
 
-def frontend_call(fc, name: str, node, recv=None):
+def frontend_call(st, name: str, node, recv=None):
     """Emit factory `name` for call `node` (recv: the Tensor of a `new_*` method), or None when
     the call must stay a PythonOp. The call's arguments are compiled once, into
-    `fc._evaluated`, which the PythonOp fallback reuses."""
+    `st.evaluated`, which the PythonOp fallback reuses."""
     f = factory_op(name)
-    args, kwargs = fc._evaluated = fc._args(node)
+    args, kwargs = st.evaluated = st.calls.eval_args(node)
     pos = ([recv] if recv is not None else []) + list(args)
     try:
         bound = inspect.signature(f.extra["stub"]).bind(*pos, **kwargs)
@@ -206,7 +206,7 @@ def frontend_call(fc, name: str, node, recv=None):
             d = _dtype_arg(d, name)
         except TypeError:
             return None
-    ins = {"dtype": fc.const(d, ir.DTYPE if d is not None else ir.NONE)}
+    ins = {"dtype": st.const(d, ir.DTYPE if d is not None else ir.NONE)}
     if "self" in f.params:
         ins["self"] = recv
     if "size" in f.params:
@@ -217,17 +217,17 @@ def frontend_call(fc, name: str, node, recv=None):
                 return None
         if len(sizes) == 0:
             return None
-        ins["size"] = _size_value(fc, sizes)
+        ins["size"] = _size_value(st, sizes)
         if ins["size"] is None:
             return None
     if "input" in f.params:
-        v = fc.to_value(a["input"])
+        v = st.exprs.to_value(a["input"])
         if not isinstance(v.type, ir.TensorType):
             return None
         ins["input"] = v
     for k in ("fill_value", "s"):
         if k in f.params:
-            ins[k] = _number(fc, a[k])
+            ins[k] = _number(st, a[k])
             if ins[k] is None:
                 return None
     if name == "arange":
@@ -235,27 +235,27 @@ def frontend_call(fc, name: str, node, recv=None):
         if _static(end) == (True, None) or end is None:
             start, end = 0, start
         for k, x in (("start", start), ("end", end), ("step", a.get("step", 1))):
-            ins[k] = _number(fc, x if isinstance(x, ir.Value) or not isinstance(x, (int, float))
-                             else fc.const(x), (ir.IntType, ir.FloatType))
+            ins[k] = _number(st, x if isinstance(x, ir.Value) or not isinstance(x, (int, float))
+                             else st.const(x), (ir.IntType, ir.FloatType))
             if ins[k] is None:
                 return None
     if name == "linspace":
         for k in ("start", "end"):
-            ins[k] = _number(fc, a[k], (ir.IntType, ir.FloatType))
-        ins["steps"] = _number(fc, a["steps"], (ir.IntType,))
+            ins[k] = _number(st, a[k], (ir.IntType, ir.FloatType))
+        ins["steps"] = _number(st, a["steps"], (ir.IntType,))
         if None in (ins["start"], ins["end"], ins["steps"]):
             return None
     if name == "eye":
-        ins["n"] = _number(fc, a["n"], (ir.IntType,))
+        ins["n"] = _number(st, a["n"], (ir.IntType,))
         m = a.get("m")
-        ins["m"] = fc.const(None) if m is None or _static(m) == (True, None) else \
-            _number(fc, m, (ir.IntType,))
+        ins["m"] = st.const(None) if m is None or _static(m) == (True, None) else \
+            _number(st, m, (ir.IntType,))
         if ins["n"] is None or ins["m"] is None:
             return None
     if "data" in f.params:
-        v = fc.to_value(a["data"])
+        v = st.exprs.to_value(a["data"])
         if not _data_ok(v):
             return None
         ins["data"] = v
-    fc.cur = node
-    return fc.emit(name, [ins[p] for p in f.params], (ir.TensorType(None, None),)).output
+    st.cur = node
+    return st.emit(name, [ins[p] for p in f.params], (ir.TensorType(None, None),)).output

@@ -1,10 +1,16 @@
 """The scripting frontend: a Python function's AST -> `ir.Graph` (TorchScript's language).
 
-Owns `compile_function(fn) -> FrontendResult` and `compile_class(cls)`. The compiler is split
-by concern: statements `frontend/stmt.py`, loops `frontend/loops.py`, expressions
-`frontend/expr.py`, calls `frontend/call.py`, subscripts `frontend/index.py`, script classes
-`frontend/classes.py`, annotations/types `frontend/types.py`; errors in `ir/errors.py`, the language
-helpers (`annotate`, `ignore`, ...) in `frontend/lang.py`.
+Owns `compile_function(fn) -> FrontendResult`, `compile_class(cls)` and `FunctionCompiler`,
+which parses the function, creates its one `FrontendState` (frontend/state.py: every field the
+builders share, and the emission primitives) and the builders that compile into it, each a
+plain class holding the state: expressions `frontend/expr.py` (`st.exprs`), calls
+`frontend/call.py` (`st.calls`), method calls `frontend/methods.py` (`st.methods`), subscripts
+`frontend/index.py` (`st.index`), statements `frontend/stmt.py` (`st.stmts`), loops
+`frontend/loops.py` (`st.loops`), in-place writes `frontend/alias.py` (`st.writes`). They call
+each other through the state. A frontend variant changes the language only through
+`FrontendHooks` (state.py); the module frontend (`frontend/module.py`) is one. Also here: script
+classes `frontend/classes.py`, annotations/types `frontend/types.py`; errors in `ir/errors.py`,
+the language helpers (`annotate`, `ignore`, ...) in `frontend/lang.py`.
 
 Invariants of the graphs produced here:
 - Tensor values are typed `TensorType(None, None)`; the specialiser fills dtype/rank per call.
@@ -41,9 +47,14 @@ from dataclasses import dataclass, field
 from . import types as ft
 from .. import ir
 from ..ir.errors import ScriptError
-from .alias import AliasMixin
-from .expr import ExprMixin, Sugar
-from .stmt import StmtMixin
+from .alias import WriteBuilder
+from .call import CallBuilder
+from .expr import ExprBuilder, Sugar
+from .index import IndexBuilder
+from .loops import LoopBuilder
+from .methods import MethodBuilder
+from .state import FrontendHooks, FrontendState
+from .stmt import StmtBuilder
 
 
 @dataclass
@@ -139,116 +150,80 @@ def _defining_frame_locals(code) -> dict | None:
 
 
 # --- the compiler ------------------------------------------------------------------------------
-class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
-    def __init__(self, fn, name=None, self_type=None, scope_extra=None):
-        self.fn = fn
-        self.self_type = self_type
-        self.scope = Scope(fn, scope_extra)
-        self.file = fn.__code__.co_filename
+class FunctionCompiler:
+    """Compiles one function: parses it, builds its `FrontendState` and the builders sharing
+    it, and turns the body into the graph. `hooks` is the frontend variant's (module.py)."""
+
+    def __init__(self, fn, name=None, self_type=None, scope_extra=None, hooks=None):
+        scope = Scope(fn, scope_extra)
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
             raise ScriptError(f"cannot script '{getattr(fn, '__qualname__', fn)}': its source "
                               f"is not available ({e})") from None
         src = "".join(lines)
-        self.src_lines = src.splitlines()
+        src_lines = src.splitlines()
         dedented = textwrap.dedent(src)
-        first_text = next((ln for ln in self.src_lines if ln.strip()), "")
+        first_text = next((ln for ln in src_lines if ln.strip()), "")
         ded_first = next((ln for ln in dedented.splitlines() if ln.strip()), "")
-        self.col_offset = len(first_text) - len(ded_first)
-        self.line_offset = first - 1
+        st = self.st = FrontendState(
+            fn=fn, self_type=self_type, scope=scope,
+            hooks=hooks if hooks is not None else FrontendHooks(),
+            file=fn.__code__.co_filename, src_lines=src_lines, line_offset=first - 1,
+            col_offset=len(first_text) - len(ded_first))
+        st.exprs, st.calls, st.methods = ExprBuilder(st), CallBuilder(st), MethodBuilder(st)
+        st.index, st.stmts, st.loops = IndexBuilder(st), StmtBuilder(st), LoopBuilder(st)
+        st.writes = WriteBuilder(st)
         tree = ast.parse(dedented)
         fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if not fdefs:
             if tree.body and isinstance(tree.body[0], ast.Expr) and \
                     isinstance(tree.body[0].value, ast.Lambda):
-                self.fail("lambda functions are not supported in scripted code", tree.body[0])
+                st.fail("lambda functions are not supported in scripted code", tree.body[0])
             raise ScriptError(f"cannot script '{fn.__qualname__}': not a function definition")
-        self.fdef = fdefs[0]
-        if isinstance(self.fdef, ast.AsyncFunctionDef):
-            self.fail("async functions are not supported in scripted code", self.fdef)
-        self.graph = ir.Graph(name or fn.__name__)
-        self.block = self.graph.block
-        self.env: dict = {}
-        self.cur = self.fdef
-        self.python_ops: list = []
-        self.static_args: set = set()
-        self.partial_names: dict = {}  # name -> the if that defined it on one path only
-        self.loop_depth = 0
-        self.loop_ret = None      # (flag, value) names for `return` inside the next loop
-        self.probing = False      # compiling only to learn return types (frontend_stmt)
-        self.probe_types: list = []
-
-    # -- locations and errors ----------------------------------------------------------------
-    def loc(self, node=None) -> ir.SourceLoc:
-        node = node if node is not None else self.cur
-        line = getattr(node, "lineno", 1)
-        col = getattr(node, "col_offset", 0) + self.col_offset
-        text = self.src_lines[line - 1] if 0 < line <= len(self.src_lines) else ""
-        return ir.SourceLoc(self.file, line + self.line_offset, col, text)
-
-    def fail(self, msg: str, node=None):
-        node = node if node is not None else self.cur
-        end = None
-        if getattr(node, "end_lineno", None) == getattr(node, "lineno", None) and \
-                getattr(node, "end_col_offset", None) is not None:
-            end = node.end_col_offset + self.col_offset
-        raise ScriptError(msg, self.loc(node), end)
-
-    # -- emission ----------------------------------------------------------------------------
-    def emit(self, op: str, inputs, types, attrs=None, blocks=()) -> ir.Node:
-        n = ir.Node(op, inputs, types, attrs=attrs, blocks=blocks, loc=self.loc())
-        self.block.nodes.append(n)
-        self.note_view(n)
-        return n
-
-    def const(self, value, ty=None) -> ir.Value:
-        if ty is None:
-            ty = ft.of_python(value)
-            if ty is None:
-                self.fail(f"cannot use a value of type '{type(value).__name__}' in scripted "
-                          "code")
-        return self.emit("prim::Constant", (), (ty,), {"value": value}).output
-
-    def python_op(self, fn, inputs, types, name=None) -> ir.Node:
-        self.python_ops.append(fn)
-        return self.emit("prim::PythonOp", inputs, types,
-                         {"fn": fn, "name": name or getattr(fn, "__qualname__", "fn"),
-                          "gil": True})
+        st.fdef = fdefs[0]
+        if isinstance(st.fdef, ast.AsyncFunctionDef):
+            st.fail("async functions are not supported in scripted code", st.fdef)
+        st.graph = ir.Graph(name or fn.__name__)
+        st.block = st.graph.block
+        st.cur = st.fdef
+        st.hooks.bind(st)
 
     # -- the function ----------------------------------------------------------------------
     def compile(self) -> FrontendResult:
-        a = self.fdef.args
+        st = self.st
+        a = st.fdef.args
         if a.vararg or a.kwarg:
-            self.fail("*args and **kwargs are not supported in scripted functions",
-                      a.vararg or a.kwarg)
+            st.fail("*args and **kwargs are not supported in scripted functions",
+                    a.vararg or a.kwarg)
         if a.posonlyargs:
-            self.fail("positional-only arguments are not supported", a.posonlyargs[0])
-        sig = inspect.signature(self.fn)
+            st.fail("positional-only arguments are not supported", a.posonlyargs[0])
+        sig = inspect.signature(st.fn)
         defaults = {k: p.default for k, p in sig.parameters.items()
                     if p.default is not inspect.Parameter.empty}
         params = list(a.args) + list(a.kwonlyargs)
         for i, arg in enumerate(params):
-            self.cur = arg
-            if i == 0 and self.self_type is not None:
-                ty = self.self_type
+            st.cur = arg
+            if i == 0 and st.self_type is not None:
+                ty = st.self_type
             elif arg.annotation is None:
                 ty = ft.tensor()
             else:
-                ty = self.annotation(arg.annotation)
+                ty = st.annotation(arg.annotation)
             v = ir.Value(ty, arg.arg)
-            self.block.params.append(v)
-            self.env[arg.arg] = v
-        self.init_aliases()
-        self.ret_type = None
-        if self.fdef.returns is not None:
-            self.ret_type = self.annotation(self.fdef.returns)
-        body = self.fdef.body
+            st.block.params.append(v)
+            st.env[arg.arg] = v
+        st.writes.init_aliases()
+        st.hooks.on_entry()
+        st.ret_type = None
+        if st.fdef.returns is not None:
+            st.ret_type = st.annotation(st.fdef.returns)
+        body = st.fdef.body
         if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
                 and isinstance(body[0].value.value, str):
             body = body[1:]  # the docstring
-        rets = self.stmts(body, FunctionExit(self))
-        n_extra = len(self.arg_tokens)
+        rets = st.stmts.stmts(body, FunctionExit(st))
+        n_extra = len(st.arg_tokens)
         extras = list(rets[len(rets) - n_extra:]) if n_extra else []
         rets = rets[:len(rets) - n_extra]
         out = rets[0]
@@ -256,36 +231,22 @@ class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
         if isinstance(out.type, ir.TupleType):
             returns_tuple = True
             if out.node is not None and out.node.op == "prim::TupleConstruct" and \
-                    out.node in self.block.nodes:
+                    out.node in st.block.nodes:
                 rets = list(out.node.inputs)
             else:
-                self.cur = self.fdef
-                rets = self.emit("prim::TupleUnpack", [out], out.type.elems).outputs
-        self.block.returns = self.finish_mutations(list(rets), extras)
-        close_blocks(self.graph.block)
-        holds = bool(self.python_ops)
-        self.graph.holds_gil = holds
-        for v in self.graph.inputs:  # strings and lists are keyed by value
+                st.cur = st.fdef
+                rets = st.emit("prim::TupleUnpack", [out], out.type.elems).outputs
+        st.block.returns = st.writes.finish_mutations(list(rets), extras)
+        close_blocks(st.graph.block)
+        holds = bool(st.python_ops)
+        st.graph.holds_gil = holds
+        for v in st.graph.inputs:  # strings and lists are keyed by value
             if isinstance(v.type, (ir.StrType, ir.ListType, ir.TupleType, ir.DictType)) and \
                     not any(isinstance(e, ir.TensorType) for e in _elem_types(v.type)):
-                self.static_args.add(v.name)
-        static = tuple(v.name for v in self.graph.inputs if v.name in self.static_args)
-        return FrontendResult(self.graph, static, defaults, sig, returns_tuple, holds,
-                              tuple(self.python_ops))
-
-    def annotation(self, node) -> ir.Type:
-        orig = node  # errors point at the annotation as written (a string is re-parsed)
-        try:
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                node = ast.parse(node.value, mode="eval").body
-                obj = self.scope.eval(node)
-            else:
-                obj = self.scope.eval(node)
-            return ft.from_annotation(obj)
-        except ft.AnnotationError as e:
-            self.fail(str(e), orig)
-        except Exception as e:  # a name the annotation uses does not resolve
-            self.fail(f"cannot resolve the type annotation ({type(e).__name__}: {e})", orig)
+                st.static_args.add(v.name)
+        static = tuple(v.name for v in st.graph.inputs if v.name in st.static_args)
+        return FrontendResult(st.graph, static, defaults, sig, returns_tuple, holds,
+                              tuple(st.python_ops))
 
 
 class FunctionExit:
@@ -293,17 +254,17 @@ class FunctionExit:
 
     returns_value = True  # the first exit value is the function's result
 
-    def __init__(self, c: FunctionCompiler):
-        self.c = c
+    def __init__(self, st):
+        self.st = st
 
     def ret(self, v: ir.Value) -> list:
-        return [v] + self.c.exit_values()
+        return [v] + self.st.writes.exit_values()
 
     def fallthrough(self) -> list:
-        return [self.c.const(None)] + self.c.exit_values()
+        return [self.st.const(None)] + self.st.writes.exit_values()
 
     def brk(self, node):
-        self.c.fail("'break' outside a loop", node)
+        self.st.fail("'break' outside a loop", node)
 
     cont = brk
 

@@ -1,4 +1,4 @@
-"""Subscripts in the scripting frontend (a mixin): `x[idx]` and `x[idx] = v`.
+"""Subscripts in the scripting frontend: `IndexBuilder` (`st.index`), `x[idx]` and `x[idx] = v`.
 
 Tensor reads lower, without knowing the rank, to:
 - `_index_view(x, basic)` when every index element is static: `basic` is a constant tuple of
@@ -72,10 +72,18 @@ def _const_of(v):
     return False, None
 
 
-class IndexMixin:
+class IndexBuilder:
+    """Subscripts for one function (`st.index`): reads `getitem`, writes `setitem`."""
+
+    __slots__ = ("st",)  # its only state is the shared one
+
+    def __init__(self, st):
+        self.st = st
+
     def _index_items(self, slice_node):
         """The index as a list of ("c", static) | ("d", Value) | ("s", (3 parts)) | ("t",
         tensor Value)."""
+        st = self.st
         elts = slice_node.elts if isinstance(slice_node, ast.Tuple) else [slice_node]
         out = []
         for e in elts:
@@ -85,17 +93,17 @@ class IndexMixin:
                     if p is None:
                         parts.append(("c", None))
                         continue
-                    v = self.expr_value(p)
+                    v = st.exprs.expr_value(p)
                     ok, c = _const_of(v)
                     parts.append(("c", c) if ok else ("d", v))
                 out.append(("s", tuple(parts)))
                 continue
             from .expr import Sugar
-            r = self.expr(e)
+            r = st.exprs.expr(e)
             if isinstance(r, Sugar) and r.obj is Ellipsis:
                 out.append(("c", Ellipsis))
                 continue
-            v = self.to_value(r)
+            v = st.exprs.to_value(r)
             ok, c = _const_of(v)
             if ok and (c is None or isinstance(c, int)):
                 out.append(("c", c))
@@ -106,40 +114,42 @@ class IndexMixin:
         return out, not isinstance(slice_node, ast.Tuple)
 
     def getitem(self, base, slice_node, node):
-        base = self.to_value(base)
+        st = self.st
+        base = st.exprs.to_value(base)
         t = ft.base(base.type)
         if isinstance(t, ir.TensorType):
             items, single = self._index_items(slice_node)
-            self.cur = node
+            st.cur = node
             return self.tensor_getitem(base, items, single)
         if isinstance(slice_node, ast.Slice):
             items, _ = self._index_items(slice_node)
-            self.cur = node
+            st.cur = node
             return self._python_getitem(base, items, True, t)
-        idx = self.expr_value(slice_node)
-        self.cur = node
+        idx = st.exprs.expr_value(slice_node)
+        st.cur = node
         if isinstance(t, ir.TupleType):
             ok, k = _const_of(idx)
             if not ok or not isinstance(k, int):
-                self.fail("tuple indices must be integer constants in scripted code",
-                          slice_node)
+                st.fail("tuple indices must be integer constants in scripted code",
+                        slice_node)
             if not -len(t.elems) <= k < len(t.elems):
-                self.fail(f"tuple index {k} is out of range for a tuple of {len(t.elems)}",
-                          slice_node)
+                st.fail(f"tuple index {k} is out of range for a tuple of {len(t.elems)}",
+                        slice_node)
             if base.node is not None and base.node.op == "prim::TupleConstruct":
                 return base.node.inputs[k]
-            return self.emit("prim::TupleIndex", [base, idx], (t.elems[k],)).output
+            return st.emit("prim::TupleIndex", [base, idx], (t.elems[k],)).output
         if isinstance(t, ir.ListType):
-            return self.scalar_op("getitem", [base, idx], t.elem)
+            return st.exprs.scalar_op("getitem", [base, idx], t.elem)
         if isinstance(t, ir.DictType):
-            return self.scalar_op("getitem", [base, idx], t.value)
+            return st.exprs.scalar_op("getitem", [base, idx], t.value)
         if isinstance(t, ir.StrType):
-            return self.scalar_op("getitem", [base, idx], ir.STR)
+            return st.exprs.scalar_op("getitem", [base, idx], ir.STR)
         if isinstance(t, ir.AnyType):
-            return self.scalar_op("getitem", [base, idx], ft.tensor())
-        self.fail(f"a value of type {base.type} cannot be subscripted", node)
+            return st.exprs.scalar_op("getitem", [base, idx], ft.tensor())
+        st.fail(f"a value of type {base.type} cannot be subscripted", node)
 
     def tensor_getitem(self, x, items, single):
+        st = self.st
         if items and items[-1] == ("c", Ellipsis):
             items = items[:-1]
         if not items:
@@ -148,7 +158,7 @@ class IndexMixin:
             pk == "c" for pk, _ in c) for k, c in items)
         if simple:
             basic = tuple(c if k == "c" else tuple(p for _, p in c) for k, c in items)
-            return self.call_op("_index_view", [x, self.const(basic)])
+            return st.calls.call_op("_index_view", [x, st.const(basic)])
         chainable = all(k in ("c", "d", "s") and (k != "s" or all(pk == "c" for pk, _ in c))
                         and c is not Ellipsis for k, c in items)
         if chainable:
@@ -157,15 +167,15 @@ class IndexMixin:
                 if k == "d":
                     if not isinstance(ft.base(c.type), (ir.IntType, ir.BoolType)):
                         return self._python_getitem(x, items, single, ft.tensor())
-                    x = self.call_op("select", [x, self.const(dim), c])
+                    x = st.calls.call_op("select", [x, st.const(dim), c])
                 elif k == "c" and isinstance(c, int):
-                    x = self.call_op("_index_view", [x, self.const((_WHOLE,) * dim + (c,))])
+                    x = st.calls.call_op("_index_view", [x, st.const((_WHOLE,) * dim + (c,))])
                 elif k == "c":  # None: a new axis
-                    x = self.call_op("_index_view", [x, self.const((_WHOLE,) * dim + (None,))])
+                    x = st.calls.call_op("_index_view", [x, st.const((_WHOLE,) * dim + (None,))])
                     dim += 1
                 else:
                     sl = tuple(p for _, p in c)
-                    x = self.call_op("_index_view", [x, self.const((_WHOLE,) * dim + (sl,))])
+                    x = st.calls.call_op("_index_view", [x, st.const((_WHOLE,) * dim + (sl,))])
                     dim += 1
             return x
         ell = [i for i, (k, c) in enumerate(items) if k == "c" and c is Ellipsis]
@@ -176,17 +186,18 @@ class IndexMixin:
     def _ellipsis_getitem(self, x, before, after, single):
         """`x[a, ..., i, None]`: the items after the Ellipsis count from the end (negative
         dims, right to left), so no rank is needed: ints select, None unsqueezes."""
+        st = self.st
         tail = 0  # result dims already produced to the right of the current item
         for k, c in reversed(after):
             if c is None and k == "c":
-                x = self.call_op("unsqueeze", [x, self.const(-(tail + 1))])
+                x = st.calls.call_op("unsqueeze", [x, st.const(-(tail + 1))])
                 tail += 1
             else:
-                i = c if k == "d" else self.const(c)
+                i = c if k == "d" else st.const(c)
                 if k == "d" and not isinstance(ft.base(c.type), (ir.IntType, ir.BoolType)):
                     return self._python_getitem(x, before + [("c", Ellipsis)] + after,
                                                 single, ft.tensor())
-                x = self.call_op("select", [x, self.const(-(tail + 1)), i])
+                x = st.calls.call_op("select", [x, st.const(-(tail + 1)), i])
         return self.tensor_getitem(x, before, single) if before else x
 
     def _spec(self, items):
@@ -202,21 +213,23 @@ class IndexMixin:
         return tuple(enc(k, c) for k, c in items), dyn
 
     def _python_getitem(self, x, items, single, out_type):
+        st = self.st
         spec, dyn = self._spec(items)
         fn = GetItem(spec)
         fn.single = single
-        n = self.python_op(fn, [x] + dyn, (out_type,), name="getitem")
+        n = st.python_op(fn, [x] + dyn, (out_type,), name="getitem")
         if isinstance(ft.base(x.type), ir.TensorType) and not any(k == "t" for k, _ in items):
-            self.note_alias(n.output, x, n)  # a basic index: a view, written back by SetItem
+            st.writes.note_alias(n.output, x, n)  # a basic index: a view, written back by SetItem
         return n.output
 
     def setitem(self, base, slice_node, v, node):
         """`base[idx] = v`: the new contents of base (the caller rebinds, frontend_alias)."""
+        st = self.st
         t = ft.base(base.type)
         if isinstance(t, ir.TupleType):
-            self.fail("tuples are immutable: cannot assign to a tuple element", node)
+            st.fail("tuples are immutable: cannot assign to a tuple element", node)
         items, single = self._index_items(slice_node)
-        self.cur = node
+        st.cur = node
         if isinstance(t, ir.TensorType):
             its = items[:-1] if items and items[-1] == ("c", Ellipsis) else items
             if all(k == "c" and c is not Ellipsis or k == "s" and all(pk == "c" for pk, _ in c)
@@ -224,16 +237,16 @@ class IndexMixin:
                 basic = tuple(c if k == "c" else tuple(p for _, p in c) for k, c in its)
                 if all(b is None or isinstance(b, int) and not isinstance(b, bool) or
                        isinstance(b, tuple) and (b[2] is None or b[2] > 0) for b in basic):
-                    return self.write_op(base, v, basic)
+                    return st.writes.write_op(base, v, basic)
             if its and not any(k == "t" for k, _ in its):
                 # runtime ints, an Ellipsis: write into the view a read makes (a chain of
                 # select/_index_view, or a getitem PythonOp for runtime slice bounds); the
                 # write goes back up through `_select_write` (compiled) or a setitem PythonOp
                 view = self.tensor_getitem(base, list(its), single)
-                self.cur = node
-                self.mutate(view, self.write_op(view, v), node)
+                st.cur = node
+                st.writes.mutate(view, st.writes.write_op(view, v), node)
                 return None
         spec, dyn = self._spec(items)
         fn = SetItem(spec)
         fn.single = single
-        return self.python_op(fn, [base] + dyn + [v], (base.type,), name="setitem").output
+        return st.python_op(fn, [base] + dyn + [v], (base.type,), name="setitem").output

@@ -1,5 +1,6 @@
-"""The frontend for `nn.Module` methods (a `frontend.FunctionCompiler` whose `self` is
-resolved at compile time, never a graph input); used by script/runtime/module.py (ScriptModule).
+"""The frontend for `nn.Module` methods: a `frontend.FunctionCompiler` with `ModuleHooks`
+(state.FrontendHooks), so `self` is resolved at compile time, never a graph input; used by
+script/runtime/module.py (ScriptModule).
 
 Owns `compile_method(module, name, ctx) -> Compiled`:
 - `self.<param or buffer>` (and plain tensor attributes) become GRAPH INPUTS, created on first
@@ -18,14 +19,16 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import inspect
 
 from ..._tensor import Tensor
 from . import types as ft
 from .. import ir
 from ..ir.errors import ScriptError
+from .expr import Sugar
 from .function import FunctionCompiler
-from .expr import BoundMethod, Sugar
+from .state import UNHANDLED, FrontendHooks
 
 class ModRef:
     """A submodule reached from the compiled method's `self` (path relative to it)."""
@@ -76,25 +79,31 @@ def _is_chain(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-class ModuleCompiler(FunctionCompiler):
-    def __init__(self, fn, module, name, ctx):
-        super().__init__(fn, name, self_type=ir.NONE)
+class ModuleHooks(FrontendHooks):
+    """The module frontend's hooks (state.FrontendHooks): `self` and what it reaches are
+    compile-time objects. Its own state is the module, the compile context and the two
+    tables below; the builders' state is `self.st`."""
+
+    def __init__(self, module, ctx):
         self.mod = module
         self.ctx = ctx                    # shared by a compile and its submodule compiles
-        self.self_name = self.fdef.args.args[0].arg if self.fdef.args.args else "self"
+        self.self_name = "self"
         self.param_values: dict = {}      # path -> graph input
         self.mod_env: dict = {}           # local names bound to submodules
 
+    def bind(self, st):
+        super().bind(st)
+        self.self_name = st.fdef.args.args[0].arg if st.fdef.args.args else "self"
+
     # -- names and attributes -----------------------------------------------------------------
-    def resolve_name(self, name, node):
+    def resolve_name(self, name):
         if name in self.mod_env:
             return self.mod_env[name]
         if name == self.self_name:
             return ModRef(self.mod, "")
-        return super().resolve_name(name, node)
+        return UNHANDLED
 
-    def init_aliases(self):
-        super().init_aliases()
+    def on_entry(self):
         # Register every tensor attribute the body names as a storage at function entry, so
         # writes inside branches and loops are carried out of them and written back.
         for path in self._tensor_attr_paths():
@@ -104,7 +113,7 @@ class ModuleCompiler(FunctionCompiler):
         """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
         chains in this method's body name (first seen first)."""
         paths = []
-        for node in ast.walk(self.fdef):
+        for node in ast.walk(self.st.fdef):
             chain = []
             while isinstance(node, ast.Attribute):
                 chain.append(node.attr)
@@ -132,35 +141,27 @@ class ModuleCompiler(FunctionCompiler):
         return paths
 
     def param_value(self, path: str) -> ir.Value:
+        st = self.st
         v = self.param_values.get(path)
         if v is None:
             v = ir.Value(ft.tensor(), "self_" + path.replace(".", "_"))
-            self.graph.block.params.append(v)
+            st.graph.block.params.append(v)
             self.param_values[path] = v
             # a storage of its own, like a tensor argument: in-place writes to a buffer
             # (`self.num_batches_tracked.add_(1)`) are written back to the module's tensor
             tok = f"$root:{v.name}"
-            self.env[tok] = v
-            self.alias[v.uid] = (tok, ())
-            self.arg_tokens.append((tok, len(self.graph.block.params) - 1))
-        return self.env.get(f"$root:{v.name}", v)  # the buffer's current value after writes
+            st.env[tok] = v
+            st.alias[v.uid] = (tok, ())
+            st.arg_tokens.append((tok, len(st.graph.block.params) - 1))
+        return st.env.get(f"$root:{v.name}", v)  # the buffer's current value after writes
 
-    def e_Attribute(self, node):
-        base = self.expr(node.value)
-        self.cur = node
-        if isinstance(base, Sugar) and isinstance(base.obj, ModRef):
-            return self.mod_attr(base.obj, node.attr, node)
-        if isinstance(base, Sugar):  # as FunctionCompiler.e_Attribute (base compiled once)
-            try:
-                return Sugar(getattr(base.obj, node.attr))
-            except AttributeError:
-                self.fail(f"'{getattr(base.obj, '__name__', base.obj)}' has no attribute "
-                          f"'{node.attr}'", node)
-        if isinstance(base, BoundMethod):
-            self.fail("attribute of a method", node)
-        return self.attribute(base, node.attr, node)
+    def static_attribute(self, obj, name, node):
+        if isinstance(obj, ModRef):
+            return self.mod_attr(obj, name, node)
+        return UNHANDLED
 
     def mod_attr(self, ref: ModRef, name: str, node):
+        st = self.st
         m = ref.module
         path = f"{ref.path}.{name}" if ref.path else name
         d = m.__dict__
@@ -168,11 +169,11 @@ class ModuleCompiler(FunctionCompiler):
             if name in d.get(store, {}):
                 t = d[store][name]
                 self.ctx.guards.append((m, name, None if t is None else "T"))
-                return self.const(None) if t is None else self.param_value(path)
+                return st.const(None) if t is None else self.param_value(path)
         if name in d.get("_modules", {}):
             sub = d["_modules"][name]
             self.ctx.guards.append((m, name, None if sub is None else "M"))
-            return self.const(None) if sub is None else Sugar(ref.sub(name, sub))
+            return st.const(None) if sub is None else Sugar(ref.sub(name, sub))
         if name in d:
             v = d[name]
             if isinstance(v, Tensor):
@@ -180,53 +181,55 @@ class ModuleCompiler(FunctionCompiler):
                 return self.param_value(path)
             if ft.of_python(v) is not None:
                 self.ctx.guards.append((m, name, _freeze_value(v)))
-                return self.const(list(v) if isinstance(v, list) else v)
-            self.fail(f"module attribute '{path}' of {type(m).__name__} has type "
-                      f"{type(v).__name__}, which scripted code cannot use (supported: "
-                      "parameters, buffers, submodules, int/float/bool/str/None and "
-                      "tuples/lists/dicts of those)", node)
+                return st.const(list(v) if isinstance(v, list) else v)
+            st.fail(f"module attribute '{path}' of {type(m).__name__} has type "
+                    f"{type(v).__name__}, which scripted code cannot use (supported: "
+                    "parameters, buffers, submodules, int/float/bool/str/None and "
+                    "tuples/lists/dicts of those)", node)
         if name == "__class__":
             return Sugar(type(m))
         cls_attr = inspect.getattr_static(type(m), name, None)
         if inspect.isfunction(cls_attr):
             return Sugar(ModMethod(ref, name))
         if isinstance(cls_attr, (int, float, bool, str)) and not callable(cls_attr):
-            return self.const(cls_attr)
+            return st.const(cls_attr)
         if cls_attr is None and not hasattr(type(m), name):
-            self.fail(f"module '{type(m).__name__}' has no attribute '{name}'", node)
-        self.fail(f"module attribute '{path}' of {type(m).__name__} "
-                  f"({type(cls_attr).__name__}) is not supported in scripted code", node)
+            st.fail(f"module '{type(m).__name__}' has no attribute '{name}'", node)
+        st.fail(f"module attribute '{path}' of {type(m).__name__} "
+                f"({type(cls_attr).__name__}) is not supported in scripted code", node)
 
     # -- calls --------------------------------------------------------------------------------
-    def call(self, node):
+    def rewrite_call(self, node):
         # `f(*args)` where args is a tuple built in this function (`args = (x, self.k)`):
         # spread its elements (bound to hidden names) as positional arguments
+        st = self.st
         if any(isinstance(a, ast.Starred) for a in node.args):
             new = []
             for a in node.args:
                 if not isinstance(a, ast.Starred):
                     new.append(a)
                     continue
-                v = self.expr(a.value)
+                v = st.exprs.expr(a.value)
                 if isinstance(v, Sugar) and isinstance(v.obj, tuple):
                     elems = [Sugar(e) for e in v.obj]
                 else:
-                    v = self.to_value(v)
+                    v = st.exprs.to_value(v)
                     if not isinstance(ft.base(v.type), ir.TupleType):
-                        self.fail("*args in calls is only supported on tuples in scripted code",
-                                  a)
-                    elems = self.unpack(v, len(ft.base(v.type).elems), a)
+                        st.fail("*args in calls is only supported on tuples in scripted code",
+                                a)
+                    elems = st.exprs.unpack(v, len(ft.base(v.type).elems), a)
                 for e in elems:
-                    tmp = f"$star{len(self.env)}_{id(e)}"
+                    tmp = f"$star{len(st.env)}_{id(e)}"
                     if isinstance(e, Sugar):
                         self.mod_env[tmp] = e.obj
                     else:
-                        self.env[tmp] = e
+                        st.env[tmp] = e
                     new.append(ast.copy_location(ast.Name(tmp, ast.Load()), a))
             node = ast.copy_location(ast.Call(node.func, new, node.keywords), node)
-        return super().call(node)
+        return node
 
     def call_python(self, obj, node):
+        st = self.st
         if isinstance(obj, ModRef):
             return self.module_call(obj, "forward", node)
         if isinstance(obj, ModMethod):
@@ -237,90 +240,86 @@ class ModuleCompiler(FunctionCompiler):
             if ref is not None:
                 if obj is builtins.type:  # `type(self)._fn(x)`: the class, static
                     return Sugar(type(ref.module))
-                return self.const(len(ref.module))
+                return st.const(len(ref.module))
         if obj is builtins.type and len(node.args) == 1 and not node.keywords:
-            v = self.expr(node.args[0])  # type(x) of a tensor: static (error messages use it)
+            v = st.exprs.expr(node.args[0])  # type(x) of a tensor: static (error messages)
             if isinstance(v, ir.Value) and isinstance(ft.base(v.type), ir.TensorType):
                 return Sugar(Tensor)
-        return super().call_python(obj, node)
+        return UNHANDLED
 
     def module_call(self, ref: ModRef, name: str, node):
+        st = self.st
         m = ref.module
         n_args = len(node.args) + len(node.keywords)
         c = compile_method(m, name, self.ctx, form="call_state" if n_args > 1 else "call")
-        self.python_ops.extend(c.res.python_ops)
-        args, kwargs = self._args(node)
+        st.python_ops.extend(c.res.python_ops)
+        args, kwargs = st.calls.eval_args(node)
         try:
             bound = c.signature.bind(*args, **kwargs)
         except TypeError as e:
-            self.fail(f"{type(m).__name__}.{name}(): {e}", node)
+            st.fail(f"{type(m).__name__}.{name}(): {e}", node)
         ins = []
         user = c.graph.inputs[:len(c.graph.inputs) - len(c.param_paths)]
         for p, gv in zip(c.signature.parameters, user):
             if p in bound.arguments:
-                ins.append(self.coerce(bound.arguments[p], gv.type, node))
+                ins.append(st.exprs.coerce(bound.arguments[p], gv.type, node))
             else:
                 dv = c.res.defaults[p]
-                ins.append(self.const(dv) if ft.of_python(dv) is not None
-                           else self.const(dv, gv.type))
+                ins.append(st.const(dv) if ft.of_python(dv) is not None
+                           else st.const(dv, gv.type))
         for p in c.param_paths:
             ins.append(self.param_value(f"{ref.path}.{p}" if ref.path else p))
-        self.cur = node
-        n = self.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
-                      {"fn": c.graph})
+        st.cur = node
+        n = st.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
+                    {"fn": c.graph})
         # the callee's writes to its arguments and buffers (extra outputs after its results)
         # are writes here too, so they reach the caller's storages
         mut = tuple(getattr(c.graph, "mutated_inputs", ()) or ())
         results = n.outputs[:len(n.outputs) - len(mut)]
         for i, new in zip(mut, n.outputs[len(results):]):
-            self.mutate(n.inputs[i], new, node)
+            st.writes.mutate(n.inputs[i], new, node)
         if c.res.returns_tuple:
-            return self.emit("prim::TupleConstruct", results,
-                             (ir.TupleType([o.type for o in results]),)).output
+            return st.emit("prim::TupleConstruct", results,
+                           (ir.TupleType([o.type for o in results]),)).output
         return results[0]
 
-    def message_parts(self, node) -> list:
+    def formatted_value(self, part):
         # `f"{self!r}: ..."` in a layer's error message: the module's repr, folded
-        if isinstance(node, ast.JoinedStr):
-            out = []
-            for p in node.values:
-                if isinstance(p, ast.FormattedValue) and p.format_spec is None and \
-                        self._container(p.value) is not None:
-                    m = self._container(p.value).module
-                    out.append(self.const(repr(m) if p.conversion == 114 else str(m)))
-                else:
-                    out.extend(super().message_parts(ast.JoinedStr(values=[p])))
-            return out
-        return super().message_parts(node)
+        ref = self._container(part.value)
+        if ref is None:
+            return UNHANDLED
+        m = ref.module
+        return self.st.const(repr(m) if part.conversion == 114 else str(m))
 
     # -- module containers ----------------------------------------------------------------------
     def _container(self, node):
         if not _is_chain(node) and not (isinstance(node, ast.Subscript) and
                                         _is_chain(node.value)):
             return None
-        v = self.expr(node)
+        v = self.st.exprs.expr(node)
         return v.obj if isinstance(v, Sugar) and isinstance(v.obj, ModRef) else None
 
-    def e_Subscript(self, node):
+    def subscript(self, node):
         ref = self._container(node.value)
-        if ref is not None:
-            key = node.slice
-            if not isinstance(key, ast.Constant):
-                self.fail("indexing a module container needs a constant index in scripted "
-                          "code", node)
-            try:
-                if isinstance(key.value, str):
-                    sub = ref.module[key.value]
-                    return Sugar(ref.sub(key.value, sub))
-                items = list(ref.module._modules.items())
-                k, sub = items[key.value]
-                return Sugar(ref.sub(k, sub))
-            except (KeyError, IndexError, TypeError) as e:
-                self.fail(f"bad index into {type(ref.module).__name__}: {e}", node)
-        return super().e_Subscript(node)
+        if ref is None:
+            return UNHANDLED
+        key = node.slice
+        if not isinstance(key, ast.Constant):
+            self.st.fail("indexing a module container needs a constant index in scripted "
+                         "code", node)
+        try:
+            if isinstance(key.value, str):
+                sub = ref.module[key.value]
+                return Sugar(ref.sub(key.value, sub))
+            items = list(ref.module._modules.items())
+            k, sub = items[key.value]
+            return Sugar(ref.sub(k, sub))
+        except (KeyError, IndexError, TypeError) as e:
+            self.st.fail(f"bad index into {type(ref.module).__name__}: {e}", node)
 
     def _static_items(self, node):
         """Items of an unrollable iteration over module containers, or None."""
+        st = self.st
         ref = self._container(node)
         if ref is not None:
             return [Sugar(ref.sub(k, m)) for k, m in ref.module._modules.items()]
@@ -336,14 +335,14 @@ class ModuleCompiler(FunctionCompiler):
             if f.attr == "values":
                 return [Sugar(ref.sub(k, m)) for k, m in mods]
             if f.attr == "keys":
-                return [self.const(k) for k, _ in mods]
-            return [(self.const(k), Sugar(ref.sub(k, m))) for k, m in mods]
+                return [st.const(k) for k, _ in mods]
+            return [(st.const(k), Sugar(ref.sub(k, m))) for k, m in mods]
         if isinstance(f, ast.Name) and f.id in ("enumerate", "zip") and node.args:
-            fn = self.resolve_name(f.id, f)
+            fn = st.exprs.resolve_name(f.id, f)
             if fn is enumerate and len(node.args) == 1:
                 inner = self._static_items(node.args[0])
                 return None if inner is None else \
-                    [(self.const(i), x) for i, x in enumerate(inner)]
+                    [(st.const(i), x) for i, x in enumerate(inner)]
             if fn is zip:
                 parts = [self._static_items(a) for a in node.args]
                 if any(p is None for p in parts):
@@ -352,44 +351,48 @@ class ModuleCompiler(FunctionCompiler):
         return None
 
     def for_stmt(self, s):
-        self.cur = s
+        st = self.st
+        st.cur = s
         items = self._static_items(s.iter)
         if items is None:
-            return super().for_stmt(s)
+            return False
         if s.orelse:
-            self.fail("for ... else is not supported in scripted code", s)
+            st.fail("for ... else is not supported in scripted code", s)
         for n in ast.walk(ast.Module(body=s.body, type_ignores=[])):
             if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
-                self.fail(f"'{type(n).__name__.lower()}' in a loop over modules is not "
-                          "supported in scripted code", n)
+                st.fail(f"'{type(n).__name__.lower()}' in a loop over modules is not "
+                        "supported in scripted code", n)
         for it in items:
-            self.assign(s.target, it)
-            self.block_stmts(s.body)
+            st.stmts.assign(s.target, it)
+            st.stmts.block_stmts(s.body)
+        return True
 
-    def in_block(self, block, fn):
+    @contextlib.contextmanager
+    def branch(self):
         # static bindings made in a branch stay in it (as the branch's env does)
         saved = dict(self.mod_env)
         try:
-            return super().in_block(block, fn)
+            yield
         finally:
             self.mod_env = saved
 
     def assign(self, t, v):
+        st = self.st
         if isinstance(v, tuple) and isinstance(t, (ast.Tuple, ast.List)):
             if len(v) != len(t.elts):
-                self.fail(f"cannot unpack {len(v)} values into {len(t.elts)}", t)
+                st.fail(f"cannot unpack {len(v)} values into {len(t.elts)}", t)
             for e, p in zip(t.elts, v):
-                self.assign(e, p)
-            return
+                st.stmts.assign(e, p)
+            return None
         if isinstance(t, ast.Name):
             if isinstance(v, Sugar) and ft.of_python(v.obj) is not None:
-                v = self.to_value(v)  # a static number/str/tuple: an ordinary constant
-            elif isinstance(v, Sugar) and not self.loop_depth:  # `fn = type(self)._fn`
+                v = st.exprs.to_value(v)  # a static number/str/tuple: an ordinary constant
+            elif isinstance(v, Sugar) and not st.loop_depth:  # `fn = type(self)._fn`
                 self.mod_env[t.id] = v.obj
-                self.env.pop(t.id, None)
-                return
+                st.env.pop(t.id, None)
+                return None
             self.mod_env.pop(t.id, None)
-        return super().assign(t, v)
+        return v
 
 
 class _Ctx:
@@ -428,13 +431,14 @@ def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
     outer = ctx.guards
     ctx.guards = []
     try:
-        c = ModuleCompiler(fn, module, f"{type(module).__name__}.{name}", ctx)
-        res = c.compile()
+        hooks = ModuleHooks(module, ctx)
+        res = FunctionCompiler(fn, f"{type(module).__name__}.{name}", self_type=ir.NONE,
+                               hooks=hooks).compile()
         guards = ctx.guards
     finally:
         ctx.guards = outer + ctx.guards
     g = res.graph
-    if g.inputs and g.inputs[0].name == c.self_name:  # `self` was resolved statically
+    if g.inputs and g.inputs[0].name == hooks.self_name:  # `self` was resolved statically
         used = any(g.inputs[0] in n.inputs for n in _all_nodes(g.block)) or \
             g.inputs[0] in g.block.returns
         if used:
@@ -447,7 +451,7 @@ def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
             g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
     sig = inspect.signature(fn)
     sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-    out = Compiled(res, list(c.param_values), guards, sig, adapter)
+    out = Compiled(res, list(hooks.param_values), guards, sig, adapter)
     ctx.methods[key] = out
     return out
 
