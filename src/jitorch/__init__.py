@@ -30,6 +30,8 @@ from . import utils  # noqa: E402  (`jitorch.utils.data`)
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
+from . import profiler  # noqa: E402  (`jitorch.profiler`; `jitorch.autograd.profiler`)
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

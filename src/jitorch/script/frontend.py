@@ -43,6 +43,7 @@ from . import ir
 from .errors import ScriptError
 from .frontend_alias import AliasMixin
 from .frontend_expr import ExprMixin, Sugar
+from .frontend_markers import strip_markers
 from .frontend_stmt import StmtMixin
 
 
@@ -167,7 +168,9 @@ class FunctionCompiler(AliasMixin, StmtMixin, ExprMixin):
         self.fdef = fdefs[0]
         if isinstance(self.fdef, ast.AsyncFunctionDef):
             self.fail("async functions are not supported in scripted code", self.fdef)
+        self.fdef, markers = strip_markers(self.fdef, self.scope, self.fail)
         self.graph = ir.Graph(name or fn.__name__)
+        self.graph.profile_markers = markers  # record_function names (profiler ranges)
         self.block = self.graph.block
         self.env: dict = {}
         self.cur = self.fdef
