@@ -33,18 +33,33 @@ def test_eager_ops_recorded_with_shapes_and_memory():
 
 
 def test_no_profiler_active_records_nothing():
-    x = jitorch.ones(3)
-    with profile() as prof:
-        jitorch.add(x, x)
-    n = len(prof.events())
-    assert _profiling.collector[0] is None
-    # the scripted-call hook is removed again: the class has its own __call__ back
+    from jitorch.profiler._collector import Collector, _profiled_call
     from jitorch.script.runtime import ScriptFunction
-    from jitorch.profiler._collector import _profiled_call
+
+    @jitorch.jit.script
+    def idle_fn(x):
+        return x + 1.0
+
+    x = jitorch.ones(3)
+    c = Collector()
+    c.start()
+    assert _profiling.collector[0] is c and ScriptFunction.__call__ is _profiled_call
+    jitorch.add(x, x)
+    idle_fn(x)
+    with record_function("while_on"):
+        pass
+    c.stop()
+    n = len(c.events)
+    assert {"aten::add", "script::idle_fn", "while_on"} <= {e.name for e in c.events}
+    # stopped: the switch is off and the scripted-call hook is gone again
+    assert _profiling.collector[0] is None
     assert ScriptFunction.__call__ is not _profiled_call
     jitorch.add(x, x)
     jitorch.mul(x, 2.0)
-    assert len(prof.events()) == n
+    idle_fn(x)
+    with record_function("while_off"):
+        pass
+    assert len(c.events) == n
     with profile() as second:
         pass
     assert len(second.events()) == 0
@@ -129,7 +144,10 @@ def test_marker_with_return_inside():
         with jitorch.autograd.profiler.record_function("ret_region"):
             return x * 3.0
 
-    np.testing.assert_allclose(early(jitorch.ones(3)).numpy(), 3.0)
+    assert early.graph.profile_markers == ("ret_region",)
+    with profile() as prof:
+        np.testing.assert_allclose(early(jitorch.ones(3)).numpy(), 3.0)
+    assert "ret_region" in _names(prof)
 
 
 def _row(table, name):

@@ -73,10 +73,11 @@ class Collector:
 
     # -- ranges --------------------------------------------------------------------------------
     def _stack(self) -> list:
-        st = getattr(self._tls, "stack", None)
-        if st is None:
+        try:
+            return self._tls.stack
+        except AttributeError:
             st = self._tls.stack = []
-        return st
+            return st
 
     def begin(self, name: str, cat: str, shapes=None, stack=None) -> FunctionEvent:
         st = self._stack()

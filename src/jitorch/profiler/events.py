@@ -30,6 +30,7 @@ def _attr_name(name: str) -> str:
 class _Times:
     """The `*_str` forms and the device columns (always 0: jitorch profiles the CPU)."""
 
+    __slots__ = ()
     device_time_total = 0.0
     self_device_time_total = 0.0
     device_time = 0.0
@@ -70,6 +71,10 @@ class FunctionEvent(_Times):
     `cpu_parent`, memory the range allocated (`cpu_memory_usage`, with profile_memory) and
     `args` (what the Chrome trace shows: a compile's reason, a marker's meaning)."""
 
+    __slots__ = ("id", "name", "thread", "start_ns", "end_ns", "cat", "input_shapes", "stack",
+                 "cpu_children", "cpu_parent", "own_memory", "_args")
+    count = 1
+
     def __init__(self, id, name, thread, start_ns, cat="cpu_op", input_shapes=None,
                  stack=None):
         self.id = id
@@ -80,12 +85,24 @@ class FunctionEvent(_Times):
         self.cat = cat
         self.input_shapes = input_shapes if input_shapes is not None else []
         self.stack = stack if stack is not None else []
-        self.cpu_children: list = []
+        self.cpu_children = []
         self.cpu_parent = None
         self.own_memory = 0  # bytes this range itself allocated (children excluded)
-        self.args: dict = {}
-        self.count = 1
-        self.is_user_annotation = cat == "user_annotation"
+        self._args = None  # made on first use: most events have none
+
+    @property
+    def args(self) -> dict:
+        if self._args is None:
+            self._args = {}
+        return self._args
+
+    @args.setter
+    def args(self, value):
+        self._args = value
+
+    @property
+    def is_user_annotation(self) -> bool:
+        return self.cat == "user_annotation"
 
     key = property(lambda self: self.name)
 
@@ -283,7 +300,8 @@ def chrome_trace(events, meta: dict) -> dict:
             args["Input Dims"] = e.input_shapes
         if e.stack:
             args["Call stack"] = ";".join(e.stack)
-        args.update(e.args)
+        if e._args:
+            args.update(e._args)
         out.append({"ph": "X", "cat": e.cat, "name": e.name, "pid": pid, "tid": e.thread,
                     "ts": ts, "dur": e.cpu_time_total, "args": args})
         if e.own_memory:
