@@ -124,7 +124,7 @@ def test_scripted_call_compile_and_marker():
 
 def test_marker_errors_in_script():
     def bad(x):
-        with jitorch.profiler.record_function("m") as r:
+        with jitorch.profiler.record_function("m") as r:  # noqa: F841
             y = x + 1.0
         return y
     with pytest.raises(jitorch.jit.ScriptError, match="as' target"):
@@ -272,8 +272,9 @@ def test_schedule_steps_and_trace_handler(tmp_path):
     ready = []
 
     def on_ready(p):
-        ready.append((p.step_num, sorted({e.name for e in p.events()
-                                          if e.name.startswith("ProfilerStep")})))
+        steps = [e for e in p.events() if e.name == "ProfilerStep*"]  # PyTorch's name
+        ready.append((p.step_num, sorted(e.trace_name for e in steps)))
+        assert _row(p.key_averages().table(), "ProfilerStep*").split()[-1] == "2"
         tensorboard_trace_handler(str(tmp_path / "tb"), worker_name="w")(p)
 
     with profile(schedule=schedule(wait=1, warmup=1, active=2, repeat=2),
@@ -293,6 +294,14 @@ def test_schedule_steps_and_trace_handler(tmp_path):
     # ops run inside the step ranges
     steps = {e["name"]: e for e in data["traceEvents"] if e.get("name", "").startswith("Prof")}
     assert set(steps) == {"ProfilerStep#2", "ProfilerStep#3"}
+    # acc_events=True keeps the earlier cycles' events
+    with profile(schedule=schedule(wait=0, warmup=1, active=1, repeat=2),
+                 acc_events=True) as p:
+        for step in range(5):
+            jitorch.add(x, float(step))
+            p.step()
+    assert sorted(e.trace_name for e in p.events() if e.name == "ProfilerStep*") == \
+        ["ProfilerStep#1", "ProfilerStep#3"]
 
 
 def test_activities_and_errors():
@@ -329,3 +338,50 @@ def test_profiled_ops_on_other_threads():
         jitorch.add(x, x)
     ev = {e.name: e for e in prof.events()}
     assert ev["aten::sub"].thread != ev["aten::add"].thread
+
+
+def test_pytorch_profiler_recipe_runs_unchanged(tmp_path):
+    """PyTorch's profiler recipe, as written for PyTorch (the model and data made small)."""
+    import jitorch as torch
+    import jitorch.nn as nn
+    from jitorch.profiler import profile, record_function, ProfilerActivity, schedule
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 5))
+    inputs = torch.randn(2, 3, 8, 8)
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+        with record_function("model_inference"):
+            model(inputs)
+    t = prof.key_averages().table(sort_by="cpu_time_total", row_limit=10)
+    assert _row(t, "model_inference").split()[-1] == "1"
+    t = prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total",
+                                                            row_limit=10)
+    assert "[[2, 3, 8, 8], [4, 3, 3, 3], [4]]" in t  # conv2d(input, weight, bias)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True,
+                 record_shapes=True) as prof:
+        model(inputs)
+    t = prof.key_averages().table(sort_by="self_cpu_memory_usage", row_limit=10)
+    assert "Self CPU Mem" in t
+    prof.export_chrome_trace(str(tmp_path / "trace.json"))
+    with profile(activities=[ProfilerActivity.CPU], with_stack=True) as prof:
+        model(inputs)
+    prof.key_averages(group_by_stack_n=5).table(sort_by="self_cuda_time_total", row_limit=2)
+    prof.export_stacks(str(tmp_path / "profiler_stacks.txt"), "self_cuda_time_total")
+    assert (tmp_path / "profiler_stacks.txt").read_text() == ""  # no device time here
+
+    traces = []
+
+    def trace_handler(p):
+        p.key_averages().table(sort_by="self_cuda_time_total", row_limit=10)
+        path = str(tmp_path / f"trace_{p.step_num}.json")
+        p.export_chrome_trace(path)
+        traces.append(path)
+
+    with profile(activities=[ProfilerActivity.CPU],
+                 schedule=schedule(skip_first=1, wait=1, warmup=1, active=2, repeat=2),
+                 on_trace_ready=trace_handler) as p:
+        for idx in range(12):
+            model(inputs)
+            p.step()
+    # (PyTorch 2.13 gives the same steps: a cycle is saved at the step() after its last one)
+    assert [os.path.basename(x) for x in traces] == ["trace_5.json", "trace_9.json"]
+    assert all(json.load(open(x))["traceEvents"] for x in traces)

@@ -6,7 +6,7 @@ allocated bytes and user stacks on request; `key_averages().table()`, `export_ch
 `export_stacks` and `tensorboard_trace_handler` read them out in PyTorch's formats.
 """
 from .events import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
-from .profiler import (ProfilerAction, ProfilerActivity, _KinetoProfile, profile,  # noqa: F401
+from .profiler import (ProfilerAction, ProfilerActivity, profile,  # noqa: F401
                        schedule, supported_activities, tensorboard_trace_handler)
 from .record_function import record_function  # noqa: F401
 

@@ -72,7 +72,7 @@ class FunctionEvent(_Times):
     `args` (what the Chrome trace shows: a compile's reason, a marker's meaning)."""
 
     __slots__ = ("id", "name", "thread", "start_ns", "end_ns", "cat", "input_shapes", "stack",
-                 "cpu_children", "cpu_parent", "own_memory", "_args")
+                 "cpu_children", "cpu_parent", "own_memory", "_args", "trace_name")
     count = 1
 
     def __init__(self, id, name, thread, start_ns, cat="cpu_op", input_shapes=None,
@@ -89,6 +89,7 @@ class FunctionEvent(_Times):
         self.cpu_parent = None
         self.own_memory = 0  # bytes this range itself allocated (children excluded)
         self._args = None  # made on first use: most events have none
+        self.trace_name = None  # the Chrome trace's name when it differs ("ProfilerStep#3")
 
     @property
     def args(self) -> dict:
@@ -302,7 +303,8 @@ def chrome_trace(events, meta: dict) -> dict:
             args["Call stack"] = ";".join(e.stack)
         if e._args:
             args.update(e._args)
-        out.append({"ph": "X", "cat": e.cat, "name": e.name, "pid": pid, "tid": e.thread,
+        out.append({"ph": "X", "cat": e.cat, "name": e.trace_name or e.name, "pid": pid,
+                    "tid": e.thread,
                     "ts": ts, "dur": e.cpu_time_total, "args": args})
         if e.own_memory:
             out.append({"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]",

@@ -124,8 +124,9 @@ class _Profile:
     """What both profilers share: a collector per recorded window and its events."""
 
     def __init__(self, *, record_shapes=False, profile_memory=False, with_stack=False,
-                 with_flops=False, with_modules=False):
+                 with_flops=False, with_modules=False, acc_events=False):
         self.record_shapes = record_shapes
+        self.acc_events = acc_events  # keep the events of earlier schedule cycles
         self.profile_memory = profile_memory
         self.with_stack = with_stack
         # FLOPs are not estimated (no op declares a formula): the table leaves the column out,
@@ -144,8 +145,14 @@ class _Profile:
 
     def _stop_trace(self) -> None:
         if self._collector is not None:
-            self._events = self._collector.stop()
-            self._events._trace_meta["metadata"] = dict(self._metadata)
+            events = self._collector.stop()
+            for e in events:  # the steps are one row of the table, as in PyTorch
+                if e.cat == "user_annotation" and e.name.startswith("ProfilerStep#"):
+                    e.trace_name, e.name = e.name, "ProfilerStep*"
+            if self.acc_events and self._events is not None:
+                events[:0] = self._events
+            events._trace_meta["metadata"] = dict(self._metadata)
+            self._events = events
             self._collector = None
 
     def events(self) -> EventList:
@@ -203,7 +210,7 @@ class profile(_Profile):
                  acc_events: bool = False, use_cuda: bool | None = None):
         super().__init__(record_shapes=record_shapes, profile_memory=profile_memory,
                          with_stack=with_stack, with_flops=with_flops,
-                         with_modules=with_modules)
+                         with_modules=with_modules, acc_events=acc_events)
         if use_cuda is not None:
             warnings.warn("`use_cuda` is deprecated, use `activities` argument instead",
                           FutureWarning, stacklevel=2)
@@ -274,6 +281,3 @@ class profile(_Profile):
     def _trace_ready(self) -> None:
         if self.on_trace_ready is not None:
             self.on_trace_ready(self)
-
-
-_KinetoProfile = _Profile
