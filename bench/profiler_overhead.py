@@ -98,7 +98,7 @@ def main():
         if op is not None:
             fns["no check"] = (lambda op=op, s=slots, a=attrs: nocheck(op, s, a))
             fns["inactive"] = (lambda op=op, s=slots, a=attrs: check(op, s, a))
-        t = interleaved(fns)
+        t = interleaved(fns, rounds=9)  # the A/B pair: more rounds, the best of each
         t["active"] = _in_profiler(jt.profiler.profile, {"x": fns["inactive"]})["x"]
         t["active+"] = _in_profiler(
             lambda: jt.profiler.profile(record_shapes=True, profile_memory=True,

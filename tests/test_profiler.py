@@ -34,7 +34,7 @@ def test_eager_ops_recorded_with_shapes_and_memory():
 
 def test_no_profiler_active_records_nothing():
     from jitorch.profiler._collector import Collector, _profiled_call
-    from jitorch.script.runtime import ScriptFunction
+    from jitorch.jit import ScriptFunction
 
     @jitorch.jit.script
     def idle_fn(x):

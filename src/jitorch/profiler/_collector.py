@@ -11,8 +11,9 @@ While a collector is active (`_profiling.collector[0]`), it receives:
   own, so the `record_function` markers its source contains (the frontend compiles them as
   no-op regions and lists them in `graph.profile_markers`) are recorded as child ranges spanning
   the call;
-- every compile, from `script/stats.log_compile` (`compile`): "compile::<name>" with the reason
-  (first call, or which part of the specialisation key changed), how it ended and its time;
+- every compile, from `script/runtime/stats.log_compile` (`compile`): "compile::<name>" with
+  the reason (first call, or which part of the specialisation key changed), how it ended and
+  its time;
 - `record_function` ranges (`begin`/`end`).
 
 Ranges nest per thread (a thread-local stack), which gives each event its parent and children.
@@ -210,14 +211,14 @@ def _profiled_call(self, *args, **kwargs):
 
 def _install_script_hook() -> None:
     global _original
-    from ..script.runtime import ScriptFunction
+    from ..jit import ScriptFunction
     if _original is None:
         _original = ScriptFunction.__call__
     ScriptFunction.__call__ = _profiled_call
 
 
 def _remove_script_hook() -> None:
-    from ..script.runtime import ScriptFunction
+    from ..jit import ScriptFunction
     if _original is not None:
         ScriptFunction.__call__ = _original
 
