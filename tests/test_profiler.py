@@ -385,3 +385,28 @@ def test_pytorch_profiler_recipe_runs_unchanged(tmp_path):
     # (PyTorch 2.13 gives the same steps: a cycle is saved at the step() after its last one)
     assert [os.path.basename(x) for x in traces] == ["trace_5.json", "trace_9.json"]
     assert all(json.load(open(x))["traceEvents"] for x in traces)
+
+
+def test_markers_of_submodules_are_recorded():
+    class Inner(jitorch.nn.Module):
+        def forward(self, x):
+            with record_function("inner_region"):
+                return x * 2.0
+
+    class Outer(jitorch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            with record_function("outer_region"):
+                y = self.inner(x)
+            return y + 1.0
+
+    m = jitorch.jit.script(Outer())
+    x = jitorch.ones(3)
+    with profile() as prof:
+        np.testing.assert_allclose(m(x).numpy(), 3.0)
+    ev = {e.name: e for e in prof.events()}
+    assert ev["outer_region"].cpu_parent is ev["script::forward"]
+    assert ev["inner_region"].cpu_parent is ev["outer_region"]

@@ -58,6 +58,14 @@ def test_scalars_and_purge_step(tmp_path):
         sub = _acc(tmp_path / f"run_{series}")
         (e,) = sub.Scalars("run")
         assert (e.step, e.value) == (2, value)
+    with SummaryWriter(tmp_path / "new") as w:
+        w.add_scalar("ns", 0.25, 1, new_style=True)
+        w.add_scalar("ns64", 0.1, 2, new_style=True, double_precision=True)
+    new = _acc(tmp_path / "new")
+    (e,) = new.Tensors("ns")
+    assert e.step == 1 and list(e.tensor_proto.float_val) == [0.25]
+    assert list(new.Tensors("ns64")[0].tensor_proto.double_val) == [0.1]
+    assert new.SummaryMetadata("ns").plugin_data.plugin_name == "scalars"
     with pytest.raises(AssertionError, match="one element"):
         SummaryWriter(tmp_path / "x").add_scalar("bad", jitorch.ones(3), 0)
 
@@ -88,6 +96,11 @@ def test_histogram(tmp_path):
     assert list(hv.bucket) == [0] + [10] * 10
     np.testing.assert_allclose(hv.bucket_limit, np.linspace(0, 99, 11))
     assert _acc(tmp_path).Histograms("default_bins")[0].histogram_value.num == 50
+    with SummaryWriter(tmp_path / "mb") as w:
+        w.add_histogram("m", vals, 0, bins=10, max_bins=5)  # pairs of bins merged
+    mb = _acc(tmp_path / "mb").Histograms("m")[0].histogram_value
+    assert list(mb.bucket) == [0] + [20] * 5
+    np.testing.assert_allclose(mb.bucket_limit, np.linspace(0, 99, 11)[::2])
     with pytest.raises(ValueError, match="no element"):
         SummaryWriter(tmp_path / "e").add_histogram("x", np.zeros(0), 0)
 

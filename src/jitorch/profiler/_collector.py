@@ -192,7 +192,7 @@ def _profiled_call(self, *args, **kwargs):
     stack = c.user_stack() if c.with_stack else None
     shapes = [_shape(a) for a in args] if c.record_shapes else None
     ev = c.begin("script::" + self.name, "jit", shapes, stack)
-    marks = [c.begin(m, "user_annotation") for m in getattr(self.graph, "profile_markers", ())]
+    marks = [c.begin(m, "user_annotation") for m in _markers(self.graph)]
     for m in marks:
         m.args["scripted"] = "a record_function region inside compiled code: spans the call"
     try:
@@ -207,6 +207,26 @@ def _profiled_call(self, *args, **kwargs):
             outs = r if isinstance(r, tuple) else (r,)
             inner.own_memory = sum(o._data.nbytes for o in outs if isinstance(o, Tensor))
     return r
+
+
+def _markers(graph, depth: int = 0) -> tuple:
+    """The record_function names of a scripted graph and of the graphs it calls (a submodule's
+    forward, another scripted function), computed once per graph."""
+    got = getattr(graph, "_all_profile_markers", None)
+    if got is not None:
+        return got
+    out = list(getattr(graph, "profile_markers", ()))
+    if depth < 32:
+        for n in graph.nodes():
+            callee = n.attrs.get("fn") if n.op == "prim::CallFunction" else None
+            if callee is not None and hasattr(callee, "nodes"):
+                out += _markers(callee, depth + 1)
+    got = tuple(out)
+    try:
+        graph._all_profile_markers = got
+    except AttributeError:  # a graph type without attributes: recomputed per call
+        pass
+    return got
 
 
 def _install_script_hook() -> None:
