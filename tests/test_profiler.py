@@ -410,3 +410,63 @@ def test_markers_of_submodules_are_recorded():
     ev = {e.name: e for e in prof.events()}
     assert ev["outer_region"].cpu_parent is ev["script::forward"]
     assert ev["inner_region"].cpu_parent is ev["outer_region"]
+
+
+def synthetic_events():
+    """Fixed events (times, memory, shapes, stacks): the table's input for the reference test."""
+    from jitorch.profiler.events import EventList, FunctionEvent
+    evs = []
+
+    def ev(name, start_us, end_us, cat="cpu_op", parent=None, mem=0, shapes=None, stack=None):
+        e = FunctionEvent(len(evs) + 1, name, 1, int(start_us * 1e3), cat, shapes, stack)
+        e.end_ns = int(end_us * 1e3)
+        e.own_memory = mem
+        if parent is not None:
+            e.cpu_parent = parent
+            parent.cpu_children.append(e)
+        evs.append(e)
+        return e
+
+    root = ev("a_region_with_a_rather_long_name_that_is_cut_by_the_table", 0, 5000,
+              "user_annotation", stack=["model.py(10): main"])
+    for i in range(3):
+        ev("aten::mm", 10 + i * 1000, 900 + i * 1000, parent=root, mem=256,
+           shapes=[[8, 8], [8, 8]], stack=["model.py(4): layer", "model.py(10): main"])
+    ev("aten::relu", 3100, 3150.5, parent=root, mem=3 * 1024 * 1024, shapes=[[8, 8]],
+       stack=["model.py(5): layer", "model.py(10): main"])
+    ev("script::forward", 3200, 1_203_200, "jit", mem=2048, shapes=[[2, 3], [3]])
+    return EventList(evs, profile_memory=True)
+
+
+TABLE_CASES = {
+    "plain": ({}, {"sort_by": "cpu_time_total", "row_limit": -1}),
+    "shapes": ({"group_by_input_shapes": True}, {"sort_by": "self_cpu_time_total"}),
+    "stacks": ({"group_by_stack_n": 2}, {"sort_by": "cpu_memory_usage", "row_limit": 3}),
+    "count": ({}, {"sort_by": "count", "row_limit": 2, "time_unit": "ms"}),
+}
+
+
+REFS_FILE = os.path.join(os.path.dirname(__file__), "profiler_table_refs.txt")
+
+
+def read_refs() -> dict:
+    """profiler_table_refs.txt: "=== <case>" lines, each followed by PyTorch's table."""
+    refs, case = {}, None
+    with open(REFS_FILE) as f:
+        for line in f:
+            if line.startswith("=== "):
+                case = line[4:].strip()
+                refs[case] = ""
+            elif case is not None:
+                refs[case] += line
+    return refs
+
+
+def test_table_is_pytorchs_table():
+    """Byte for byte what PyTorch's own table builder prints for the same events (the file is
+    written by tests/gen_profiler_refs.py with torch.autograd.profiler_util)."""
+    refs = read_refs()
+    assert set(refs) == set(TABLE_CASES)
+    for case, (avg_kw, table_kw) in TABLE_CASES.items():
+        got = synthetic_events().key_averages(**avg_kw).table(**table_kw)
+        assert got == refs[case], case
