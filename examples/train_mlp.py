@@ -12,9 +12,12 @@ By default the network runs through one `@jitorch.script` program (forward and, 
 autodiff, backward compiled to GIL-free Numba code) with the weights passed as arguments, so
 optimizer steps never recompile; the run ends with what the JIT did (`jitorch.jit.stats()`:
 programs compiled or loaded from the disk cache, calls served compiled, anything interpreted).
-`--eager` trains the same `nn.Sequential` eagerly; `--compare` times both.
+`--eager` trains the same `nn.Sequential` eagerly; `--compare` times both. When the
+`tensorboard` package is installed, the loss and accuracies of each epoch are also logged with
+`jitorch.utils.tensorboard.SummaryWriter` (to `--logdir`, else a fresh temporary directory; the
+run prints where: `tensorboard --logdir <dir>` shows them).
 
-    python examples/train_mlp.py [--epochs 40] [--points 3000] [--eager] [--compare]
+    python examples/train_mlp.py [--epochs 40] [--points 3000] [--eager] [--compare] [--logdir D]
 """
 import argparse
 import math
@@ -77,7 +80,16 @@ def accuracy(model, x, y, scripted=False) -> float:
         return (forward(model, x, scripted).argmax(1) == y).float().mean().item()
 
 
-def train(model, x, y, epochs, batch_size, lr, scripted, log=print):
+def summary_writer(logdir=None):
+    """A SummaryWriter when tensorboard is installed (else None: the run is the same)."""
+    try:
+        from jitorch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        return None
+    return SummaryWriter(logdir or tempfile.mkdtemp(prefix="train_mlp_tb_"))
+
+
+def train(model, x, y, epochs, batch_size, lr, scripted, log=print, writer=None):
     loader = DataLoader(TensorDataset(x, y), batch_size=batch_size, shuffle=True,
                         generator=jitorch.Generator().manual_seed(0))
     opt = optim.Adam(model.parameters(), lr=lr)
@@ -96,13 +108,17 @@ def train(model, x, y, epochs, batch_size, lr, scripted, log=print):
             total += loss.item() * len(yb)
             n += len(yb)
         sched.step()
-        log(f"epoch {epoch + 1:3d}/{epochs}  loss {total / n:.4f}  "
-            f"train acc {accuracy(model, x, y, scripted):.3f}")
+        acc = accuracy(model, x, y, scripted)
+        log(f"epoch {epoch + 1:3d}/{epochs}  loss {total / n:.4f}  train acc {acc:.3f}")
+        if writer is not None:
+            writer.add_scalar("loss/train", total / n, epoch + 1)
+            writer.add_scalar("accuracy/train", acc, epoch + 1)
     return step_time / max(steps, 1)
 
 
 def main(epochs: int = 40, points: int = 3000, batch_size: int = 64, hidden: int = 64,
-         lr: float = 0.01, scripted: bool = True, goal: float = GOAL) -> float:
+         lr: float = 0.01, scripted: bool = True, goal: float = GOAL,
+         logdir: str | None = None) -> float:
     jitorch.manual_seed(0)
     x, y = spirals(points)
     split = points * 4 // 5
@@ -111,8 +127,14 @@ def main(epochs: int = 40, points: int = 3000, batch_size: int = 64, hidden: int
     mode = "scripted" if scripted else "eager"
     print(f"three spirals: {split} train / {points - split} test points; MLP 2-{hidden}-"
           f"{hidden}-3, Adam lr {lr}, batch {batch_size}, {mode} forward/backward")
-    step = train(model, xtr, ytr, epochs, batch_size, lr, scripted)
+    writer = summary_writer(logdir)
+    step = train(model, xtr, ytr, epochs, batch_size, lr, scripted, writer=writer)
     acc = accuracy(model, xte, yte, scripted)
+    if writer is not None:
+        writer.add_scalar("accuracy/test", acc, epochs)
+        writer.close()
+        print(f"TensorBoard log: {writer.get_logdir()} (tensorboard --logdir "
+              f"{writer.get_logdir()})")
     print(f"train step ({mode}): {step * 1e3:.3f} ms")
     if scripted:
         st = jitorch.jit.stats()
@@ -162,9 +184,11 @@ if __name__ == "__main__":
     ap.add_argument("--hidden", type=int, default=64)
     ap.add_argument("--eager", action="store_true", help="eager nn.Sequential, no JIT")
     ap.add_argument("--compare", action="store_true", help="time eager vs scripted steps")
+    ap.add_argument("--logdir", default=None, help="TensorBoard log directory")
     a = ap.parse_args()
     if a.compare:
         compare(batch_size=a.batch_size, hidden=a.hidden)
     else:
-        acc = main(a.epochs, a.points, a.batch_size, a.hidden, scripted=not a.eager)
+        acc = main(a.epochs, a.points, a.batch_size, a.hidden, scripted=not a.eager,
+                   logdir=a.logdir)
         raise SystemExit(0 if acc > GOAL else 1)

@@ -35,6 +35,8 @@ from ._determinism import (  # noqa: E402  (deterministic mode)
     is_deterministic_algorithms_warn_only_enabled, set_deterministic, set_deterministic_debug_mode,
     use_deterministic_algorithms)
 from . import serialization  # noqa: E402,F401  (`jitorch.serialization.safe_globals`)
+from . import profiler  # noqa: E402  (`jitorch.profiler`; `jitorch.autograd.profiler`)
+from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

@@ -36,6 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype as dt
+from .._profiling import collector as _profiler
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.forward_ad import propagate
@@ -341,11 +342,14 @@ def _as_tensor_arg(x, op: OpDef, name: str):
     raise TypeError(f"{op.name}(): argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
-def dispatch(op: OpDef, slots: tuple, attrs: dict):
+def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     """Run one op call eagerly (or hand it to the active mode) and record autograd.
 
     This is the hot path of eager mode: the common elementwise case (tensor operands of one
-    dtype, no autograd) is kept to a handful of attribute reads around the NumPy call."""
+    dtype, no autograd) is kept to a handful of attribute reads around the NumPy call. An
+    active profiler (jitorch.profiler) records the call and runs it here with _profile=False."""
+    if _profiler[0] is not None and _profile:
+        return _profiler[0].op(op, slots, attrs)
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)

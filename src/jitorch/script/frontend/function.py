@@ -52,6 +52,7 @@ from .call import CallBuilder
 from .expr import ExprBuilder, Sugar
 from .index import IndexBuilder
 from .loops import LoopBuilder
+from .markers import strip_markers
 from .methods import MethodBuilder
 from .state import FrontendHooks, FrontendState
 from .stmt import StmtBuilder
@@ -184,7 +185,9 @@ class FunctionCompiler:
         st.fdef = fdefs[0]
         if isinstance(st.fdef, ast.AsyncFunctionDef):
             st.fail("async functions are not supported in scripted code", st.fdef)
+        st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
         st.graph = ir.Graph(name or fn.__name__)
+        st.graph.profile_markers = markers  # record_function names (profiler ranges)
         st.block = st.graph.block
         st.cur = st.fdef
         st.hooks.bind(st)

@@ -19,6 +19,8 @@ from collections import Counter
 
 from ..kernels.log import log_enabled
 
+from ..._profiling import collector as _profiler
+
 _lock = threading.Lock()
 
 
@@ -174,7 +176,10 @@ def record_call(*, hit: bool, interpreted: bool) -> None:
 
 
 def log_compile(name: str, why: str, how: str, seconds: float, reason: str | None = None) -> None:
-    """Print one compile line to stderr when JITORCH_LOG includes "compile"."""
+    """Print one compile line to stderr when JITORCH_LOG includes "compile"; an active
+    profiler (jitorch.profiler) records it as a compile event."""
+    if _profiler[0] is not None:
+        _profiler[0].compile(name, why, how, seconds, reason)
     if not log_enabled("compile"):
         return
     what = {"compiled": "compiled", "disk": "loaded from disk cache",
