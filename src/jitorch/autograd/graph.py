@@ -93,7 +93,8 @@ class Node:
         for i, (shape, d) in enumerate(self.out_meta):
             if grads[i] is None and d.category >= dt.FLOAT:
                 grads[i] = Tensor._make(np.zeros(shape, d.np), d)
-            elif grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX:
+            elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
+                  and not op.extra.get("complex_grad")):  # VJPs written for complex
                 _no_complex(op.name)
         saved = self.unpack() if op.vjp_params else None
         g = tuple(grads) if self.multi else grads[0]
