@@ -93,20 +93,44 @@ def _fn(name):
     return OPS["fft_" + name].fn
 
 
-def _resize(x, dims, sizes):
-    """Crop or zero-pad `x` at the end of each of `dims` to `sizes` (the adjoint of the
-    transforms' own padding); differentiable jitorch ops."""
-    from .._creation import zeros
-    from .join import cat
+def _resize_impl(input, dims, sizes):
+    """Crop or zero-pad at the end of each of `dims` to `sizes`."""
+    shape = list(input.shape)
     for d, n in zip(dims, sizes):
-        m = x.shape[d]
-        if m > n:
-            x = x.narrow(d, 0, n)
-        elif m < n:
-            shape = list(x.shape)
-            shape[d] = n - m
-            x = cat([x, zeros(tuple(shape), dtype=x.dtype)], d)
-    return x
+        shape[d] = n
+    out = np.zeros(shape, input.dtype)
+    common = tuple(slice(0, min(a, b)) for a, b in zip(input.shape, shape))
+    out[common] = input[common]
+    return out
+
+
+def _fold_impl(input, dim, n):
+    """Double bins 1 .. n - (n // 2 + 1) along `dim`: the bins whose mirror image a c2r of
+    output size n folded in (PyTorch's fft_c2r_backward)."""
+    out = input.copy()
+    idx = [slice(None)] * input.ndim
+    idx[dim] = slice(1, n - (n // 2 + 1) + 1)
+    out[tuple(idx)] *= 2
+    return out
+
+
+# private ops of the VJPs (so gradients of gradients stay in ops written for complex values)
+_fft_resize = defop(
+    "_fft_resize", _resize_impl, kind="shape", method=False, function=False,
+    vjp=lambda g, input_shape, dims: _fft_resize(g, dims, tuple(input_shape[d] for d in dims)),
+    jvp=lambda t_input, dims, sizes: _fft_resize(t_input, dims, sizes), infer=infer.same,
+    extra={"complex_grad": True})
+_fft_fold = defop(
+    "_fft_fold", _fold_impl, kind="shape", method=False, function=False,
+    vjp=lambda g, dim, n: _fft_fold(g, dim, n), jvp=lambda t_input, dim, n: _fft_fold(
+        t_input, dim, n), infer=infer.same, extra={"complex_grad": True})
+
+
+def _resize(x, dims, sizes):
+    """The adjoint of the transforms' own padding (crop for pad, zero-pad for crop)."""
+    if all(x.shape[d] == n for d, n in zip(dims, sizes)):
+        return x
+    return _fft_resize(x, tuple(dims), tuple(sizes))
 
 
 def _real_if(g, d):
@@ -131,14 +155,9 @@ def _vjp(spec: Spec, g, input_shape, input_dtype, s, dim, norm):
         return _resize(gx, p.dims, full)
     nrm = DUAL[p.norm] if spec.hermitian else p.norm  # the norm of the irfft it is
     gi = _fn("rfftn")(g, None, p.dims, DUAL[nrm])
-    n, half = p.sizes[-1], p.sizes[-1] // 2 + 1
-    if n - half > 0:  # bins 1 .. n - half had their mirror images folded in by the c2r
-        w = np.ones(half, np.dtype(g.dtype.np))
-        w[1:n - half + 1] = 2
-        shape = [1] * gi.ndim
-        shape[p.dims[-1]] = half
-        from .._creation import tensor
-        gi = gi * tensor(w.reshape(shape))
+    n = p.sizes[-1]
+    if n - (n // 2 + 1) > 0:  # bins whose mirror images the c2r folded in count twice
+        gi = _fft_fold(gi, p.dims[-1], n)
     gi = _resize(gi, p.dims, full)
     if spec.hermitian:
         gi = gi.conj()

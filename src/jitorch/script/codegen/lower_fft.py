@@ -179,11 +179,44 @@ def lower_shift(em: Emitter, n: ir.Node) -> None:
         y = em.fresh("sh")
         em.emit(f"{y} = np.empty({x}.shape, {np_type(t.dtype)})")
 
-        def at(sl: str) -> str:
-            idx = [":"] * t.ndim
-            idx[a] = sl
-            return ", ".join(idx)
-        em.emit(f"{y}[{at(f'{k}:')}] = {x}[{at(f':{m} - {k}')}]")
-        em.emit(f"{y}[{at(f':{k}')}] = {x}[{at(f'{m} - {k}:')}]")
+        em.emit(f"{y}[{_index(t.ndim, a, f'{k}:')}] = {x}[{_index(t.ndim, a, f':{m} - {k}')}]")
+        em.emit(f"{y}[{_index(t.ndim, a, f':{k}')}] = {x}[{_index(t.ndim, a, f'{m} - {k}:')}]")
         x = y
     em.bind(n.outputs[0], x)
+
+
+def _index(ndim: int, dim: int, sl: str) -> str:
+    idx = [":"] * ndim
+    idx[dim] = sl
+    return ", ".join(idx)
+
+
+@lowers("_fft_resize")
+def lower_resize(em: Emitter, n: ir.Node) -> None:
+    """Crop / zero-pad at the end of the given dims (the VJPs' adjoint of the padding)."""
+    v = n.inputs[0]
+    t = _tensor(em, v)
+    dims, sizes = _statics(em, n)
+    x = em.fresh("rx")
+    em.emit(f"{x} = {em.name(v)}")
+    shape = [f"{x}.shape[{d}]" for d in range(t.ndim)]
+    for d, m in zip(dims, sizes):
+        shape[d] = literal.integer(m)
+    out = em.fresh("rz")
+    em.emit(f"{out} = np.zeros(({''.join(s + ', ' for s in shape)}), {np_type(t.dtype)})")
+    idx = ", ".join(f":min({x}.shape[{d}], {out}.shape[{d}])" for d in range(t.ndim))
+    em.emit(f"{out}[{idx}] = {x}[{idx}]" if t.ndim else f"{out}[()] = {x}[()]")
+    em.bind(n.outputs[0], out)
+
+
+@lowers("_fft_fold")
+def lower_fold(em: Emitter, n: ir.Node) -> None:
+    """Double the bins 1 .. n - (n // 2 + 1) along `dim` (the c2r VJP)."""
+    v = n.inputs[0]
+    t = _tensor(em, v)
+    dim, size = _statics(em, n)
+    out = em.fresh("fo")
+    em.emit(f"{out} = {em.name(v)}.copy()")
+    hi = size - (size // 2 + 1) + 1
+    em.emit(f"{out}[{_index(t.ndim, dim, f'1:{hi}')}] *= 2")
+    em.bind(n.outputs[0], out)
