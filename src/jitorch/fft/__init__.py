@@ -1,7 +1,7 @@
 """`jitorch.fft`: PyTorch's (and NumPy's) discrete Fourier transforms.
 
 The transforms and fftshift/ifftshift are registry ops declared in `jitorch/_ops/fft_ops.py`
-(eager: NumPy's pocketfft; inside `@script`: the same calls through rocket-fft, without the
+(eager: pocketfft through scipy.fft; inside `@script`: np.fft through rocket-fft, without the
 GIL); this module re-exports them and defines the sample-frequency factories.
 """
 from __future__ import annotations
