@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from . import infer
-from .fft_plan import DUAL, Spec, input_sizes, out_dtype, plan
+from .fft_plan import DUAL, Spec, out_dtype, plan
 from .registry import OPS, defop
 
 __all__: list = []  # nothing at the top level: the functions live in `jitorch.fft`

@@ -139,9 +139,3 @@ def out_dtype(spec: Spec, dtype):
     cd = input_dtype(spec, dtype)
     return cd.to_real() if spec.family == "c2r" else cd.to_complex()
 
-
-def input_sizes(spec: Spec, p: Plan) -> tuple:
-    """The size the input is padded/cropped to along each plan dim (c2r: n // 2 + 1 last)."""
-    if spec.family != "c2r":
-        return p.sizes
-    return p.sizes[:-1] + (p.sizes[-1] // 2 + 1,)
