@@ -158,3 +158,18 @@ def test_gradients_through_scripted_transforms_equal_eager():
     f(x1).backward()
     body(x2).backward()
     _same(x1.grad, x2.grad, atol=1e-12)
+
+
+def test_the_vjp_helper_ops_compile():
+    from jitorch._ops.fft_ops import _fft_fold, _fft_resize
+
+    def body(x):
+        return _fft_resize(x, (0, 1), (5, 2)), _fft_fold(x, 1, 7), _fft_fold(x, 0, 6)
+    for x in (jitorch.randn(3, 4), _c(3, 4)):
+        f = jitorch.jit.trace(body, (x,), check_trace=False)
+        _same(f(x), body(x))
+        assert _compiled(f), f.code[:200]
+    np.testing.assert_array_equal(_fft_fold(jitorch.ones(1, 5), 1, 7).numpy(),
+                                  [[1, 2, 2, 2, 1]])  # n = 7: bins 1 .. 3 have mirror images
+    np.testing.assert_array_equal(_fft_fold(jitorch.ones(1, 4), 1, 6).numpy(),
+                                  [[1, 2, 2, 1]])  # n = 6: bins 1, 2 (3 is its own mirror)
