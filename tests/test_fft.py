@@ -277,6 +277,22 @@ def test_stft_matches_framed_rfft(kw):
     np.testing.assert_allclose(one.numpy(), e[0], atol=1e-10)
 
 
+def test_stft_align_to_window():
+    x = RNG.standard_normal(40)
+    w = np.hanning(9)[:-1]
+    wp = np.pad(w, 4)
+    r = jitorch.stft(jitorch.tensor(x), 16, hop_length=4, win_length=8, window=jitorch.tensor(w),
+                     center=False, align_to_window=True, return_complex=True)
+    # frame t reads x[4 t - 4 : 4 t + 12], zeros outside: the window starts at 4 t
+    xp = np.pad(x, (4, 12))
+    e = np.stack([np.fft.rfft(xp[4 * t:4 * t + 16] * wp) for t in range(9)], -1)
+    assert tuple(r.shape) == e.shape
+    np.testing.assert_allclose(r.numpy(), e, atol=1e-10)
+    _raises(RuntimeError, "align_to_window should only be set when center = false",
+            lambda: jitorch.stft(jitorch.tensor(x), 16, align_to_window=True,
+                                 return_complex=True))
+
+
 def test_stft_istft_round_trip():
     x = jitorch.tensor(RNG.standard_normal((3, 100)))
     w = jitorch.hann_window(32, dtype=jitorch.float64)

@@ -60,9 +60,11 @@ def _check_lengths(name, n_fft, hop_length, win_length, length=None):
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
-         pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
+         pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
+         align_to_window=None):
     """Short-time Fourier transform: (..., n_fft // 2 + 1 or n_fft, n_frames) frequencies by
-    frames of `input` (1-D or 2-D: a batch of signals)."""
+    frames of `input` (1-D or 2-D: a batch of signals). `align_to_window=True` (center=False
+    only) starts frame t at the window's first sample, t * hop_length (PyTorch 2.6+)."""
     from .complex_ops import view_as_real
     from .nn_misc import pad
     if not isinstance(input, Tensor):
@@ -83,6 +85,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                       "format.", UserWarning, stacklevel=2)
     if input.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D tensor")
+    if center and align_to_window is not None:
+        raise RuntimeError("stft align_to_window should only be set when center = false")
     hop, win = _check_lengths("stft", n_fft, hop_length, win_length)
     x = input if input.dtype.category >= dt.FLOAT else input.to(dt.get_default_dtype())
     if center:
@@ -98,6 +102,13 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError("Cannot have onesided output if window or input is complex")
     w = _window_for("stft", window, win, n_fft, x.dtype)
     n_frames = 1 + (length - n_fft) // hop
+    if align_to_window and win < n_fft:
+        # the window (centred in the n_fft frame) starts at t * hop: frames start `left` early,
+        # reading zeros outside the signal; the window's length decides how many fit
+        left = (n_fft - win) // 2
+        n_frames = 1 + (length - win) // hop
+        right = max(0, (n_frames - 1) * hop + n_fft - left - length)
+        x = pad(x, (left, right))
     frames = x.index_select(-1, _frame_index(n_fft, hop, n_frames))
     frames = frames.reshape(tuple(x.shape[:-1]) + (n_fft, n_frames)) * w.unsqueeze(-1)
     norm = "ortho" if normalized else "backward"
