@@ -350,3 +350,17 @@ def test_stft_and_istft_gradients():
     win = jitorch.tensor(np.hanning(9)[:-1])
     assert gradcheck(lambda a, b: jitorch.istft(jitorch.complex(a, b), 8, window=win),
                      (re, im))
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    x = jitorch.tensor(_c((16, 8, 30)).astype(np.complex64))
+    before = jitorch.get_num_threads()
+    try:
+        jitorch.set_num_threads(1)
+        one = [F.fftn(x).numpy(), F.irfft2(x).numpy(), F.rfft(x.real).numpy()]
+        jitorch.set_num_threads(3)
+        three = [F.fftn(x).numpy(), F.irfft2(x).numpy(), F.rfft(x.real).numpy()]
+    finally:
+        jitorch.set_num_threads(before)
+    for a, b in zip(one, three):
+        np.testing.assert_array_equal(a, b)
