@@ -173,3 +173,22 @@ def test_the_vjp_helper_ops_compile():
                                   [[1, 2, 2, 2, 1]])  # n = 7: bins 1 .. 3 have mirror images
     np.testing.assert_array_equal(_fft_fold(jitorch.ones(1, 4), 1, 6).numpy(),
                                   [[1, 2, 2, 1]])  # n = 6: bins 1, 2 (3 is its own mirror)
+
+
+def test_a_scripted_module_with_transforms_saves_and_loads():
+    import io
+
+    class LowPass(jitorch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mask", (jitorch.arange(9) < 3).float())
+
+        def forward(self, x):
+            return F.irfft(F.rfft(x, norm="ortho") * self.mask, n=16, norm="ortho")
+    m = jitorch.jit.script(LowPass())
+    buf = io.BytesIO()
+    jitorch.jit.save(m, buf)
+    buf.seek(0)
+    loaded = jitorch.jit.load(buf)
+    x = jitorch.randn(2, 16)
+    _same(loaded(x), LowPass()(x))
