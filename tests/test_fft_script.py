@@ -192,3 +192,17 @@ def test_a_scripted_module_with_transforms_saves_and_loads():
     loaded = jitorch.jit.load(buf)
     x = jitorch.randn(2, 16)
     _same(loaded(x), LowPass()(x))
+
+
+def test_strided_and_empty_inputs():
+    def body(x):
+        return F.fft(x), F.rfft2(x), F.irfft(x)
+
+    def last(x):
+        return F.fft(x), F.irfft(x)
+    f, g = jitorch.script(body), jitorch.script(last)
+    for x in (jitorch.randn(8, 6).t(), jitorch.randn(6, 8)[:, ::2]):
+        _same(f(x), body(x))
+    empty = jitorch.randn(0, 8)  # (rfft2 of an empty dim raises, as eager)
+    _same(g(empty), last(empty))
+    assert _compiled(f) and _compiled(g)
