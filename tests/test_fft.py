@@ -364,3 +364,17 @@ def test_results_do_not_depend_on_the_thread_count():
         jitorch.set_num_threads(before)
     for a, b in zip(one, three):
         np.testing.assert_array_equal(a, b)
+
+
+def test_gradients_through_a_spectral_filter():
+    # complex gradients through mul / add / sub / abs between the transforms (a learnable
+    # filter): every input's gradient against finite differences
+    x = _leaf(RNG.standard_normal((2, 12)))
+    m = _leaf(RNG.standard_normal(7))
+    re, im = _leaf(RNG.standard_normal(7)), _leaf(RNG.standard_normal(7))
+
+    def f(x, m, re, im):
+        X = F.rfft(x)
+        Y = X * m + X * jitorch.complex(re, im) - 0.5 * X
+        return F.irfft(Y, n=12) + F.rfft(x, norm="ortho").abs().sum(-1, keepdim=True)
+    assert gradcheck(f, (x, m, re, im))

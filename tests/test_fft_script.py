@@ -149,15 +149,17 @@ def test_without_rocket_fft_the_ops_run_interpreted_with_the_reason(monkeypatch)
 
 # --- gradients -----------------------------------------------------------------------------------
 def test_gradients_through_scripted_transforms_equal_eager():
-    def body(x):
-        y = F.irfft(F.fftshift(F.rfft(x, norm="ortho"), dim=0), n=8) * x
-        return (y + F.hfft(F.ihfft(x), n=8) * y).sum()
+    def body(x, m):
+        y = F.irfft(F.fftshift(F.rfft(x, norm="ortho"), dim=0) * m, n=8) * x
+        return (y + F.hfft(F.ihfft(x) * 0.5, n=8) * y).sum()
     f = jitorch.script(body)
     x1 = jitorch.randn(3, 8, dtype=jitorch.float64).requires_grad_(True)
-    x2 = x1.detach().clone().requires_grad_(True)
-    f(x1).backward()
-    body(x2).backward()
+    m1 = jitorch.randn(5, dtype=jitorch.float64).requires_grad_(True)
+    x2, m2 = (t.detach().clone().requires_grad_(True) for t in (x1, m1))
+    f(x1, m1).backward()
+    body(x2, m2).backward()
     _same(x1.grad, x2.grad, atol=1e-12)
+    _same(m1.grad, m2.grad, atol=1e-12)
 
 
 def test_the_vjp_helper_ops_compile():

@@ -140,6 +140,9 @@ def _fit(g: Tensor, meta) -> Tensor:
         if g._data.shape != shape:
             g = g.expand(shape) if g.numel() == 1 else g.reshape(shape)
     if g._dtype is not d:
+        if g._dtype.category == dt.COMPLEX and d.category != dt.COMPLEX:
+            from .._ops.complex_ops import real
+            g = real(g)  # a real input's gradient is the real part (PyTorch's convention)
         g = g.to(d)
     return g
 
