@@ -75,7 +75,8 @@ conj = defop("conj", _conj, kind="other", view="maybe",
 
 conj_physical = defop("conj_physical", lambda input: np.conj(input), kind="elementwise",
                       inplace=True, vjp=lambda g: g.conj(),
-                      jvp=lambda t_input: t_input.conj(), scalar="np.conj({input})")
+                      jvp=lambda t_input: t_input.conj(), scalar="np.conj({input})",
+                      extra={"complex_scalar": True, "complex_grad": True})
 
 
 def resolve_conj(input):

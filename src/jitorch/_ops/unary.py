@@ -103,7 +103,7 @@ abs, absolute = _declare(
     ("abs", "absolute"), lambda input: np.abs(input), inplace=True,
     dtype=_rule("real", "abs_cpu", no_bool=True),
     vjp=lambda g, input: g * input.sgn(), jvp=lambda t_input, input: t_input * input.sgn(),
-    scalar="abs({input})", extra={"complex_grad": True})
+    scalar="abs({input})", extra={"complex_grad": True, "complex_scalar": True})
 
 
 def _abs_inplace_guard(fn):

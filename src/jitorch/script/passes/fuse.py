@@ -36,7 +36,10 @@ _ARITHMETIC = re.compile(r"(?:\{\w+\}|[\s+\-*()])*")
 
 
 def complex_ok(op) -> bool:
-    """May this elementwise op run on complex operands in a fused loop?"""
+    """May this elementwise op run on complex operands in a fused loop? Its declaration says
+    so (`extra={"complex_scalar": True}`: abs, conj_physical), or its template is arithmetic."""
+    if "complex_scalar" in op.extra:
+        return bool(op.extra["complex_scalar"])
     return bool(op.scalar) and "**" not in op.scalar and \
         _ARITHMETIC.fullmatch(op.scalar) is not None
 _INT_DIV = {"floor_divide", "remainder", "fmod", "div"}
