@@ -67,7 +67,7 @@ def _ints(v, what):
     raise TypeError(f"{what} must be an int or a sequence of ints, not {type(v).__name__}")
 
 
-def _dims_and_sizes(spec: Spec, ndim: int, s, dim):
+def dims_and_sizes(spec: Spec, ndim: int, s, dim):
     """(dims, requested sizes or None per dim) with PyTorch's checks and messages."""
     if spec.arity == "1":
         if ndim == 0:
@@ -121,7 +121,7 @@ def plan(spec: Spec, shape: tuple, dtype, s, dim, norm) -> Plan:
     mode = norm_mode(norm)
     cd = input_dtype(spec, dtype)
     ndim = len(shape)
-    dims, req = _dims_and_sizes(spec, ndim, s, dim)
+    dims, req = dims_and_sizes(spec, ndim, s, dim)
     sizes = []
     for k, (d, n) in enumerate(zip(dims, req)):
         last = k == len(dims) - 1

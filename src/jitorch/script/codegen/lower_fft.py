@@ -118,7 +118,7 @@ def lower_transform(em: Emitter, n: ir.Node) -> None:
     try:  # the static part of the plan: PyTorch's argument errors come from the interpreter
         mode = fft_plan.norm_mode(norm)
         cd = fft_plan.input_dtype(spec, t.dtype)
-        dims, req = fft_plan._dims_and_sizes(spec, t.ndim, s, dim)
+        dims, req = fft_plan.dims_and_sizes(spec, t.ndim, s, dim)
         if any(r is not None and r < 1 for r in req):
             raise RuntimeError("invalid size")
     except (RuntimeError, IndexError, TypeError) as e:
