@@ -189,6 +189,9 @@ def test_fftfreq_and_rfftfreq():
     _raises(RuntimeError, "requires a floating point or complex dtype",
             lambda: F.fftfreq(4, dtype=jitorch.int64))
     _raises(RuntimeError, "negative dimension", lambda: F.fftfreq(-1))
+    assert F.fftfreq(0).shape == (0,) and np.isnan(F.rfftfreq(0).numpy()).all()  # as PyTorch
+    o = jitorch.empty(2)
+    assert F.fftfreq(5, out=o) is o and o.shape == (5,)
 
 
 @pytest.mark.parametrize("dim", [None, 0, 1, (0, 1), (1, 1), -1, ()])

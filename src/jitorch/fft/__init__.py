@@ -32,23 +32,24 @@ def _freq(name, values, n, d, out, dtype, layout, device, requires_grad):
     if d_.category == dt.COMPLEX:
         from .._ops.registry import _pt_name
         raise NotImplementedError(f'"arange_cpu" not implemented for \'{_pt_name(d_)}\'')
-    # PyTorch: arange(n) in the result dtype, multiplied by 1 / (n * d)
-    r = (values(n).astype(d_.np) * d_.np.type(1.0 / (n * d))).astype(d_.np) if n else \
-        np.zeros(0, d_.np)
+    # PyTorch: arange in the result dtype, times 1 / (n * d) (n == 0: rfftfreq gives [nan])
+    scale = 1.0 / (n * d) if n * d else float("inf")
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = (values(n).astype(d_.np) * d_.np.type(scale)).astype(d_.np)
     t = Tensor._make(r, d_)
     if requires_grad:
         t.requires_grad_(True)
     if out is not None:
-        out.resize_(t.shape) if out.shape != t.shape else None
-        out.copy_(t)
-        return out
+        from .._ops.registry import _write_out
+        return _write_out(out, t)  # resize-and-copy, PyTorch's cast check
     return t
 
 
 def fftfreq(n, d=1.0, *, out=None, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of `fft(x)` for a signal of size n and sample spacing d:
     [0, 1, ..., ceil(n/2) - 1, -floor(n/2), ..., -1] / (d * n)."""
-    return _freq("fftfreq", lambda m: np.fft.fftfreq(m, 1.0 / m) if m else np.zeros(0),
+    return _freq("fftfreq", lambda m: np.concatenate([np.arange((m - 1) // 2 + 1),
+                                                      np.arange(-(m // 2), 0)]),
                  n, d, out, dtype, layout, device, requires_grad)
 
 
