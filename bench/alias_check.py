@@ -1,4 +1,5 @@
-"""Cost of the shared-memory check at the call boundary (script/alias.py, codegen/lower_overlap.py).
+"""Cost of the shared-memory check at the call boundary (script/runtime/alias.py,
+codegen/lower_overlap.py).
 
 A scripted function that writes to an argument checks, at every call, that the written
 arguments share no memory with another argument or themselves (else the call runs in place in
@@ -32,7 +33,8 @@ pin_threads(1)
 
 def _programs(sf, args):
     """(entry point with the check, entry point without it) of sf's compiled program for args."""
-    from jitorch.script import cache, runtime
+    from jitorch.script.kernels import cache
+    from jitorch.script.runtime import functions as runtime
     from jitorch.script.codegen import cpu
     sf(*args)  # compile the real specialisation (checks on)
     key, _ = sf._key(list(args))
@@ -82,7 +84,7 @@ def _check_loop(mod, xs, written):
 
 def main(rounds=5):
     import jitorch
-    from jitorch.script import alias
+    from jitorch.script.runtime import alias
 
     @jitorch.jit.script
     def axpy(a, b):

@@ -8,7 +8,7 @@ does not):
   is taken between kernels);
 - linked: an `njit` entry calling the dispatchers (Numba links every kernel's LLVM module into
   the entry and optimises the whole again);
-- symbol: an `njit` entry calling each kernel through `jitorch.script.codegen.kernel_call`
+- symbol: an `njit` entry calling each kernel through `jitorch.script.kernels.kernel_call`
   (the kernel's machine code by a registered symbol: what jitorch's programs do).
 Reported: the entry's first call (compile), in CPU seconds, and the per-call time on 4x4 arrays
 (the overhead, not the arithmetic).
@@ -54,7 +54,7 @@ if form == "python":
 else:
     ns = {"numba": numba}
     if form == "symbol":
-        from jitorch.script.codegen.kernel_call import caller
+        from jitorch.script.kernels.kernel_call import caller
         for i, m in enumerate(names):
             ns[f"k{i}"] = caller(m, 2)
     else:

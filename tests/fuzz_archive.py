@@ -85,12 +85,12 @@ _SCALAR_FNS = ["eval", "exec", "open", "__import__", "getattr", "setattr", "comp
                "operator.attrgetter", "add", "format", "getitem", "builtins.eval", "input"]
 _ATTR_NAMES = ["__class__", "__dict__", "__globals__", "_data", "_base", "numpy",
                "__class__.__init__.__globals__", "shape", "ndim", "dtype", "grad", "T"]
-_CALL_TARGETS = [["jitorch.script.cache", "load_module"], ["jitorch", "save"],
+_CALL_TARGETS = [["jitorch.script.kernels.cache", "load_module"], ["jitorch", "save"],
                  ["jitorch.serialization", "_raw_bytes"], ["os", "system"],
                  ["builtins", "eval"], ["jitorch.nn.modules.sparse", "_bags"],
-                 ["jitorch.script.serialize", "_build"], ["jitorch", "load"],
+                 ["jitorch.script.runtime.serialize", "_build"], ["jitorch", "load"],
                  ["jitorch.jit", "load"], ["jitorch.nn.modules.sparse", "os.system"],
-                 ["jitorch._ops.registry", "OPS"], ["jitorch.script.interpreter", "scalar_fn"]]
+                 ["jitorch._ops.registry", "OPS"], ["jitorch.script.ir.interpreter", "scalar_fn"]]
 _METHODS = ["numpy", "tofile", "__class__", "__reduce__", "register_hook", "backward",
             "format", "tolist", "data_ptr", "__setattr__", "max", "storage", "apply_"]
 _TYPES = ["str", "int", "float", "Any", "Tensor", "f32[2,3]", "Tuple[int, int, str]",
@@ -288,7 +288,7 @@ class Mutator:
         i = self.pick(idx)
         src = re.findall(r"%(\w+)", lines[i])[0]
         target, args = self.pick([
-            (["jitorch.script.cache", "load_module"], [repr(statement(self.sentinel))]),
+            (["jitorch.script.kernels.cache", "load_module"], [repr(statement(self.sentinel))]),
             (["jitorch", "save"], [f"%{src}", repr(self.sentinel)]),
             (["builtins", "eval"], [repr(self.pick(self.exprs))]),
             (["builtins", "exec"], [repr(statement(self.sentinel))]),

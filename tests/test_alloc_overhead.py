@@ -1,5 +1,5 @@
 """Correctness of the allocation helpers of generated programs (codegen/alloc.py) and of the
-per-call fast path (script/entry.py `_Entry.runner` / `_entry_point`): outputs of every size
+per-call fast path (script/runtime/entry.py `_Entry.runner` / `_entry_point`): outputs of every size
 (empty, 0-d, small, above the huge-page threshold), non-contiguous and read-only inputs, dtype
 changes between calls, tuple outputs, concurrent callers. No timings are asserted."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import jitorch as torch
-from jitorch.script import entry
-from jitorch.script.codegen import alloc
+from jitorch.script.runtime import entry
+from jitorch.script.kernels import alloc
 
 BIG = (alloc.HUGE_MIN_BYTES // 4) + 4099  # float32 elements: above the threshold, odd tail
 

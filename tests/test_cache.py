@@ -1,4 +1,4 @@
-"""The disk cache (script/cache.py): content-hashed modules that a second process loads.
+"""The disk cache (script/kernels/cache.py): content-hashed modules that a second process loads.
 
 The cross-process test runs two fresh interpreters against one JITORCH_CACHE_DIR: the first
 compiles (Numba writes its cache next to the module), the second loads from disk.
@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from jitorch.script import cache
+from jitorch.script.kernels import cache
 
 SRC = """
 import numpy as np
@@ -43,9 +43,9 @@ def test_module_name_is_content_hashed():
 
 
 def test_module_name_tracks_imported_jitorch_modules(monkeypatch):
-    src = SRC + "from jitorch.script.codegen import fastmath\n"
+    src = SRC + "from jitorch.script.kernels import fastmath\n"
     a = cache.module_name(src)
-    monkeypatch.setitem(cache._file_hashes, "jitorch.script.codegen", "changed")
+    monkeypatch.setitem(cache._file_hashes, "jitorch.script.kernels", "changed")
     assert cache.module_name(src) != a
     assert cache.module_name(SRC) == cache.module_name(SRC)
 
@@ -82,8 +82,9 @@ def test_unusable_cache_dir_compiles_in_memory(tmp_path, monkeypatch):
 CHILD = textwrap.dedent("""
     import json, sys
     import jitorch
-    from jitorch.script import ir, runtime
-    from jitorch.script.trace import trace_graph
+    from jitorch.script import ir
+    from jitorch.script.runtime import functions as runtime, programs
+    from jitorch.script.frontend.trace import trace_graph
 
     class Program:
         def __init__(self, source, entry, output_types):
@@ -95,7 +96,7 @@ CHILD = textwrap.dedent("""
         out = ir.TensorType(arg_types[0].dtype, (None,) * arg_types[0].ndim)
         return graph, Program(SRC, "entry", [out]), None
 
-    runtime._lower = lower
+    programs._lower = lower
     g, _ = trace_graph(lambda x: x * 2, (jitorch.ones(2),))
     f = runtime.ScriptFunction(g, name="twice")
     r = f(jitorch.arange(4, dtype=jitorch.float32))

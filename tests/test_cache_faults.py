@@ -1,10 +1,10 @@
-"""The disk cache cannot lie (script/cache.py, script/numba_cache.py): faults in the cache
-directory give correct, eager-equal results, never an error or the interpreter for good.
+"""The disk cache cannot lie (script/kernels/cache.py, script/kernels/numba_cache.py): faults in the
+cache directory give correct, eager-equal results, never an error or the interpreter for good.
 
 Faults that matter to a later process run in fresh interpreters against a tmp_path cache: one
 child fills the cache with one small program per fault, the test damages each program's files
-differently (edited, truncated, junk, unreadable, FIFO, symlink `.py`; truncated, junk, swapped Numba
-`.nbc`/`.nbi`), a second child must run every program correctly (and say so in
+differently (edited, truncated, junk, unreadable, FIFO, symlink `.py`; truncated, junk, swapped
+Numba `.nbc`/`.nbi`), a second child must run every program correctly (and say so in
 JITORCH_LOG=compile), and a third must load every program from disk with nothing to repair.
 Read-only and full directories, a directory removed mid-compile and two processes compiling at
 once are separate tests.
@@ -21,7 +21,7 @@ import textwrap
 import pytest
 
 import jitorch
-from jitorch.script import cache
+from jitorch.script.kernels import cache
 
 SRC_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(jitorch.__file__)))
 X = [0.0, 1.0, 2.0, 3.0, 4.0]

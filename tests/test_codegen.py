@@ -18,11 +18,13 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script import cache, interpreter, ir
+from jitorch.script.kernels import cache
+from jitorch.script.ir import interpreter
+from jitorch.script import ir
 from jitorch.script.codegen import NotLowered, cpu
 from jitorch.script.passes import fuse
 from jitorch.script.passes.types import specialize
-from jitorch.script.trace import trace_graph, value_type
+from jitorch.script.frontend.trace import trace_graph, value_type
 
 _DIR = tempfile.mkdtemp(prefix="jitorch_codegen_test_")
 

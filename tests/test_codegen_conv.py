@@ -90,7 +90,7 @@ def _compare(fn, fn_s, shapes, gen, dtype=jitorch.float32, tol=1e-4):
     (pools, pools_s, lambda n: [(n, 3, 7, 8), (n, 3, 9), (3, 7, 8)]),
 ], ids=["conv2d", "conv1d", "pool"])
 def test_compiled_values_and_grads_across_batch_sizes(fn, fn_s, shapes):
-    from jitorch.script import stats
+    from jitorch.script.runtime import stats
     stats.reset()  # (the counters are process-wide: other tests' fallbacks are not this one's)
     gen = jitorch.Generator().manual_seed(0)
     _compare(fn, fn_s, shapes(2), gen)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script.codegen import blas
+from jitorch.script.kernels import blas
 
 
 def _compiled(fn):

@@ -1,8 +1,8 @@
-"""The background compile (script/tiers.py, script/compile_worker.py): a first call answers from
-the interpreter while the compile worker process compiles the program, later calls switch to
-the compiled program, and a worker that fails, dies or times out leaves the function interpreted
-with the reason, never wrong or hung. Each test uses its own cache directory and a function of
-its own, so its program is cold (neither in this process's memory nor on disk)."""
+"""The background compile (script/runtime/tiers.py, script/runtime/compile_worker.py): a first call
+answers from the interpreter while the compile worker process compiles the program, later calls
+switch to the compiled program, and a worker that fails, dies or times out leaves the function
+interpreted with the reason, never wrong or hung. Each test uses its own cache directory and a
+function of its own, so its program is cold (neither in this process's memory nor on disk)."""
 from __future__ import annotations
 
 import os
@@ -19,8 +19,9 @@ import pytest
 import jitorch as jt
 import jitorch.jit
 from jitorch import nn
-from jitorch.script import compile_worker, ir, runtime
-from jitorch.script.trace import trace_graph
+from jitorch.script.runtime import compile_worker, functions as runtime, programs
+from jitorch.script import ir
+from jitorch.script.frontend.trace import trace_graph
 
 WAIT = 300  # seconds: only a guard against a hang, a compile here takes 0.2-2 s
 
@@ -290,7 +291,7 @@ def test_a_program_numba_cannot_compile_stays_interpreted_with_numbas_reason(mon
     def lower(graph, arg_types, static=None):
         out = ir.TensorType(arg_types[0].dtype, (None,) * arg_types[0].ndim)
         return graph, _Program(src, "bad", [out]), None
-    monkeypatch.setattr(runtime, "_lower", lower)
+    monkeypatch.setattr(programs, "_lower", lower)
     g, _ = trace_graph(lambda x, y: x + y, (jt.ones(2), jt.ones(2)))
     f = runtime.ScriptFunction(g, name="bad_add")
     x = jt.arange(4)
@@ -421,7 +422,7 @@ def test_an_overload_for_new_boundary_types_also_compiles_in_the_worker():
     # a compiled entry called with arrays of another layout (an autodiff backward whose saved
     # values are laid out otherwise): that overload compiles in the worker too, the call runs
     # interpreted meanwhile (NotReady: the caller's RaiseInInterpreter path), never a stall
-    from jitorch.script.entry import NotReady
+    from jitorch.script.runtime.entry import NotReady
 
     @jt.jit.script
     def f(x):
@@ -449,7 +450,7 @@ def test_a_worker_whose_caller_dies_mid_compile_exits(tmp_path):
     child.write_text(textwrap.dedent("""
         import os, sys, time
         import jitorch as jt
-        from jitorch.script import compile_worker
+        from jitorch.script.runtime import compile_worker
 
         @jt.jit.script
         def f(x):

@@ -53,7 +53,8 @@ def test_scripted_call_compiles_the_body_or_raises_eagers_error():
     x = jitorch.randn(5)
     np.testing.assert_allclose(fs(x).numpy(), f(x).numpy(), rtol=1e-6)
     g = str(fs.graph)
-    assert "prim::CallFunction[fn=@scaled]" in g and "prim::PythonOp" not in g  # the body
+    assert "prim::CallFunction[fn=@scaled, composite=@scaled]" in g  # the body, specialised
+    assert "prim::PythonOp" not in g  # when the inline pass inlines it
     assert not fs.stats["interpreted"]
     with pytest.raises(ValueError, match="k must be >= 0, got -1.0"):
         bads(x)  # the factory rejected the statics: a Python call, eager's error at run time

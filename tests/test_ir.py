@@ -7,13 +7,14 @@ import pytest
 import jitorch as t
 from jitorch import _dtype as dt
 from jitorch._device import device
-from jitorch.script import ir, ir_util
-from jitorch.script.interpreter import run_graph
-from jitorch.script.parser import ParseError, Ref, TensorLiteral, parse_graph, parse_literal, \
-    parse_type
-from jitorch.script.printer import format_literal
-from jitorch.script.trace import trace_graph
-from jitorch.script.verify import VerifyError, verify
+from jitorch.script import ir
+from jitorch.script.ir import util as ir_util
+from jitorch.script.ir.interpreter import run_graph
+from jitorch.script.ir.parser import (ParseError, Ref, TensorLiteral, parse_graph,
+                                      parse_literal, parse_type)
+from jitorch.script.ir.printer import format_literal
+from jitorch.script.frontend.trace import trace_graph
+from jitorch.script.ir.verify import VerifyError, verify
 
 
 def roundtrip(g: ir.Graph, resolve=None) -> ir.Graph:

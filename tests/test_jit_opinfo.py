@@ -22,12 +22,12 @@ import numpy as np
 import pytest
 
 import jitorch
-from jitorch.script.interpreter import run_graph
-from jitorch.script.trace import trace_graph
+from jitorch.script.ir.interpreter import run_graph
+from jitorch.script.frontend.trace import trace_graph
 from opinfo import OPINFOS, to_tensor_args
 
 try:
-    from jitorch.script import parser as _parser
+    from jitorch.script.ir import parser as _parser
 except ImportError:  # the parser is another part's work; round trips run once it lands
     _parser = None
 

@@ -1,5 +1,5 @@
-"""jitorch.jit.save / jitorch.jit.load (script/serialize.py): module archives that load and run in
-a fresh process without the model's source; damaged files give clear RuntimeErrors."""
+"""jitorch.jit.save / jitorch.jit.load (script/runtime/serialize.py): module archives that load and
+run in a fresh process without the model's source; damaged files give clear RuntimeErrors."""
 import io
 import json
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 
 import jitorch
 import jitorch.nn as nn
-from jitorch.script import serialize
+from jitorch.script.runtime import serialize
 
 
 class Net(nn.Module):

@@ -17,8 +17,9 @@ import textwrap
 import numpy as np
 
 import jitorch
-from jitorch.script import stats
-from jitorch.script.codegen import cpu, kernel_call
+from jitorch.script.runtime import stats
+from jitorch.script.codegen import cpu
+from jitorch.script.kernels import kernel_call
 
 
 def _program(fn, *args):

@@ -22,7 +22,8 @@ import pytest
 import jitorch
 import jitorch.nn as nn
 from jitorch import _dtype as dt
-from jitorch.script import interpreter, loadable, serialize
+from jitorch.script.ir import interpreter
+from jitorch.script.runtime import loadable, serialize
 from jitorch.script.codegen import NotLowered, cpu, literal
 
 import fuzz_archive as fz
@@ -183,10 +184,10 @@ def test_scalar_op_eval_in_an_archive_is_refused(archives, tmp_path):
 
 
 # --- path 3: prim::PythonOp callables and prim::GetAttr names -----------------------------------
-@pytest.mark.parametrize("target", [["jitorch.script.cache", "load_module"], ["jitorch", "save"],
+@pytest.mark.parametrize("target", [["jitorch.script.kernels.cache", "load_module"], ["jitorch", "save"],
                                     ["jitorch.serialization", "_raw_bytes"], ["os", "system"],
                                     ["jitorch.nn.modules.sparse", "os.system"],
-                                    ["jitorch.script.interpreter", "scalar_fn"]])
+                                    ["jitorch.script.ir.interpreter", "scalar_fn"]])
 def test_python_calls_resolve_only_from_the_allow_list(archives, target):
     data = archives["indexed"][0]
 
@@ -466,7 +467,7 @@ def test_archive_fuzz(archives, tmp_path, monkeypatch):
     payload reaches a generated program other than inside a string literal (every payload
     names the sentinel: this sees a paste even where it would not parse)."""
     from jitorch._ops.registry import OPS
-    from jitorch.script import cache
+    from jitorch.script.kernels import cache
     sentinel = str(tmp_path / "sentinel")
     real_load = cache.load_module
 

@@ -332,7 +332,7 @@ print("ok")
 
 
 def test_default_step_while_the_program_compiles_in_the_background(tmp_path):
-    """With background compiles (script/tiers.py) the first default steps run through the
+    """With background compiles (script/runtime/tiers.py) the first default steps run through the
     interpreter while the worker compiles the step program, and nothing is decided while it is
     pending (no eager fallback recorded); once compiled, steps call the program directly.
     Every step equals the eager step. In a fresh process with empty caches (a program that

@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script import ir_util
-from jitorch.script.interpreter import run_graph
-from jitorch.script.parser import parse_graph
+from jitorch.script.ir import util as ir_util
+from jitorch.script.ir.interpreter import run_graph
+from jitorch.script.ir.parser import parse_graph
 from jitorch.script.passes import cse, dce, inline, pipeline, simplify
-from jitorch.script.trace import trace_graph
-from jitorch.script.verify import VerifyError, verify
+from jitorch.script.frontend.trace import trace_graph
+from jitorch.script.ir.verify import VerifyError, verify
 
 
 def _same(a, b):
@@ -440,7 +440,7 @@ def test_pipeline_names_the_breaking_pass():
     g, _ = trace_graph(lambda x: (x * 2).exp(), (t.randn(2),))
     with pytest.raises(VerifyError, match="after pass test_passes.bad"):
         pipeline.run(g, ("simplify", bad), verify_each=True)
-    assert pipeline.DEFAULT == ("inline", "simplify", "cse", "dce", "fuse", "verify")
+    assert pipeline.NAMES == ("inline", "simplify", "cse", "dce", "fuse", "verify")
 
 
 def test_inline_retypes_from_caller():
@@ -464,7 +464,7 @@ def test_inline_retypes_from_caller():
 def _fused_ir(f, *args):
     """The printed graph after the whole pipeline (fusion included) for these example args."""
     from jitorch.script.passes.types import specialize
-    from jitorch.script.trace import value_type
+    from jitorch.script.frontend.trace import value_type
     g, _ = trace_graph(f, args)
     g2 = pipeline.run(specialize(g, [value_type(a) for a in args]))
     verify(g2)

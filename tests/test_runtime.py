@@ -1,6 +1,7 @@
-"""The runtime (script/runtime.py): argument checks, specialisation keys, fallbacks, stats, log.
+"""The runtime (script/runtime/functions.py): argument checks, specialisation keys, fallbacks,
+stats, log.
 
-Programs here are hand-written sources fed through the `runtime._lower` seam, so these tests
+Programs here are hand-written sources fed through the `programs._lower` seam, so these tests
 do not depend on the code generator; each source compiles once per process (modules are shared
 by content hash).
 """
@@ -9,8 +10,9 @@ import pytest
 
 import jitorch
 import jitorch.jit
-from jitorch.script import ir, runtime, stats
-from jitorch.script.trace import trace_graph
+from jitorch.script import ir
+from jitorch.script.runtime import functions as runtime, programs, stats
+from jitorch.script.frontend.trace import trace_graph
 
 
 class Program:
@@ -55,12 +57,12 @@ def hand_lower(source, entry):
 def traced_muladd():
     g, _ = trace_graph(lambda x, y: x * y + x, (jitorch.ones(2, 3), jitorch.ones(2, 3)))
     for v in g.inputs:
-        v.type = runtime._symbolic(v.type)
+        v.type = programs._symbolic(v.type)
     return runtime.ScriptFunction(g, name="muladd_fn")
 
 
 def test_compiled_call_matches_eager_and_new_size_does_not_compile(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(MULADD, "muladd"))
     f = traced_muladd()
     x, y = jitorch.randn(3, 4), jitorch.randn(3, 4)
     r = f(x, y)
@@ -79,7 +81,7 @@ def test_compiled_call_matches_eager_and_new_size_does_not_compile(monkeypatch):
 
 
 def test_strided_inputs_take_one_A_overload_without_copies(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(MULADD, "muladd"))
     f = traced_muladd()
     y = jitorch.randn(3, 4)
     f(jitorch.randn(3, 4), y)
@@ -96,7 +98,7 @@ def test_strided_inputs_take_one_A_overload_without_copies(monkeypatch):
 
 
 def test_new_dtype_compiles_and_log_names_the_change(monkeypatch, capfd):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(MULADD, "muladd"))
     monkeypatch.setenv("JITORCH_LOG", "compile")
     f = traced_muladd()
     f(jitorch.randn(2, 2), jitorch.randn(2, 2))
@@ -110,7 +112,7 @@ def test_new_dtype_compiles_and_log_names_the_change(monkeypatch, capfd):
 
 
 def test_error_inside_program_propagates_and_keeps_program(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(MULADD, "muladd"))
     f = traced_muladd()
     with pytest.raises(ValueError, match="shapes differ"):
         f(jitorch.randn(2, 3), jitorch.randn(3, 2))
@@ -120,7 +122,7 @@ def test_error_inside_program_propagates_and_keeps_program(monkeypatch):
 
 
 def test_not_lowered_falls_back_to_interpreter_and_records_reason(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower",
+    monkeypatch.setattr(programs, "_lower",
                         lambda g, t, s=None: (g, None, "not lowered: op foo: no rule"))
     f = traced_muladd()
     x, y = jitorch.randn(3), jitorch.randn(3)
@@ -134,7 +136,7 @@ def test_not_lowered_falls_back_to_interpreter_and_records_reason(monkeypatch):
 
 
 def test_numba_typing_error_falls_back(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(BAD, "bad"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(BAD, "bad"))
     f = traced_muladd()
     x, y = jitorch.randn(3), jitorch.randn(3)
     np.testing.assert_allclose(f(x, y).numpy(), (x * y + x).numpy())
@@ -164,7 +166,7 @@ def _hand_graph(*types_names):
 
 
 def test_argument_checks_are_pytorch_like(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", lambda g, t, s=None: (g, None, "test"))
+    monkeypatch.setattr(programs, "_lower", lambda g, t, s=None: (g, None, "test"))
     g = _hand_graph((ir.TensorType(), "x"), (ir.FLOAT, "alpha"), (ir.INT, "n"))
     f = runtime.ScriptFunction(g, name="g", defaults={"n": 3})
     x = jitorch.ones(2)
@@ -192,7 +194,7 @@ def test_static_args_are_part_of_the_key(monkeypatch):
     def lower(graph, arg_types, static=None):
         seen.append(dict(static))
         return graph, None, "test"
-    monkeypatch.setattr(runtime, "_lower", lower)
+    monkeypatch.setattr(programs, "_lower", lower)
     g = _hand_graph((ir.TensorType(), "x"), (ir.INT, "k"))
     f = runtime.ScriptFunction(g, name="g", static_args=("k",))
     x = jitorch.ones(2)
@@ -203,7 +205,7 @@ def test_static_args_are_part_of_the_key(monkeypatch):
 def test_requires_grad_path_gives_eager_gradients(monkeypatch):
     # forward and backward programs interpreted here (fast); the compiled pair is exercised by
     # the OpInfo tests. What is tested: the autodiff runtime's split, saved values, tape node.
-    monkeypatch.setattr(runtime, "_lower", lambda g, t, s=None: (g, None, "test"))
+    monkeypatch.setattr(programs, "_lower", lambda g, t, s=None: (g, None, "test"))
     def fn(x, w):
         return (x * w).tanh().sum()
     x = jitorch.randn(3, 4, dtype=jitorch.float64, requires_grad=True)
@@ -244,13 +246,13 @@ def test_facade_names():
                  "ignore", "unused", "is_scripting", "export", "Final", "fork", "wait",
                  "stats", "save", "load", "freeze"):
         assert getattr(j, name) is not None
-    assert j.Error is __import__("jitorch.script.interpreter").script.interpreter \
+    assert j.Error is __import__("jitorch.script.ir.interpreter").script.interpreter \
         .ScriptRuntimeError or issubclass(j.Error, Exception)
     assert jitorch.script is not None and callable(jitorch.script)
 
 
 def test_zero_dim_tensors_keep_their_shape(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", hand_lower(MULADD, "muladd"))
+    monkeypatch.setattr(programs, "_lower", hand_lower(MULADD, "muladd"))
     f = traced_muladd()
     x, y = jitorch.tensor(2.0), jitorch.tensor(3.0)
     r = f(x, y)

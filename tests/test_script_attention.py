@@ -1,11 +1,11 @@
 """Scripted attention and Transformer layers run as compiled programs, not through Python.
 
-`multi_head_attention_forward` compiles through its script twin (script/frontend_nn.py), which
-needs: None for an Optional argument and bool arguments specialised per call (types.specialize),
-`x.dim()`/`x.dtype` tests folded during type propagation, narrow with run-time bounds, a raise
-lowered in compiled code (with the interpreter building messages the program cannot), and
-`_narrow_backward` lowered for the backward. Each test checks `jit.stats()` says compiled and
-compares with eager.
+`multi_head_attention_forward` compiles through its script twin (script/frontend/composite.py),
+which needs: None for an Optional argument and bool arguments specialised per call
+(types.specialize), `x.dim()`/`x.dtype` tests folded during type propagation, narrow with run-time
+bounds, a raise lowered in compiled code (with the interpreter building messages the program
+cannot), and `_narrow_backward` lowered for the backward. Each test checks `jit.stats()` says
+compiled and compares with eager.
 """
 from typing import Optional
 

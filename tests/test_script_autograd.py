@@ -10,10 +10,10 @@ import jitorch as t
 
 t.manual_seed(0)
 from jitorch.script import ir
-from jitorch.script.grad_node import attach, recompute_backward
-from jitorch.script.interpreter import run_graph
+from jitorch.script.runtime.grad_node import attach, recompute_backward
+from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes.autodiff import NotDifferentiable, differentiate, shape_key_of
-from jitorch.script.trace import trace_graph
+from jitorch.script.frontend.trace import trace_graph
 
 
 def _trace(fn, args):
@@ -451,7 +451,7 @@ def test_double_backward():
     before = t.jit.stats()
     assert t.autograd.gradgradcheck(compiled(fn, args, higher_order=True), _fresh(args))
     after = t.jit.stats()  # the eager fallback is recorded
-    from jitorch.script.grad_node import CREATE_GRAPH_REASON
+    from jitorch.script.runtime.grad_node import CREATE_GRAPH_REASON
     assert after.interpreted_reasons.get(CREATE_GRAPH_REASON, 0) > \
         before.interpreted_reasons.get(CREATE_GRAPH_REASON, 0)
     assert after.interpreted_runs > before.interpreted_runs

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script import autodiff_rt, runtime
-from jitorch.script.interpreter import run_graph
-from jitorch.script.passes import autodiff_control as ac
+from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime, programs
+from jitorch.script.ir.interpreter import run_graph
+from jitorch.script.passes import autodiff_control_ops as ac
 from jitorch.script.passes.autodiff import NotDifferentiable, differentiate
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -206,8 +206,8 @@ def same(got, want, atol=1e-5):
 
 def lowered(graph) -> bool:
     """Does the CPU code generator lower `graph` (specialised like the runtime does)?"""
-    types = [runtime._symbolic(v.type) for v in graph.inputs]
-    _, prog, reason = runtime._lower(graph, types)
+    types = [programs._symbolic(v.type) for v in graph.inputs]
+    _, prog, reason = programs._lower(graph, types)
     assert prog is not None, reason
     return True
 

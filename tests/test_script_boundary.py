@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script import alias
+from jitorch.script.runtime import alias
 
 
 def scripted(fn):

@@ -9,7 +9,7 @@ from typing import List
 import pytest
 
 import jitorch
-from jitorch.script import frontend
+from jitorch.script.frontend import function as frontend
 ScriptError = jitorch.jit.ScriptError
 
 

@@ -8,7 +8,7 @@ import pytest
 
 import jitorch
 import jitorch as torch
-from jitorch.script.trace import trace_graph
+from jitorch.script.frontend.trace import trace_graph
 
 
 def _stats():
@@ -241,7 +241,7 @@ def test_factories_under_autograd_give_eager_grads():
 
 
 def test_interpreter_runs_factory_nodes():
-    from jitorch.script import interpreter
+    from jitorch.script.ir import interpreter
     g = every_factory_s.graph
     x = torch.randn(3, 4)
     for a, b in zip(interpreter.run_graph(g, [x, 4]), every_factory(x, 4)):
@@ -261,7 +261,7 @@ def test_types_pass_gives_dtype_and_rank():
 
 
 def test_graph_prints_parses_and_verifies():
-    from jitorch.script import parser, printer, verify
+    from jitorch.script.ir import parser, printer, verify
     g = jitorch.jit.script(bad_args).graph
     text = printer.print_graph(g)
     assert "zeros(" in text and "full(" in text

@@ -21,8 +21,9 @@ import pytest
 
 import jitorch as t
 from jitorch import jit
-from jitorch.script import frontend, interpreter
-from jitorch.script.errors import ScriptError
+from jitorch.script.frontend import function as frontend
+from jitorch.script.ir import interpreter
+from jitorch.script.ir.errors import ScriptError
 
 
 def interp(fn, *args):

@@ -11,9 +11,10 @@ import pytest
 
 import jitorch
 import jitorch as t
-from jitorch.script import frontend, interpreter
+from jitorch.script.frontend import function as frontend
+from jitorch.script.ir import interpreter
 from jitorch.jit import Final, annotate, ignore, is_scripting, unused
-from jitorch.script.verify import verify
+from jitorch.script.ir.verify import verify
 
 SCALE: Final[float] = 2.5
 OFFSET = 3
@@ -402,7 +403,7 @@ def test_setitem_writes_in_place_like_eager():
 
 def test_unused_raises_when_called():
     with pytest.raises(jitorch.jit.Error if hasattr(jitorch.jit, "Error") else
-                       interpreter.ScriptRuntimeError, match="unused"):
+                       jitorch.jit.Error, match="unused"):
         run(f_unused, X, True)
 
 
@@ -413,18 +414,18 @@ def test_ignore_records_the_gil():
 
 
 def test_assert_failure_names_the_line():
-    with pytest.raises(interpreter.ScriptRuntimeError, match="n must be positive") as e:
+    with pytest.raises(jitorch.jit.Error, match="n must be positive") as e:
         run(f_assert, X, -1)
     assert "test_script_language.py" in str(e.value) and "assert n > 0" in str(e.value)
 
 
 def test_assert_fstring_message():
-    with pytest.raises(interpreter.ScriptRuntimeError, match="n=12 is too big"):
+    with pytest.raises(jitorch.jit.Error, match="n=12 is too big"):
         run(f_assert_fstring, X, 12)
 
 
 def test_raise_names_type_message_and_line():
-    with pytest.raises(interpreter.ScriptRuntimeError, match="ValueError: n is 5") as e:
+    with pytest.raises(jitorch.jit.Error, match="ValueError: n is 5") as e:
         run(f_raise, 5)
     assert 'raise ValueError(f"n is {n}")' in str(e.value)
 
@@ -647,5 +648,5 @@ def test_isinstance_refines_optional_and_raise_branch_merges():
     check(f_isinstance_optional, X)
     check(f_isinstance_optional, X, X)
     check(f_raise_branch, X, 2)
-    with pytest.raises(interpreter.ScriptRuntimeError, match="n must be positive"):
+    with pytest.raises(jitorch.jit.Error, match="n must be positive"):
         run(f_raise_branch, X, 0)

@@ -1,5 +1,6 @@
-"""Scripted and traced modules (script/module.py): jitorch.jit.script(module), trace(module),
-freeze; parameters are graph inputs (no recompiles on optimizer steps / load_state_dict)."""
+"""Scripted and traced modules (script/runtime/module.py): jitorch.jit.script(module),
+trace(module), freeze; parameters are graph inputs (no recompiles on optimizer steps /
+load_state_dict)."""
 from typing import Optional
 
 import numpy as np

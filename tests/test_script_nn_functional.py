@@ -1,4 +1,4 @@
-"""Library composites (nn.functional & co) compile inside @script (script/frontend_nn.py):
+"""Library composites (nn.functional & co) compile inside @script (script/frontend/composite.py):
 values and gradients equal eager, sizes change without recompiling, and calls outside what a
 compiled twin covers (a non-constant dim) still run (through the interpreter)."""
 import numpy as np

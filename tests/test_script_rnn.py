@@ -16,8 +16,8 @@ import pytest
 import jitorch as t
 from jitorch import nn
 from jitorch.nn.modules import _rnn_script
-from jitorch.script import autodiff_rt, runtime
-from jitorch.script.interpreter import run_graph
+from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime, programs
+from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes.autodiff import differentiate
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "examples"))
@@ -65,8 +65,8 @@ def _interpreted(sm, m, x, hx):
 
 
 def _lowered(graph):
-    types = [runtime._symbolic(v.type) for v in graph.inputs]
-    _, prog, reason = runtime._lower(graph, types)
+    types = [programs._symbolic(v.type) for v in graph.inputs]
+    _, prog, reason = programs._lower(graph, types)
     assert prog is not None, reason
 
 

@@ -1,6 +1,6 @@
 """Threads: set/get_num_threads, fork/wait, BLAS pinning, concurrent first calls, the GIL probe.
 
-Programs are hand-written sources fed through `runtime._lower` (independent of the code
+Programs are hand-written sources fed through `programs._lower` (independent of the code
 generator); unique comments make a program new to this process where a test needs a compile.
 """
 import threading
@@ -12,8 +12,9 @@ import pytest
 import jitorch
 import jitorch.jit
 from jitorch import _threads
-from jitorch.script import ir, runtime
-from jitorch.script.trace import trace_graph
+from jitorch.script import ir
+from jitorch.script.runtime import functions as runtime, programs
+from jitorch.script.frontend.trace import trace_graph
 
 
 class Program:
@@ -109,7 +110,7 @@ def test_fork_runs_tensor_code():
 
 def test_eight_threads_first_call_compile_once(monkeypatch):
     src = ADD + f"\n# eight threads {time.time_ns()}\n"  # new to this process: must compile
-    monkeypatch.setattr(runtime, "_lower", lower_to(src, "add"))
+    monkeypatch.setattr(programs, "_lower", lower_to(src, "add"))
     g, _ = trace_graph(lambda x, y: x + y, (jitorch.ones(2), jitorch.ones(2)))
     f = runtime.ScriptFunction(g, name="add8")
     before = jitorch.jit.stats()
@@ -139,7 +140,7 @@ def test_eight_threads_first_call_compile_once(monkeypatch):
 
 
 def test_gil_probe(monkeypatch):
-    monkeypatch.setattr(runtime, "_lower", lower_to(SPIN, "spin"))
+    monkeypatch.setattr(programs, "_lower", lower_to(SPIN, "spin"))
     g = ir.Graph("spin", ir.Block(params=[ir.Value(ir.TensorType(), "x"),
                                           ir.Value(ir.INT, "n")]))
     f = runtime.ScriptFunction(g, name="spin")

@@ -1,4 +1,4 @@
-"""Tracing (`script/trace.py`) and the IR interpreter (`script/interpreter.py`).
+"""Tracing (`script/frontend/trace.py`) and the IR interpreter (`script/ir/interpreter.py`).
 
 Traced graphs are run by the interpreter and compared with eager; the data-dependence guards,
 in-place functionalisation, structured arguments/results, traced objects, and every prim op of
@@ -13,9 +13,11 @@ import numpy as np
 import pytest
 
 import jitorch
-from jitorch.script import interpreter, ir
-from jitorch.script.interpreter import ScriptRuntimeError, run_graph
-from jitorch.script.trace import TracerError, TracerWarning, trace_graph
+from jitorch.script.ir import interpreter
+from jitorch.script import ir
+from jitorch.script.kernels.signals import ScriptRuntimeError
+from jitorch.script.ir.interpreter import run_graph
+from jitorch.script.frontend.trace import TracerError, TracerWarning, trace_graph
 
 
 def _run(graph, *args):
@@ -70,7 +72,7 @@ def test_chain_records_every_op_with_all_params():
 
 
 def test_round_trip_through_parser():
-    from jitorch.script import parser
+    from jitorch.script.ir import parser
     g = _check(lambda x, i: (x[i] * 2, x.split(2)), X, jitorch.tensor([0, 2]))
     text = str(g)
     assert str(parser.parse_graph(text)) == text

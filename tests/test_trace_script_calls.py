@@ -1,5 +1,5 @@
-"""`jit.trace` through scripted code (script/trace_call.py): a call of a scripted function or
-module made while tracing is recorded as one `prim::CallFunction` of its graph, never as a
+"""`jit.trace` through scripted code (script/frontend/trace_call.py): a call of a scripted function
+or module made while tracing is recorded as one `prim::CallFunction` of its graph, never as a
 constant of its result, so the traced program follows the scripted code's branches on new
 inputs: functions, submodules, tuples, keywords and defaults, writes to arguments, backward
 through the call, and jit.save / jit.load of the traced module.

@@ -31,6 +31,11 @@ from . import utils  # noqa: E402  (`jitorch.utils.data`)
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
+from ._determinism import (  # noqa: E402  (deterministic mode)
+    are_deterministic_algorithms_enabled, get_deterministic_debug_mode, is_deterministic,
+    is_deterministic_algorithms_warn_only_enabled, set_deterministic, set_deterministic_debug_mode,
+    use_deterministic_algorithms)
+from . import serialization  # noqa: E402,F401  (`jitorch.serialization.safe_globals`)
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

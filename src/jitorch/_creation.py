@@ -20,6 +20,7 @@ import warnings
 import numpy as np
 
 from . import _dtype as dt
+from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deterministic fill
 from ._device import as_device
 from ._tensor import Tensor
 
@@ -485,7 +486,7 @@ def _factory(name: str, fill):
 
 zeros = _factory("zeros", np.zeros)
 ones = _factory("ones", np.ones)
-empty = _factory("empty", np.zeros)
+empty = _factory("empty", _empty_fill)
 
 
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
@@ -523,7 +524,7 @@ def _like(name: str, fill):
 
 zeros_like = _like("zeros_like", np.zeros)
 ones_like = _like("ones_like", np.ones)
-empty_like = _like("empty_like", np.zeros)
+empty_like = _like("empty_like", _empty_fill)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
@@ -550,7 +551,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                            f"strides={list(strides)}")
     d = _dtype_arg(dtype, "empty_strided") or dt.get_default_dtype()
     n = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
-    buf = np.zeros(n, dtype=d.np)
+    buf = _empty_fill(n, d.np)
     arr = np.lib.stride_tricks.as_strided(buf, shape, tuple(s * d.itemsize for s in strides))
     return _finish(arr, d, requires_grad)
 

@@ -431,7 +431,7 @@ def _init(t: Tensor, arr: np.ndarray, dtype: dt.dtype) -> None:
 
 
 _new = object.__new__
-# set by jitorch.script.trace while a trace runs (any thread): its check_data_dependence
+# set by jitorch.script.frontend.trace while a trace runs (any thread): its check_data_dependence
 _data_hook = None
 
 

@@ -2,8 +2,8 @@
 
 Re-exports only (plus `fork`/`wait`, which are thin wrappers over jitorch's thread pool). The
 language helpers (`annotate`, `ignore`, `unused`, `is_scripting`, `export`, `Final`; in
-`script/lang.py`) and the errors (`ScriptError`, `Error`; in `script/errors.py`) are resolved
-lazily through the module `__getattr__`, so `import jitorch` never depends on those modules
+`script/frontend/lang.py`) and the errors (`ScriptError`, `Error`; in `script/ir/errors.py`) are
+resolved lazily through the module `__getattr__`, so `import jitorch` never depends on those modules
 importing cleanly; until they exist, simple stand-ins with the same behaviour in eager code are
 used (they are not cached, so the real ones take over as soon as they import).
 """
@@ -15,8 +15,8 @@ import typing
 
 from . import _threads
 from .script.api import script, trace  # noqa: F401
-from .script.runtime import ScriptFunction, TracerWarning  # noqa: F401
-from .script import stats as _stats
+from .script.runtime.functions import ScriptFunction, TracerWarning  # noqa: F401
+from .script.runtime import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
@@ -27,8 +27,8 @@ def stats():
     """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
     interpreted_runs, interpreted_reasons, compile_seconds, calls, the background compile's
     counters and `functions` (per function its tier and compile seconds; see
-    `jitorch.script.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile` prints
-    each compile as it happens."""
+    `jitorch.script.runtime.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile`
+    prints each compile as it happens."""
     return _stats.snapshot()
 
 
@@ -39,8 +39,9 @@ def reset_stats() -> None:
 def warmup(verbose: bool = False) -> dict:
     """Compile the generic kernel library (Linear, activations, softmax/layernorm rows,
     cross-entropy, conv/pool, attention, optimizer steps) into the disk cache, so that a new
-    model compiles only its own kernels (script/warmup.py). Also `python -m jitorch.jit warmup`."""
-    from .script.warmup import warmup as _warmup
+    model compiles only its own kernels (script/runtime/warmup.py). Also `python -m jitorch.jit
+    warmup`."""
+    from .script.runtime.warmup import warmup as _warmup
     return _warmup(verbose)
 
 
@@ -72,7 +73,7 @@ def fork(func, *args, **kwargs) -> Future:
     A fork from inside a forked task runs at once on that thread (waiting on a nested fork
     from a full pool would deadlock), and so does one made while `jit.trace` records (the
     trace must see the call: a scripted one becomes a call node, not a constant)."""
-    from .script.trace import active_tracer
+    from .script.frontend.trace import active_tracer
     if getattr(_in_pool, "active", False) or active_tracer() is not None:
         fut = Future()
         try:
@@ -90,17 +91,18 @@ def wait(future):
     return future.wait() if hasattr(future, "wait") else future.result()
 
 
-# --- modules: save / load / freeze (script/serialize.py, script/module.py) --------------------
+# --- modules: save / load / freeze (script/runtime/serialize.py, script/runtime/module.py)
+# --------------------
 def save(m, f, _extra_files=None):
     """Save a ScriptModule (IR text, JSON metadata, tensors; docs/serialization.md)."""
-    from .script import serialize
+    from .script.runtime import serialize
     serialize.save(m, f, _extra_files)
 
 
 def load(f, map_location=None, _extra_files=None):
     """Load what `save` wrote: a runnable ScriptModule, without the model's Python source;
     nothing in the file is unpickled or executed."""
-    from .script import serialize
+    from .script.runtime import serialize
     return serialize.load(f, map_location, _extra_files)
 
 
@@ -119,8 +121,8 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
-    """An eval-mode ScriptModule with its parameters folded (script/module.py `freeze`)."""
-    from .script import module
+    """An eval-mode ScriptModule with its parameters folded (script/runtime/module.py `freeze`)."""
+    from .script.runtime import module
     return module.freeze(mod, preserved_attrs, optimize_numerics)
 
 
@@ -144,7 +146,7 @@ def _fallback(name):
     if name == "Final":
         return typing.Final
     if name == "Error":
-        from .script.interpreter import ScriptRuntimeError
+        from .script.kernels.signals import ScriptRuntimeError
         return ScriptRuntimeError
     if name == "ScriptError":
         return _FallbackScriptError
@@ -152,19 +154,19 @@ def _fallback(name):
 
 
 class _FallbackScriptError(Exception):
-    """Stand-in for script/errors.py's ScriptError while that module is missing."""
+    """Stand-in for script/ir/errors.py's ScriptError while that module is missing."""
 
 
 def __getattr__(name):
     if name in _LANG:
         try:
-            from .script import lang
+            from .script.frontend import lang
             val = getattr(lang, name)
         except (ImportError, AttributeError):
             return _fallback(name)
     elif name in ("ScriptError", "Error"):
         try:
-            from .script import errors
+            from .script.ir import errors
             val = getattr(errors, name)
         except (ImportError, AttributeError):
             return _fallback(name)

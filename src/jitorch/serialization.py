@@ -52,12 +52,15 @@ except ImportError:  # NumPy < 2
 
 from . import _dtype as dt
 from ._device import as_device, device as _device_cls
+from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._tensor import Size, Tensor
 
-__all__ = ["save", "load", "FORMAT_VERSION", "write_archive", "read_archive"]
+__all__ = ["save", "load", "FORMAT_VERSION", "write_archive", "read_archive",
+           "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
+           "get_unsafe_globals_in_checkpoint"]
 
 FORMAT_NAME = "jitorch.save"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # the newest this reader knows; files without objects are written as 1
 MANIFEST = "manifest.json"
 _DTYPES = {d.name: d for d in (dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64,
                                dt.float16, dt.bfloat16, dt.float32, dt.float64, dt.complex64,
@@ -81,6 +84,10 @@ class _Encoder:
         self.tensors: list[tuple[Tensor, dict]] = []
         self.memo: dict[int, int] = {}  # id(tensor) -> node id; the tensors list keeps them alive
         self.active: set[int] = set()  # containers being encoded (cycle detection)
+        # whole objects and NumPy arrays (serialization_objects): memo, keep-alive, members
+        self.objects: dict = {}
+        self.keep: list = []
+        self.arrays: list[tuple[str, bytes]] = []
 
     def encode(self, obj, path: str):
         if obj is None or isinstance(obj, (bool, str)):
@@ -104,12 +111,9 @@ class _Encoder:
         if isinstance(obj, _device_cls):
             return {"$": "device", "type": obj.type, "index": obj.index}
         kind = _CONTAINERS.get(type(obj))
-        if kind is None:
-            raise TypeError(
-                f"jitorch.save: cannot save an object of type {type(obj).__module__}."
-                f"{type(obj).__qualname__} (at {path}): jitorch files hold only tensors, "
-                "Parameters, dict/OrderedDict/list/tuple/set containers, str, bytes, int, "
-                "float, complex, bool, None, dtypes, devices and Sizes (no pickle)")
+        if kind is None:  # modules, plain objects, classes/functions, NumPy arrays
+            from . import serialization_objects
+            return serialization_objects.encode(self, obj, path)
         if id(obj) in self.active:
             raise ValueError(f"jitorch.save: the object contains itself (at {path}); "
                              "self-referencing containers cannot be saved")
@@ -223,12 +227,14 @@ def _contiguous_strides(shape) -> list[int]:
 
 def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dict | None = None,
                   extra_members: dict[str, bytes] | None = None,
-                  version: int = FORMAT_VERSION) -> None:
+                  version: int | None = None) -> None:
     """Write `obj` (a tree of saveable values) as an archive; `jitorch.jit.save` adds its IR
     text as `extra_members` and its metadata as `extra_manifest` keys (see the doc)."""
     enc = _Encoder()
     tree = enc.encode(obj, "obj")
     storages = _build_storages(enc.tensors)
+    if version is None:  # version 2 added object nodes (serialization_objects)
+        version = 2 if (enc.keep and format_name == FORMAT_NAME) else 1
     manifest = {"format": format_name, "version": version,
                 "storages": [{"dtype": d.name, "numel": int(a.size)} for d, a in storages],
                 "object": tree}
@@ -237,7 +243,7 @@ def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dic
             raise ValueError(f"write_archive: manifest key {k!r} is reserved")
         manifest[k] = v
     for name in extra_members or {}:
-        if name == MANIFEST or name.startswith("data/"):
+        if name == MANIFEST or name.startswith(("data/", "arrays/")):
             raise ValueError(f"write_archive: member name {name!r} is reserved")
     text = json.dumps(manifest, allow_nan=False, separators=(",", ":"))
 
@@ -248,6 +254,8 @@ def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dic
                 # streamed into the member: no whole-array copy (ZIP64 once it may pass 2 GiB)
                 with zf.open(f"data/{i}.npy", "w", force_zip64=a.nbytes > (1 << 30)) as fp:
                     np.save(fp, a.view(_file_dtype(d)), allow_pickle=False)
+            for name, data in enc.arrays:
+                zf.writestr(name, data)
             for name, data in (extra_members or {}).items():
                 zf.writestr(name, data)
 
@@ -297,6 +305,11 @@ class Archive:
         _need(isinstance(self.manifest, dict), "manifest is not a JSON object")
         self.storages: dict[int, tuple] = {}
         self.tensors: dict[int, Tensor] = {}
+        # object nodes: None (not allowed: jit archives), or the load's weights_only flag
+        self.weights_only: bool | None = None
+        self.objects: dict = {}
+        self.arrays: dict = {}
+        self.map_fn = None
 
     def _info(self, name: str) -> zipfile.ZipInfo:
         info = self.infos.get(name)
@@ -396,6 +409,10 @@ class Archive:
             _need(isinstance(node.get("type"), str) and
                   (node.get("index") is None or _is_int(node.get("index"))), "bad device")
             return _device_cls(node["type"], node.get("index"))
+        if self.weights_only is not None:
+            from . import serialization_objects
+            if tag in serialization_objects.TAGS:
+                return serialization_objects.decode(self, node, depth)
         raise _Corrupt(f"unknown node tag {tag!r}")
 
     def _tensor(self, node: dict, tag: str) -> Tensor:
@@ -431,6 +448,12 @@ class Archive:
             t = Parameter(t, rg)
         elif rg:
             t._requires_grad = True
+        if self.map_fn is not None:  # a callable map_location, on every tensor (in objects too)
+            try:
+                r = self.map_fn(t, "cpu")
+            except Exception as e:  # the user's function: its error as it is
+                raise _Raise(e) from None
+            t = t if r is None else r
         self.tensors[k] = t
         return t
 
@@ -468,11 +491,17 @@ class _NewerFormat(Exception):
     """The file is fine but newer than this reader (its own message, no 'corrupt' prefix)."""
 
 
+class _Raise(Exception):
+    """Carries an exception that a load raises as it is (not as 'corrupted file')."""
+
+
 def _guard(what: str, source: str, fn):
     try:
         return fn()
     except _NewerFormat as e:
         raise RuntimeError(str(e)) from None
+    except _Raise as e:  # a refusal (UnpicklingError) or a missing class: raised as it is
+        raise e.args[0] from None
     except _Corrupt as e:
         raise RuntimeError(f"{what}: {source} is not a valid jitorch file: {e}") from None
     except Exception as e:  # zipfile/JSON/NumPy/recursion errors from a damaged file
@@ -523,7 +552,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
          **pickle_load_args):
     """`torch.load(f, map_location=None, *, weights_only=True)`: read a `jitorch.save` file.
 
-    Never unpickles: `weights_only` True/False/None all read the same plain-data format.
+    Never unpickles. Tensors and containers load whatever `weights_only` says; saved objects
+    (modules, class instances, class/function values, NumPy arrays) follow PyTorch 2.6: with
+    `weights_only=True` (the default, also for None) only globals allowed with
+    `add_safe_globals`/`safe_globals` are used, others raise `pickle.UnpicklingError`; with
+    `weights_only=False` their modules are imported (serialization_objects).
     `map_location` may be None, "cpu", a device, a dict of locations, or a callable
     `fn(tensor, "cpu")` returning a replacement tensor (or None to keep it). A damaged, truncated
     or foreign file raises RuntimeError; a file from a newer format version says so.
@@ -533,26 +566,21 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     if mmap:
         raise NotImplementedError("jitorch.load: mmap=True is not supported yet")
     _check_map_location(map_location)
-    obj = read_archive(f, lambda arc: arc.decode(arc.manifest.get("object")))
-    if callable(map_location):
-        obj = _remap(obj, map_location, {})
-    return obj
+
+    def reader(arc):
+        arc.weights_only = weights_only is not False
+        arc.map_fn = map_location if callable(map_location) else None
+        return arc.decode(arc.manifest.get("object"))
+
+    return read_archive(f, reader)
 
 
-def _remap(obj, fn, memo):
-    # apply a callable map_location to every tensor, keeping identity of repeated tensors
-    if isinstance(obj, Tensor):
-        if id(obj) not in memo:
-            r = fn(obj, "cpu")
-            memo[id(obj)] = obj if r is None else r
-        return memo[id(obj)]
-    if isinstance(obj, list):
-        return [_remap(v, fn, memo) for v in obj]
-    if isinstance(obj, (tuple, set, frozenset)) and not isinstance(obj, Size):
-        return type(obj)(_remap(v, fn, memo) for v in obj)
-    if isinstance(obj, dict):
-        out = type(obj)((k, _remap(v, fn, memo)) for k, v in obj.items())
-        if hasattr(obj, "_metadata"):
-            out._metadata = obj._metadata
-        return out
-    return obj
+def get_unsafe_globals_in_checkpoint(f) -> list[str]:
+    """`torch.serialization.get_unsafe_globals_in_checkpoint`: the class/function paths a file
+    names that `weights_only=True` does not allow now (nothing is built or imported)."""
+    from . import serialization_objects
+    from ._safe_globals import allowed
+    found = read_archive(f, lambda arc: serialization_objects.unsafe_globals(
+        arc.manifest.get("object"), []))
+    ok = allowed()
+    return [p for p in found if p not in ok]

@@ -49,7 +49,7 @@ def _pow_on_ints(f):
 def _frontend_tuple_ops():
     """The ops whose tuple/list result the script frontend knows (its own table)."""
     try:
-        from jitorch.script import frontend_call as fc
+        from jitorch.script.frontend import call as fc
         return set(fc._TUPLE2) | set(fc._TUPLE2_WITH_DIM) | set(fc._LIST_OUT)
     except (ImportError, AttributeError):
         return None
@@ -85,7 +85,7 @@ def _static_tensor_slot(f):
     """A call of an op one of whose tensor slots has a name the frontend makes static."""
     try:
         from jitorch._ops.registry import OPS
-        from jitorch.script.frontend_call import STATIC_PARAMS
+        from jitorch.script.frontend.call import STATIC_PARAMS
     except ImportError:
         return False
     for s in f.program.body:

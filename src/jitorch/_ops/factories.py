@@ -20,7 +20,7 @@ or None). Each declaration holds:
 - `infer`: the result type (dtype from `%dtype`, else PyTorch's default for that factory; rank
   from the size list or the data's nesting).
 - `extra["stub"]`: a function with PyTorch's public signature, which the frontend binds a call
-  with (`script/frontend_factory.py`); `extra["method"]`: a Tensor method (`x.new_zeros`).
+  with (`script/frontend/factory.py`); `extra["method"]`: a Tensor method (`x.new_zeros`).
 The public functions stay `jitorch.zeros` & co. (`_creation.py`, `_ranges.py`, `Tensor.new_*`);
 these ops are `function=False, method=False`. Lowering: `script/codegen/lower_factory.py`.
 Random factories (randn, rand, randint, ...) are not declared here: their generator state lives

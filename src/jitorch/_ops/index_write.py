@@ -1,11 +1,11 @@
 """The functional write ops of scripted code: `_index_write` and `_select_write`.
 
-`x[idx] = v` is functional in the IR (script/frontend_index.py): the new value of `x` is
+`x[idx] = v` is functional in the IR (script/frontend/index.py): the new value of `x` is
 `_index_write(x, v, basic)` for a static basic index, and `_select_write(x, v, dim, i)` for a
 row picked by a run-time int (a loop counter). Both return a copy of `x` with the region
 overwritten (the compiled program writes in place where the alias analysis allows it:
-script/alias.py). `_select_write` is also how `select`'s VJP writes the grad into zeros, with
-the index taken as a value, so a run-time index stays one in a compiled backward. Lowered by
+script/runtime/alias.py). `_select_write` is also how `select`'s VJP writes the grad into zeros,
+with the index taken as a value, so a run-time index stays one in a compiled backward. Lowered by
 script/codegen/lower_write.py.
 """
 from __future__ import annotations

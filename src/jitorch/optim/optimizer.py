@@ -213,8 +213,8 @@ class CompiledStep:
         direct = self._direct.get((flags, dtype))
         if direct is not None:
             from .._tensor import Tensor as _T
-            from ..script import stats
-            from ..script.codegen import RaiseInInterpreter
+            from ..script.runtime import stats
+            from ..script.kernels.signals import RaiseInInterpreter
             for c in calls:
                 try:
                     direct(*c)
@@ -270,8 +270,8 @@ class CompiledStep:
 
 
 def _entry_for(fn, args):
-    """The specialisation (script/entry.py `_Entry`) `fn` runs for `args`, None if it has not
-    built one. (Looked up by key, not `fn._last`: a call that a program compiling in the
+    """The specialisation (script/runtime/entry.py `_Entry`) `fn` runs for `args`, None if it has
+    not built one. (Looked up by key, not `fn._last`: a call that a program compiling in the
     background answered from the interpreter leaves `_last` as it was.)"""
     try:
         key, _ = fn._key(list(args))
@@ -281,8 +281,8 @@ def _entry_for(fn, args):
 
 
 def _pending(fn) -> bool:
-    """Is a program of `fn` still compiling in the background (script/tiers.py: its calls run
-    on the tier below meanwhile)? Then what its last call ran on decides nothing yet."""
+    """Is a program of `fn` still compiling in the background (script/runtime/tiers.py: its calls
+    run on the tier below meanwhile)? Then what its last call ran on decides nothing yet."""
     try:
         return bool(fn.stats.get("programs_compiling"))
     except Exception:  # noqa: BLE001 - a runtime without background compiles

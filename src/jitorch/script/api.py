@@ -1,8 +1,8 @@
 """Entry points of the compiler used by `jitorch.jit` (the public facade): script and trace.
 
 `script(obj)` compiles a function (or a class, or a module) from its source via
-`frontend.py`; `trace(fn, example_inputs)` records it via `trace.py`. Both return a
-`runtime.ScriptFunction`, which specialises, compiles and caches per call signature
+`frontend/function.py`; `trace(fn, example_inputs)` records it via `frontend/trace.py`. Both return
+a `runtime.ScriptFunction`, which specialises, compiles and caches per call signature
 (`script_object` / `trace_object` build it from the frontend's result).
 """
 from __future__ import annotations
@@ -10,18 +10,18 @@ from __future__ import annotations
 import inspect
 import warnings
 
-import numpy as np
-
 from .._tensor import Tensor
-from .runtime import ScriptFunction, TracerWarning, _symbolic
+from .frontend.trace import same_outputs
+from .runtime.programs import _symbolic
+from .runtime.functions import ScriptFunction, TracerWarning
 
 
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     if obj is None:  # @script() with parentheses
         return lambda o: script(o)
-    from . import frontend
-    if _is_module(obj):  # nn.Module instances: script/module.py
-        from .module import script_module
+    from .frontend import function as frontend
+    if _is_module(obj):  # nn.Module instances: script/runtime/module.py
+        from .runtime.module import script_module
         return script_module(obj)
     return script_object(obj, frontend)
 
@@ -35,7 +35,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
           check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
           example_kwarg_inputs=None):
     if _is_module(func):
-        from .module import trace_module
+        from .runtime.module import trace_module
         return trace_module(func, example_inputs, check_trace=check_trace)
     return trace_object(func, example_inputs, check_trace=check_trace)
 
@@ -69,7 +69,7 @@ def script_object(obj, frontend):
 def trace_object(func, example_inputs, check_trace: bool = True):
     """`jitorch.jit.trace(func, example_inputs)`: record once, return a ScriptFunction whose
     input sizes are symbolic (one specialisation serves every size)."""
-    from . import trace as _trace
+    from .frontend import trace as _trace
     if isinstance(example_inputs, Tensor):
         example_inputs = (example_inputs,)
     example_inputs = tuple(example_inputs or ())
@@ -91,7 +91,7 @@ def trace_object(func, example_inputs, check_trace: bool = True):
                             tuple_out=isinstance(out, tuple))
     if check_trace:
         got = sf(*example_inputs)
-        if not _same(got, out):
+        if not same_outputs(got, out):
             warnings.warn(f"jitorch.jit.trace: the traced function {name} gives different "
                           "results than the Python function on the example inputs (is it "
                           "nondeterministic, or does it depend on data?)", TracerWarning,
@@ -114,19 +114,3 @@ class StructuredTrace:
         return getattr(self._fn, name)
 
 
-def _same(a, b) -> bool:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if isinstance(a, Tensor) and isinstance(b, Tensor):
-        x, y = a._data, b._data
-        if x.shape != y.shape or a._dtype != b._dtype:
-            return False
-        if x.dtype.kind in "fc":
-            return bool(np.allclose(x, y, rtol=1e-4, atol=1e-5, equal_nan=True))
-        return bool(np.array_equal(x, y))
-    try:
-        return bool(a == b)
-    except Exception:
-        return False

@@ -17,7 +17,7 @@ as a `Composite`, the way `optim/functional.py` declares its step forms:
 - `expose(composite, public_fn)` tells the script frontend that a call of `public_fn` is that
   composite: it binds the call to the public signature, reads the statics by name (they must be
   constants at the call site), calls the same factory and inlines the body's graph
-  (`script/frontend_nn.py`). A static named `"weight?"` is whether the argument `weight` is
+  (`script/frontend/composite.py`). A static named `"weight?"` is whether the argument `weight` is
   given (not None): bodies whose code depends on it without a tensor test use it.
 
 When the call cannot be compiled (a static that is not a constant, a factory that raises for it,

@@ -15,7 +15,7 @@ messages, unbatched inputs, default zero states, the nested `(h_n, c_n)` result)
 Python, in the module's own
 `_prepare_call` / `_finish_call`, run by the `adapter` that `twin(module)` returns next to the
 function: `adapter(*args, **kwargs) -> (twin_args, finish)`, and `finish(results)` gives the
-user's result. `script/frontend_module.py` (`_jit_twin`) and `script/module.py` use them.
+user's result. `script/frontend/module.py` (`_jit_twin`) and `script/runtime/module.py` use them.
 Between layers, dropout in training mode is `F.dropout` inside the graph (random: the runtime
 may interpret such a graph and records why).
 """

@@ -15,8 +15,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ...script.lang import ignore, is_scripting
-from ...script.loadable import loadable
+from ...script.frontend.lang import ignore, is_scripting
+from ...script.runtime.loadable import loadable
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -175,7 +175,7 @@ class Conv2d(_Conv):
     _fn = staticmethod(F.conv2d)
 
 
-@loadable  # pure: a jit.load'ed ConvTranspose may call it (script/loadable.py)
+@loadable  # pure: a jit.load'ed ConvTranspose may call it (script/runtime/loadable.py)
 @ignore  # shape arithmetic on a Python list: stays Python inside scripted code
 def _output_padding(input: Tensor, output_size, dims: int, stride, padding, dilation,
                     kernel_size):

@@ -8,7 +8,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ...script.lang import is_scripting
+from ...script.frontend.lang import is_scripting
 from .module import Module
 
 __all__ = ["Identity", "Linear", "Bilinear"]

@@ -28,7 +28,7 @@ def _forward_unimplemented(self, *input):
 
 
 # bumped by every attribute assignment, deletion and registration on any Module: scripted
-# modules re-check their attribute guards only after it moved (script/module.py)
+# modules re-check their attribute guards only after it moved (script/runtime/module.py)
 ATTR_VERSION = [0]
 
 class Module(_StateDictMixin):

@@ -14,8 +14,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
-from ...script.lang import ignore
-from ...script.loadable import loadable
+from ...script.frontend.lang import ignore
+from ...script.runtime.loadable import loadable
 from .module import Module
 
 __all__ = ["Embedding", "EmbeddingBag"]
@@ -105,7 +105,7 @@ class Embedding(_EmbeddingBase):
                    scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
-@loadable  # pure: a jit.load'ed EmbeddingBag may call it (script/loadable.py)
+@loadable  # pure: a jit.load'ed EmbeddingBag may call it (script/runtime/loadable.py)
 @ignore  # offsets -> padded bag matrix is Python list work (runs in Python under script)
 def _bags(input: Tensor, offsets, include_last_offset: bool):
     """(indices (B, L), valid mask (B, L) bool, per-element positions or None)."""

@@ -6,8 +6,3 @@ class NotLowered(Exception):
     interpreter and records this reason (visible in `jitorch.jit.stats()` and JITORCH_LOG)."""
 
 
-class RaiseInInterpreter(Exception):
-    """Raised by a compiled program at a `raise` whose message it cannot build (a list, a
-    repr): the runtime runs that call again in the interpreter, which raises the exact error.
-    Only the failing call pays; the error path of a program that mutates its inputs may then
-    see those writes twice (the error raised is the same)."""

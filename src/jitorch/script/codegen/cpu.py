@@ -11,8 +11,8 @@ arrive as the caller's arrays, strided or not (the runtime compiles a 'C' and an
 the same source as needed): generated code reads them through their strides and never writes to
 them, except for the list-element writes of lower_list.py. A program that writes to arguments
 (`written`: graph.mutated_inputs) first checks that those share no memory with another argument
-or themselves (`overlap_check`), else raises `alias.ArgumentsOverlap` and the runtime runs the
-call in place, as eager would (script/alias.py).
+or themselves (`overlap_check`), else raises `ArgumentsOverlap` and the runtime runs the
+call in place, as eager would (script/runtime/alias.py).
 
 What cannot be lowered raises `NotLowered(reason)` at generation time; the runtime then runs
 the graph with the interpreter. Families live in `lower_elementwise.py`, `lower_reduce.py`,
@@ -34,8 +34,8 @@ from . import NotLowered, kernel, literal
 
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
              'cache=False)')
-MAX_CONST_ELEMS = 4096
-OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function  # tensor constants are embedded in the source as literals
+MAX_CONST_ELEMS = 4096  # tensor constants are embedded in the source as literals
+OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function
 
 
 @dataclass
@@ -56,7 +56,7 @@ class Program:
     def listing(self, entry_source: str) -> str:
         """`entry_source` followed by each kernel's module as it is loaded, under a line that
         names the module (`fn.code`)."""
-        from .. import cache
+        from ..kernels import cache
         out = entry_source
         for ksrc in self.kernels:
             src = cache.prepare_source(ksrc)
@@ -126,9 +126,9 @@ class Emitter:
         return t
 
     def raise_in_interpreter(self) -> None:
-        """Emit a hand-over of this call to the interpreter (codegen.RaiseInInterpreter): for
-        what the program cannot do itself, on a path that is rare."""
-        line = "from jitorch.script.codegen import RaiseInInterpreter"
+        """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter):
+        for what the program cannot do itself, on a path that is rare."""
+        line = "from jitorch.script.kernels.signals import RaiseInInterpreter"
         if line not in self.globals:
             self.globals.append(line)
         self.emit("raise RaiseInInterpreter()")
@@ -231,7 +231,9 @@ def lower_here(em: Emitter, n: ir.Node) -> None:
     from . import lower_elementwise
     from .lowering import lowering_for
     op = n.op
-    if "lower" in n.attrs:  # a PythonOp carrying its own lowering (codegen/lower_autodiff.py)
+    if "lowering" in n.attrs:  # a named helper node (autodiff through loops: lower_autodiff.py)
+        return lowering_for(n.attrs["lowering"])(em, n)
+    if "lower" in n.attrs:  # a node the code generator planned itself (lower_list.py)
         return n.attrs["lower"](em, n)
     if op.startswith("prim::"):
         fn = _PRIMS.get(op)
@@ -346,7 +348,7 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
     if type(fn) is not str:  # fn is pasted below as the name of a builtin: only exact strs
         raise NotLowered("scalar op without a function name")
     if all(em.is_const(v) for v in n.inputs):
-        from ..interpreter import SCALAR_OPS
+        from ..ir.interpreter import SCALAR_OPS
         try:
             em.consts[n.output.uid] = SCALAR_OPS[fn](*[em.const(v) for v in n.inputs])
             return

@@ -96,7 +96,8 @@ _KE = None
 
 def is_compute(n: ir.Node) -> bool:
     """Nodes whose code becomes a kernel: every op but the structural/scalar prims."""
-    return not n.op.startswith("prim::") or n.op == "prim::Fused" or "lower" in n.attrs
+    return not n.op.startswith("prim::") or n.op == "prim::Fused" or "lower" in n.attrs or \
+        "lowering" in n.attrs
 
 
 def worth_kernels(graph: ir.Graph) -> bool:
@@ -174,7 +175,7 @@ def _returned(rets) -> str:
 
 def kernel_alias(em, source: str, nargs: int) -> str:
     """The entry's name for the kernel of `source`, importing its module once per entry."""
-    from .. import cache
+    from ..kernels import cache
     module = cache.module_name(cache.prepare_source(source))
     alias = literal.Ident("_k" + module[len(cache.MODULE_PREFIX):][:16])
     if module not in em.kernels:
@@ -185,4 +186,4 @@ def kernel_alias(em, source: str, nargs: int) -> str:
     return alias
 
 
-CALLER = "jitorch.script.codegen.kernel_call"  # (kernel_call.py: calls through symbols)
+CALLER = "jitorch.script.kernels.kernel_call"  # (kernel_call.py: calls through symbols)

@@ -1,8 +1,9 @@
 """CPU lowerings of the helper nodes that autodiff through loops emits (`passes/autodiff_control`).
 
 Those nodes are `prim::PythonOp`s (so the interpreter runs their `fn` and the passes keep them:
-they are impure) that also carry `attrs["lower"]`, one of the functions below; `cpu.lower_node`
-calls it. They are the only in-place writes in generated code, on buffers nobody else holds:
+they are impure) named by `attrs["lowering"]` ("autodiff::<name>"), which the lowering table
+maps to the functions below. They are the only in-place writes in generated code, on buffers nobody
+else holds:
 - `empty_buffer` (attrs dtype, rank): an empty `(0,) * (rank + 1)` array, the initial value of a
   loop-carried stack of per-iteration saved values;
 - `stack_store(buf, value, i, T)`: at the first store (buf.shape[0] != T) allocates `(T, *shape)`,
@@ -19,6 +20,7 @@ from __future__ import annotations
 from .. import ir
 from . import literal
 from .cpu import Emitter, np_type, typed_literal
+from .lowering import lowers
 
 
 def typed_zero(dtype) -> str:
@@ -38,6 +40,7 @@ def _row_index(em: Emitter, expr: str, size: str) -> str:
     return ix
 
 
+@lowers("autodiff::empty_buffer")
 def lower_empty_buffer(em: Emitter, n: ir.Node) -> None:
     rank = int(n.attrs["rank"])
     out = em.fresh("buf")
@@ -46,6 +49,7 @@ def lower_empty_buffer(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
+@lowers("autodiff::stack_store")
 def lower_stack_store(em: Emitter, n: ir.Node) -> None:
     buf, v, i, trip = (em.name(x) for x in n.inputs)
     bt = em.tensor(n.inputs[0])
@@ -85,6 +89,7 @@ def lower_stack_store(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, b)
 
 
+@lowers("autodiff::zeros_like")
 def lower_zeros_like(em: Emitter, n: ir.Node) -> None:
     t = em.tensor(n.inputs[0])
     out = em.fresh("z")
@@ -92,6 +97,7 @@ def lower_zeros_like(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
+@lowers("autodiff::index_acc")
 def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     acc, g, idx = (em.name(x) for x in n.inputs)
     t = em.tensor(n.inputs[0])
@@ -111,6 +117,7 @@ def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, acc)
 
 
+@lowers("autodiff::take_row")
 def lower_take_row(em: Emitter, n: ir.Node) -> None:
     """`take_row(g, idx)` (attrs dim): a copy of `g.select(dim, idx)`."""
     g, idx = (em.name(x) for x in n.inputs)
@@ -126,6 +133,7 @@ def lower_take_row(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
+@lowers("autodiff::zero_row")
 def lower_zero_row(em: Emitter, n: ir.Node) -> None:
     """`zero_row(g, idx)` (attrs dim): `g.select(dim, idx) = 0` in place (g is a loop-carried
     grad buffer the backward owns, see autodiff_control._row_write); the result is g."""
@@ -137,6 +145,7 @@ def lower_zero_row(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, g)
 
 
+@lowers("autodiff::copy")
 def lower_copy(em: Emitter, n: ir.Node) -> None:
     """`copy(x)`: a fresh C-contiguous copy (a grad buffer the backward may write into)."""
     from .lower_shape import contiguous_expr
@@ -145,6 +154,7 @@ def lower_copy(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
+@lowers("autodiff::typed")
 def lower_typed(em: Emitter, n: ir.Node) -> None:
     """`typed(x)`: x itself; the node only carries x's dtype and rank for the type pass (a
     value whose rule cannot tell them, e.g. `expand` to run-time sizes, feeding a loop)."""

@@ -23,12 +23,13 @@ from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
 from ..passes import fuse
-from ..passes.types import const_value, elementwise_dtypes, norm_dims
+from ..ir.values import const_value
+from ..passes.types import elementwise_dtypes, norm_dims
 from . import NotLowered, literal, operand_checks
 from .casts import cast, needs_name, scalar_dtype
 from .cpu import Emitter, np_type, typed_literal
 
-FASTMATH_MODULE = "jitorch.script.codegen.fastmath"
+FASTMATH_MODULE = "jitorch.script.kernels.fastmath"
 _F32_FUNCS = {"np.exp": "exp_f32", "np.tanh": "tanh_f32", "np.log": "log_f32",
               "math.erf": "erf_f32"}
 _fastmath_state: dict = {}

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from ..passes.types import data_info
+from ..ir.values import data_info
 from . import NotLowered, literal
 from .cpu import Emitter, np_type, typed_literal
 from .lowering import lowers

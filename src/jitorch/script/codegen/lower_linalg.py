@@ -1,4 +1,4 @@
-"""Lowering of matmul / mm / bmm / addmm to `codegen/blas.py` (inside njit, without the GIL).
+"""Lowering of matmul / mm / bmm / addmm to `kernels/blas.py` (inside njit, without the GIL).
 
 Every product becomes `mm_into(a, b, c, accumulate)` or `matmul2(a, b)` on 2-D views: blas.py
 chooses per call, from the run-time sizes and strides, between its register-tiled small-M kernel,
@@ -18,11 +18,11 @@ from .cpu import Emitter, np_type, typed_literal
 from .lowering import lowers
 
 _DTYPES = (dt.float32, dt.float64, dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
-BLAS_MODULE = "jitorch.script.codegen.blas"
+BLAS_MODULE = "jitorch.script.kernels.blas"
 
 
 def _import(em: Emitter) -> None:
-    from . import blas
+    from ..kernels import blas
     line = f"from {BLAS_MODULE} import matmul2, mm_into  # blas {blas.SOURCE_HASH}"
     if line not in em.globals:
         em.globals.append(line)

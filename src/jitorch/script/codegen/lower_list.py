@@ -2,7 +2,7 @@
 `for i in range(len(params)): params[i].add_(...)`.
 
 A `List[Tensor]` input whose elements share one dtype and rank arrives as a Python tuple of the
-elements' arrays as they are (runtime.py `_boundary`; typed 'C' when every element is
+elements' arrays as they are (runtime/functions.py `_boundary`; typed 'C' when every element is
 C-contiguous, else 'A'): Numba types it as a UniTuple, which is cheap to
 unbox (measured: ~0.65 us per array, against ~9 us per array to build a `numba.typed.List` and a
 deprecated reflected list) and which generated code may index with a run-time int (the program
@@ -18,7 +18,7 @@ argument's array (`lst[i][...] = new`) and the list value stays the same tuple, 
 reaches the caller's tensor without any write-back copy (the runtime's write-back sees the same
 arrays and skips them), through the element's strides. An element that shares memory with
 another argument or element, or with itself, never gets here: the program's entry check sends
-that call to the in-place interpreter (script/alias.py).
+that call to the in-place interpreter (script/runtime/alias.py).
 That is only correct when no value still standing for the element's OLD contents is read after
 the write: `check_inplace_lists` proves it (a flow-sensitive walk, loop bodies walked twice)
 before anything is emitted, and raises NotLowered otherwise (the interpreter then runs it).

@@ -1,4 +1,4 @@
-"""The shared-memory check a program runs at the top of its entry (script/alias.py's rule).
+"""The shared-memory check a program runs at the top of its entry (script/runtime/alias.py's rule).
 
 Owns `overlap_check`: for a program that writes to an argument, the emitted check gives every
 tensor argument the program reads (each element of a tensor list too) a row of byte bounds and
@@ -89,10 +89,10 @@ def overlap_check(em: Emitter, graph: ir.Graph, written):
     argument names, emits the check at the top of the entry: every tensor argument the program
     reads (each element of a tensor list) gets a row of byte bounds, and a written one that
     overlaps another or itself raises `ArgumentsOverlap` before anything else runs."""
-    from .. import alias
+    from ..ir.util import used_inputs
     from . import lower_list
     written = set(written or ())
-    used = alias.used_inputs(graph)  # an argument the program never reads may share memory
+    used = used_inputs(graph)  # an argument the program never reads may share memory
     kinds = []  # per input: "t" (tensor), "l" (tensor list: a tuple argument) or None
     for i, p in enumerate(graph.inputs):
         t = p.type
@@ -102,7 +102,7 @@ def overlap_check(em: Emitter, graph: ir.Graph, written):
         return None
 
     def emit(arg_names):  # (a list argument's name: its unpacked native list, fast to walk)
-        line = "from jitorch.script.alias import ArgumentsOverlap"
+        line = "from jitorch.script.kernels.signals import ArgumentsOverlap"
         if line not in em.globals:
             em.globals.append(line)
         em.globals.append(_OVERLAP_HELPERS)

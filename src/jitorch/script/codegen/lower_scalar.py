@@ -181,7 +181,7 @@ def _hand_over_if(em, cond: str, result: str | None = None) -> None:
     names what Python returns instead, computes it. A program that writes its list arguments
     in place (lower_list.py) cannot be run again from the start without writing twice, so
     there the second kind raises, naming what Python would have returned (the first kind
-    raises as documented in codegen.RaiseInInterpreter)."""
+    raises as documented in kernels.signals.RaiseInInterpreter)."""
     em.emit(f"if {cond}:")
     em.indent += 1
     if result is not None and em.writes_arguments:

@@ -6,7 +6,8 @@ looks a node's op up with `lowering_for(op)`. Elementwise registry ops with a sc
 need no entry: they lower as fused loops (lower_elementwise.py). What is in neither is refused
 (NotLowered) and runs in the interpreter, which is why every public registry op has a template,
 an entry here, or an `interpreted="reason"` in its declaration (tests/test_registry_coverage.py).
-Structural `prim::` ops are cpu.py's own; this table holds registry ops only.
+Structural `prim::` ops are cpu.py's own; this table holds registry ops and the named helper
+nodes of autodiff through control flow ("autodiff::<name>", codegen/lower_autodiff.py).
 """
 from __future__ import annotations
 
@@ -16,8 +17,8 @@ from typing import Callable
 TABLE: dict[str, Callable] = {}
 
 # the modules that fill TABLE, imported on first use (they import cpu.py, which imports this)
-_MODULES = ("lower_conv", "lower_factory", "lower_fft", "lower_gather", "lower_linalg",
-            "lower_pool", "lower_reduce", "lower_shape", "lower_write")
+_MODULES = ("lower_autodiff", "lower_conv", "lower_factory", "lower_fft", "lower_gather",
+            "lower_linalg", "lower_pool", "lower_reduce", "lower_shape", "lower_write")
 _loaded: list = []
 
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 def module_head(em):
     """(the module text before the function: imports, exception classes, globals; the
     function's body lines) of an entry or a kernel (kernel.py)."""
-    from . import alloc, lower_elementwise
+    from ..kernels import alloc
+    from . import lower_elementwise
     helpers = sorted(em.helpers)
     head = ["import math", "import numba", "import numpy as np"]
     # large arrays allocated by the program ask for huge pages, as NumPy's do (alloc.py)
@@ -23,7 +24,7 @@ def module_head(em):
     for exc in sorted(em.exceptions):
         head.append(_EXC_CLASS.format(exc=exc))
     if em.scripted_raises:
-        head.append("from jitorch.script.interpreter import ScriptRuntimeError")
+        head.append("from jitorch.script.kernels.signals import ScriptRuntimeError")
     for exc in sorted(em.scripted_raises):
         head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
     return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body

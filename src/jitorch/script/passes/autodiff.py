@@ -69,9 +69,10 @@ from ..._ops import registry
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.graph import _fit
-from .. import interpreter, ir
+from ..ir import interpreter
+from .. import ir
 from ..._ops.factories import is_factory
-from ..trace import Tracer
+from ..frontend.trace import Tracer
 from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SymFloat, _SymInt, _SymSize,
                            _SizeRef, _clone_with_outputs, _unsqueezes,
                            contains_sym as _contains_sym, materialise, with_sym_shape)

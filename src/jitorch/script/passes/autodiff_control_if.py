@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from .. import ir
-from ..codegen import lower_autodiff as low
 from . import autodiff as ad
 from .autodiff import NotDifferentiable
 from .autodiff_control_ops import (_const, _empty_buffer_fn, _is_none, _pyop, _run_nodes,
@@ -19,7 +18,7 @@ def build_if(bld, n: ir.Node) -> None:
     """Both branches differentiated on the example (the one not taken runs too: if it
     fails there, NotDifferentiable); the forward If also returns each branch's saved
     values (dummies from the other branch); the backward is an If over their backwards."""
-    from .autodiff_control import _Builder
+    from .autodiff_control_build import _Builder
     vm = bld.vmap
     if not n.inputs or len(n.blocks) != 2 or any(
             len(b.params) != len(n.inputs) - 1 or len(b.returns) != len(n.outputs)
@@ -79,7 +78,7 @@ def build_if(bld, n: ir.Node) -> None:
                 continue
             if isinstance(x, Tensor):
                 d = _pyop("empty_buffer", _empty_buffer_fn(x._dtype, x._data.ndim - 1),
-                          low.lower_empty_buffer, (), _ttype(x), dtype=x._dtype,
+                          (), _ttype(x), dtype=x._dtype,
                           rank=x._data.ndim - 1)
             elif isinstance(x, (int, float)) and not isinstance(x, bool):
                 d = _const(type(x)(0), ir.INT if isinstance(x, int) else ir.FLOAT)
@@ -146,7 +145,7 @@ def if_vjp(bk, n: ir.Node) -> None:
         elif g is None:
             ref = bk._tv(bk._value(o), cenv)
             g_vals.append(bk._add(_pyop("zeros_like", _zeros_like_fn,
-                                          low.lower_zeros_like, (ref,), ref.type),
+                                          (ref,), ref.type),
                                     mine).output)
         else:
             g_vals.append(bk._typed(bk._tv(g, cenv), g, mine))
@@ -190,10 +189,9 @@ def if_vjp(bk, n: ir.Node) -> None:
         for c in need_caps:
             r = vmap.get(bw.block.returns[c].uid, bw.block.returns[c])
             if _is_none(r):
-                z = _pyop("zeros_like", _zeros_like_fn, low.lower_zeros_like,
-                          (pm[cap_vals[c].uid],), cap_vals[c].type)
+                z = _pyop("zeros_like", _zeros_like_fn, (pm[cap_vals[c].uid],), cap_vals[c].type)
             else:
-                z = _pyop("typed", _typed_fn, low.lower_typed, (r,), cap_vals[c].type)
+                z = _pyop("typed", _typed_fn, (r,), cap_vals[c].type)
             bn.append(z)
             rets.append(z.output)
         blocks.append(ir.Block(params, bn, rets))

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from .. import ir
-from ..codegen import lower_autodiff as low
 from .autodiff_control_ops import (_const, _copy_fn, _is_none, _pyop, _run_nodes,
                                    _typed_fn, _zeros_like_fn)
 from .types import _copy_node
@@ -34,12 +33,11 @@ def loop_vjp(bk, n: ir.Node) -> None:
         g = gouts[k]
         if g is None:
             ref = bk._tv(bk._value(outs[k]), cenv)
-            g_v = bk._add(_pyop("zeros_like", _zeros_like_fn, low.lower_zeros_like,
-                                  (ref,), ref.type), mine).output
+            g_v = bk._add(_pyop("zeros_like", _zeros_like_fn, (ref,), ref.type), mine).output
         else:
             g_v = bk._typed(bk._tv(g, cenv), g, mine)
             if inplace:
-                g_v = bk._add(_pyop("copy", _copy_fn, low.lower_copy, (g_v,), g_v.type),
+                g_v = bk._add(_pyop("copy", _copy_fn, (g_v,), g_v.type),
                               mine).output
         g_of[k] = len(g_init)
         g_init.append(g_v)
@@ -49,8 +47,7 @@ def loop_vjp(bk, n: ir.Node) -> None:
             continue
         ref = bk._tv(bk._value(cap), cenv)
         acc_of[c] = len(acc_init)
-        acc_init.append(bk._add(_pyop("zeros_like", _zeros_like_fn, low.lower_zeros_like,
-                                        (ref,), ref.type), mine).output)
+        acc_init.append(bk._add(_pyop("zeros_like", _zeros_like_fn, (ref,), ref.type), mine).output)
     buf_vals = [bk._tv(bk._value(b), cenv) for b in info.bufs]
     inv_caps = sorted({k[1] for k in info.kinds if k[0] == "cap"})
     inv_vals = [bk._tv(bk._value(info.caps[c]), cenv) for c in inv_caps]
@@ -118,12 +115,12 @@ def loop_vjp(bk, n: ir.Node) -> None:
     for k, j in g_of.items():
         r = rets[1 + k]
         if _is_none(r):
-            z = _pyop("zeros_like", _zeros_like_fn, low.lower_zeros_like, (g_ps[j],),
+            z = _pyop("zeros_like", _zeros_like_fn, (g_ps[j],),
                       g_ps[j].type)
             bn.append(z)
             r = z.output
         else:
-            t = _pyop("typed", _typed_fn, low.lower_typed, (r,), g_ps[j].type)
+            t = _pyop("typed", _typed_fn, (r,), g_ps[j].type)
             bn.append(t)
             r = t.output
         new_g.append(r)
@@ -133,7 +130,7 @@ def loop_vjp(bk, n: ir.Node) -> None:
         if _is_none(r):
             new_acc.append(acc_ps[j])
             continue
-        t = _pyop("typed", _typed_fn, low.lower_typed, (r,), acc_ps[j].type)
+        t = _pyop("typed", _typed_fn, (r,), acc_ps[j].type)
         bn.append(t)
         r = t.output
         if c not in info.slice_caps:

@@ -1,6 +1,6 @@
 """The helper nodes and graph utilities of autodiff through control flow
 (`autodiff_control.py`): `prim::PythonOp` nodes that the interpreter runs through their `fn` and
-the code generator lowers through `attrs["lower"]` (`codegen/lower_autodiff.py`), a recursive
+the code generator lowers by name (`attrs["lowering"]`, `codegen/lower_autodiff.py`), a recursive
 graph structure for the size-generic check, and the pre-pass that makes loops carry tuples
 element by element.
 """
@@ -15,7 +15,8 @@ from ..._ops import registry
 from ..._ops.factories import is_factory
 from ..._tensor import Tensor
 from ...autograd import grad_mode
-from .. import interpreter, ir
+from ..ir import interpreter
+from .. import ir
 from . import autodiff as ad
 
 
@@ -77,10 +78,11 @@ def _copy_fn(x):
     return Tensor._make(np.array(x._data, copy=True), x._dtype)
 
 
-def _pyop(name, fn, lower, inputs, out_type, **attrs) -> ir.Node:
-    n = ir.Node("prim::PythonOp", inputs, (out_type,),
-                attrs=dict(fn=fn, lower=lower, name=name, **attrs))
-    return n
+def _pyop(name, fn, inputs, out_type, **attrs) -> ir.Node:
+    """A helper node of autodiff through control flow: the interpreter runs `fn`; the code
+    generator lowers it by name (`lowering` "autodiff::<name>", codegen/lower_autodiff.py)."""
+    return ir.Node("prim::PythonOp", inputs, (out_type,),
+                   attrs=dict(fn=fn, lowering=f"autodiff::{name}", name=name, **attrs))
 
 
 def _ttype(x: Tensor) -> ir.TensorType:

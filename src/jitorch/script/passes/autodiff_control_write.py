@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from ..._tensor import Tensor
 from .. import ir
-from ..codegen import lower_autodiff as low
 from .autodiff_control_ops import _pyop, _take_row_fn, _ttype, _zero_row_fn
 
 
@@ -39,14 +38,14 @@ def row_write_vjp(self, n: ir.Node) -> bool:
     gv, iv = self._tv(g, cenv), self._tv(idx, cenv)
     row_t = ir.TensorType(g._dtype, (None,) * (nd - 1))
     if v.uid in self.needs:
-        take = _pyop("take_row", _take_row_fn(dim), low.lower_take_row, (gv, iv), row_t,
+        take = _pyop("take_row", _take_row_fn(dim), (gv, iv), row_t,
                      dim=dim)
         self.tracer.block.nodes.append(take)
         row = _take_row_fn(dim)(g, int(idx))
         self.tracer.bind(row, take.output)
         self._give(v, row)
     if x.uid in self.needs:
-        zero = _pyop("zero_row", _zero_row_fn(dim), low.lower_zero_row, (gv, iv),
+        zero = _pyop("zero_row", _zero_row_fn(dim), (gv, iv),
                      _ttype(g), dim=dim)
         self.tracer.block.nodes.append(zero)
         res = _zero_row_fn(dim)(Tensor._make(g._data.copy(), g._dtype), int(idx))

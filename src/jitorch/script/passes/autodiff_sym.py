@@ -188,7 +188,7 @@ def materialise(val, nodes: list, memo: dict, base_value) -> ir.Value:
             n = ir.Node("prim::TupleConstruct", ins, [ir.TupleType([i.type for i in ins])])
         nodes.append(n)
         return n.output
-    from ..trace import value_type
+    from ..frontend.trace import value_type
     n = ir.Node("prim::Constant", (), (value_type(val),), attrs={"value": val})
     nodes.append(n)
     return n.output

@@ -12,7 +12,7 @@ table; values never flow into a nested block except as captured inputs.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_util import MUTABLE_RESULT_PRIMS, node_is_pure, replace_many
+from ..ir.util import MUTABLE_RESULT_PRIMS, node_is_pure, replace_many
 
 
 def run(graph: ir.Graph) -> ir.Graph:

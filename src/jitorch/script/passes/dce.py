@@ -12,7 +12,7 @@ Raise, Print, Assert, CallFunction) and graph inputs and outputs.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_util import free_values, is_pure
+from ..ir.util import free_values, is_pure
 
 
 def run(graph: ir.Graph) -> ir.Graph:

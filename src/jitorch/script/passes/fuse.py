@@ -26,7 +26,8 @@ import re
 from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
-from .types import const_value, norm_dims, reduction_dtype
+from ..ir.values import const_value
+from .types import norm_dims, reduction_dtype
 
 SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
 COMPLEX = {dt.complex64, dt.complex128}

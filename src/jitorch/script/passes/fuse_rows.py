@@ -7,8 +7,8 @@ connected set of
 - fusible elementwise ops (`fuse.fusible`) whose output has rank R,
 in which a full-size member reads a reduction's result: the broadcast of a per-row value back
 along the row (`x - x.amax(-1, keepdim=True)`; a per-row epilogue such as `x.mean(-1, True) + 1`
-alone is left to the elementwise fuser's reduction prologues). Such a chain otherwise runs as several
-loops over the whole tensor with full-size temporaries; as one node the code generator
+alone is left to the elementwise fuser's reduction prologues). Such a chain otherwise runs as
+several loops over the whole tensor with full-size temporaries; as one node the code generator
 (`codegen/lower_rows.py`) emits one outer loop over rows with several inner passes over the row.
 
 Members keep their order; the node is placed where one of its members was (`fuse._order_ok`
@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from ... import _dtype as dt
 from .. import ir
-from .types import const_value, norm_dims, reduction_dtype
+from ..ir.values import const_value
+from .types import norm_dims, reduction_dtype
 
 ROW_REDUCE = ("sum", "mean", "amax", "amin", "logsumexp", "_max_shift")
 _FLOATS = (dt.float32, dt.float64)

@@ -1,5 +1,6 @@
 """Inlining: replaces each `prim::CallFunction` whose `attrs["fn"]` is an `ir.Graph` by a copy of
-the callee's body, in every block (callees that call others are inlined recursively).
+the callee's body, in every block (callees that call others are inlined recursively). A call of
+a library composite inlines the body specialised on the call's constants (specialise.py).
 
 Owns `run(graph) -> graph` (rewrites in place). Calls to anything that is not a Graph (a Python
 callable) are left alone. A call chain deeper than `MAX_DEPTH` (recursion, which the language
@@ -11,7 +12,7 @@ generator see exact types.
 from __future__ import annotations
 
 from .. import ir
-from ..ir_util import inline_block, replace_many
+from ..ir.util import inline_block, replace_many
 
 MAX_DEPTH = 64
 
@@ -58,6 +59,9 @@ def _inline_block(block: ir.Block, depth: int) -> bool:
             out.append(n)
             continue
         args = [mapping.get(v, v) for v in n.inputs]
+        if "composite" in n.attrs:  # a library composite: its body on this call's constants
+            from .specialise import specialised_graph
+            fn = specialised_graph(n.attrs["composite"], fn, args)
         if len(args) != len(fn.inputs):
             raise InlineError(f"call of @{fn.name} with {len(args)} arguments, it takes "
                               f"{len(fn.inputs)}")

@@ -1,7 +1,9 @@
 """The pass pipeline: runs the IR passes in order on a copy of a (specialised) graph.
 
-Owns `run(graph, passes=DEFAULT, verify_each=None) -> Graph` and `DEFAULT`. A pass is a name
-(`"inline"`, `"simplify"`, `"cse"`, `"dce"`, `"fuse"`, `"verify"`) or any callable Graph -> Graph.
+Owns `PIPELINE`, the passes every compiled graph goes through, in order, as the functions
+themselves (each Graph -> Graph, rewriting in place or returning a new graph), and
+`run(graph, passes=PIPELINE, verify_each=None) -> Graph`. `passes` may also name passes (`"dce"`:
+a pass's name is its module's, `verify` for the verifier) or hold any callable Graph -> Graph.
 `run` clones the graph once and lets each pass rewrite that copy, so the caller's graph is never
 modified. An unknown name is an error (no pass is skipped silently).
 
@@ -11,39 +13,43 @@ pass and names the pass that broke an invariant.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 import time
 from typing import Callable, Iterable
 
 from .. import ir
-from ..ir_util import clone_graph
+from ..ir.util import clone_graph
+from ..ir.verify import VerifyError, verify
+from . import cse, dce, fuse, inline, simplify
 
-DEFAULT = ("inline", "simplify", "cse", "dce", "fuse", "verify")
-
-
-def _resolve(name: str) -> Callable:
-    if name == "verify":
-        from ..verify import verify
-        return verify
-    if name not in _PASS_MODULES:
-        raise ValueError(f"unknown pass {name!r} (known: {', '.join(sorted(_PASS_MODULES))})")
-    return importlib.import_module(f"{__package__}.{name}").run
+PIPELINE: tuple = (inline.run, simplify.run, cse.run, dce.run, fuse.run, verify)
 
 
-# the passes a name may stand for (each module's `run`); imported when first used
-_PASS_MODULES = ("inline", "simplify", "cse", "dce", "fuse", "verify")
+def name_of(p: Callable) -> str:
+    """A pass's name: its module's (`dce`), `verify` for the verifier."""
+    if p is verify:
+        return "verify"
+    return getattr(p, "__module__", "").rsplit(".", 1)[-1]
+
+
+NAMES: tuple = tuple(name_of(p) for p in PIPELINE)
+_BY_NAME = dict(zip(NAMES, PIPELINE))
 
 
 def get_pass(p) -> tuple[str, Callable]:
+    """(name, function) of a pass given by name or as a callable."""
     if callable(p):
+        if p in PIPELINE:
+            return name_of(p), p
         return getattr(p, "__module__", "").rsplit(".", 1)[-1] + "." + \
             getattr(p, "__name__", "pass"), p
-    return p, _resolve(p)
+    if p not in _BY_NAME:
+        raise ValueError(f"unknown pass {p!r} (known: {', '.join(sorted(_BY_NAME))})")
+    return p, _BY_NAME[p]
 
 
-def run(graph: ir.Graph, passes: Iterable = DEFAULT, verify_each: bool | None = None
+def run(graph: ir.Graph, passes: Iterable = PIPELINE, verify_each: bool | None = None
         ) -> ir.Graph:
     """Run `passes` in order on a copy of `graph` and return the result."""
     dump = os.environ.get("JITORCH_DUMP", "") not in ("", "0")
@@ -60,7 +66,6 @@ def run(graph: ir.Graph, passes: Iterable = DEFAULT, verify_each: bool | None = 
         if out is not None:
             g = out
         if verify_each and name != "verify":
-            from ..verify import VerifyError, verify
             try:
                 verify(g)
             except VerifyError as e:

@@ -19,7 +19,7 @@ Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
   dot products, with a row-major result. Why: a Linear weight's gradient comes out of the VJPs
   as `(x.t() @ g).t()`, a column-major view, which made `.grad` column-major against a
   row-major parameter and every later elementwise pass over both (the optimizer step, grad
-  accumulation) strided; transposed operands cost BLAS nothing (codegen/blas.py).
+  accumulation) strided; transposed operands cost BLAS nothing (kernels/blas.py).
 Placeholders from the parser (`TensorLiteral`, `Ref`) are never folded.
 """
 from __future__ import annotations
@@ -29,8 +29,8 @@ import numbers
 from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
-from ..interpreter import SCALAR_OPS, call_registry_op
-from ..ir_util import inline_block, is_inplace, node_is_pure, replace_many, uses
+from ..ir.interpreter import SCALAR_OPS, call_registry_op
+from ..ir.util import inline_block, is_inplace, node_is_pure, replace_many, uses
 
 FOLD_MAX_ELEMENTS = 64
 MAX_ROUNDS = 20

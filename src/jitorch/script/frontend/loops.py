@@ -1,0 +1,351 @@
+"""Loops of the scripting frontend (a mixin of `frontend.FunctionCompiler`).
+
+Owns `for` (over range(), lists, tuples by unrolling, a tensor's first dim, dict keys,
+enumerate()/zip()), `while`, and the loop-exit protocol: a `prim::Loop` body ends with
+`(continue_condition, *carried)`, the carried values being the variables the loop assigns
+(its `for` target included) that exist before the loop. `break`/`continue` end a path with
+False/True; `return` inside a loop sets a carried (flag, value) pair and breaks, and the code
+after the loop returns when the flag is set (its type is probed by compiling the loop once into
+a scratch block).
+"""
+from __future__ import annotations
+
+import ast
+
+from . import types as ft
+from .. import ir
+
+MAX_TRIP = 9223372036854775807  # while loops: prim::Loop with no trip limit (as TorchScript)
+
+
+def _exits(node, loops: bool) -> bool:
+    """Does `node` contain a return (or, with `loops`, a break/continue of the enclosing loop)?"""
+    if isinstance(node, ast.Return):
+        return True
+    if loops and isinstance(node, (ast.Break, ast.Continue)):
+        return True
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        return False
+    if isinstance(node, (ast.For, ast.While)):  # their break/continue are their own
+        return any(_exits(c, False) for c in node.body + node.orelse)
+    return any(_exits(c, loops) for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+
+
+def assigned_names(stmts) -> list:
+    """Names a statement list assigns (in order), not looking into nested scopes."""
+    out: list = []
+
+    def target(t):
+        if isinstance(t, ast.Name):
+            if t.id not in out:
+                out.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                target(e)
+        elif isinstance(t, ast.Starred):
+            target(t.value)
+        elif isinstance(t, ast.Subscript):  # x[i] = v rebinds x
+            target(t.value)
+
+    def walk(s):
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                target(t)
+        elif isinstance(s, (ast.AugAssign, ast.AnnAssign)):
+            target(s.target)
+        elif isinstance(s, ast.For):
+            target(s.target)
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        for c in ast.iter_child_nodes(s):
+            if isinstance(c, ast.stmt):
+                walk(c)
+            elif isinstance(c, ast.expr):
+                for e in ast.walk(c):
+                    if isinstance(e, ast.NamedExpr):
+                        target(e.target)
+                    # lst.append(v), x.add_(y): the frontend rebinds the receiver name
+                    elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
+                            isinstance(e.func.value, ast.Name) and (
+                                e.func.attr in ("append", "extend") or
+                                e.func.attr.endswith("_") and not e.func.attr.endswith("__")):
+                        target(e.func.value)
+    for s in stmts:
+        walk(s)
+    return out
+
+
+def _has_return(node) -> bool:
+    if isinstance(node, ast.Return):
+        return True
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+        return False
+    return any(_has_return(c) for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
+
+
+class LoopExit:
+    """How a loop body's paths end: `(continue_condition, *carried)`. A `return` inside the
+    loop sets the carried flag/value pair `ret` (names) and leaves the loop."""
+
+    def __init__(self, c, names, while_test=None, ret=None):
+        self.c, self.names, self.while_test = c, names, while_test
+        self.ret_names = ret
+
+    def carried(self) -> list:
+        out = []
+        for n in self.names:
+            v = self.c.env.get(n)
+            if v is None:
+                self.c.fail(f"variable '{n}' is not defined on every path through the loop body")
+            out.append(v)
+        return out
+
+    def cont(self, node=None) -> list:
+        if self.while_test is None:
+            cond = self.c.const(True)
+        else:
+            cond = self.c.condition(self.while_test)
+        return [cond] + self.carried()
+
+    def brk(self, node=None) -> list:
+        return [self.c.const(False)] + self.carried()
+
+    fallthrough = cont
+
+    def ret(self, v):
+        if self.ret_names is None:
+            self.c.fail("'return' inside this loop is not supported in scripted code; assign "
+                        "the result and break instead")
+        flag, val = self.ret_names
+        if self.c.probing:
+            self.c.probe_types.append(v.type)
+        else:
+            v = self.c.coerce(v, self.c.env[val].type, self.c.cur)
+        self.c.env[flag] = self.c.const(True)
+        self.c.env[val] = v
+        return self.brk()
+
+
+class LoopMixin:
+    # -- loops -----------------------------------------------------------------------------
+    def loop_with_return(self, s, rest, exit) -> list:
+        """A loop containing `return`: the loop carries (returned?, value); after it, the
+        function (or the enclosing loop) returns if the flag is set, else runs `rest`."""
+        ret_t = self.ret_type or self.probe_return_type(s)
+        flag, val = f"$ret_flag{id(s)}", f"$ret_value{id(s)}"
+        self.env[flag] = self.const(False)
+        self.env[val] = self.emit("prim::Constant", (), (ret_t,), {"value": None}).output
+        saved = self.loop_ret
+        self.loop_ret = (flag, val)
+        try:
+            self.stmt(s)
+        finally:
+            self.loop_ret = saved
+        self.cur = s
+        cond = self.env[flag]
+        then_b, else_b = ir.Block(), ir.Block()
+        rt, _ = self.in_block(then_b, lambda: exit.ret(self.env[val]))
+        re_, _ = self.in_block(else_b, lambda: self.stmts(list(rest), exit))
+        then_b.returns, else_b.returns = rt, re_
+        types = []
+        for a, b in zip(rt, re_):
+            u = ft.unify(a.type, b.type)
+            if u is None:
+                self.fail(f"paths leave with different types ({a.type} and {b.type})", s)
+            types.append(u)
+        self.cur = s
+        return self.emit("prim::If", [cond], types, blocks=[then_b, else_b]).outputs
+
+    def probe_return_type(self, s) -> ir.Type:
+        if self.probing:
+            return ir.ANY
+        saved = (self.block, dict(self.env), self.probing, self.probe_types,
+                 list(self.python_ops), set(self.static_args))
+        self.block, self.probing, self.probe_types = ir.Block(), True, []
+        saved_ret = self.loop_ret
+        try:
+            flag, val = "$probe_flag", "$probe_value"
+            self.env[flag] = self.const(False)
+            self.env[val] = self.emit("prim::Constant", (), (ir.ANY,), {"value": None}).output
+            self.loop_ret = (flag, val)
+            self.stmt(s)
+            types = self.probe_types
+        finally:
+            self.loop_ret = saved_ret
+            (self.block, self.env, self.probing, self.probe_types, self.python_ops,
+             self.static_args) = saved
+        out = None
+        for t in types:
+            out = t if out is None else (ft.unify(out, t) or ir.ANY)
+        return out or ir.NONE
+
+    def loop(self, s, trip, init_cond, bind_target, body, while_test=None):
+        """Emit a prim::Loop whose body binds the target from the iteration index."""
+        # carried: what the loop assigns that exists before it, the `for` target included
+        # (`for i in ...` rebinds an argument `i`: after the loop it holds the last element, or
+        # its old value when the loop ran zero times); a comprehension's target is its own
+        # scope's and is never carried
+        own = []
+        if isinstance(s, ast.For) and not getattr(s, "jitorch_comprehension", False):
+            own = assigned_names([ast.Assign(targets=[s.target], value=None)])
+        names = list(dict.fromkeys(n for n in own + assigned_names(body) if n in self.env))
+        ret = self.loop_ret
+        self.loop_ret = None
+        if ret is not None:
+            names += [n for n in ret if n not in names]
+        else:  # an enclosing loop's return flags are set after this loop, never inside it
+            pass
+        if s.orelse:
+            self.fail("for/while ... else is not supported in scripted code", s)
+        init = [self.env[n] for n in names]
+        blk = ir.Block()
+        i = ir.Value(ir.INT, "i")
+        params = [ir.Value(v.type, n) for n, v in zip(names, init)]
+        blk.params = [i] + params
+        saved_block, saved_env = self.block, self.env
+        self.block, self.env = blk, dict(saved_env)
+        self.env.update(zip(names, params))
+        self.loop_depth += 1
+        try:
+            bind_target(i)
+            rets = self.stmts(list(body), LoopExit(self, names, while_test, ret))
+        finally:
+            self.loop_depth -= 1
+            self.block, self.env = saved_block, saved_env
+        for n, p, r in zip(names, params, rets[1:]):
+            if ft.unify(p.type, r.type) != p.type and not (
+                    ft.is_tensor(p.type) and ft.is_tensor(r.type)):
+                self.fail(f"variable '{n}' changes type in the loop ({p.type} before, {r.type} "
+                          "after an iteration)", s)
+        blk.returns = rets
+        self.cur = s
+        node = self.emit("prim::Loop", [trip, init_cond] + init, [v.type for v in init],
+                         blocks=[blk])
+        for n, o in zip(names, node.outputs):
+            o.name = n
+            self.env[n] = o
+
+    def while_stmt(self, s):
+        static, v = self.static_condition(s.test)
+        if static is False:
+            return
+        cond = self.as_bool(v, s.test)
+        self.cur = s
+        self.loop(s, self.const(MAX_TRIP), cond, lambda i: None, s.body, while_test=s.test)
+
+    def for_stmt(self, s):
+        it = s.iter
+        self.cur = s
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                self.resolve_name(it.func.id, it.func) is range:
+            start, step, trip = self.range_args(it)
+            self.cur = s
+
+            def bind(i):
+                self.cur = s
+                v = self.scalar_op("add", [start, self.scalar_op("mul", [i, step], ir.INT)],
+                                   ir.INT) if not _is_const(start, 0) or not _is_const(step, 1) \
+                    else i
+                self.assign(s.target, v)
+            self.loop(s, trip, self.const(True), bind, s.body)
+            return
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and \
+                self.resolve_name(it.func.id, it.func) in (enumerate, zip):
+            return self.for_enumerate_zip(s, it)
+        seq = self.expr(it)
+        seq = self.to_value(seq)
+        self.cur = s
+        ty = seq.type
+        if isinstance(ty, ir.TupleType):  # heterogeneous: unroll
+            if any(_exits(b, True) for b in s.body):
+                self.fail("break/continue in a loop over a tuple are not supported", s)
+            parts = self.unpack(seq, len(ty.elems), s)
+            for p in parts:
+                self.assign(s.target, p)
+                self.block_stmts(s.body)
+            return
+        trip, get = self.iteration(seq, it)
+
+        def bind(i):
+            self.cur = s
+            self.assign(s.target, get(i))
+        self.loop(s, trip, self.const(True), bind, s.body)
+
+    def iteration(self, seq, node):
+        """(trip count, index -> element) for iterating a list or a tensor's first dim."""
+        ty = ft.base(seq.type)
+        if isinstance(ty, ir.ListType):
+            return (self.scalar_op("len", [seq], ir.INT),
+                    lambda i: self.scalar_op("getitem", [seq, i], ty.elem))
+        if isinstance(ty, ir.TensorType):
+            return (self.tensor_size(seq, 0),
+                    lambda i: self.call_op("select", [seq, self.const(0), i]))
+        if isinstance(ty, ir.DictType):
+            keys = self.scalar_op("list", [seq], ir.ListType(ty.key))
+            return self.iteration(keys, node)
+        self.fail(f"cannot iterate over a value of type {seq.type} in scripted code", node)
+
+    def for_enumerate_zip(self, s, call):
+        trip, get = self.iter_of(call)
+        self.cur = s
+
+        def bind(i):
+            self.cur = s
+            self.assign(s.target, get(i))
+        self.loop(s, trip, self.const(True), bind, s.body)
+
+    def iter_of(self, node):
+        """(trip, getter) for an iterable expression, composing `enumerate(seq[, start])` and
+        `zip(s1, s2, ...)` (nested ones too) over lists, tensors and dicts."""
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                self.resolve_name(node.func.id, node.func) in (enumerate, zip):
+            is_enum = node.func.id == "enumerate"
+            if node.keywords or not node.args or (is_enum and len(node.args) > 2):
+                self.fail(f"unsupported arguments to {node.func.id}()", node)
+            its = [self.iter_of(a) for a in (node.args[:1] if is_enum else node.args)]
+            start = self.expr_value(node.args[1]) if is_enum and len(node.args) == 2 else None
+            self.cur = node
+            trip = its[0][0]
+            for other, _ in its[1:]:
+                trip = self.scalar_op("min", [trip, other], ir.INT)
+
+            def get(i):
+                elems = [g(i) for _, g in its]
+                if is_enum:
+                    k = i if start is None else self.scalar_op("add", [i, start], ir.INT)
+                    elems = [k] + elems
+                return self.emit("prim::TupleConstruct", elems,
+                                 (ir.TupleType([e.type for e in elems]),)).output
+            return trip, get
+        seq = self.expr_value(node)
+        self.cur = node
+        return self.iteration(seq, node)
+
+    def range_args(self, call):
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            self.fail("range() takes 1 to 3 positional arguments", call)
+        vals = [self.expr_value(a) for a in call.args]
+        for a, v in zip(call.args, vals):
+            if not isinstance(ft.base(v.type), (ir.IntType, ir.BoolType)):
+                self.fail(f"range() arguments must be int, not {v.type}", a)
+        self.cur = call
+        if len(vals) == 1:
+            return self.const(0), self.const(1), vals[0]
+        start, stop = vals[0], vals[1]
+        step = vals[2] if len(vals) == 3 else self.const(1)
+        if len(vals) == 3 and not (step.node is not None and step.node.op == "prim::Constant"):
+            self.fail("range() step must be a constant in scripted code", call.args[2])
+        k = step.node.attrs["value"]
+        if k == 0:
+            self.fail("range() step must not be zero", call.args[2])
+        # trip = max(0, ceil((stop - start) / step)), in integers
+        span = self.scalar_op("sub", [stop, start], ir.INT)
+        adj = self.scalar_op("add", [span, self.const(k - 1 if k > 0 else k + 1)], ir.INT)
+        q = self.scalar_op("floordiv", [adj, step], ir.INT)
+        trip = self.scalar_op("max", [q, self.const(0)], ir.INT)
+        return start, step, trip
+
+
+def _is_const(v, value) -> bool:
+    return v.node is not None and v.node.op == "prim::Constant" and \
+        v.node.attrs["value"] == value and type(v.node.attrs["value"]) is type(value)

@@ -1,0 +1,461 @@
+"""The frontend for `nn.Module` methods (a `frontend.FunctionCompiler` whose `self` is
+resolved at compile time, never a graph input); used by script/runtime/module.py (ScriptModule).
+
+Owns `compile_method(module, name, ctx) -> Compiled`:
+- `self.<param or buffer>` (and plain tensor attributes) become GRAPH INPUTS, created on first
+  use and named `self_<path>`; `Compiled.param_paths` lists them (relative to the module);
+- `self.<int/float/bool/str/None/tuple/list/dict attribute>` and `self.training` are folded as
+  constants; every read is recorded in `ctx.guards` as (module, name, value-key): the caller
+  keeps one compiled variant per set of guarded values (train vs eval, a changed setting);
+- `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
+  parameters mapped onto the caller's inputs) -> `prim::CallFunction` (the inline pass inlines
+  it); `for m in self.layers` over ModuleList/Sequential/ModuleDict (also `.items()`,
+  `.values()`, `.keys()`, `enumerate`, `zip`) is unrolled; `self.layers[k]`, `len(...)`,
+  `type(self)._fn`, `f(*args)` over a local tuple, `f"{self!r}"` in error messages;
+- anything else on `self` is a ScriptError naming the attribute and why.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+
+from ..._tensor import Tensor
+from . import types as ft
+from .. import ir
+from ..ir.errors import ScriptError
+from .function import FunctionCompiler
+from .expr import BoundMethod, Sugar
+
+class ModRef:
+    """A submodule reached from the compiled method's `self` (path relative to it)."""
+    __slots__ = ("module", "path")
+
+    def __init__(self, module, path: str):
+        if getattr(type(module), "_jitorch_script_module", False):  # a scripted child
+            module = module._orig
+        self.module, self.path = module, path
+
+    def sub(self, name, m):
+        return ModRef(m, f"{self.path}.{name}" if self.path else name)
+
+    def __repr__(self):
+        return f"ModRef({type(self.module).__name__} at '{self.path or 'self'}')"
+
+
+class ModMethod:
+    __slots__ = ("ref", "name")
+
+    def __init__(self, ref, name):
+        self.ref, self.name = ref, name
+
+
+class Compiled:
+    """One compiled method of one module instance: graph inputs are the user's arguments then
+    the parameters/buffers at `param_paths` (relative to that module)."""
+
+    def __init__(self, res, param_paths, guards, sig, adapter=None):
+        self.res, self.graph = res, res.graph
+        self.param_paths, self.guards, self.signature = param_paths, guards, sig
+        self.adapter = adapter  # see compile_method (a module's `_jit_twin`)
+
+
+def _freeze_value(v):
+    if isinstance(v, list):
+        return ("L",) + tuple(_freeze_value(e) for e in v)
+    if isinstance(v, dict):
+        return ("D",) + tuple((k, _freeze_value(e)) for k, e in v.items())
+    if isinstance(v, tuple):
+        return ("T",) + tuple(_freeze_value(e) for e in v)
+    return (type(v), v)
+
+
+def _is_chain(node) -> bool:
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+class ModuleCompiler(FunctionCompiler):
+    def __init__(self, fn, module, name, ctx):
+        super().__init__(fn, name, self_type=ir.NONE)
+        self.mod = module
+        self.ctx = ctx                    # shared by a compile and its submodule compiles
+        self.self_name = self.fdef.args.args[0].arg if self.fdef.args.args else "self"
+        self.param_values: dict = {}      # path -> graph input
+        self.mod_env: dict = {}           # local names bound to submodules
+
+    # -- names and attributes -----------------------------------------------------------------
+    def resolve_name(self, name, node):
+        if name in self.mod_env:
+            return self.mod_env[name]
+        if name == self.self_name:
+            return ModRef(self.mod, "")
+        return super().resolve_name(name, node)
+
+    def init_aliases(self):
+        super().init_aliases()
+        # Register every tensor attribute the body names as a storage at function entry, so
+        # writes inside branches and loops are carried out of them and written back.
+        for path in self._tensor_attr_paths():
+            self.param_value(path)
+
+    def _tensor_attr_paths(self) -> list:
+        """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
+        chains in this method's body name (first seen first)."""
+        paths = []
+        for node in ast.walk(self.fdef):
+            chain = []
+            while isinstance(node, ast.Attribute):
+                chain.append(node.attr)
+                node = node.value
+            if not (isinstance(node, ast.Name) and node.id == self.self_name and chain):
+                continue
+            m, path = self.mod, []
+            for k, name in enumerate(reversed(chain)):
+                d = m.__dict__
+                if name in d.get("_modules", {}) and d["_modules"][name] is not None:
+                    m = d["_modules"][name]
+                    path.append(name)
+                    if k == len(chain) - 1:  # a submodule: what its calls may write
+                        for sub, _ in list(m.named_parameters()) + list(m.named_buffers()):
+                            full = ".".join(path + [sub])
+                            if full not in paths:
+                                paths.append(full)
+                    continue
+                tensor = (d.get("_parameters", {}).get(name) is not None or
+                          d.get("_buffers", {}).get(name) is not None or
+                          isinstance(d.get(name), Tensor))
+                if tensor and ".".join(path + [name]) not in paths:
+                    paths.append(".".join(path + [name]))
+                break
+        return paths
+
+    def param_value(self, path: str) -> ir.Value:
+        v = self.param_values.get(path)
+        if v is None:
+            v = ir.Value(ft.tensor(), "self_" + path.replace(".", "_"))
+            self.graph.block.params.append(v)
+            self.param_values[path] = v
+            # a storage of its own, like a tensor argument: in-place writes to a buffer
+            # (`self.num_batches_tracked.add_(1)`) are written back to the module's tensor
+            tok = f"$root:{v.name}"
+            self.env[tok] = v
+            self.alias[v.uid] = (tok, ())
+            self.arg_tokens.append((tok, len(self.graph.block.params) - 1))
+        return self.env.get(f"$root:{v.name}", v)  # the buffer's current value after writes
+
+    def e_Attribute(self, node):
+        base = self.expr(node.value)
+        self.cur = node
+        if isinstance(base, Sugar) and isinstance(base.obj, ModRef):
+            return self.mod_attr(base.obj, node.attr, node)
+        if isinstance(base, Sugar):  # as FunctionCompiler.e_Attribute (base compiled once)
+            try:
+                return Sugar(getattr(base.obj, node.attr))
+            except AttributeError:
+                self.fail(f"'{getattr(base.obj, '__name__', base.obj)}' has no attribute "
+                          f"'{node.attr}'", node)
+        if isinstance(base, BoundMethod):
+            self.fail("attribute of a method", node)
+        return self.attribute(base, node.attr, node)
+
+    def mod_attr(self, ref: ModRef, name: str, node):
+        m = ref.module
+        path = f"{ref.path}.{name}" if ref.path else name
+        d = m.__dict__
+        for store in ("_parameters", "_buffers"):
+            if name in d.get(store, {}):
+                t = d[store][name]
+                self.ctx.guards.append((m, name, None if t is None else "T"))
+                return self.const(None) if t is None else self.param_value(path)
+        if name in d.get("_modules", {}):
+            sub = d["_modules"][name]
+            self.ctx.guards.append((m, name, None if sub is None else "M"))
+            return self.const(None) if sub is None else Sugar(ref.sub(name, sub))
+        if name in d:
+            v = d[name]
+            if isinstance(v, Tensor):
+                self.ctx.guards.append((m, name, "T"))
+                return self.param_value(path)
+            if ft.of_python(v) is not None:
+                self.ctx.guards.append((m, name, _freeze_value(v)))
+                return self.const(list(v) if isinstance(v, list) else v)
+            self.fail(f"module attribute '{path}' of {type(m).__name__} has type "
+                      f"{type(v).__name__}, which scripted code cannot use (supported: "
+                      "parameters, buffers, submodules, int/float/bool/str/None and "
+                      "tuples/lists/dicts of those)", node)
+        if name == "__class__":
+            return Sugar(type(m))
+        cls_attr = inspect.getattr_static(type(m), name, None)
+        if inspect.isfunction(cls_attr):
+            return Sugar(ModMethod(ref, name))
+        if isinstance(cls_attr, (int, float, bool, str)) and not callable(cls_attr):
+            return self.const(cls_attr)
+        if cls_attr is None and not hasattr(type(m), name):
+            self.fail(f"module '{type(m).__name__}' has no attribute '{name}'", node)
+        self.fail(f"module attribute '{path}' of {type(m).__name__} "
+                  f"({type(cls_attr).__name__}) is not supported in scripted code", node)
+
+    # -- calls --------------------------------------------------------------------------------
+    def call(self, node):
+        # `f(*args)` where args is a tuple built in this function (`args = (x, self.k)`):
+        # spread its elements (bound to hidden names) as positional arguments
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            new = []
+            for a in node.args:
+                if not isinstance(a, ast.Starred):
+                    new.append(a)
+                    continue
+                v = self.expr(a.value)
+                if isinstance(v, Sugar) and isinstance(v.obj, tuple):
+                    elems = [Sugar(e) for e in v.obj]
+                else:
+                    v = self.to_value(v)
+                    if not isinstance(ft.base(v.type), ir.TupleType):
+                        self.fail("*args in calls is only supported on tuples in scripted code",
+                                  a)
+                    elems = self.unpack(v, len(ft.base(v.type).elems), a)
+                for e in elems:
+                    tmp = f"$star{len(self.env)}_{id(e)}"
+                    if isinstance(e, Sugar):
+                        self.mod_env[tmp] = e.obj
+                    else:
+                        self.env[tmp] = e
+                    new.append(ast.copy_location(ast.Name(tmp, ast.Load()), a))
+            node = ast.copy_location(ast.Call(node.func, new, node.keywords), node)
+        return super().call(node)
+
+    def call_python(self, obj, node):
+        if isinstance(obj, ModRef):
+            return self.module_call(obj, "forward", node)
+        if isinstance(obj, ModMethod):
+            return self.module_call(obj.ref, obj.name, node)
+        if obj in (builtins.len, builtins.type) and len(node.args) == 1 and \
+                _is_chain(node.args[0]):
+            ref = self._container(node.args[0])
+            if ref is not None:
+                if obj is builtins.type:  # `type(self)._fn(x)`: the class, static
+                    return Sugar(type(ref.module))
+                return self.const(len(ref.module))
+        if obj is builtins.type and len(node.args) == 1 and not node.keywords:
+            v = self.expr(node.args[0])  # type(x) of a tensor: static (error messages use it)
+            if isinstance(v, ir.Value) and isinstance(ft.base(v.type), ir.TensorType):
+                return Sugar(Tensor)
+        return super().call_python(obj, node)
+
+    def module_call(self, ref: ModRef, name: str, node):
+        m = ref.module
+        n_args = len(node.args) + len(node.keywords)
+        c = compile_method(m, name, self.ctx, form="call_state" if n_args > 1 else "call")
+        self.python_ops.extend(c.res.python_ops)
+        args, kwargs = self._args(node)
+        try:
+            bound = c.signature.bind(*args, **kwargs)
+        except TypeError as e:
+            self.fail(f"{type(m).__name__}.{name}(): {e}", node)
+        ins = []
+        user = c.graph.inputs[:len(c.graph.inputs) - len(c.param_paths)]
+        for p, gv in zip(c.signature.parameters, user):
+            if p in bound.arguments:
+                ins.append(self.coerce(bound.arguments[p], gv.type, node))
+            else:
+                dv = c.res.defaults[p]
+                ins.append(self.const(dv) if ft.of_python(dv) is not None
+                           else self.const(dv, gv.type))
+        for p in c.param_paths:
+            ins.append(self.param_value(f"{ref.path}.{p}" if ref.path else p))
+        self.cur = node
+        n = self.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
+                      {"fn": c.graph})
+        # the callee's writes to its arguments and buffers (extra outputs after its results)
+        # are writes here too, so they reach the caller's storages
+        mut = tuple(getattr(c.graph, "mutated_inputs", ()) or ())
+        results = n.outputs[:len(n.outputs) - len(mut)]
+        for i, new in zip(mut, n.outputs[len(results):]):
+            self.mutate(n.inputs[i], new, node)
+        if c.res.returns_tuple:
+            return self.emit("prim::TupleConstruct", results,
+                             (ir.TupleType([o.type for o in results]),)).output
+        return results[0]
+
+    def message_parts(self, node) -> list:
+        # `f"{self!r}: ..."` in a layer's error message: the module's repr, folded
+        if isinstance(node, ast.JoinedStr):
+            out = []
+            for p in node.values:
+                if isinstance(p, ast.FormattedValue) and p.format_spec is None and \
+                        self._container(p.value) is not None:
+                    m = self._container(p.value).module
+                    out.append(self.const(repr(m) if p.conversion == 114 else str(m)))
+                else:
+                    out.extend(super().message_parts(ast.JoinedStr(values=[p])))
+            return out
+        return super().message_parts(node)
+
+    # -- module containers ----------------------------------------------------------------------
+    def _container(self, node):
+        if not _is_chain(node) and not (isinstance(node, ast.Subscript) and
+                                        _is_chain(node.value)):
+            return None
+        v = self.expr(node)
+        return v.obj if isinstance(v, Sugar) and isinstance(v.obj, ModRef) else None
+
+    def e_Subscript(self, node):
+        ref = self._container(node.value)
+        if ref is not None:
+            key = node.slice
+            if not isinstance(key, ast.Constant):
+                self.fail("indexing a module container needs a constant index in scripted "
+                          "code", node)
+            try:
+                if isinstance(key.value, str):
+                    sub = ref.module[key.value]
+                    return Sugar(ref.sub(key.value, sub))
+                items = list(ref.module._modules.items())
+                k, sub = items[key.value]
+                return Sugar(ref.sub(k, sub))
+            except (KeyError, IndexError, TypeError) as e:
+                self.fail(f"bad index into {type(ref.module).__name__}: {e}", node)
+        return super().e_Subscript(node)
+
+    def _static_items(self, node):
+        """Items of an unrollable iteration over module containers, or None."""
+        ref = self._container(node)
+        if ref is not None:
+            return [Sugar(ref.sub(k, m)) for k, m in ref.module._modules.items()]
+        if not isinstance(node, ast.Call) or node.keywords:
+            return None
+        f = node.func
+        if isinstance(f, ast.Attribute) and f.attr in ("items", "values", "keys") and \
+                not node.args:
+            ref = self._container(f.value)
+            if ref is None:
+                return None
+            mods = list(ref.module._modules.items())
+            if f.attr == "values":
+                return [Sugar(ref.sub(k, m)) for k, m in mods]
+            if f.attr == "keys":
+                return [self.const(k) for k, _ in mods]
+            return [(self.const(k), Sugar(ref.sub(k, m))) for k, m in mods]
+        if isinstance(f, ast.Name) and f.id in ("enumerate", "zip") and node.args:
+            fn = self.resolve_name(f.id, f)
+            if fn is enumerate and len(node.args) == 1:
+                inner = self._static_items(node.args[0])
+                return None if inner is None else \
+                    [(self.const(i), x) for i, x in enumerate(inner)]
+            if fn is zip:
+                parts = [self._static_items(a) for a in node.args]
+                if any(p is None for p in parts):
+                    return None
+                return list(zip(*parts))
+        return None
+
+    def for_stmt(self, s):
+        self.cur = s
+        items = self._static_items(s.iter)
+        if items is None:
+            return super().for_stmt(s)
+        if s.orelse:
+            self.fail("for ... else is not supported in scripted code", s)
+        for n in ast.walk(ast.Module(body=s.body, type_ignores=[])):
+            if isinstance(n, (ast.Break, ast.Continue, ast.Return)):
+                self.fail(f"'{type(n).__name__.lower()}' in a loop over modules is not "
+                          "supported in scripted code", n)
+        for it in items:
+            self.assign(s.target, it)
+            self.block_stmts(s.body)
+
+    def in_block(self, block, fn):
+        # static bindings made in a branch stay in it (as the branch's env does)
+        saved = dict(self.mod_env)
+        try:
+            return super().in_block(block, fn)
+        finally:
+            self.mod_env = saved
+
+    def assign(self, t, v):
+        if isinstance(v, tuple) and isinstance(t, (ast.Tuple, ast.List)):
+            if len(v) != len(t.elts):
+                self.fail(f"cannot unpack {len(v)} values into {len(t.elts)}", t)
+            for e, p in zip(t.elts, v):
+                self.assign(e, p)
+            return
+        if isinstance(t, ast.Name):
+            if isinstance(v, Sugar) and ft.of_python(v.obj) is not None:
+                v = self.to_value(v)  # a static number/str/tuple: an ordinary constant
+            elif isinstance(v, Sugar) and not self.loop_depth:  # `fn = type(self)._fn`
+                self.mod_env[t.id] = v.obj
+                self.env.pop(t.id, None)
+                return
+            self.mod_env.pop(t.id, None)
+        return super().assign(t, v)
+
+
+class _Ctx:
+    def __init__(self):
+        self.guards: list = []
+        self.methods: dict = {}
+
+
+def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
+                   form: str = "call") -> Compiled:
+    """`top`: the method is called from Python (a ScriptMethod), not from a scripted caller.
+    A module may replace a method by a script-subset twin: `module._jit_twin(name, form)` ->
+    None or (function, adapter), form "top", or for a scripted caller `form` ("call", or
+    "call_state" when the call passes more than one argument). At the top, `adapter(*args,
+    **kwargs) -> (twin_args, finish)` runs in Python around each call (checks, defaults,
+    result structure); for a scripted caller it is None (nn/modules/_rnn_script.py)."""
+    form = "top" if top else form
+    key = (id(module), name, form)
+    hit = ctx.methods.get(key)
+    if hit is not None:
+        ctx.guards.extend(hit.guards)
+        return hit
+    fn = inspect.getattr_static(type(module), name, None)
+    fn = getattr(fn, "__func__", fn)
+    adapter = None
+    twin = getattr(type(module), "_jit_twin", None)
+    got = twin(module, name, form) if twin is not None else None
+    if got is not None:
+        fn, adapter = got
+    if not inspect.isfunction(fn):
+        raise ScriptError(f"cannot script {type(module).__name__}.{name}: not a method "
+                          "defined in Python")
+    if getattr(fn, "_jitorch_ignore", False):
+        raise ScriptError(f"{type(module).__name__}.{name} is @ignore'd: it cannot be called "
+                          "from a scripted module")
+    outer = ctx.guards
+    ctx.guards = []
+    try:
+        c = ModuleCompiler(fn, module, f"{type(module).__name__}.{name}", ctx)
+        res = c.compile()
+        guards = ctx.guards
+    finally:
+        ctx.guards = outer + ctx.guards
+    g = res.graph
+    if g.inputs and g.inputs[0].name == c.self_name:  # `self` was resolved statically
+        used = any(g.inputs[0] in n.inputs for n in _all_nodes(g.block)) or \
+            g.inputs[0] in g.block.returns
+        if used:
+            raise ScriptError(f"{type(module).__name__}.{name}: `self` can only be used "
+                              "through its attributes in a scripted module")
+        g.block.params.pop(0)
+        if getattr(g, "mutated_inputs", None):
+            g.mutated_inputs = [i - 1 for i in g.mutated_inputs]
+        if getattr(g, "return_aliases", None):
+            g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
+    sig = inspect.signature(fn)
+    sig = sig.replace(parameters=list(sig.parameters.values())[1:])
+    out = Compiled(res, list(c.param_values), guards, sig, adapter)
+    ctx.methods[key] = out
+    return out
+
+
+def _all_nodes(block):
+    for n in block.nodes:
+        yield n
+        for b in n.blocks:
+            yield from _all_nodes(b)
+
+

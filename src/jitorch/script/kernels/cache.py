@@ -1,0 +1,322 @@
+"""The disk cache of generated programs: content-hashed modules that Numba can cache.
+
+Owns turning a `codegen.cpu.Program` into a loaded njit dispatcher:
+- the source gets Numba's own disk cache switched on (`cache=True` in its njit decorators; the
+  code generator emits `cache=False` and need not know about caching), plus any
+  `program.njit_options` overrides;
+- the module name is a hash of that source, of the numba/llvmlite/numpy/jitorch versions and of
+  the jitorch modules the source imports (the fastmath helpers), so a changed helper or library
+  never loads a stale program;
+- the file lives in `$JITORCH_CACHE_DIR` (default `~/.cache/jitorch`). The cache cannot lie:
+  a file is trusted only if it is a regular file (not a symlink, FIFO or device; opened
+  non-blocking, so a FIFO cannot hang) whose bytes are exactly the source its hash name stands
+  for; anything else (edited, truncated, unreadable, another kind of file) is replaced. What is
+  executed is the checked source itself, never a re-read of the file or a `.pyc`. Files are
+  written to a temp file and `os.replace`d (atomic, so concurrent processes are safe, and a
+  good file is never rewritten: Numba's cache stamp is taken from it);
+- Numba's own cache files for the module are checked too (`numba_cache.guard`);
+- a cache directory that cannot be written (read-only, full, removed and not re-creatable)
+  degrades to compiling in memory (correct, just not reused); the compile log says so once;
+- the module is registered in `sys.modules` BEFORE its code runs (else Numba's cache cannot find
+  it in a second process, numba#10485), and a module already loaded in this process is reused,
+  so two functions with the same program share one dispatcher and compile once.
+
+Numba compiles lazily: whether a call compiled or loaded from disk is known only after the first
+call; `dispatcher_outcome(disp, before)` compares the dispatcher's cache statistics to tell.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import linecache
+import os
+import re
+import stat
+import sys
+import tempfile
+import threading
+import types
+
+_lock = threading.Lock()
+_dir: tuple | None = None
+MODULE_PREFIX = "_jitorch_prog_"
+
+
+def cache_dir() -> str | None:
+    """The directory for generated modules, created on first use; None if it cannot be created
+    or written (programs then compile in memory, see load_module)."""
+    global _dir
+    want = os.environ.get("JITORCH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "jitorch")
+    if _dir is not None and _dir[0] == want:
+        return _dir[1]
+    path = want
+    try:
+        os.makedirs(path, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise PermissionError(13, "not writable", path)
+    except OSError as e:
+        _in_memory_note(path, e)
+        path = None
+    _dir = (want, path)
+    return path
+
+
+def _in_memory_note(path, err) -> None:
+    from .numba_cache import log_once
+    log_once(("dir", path), f"cannot use the cache directory {path} "
+                            f"({type(err).__name__}: {err}); compiling in memory")
+
+
+_VERSIONS: str | None = None
+# the format of the Numba cache files of programs (numba_cache._CheckedFile): part of every
+# module name, so code that writes another format never shares a program's files
+CACHE_FORMAT = 2
+_IMPORT = re.compile(r"^\s*(?:from\s+(jitorch[\w.]*)\s+import|import\s+(jitorch[\w.]*))", re.M)
+_file_hashes: dict = {}
+
+
+def _versions() -> str:
+    global _VERSIONS
+    if _VERSIONS is None:
+        import llvmlite
+        import numba
+        import numpy
+        from ... import __version__ as jv
+        _VERSIONS = f"numba={numba.__version__};llvmlite={llvmlite.__version__};" \
+                    f"numpy={numpy.__version__};jitorch={jv};py={sys.version_info[:2]};" \
+                    f"cache_format={CACHE_FORMAT}"
+    return _VERSIONS
+
+
+def _imported_hashes(source: str) -> str:
+    """Hashes of the jitorch modules a program imports (e.g. kernels/fastmath.py): Numba's
+    cache does not notice when those change, so a changed helper must give a new module name."""
+    out = []
+    for m in _IMPORT.finditer(source):
+        name = m.group(1) or m.group(2)
+        h = _file_hashes.get(name)
+        if h is None:
+            try:
+                spec = importlib.util.find_spec(name)
+                with open(spec.origin, "rb") as f:
+                    h = hashlib.sha256(f.read()).hexdigest()[:16]
+            except Exception:  # not a file module: the name alone
+                h = "?"
+            _file_hashes[name] = h
+        out.append(f"{name}={h}")
+    return ";".join(out)
+
+
+_DECORATOR = re.compile(r"^(\s*@(?:numba\.)?njit\()(.*)\)\s*$", re.M)
+
+
+def prepare_source(source: str, options: dict | None = None) -> str:
+    """Switch on Numba's disk cache in every njit decorator line and apply `options`
+    (a dict of njit keyword -> Python literal value) to the same decorators."""
+    opts = {"cache": True}
+    opts.update(options or {})
+
+    def fix(m):
+        args = m.group(2)
+        for k, v in opts.items():
+            pat = re.compile(rf"\b{k}\s*=\s*(\{{[^}}]*\}}|[^,()]+)")
+            if pat.search(args):
+                args = pat.sub(f"{k}={v!r}", args, count=1)
+            else:
+                args = (args + ", " if args.strip() else "") + f"{k}={v!r}"
+        return m.group(1) + args + ")"
+
+    return _DECORATOR.sub(fix, source)
+
+
+def module_name(source: str) -> str:
+    h = hashlib.sha256((_versions() + ";" + _imported_hashes(source) + "\n" + source)
+                       .encode()).hexdigest()[:24]
+    return MODULE_PREFIX + h
+
+
+def load_module(source: str, options: dict | None = None):
+    """Write (if new or not as generated) and load the program's module; returns (module,
+    is_new_in_process). A cache directory that cannot hold it gives a module compiled in
+    memory (no `__file__`)."""
+    src = prepare_source(source, options)
+    name = module_name(src)
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod, False
+    with _lock:  # one import per module per process
+        mod = sys.modules.get(name)
+        if mod is not None:
+            return mod, False
+        d = cache_dir()
+        mod = _load_from_disk(name, src, d) if d is not None else None
+        if mod is None:
+            # Numba's cache=True needs a file: compile this one in memory without it
+            mem = prepare_source(source, dict(options or {}, cache=False))
+            mod = _exec_module(name, mem, f"<jitorch program {name}>")
+        return mod, True
+
+
+def load_program(prog):
+    """The loaded module of a `codegen.cpu.Program`: its kernel modules first (the entry
+    imports them by name, codegen/kernel.py), then the entry's; -> (module, is_new)."""
+    for ksrc in getattr(prog, "kernels", ()):
+        load_module(ksrc)
+    return load_module(prog.source, getattr(prog, "njit_options", None))
+
+
+def load_named(name: str):
+    """The module `name` from the cache directory, when its file holds a source whose hash is
+    that name (so what runs is what the name stands for): for a process that has an entry but
+    not the kernels it calls (the compile worker, kernels/kernel_call.py). None otherwise."""
+    mod = sys.modules.get(name)
+    if mod is not None:
+        return mod
+    d = cache_dir()
+    if d is None or not re.fullmatch(MODULE_PREFIX + "[0-9a-f]{24}", name):
+        return None
+    path = os.path.join(d, name + ".py")
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(1 << 24)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        src = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if module_name(src) != name:  # (src is already prepared: its decorators say cache=True)
+        return None
+    with _lock:
+        mod = sys.modules.get(name)
+        return mod if mod is not None else _exec_module(name, src, path)
+
+
+def _load_from_disk(name: str, src: str, d: str):
+    """The module from its checked file in `d` (written or replaced as needed), or None when
+    the directory cannot hold it."""
+    path = os.path.join(d, name + ".py")
+    data = src.encode("utf-8")
+    err = None
+    for _attempt in range(2):  # a second try if the directory vanished under us
+        state = _check_file(path, data)
+        if state != "ok":
+            try:
+                os.makedirs(d, exist_ok=True)  # removed since cache_dir() made it
+                _write_atomic(path, data)
+            except OSError as e:
+                _in_memory_note(d, e)
+                return None
+            if state != "missing":
+                from .numba_cache import log
+                log(f"replaced {path}: {state}")
+        try:
+            return _exec_module(name, src, path)
+        except (OSError, RuntimeError) as e:
+            # the file or its directory went away between the write and Numba's decorators,
+            # or Numba finds no place to cache it ("no locator available", a RuntimeError);
+            # a genuine error of the program itself is raised again by the in-memory load
+            err = e
+    _in_memory_note(d, err)
+    return None
+
+
+def _check_file(path: str, expected: bytes) -> str:
+    """"ok" if `path` is a regular file holding exactly `expected`, "missing" if there is
+    nothing there, else what is wrong. Never follows a symlink and never blocks (a FIFO)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return "missing"
+    except OSError as e:
+        if os.path.islink(path):
+            return "a symlink, not a regular file"
+        return f"unreadable ({type(e).__name__}: {e.strerror})"
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size != len(expected):
+            return "its content differs from the source its hash names (size)"
+        got = b""
+        while len(got) <= len(expected):
+            chunk = os.read(fd, len(expected) + 1 - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except OSError as e:
+        return f"unreadable ({type(e).__name__}: {e.strerror})"
+    finally:
+        os.close(fd)
+    if got != expected:
+        return "its content differs from the source its hash names"
+    return "ok"
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path), suffix=".tmp",
+                               dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)  # replaces a symlink or FIFO itself, never what it points to
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _exec_module(name: str, src: str, filename: str):
+    """Run `src` (already checked: never re-read from disk) as module `name`, registered in
+    sys.modules first; on disk, its Numba dispatchers get checked caches."""
+    code = compile(src, filename, "exec")
+    mod = types.ModuleType(name)
+    on_disk = not filename.startswith("<")
+    if on_disk:
+        mod.__file__ = filename
+    else:  # Numba's error messages and tracebacks show the generated line
+        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    sys.modules[name] = mod
+    try:
+        exec(code, mod.__dict__)
+        if on_disk:
+            from .numba_cache import guard
+            guard(mod)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return mod
+
+
+def dispatcher_counts(disp) -> tuple:
+    """(disk-cache hits, misses, compiled overloads) of an njit dispatcher."""
+    try:
+        st = disp.stats
+        return sum(st.cache_hits.values()), sum(st.cache_misses.values()), len(disp.overloads)
+    except AttributeError:  # not a Numba dispatcher (a plain Python entry, in tests)
+        return 0, 0, 0
+
+
+def dispatcher_outcome(disp, before: tuple) -> str:
+    """After a call: "disk" if Numba loaded a new overload from its cache, "compiled" if it
+    compiled one, "memory" if the overload existed already in this process."""
+    hits, _, n = dispatcher_counts(disp)
+    if n == before[2] and n:
+        return "memory"
+    if hits > before[0]:
+        return "disk"
+    return "compiled"

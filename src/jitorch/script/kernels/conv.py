@@ -1,0 +1,363 @@
+"""The convolution kernels that generated programs call (`conv2d_forward`, `conv2d_input_grad`,
+`conv2d_weight_grad`): njit(nogil), disk-cached, typed per dtype and layout only; every size is
+a run-time value. codegen/lower_conv.py lowers conv ops to calls of them (`from
+jitorch.script.kernels.conv import ...`: the program cache hashes this file into the program's
+name). The kernels call BLAS through Numba's own `np.dot` (not blas.py: a callee in another file
+would make this file's Numba cache stale when that file changed).
+
+Method (stride 1, the common case): the padded input of a sample lives on a grid of width
+Wp = W + pads, and output pixel (y, z) is grid column y*Wp + z; then every im2col row is ONE
+contiguous run of the padded plane (a vectorised copy, no per-pixel bounds logic), a chunk of
+samples sits side by side in one (Cg*K, chunk*span) buffer, and one gemm per group gives the
+outputs, copied out of the grid with the bias added. The input gradient is W^T @ grad on the
+same grid followed by the adjoint copies (contiguous adds), the weight gradient sums
+grad @ cols^T over the chunks. Other strides use a general im2col (clipped row segments).
+The kernels re-check the relations they index by and bound every read and write by the arrays'
+own sizes (never out of bounds).
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+__all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"]
+
+_OPTS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+CHUNK = 1 << 16  # im2col elements per gemm (256 KiB of float32)
+
+
+# --- kernels (x: (N, C, H, W), w: (O, C / groups, kh, kw), C-contiguous) ------------------------
+@njit(**_OPTS)
+def _span(size, out, k_off, s):
+    """[lo, hi): the output positions z whose input z * s + k_off lies in [0, size)."""
+    lo = 0 if k_off >= 0 else (-k_off + s - 1) // s
+    hi = (size - 1 - k_off) // s + 1 if size - 1 - k_off >= 0 else 0
+    hi = min(hi, out)
+    return min(lo, hi), hi
+
+
+@njit(**_OPTS)
+def _im2col(x, n, c0, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
+    """cols[(c, i, j), y * ow + z] = x[n, c0 + c, y*sh - ph + i*dh, z*sw - pw + j*dw], or 0
+    outside the input."""
+    h_in, w_in = x.shape[2], x.shape[3]
+    zero = x.dtype.type(0)
+    for c in range(cg):
+        for i in range(kh):
+            for j in range(kw):
+                crow = cols[(c * kh + i) * kw + j]
+                off = j * dw - pw
+                lo, hi = _span(w_in, ow, off, sw)
+                for y in range(oh):
+                    ih = y * sh - ph + i * dh
+                    base = y * ow
+                    if ih < 0 or ih >= h_in:
+                        for z in range(ow):
+                            crow[base + z] = zero
+                        continue
+                    xrow = x[n, c0 + c, ih]
+                    for z in range(lo):
+                        crow[base + z] = zero
+                    if sw == 1:
+                        for z in range(lo, hi):
+                            crow[base + z] = xrow[z + off]
+                    else:
+                        for z in range(lo, hi):
+                            crow[base + z] = xrow[z * sw + off]
+                    for z in range(hi, ow):
+                        crow[base + z] = zero
+
+
+@njit(**_OPTS)
+def _col2im_add(cols, dx, n, c0, cg, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
+    """The adjoint of `_im2col`: dx[n, c0 + c, ...] += each column entry at its input pixel."""
+    h_in, w_in = dx.shape[2], dx.shape[3]
+    for c in range(cg):
+        for i in range(kh):
+            for j in range(kw):
+                crow = cols[(c * kh + i) * kw + j]
+                off = j * dw - pw
+                lo, hi = _span(w_in, ow, off, sw)
+                for y in range(oh):
+                    ih = y * sh - ph + i * dh
+                    if ih < 0 or ih >= h_in:
+                        continue
+                    drow = dx[n, c0 + c, ih]
+                    base = y * ow
+                    if sw == 1:
+                        for z in range(lo, hi):
+                            drow[z + off] += crow[base + z]
+                    else:
+                        for z in range(lo, hi):
+                            drow[z * sw + off] += crow[base + z]
+
+
+@njit(**_OPTS)
+def _pad_into(x, n, c0, cg, xp, ph, pw):
+    """xp[c, ph:ph + H, pw:pw + W] = x[n, c0 + c] (xp's border stays as it is: zeros)."""
+    h_in, w_in = x.shape[2], x.shape[3]
+    for c in range(cg):
+        for i in range(h_in):
+            src = x[n, c0 + c, i]
+            dst = xp[c, ph + i, pw:pw + w_in]
+            for j in range(w_in):
+                dst[j] = src[j]
+
+
+@njit(**_OPTS)
+def _grid_cols(xp, cols, kh, kw, dh, dw, span, at):
+    """Stride-1 im2col on the padded grid: row (c, i, j) is ONE contiguous run of xp[c]
+    starting at (i*dh, j*dw); column at + y*Wp + z is output pixel (y, z) (z >= ow: unused)."""
+    cg, hp, wp = xp.shape
+    flat = xp.reshape((cg, hp * wp))
+    for c in range(cg):
+        src = flat[c]
+        for i in range(kh):
+            for j in range(kw):
+                # (sub-views indexed by the loop variable only: Numba then drops its
+                # negative-index wraparound and the copy vectorises)
+                crow = cols[(c * kh + i) * kw + j, at:at + span]
+                off = i * dh * wp + j * dw
+                seg = src[off:off + span]
+                for z in range(span):
+                    crow[z] = seg[z]
+
+
+@njit(**_OPTS)
+def _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, at):
+    """The adjoint of `_grid_cols`: each row added back onto its run of dxp[c]."""
+    cg, hp, wp = dxp.shape
+    flat = dxp.reshape((cg, hp * wp))
+    for c in range(cg):
+        dst = flat[c]
+        for i in range(kh):
+            for j in range(kw):
+                crow = cols[(c * kh + i) * kw + j, at:at + span]
+                off = i * dh * wp + j * dw
+                seg = dst[off:off + span]
+                for z in range(span):
+                    seg[z] += crow[z]
+
+
+@njit(**_OPTS)
+def _out_size(size, pad_total, k, s, d):
+    return (size + pad_total - d * (k - 1) - 1) // s + 1
+
+
+@njit(**_OPTS)
+def _chunk(nb, per_sample):
+    """Samples per gemm: about CHUNK elements of im2col buffer (L2-sized), at least one."""
+    return max(1, min(nb, CHUNK // max(per_sample, 1)))
+
+
+@njit(**_OPTS)
+def _weight_groups(w, groups):
+    """Each group's (O / groups, Cg*kh*kw) weight block as its own C-contiguous matrix."""
+    o = w.shape[0]
+    og = o // groups
+    w2 = w.reshape((o, w.size // o if o else 0))
+    return [np.ascontiguousarray(w2[g * og:(g + 1) * og]) for g in range(groups)]
+
+
+@njit(**_OPTS)
+def conv2d_forward(x, w, b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
+    """y = conv(x, w) + b (b None or (O,)); pads lo (ph, pw) / hi (ph_hi, pw_hi)."""
+    nb, c, h_in, w_in = x.shape
+    o, cg, kh, kw = w.shape
+    if groups <= 0 or cg * groups != c or o % groups != 0:
+        raise ValueError("conv2d_forward: channels do not match the weight and groups")
+    if b is not None:
+        if b.shape[0] != o:
+            raise ValueError("conv2d_forward: bias size does not match the weight")
+    oh = _out_size(h_in, ph + ph_hi, kh, sh, dh)
+    ow = _out_size(w_in, pw + pw_hi, kw, sw, dw)
+    if oh < 1 or ow < 1:
+        raise ValueError("conv2d_forward: kernel larger than the padded input")
+    og = o // groups
+    kk = cg * kh * kw
+    y = np.empty((nb, o, oh, ow), x.dtype)
+    zero = x.dtype.type(0)
+    if kk == 0 or nb == 0:
+        for n in range(nb):
+            for k in range(o):
+                y[n, k] = b[k] if b is not None else zero
+        return y
+    wgs = _weight_groups(w, groups)
+    if sh == 1 and sw == 1:
+        # the padded grid: output (y, z) at column y*Wp + z, every im2col row one run; a
+        # chunk of samples side by side makes one larger gemm
+        hp, wp = h_in + ph + ph_hi, w_in + pw + pw_hi
+        span = (oh - 1) * wp + ow
+        bc = _chunk(nb, kk * span)
+        xp = np.zeros((cg, hp, wp), x.dtype)
+        cbuf = np.empty(kk * bc * span, x.dtype)
+        tbuf = np.empty(og * bc * span, x.dtype)
+        for n0 in range(0, nb, bc):
+            m = min(bc, nb - n0)
+            cols = cbuf[:kk * m * span].reshape((kk, m * span))
+            tmp = tbuf[:og * m * span].reshape((og, m * span))
+            for g in range(groups):
+                for q in range(m):
+                    _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
+                    _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
+                np.dot(wgs[g], cols, tmp)
+                for q in range(m):
+                    for k in range(og):
+                        bv = b[g * og + k] if b is not None else zero
+                        for yy in range(oh):
+                            dst = y[n0 + q, g * og + k, yy]
+                            base = q * span + yy * wp
+                            t = tmp[k, base:base + ow]
+                            for z in range(ow):
+                                dst[z] = t[z] + bv
+        return y
+    big_l = oh * ow
+    y3 = y.reshape((nb, o, big_l))
+    cols = np.empty((kk, big_l), x.dtype)
+    tmp = np.empty((og, big_l), x.dtype)
+    for n in range(nb):
+        for g in range(groups):
+            _im2col(x, n, g * cg, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
+            np.dot(wgs[g], cols, tmp)
+            for k in range(og):
+                bv = b[g * og + k] if b is not None else zero
+                src = tmp[k]
+                dst = y3[n, g * og + k]
+                for z in range(big_l):
+                    dst[z] = src[z] + bv
+    return y
+
+
+@njit(**_OPTS)
+def _grid_grad(gy, n, o0, og, gg, wp, at):
+    """gg[k, at + y*Wp + z] = gy[n, o0 + k, y, z] (gg's gap columns stay zero)."""
+    oh, ow = gy.shape[2], gy.shape[3]
+    for k in range(og):
+        dst = gg[k]
+        for yy in range(oh):
+            src = gy[n, o0 + k, yy]
+            base = at + yy * wp
+            d = dst[base:base + ow]
+            for z in range(ow):
+                d[z] = src[z]
+
+
+@njit(**_OPTS)
+def conv2d_input_grad(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
+    """dx (N, C, h_in, w_in) of y = conv(x, w) given gy (N, O, oh, ow) (= conv_transpose)."""
+    nb, o, oh, ow = gy.shape
+    o2, cg, kh, kw = w.shape
+    if groups <= 0 or o2 != o or o % groups != 0:
+        raise ValueError("conv2d_input_grad: channels do not match the weight and groups")
+    og = o // groups
+    kk = cg * kh * kw
+    if sh == 1 and sw == 1:
+        # stride 1: dx is the forward convolution of gy with the flipped, transposed kernel
+        # (the fast forward path), padded by (k-1)*d - p on each side when that is >= 0
+        lo_h, lo_w = (kh - 1) * dh - ph, (kw - 1) * dw - pw
+        hi_h = (kh - 1) * dh - (oh - h_in - ph + (kh - 1) * dh)
+        hi_w = (kw - 1) * dw - (ow - w_in - pw + (kw - 1) * dw)
+        if lo_h >= 0 and lo_w >= 0 and hi_h >= 0 and hi_w >= 0:
+            wt = np.empty((cg * groups, og, kh, kw), gy.dtype)
+            for g in range(groups):
+                for k in range(og):
+                    for c in range(cg):
+                        for i in range(kh):
+                            for j in range(kw):
+                                wt[g * cg + c, k, i, j] = w[g * og + k, c, kh - 1 - i,
+                                                            kw - 1 - j]
+            return conv2d_forward(gy, wt, None, 1, 1, lo_h, lo_w, hi_h, hi_w, dh, dw, groups)
+    dx = np.zeros((nb, cg * groups, h_in, w_in), gy.dtype)
+    if kk == 0 or nb == 0 or oh == 0 or ow == 0:
+        return dx
+    wgs = _weight_groups(w, groups)
+    hp = (oh - 1) * sh + (kh - 1) * dh + 1
+    wp = (ow - 1) * sw + (kw - 1) * dw + 1
+    if sh == 1 and sw == 1 and hp >= ph + h_in and wp >= pw + w_in:
+        # adjoint of the forward's padded grid (the grid covers every input pixel)
+        span = (oh - 1) * wp + ow
+        bc = _chunk(nb, kk * span)
+        gbuf = np.zeros(og * bc * span, gy.dtype)
+        cbuf = np.empty(kk * bc * span, gy.dtype)
+        dxp = np.empty((cg, hp, wp), gy.dtype)
+        for n0 in range(0, nb, bc):
+            m = min(bc, nb - n0)
+            if m != bc:
+                gbuf[:] = 0  # the rows move: clear the gap columns again
+            gg = gbuf[:og * m * span].reshape((og, m * span))
+            cols = cbuf[:kk * m * span].reshape((kk, m * span))
+            for g in range(groups):
+                for q in range(m):
+                    _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
+                np.dot(wgs[g].T, gg, cols)
+                for q in range(m):
+                    dxp[:] = 0
+                    _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, q * span)
+                    for c in range(cg):
+                        for i in range(h_in):
+                            src = dxp[c, ph + i]
+                            dst = dx[n0 + q, g * cg + c, i]
+                            for j in range(w_in):
+                                dst[j] = src[pw + j]
+        return dx
+    big_l = oh * ow
+    g3 = gy.reshape((nb, o, big_l))
+    cols = np.empty((kk, big_l), gy.dtype)
+    gn = np.empty((og, big_l), gy.dtype)
+    for n in range(nb):
+        for g in range(groups):
+            gn[:] = g3[n, g * og:(g + 1) * og]
+            np.dot(wgs[g].T, gn, cols)
+            _col2im_add(cols, dx, n, g * cg, cg, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
+    return dx
+
+
+@njit(**_OPTS)
+def conv2d_weight_grad(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
+    """dw (O, C / groups, kh, kw) of y = conv(x, w) given gy (N, O, oh, ow)."""
+    nb, c, h_in, w_in = x.shape
+    nb2, o, oh, ow = gy.shape
+    if groups <= 0 or nb2 != nb or c % groups != 0 or o % groups != 0:
+        raise ValueError("conv2d_weight_grad: batch or channels do not match")
+    og, cg = o // groups, c // groups
+    kk = cg * kh * kw
+    dw_ = np.zeros((o, kk), x.dtype)
+    part = np.empty((og, kk), x.dtype)
+    if kk == 0 or nb == 0 or oh == 0 or ow == 0:
+        return dw_.reshape((o, cg, kh, kw))
+    hp = (oh - 1) * sh + (kh - 1) * dh + 1
+    wp = (ow - 1) * sw + (kw - 1) * dw + 1
+    if sh == 1 and sw == 1 and hp >= ph + h_in and wp >= pw + w_in:
+        span = (oh - 1) * wp + ow
+        bc = _chunk(nb, kk * span)
+        gbuf = np.zeros(og * bc * span, x.dtype)
+        cbuf = np.empty(kk * bc * span, x.dtype)
+        xp = np.zeros((cg, hp, wp), x.dtype)
+        for n0 in range(0, nb, bc):
+            m = min(bc, nb - n0)
+            if m != bc:
+                gbuf[:] = 0  # the rows move: clear the gap columns again
+            gg = gbuf[:og * m * span].reshape((og, m * span))
+            cols = cbuf[:kk * m * span].reshape((kk, m * span))
+            for g in range(groups):
+                for q in range(m):
+                    _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
+                    _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
+                    _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
+                np.dot(gg, cols.T, part)
+                dw_[g * og:(g + 1) * og] += part
+        return dw_.reshape((o, cg, kh, kw))
+    big_l = oh * ow
+    g3 = gy.reshape((nb, o, big_l))
+    cols = np.empty((kk, big_l), x.dtype)
+    gn = np.empty((og, big_l), x.dtype)
+    for n in range(nb):
+        for g in range(groups):
+            _im2col(x, n, g * cg, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
+            gn[:] = g3[n, g * og:(g + 1) * og]
+            np.dot(gn, cols.T, part)
+            dw_[g * og:(g + 1) * og] += part
+    return dw_.reshape((o, cg, kh, kw))
+
+
+# --- lowering ------------------------------------------------------------------------------------

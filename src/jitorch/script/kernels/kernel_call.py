@@ -1,0 +1,159 @@
+"""How a program's entry calls its kernels: through a symbol, not by linking them in.
+
+Owns `caller(module, nargs)`: the `@intrinsic` that a generated entry uses for `_kX(a, b, ...)`. Typing it compiles (or loads from Numba's disk cache)
+the kernel module's `kernel` dispatcher for those argument types, registers the compiled
+function's address with LLVM under a stable symbol `jitorch_k_<module>_<types hash>`, and the
+entry's code calls that symbol with Numba's own calling convention (status and exception
+propagation included, so a kernel's `raise` reaches the caller as it would from a linked call).
+
+Why not a plain call of the kernel's dispatcher: Numba links every callee's LLVM module into the
+caller and optimises and emits machine code for the whole again, so an entry calling 80 cached
+kernels compiled in 3.1 s, nearly all of it LLVM on code that was already compiled; through
+symbols the same entry compiles in 0.5 s and runs at the same speed (measured in
+NUMBA_NOTES.md's "Compile cost at model scale" setting; bench/compile_time.py has jitorch's
+figures). The price: no inlining across a kernel boundary (a kernel is a loop nest; a call costs
+~5 ns).
+
+Entries are cached on disk too, and a cached entry's machine code refers to its kernels by
+symbol: loading one whose symbols are not registered would call a null address. So an entry
+overload is saved with the list of symbols it calls (`symbols_of`, read from its LLVM IR), and
+loaded only after `ensure(symbol)` succeeded for each (the kernel's overload for those types
+loaded from its own disk cache, or the entry is compiled afresh: numba_cache.EntryCache).
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+import threading
+import time
+
+from llvmlite import binding as _llb
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+from .log import log_enabled
+
+_lock = threading.Lock()
+_bound: dict = {}  # (module, argument types) -> (symbol, return type)
+# what the kernels of this process came from: "compiled", "disk" (Numba's cache) and "memory"
+# (an overload this process had already: a kernel shared by two call sites or programs)
+counts = {"compiled": 0, "disk": 0, "memory": 0}
+
+
+def _bind(module: str, argtys: tuple):
+    """(symbol, return type) of `module`'s kernel compiled for `argtys`."""
+    key = (module, argtys)
+    got = _bound.get(key)
+    if got is not None:
+        counts["memory"] += 1
+        return got
+    with _lock:
+        got = _bound.get(key)
+        if got is not None:
+            return got
+        mod = sys.modules.get(module)  # loaded before the entry (cache.load_program)
+        if mod is None:  # a process given only the entry (the compile worker)
+            from . import cache
+            mod = cache.load_named(module)
+            if mod is None:
+                raise RuntimeError(f"kernel module {module} is not in the cache directory")
+        disp = mod.kernel
+        st = disp.stats
+        hits = sum(st.cache_hits.values())
+        t0 = time.process_time()
+        disp.compile(argtys)
+        how = "disk" if sum(st.cache_hits.values()) > hits else "compiled"
+        counts[how] += 1
+        _log(module, how, time.process_time() - t0)
+        cres = disp.overloads[argtys]
+        addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+        symbol = f"jitorch_k_{module}_{_tag(argtys)}"
+        _llb.add_symbol(symbol, addr)
+        got = _bound[key] = (symbol, cres.signature.return_type)
+        return got
+
+
+def _log(module: str, how: str, cpu_s: float) -> None:
+    if log_enabled("compile"):
+        print(f"jitorch: kernel {module}: {'compiled' if how == 'compiled' else 'loaded'} in "
+              f"{cpu_s * 1e3:.0f} ms CPU", file=sys.stderr, flush=True)
+
+
+def forget(module: str) -> None:
+    """Drop the bindings of `module`'s kernel (the compile worker reloads a module from another
+    cache directory: its kernels must be compiled, and cached, there)."""
+    with _lock:
+        for key in [k for k in _bound if k[0] == module]:
+            del _bound[key]
+
+
+_SYMBOL = re.compile(r"jitorch_k_(_jitorch_prog_[0-9a-f]{24})_([0-9a-f]{16})")
+
+
+def _tag(argtys) -> str:
+    return hashlib.sha256(str(argtys).encode()).hexdigest()[:16]
+
+
+def symbols_of(llvm_ir: str) -> list:
+    """The kernel symbols an entry's LLVM IR calls."""
+    return sorted({m.group(0) for m in _SYMBOL.finditer(llvm_ir)})
+
+
+def ensure(symbol: str) -> bool:
+    """Register `symbol` (a kernel overload) from the kernel's disk cache if this process does
+    not have it yet; False when that is not possible (the kernel's module is not loaded or
+    its cache holds no overload for those types)."""
+    m = _SYMBOL.fullmatch(symbol)
+    if m is None:
+        return False
+    module, tag = m.groups()
+    if any(s == symbol for s, _ in _bound.values()):
+        return True
+    mod = sys.modules.get(module)
+    if mod is None:
+        from . import cache
+        mod = cache.load_named(module)
+    disp = getattr(mod, "kernel", None)
+    try:
+        from numba.core.registry import cpu_target
+        magic = cpu_target.target_context.codegen().magic_tuple()
+        index = disp._cache._cache_file._load_index()
+        sigs = [k[0] for k in index if k[1] == magic]
+    except Exception:  # noqa: BLE001 - no cache, a damaged index: not available
+        return False
+    for sig in sigs:
+        if _tag(tuple(sig)) == tag:
+            try:
+                return _bind(module, tuple(sig))[0] == symbol
+            except Exception:  # noqa: BLE001 - the kernel cannot be had: compile the entry
+                return False
+    return False
+
+
+def caller(module: str, nargs: int):
+    """The intrinsic through which an entry calls `module`'s kernel (of `nargs` arguments).
+    Positional arguments, not one tuple: a tuple's packing and its references cost Numba's
+    passes ~1.7x more per call site (measured on an entry of 200 calls)."""
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    ns: dict = {}
+    exec(f"def call_kernel(typingctx{', ' if nargs else ''}{params}):\n"
+         f"    return _typer(({params}{',' if nargs == 1 else ''}))\n",
+         {"_typer": lambda args: _typer(module, args)}, ns)
+    return intrinsic(ns["call_kernel"])
+
+
+def _typer(module: str, args: tuple):
+    argtys = tuple(types.unliteral(t) for t in args)
+    symbol, ret = _bind(module, argtys)
+
+    def codegen(context, builder, sig, llargs):
+        fnty = context.call_conv.get_function_type(ret, argtys)
+        fn = cgutils.get_or_insert_function(builder.module, fnty, symbol)
+        status, res = context.call_conv.call_function(builder, fn, ret, argtys, list(llargs))
+        with cgutils.if_unlikely(builder, status.is_error):
+            context.call_conv.return_status_propagate(builder, status)
+        return res
+
+    return ret(*args), codegen

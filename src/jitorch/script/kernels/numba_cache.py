@@ -1,0 +1,231 @@
+"""Numba's disk cache for jitorch's programs, made unable to lie or to fail a call.
+
+Owns `guard(module)`: every Numba dispatcher of a loaded program module (and the jitorch kernels
+it imports) gets a `GuardedCache` in place of Numba's `FunctionCache`. Differences from Numba's:
+- every index (`.nbi`) and data (`.nbc`) file of a program carries a SHA-256 of its payload,
+  checked before anything is unpickled: a truncated file, junk bytes or a bit flip is found
+  before LLVM sees it (a damaged object file could otherwise load and run wrong machine code).
+  This is a file format of its own: its version is part of every program's module name
+  (cache.CACHE_FORMAT), so jitorch code of another format never reads these files nor this
+  code theirs. The jitorch kernels a program imports keep Numba's format (eager code loads
+  them through Numba's own cache too): they get the checks below, not the checksum;
+- a loaded overload must be the one asked for: the same module, function and argument types (a
+  valid data file of another program swapped in is refused);
+- a file that fails any check, or fails to load at all, is deleted with the function's other
+  cache files and Numba compiles afresh (then saves good files): one line in
+  `JITORCH_LOG=compile` says so. Without this a damaged file raised on every later call;
+- a failed save (a full or read-only disk, a directory removed meanwhile) never fails the call:
+  the compiled code is already in memory; the compile log says so once per directory.
+
+A missing file is a plain miss, not damage (another process may be between writing the index
+and the data file; Numba writes each with temp file + os.replace).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+
+from numba.core import sigutils
+from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.dispatcher import Dispatcher
+
+from .log import log_enabled
+
+_MAGIC = b"jitorch-numba-cache-1\n"
+_DIGEST = 32
+
+
+class DamagedCacheFile(Exception):
+    """A cache file whose checksum, format or content does not match what it must hold."""
+
+
+def _seal(payload: bytes) -> bytes:
+    return _MAGIC + hashlib.sha256(payload).digest() + payload
+
+
+def _unseal(data: bytes, path: str) -> bytes:
+    head = len(_MAGIC) + _DIGEST
+    if len(data) < head or not data.startswith(_MAGIC):
+        raise DamagedCacheFile(f"{os.path.basename(path)}: not a checksummed jitorch cache file")
+    payload = data[head:]
+    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
+        raise DamagedCacheFile(f"{os.path.basename(path)}: checksum mismatch")
+    return payload
+
+
+class _CheckedFile(IndexDataCacheFile):
+    """Numba's index + data files, each sealed with a checksum. The index holds
+    (numba version, source stamp, overloads) under one seal."""
+
+    def _load_index(self):
+        try:
+            with open(self._index_path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            return {}
+        version, stamp, overloads = pickle.loads(_unseal(data, self._index_path))
+        if version != self._version or stamp != self._source_stamp:
+            return {}  # another Numba or an older source: stale, overwritten on save
+        if not isinstance(overloads, dict):
+            raise DamagedCacheFile(f"{self._index_name}: the index is not a mapping")
+        return overloads
+
+    def _save_index(self, overloads):
+        data = _seal(self._dump((self._version, self._source_stamp, overloads)))
+        with self._open_for_write(self._index_path) as f:
+            f.write(data)
+
+    def _load_data(self, name):
+        path = self._data_path(name)
+        with open(path, "rb") as f:  # OSError (missing): a miss, see IndexDataCacheFile.load
+            data = f.read()
+        return pickle.loads(_unseal(data, path))
+
+    def _save_data(self, name, data):
+        data = _seal(self._dump(data))
+        with self._open_for_write(self._data_path(name)) as f:
+            f.write(data)
+
+
+def _files(cache_file) -> list:
+    """Paths of the index and data files of one function's cache that exist now."""
+    index = cache_file._index_name
+    base = index[:-len(".nbi")] + "."
+    try:
+        names = os.listdir(cache_file._cache_path)
+    except OSError:
+        return []
+    return [os.path.join(cache_file._cache_path, n) for n in names
+            if n == index or (n.startswith(base) and n.endswith(".nbc")
+                              and n[len(base):-len(".nbc")].isdigit())]
+
+
+class GuardedCache(FunctionCache):
+    """Numba's per-function disk cache with checked loads and saves that cannot fail a call."""
+
+    def __init__(self, py_func, sealed: bool = True):
+        super().__init__(py_func)
+        if sealed:
+            self._cache_file = _CheckedFile(cache_path=self._cache_path,
+                                            filename_base=self._impl.filename_base,
+                                            source_stamp=self._cache_file._source_stamp)
+
+    def load_overload(self, sig, target_context):
+        try:
+            cres = super().load_overload(sig, target_context)
+            if cres is not None:
+                self._check_is_mine(cres, sig)
+            return cres
+        except Exception as e:  # noqa: BLE001 - any failure to load is a damaged cache
+            self._drop(e)
+            return None  # Numba compiles, then save_overload writes fresh files
+
+    def save_overload(self, sig, data):
+        try:
+            super().save_overload(sig, data)
+        except Exception as e:  # noqa: BLE001 - the overload is compiled and in memory already
+            log_once(("save", self._cache_path),
+                     f"cannot save compiled code in {self._cache_path} "
+                     f"({type(e).__name__}: {e}); this process keeps it in memory")
+
+    def _check_is_mine(self, cres, sig):
+        py = self._py_func
+        args, _ = sigutils.normalize_signature(sig)
+        fd = cres.fndesc
+        if (fd.modname, fd.qualname) != (py.__module__, py.__qualname__):
+            raise DamagedCacheFile(f"the data file holds {fd.modname}.{fd.qualname}")
+        if tuple(cres.signature.args) != tuple(args):
+            raise DamagedCacheFile(f"the data file holds the overload for {cres.signature}")
+
+    def _drop(self, error):
+        removed = []
+        for path in _files(self._cache_file):
+            try:
+                os.unlink(path)
+                removed.append(os.path.basename(path))
+            except OSError:
+                pass
+        first = (str(error).strip().splitlines() or [""])[0][:200]
+        log(f"dropped the damaged Numba cache of {self._py_func.__module__}."
+            f"{self._py_func.__qualname__} ({type(error).__name__}: {first}; removed "
+            f"{len(removed)} file(s)); recompiling")
+
+
+class EntryCache(GuardedCache):
+    """The cache of an entry that calls kernels through symbols (kernels/kernel_call.py): an
+    overload is saved with the list of symbols its machine code calls (`<index>.<sig>.needs`,
+    one symbol a line, written before the data), and loaded only when each of them could be
+    registered first; otherwise it is a miss and Numba compiles the entry afresh (whose
+    typing then compiles or loads what it calls). Without this a cached entry whose kernel
+    cache was lost would call a null address."""
+
+    def _needs_path(self, sig) -> str:
+        tag = hashlib.sha256(str(tuple(sig)).encode()).hexdigest()[:16]
+        return os.path.join(self._cache_path,
+                            f"{self._cache_file._index_name[:-len('.nbi')]}.{tag}.needs")
+
+    def load_overload(self, sig, target_context):
+        from . import kernel_call
+        args, _ = sigutils.normalize_signature(sig)
+        try:
+            with open(self._needs_path(args), encoding="ascii") as f:
+                needs = f.read().split()
+        except (OSError, UnicodeDecodeError):
+            return None  # no list: never load machine code whose calls are unknown
+        if not all(kernel_call.ensure(sym) for sym in needs):
+            return None
+        return super().load_overload(sig, target_context)
+
+    def save_overload(self, sig, data):
+        from . import kernel_call
+        try:
+            args, _ = sigutils.normalize_signature(sig)
+            needs = kernel_call.symbols_of(data.library.get_llvm_str())
+            path = self._needs_path(args)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            with open(tmp, "w", encoding="ascii") as f:
+                f.write("".join(sym + "\n" for sym in needs))
+            os.replace(tmp, path)
+        except Exception as e:  # noqa: BLE001 - not saved: the next process compiles it
+            log_once(("save", self._cache_path),
+                     f"cannot save compiled code in {self._cache_path} "
+                     f"({type(e).__name__}: {e}); this process keeps it in memory")
+            return
+        super().save_overload(sig, data)
+
+
+def guard(module) -> None:
+    """Give each Numba dispatcher of `module` a GuardedCache instead of Numba's FunctionCache:
+    sealed files for the module's own functions (a program module is only ever loaded by
+    cache.load_module, so nothing else reads its files); Numba's file format for the jitorch
+    kernels it imports (eager code loads those through Numba's own cache too), which still get
+    the identity check and drop-and-recompile. User functions are left alone."""
+    for v in list(vars(module).values()):
+        if not isinstance(v, Dispatcher) or type(getattr(v, "_cache", None)) is not FunctionCache:
+            continue
+        owner = getattr(v.py_func, "__module__", "") or ""
+        if owner != module.__name__ and not owner.startswith("jitorch."):
+            continue
+        calls_kernels = owner == module.__name__ and "caller" in vars(module)  # kernel_call.py
+        try:
+            v._cache = (EntryCache if calls_kernels else GuardedCache)(
+                v.py_func, sealed=owner == module.__name__)
+        except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
+            pass
+
+
+_said: set = set()
+
+
+def log(msg: str) -> None:
+    """One line in the compile log (JITORCH_LOG=compile) about the disk cache."""
+    if log_enabled("compile"):
+        print(f"jitorch: cache: {msg}", file=sys.stderr, flush=True)
+
+
+def log_once(key, msg: str) -> None:
+    if key not in _said:
+        _said.add(key)
+        log(msg)

@@ -1,0 +1,346 @@
+"""The compile worker: Numba compiles in another process, off the caller's GIL.
+
+Owns the worker process and the job queue between it and the calling process.
+
+Why a process: a Numba compile in a thread of the calling process holds the GIL ~78% of the time
+(only LLVM's ctypes calls release it), so the caller's own Python would crawl while a program
+compiles (shared/NUMBA_NOTES.md, "Compile cost at model scale"). The worker instead fills the shared
+disk cache, and the caller then loads the finished program from disk in milliseconds.
+
+A job is (a generated program's source and njit options, its module name, the entry function's
+name, the Numba signature of the overload to compile, the cache directory). The worker imports
+the module exactly as the caller did (`cache.load_module`: same checked file, same module name,
+same `numba_cache.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
+Numba's index key is (signature, target machine, the function's bytecode), all equal in both
+processes. The worker refuses a job whose module name comes out different (another jitorch or
+Numba on its path) rather than compile something the caller would not load.
+
+Process: `python -c "from jitorch.script.runtime.compile_worker import _main; _main()"`, started
+lazily with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no
+user `__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
+stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print cannot corrupt a
+message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
+thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
+from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
+the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds
+`JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies
+(killed, crashed, out of memory) fails its job with the reason; either way the next job starts
+a fresh worker. A job never hangs its caller: its `done` event is always set, with
+`result["ok"]` False and a `reason` on failure.
+
+Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker exits mid-job) or
+"hang" (it sleeps past any timeout), read by the caller when a job is sent.
+"""
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+_HEADER = struct.Struct("<Q")
+_MAIN = "from jitorch.script.runtime.compile_worker import _main; _main()"
+DEFAULT_TIMEOUT = 1800.0
+
+
+def job_timeout() -> float:
+    """Seconds a job may take before its worker is killed (`JITORCH_COMPILE_TIMEOUT`)."""
+    try:
+        t = float(os.environ.get("JITORCH_COMPILE_TIMEOUT", DEFAULT_TIMEOUT))
+    except ValueError:
+        return DEFAULT_TIMEOUT
+    return t if t > 0 else DEFAULT_TIMEOUT
+
+
+class Job:
+    """One compile. `done` is set once `result` is final: {"ok": True, "how": "compiled" or
+    "disk", "wall": s, "cpu": s} or {"ok": False, "reason": str, "numba_error": bool}."""
+
+    __slots__ = ("key", "payload", "done", "result", "submitted", "sent", "finished", "lock")
+
+    def __init__(self, key, payload):
+        self.key, self.payload = key, payload
+        self.done = threading.Event()
+        self.result: dict | None = None
+        self.submitted = time.perf_counter()
+        self.sent: float | None = None  # when a worker got it (after the queue)
+        self.finished: float | None = None
+        self.lock = threading.Lock()  # held by the caller while it switches entries over
+
+    def wall(self) -> float:
+        """Seconds from submission to the worker's answer (queueing included)."""
+        end = self.finished if self.finished is not None else time.perf_counter()
+        return end - self.submitted
+
+    def _finish(self, result: dict) -> None:
+        self.result = result
+        self.finished = time.perf_counter()
+        self.done.set()
+
+
+class _Service:
+    """The caller's side: a queue of jobs, one daemon thread, one worker process."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._queue: collections.deque = collections.deque()
+        self._jobs: dict = {}  # key -> Job not finished yet (one job per program overload)
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+        self.proc: subprocess.Popen | None = None
+        self.starts = 0  # worker processes started (tests, stats)
+
+    def submit(self, key, payload) -> Job:
+        with self._lock:
+            job = self._jobs.get(key)
+            if job is not None:
+                return job  # the same overload asked for again: one compile
+            job = self._jobs[key] = Job(key, payload)
+            self._queue.append(job)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="jitorch-compile",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+            return job
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._jobs)
+
+    def _loop(self):
+        while True:
+            with self._lock:
+                while not self._queue:
+                    self._wake.wait()
+                job = self._queue.popleft()
+            try:
+                result = self._run(job)
+            except BaseException as e:  # noqa: BLE001 - a job must always finish
+                result = _failed(f"compile worker error: {type(e).__name__}: {e}")
+            with self._lock:
+                self._jobs.pop(job.key, None)
+            job._finish(result)
+
+    def _run(self, job: Job) -> dict:
+        try:
+            proc = self._ensure_worker()
+        except OSError as e:
+            return _failed(f"the compile worker could not start: {type(e).__name__}: {e}")
+        payload = dict(job.payload, fault=os.environ.get("JITORCH_COMPILE_WORKER_FAULT", ""))
+        timeout = job_timeout()
+        try:
+            _send(proc.stdin, payload)
+            job.sent = time.perf_counter()
+            reply = _receive(proc.stdout, time.monotonic() + timeout)
+        except TimeoutError:
+            self._kill(proc)
+            return _failed(f"the compile worker timed out after {timeout:g} s "
+                           "(JITORCH_COMPILE_TIMEOUT); it was stopped")
+        except (EOFError, OSError, pickle.UnpicklingError) as e:
+            code = self._kill(proc)
+            return _failed(f"the compile worker died (exit code {code}; {type(e).__name__}"
+                           f"{': ' + str(e) if str(e) else ''})")
+        return reply
+
+    def _ensure_worker(self) -> subprocess.Popen:
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
+            return proc
+        env = dict(os.environ)
+        # the worker must import this very jitorch (module names hash its files)
+        import jitorch
+        here = os.path.dirname(os.path.dirname(os.path.abspath(jitorch.__file__)))
+        env["PYTHONPATH"] = os.pathsep.join([here] + [p for p in env.get("PYTHONPATH", "")
+                                                      .split(os.pathsep) if p])
+        env["JITORCH_COMPILE"] = "sync"
+        env["_JITORCH_COMPILE_PARENT"] = str(os.getpid())  # (it may die before we start)
+        # `-c`, not `-m`: the package imports this module before runpy would run it
+        self.proc = subprocess.Popen([sys.executable, "-c", _MAIN],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env,
+                                     close_fds=True)
+        self.starts += 1
+        return self.proc
+
+    def _kill(self, proc) -> int | None:
+        try:
+            proc.kill()
+            return proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001 - gone already
+            return proc.poll()
+        finally:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()
+                except Exception:  # noqa: BLE001
+                    pass
+            if self.proc is proc:
+                self.proc = None
+
+    def _after_fork(self) -> None:
+        """In a forked child: the caller's thread is gone and the worker's pipes are the
+        parent's. Forget both (closing only this process's copies of the pipes) and send the
+        jobs not answered yet again, from a thread and a worker of this process, so that the
+        child's entries waiting on them still finish."""
+        proc, self.proc = self.proc, None
+        if proc is not None:
+            for f in (proc.stdin, proc.stdout):
+                try:
+                    f.close()  # (nothing is buffered: every message is flushed)
+                except Exception:  # noqa: BLE001 - closed already
+                    pass
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._thread = None
+        self._queue = collections.deque(self._jobs.values())
+        for job in self._queue:
+            job.lock = threading.Lock()
+        if self._queue:
+            self._thread = threading.Thread(target=self._loop, name="jitorch-compile",
+                                            daemon=True)
+            self._thread.start()
+
+    def shutdown(self) -> None:
+        """Stop the worker process (a later job starts a new one)."""
+        proc = self.proc
+        if proc is not None:
+            self._kill(proc)
+
+
+def _failed(reason: str, numba_error: bool = False) -> dict:
+    return {"ok": False, "reason": reason, "numba_error": numba_error}
+
+
+def _send(f, obj) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(_HEADER.pack(len(data)) + data)
+    f.flush()
+
+
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    out = bytearray()
+    while len(out) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                raise TimeoutError()
+        chunk = os.read(fd, n - len(out))
+        if not chunk:
+            raise EOFError("the pipe closed")
+        out += chunk
+    return bytes(out)
+
+
+def _receive(f, deadline: float | None):
+    fd = f.fileno()
+    (n,) = _HEADER.unpack(_read_exact(fd, _HEADER.size, deadline))
+    return pickle.loads(_read_exact(fd, n, deadline))
+
+
+_service = _Service()
+
+
+def service() -> _Service:
+    return _service
+
+
+def submit(key, payload) -> Job:
+    """Queue a compile (see the module doc for `payload`); the same key shares one job."""
+    return _service.submit(key, payload)
+
+
+atexit.register(_service.shutdown)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_service._after_fork)
+
+
+# --- the worker process ---------------------------------------------------------------------------
+def compile_job(job: dict) -> dict:
+    """Import the job's module as `cache.load_module` does and compile its entry for the job's
+    signature (Numba saves it to the disk cache). Runs in the worker; importable for tests."""
+    if job.get("cache_dir"):
+        os.environ["JITORCH_CACHE_DIR"] = job["cache_dir"]
+    fault = job.get("fault")
+    if fault == "die":
+        os._exit(70)
+    if fault == "hang":
+        time.sleep(1e6)
+    t0, c0 = time.perf_counter(), time.process_time()
+    from ..kernels import cache
+    kernels = job.get("kernels") or []
+    names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
+    for name in names:
+        old = sys.modules.get(name)
+        if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "")
+                                                                or "")) != \
+                os.path.normpath(job.get("cache_dir") or ""):
+            # loaded by an earlier job from another cache directory: its Numba files go
+            # there, where the caller does not look
+            del sys.modules[name]
+            from ..kernels import kernel_call
+            kernel_call.forget(name)
+    try:
+        for ksrc in kernels:  # the modules the entry calls (codegen/kernel.py), first
+            cache.load_module(ksrc)
+        mod, _ = cache.load_module(job["source"], job["options"])
+    except Exception as e:  # noqa: BLE001 - reported to the caller
+        return _failed(f"the compile worker could not load the program: {type(e).__name__}: {e}")
+    if mod.__name__ != job["module"] or not getattr(mod, "__file__", None):
+        return _failed(f"the compile worker made module {mod.__name__} "
+                       f"({'on disk' if getattr(mod, '__file__', None) else 'in memory'}), not "
+                       f"{job['module']} on disk: it runs another jitorch, Numba or cache "
+                       "directory")
+    fn = getattr(mod, job["entry"])
+    before = cache.dispatcher_counts(fn)
+    try:
+        fn.compile(job["sig"])
+    except Exception as e:  # noqa: BLE001 - reported to the caller
+        from numba.core.errors import NumbaError
+        text = str(e).strip()
+        first = text.splitlines()[0] if text else type(e).__name__
+        if isinstance(e, NumbaError):
+            return _failed(f"numba could not compile the program: {type(e).__name__}: {first}",
+                           numba_error=True)
+        return _failed(f"the compile worker failed: {type(e).__name__}: {first}")
+    return {"ok": True, "how": cache.dispatcher_outcome(fn, before),
+            "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A caller that died (killed, crashed) closes the pipe, but a compile may run for minutes
+    before the worker reads it again: leave as soon as the parent is gone (the worker is then
+    re-parented; `parent` comes from the caller, which may have died while we started)."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(0)
+
+
+def _main() -> None:
+    import signal
+    # Ctrl-C in a terminal reaches the whole process group: it is meant for the caller (which
+    # may catch it and go on), not for a compile it would turn into a failure
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    parent = int(os.environ.get("_JITORCH_COMPILE_PARENT") or os.getppid())
+    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # prints (Numba warnings, user code) go to stderr, never into a message
+    sys.stdout = sys.stderr
+    inp = sys.stdin.buffer
+    while True:
+        try:
+            job = _receive(inp, None)
+        except (EOFError, OSError):
+            return  # the caller closed the pipe or exited
+        try:
+            reply = compile_job(job)
+        except BaseException as e:  # noqa: BLE001 - answer, then keep serving
+            reply = _failed(f"the compile worker failed: {type(e).__name__}: {e}")
+        _send(out, reply)
+
+

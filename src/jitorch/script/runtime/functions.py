@@ -1,0 +1,603 @@
+"""The runtime: `ScriptFunction`, per-call specialisation, the in-memory compile cache.
+
+Owns what happens at a scripted/traced function's boundary (the only place the GIL is needed):
+1. arguments are bound (defaults, keywords) and checked against the graph's input types, with
+   PyTorch-like TypeErrors;
+2. the specialisation key is computed: per tensor (dtype, ndim, requires_grad when grad mode is
+   on), per scalar its type, per static argument its value. Sizes are never part of it, so a new
+   batch size never compiles;
+3. a key miss builds the specialisation under a lock held for that key only (8 threads making
+   the same first call build once; other keys proceed): `passes.types.specialize` ->
+   `passes.pipeline.run` -> `codegen.cpu.generate` -> `cache.load_module` (disk cache), and the
+   first call runs inside the lock. That is when the program's Numba overload is made: loaded
+   from Numba's disk cache when it is there, else (JITORCH_COMPILE=background, the default)
+   compiled by the compile worker process while the calls run interpreted, switching to the
+   program when it is ready (runtime/tiers.py, runtime/compile_worker.py), or (JITORCH_COMPILE=sync)
+   compiled in the call;
+4. tensors enter as the NumPy arrays they are (no copy: a strided, expanded or read-only array is
+   read through its strides). The program's Numba overload is chosen by the arrays' (dtype,
+   rank, layout) with the layout normalised to 'C' or 'A' (a Fortran-ordered or read-only array
+   takes the 'A' / writable overload: the program never writes its inputs, see `runtime/entry.py`),
+   and called through its entry point; outputs become Tensors of the graph's dtypes;
+5. a function that writes to its arguments (`graph.mutated_inputs`) gets eager's result even
+   when arguments share memory (`f(a, a)`, overlapping views, a stride-0 argument): such a call
+   runs in place in the interpreter (`runtime/alias.py`); compiled programs detect it themselves
+   (codegen/lower_overlap.py), other tiers are checked here before they run.
+Where a graph cannot be lowered (`codegen.NotLowered`, a Numba typing error, a missing compiler
+part) the specialisation runs the IR interpreter instead and the reason is recorded
+(`jitorch.jit.stats()`, `fn.code`, JITORCH_LOG=compile). With grad mode on and an input that
+requires grad, `passes.autodiff` + `grad_node` give a compiled forward/backward pair that is one
+node on the eager tape; without them (or when the graph is not differentiable) the interpreter
+runs the graph with eager autograd recording the tape.
+
+Env: JITORCH_STRICT=1 re-raises internal compiler errors instead of falling back (for the
+compiler's own tests); JITORCH_LOG=compile logs compiles (see runtime/stats.py).
+"""
+from __future__ import annotations
+
+import functools
+import threading
+import time
+
+import numpy as np
+
+from ... import _threads
+from ..._tensor import Tensor
+from ...autograd import grad_mode
+from ...autograd.inplace import check_inplace_allowed, check_writable, rebase_history
+from .. import ir
+from ..frontend.trace import _active_count as _tracers, active_tracer as _active_tracer
+from ..ir import interpreter
+from ..ir.util import used_inputs
+from ..kernels.signals import ArgumentsOverlap, RaiseInInterpreter
+from . import alias, stats, tiers
+from .programs import _symbolic, build_entry, first_call
+from .entry import _Entry, _interp
+
+
+class TracerWarning(Warning):
+    """`jitorch.jit.TracerWarning`: the traced program disagrees with eager on the examples."""
+
+
+_gstate = grad_mode._state
+_counters = stats._c
+_new = object.__new__
+
+
+def _arg_type(a, declared: ir.Type, rg: bool) -> ir.Type:
+    if isinstance(a, Tensor):
+        return ir.TensorType(a._dtype, (None,) * a._data.ndim, requires_grad=rg or None)
+    if isinstance(declared, ir.OptionalType) and a is None:
+        return ir.NONE
+    if isinstance(declared, (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType)):
+        return declared
+    from ..frontend.trace import value_type
+    t = value_type(a)
+    if isinstance(t, (ir.ListType, ir.TupleType)):  # sizes of tensors in containers: symbolic
+        t = _symbolic(t)
+    return t
+
+
+def _type_name(t: ir.Type) -> str:
+    if isinstance(t, ir.TensorType):
+        return "Tensor"
+    return str(t)
+
+
+def _describe_key_part(p) -> str:
+    if isinstance(p, tuple) and p and p[0] == "T":
+        return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "") \
+            + ("" if p[4] else " strided")
+    if isinstance(p, tuple) and p and p[0] in ("S", "B"):
+        return f"static={p[1]!r}"
+    return str(getattr(p, "__name__", p))
+
+
+# --- the callable ---------------------------------------------------------------------------------
+class ScriptFunction:
+    """A scripted or traced function: callable like the original, compiled per signature.
+
+    `.graph`: the frontend's IR; `.code`: the generated source of the last specialisation (or why
+    it runs interpreted); `.graph_for(*args)`: the optimised graph used for these arguments;
+    `.__wrapped__`: the Python function."""
+
+    def __init__(self, graph: ir.Graph, fn=None, *, name: str | None = None,
+                 static_args=(), defaults=None, signature=None, kind: str = "script",
+                 tuple_out: bool = False, owner=None):
+        self.graph = graph
+        self.__wrapped__ = fn
+        self.name = name or graph.name
+        self.__name__ = self.name
+        self.__qualname__ = getattr(fn, "__qualname__", self.name)
+        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__module__ = getattr(fn, "__module__", __name__)
+        self.kind = kind
+        self.owner = owner
+        self._tuple_out = tuple_out
+        self.python_ops = ()  # Python callables the program calls (they take the GIL)
+        self._inputs = list(graph.inputs)
+        self._names = [v.name or f"arg{i}" for i, v in enumerate(self._inputs)]
+        self._types = [v.type for v in self._inputs]
+        self._static = set(static_args or ())
+        self._defaults = dict(defaults or {})
+        self._signature = signature
+        self._cache: dict = {}
+        self._locks: dict = {}
+        self._lock = threading.Lock()
+        self._last: _Entry | None = None
+        self._last_key = None
+        # per input: how to check it and what its key part is (precomputed: the hot path)
+        self._kinds = [self._kind_of(n, t) for n, t in zip(self._names, self._types)]
+        self._all_tensors = all(k == "tensor" for k in self._kinds)
+        self._fast: dict = {}  # flat key -> unrolled runner of a compiled entry (all tensors)
+        self._fast_key = _make_fast_key(len(self._kinds)) if self._all_tensors else None
+        # in-place writes to arguments (frontend/alias.py): the graph's last outputs are the
+        # final values of these inputs, written back into the caller's tensors after a call
+        self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
+        self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
+        # inputs the graph uses (a use in any branch counts): an unused argument may share
+        # memory with a written one (alias.overlap ignores it)
+        self._read = used_inputs(graph) if self._mutated else ()
+        if self._mutated:
+            self._fast_key = None
+        stats.register_function(self)
+
+    def _kind_of(self, name, t):
+        if name in self._static:
+            return "static"
+        if isinstance(t, ir.TensorType):
+            return "tensor"
+        for cls, k in ((ir.BoolType, "bool"), (ir.IntType, "int"), (ir.FloatType, "float"),
+                       (ir.StrType, "str")):
+            if isinstance(t, cls):
+                return k
+        if isinstance(t, ir.OptionalType) and isinstance(t.elem, ir.TensorType):
+            return "opt_tensor"
+        return "other"
+
+    def __repr__(self):
+        return f"<jitorch.jit.ScriptFunction {self.name}>"
+
+    def __get__(self, obj, objtype=None):  # scripted methods bind like functions
+        return self if obj is None else functools.partial(self, obj)
+
+    # -- arguments ---------------------------------------------------------------------------
+    def _bind(self, args, kwargs):
+        n = len(self._names)
+        if len(args) > n:
+            raise TypeError(f"{self.name}() expected at most {n} argument(s) but received "
+                            f"{len(args) + len(kwargs)} argument(s). Declaration: "
+                            f"{self._declaration()}")
+        out = list(args)
+        for name in self._names[len(args):]:
+            if name in kwargs:
+                out.append(kwargs.pop(name))
+            elif name in self._defaults:
+                out.append(self._defaults[name])
+            else:
+                raise TypeError(f"{self.name}() missing value for argument '{name}'. "
+                                f"Declaration: {self._declaration()}")
+        if kwargs:
+            k = next(iter(kwargs))
+            if k in self._names:
+                raise TypeError(f"{self.name}() got multiple values for argument '{k}'. "
+                                f"Declaration: {self._declaration()}")
+            raise TypeError(f"{self.name}() got an unexpected keyword argument '{k}'. "
+                            f"Declaration: {self._declaration()}")
+        return out
+
+    def _declaration(self) -> str:
+        parts = []
+        for n, t in zip(self._names, self._types):
+            d = f"{n}: {_type_name(t)}"
+            if n in self._defaults:
+                d += f"={self._defaults[n]!r}"
+            parts.append(d)
+        return f"{self.name}({', '.join(parts)})"
+
+    def _bad(self, i, a, want):
+        raise TypeError(f"{self.name}() Expected a value of type '{want}' for argument "
+                        f"'{self._names[i]}' but instead found type '{type(a).__name__}'.\n"
+                        f"Position: {i}\nValue: {a!r}\nDeclaration: {self._declaration()}")
+
+    def _key(self, args):
+        """(key, need_grad) for a bound argument list (numbers in `args` are converted)."""
+        grad_on = _gstate.enabled
+        if self._all_tensors:  # the common case, kept short: it runs on every call
+            try:
+                if grad_on:
+                    key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad,
+                                  a._data.flags.c_contiguous) for a in args])
+                    return key, any(k[3] for k in key)
+                return tuple([("T", a._dtype, a._data.ndim, False, a._data.flags.c_contiguous)
+                              for a in args]), False
+            except AttributeError:
+                pass  # not a Tensor: the loop below raises the TypeError
+        key = []
+        need_grad = False
+        for i, (k, a) in enumerate(zip(self._kinds, args)):
+            if k == "tensor" or (k == "opt_tensor" and a is not None):
+                if not isinstance(a, Tensor):
+                    self._bad(i, a, "Tensor")
+                rg = grad_on and a._requires_grad
+                need_grad |= rg
+                key.append(("T", a._dtype, a._data.ndim, rg, a._data.flags.c_contiguous))
+            elif k == "float":
+                if type(a) is not float:
+                    if isinstance(a, bool) or not isinstance(a, (int, float)):
+                        self._bad(i, a, "float")
+                    args[i] = float(a)
+                key.append(float)
+            elif k == "int":
+                if type(a) is not int:
+                    if isinstance(a, bool) or not isinstance(a, (int, np.integer)):
+                        self._bad(i, a, "int")
+                    args[i] = int(a)
+                key.append(int)
+            elif k == "bool":
+                if type(a) is not bool:
+                    if not isinstance(a, np.bool_):
+                        self._bad(i, a, "bool")
+                    args[i] = bool(a)
+                key.append(("B", a))  # by value: `if flag:` folds (types.specialize)
+            elif k == "str":
+                if not isinstance(a, str):
+                    self._bad(i, a, "str")
+                key.append(str)
+            elif k == "static":
+                try:
+                    hash(a)
+                    key.append(("S", a))
+                except TypeError:
+                    key.append(("S", repr(a)))
+            elif k == "opt_tensor":
+                key.append(None)
+            else:
+                key.append(_other_key(a, grad_on))
+                if grad_on and _any_rg(a):
+                    need_grad = True
+        return tuple(key), need_grad
+
+    # -- calls -------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if _tracers[0] and _active_tracer() is not None:  # jit.trace records this as a call
+            from ..frontend.trace_call import record_call
+            return record_call(self, args, kwargs)
+        given = args
+        try:
+            if kwargs or len(args) != len(self._names):
+                args = self._bind(args, kwargs)
+            else:
+                fk = self._fast_key
+                if fk is not None:  # all-tensor signature: an unrolled key, one dict lookup
+                    try:
+                        entry = self._fast.get(fk(args, _gstate.enabled))
+                    except AttributeError:  # not a Tensor: the checks below raise TypeError
+                        entry = None
+                    if entry is not None:
+                        if not _threads._pinned:
+                            _threads.note_caller_thread()
+                        next(_counters.calls)
+                        next(_counters.memory_hits)
+                        return entry(args)  # the runner returns the final value
+                args = list(args)
+            orig = args
+            eager = self._mutated and self._refuse_writes(args)
+            key, need_grad = self._key(args)
+            entry = self._cache.get(key)
+            if self._mutated:
+                # arguments sharing memory: eager's result needs the writes done in place.
+                # A compiled program checks that itself (nanoseconds, lower_overlap.py); other
+                # tiers are checked here, before anything runs (a first call is checked where
+                # its entry is built: `_build`)
+                if eager or (need_grad or entry is not None and (
+                        entry.kind != "compiled" or not entry.checks_overlap)) and \
+                        alias.overlap(args, self._mutated, self._read):
+                    return self._finish(self._in_place(args))
+                if need_grad:
+                    args = self._clone_written(args)
+            if entry is None:
+                outs = self._miss(key, args, need_grad)
+            else:
+                if not _threads._pinned:
+                    _threads.note_caller_thread()
+                if entry.kind == "compiled" or entry.pending is not None and \
+                        tiers.switch(entry):  # (the worker's program is ready: load it)
+                    # stats.record_call, inlined
+                    next(_counters.calls)
+                    next(_counters.memory_hits)
+                    if self._fast_key is not None:
+                        self._fast[self._fast_key(args, _gstate.enabled)] = \
+                            entry.runner(args, self._tuple_out)
+                    outs = entry.run(args)
+                else:
+                    stats.record_call(hit=True, interpreted=_interp(entry))
+                    outs = self._run(entry, args)
+            if self._mutated:
+                outs = self._write_back(orig, outs, args)
+            return self._finish(outs)
+        except RaiseInInterpreter:
+            # the program met what it cannot do itself (an error message built from lists or
+            # reprs, a row region whose rows differ, arguments that share memory): the
+            # interpreter runs this call (eager semantics: it returns the result or raises the
+            # exact error)
+            return self._raise_interpreted(given, kwargs)
+
+    def _finish(self, outs):
+        if len(outs) == 1 and not self._tuple_out:
+            return outs[0]
+        return tuple(outs)
+
+    def _raise_interpreted(self, args, kwargs):
+        args = self._bind(args, dict(kwargs))
+        if self._mutated:  # writes in place: eager's result, aliasing arguments included
+            return self._finish(self._in_place(args))
+        return self._finish(interpreter.run_graph(self.graph, args))
+
+    def _check_overlap(self, args) -> None:
+        """Raise ArgumentsOverlap (the caller runs the call in place) when a written argument
+        shares memory with another or itself; for entries whose program does not check."""
+        if self._mutated and alias.overlap(args, self._mutated, self._read):
+            raise ArgumentsOverlap()
+
+    def _in_place(self, args):
+        """This call through the interpreter over the frontend's graph, every write done in
+        place in the arguments' memory (runtime/alias.py): eager's semantics when arguments share
+        memory."""
+        stats.record_call(hit=True, interpreted=True)
+        return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
+
+    def _refuse_writes(self, args) -> bool:
+        """PyTorch's refusals, before anything runs: arguments the function writes to must be
+        tensors that may be modified in place (not a leaf that requires grad in grad mode, not
+        an expanded tensor). Which elements of a written list are written is only known as
+        the call runs, and compiled code writes list elements in place (lower_list.py): True
+        when such a list holds a read-only tensor, so that the call runs in place instead,
+        where eager's ops refuse exactly the writes eager refuses."""
+        ro = False
+        for i in self._mutated:
+            a = args[i]
+            if isinstance(a, Tensor):
+                check_inplace_allowed(a)
+                check_writable(a)
+            elif isinstance(a, (list, tuple)):
+                ro = ro or any(isinstance(e, Tensor) and not e._data.flags.writeable
+                               for e in a)
+        return ro
+
+    def _clone_written(self, args):
+        """Under autograd the inputs may be saved (version-checked): the call reads clones of
+        the written arguments (which keep their history), so the write-back does not overwrite
+        what the backward needs."""
+        args = list(args)
+        for i in self._mutated:
+            if isinstance(args[i], Tensor):
+                args[i] = args[i].clone()
+            elif isinstance(args[i], (list, tuple)):
+                args[i] = type(args[i])(e.clone() if isinstance(e, Tensor) else e
+                                        for e in args[i])
+        return args
+
+    def _write_back(self, args, outs, ran_with, in_place: bool = False):
+        """Copy the final values of written arguments into the caller's tensors (through their
+        views, so a non-contiguous argument's storage is written where it lives), bump their
+        version counters and, under autograd, give them the write's history. After an
+        in-place run (runtime/alias.py) a value that shares the argument's memory was written there
+        already, by eager ops that did all of that."""
+        k = len(self._mutated)
+        outs = list(outs)
+        extra = outs[len(outs) - k:]
+        del outs[len(outs) - k:]
+        for i, new in zip(self._mutated, extra):
+            a = args[i]
+            if isinstance(a, list) and isinstance(new, (list, tuple)):
+                for e, ne, ran in zip(a, new, ran_with[i]):
+                    if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
+                        _write_one(e, ne, in_place)  # elements the call wrote
+                continue
+            if isinstance(a, Tensor) and isinstance(new, Tensor):
+                _write_one(a, new, in_place)
+        for j, i in self._ret_alias.items():
+            if j < len(outs) and isinstance(args[i], Tensor):
+                outs[j] = args[i]
+        return outs
+
+    def _run(self, entry: _Entry, args):
+        if entry.autodiff is not None:
+            return entry.autodiff.run(args, self)
+        return entry.run(args)
+
+    def _miss(self, key, args, need_grad):
+        with self._lock:
+            # reentrant: a first call that calls back into this function (through an
+            # @ignore'd Python function) must not deadlock on its own key
+            lock = self._locks.setdefault(key, threading.RLock())
+        with lock:
+            entry = self._cache.get(key)
+            if entry is not None:  # another thread built it while we waited
+                stats.record_call(hit=True, interpreted=_interp(entry))
+                return self._run(entry, args)
+            t0 = time.perf_counter()
+            why = self._why(key)
+            entry, outs, how = self._build(key, args, need_grad)
+            dt_s = time.perf_counter() - t0
+            prog = entry if entry.autodiff is None else entry.autodiff.fwd
+            prog.build_s += dt_s
+            stats.record_compile(dt_s, how=how, reason=entry.reason)
+            stats.record_call(hit=False, interpreted=_interp(entry))
+            stats.log_compile(self.name, why, how, dt_s, entry.reason)
+            self._cache[key] = entry
+            self._last, self._last_key = entry, key
+            return outs
+
+    def _why(self, key) -> str:
+        prev = self._last_key
+        if prev is None:
+            return "first call"
+        parts = []
+        for name, a, b in zip(self._names, prev, key):
+            if a != b:
+                parts.append(f"'{name}' {_describe_key_part(a)} -> {_describe_key_part(b)}")
+        return "new key: " + ("; ".join(parts) or "grad mode")
+
+    def _build(self, key, args, need_grad):
+        """-> (entry, outputs of this first call, how) where how is as in stats.record_compile."""
+        arg_types = [_arg_type(a, t, p[3] if isinstance(p, tuple) and p and p[0] == "T"
+                               else False)
+                     for a, t, p in zip(args, self._types, key)]
+        static = {n: a for n, a, k in zip(self._names, args, self._kinds)
+                  if n in self._static or k == "bool"}
+        if need_grad:
+            from . import autodiff as autodiff_rt
+            ad, reason = autodiff_rt.build(self, arg_types, static, args)
+            if ad is not None:
+                entry = _Entry("autodiff", ad.forward.graph, autodiff=ad)
+                try:
+                    outs = ad.run(args, self)
+                except Exception:
+                    self._cache[key] = entry  # a user error in the first call keeps it
+                    raise
+                entry.reason = ad.reason
+                return entry, outs, ad.how
+            entry = _Entry("interpreted", self.graph, reason=reason)
+            return entry, self._first_run(key, entry, args), "interpreted"
+        entry, how = build_entry(self.graph, arg_types, static)
+        if entry.kind == "interpreted":
+            return entry, self._first_run(key, entry, args), how
+        try:
+            # the compile worker starts even when this call runs in place instead (then it also
+            # checks arguments that share memory here: the program is not running them)
+            tiers.start(entry, args)
+            if not entry.checks_overlap or entry.pending is not None:
+                self._check_overlap(args)
+            outs, how = first_call(entry, args)
+        except Exception:
+            self._cache[key] = entry  # a user error (bad shapes) in the first call keeps it
+            raise
+        if outs is None:  # Numba could not type/lower the program: interpret instead
+            return entry, self._first_run(key, entry, args), "interpreted"
+        return entry, outs, how
+
+    def _first_run(self, key, entry, args):
+        try:
+            self._check_overlap(args)
+            return entry.run(args)
+        except Exception:
+            self._cache[key] = entry  # the program stays; the user's error propagates
+            self._last, self._last_key = entry, key
+            raise
+
+    # -- introspection -----------------------------------------------------------------------
+    @property
+    def code(self) -> str:
+        note = ""
+        if self.python_ops:
+            names = ", ".join(getattr(f, "__qualname__", repr(f)) for f in self.python_ops)
+            note = (f"# note: this program calls Python ({names}): it takes the GIL for "
+                    "those calls\n")
+        return note + self._code()
+
+    def _code(self) -> str:
+        e = self._last
+        if e is None:
+            return ("# no specialisation yet: call the function (or use graph_for(*args)) to "
+                    "generate code")
+        if e.autodiff is not None:
+            return e.autodiff.source()
+        if e.pending is not None:
+            return f"# runs interpreted while the compile worker compiles it\n{e.source}"
+        if e.kind == "interpreted":
+            return f"# runs interpreted: {e.reason}\n"
+        return e.source
+
+    @property
+    def stats(self):
+        return {"specialisations": len(self._cache),
+                "interpreted": {str(k): e.reason for k, e in self._cache.items()
+                                if e.kind == "interpreted" and e.pending is None},
+                **tiers.function_report(self)}
+
+    def _entries(self):
+        """The programs of every specialisation (an autodiff pair's forward and backward
+        entries included), each once."""
+        seen = set()
+        for e in list(self._cache.values()):
+            ad = e.autodiff
+            for p in ([e] if ad is None else
+                      [ad.fwd, *list(ad.fwds.values()), *list(ad.bwd.values())]):
+                p = getattr(p, "entry", p)  # autodiff_rt._LazyFirst wraps its entry
+                if id(p) not in seen:
+                    seen.add(id(p))
+                    yield p
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait until no program of this function is compiling in the background (each is
+        compiled, or interpreted with its reason in `jitorch.jit.stats()`); the next call runs
+        the compiled program. False if `timeout` seconds passed first. Programs not started
+        yet (a backward before the first `backward()`) are not waited for."""
+        return tiers.wait(list(self._entries()), timeout)
+
+    def graph_for(self, *args, **kwargs) -> ir.Graph:
+        """The optimised graph this function runs for these arguments (compiles if needed)."""
+        a = self._bind(args, dict(kwargs)) if kwargs or len(args) != len(self._names) \
+            else list(args)
+        key, _ = self._key(list(a))
+        if key not in self._cache:
+            if self._mutated:  # compiling must not write to the caller's tensors
+                a = [x.detach().clone().requires_grad_(x._requires_grad)
+                     if isinstance(x, Tensor) else
+                     [e.clone() for e in x] if isinstance(x, list) else x for x in a]
+                self(*a)
+            else:
+                self(*args, **kwargs)
+        return self._cache[key].graph
+
+    def _reset(self):
+        """Forget every specialisation (tests)."""
+        with self._lock:
+            self._cache.clear()
+            self._fast.clear()
+            self._last = self._last_key = None
+
+
+def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
+    if new._data is a._data or in_place and np.may_share_memory(a._data, new._data):
+        return  # written where it lives already
+    check_inplace_allowed(a)  # (list elements are only known to be written now)
+    check_writable(a)
+    np.copyto(a._data, new._data, casting="unsafe")
+    a._version[0] += 1
+    if _gstate.enabled and new._requires_grad:
+        rebase_history(a, new)
+
+
+def _make_fast_key(n: int):
+    """`key(args, grad_on)` for n tensors, unrolled (about twice as fast as a loop): a flat
+    tuple of (dtype, ndim, requires_grad, C-contiguous) per tensor. Only used to find compiled
+    entries already made; misses take the checked path (`_key`)."""
+    if n == 0:
+        return lambda args, grad_on: ()
+    parts = ", ".join(f"a[{i}]._dtype, a[{i}]._data.ndim, grad_on and a[{i}]._requires_grad, "
+                      f"a[{i}]._data.flags.c_contiguous" for i in range(n))
+    ns: dict = {}
+    exec(f"def fast_key(a, grad_on):\n    return ({parts},)\n", ns)
+    return ns["fast_key"]
+
+
+def _other_key(a, grad_on):
+    if isinstance(a, Tensor):
+        return ("T", a._dtype, a._data.ndim, grad_on and a._requires_grad,
+                a._data.flags.c_contiguous)
+    if isinstance(a, (list, tuple)):
+        return (type(a), tuple(_other_key(e, grad_on) for e in a))
+    return type(a)
+
+
+def _any_rg(a):
+    if isinstance(a, Tensor):
+        return a._requires_grad
+    if isinstance(a, (list, tuple)):
+        return any(_any_rg(e) for e in a)
+    return False
+
+

@@ -1,0 +1,384 @@
+"""Scripted and traced modules: `jitorch.jit.script(module)` / `jitorch.jit.trace(module, ...)`.
+
+Owns `ScriptModule`, `script_module(m)`, `trace_module(m, inputs)` and `freeze(m)`.
+
+How a method is compiled: frontend/module.py (`self` resolved at compile time):
+- `self.<param or buffer>` becomes a GRAPH INPUT (created on first use, named `self_<path>`),
+  passed at each call: optimizer steps and `load_state_dict` never recompile;
+- `self.<int/float/bool/str/None/tuple/list/dict attribute>` and `self.training` are folded as
+  constants; each read is a GUARD: the method keeps one compiled variant per set of guarded
+  values (train vs eval, a changed hyper-parameter), checked at each call;
+- `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
+  parameters mapped onto the caller's inputs) and call it with `prim::CallFunction` (the
+  inline pass inlines it); `for m in self.layers` over ModuleList/Sequential/ModuleDict
+  (`.items()/.values()/.keys()`, `enumerate`, `zip`) is unrolled; `self.layers[k]`, `len()`;
+- anything else on `self` is a ScriptError naming the attribute and why.
+Each variant is a `runtime.ScriptFunction` over (user args..., parameters...): its compile
+cache, autodiff (parameters requiring grad are differentiated inputs) and write-back apply.
+"""
+from __future__ import annotations
+
+import inspect
+
+from ..._tensor import Tensor
+from .. import ir
+from ..frontend.module import Compiled, _Ctx, _freeze_value, compile_method
+from .functions import ScriptFunction
+
+
+def _nn():
+    from ... import nn
+    return nn
+
+# --- the module object ------------------------------------------------------------------------
+def _resolve(module, path: str):
+    obj = module
+    for p in path.split("."):
+        obj = getattr(obj, p)
+        if _cls is not None and isinstance(obj, _cls):  # a scripted child: its module
+            obj = obj._orig
+    return obj
+
+
+_ATTR_VERSION: list = []
+
+
+def _attr_version() -> list:
+    """nn's attribute version counter (imported on first use: nn imports the compiler)."""
+    if not _ATTR_VERSION:
+        from ...nn.modules.module import ATTR_VERSION
+        _ATTR_VERSION.append(ATTR_VERSION)
+    return _ATTR_VERSION[0]
+
+
+def _guard_value(m, name):
+    d = m.__dict__
+    for store, tag in (("_parameters", "T"), ("_buffers", "T"), ("_modules", "M")):
+        if name in d.get(store, {}):
+            return None if d[store][name] is None else tag
+    v = d.get(name)
+    if isinstance(v, Tensor):
+        return "T"
+    return _freeze_value(v)
+
+
+def _accessor(root, path: str):
+    """(dict, key) holding the tensor at `path` now: read at each call, so a parameter
+    replaced in its module (`m.w = Parameter(...)`) is seen without recompiling."""
+    owner_path, _, leaf = path.rpartition(".")
+    owner = _resolve(root, owner_path) if owner_path else root
+    for store in ("_parameters", "_buffers"):
+        d = owner.__dict__.get(store, {})
+        if leaf in d:
+            return d, leaf
+    return owner.__dict__, leaf
+
+
+class _Variant:
+    __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root", "adapter",
+                 "checked_at", "mutable")
+
+    def __init__(self, c: Compiled, sf):
+        seen, self.guards, self.values = set(), [], []
+        for m, n, v in c.guards:  # one check per (module, attribute)
+            if (id(m), n) not in seen:
+                seen.add((id(m), n))
+                self.guards.append((m, n))
+                self.values.append(v)
+        self.sf, self.param_paths, self.graph = sf, c.param_paths, c.graph
+        self.adapter = getattr(c, "adapter", None)  # a twin's Python side (compile_method)
+        self._acc, self._root = None, None
+        self.checked_at = -1
+        self.mutable = any(isinstance(m.__dict__.get(n), (list, dict, set, bytearray))
+                           for m, n in self.guards)
+
+    def tensors(self, root) -> list:
+        if self._root is not root:
+            self._acc = [_accessor(root, p) for p in self.param_paths]
+            self._root = root
+        return [d[k] for d, k in self._acc]
+
+
+def _wait_all(fns, timeout) -> bool:
+    """`wait_compiled(timeout)` over several functions/methods, one deadline for all."""
+    import time
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for f in fns:
+        left = None if deadline is None else max(0.0, deadline - time.monotonic())
+        wait = getattr(f, "wait_compiled", None)
+        if wait is not None and not wait(left):
+            return False
+    return True
+
+
+class ScriptMethod:
+    """A compiled method of a ScriptModule: callable; `.graph` (the frontend's IR: the user's
+    arguments, then the parameters it reads), `.code`, `.graph_for(*args)`."""
+
+    def __init__(self, owner, name, compile_fn, signature=None):
+        self.owner, self.name, self._compile = owner, name, compile_fn
+        self._variants: list = []
+        self._signature = signature
+        self._current()
+
+    def _current(self) -> _Variant:
+        version = _attr_version()[0]
+        for v in self._variants:
+            if v.checked_at == version:  # no module attribute changed since the last check
+                return v
+            for (m, n), val in zip(v.guards, v.values):
+                if _guard_value(m, n) != val:
+                    break
+            else:
+                # a guarded list/dict/set may change in place without an assignment: those
+                # variants check on every call
+                v.checked_at = -1 if v.mutable else version
+                return v
+        c = self._compile()
+        sf = ScriptFunction(c.graph, None, name=self.name, static_args=c.res.static_args,
+                            kind=c.kind if hasattr(c, "kind") else "script",
+                            tuple_out=c.res.returns_tuple)
+        sf.python_ops = tuple(c.res.python_ops)
+        if c.signature is not None:
+            self._signature = c.signature
+            self._defaults = c.res.defaults
+        v = _Variant(c, sf)
+        self._variants.append(v)
+        return v
+
+    def __call__(self, *args, **kwargs):
+        v = self._current()
+        if v.adapter is not None:
+            args, finish = v.adapter(*args, **kwargs)
+            return finish(v.sf(*args, *v.tensors(self.owner._orig)))
+        if not kwargs and self._signature is not None and \
+                len(args) == len(self._signature.parameters):
+            return v.sf(*args, *v.tensors(self.owner._orig))  # the common case: no binding
+        if self._signature is not None:
+            try:
+                b = self._signature.bind(*args, **kwargs)
+            except TypeError as e:
+                raise TypeError(f"{self.name}(): {e}") from None
+            b.apply_defaults()
+            args = list(b.args)
+        else:
+            args = list(args)
+        return v.sf(*args, *v.tensors(self.owner._orig))
+
+    def wait_compiled(self, timeout=None) -> bool:
+        """`ScriptFunction.wait_compiled` for every variant of this method."""
+        return _wait_all([v.sf for v in list(self._variants)], timeout)
+
+    @property
+    def graph(self) -> ir.Graph:
+        return self._current().graph
+
+    @property
+    def code(self) -> str:
+        v = self._current()
+        if v.sf._last is None:
+            from ..ir.printer import print_graph
+            return "# not called yet: the frontend's graph\n" + print_graph(v.graph)
+        return v.sf.code
+
+    def graph_for(self, *args):
+        v = self._current()
+        return v.sf.graph_for(*args, *v.tensors(self.owner._orig))
+
+    def __repr__(self):
+        return f"<jitorch.jit.ScriptMethod {self.name}>"
+
+
+def _exported(module) -> list:
+    out = []
+    for k in dir(type(module)):
+        f = inspect.getattr_static(type(module), k, None)
+        if inspect.isfunction(f) and getattr(f, "_jitorch_export", False) and k != "forward":
+            out.append(k)
+    return out
+
+
+def _make_class():
+    nn = _nn()
+
+    class ScriptModule(nn.Module):
+        """A scripted (or traced) module: shares the original module's parameters, buffers and
+        submodules (state_dict, load_state_dict, parameters(), to(), train()/eval() act on
+        both); `forward` and `@jitorch.jit.export` methods run compiled."""
+
+        _jitorch_script_module = True
+
+        def __init__(self, orig, kind="script"):
+            super().__init__()
+            object.__setattr__(self, "_orig", orig)
+            d = self.__dict__
+            for k in ("_parameters", "_buffers", "_modules", "_non_persistent_buffers_set"):
+                d[k] = orig.__dict__[k]
+            d["training"] = orig.training
+            d["original_name"] = type(orig).__name__
+            d["_kind"] = kind
+            d["_methods"] = {}
+
+        def train(self, mode: bool = True):
+            super().train(mode)
+            self._orig.training = mode
+            return self
+
+        def forward(self, *args, **kwargs):
+            return self._methods["forward"](*args, **kwargs)
+
+        def __getattr__(self, name):
+            meths = self.__dict__.get("_methods", {})
+            if name in meths:
+                return meths[name]
+            try:
+                return super().__getattr__(name)
+            except AttributeError:
+                orig = self.__dict__.get("_orig")
+                if orig is not None and name in orig.__dict__:  # `sm.k`: the module's attribute
+                    return orig.__dict__[name]
+                raise
+
+        def __setattr__(self, name, value):
+            orig = self.__dict__.get("_orig")
+            if orig is not None and name != "training" and name in orig.__dict__:
+                setattr(orig, name, value)  # `sm.k = 5`: the guard sees it, the method recompiles
+                return
+            super().__setattr__(name, value)
+
+        def wait_compiled(self, timeout=None) -> bool:
+            """Wait until no scripted method of this module compiles in the background
+            (`ScriptFunction.wait_compiled`); False if `timeout` seconds passed first."""
+            return _wait_all(list(self._methods.values()), timeout)
+
+        @property
+        def graph(self):
+            return self._methods["forward"].graph
+
+        @property
+        def code(self):
+            return self._methods["forward"].code
+
+        def _get_name(self):
+            return "RecursiveScriptModule" if self._kind == "script" else "TracedModule"
+
+        def __repr__(self):
+            return f"{self._get_name()}(original_name={self.original_name})"
+
+    return ScriptModule
+
+
+_cls = None
+
+
+def script_module_class():
+    global _cls
+    if _cls is None:
+        _cls = _make_class()
+    return _cls
+
+
+def _add_method(sm, name, compile_fn, signature=None):
+    meth = ScriptMethod(sm, name, compile_fn, signature)
+    sm._methods[name] = meth
+    sm.__dict__[name] = meth  # `sm.forward.graph`, `sm.first.code` (hooks still run: __call__)
+    return meth
+
+
+def script_module(m):
+    """`jitorch.jit.script(module)`."""
+    cls = script_module_class()
+    if isinstance(m, cls):
+        return m
+    sm = cls(m, "script")
+    for name in ["forward"] + _exported(m):
+        _add_method(sm, name, lambda name=name: compile_method(m, name, _Ctx(), top=True))
+    return sm
+
+
+def trace_module(m, example_inputs, check_trace=True):
+    """`jitorch.jit.trace(module, example_inputs)`: parameters and buffers are graph inputs
+    (after the example inputs), as in a scripted module; the trace is for m.training as it is
+    now (no guards: a traced module does not recompile on train()/eval())."""
+    from ..frontend import trace as _trace
+    if isinstance(example_inputs, Tensor):
+        example_inputs = (example_inputs,)
+    example_inputs = tuple(example_inputs)
+    named = [(k, t) for k, t in list(m.named_parameters()) + list(m.named_buffers())]
+    n = len(example_inputs)
+
+    def call(*a):
+        return m(*a[:n])
+    graph, out = _trace.trace_graph(call, example_inputs + tuple(t for _, t in named),
+                                    name=f"{type(m).__name__}.forward")
+    from .programs import _symbolic
+    for v in graph.inputs:
+        v.type = _symbolic(v.type)
+    used = {id(t) for t in graph.inputs}  # noqa: F841 (inputs are all leaves)
+    if not isinstance(out, (Tensor, tuple)) or (isinstance(out, tuple) and not all(
+            isinstance(o, Tensor) for o in out)):
+        raise NotImplementedError("jitorch.jit.trace(module): forward must return a Tensor or "
+                                  "a tuple of Tensors")
+    if len(graph.inputs) != n + len(named):
+        raise NotImplementedError("jitorch.jit.trace(module): example inputs must be Tensors")
+    from ..frontend.function import FrontendResult
+    res = FrontendResult(graph, (), {}, None, isinstance(out, tuple), False, ())
+    c = Compiled(res, [k for k, _ in named], [], None)
+    sm = script_module_class()(m, "trace")
+    _add_method(sm, "forward", lambda: c)
+    if check_trace:
+        from ..frontend.trace import same_outputs
+        from .functions import TracerWarning
+        import warnings
+        if not same_outputs(sm(*example_inputs), out):
+            warnings.warn(f"jitorch.jit.trace: the traced module {type(m).__name__} gives "
+                          "different results than eager on the example inputs", TracerWarning,
+                          stacklevel=3)
+    return sm
+
+
+def freeze(sm, preserved_attrs=None, optimize_numerics=True):
+    """`jitorch.jit.freeze`: an eval-mode ScriptModule whose parameters and buffers are folded:
+    snapshots (detached copies) are bound to the compiled methods, so the frozen module no longer
+    follows the original's parameters, tracks no gradients and never re-reads attributes."""
+    cls = script_module_class()
+    if not isinstance(sm, cls):
+        raise RuntimeError("jitorch.jit.freeze expects a ScriptModule (from jitorch.jit.script "
+                           "or jitorch.jit.trace)")
+    if sm.training:
+        raise RuntimeError("Freezing is currently only implemented for modules in eval mode. "
+                           "Please call .eval() on your module before freezing.")
+    import copy
+    frozen_orig = copy.deepcopy(sm._orig)
+    for mod in frozen_orig.modules():  # explicit copies: the snapshot shares no memory
+        d = mod.__dict__
+        for k, p in d["_parameters"].items():
+            if p is not None:
+                d["_parameters"][k] = type(p)(p.detach().clone(), requires_grad=False)
+        for k, b in d["_buffers"].items():
+            if b is not None:
+                d["_buffers"][k] = b.detach().clone()
+        for k, v in list(d.items()):
+            if isinstance(v, Tensor):
+                d[k] = v.detach().clone()
+    out = cls(frozen_orig, sm._kind)
+    names = list(sm._methods)
+    if preserved_attrs:
+        names += [a for a in preserved_attrs if a not in names]
+    for name in names:
+        meth = sm._methods.get(name)
+        if meth is None:
+            continue
+        v = meth._current()
+        c = Compiled(_Res(v), v.param_paths, [], meth._signature)
+        _add_method(out, name, lambda c=c: c, meth._signature)
+    return out
+
+
+class _Res:
+    def __init__(self, v):
+        self.graph = v.graph
+        self.static_args = tuple(v.sf._static)
+        self.returns_tuple = v.sf._tuple_out
+        self.python_ops = v.sf.python_ops
+        self.defaults = {}

@@ -1,0 +1,185 @@
+"""Compile statistics and the compile log: what `jitorch.jit.stats()` reports.
+
+Owns the process-wide counters (compiles, memory/disk cache hits, interpreted runs and their
+reasons, compile seconds) and `JITORCH_LOG=compile`, which prints one line per compile to stderr
+with the function, the reason (first call, or which part of the specialisation key changed), how
+it ended (compiled, loaded from the disk cache, interpreted and why) and the time.
+
+Invariant: counters only grow (until `reset()`); compile updates hold `_lock`, so threads that
+compile at once never lose a count. The per-call counters are `itertools.count` objects: `next()`
+on one is atomic under the GIL and costs a fraction of a lock (the call path must stay cheap).
+"""
+from __future__ import annotations
+
+import itertools
+import sys
+import threading
+import weakref
+from collections import Counter
+
+from ..kernels.log import log_enabled
+
+_lock = threading.Lock()
+
+
+class Stats(dict):
+    """A snapshot of the counters: a dict that also reads as attributes (`stats().compiles`).
+
+    Keys: compiles (programs built: code generated and loaded, plus interpreted fallbacks),
+    numba_compiles (programs Numba compiled from source), disk_hits (programs Numba loaded
+    from its on-disk cache), memory_hits (calls served by an existing specialisation),
+    interpreted_runs (calls run by the IR interpreter), interpreted_reasons (reason -> number of
+    specialisations that fell back for it), compile_seconds (total time spent building
+    specialisations), calls (all calls through ScriptFunctions), kernels (kernel overloads
+    compiled / loaded from disk / shared with another call site, kernels/kernel_call.py).
+
+    The background compile (runtime/tiers.py): background_compiles (programs sent to the compile
+    worker), background_done (of those, loaded compiled afterwards), background_failed (left
+    interpreted: their reasons are in interpreted_reasons), worker_wall_seconds and
+    worker_cpu_seconds (the worker's time for them: wall from submission to its answer, and its
+    CPU), functions (per ScriptFunction name: tier "interpreted-while-compiling", "compiled",
+    "interpreted" or "not called", its number of programs, compile_wall_s, worker_cpu_s and
+    the reasons of its interpreted programs; `tiers.function_report`)."""
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+class _Counters:
+    def __init__(self):
+        self.reset()
+
+    def reset(self):
+        self.compiles = 0
+        self.numba_compiles = 0
+        self.disk_hits = 0
+        self.memory_hits = itertools.count()
+        self.interpreted_runs = itertools.count()
+        self.interpreted_reasons: Counter = Counter()
+        self.compile_seconds = 0.0
+        self.calls = itertools.count()
+        self.background_compiles = 0
+        self.background_done = 0
+        self.background_failed = 0
+        self.worker_wall_seconds = 0.0
+        self.worker_cpu_seconds = 0.0
+
+
+_c = _Counters()
+_functions: "weakref.WeakSet" = weakref.WeakSet()  # every ScriptFunction, for `functions`
+
+
+def register_function(sf) -> None:
+    _functions.add(sf)
+
+
+def snapshot() -> Stats:
+    with _lock:
+        return Stats(compiles=_c.compiles, numba_compiles=_c.numba_compiles,
+                     disk_hits=_c.disk_hits, memory_hits=_value(_c.memory_hits),
+                     interpreted_runs=_value(_c.interpreted_runs),
+                     interpreted_reasons=dict(_c.interpreted_reasons),
+                     compile_seconds=_c.compile_seconds, calls=_value(_c.calls),
+                     background_compiles=_c.background_compiles,
+                     background_done=_c.background_done,
+                     background_failed=_c.background_failed,
+                     worker_wall_seconds=_c.worker_wall_seconds,
+                     worker_cpu_seconds=_c.worker_cpu_seconds,
+                     functions=_function_reports(), kernels=_kernel_counts())
+
+
+def _function_reports() -> dict:
+    from .tiers import function_report
+    out: dict = {}
+    for sf in list(_functions):
+        name, k = sf.name, 2
+        while name in out:  # two functions of one name: name, name#2, ...
+            name, k = f"{sf.name}#{k}", k + 1
+        out[name] = function_report(sf)
+    return out
+
+
+def _kernel_counts() -> dict:
+    """Kernel overloads this process got (kernels/kernel_call.py): compiled, loaded from the
+    disk cache, or shared (one already in memory: another call site, layer or program)."""
+    kc = sys.modules.get("jitorch.script.kernels.kernel_call")  # (never imports Numba here)
+    counts = kc.counts if kc is not None else {}
+    return {"compiled": counts.get("compiled", 0), "disk": counts.get("disk", 0),
+            "shared": counts.get("memory", 0)}
+
+
+def _value(counter) -> int:
+    return counter.__reduce__()[1][0]  # the next value next() would give: the count so far
+
+
+def reset() -> None:
+    """Zero every counter (tests and benchmarks measure differences from here)."""
+    with _lock:
+        _c.reset()
+        kc = sys.modules.get("jitorch.script.kernels.kernel_call")
+        if kc is not None:
+            kc.counts.update(dict.fromkeys(kc.counts, 0))
+
+
+def record_compile(seconds: float, *, how: str, reason: str | None = None) -> None:
+    """One specialisation built. how: "compiled" (Numba compiled it), "disk" (Numba loaded
+    it from the disk cache), "memory" (the same program was already loaded in this process)
+    or "interpreted" (no program; `reason` says why)."""
+    with _lock:
+        _c.compiles += 1
+        _c.compile_seconds += seconds
+        if how == "compiled":
+            _c.numba_compiles += 1
+        elif how == "disk":
+            _c.disk_hits += 1
+        elif how == "interpreted":
+            _c.interpreted_reasons[reason or "unknown"] += 1
+
+
+def record_background_start() -> None:
+    with _lock:
+        _c.background_compiles += 1
+
+
+def record_background_done(wall: float, cpu: float, how: str, load_s: float) -> None:
+    """A background compile loaded: the worker's time, and how the caller got the program
+    (`how`: "disk" when it loaded the worker's file, counted in disk_hits)."""
+    with _lock:
+        _c.background_done += 1
+        _c.worker_wall_seconds += wall
+        _c.worker_cpu_seconds += cpu
+        _c.compile_seconds += load_s
+        if how == "disk":
+            _c.disk_hits += 1
+        elif how == "compiled":  # the worker's file was not found: this process compiled
+            _c.numba_compiles += 1
+
+
+def record_background_failed(reason: str) -> None:
+    with _lock:
+        _c.background_failed += 1
+        _c.interpreted_reasons[reason] += 1
+
+
+def record_call(*, hit: bool, interpreted: bool) -> None:
+    c = _c
+    next(c.calls)
+    if hit:
+        next(c.memory_hits)
+    if interpreted:
+        next(c.interpreted_runs)
+
+
+def log_compile(name: str, why: str, how: str, seconds: float, reason: str | None = None) -> None:
+    """Print one compile line to stderr when JITORCH_LOG includes "compile"."""
+    if not log_enabled("compile"):
+        return
+    what = {"compiled": "compiled", "disk": "loaded from disk cache",
+            "memory": "program already loaded",
+            "background": "compiling in the background, interpreted meanwhile"}.get(
+                how, f"interpreted ({reason})")
+    print(f"jitorch: compile {name}: {why} -> {what} in {seconds * 1e3:.1f} ms",
+          file=sys.stderr, flush=True)
