@@ -19,6 +19,7 @@ from ._tensor_str import *  # noqa: F401,F403
 from . import _random as random  # `jitorch.random.manual_seed`, `fork_rng`, ...
 from ._ops import *  # noqa: F401,F403
 from . import linalg  # the `jitorch.linalg` namespace
+from . import fft  # the `jitorch.fft` namespace (issue 11)
 from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)
 from ._ops.registry import PUBLIC as _PUBLIC
 from . import return_types  # noqa: E402

@@ -96,13 +96,14 @@ neg, negative = _declare(
     dtype=_rule("promote", bool_msg="Negation, the `-` operator, on a bool tensor is not "
                 "supported. If you are trying to invert a mask, use the `~` or `logical_not()` "
                 "operator instead."),
-    vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}")
+    vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}",
+    extra={"complex_grad": True})  # (VJPs that hold for complex gradients: autograd/graph.py)
 
 abs, absolute = _declare(
     ("abs", "absolute"), lambda input: np.abs(input), inplace=True,
     dtype=_rule("real", "abs_cpu", no_bool=True),
     vjp=lambda g, input: g * input.sgn(), jvp=lambda t_input, input: t_input * input.sgn(),
-    scalar="abs({input})")
+    scalar="abs({input})", extra={"complex_grad": True, "complex_scalar": True})
 
 
 def _abs_inplace_guard(fn):
