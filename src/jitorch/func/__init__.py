@@ -65,14 +65,15 @@ def _outer_needs_graph(flat_inputs) -> bool:
     return grad_mode.is_grad_enabled() and any(x.requires_grad for x in flat_inputs)
 
 
-def _grads(outputs, inputs, grad_outputs, create_graph):
-    """autograd.grad with zeros for inputs the outputs do not depend on (as torch.func)."""
-    outs = [o for o in outputs if o.requires_grad]
-    gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+def _grads(outputs, inputs, grad_outputs, create_graph, materialize=True, retain_graph=True):
+    """autograd.grad over the outputs that require grad, with zeros (torch.func) or None
+    (`materialize=False`, as torch.autograd.functional) for inputs they do not depend on."""
+    outs = [o for o in outputs if o is not None and o.requires_grad]
+    gos = [g for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
     if not outs:
-        return tuple(x.detach() * 0 for x in inputs)
-    return engine.grad(outs, inputs, gos, retain_graph=True, create_graph=create_graph,
-                       allow_unused=True, materialize_grads=True)
+        return tuple(x.detach() * 0 if materialize else None for x in inputs)
+    return engine.grad(outs, inputs, gos, retain_graph=retain_graph, create_graph=create_graph,
+                       allow_unused=True, materialize_grads=materialize)
 
 
 def _maybe_detach(tree, keep):
