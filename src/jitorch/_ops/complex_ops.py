@@ -17,6 +17,7 @@ from .._creation import zeros_like
 from .._tensor import Tensor
 from .binary import guard, not_implemented
 from .registry import PUBLIC, _pt_name, defop
+from .batching import ELEMENTWISE
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _COMPLEX = "complex dtypes are not lowered on CPU"
@@ -65,7 +66,8 @@ def _conj(input):
 
 
 conj = defop("conj", _conj, kind="other", view="maybe",
-             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX)
+             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX,
+             batch=ELEMENTWISE)
 
 conj_physical = defop("conj_physical", lambda input: np.conj(input), kind="elementwise",
                       inplace=True, vjp=lambda g: g.conj(),

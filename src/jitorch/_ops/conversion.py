@@ -13,6 +13,7 @@ from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_his
     write_result
 from . import infer
 from .registry import defop
+from .batching import ELEMENTWISE, sizes
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -33,7 +34,8 @@ def _to_dtype_impl(input, dtype):
 
 _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
                   vjp=lambda g, input_dtype: g.to(input_dtype),
-                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype)
+                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype,
+                  batch=ELEMENTWISE)
 
 
 def _clone_impl(input, *, memory_format=None):
@@ -50,7 +52,8 @@ def _contiguous_impl(input, memory_format=None):
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
-      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same)
+      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same,
+      batch=ELEMENTWISE)
 
 
 def _expand_copy_impl(src, shape, dtype):
@@ -59,7 +62,8 @@ def _expand_copy_impl(src, shape, dtype):
 
 _expand_copy = defop("_expand_copy", _expand_copy_impl, tensors=("src",), method=False,
                      vjp=lambda g: g, jvp=lambda t_src, shape, dtype: t_src.expand(shape)
-                     .to(dtype), interpreted=_NOT_YET)
+                     .to(dtype), interpreted=_NOT_YET,
+                     batch=sizes("shape", "expand"))
 
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
@@ -94,7 +98,8 @@ def _detached_zero_history(self: Tensor) -> Tensor:
 
 
 _mul_zero = defop("_mul_zero", lambda input: np.zeros_like(input), method=False,
-                  vjp=lambda g: g * 0, interpreted=_NOT_YET)
+                  vjp=lambda g: g * 0, interpreted=_NOT_YET,
+                  batch=ELEMENTWISE)
 
 
 def fill_(self: Tensor, value) -> Tensor:

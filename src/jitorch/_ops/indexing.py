@@ -25,6 +25,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
 from .registry import _pt_name, defop
+from .batching import INDEX, INDEX_VIEW
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -358,7 +359,8 @@ def _index_view_impl(input, basic):
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
                     vjp=lambda g, input_shape, basic:
                     _index_backward(g, [], input_shape, basic, ()),
-                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view)
+                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view,
+                    batch=INDEX_VIEW)
 
 
 def _index_impl(input, indices, basic, adv):
@@ -380,7 +382,8 @@ def _index_vjp(g, indices, input_shape, basic, adv):
 _index = defop("_index", _index_impl, lists=("indices",), kind="index", method=False,
                vjp=_index_vjp,
                jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv),
-               interpreted=_NOT_YET)
+               interpreted=_NOT_YET,
+               batch=INDEX)
 
 
 def _index_backward_impl(grad, indices, shape, basic, adv):

@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
+from .batching import MATMUL, OUTER
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (matmul, mm, bmm, addmm are lowered)"
@@ -125,7 +126,8 @@ def _matmul_vjp(g, input, other):
 matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
                jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
-               infer=infer.matmul)
+               infer=infer.matmul,
+               batch=MATMUL)
 
 
 def _mm(input, mat2):
@@ -140,7 +142,8 @@ def _mm(input, mat2):
 mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
            jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
-           infer=infer.fixed_rank(2))
+           infer=infer.fixed_rank(2),
+           batch=MATMUL)
 
 
 def _bmm(input, mat2):
@@ -159,7 +162,8 @@ def _bmm(input, mat2):
 bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
             jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
-            infer=infer.fixed_rank(3))
+            infer=infer.fixed_rank(3),
+            batch=MATMUL)
 
 
 def _mv(input, vec):
@@ -173,7 +177,8 @@ def _mv(input, vec):
 mv = defop("mv", _mv, tensors=("input", "vec"), kind="linalg",
            vjp=lambda g, input, vec: (g.unsqueeze(-1) * vec, input.mT.mv(g)),
            jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec),
-           interpreted=_NOT_YET)
+           interpreted=_NOT_YET,
+           batch=MATMUL)
 
 
 def _dot(input, tensor):
@@ -184,7 +189,8 @@ def _dot(input, tensor):
 dot = defop("dot", _dot, tensors=("input", "tensor"), kind="linalg",
             vjp=lambda g, input, tensor: (g * tensor, g * input),
             jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor),
-            interpreted=_NOT_YET)
+            interpreted=_NOT_YET,
+            batch=MATMUL)
 
 
 def _vdot(input, other):
@@ -249,9 +255,11 @@ def _outer_jvp(t_input, t_vec2, input, vec2):
 
 
 outer = defop("outer", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-              jvp=_outer_jvp, interpreted=_NOT_YET)
+              jvp=_outer_jvp, interpreted=_NOT_YET,
+              batch=OUTER)
 ger = defop("ger", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-            jvp=_outer_jvp, interpreted=_NOT_YET)
+            jvp=_outer_jvp, interpreted=_NOT_YET,
+            batch=OUTER)
 
 
 # --- fused add-products: beta * input + alpha * (product) -------------------------------------

@@ -17,6 +17,7 @@ from ._linalg_util import LinAlgError, broadcast_shape, check_linalg, const, jt,
 from .linalg_decomp import _offdiag, _safe
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
+from .batching import LEADING
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _LAPACK = "a LAPACK routine (SVD, least squares): no Numba lowering yet"
@@ -125,7 +126,8 @@ def _svd_jvp(t_A, A, result, full_matrices):
 
 
 _linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
-                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK)
+                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK,
+                    batch=LEADING)
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
@@ -153,7 +155,8 @@ def _svdvals_jvp(t_A, A):
 
 
 _linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
-                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK)
+                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK,
+                        batch=LEADING)
 
 
 def svdvals(A, *, driver=None, out=None):

@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import infer
 from .registry import _pt_name, defop
+from .batching import fold
 from .. import _dtype as dt
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -346,7 +347,7 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same)
+                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2))
 
 
 conv1d = _make_conv(1)

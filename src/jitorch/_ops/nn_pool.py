@@ -21,6 +21,7 @@ import numpy as np
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
 from . import infer
 from .registry import defop
+from .batching import fold
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -151,7 +152,8 @@ def _make_max_pool(nd):
     impl.__doc__ = f"{nd}-D max pooling: (values, flat indices into each input plane)."
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
-                         jvp=jvp, function=nd == 1, infer=infer.with_indices)
+                         jvp=jvp, function=nd == 1, infer=infer.with_indices,
+                         batch=fold(nd + 2))
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -175,7 +177,7 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp, infer=infer.same)
+                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2))
     return with_indices, values
 
 
@@ -332,7 +334,8 @@ def _make_avg_pool(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
-               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same)
+               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same,
+               batch=fold(nd + 2))
     return fn
 
 
@@ -448,7 +451,7 @@ def _make_adaptive_avg(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
-               infer=infer.same)
+               infer=infer.same, batch=fold(nd + 2))
     return fn
 
 

@@ -19,6 +19,7 @@ from .indexing import (_broadcast_shape, _check_bounds, _const, _fill_value, _ne
                        _pad, _scalar, _zeros)
 from . import infer
 from .registry import _pt_name, defop
+from .batching import dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (index_select, index_add, embedding are lowered)"
@@ -95,7 +96,8 @@ index_select = defop("index_select", _index_select, tensors=("input", "index"), 
                      vjp=lambda g, input_shape, dim, index:
                      (_zeros(input_shape, g._dtype).index_add(dim, index, g), None),
                      jvp=lambda t_input, dim, index: t_input.index_select(dim, index),
-                     infer=infer.same)
+                     infer=infer.same,
+                     batch=dims("dim"))
 
 
 # --- gather / scatter --------------------------------------------------------------------------
@@ -134,7 +136,8 @@ def _gather(input, index, dim, *, sparse_grad=False):
 gather = defop("gather", _gather, tensors=("input", "index"), kind="index",
                vjp=lambda g, input_shape, dim, index:
                (_zeros(input_shape, g._dtype).scatter_add(dim, index, g), None),
-               jvp=lambda t_input, dim, index: t_input.gather(dim, index), interpreted=_NOT_YET)
+               jvp=lambda t_input, dim, index: t_input.gather(dim, index), interpreted=_NOT_YET,
+               batch=dims("dim", expand=True))
 
 
 def _scatter_checks(input, dim, index, src):

@@ -1,8 +1,8 @@
 """`jitorch.func`: PyTorch's `torch.func` function transforms over functions of tensors.
 
 Owns `functional_call` (the swap itself lives in `nn.utils.stateless`), `grad`,
-`grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian`; `vmap` raises
-NotImplementedError. The transforms are built on the eager tape (`autograd.grad`) and on forward
+`grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian` and `vmap`
+(`_vmap.py`). The transforms are built on the eager tape (`autograd.grad`) and on forward
 mode (`autograd.forward_ad`), not on functorch-style levels: each call makes fresh inputs that
 require grad (connected to the caller's tensors when those require grad, so nesting
 `grad(grad(f))` and training through a transform work), differentiates and hands back results
@@ -331,8 +331,4 @@ def hessian(func, argnums=0):
     return jacrev(jacrev(func, argnums), argnums)
 
 
-def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """Not implemented: jitorch has no batching transform."""
-    raise NotImplementedError("jitorch.func.vmap is not implemented: jitorch has no batching "
-                              "(vmap) transform; loop over the batch, or write the function "
-                              "batched and compile it with @jitorch.script")
+from ._vmap import vmap  # noqa: E402  (after the transforms it composes with)
