@@ -137,6 +137,41 @@ def _reduce(b, op, slots, attrs):
 REDUCE = Rule("reduce", _reduce)
 
 
+def via(name, index=None, flatten=True):
+    """Ops without a `dim` that are another op along one sample dim: max() is amax over the
+    flattened sample (`flatten`), msort is sort along the sample's dim 0; `index` picks one
+    output of a multi-output op."""
+    def rule(b, op, slots, attrs):
+        _only_first(b, op, slots)
+        from .registry import OPS
+        x = slots[0]
+        p = b.phys(x)
+        if flatten or b.ldim(x) == 0:
+            p = p.reshape(p.shape[0], -1)
+        other = OPS[name]
+        kw = {a: _default(other, a) for a in other.attrs}
+        kw["dim"] = 1
+        res = dispatch(other, (p,), kw)
+        res = res if index is None else res[index]
+        return res.reshape(b.size) if b.ldim(x) == 0 and not flatten else res
+    return Rule(f"via({name})", rule)
+
+
+def _default(op, attr):
+    import inspect
+    return inspect.signature(op.impl).parameters[attr].default
+
+
+def _trace(b, op, slots, attrs):
+    x = slots[0]
+    if b.ldim(x) != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {b.ldim(x)}")
+    return b.phys(x).diagonal(0, 1, 2).sum(-1)
+
+
+TRACE = Rule("trace", _trace)
+
+
 def dims(*names, extra=0, expand=False):
     """Ops whose attributes `names` are dims of the input (of its ndim + `extra` for ops that
     add dims, e.g. unsqueeze). `expand`: every tensor operand gets the batch dim (gather's
@@ -178,7 +213,8 @@ def sizes(name, kind="reshape"):
     def rule(b, op, slots, attrs):
         _only_first(b, op, slots)
         x = slots[0]
-        size = tuple(attrs[name])
+        size = attrs[name]
+        size = (size,) if isinstance(size, int) else tuple(size)
         attrs = dict(attrs)
         if kind == "reshape":
             attrs[name] = (b.size,) + size

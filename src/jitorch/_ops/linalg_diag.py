@@ -14,6 +14,7 @@ from .. import _dtype as dt
 from ._linalg_util import no_bool
 from ._util import wrap_dim
 from .registry import defop
+from .batching import TRACE
 from .batching import LEADING, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -142,7 +143,8 @@ def _trace_vjp(g, input_shape):
 
 
 trace = defop("trace", _trace, kind="reduction", vjp=_trace_vjp,
-              jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET)
+              jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET,
+              batch=TRACE)
 
 
 # --- tril / triu --------------------------------------------------------------------------------
