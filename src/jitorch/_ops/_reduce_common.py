@@ -16,7 +16,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ._util import reduce_dims, wrap_dim
 from .registry import PUBLIC, _pt_name, defop
-from .batching import dims
+from .batching import LOOP, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -114,7 +114,8 @@ put_along = defop("_put_along", _put_along_impl, tensors=("src", "index"), kind=
                   method=False,
                   vjp=lambda g, index, dim: (take_along(g, index, dim), None),
                   jvp=lambda t_src, index, dim, shape: put_along(t_src, index, dim, shape),
-                  interpreted=_NOT_YET)
+                  interpreted=_NOT_YET,
+                  batch=LOOP)
 
 
 def _flip_impl(input, dims):

@@ -86,13 +86,12 @@ def _map_outputs(res, fn):
 def _elementwise(b, op, slots, attrs):
     tensors = [s for s in slots if isinstance(s, Tensor)]
     nd = max(b.ldim(t) for t in tensors)
+    phys = tuple(_pad(b, s, nd) if isinstance(s, Tensor) and b.batched(s) else s for s in slots)
     if len({t.dtype for t in tensors}) > 1:
         # promotion reads logical ranks (0-dim tensors rank below dimensioned ones); batching
-        # changes ranks, so settle the dtype on the logical operands first
+        # changes ranks, so the dtype is settled on the logical operands and given to all
         d = _operand_dtype(slots)
-        slots = tuple(s.to(d) if isinstance(s, Tensor) and s.dtype is not d else s
-                      for s in slots)
-    phys = tuple(_pad(b, s, nd) if isinstance(s, Tensor) and b.batched(s) else s for s in slots)
+        phys = tuple(p.to(d) if isinstance(p, Tensor) and p.dtype is not d else p for p in phys)
     return dispatch(op, phys, attrs)
 
 
@@ -124,12 +123,14 @@ def _reduce(b, op, slots, attrs):
         p = p.reshape(p.shape[0], -1)
         attrs["dim"] = 1 if not isinstance(dim, (tuple, list)) or flat else (1,)
         res = dispatch(op, (p,) + tuple(slots[1:]), attrs)
-        keep = attrs.get("keepdim", False)
-        shape = (b.size,) + ((1,) * n if keep and flat else ())
-        if not flat and n == 0:  # a 0-dim sample: the result is 0-dim again
-            shape = (b.size,)
-        return _map_outputs(res, lambda r: r.reshape(shape) if r.dim() <= 2 and r.numel()
-                            == b.size else r)
+        whole = b.phys(x).shape
+        reduced = (b.size,) + ((1,) * n if attrs.get("keepdim", False) and flat else ())
+
+        def unflatten(r):
+            if r.dim() == 2 and r.shape[1] == p.shape[1]:  # a scan: the sample's shape again
+                return r.reshape(whole)
+            return r.reshape(reduced)
+        return _map_outputs(res, unflatten)
     attrs["dim"] = _shift(dim, n)
     return dispatch(op, (p,) + tuple(slots[1:]), attrs)
 
@@ -172,10 +173,11 @@ def _trace(b, op, slots, attrs):
 TRACE = Rule("trace", _trace)
 
 
-def dims(*names, extra=0, expand=False):
+def dims(*names, extra=0, expand=False, shape=None):
     """Ops whose attributes `names` are dims of the input (of its ndim + `extra` for ops that
     add dims, e.g. unsqueeze). `expand`: every tensor operand gets the batch dim (gather's
-    index, cat's list); otherwise only the first may be batched."""
+    index, cat's list); otherwise only the first may be batched. `shape`: an attribute that is
+    the sample's output shape (backward helpers: `_narrow_backward`'s input_shape)."""
     def rule(b, op, slots, attrs):
         x = slots[0]
         first = x[0] if op.tensors[0] in op.lists else x
@@ -190,8 +192,23 @@ def dims(*names, extra=0, expand=False):
         attrs = dict(attrs)
         for a in names:
             attrs[a] = _shift(attrs[a], n)
+        if shape is not None:
+            attrs[shape] = (b.size,) + tuple(attrs[shape])
         return dispatch(op, phys, attrs)
     return Rule("dims(" + ", ".join(names) + ")", rule)
+
+
+def _permute(b, op, slots, attrs):
+    x = slots[0]
+    order = attrs["dims"]
+    if len(order) != b.ldim(x):
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {b.ldim(x)} is not equal to len(dims) = {len(order)}")
+    return dispatch(op, (b.phys(x),), {"dims": (0,) + _shift(tuple(order), b.ldim(x))})
+
+
+PERMUTE = Rule("permute", _permute)
 
 
 def _squeeze(b, op, slots, attrs):
@@ -412,6 +429,65 @@ def _adv_rank(indices):
 
 
 INDEX = Rule("index", _index)
+
+
+def _index_backward(b, op, slots, attrs):
+    """The VJP of indexing: zeros of the input's shape with the gradient put at the index."""
+    grad, indices = slots
+    if any(b.batched(t) for t in indices):
+        raise _no_rule(op, "batched index tensors")
+    g = b.phys(grad)
+    adv = tuple(attrs["adv"])
+    pos = [i for i, a in enumerate(adv) if a is not None]
+    if pos and pos != list(range(pos[0], pos[-1] + 1)):
+        g = g.movedim(0, _adv_rank(indices))  # NumPy's layout of separated index tensors
+    return dispatch(op, (g, indices), {
+        "shape": (b.size,) + tuple(attrs["shape"]),
+        "basic": ((0, b.size, 1),) + tuple(attrs["basic"]),
+        "adv": (None,) + adv if adv else ()})
+
+
+INDEX_BACKWARD = Rule("index_backward", _index_backward)
+
+
+def _loop(b, op, slots, attrs):
+    """One call per sample, stacked: for ops whose batched form has no cheaper rule yet
+    (convolution gradients with per-sample weights, scatter-like ops)."""
+    from .registry import OPS
+    outs = []
+    for i in range(b.size):
+        sample = tuple([b.phys(t).select(0, i) if b.batched(t) else t for t in s]
+                       if name in op.lists else
+                       b.phys(s).select(0, i) if isinstance(s, Tensor) and b.batched(s) else s
+                       for name, s in zip(op.tensors, slots))
+        outs.append(dispatch(op, sample, attrs))
+    stack = OPS["stack"]
+    if isinstance(outs[0], Tensor):
+        return dispatch(stack, (outs,), {"dim": 0})
+    return type(outs[0])(dispatch(stack, ([o[k] for o in outs],), {"dim": 0})
+                         for k in range(len(outs[0])))
+
+
+LOOP = Rule("loop", _loop)
+
+
+def _einsum(b, op, slots, attrs):
+    """A fresh label for the batch dim on every batched operand and on the output."""
+    operands = slots[0]
+    ins, out = attrs["spec"]
+    fresh = 1 + max([x for lab in ins for x in lab] + list(out) + [0])
+    phys, labs = [], []
+    for t, lab in zip(operands, ins):
+        if b.batched(t):
+            phys.append(b.phys(t))
+            labs.append((fresh,) + tuple(lab))
+        else:
+            phys.append(t)
+            labs.append(tuple(lab))
+    return dispatch(op, (phys,), {"spec": (tuple(labs), (fresh,) + tuple(out))})
+
+
+EINSUM = Rule("einsum", _einsum)
 
 
 # ----------------------------------------------------------------------------- factories

@@ -25,7 +25,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
 from .registry import _pt_name, defop
-from .batching import INDEX, INDEX_VIEW
+from .batching import INDEX, INDEX_BACKWARD, INDEX_VIEW
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -407,7 +407,8 @@ _index_backward = defop(
     kind="index", method=False, vjp=_index_backward_vjp,
     jvp=lambda t_grad, indices, shape, basic, adv: _index_backward(t_grad, indices, shape,
                                                                    basic, adv),
-    interpreted=_NOT_YET)
+    interpreted=_NOT_YET,
+    batch=INDEX_BACKWARD)
 
 
 def _getitem(self: Tensor, idx) -> Tensor:

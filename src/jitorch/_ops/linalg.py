@@ -18,7 +18,7 @@ from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
-from .batching import MATMUL, OUTER
+from .batching import LOOP, MATMUL, OUTER
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (matmul, mm, bmm, addmm are lowered)"
@@ -202,7 +202,8 @@ def _vdot(input, other):
 vdot = defop("vdot", _vdot, tensors=("input", "other"), kind="linalg",
              vjp=lambda g, input, other: (g * other, g * input),
              jvp=lambda t_input, t_other, input, other: t_input.vdot(other) + input.vdot(t_other),
-             interpreted=_NOT_YET)
+             interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 def _inner(input, other):
@@ -234,7 +235,8 @@ def _inner_vjp(g, input, other):
 
 inner = defop("inner", _inner, tensors=("input", "other"), kind="linalg", vjp=_inner_vjp,
               jvp=lambda t_input, t_other, input, other:
-              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET)
+              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _outer(input, vec2):
@@ -316,7 +318,8 @@ addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg",
                   _scaled(mat1.mT.mm(g), alpha)),
               jvp=lambda t_input, t_mat1, t_mat2, mat1, mat2, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha),
-              infer=infer.fixed_rank(2, first=1))
+              infer=infer.fixed_rank(2, first=1),
+              batch=LOOP)
 
 
 def _addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -336,7 +339,8 @@ addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"), kind="linalg", i
                   _scaled(mat.mT.mv(g), alpha)),
               jvp=lambda t_input, t_mat, t_vec, mat, vec, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat.mv(vec) + mat.mv(t_vec), alpha),
-              interpreted=_NOT_YET)
+              interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _batch_check(batch1, batch2):
@@ -374,7 +378,8 @@ addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="l
                jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                _scaled(t_input, beta)
                + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha),
-               interpreted=_NOT_YET)
+               interpreted=_NOT_YET,
+               batch=LOOP)
 
 
 def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -393,4 +398,5 @@ baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind
                     _scaled(batch1.mT.bmm(g), alpha)),
                 jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                 _scaled(t_input, beta)
-                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET)
+                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET,
+                batch=LOOP)

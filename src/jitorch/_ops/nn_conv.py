@@ -22,7 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from . import infer
 from .registry import _pt_name, defop
-from .batching import fold
+from .batching import LOOP, fold
 from .. import _dtype as dt
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -284,13 +284,16 @@ def _weight_grad_jvp(t_input, t_grad, input, grad, kernel_size, stride, padding,
 
 
 _conv_nd = defop("_conv_nd", _conv_nd_impl, tensors=("input", "weight"), kind="other",
-                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp, infer=infer.same)
+                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp, infer=infer.same,
+                 batch=LOOP)
 _conv_nd_input_grad = defop("_conv_nd_input_grad", _conv_nd_input_grad_impl,
                             tensors=("grad", "weight"), kind="other", method=False,
-                            vjp=_input_grad_vjp, jvp=_input_grad_jvp, infer=infer.same)
+                            vjp=_input_grad_vjp, jvp=_input_grad_jvp, infer=infer.same,
+                            batch=LOOP)
 _conv_nd_weight_grad = defop("_conv_nd_weight_grad", _conv_nd_weight_grad_impl,
                              tensors=("input", "grad"), kind="other", method=False,
-                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp, infer=infer.same)
+                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp, infer=infer.same,
+                             batch=LOOP)
 
 
 # --- public convolutions -------------------------------------------------------------------------

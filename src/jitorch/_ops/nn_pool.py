@@ -21,7 +21,7 @@ import numpy as np
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
 from . import infer
 from .registry import defop
-from .batching import fold
+from .batching import LOOP, fold
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -208,7 +208,8 @@ _max_pool_nd_backward = defop(
     kind="other", method=False, vjp=_max_pool_nd_backward_vjp,
     jvp=lambda t_grad, input, kernel_size, stride, padding, dilation, ceil_mode:
     _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode),
-    infer=infer.same)
+    infer=infer.same,
+    batch=LOOP)
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
@@ -263,12 +264,14 @@ _window_sum = defop(
         g, tuple(input_shape[len(input_shape) - len(kernel_size):]), kernel_size, stride,
         padding),
     jvp=lambda t_input, kernel_size, stride, padding: _window_sum(t_input, kernel_size, stride,
-                                                                  padding), interpreted=_NOT_YET)
+                                                                  padding), interpreted=_NOT_YET,
+    batch=LOOP)
 _window_sum_t = defop(
     "_window_sum_t", _window_sum_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=lambda g, kernel_size, stride, padding: _window_sum(g, kernel_size, stride, padding),
     jvp=lambda t_grad, input_size, kernel_size, stride, padding: _window_sum_t(
-        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET)
+        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def _avg_setup(nd, name, shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -365,7 +368,8 @@ _avg_pool_nd_backward = defop(
     jvp=lambda t_grad, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
     divisor_override: _avg_pool_nd_backward(t_grad, input_size, kernel_size, stride, padding,
                                             ceil_mode, count_include_pad, divisor_override),
-    infer=infer.same)
+    infer=infer.same,
+    batch=LOOP)
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)
@@ -476,7 +480,8 @@ def _adaptive_avg_t_vjp(g, grad_shape, input_size):
 _adaptive_avg_t = defop(
     "_adaptive_avg_t", _adaptive_avg_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=_adaptive_avg_t_vjp,
-    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same)
+    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same,
+    batch=LOOP)
 
 
 def _make_adaptive_max(nd):

@@ -21,7 +21,7 @@ from .._tensor import _LEGACY_NAMES, Size, Tensor
 from ._util import wrap_dim
 from . import infer
 from .registry import _pt_name, defop
-from .batching import FLAT, LEADING, LIKE_SHAPE, SQUEEZE, dims, sizes
+from .batching import FLAT, LEADING, LIKE_SHAPE, PERMUTE, SQUEEZE, dims, sizes
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -411,7 +411,7 @@ def _permute_vjp(g, dims):
 
 permute = defop("permute", _permute, kind="shape", view=True, varargs="dims",
                 vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims), infer=infer.same,
-                batch=dims("dims"))
+                batch=PERMUTE)
 
 
 def _movedim(input, source, destination):
@@ -512,7 +512,8 @@ _diagonal_backward = defop(
     method=False,
     vjp=lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
     jvp=lambda t_grad, input_shape, offset, dim1, dim2:
-    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET)
+    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET,
+    batch=dims("dim1", "dim2", extra=1, shape="input_shape"))
 
 diagonal = defop("diagonal", _diagonal, kind="shape", view=True,
                  vjp=lambda g, input_shape, offset, dim1, dim2:
@@ -535,7 +536,8 @@ _narrow_backward = defop(
     "_narrow_backward", _narrow_backward_impl, tensors=("grad",), kind="shape", method=False,
     vjp=lambda g, grad_shape, dim, start: g.narrow(dim, start, grad_shape[dim]),
     jvp=lambda t_grad, input_shape, dim, start:
-    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same)
+    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same,
+    batch=dims("dim", shape="input_shape"))
 
 
 def _narrow_start(shape, dim, start):
