@@ -225,6 +225,4 @@ def test_jacrev_jacfwd_hessian(xy):
     close(h.numpy(), np.diag(6 * x), 1e-4)
 
 
-def test_vmap_not_implemented():
-    with pytest.raises(NotImplementedError, match="vmap"):
-        func.vmap(lambda a: a)(jitorch.ones(3))
+# vmap: tests/test_vmap.py
