@@ -81,6 +81,9 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(np.broadcast_shapes(src._data.shape, self._data.shape))}")
     r = _expand_copy(src, self._data.shape, self._dtype)
+    if getattr(r, "_vlevel", 0):  # vmap: a batched source cannot go into an unbatched self
+        from ..func._vmap import write_into
+        write_into(self, r, "copy")
     self._data[...] = r._data
     self._version[0] += 1
     if grad_mode._state.enabled and r._requires_grad:

@@ -83,6 +83,33 @@ class BatchedTensor(Tensor):
     def data(self):
         return _make_batched(self._phys.data, self._vlevel)
 
+    # the in-place writes that are not registry ops (Tensor.copy_/fill_ write `_data`): here
+    # they write the physical tensor, with the logical history as Tensor.copy_ keeps it
+    def copy_(self, src, non_blocking=False):
+        from .._ops.conversion import _expand_copy, _mul_zero
+        if not isinstance(src, Tensor):
+            src = Tensor._make(np.asarray(src))
+        inplace.check_inplace_allowed(self)
+        r = _expand_copy(src, tuple(self.shape), self._dtype)  # batched when src is
+        write_into(self, r, "copy")
+        if grad_mode._state.enabled and r._requires_grad:
+            inplace.rebase_history(self, r)
+        elif grad_mode._state.enabled and self._requires_grad and self._grad_fn is not None:
+            inplace.rebase_history(self, _mul_zero(self))  # overwritten by a constant
+        return self
+
+    def fill_(self, value):
+        if isinstance(value, Tensor) and value.dim() != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value.dim()} dimensions.")
+        if not isinstance(value, Tensor):
+            from .._creation import full
+            value = full((), value, dtype=self._dtype)
+        return self.copy_(value)
+
+    def zero_(self):
+        return self.fill_(0)
+
 
 def _make_batched(phys: Tensor, level: int) -> BatchedTensor:
     t = object.__new__(BatchedTensor)
