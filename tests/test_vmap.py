@@ -420,3 +420,34 @@ def test_registry_batch_rules_are_declared_rules():
     assert all(isinstance(op.batch, batching.Rule) for op in declared)
     for name in ("add", "exp", "where", "sum", "cumsum", "zeros_like"):
         assert batching.rule_for(OPS[name]) is not None
+
+
+@pytest.mark.parametrize("f,args,in_dims", [
+    (lambda x, i: x[i], (X, jitorch.tensor([[0, 2], [1, 1], [2, 0], [0, 0]])), (0, 0)),
+    (lambda x, i: x[:, i], (X, jitorch.tensor([[0, 4], [1, 3], [2, 2], [3, 1]])), (0, 0)),
+    (lambda x, m: x.masked_fill(m, 0.5), (X, X > 0), (0, 0)),
+    (lambda x, m: x.masked_fill(m, -1.0), (X, jitorch.tensor([True, False, True, False, True])),
+     (0, None)),
+    (lambda x: F.one_hot(x, 4), (jitorch.tensor([[0, 1], [3, 2], [1, 1]]),), (0,)),
+    (lambda x: x.diff(dim=1), (X,), (0,)),
+    (lambda x: x.repeat_interleave(2, 0), (X,), (0,)),
+    (lambda x: jitorch.quantile(x, jitorch.tensor([0.25, 0.5]), dim=1), (X,), (0,)),
+    (lambda x, y: jitorch.linalg.solve(x @ x.mT + 3 * jitorch.eye(3), y),
+     (rand(4, 3, 3), rand(4, 3)), (0, 0)),
+    (lambda x: jitorch.kron(x[:2, :2], x[1:, 3:]), (X,), (0,)),
+    (lambda x: x.cumprod(1), (X,), (0,)),
+])
+def test_more_rules(f, args, in_dims):
+    check(f, *args, in_dims=in_dims)
+
+
+def test_gradients_through_more_rules():
+    idx = jitorch.tensor([[0, 2], [1, 1], [2, 0], [0, 0]])
+
+    def f(w, x, i):
+        return ((x[i] * w).cumprod(-1) + x.logcumsumexp(0)[:2]).sum()
+
+    g = vmap(grad(f), in_dims=(None, 0, 0))(W, X, idx)
+    close(g, jitorch.stack([grad(f)(W, X[k], idx[k]) for k in range(4)]))
+    g = vmap(grad(f, argnums=1), in_dims=(None, 0, 0))(W, X, idx)
+    close(g, jitorch.stack([grad(f, argnums=1)(W, X[k], idx[k]) for k in range(4)]))

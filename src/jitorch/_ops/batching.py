@@ -84,12 +84,14 @@ def _map_outputs(res, fn):
 
 # ----------------------------------------------------------------------------- elementwise
 def _elementwise(b, op, slots, attrs):
+    """Operands broadcast as their samples do (size-1 dims after the batch dim)."""
     tensors = [s for s in slots if isinstance(s, Tensor)]
     nd = max(b.ldim(t) for t in tensors)
     phys = tuple(_pad(b, s, nd) if isinstance(s, Tensor) and b.batched(s) else s for s in slots)
-    if len({t.dtype for t in tensors}) > 1:
+    if op.kind == "elementwise" and len({t.dtype for t in tensors}) > 1:
         # promotion reads logical ranks (0-dim tensors rank below dimensioned ones); batching
-        # changes ranks, so the dtype is settled on the logical operands and given to all
+        # changes ranks, so the dtype is settled on the logical operands and given to all (as
+        # eager dispatch casts every operand of an elementwise op to one compute dtype)
         d = _operand_dtype(slots)
         phys = tuple(p.to(d) if isinstance(p, Tensor) and p.dtype is not d else p for p in phys)
     return dispatch(op, phys, attrs)
@@ -405,10 +407,10 @@ INDEX_VIEW = Rule("index_view", _index_view)
 
 
 def _index(b, op, slots, attrs):
-    """x[basic][adv] with index tensors that do not carry the batch."""
+    """x[basic][adv]; index tensors that carry the batch go sample by sample (`_loop`)."""
     x, indices = slots
     if any(b.batched(t) for t in indices):
-        raise _no_rule(op, "batched index tensors")
+        return _loop(b, op, slots, attrs)
     p = b.phys(x)
     adv = tuple(attrs["adv"])
     pos = [i for i, a in enumerate(adv) if a is not None]
@@ -435,7 +437,7 @@ def _index_backward(b, op, slots, attrs):
     """The VJP of indexing: zeros of the input's shape with the gradient put at the index."""
     grad, indices = slots
     if any(b.batched(t) for t in indices):
-        raise _no_rule(op, "batched index tensors")
+        return _loop(b, op, slots, attrs)
     g = b.phys(grad)
     adv = tuple(attrs["adv"])
     pos = [i for i, a in enumerate(adv) if a is not None]

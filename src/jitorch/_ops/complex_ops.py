@@ -17,7 +17,7 @@ from .._creation import zeros_like
 from .._tensor import Tensor
 from .binary import guard, not_implemented
 from .registry import PUBLIC, _pt_name, defop
-from .batching import ELEMENTWISE
+from .batching import ELEMENTWISE, LEADING
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _COMPLEX = "complex dtypes are not lowered on CPU"
@@ -39,9 +39,11 @@ def _imag(input):
 
 # gradients of a real view are real; autograd casts them back to the complex input's dtype
 real = defop("real", _real, kind="shape", view=True, method=False,
-             vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX)
+             vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX,
+             batch=LEADING)
 imag = defop("imag", _imag, kind="shape", view=True, method=False,
-             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX)
+             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX,
+             batch=LEADING)
 
 
 def _get_real(self):
@@ -215,8 +217,10 @@ def _view_as_complex(input):
 
 view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, method=False,
                      vjp=lambda g: view_as_complex(g.contiguous()),
-                     jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX)
+                     jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX,
+                     batch=LEADING)
 defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
       vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
-      interpreted=_COMPLEX)
+      interpreted=_COMPLEX,
+      batch=LEADING)
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

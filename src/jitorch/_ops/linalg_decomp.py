@@ -18,7 +18,7 @@ from ._linalg_util import (LinAlgError, batch_prefix, broadcast_shape, check_lin
                            first_bad, jt, pt, skew)
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
-from .batching import LEADING
+from .batching import LEADING, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _LAPACK = "a LAPACK factorisation: no Numba lowering yet"
@@ -239,7 +239,8 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
 
 
 _linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
-                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK)
+                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK,
+                      batch=LOOP)
 
 
 def solve(A, B, *, left=True, out=None):

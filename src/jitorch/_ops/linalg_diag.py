@@ -14,7 +14,7 @@ from .. import _dtype as dt
 from ._linalg_util import no_bool
 from ._util import wrap_dim
 from .registry import defop
-from .batching import TRACE
+from .batching import LOOP, TRACE
 from .batching import LEADING, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -73,7 +73,8 @@ _linalg_diag_scatter = defop(
     "_linalg_diag_scatter", _diag_scatter, kind="shape", method=False,
     vjp=lambda g, shape, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
     jvp=lambda t_input, shape, offset, dim1, dim2:
-    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET)
+    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -122,7 +123,8 @@ def _diag_vjp(g, input_shape, diagonal):
 
 
 diag = defop("diag", _diag, kind="shape", vjp=_diag_vjp,
-             jvp=lambda t_input, diagonal: t_input.diag(diagonal), interpreted=_NOT_YET)
+             jvp=lambda t_input, diagonal: t_input.diag(diagonal), interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 def _trace(input):

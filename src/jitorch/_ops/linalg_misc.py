@@ -56,7 +56,8 @@ def _kron_vjp(g, input, other):
 
 kron = defop("kron", _kron, tensors=("input", "other"), kind="linalg", vjp=_kron_vjp,
              jvp=lambda t_input, t_other, input, other:
-             t_input.kron(other) + input.kron(t_other), interpreted=_NOT_YET)
+             t_input.kron(other) + input.kron(t_other), interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 # --- cross ----------------------------------------------------------------------------------

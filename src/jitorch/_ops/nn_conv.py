@@ -429,7 +429,8 @@ def _make_conv_transpose(nd):
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET)
+                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET,
+                 batch=fold(nd + 2))
 
 
 conv_transpose1d = _make_conv_transpose(1)

@@ -97,7 +97,8 @@ def _one_hot(tensor, num_classes=-1):
 
 one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
                 method=False, function=False,
-                interpreted=_ONE_HOT)
+                interpreted=_ONE_HOT,
+                batch=LEADING)
 
 
 # --- embedding ---------------------------------------------------------------------------------

@@ -520,7 +520,8 @@ def _make_adaptive_max(nd):
     impl.__name__ = name + "_with_indices"
     vjp, jvp = _rules(nd)
     return defop(name + "_with_indices", impl, kind="other", method=False, function=nd == 1,
-                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET)
+                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET,
+                 batch=fold(nd + 2))
 
 
 _adaptive_max1 = _make_adaptive_max(1)
@@ -612,10 +613,12 @@ im2col = defop(
     vjp=lambda g, input_shape, kernel_size, dilation, padding, stride: col2im(
         g, tuple(input_shape[-2:]), kernel_size, dilation, padding, stride),
     jvp=lambda t_input, kernel_size, dilation, padding, stride: im2col(
-        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
+        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
+    batch=fold(4))
 col2im = defop(
     "col2im", _col2im_op, kind="other", method=False, function=False,
     vjp=lambda g, kernel_size, dilation, padding, stride: im2col(
         g, kernel_size, dilation, padding, stride),
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
-        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
+        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
+    batch=fold(3))

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _dtype as dt
 from ._util import wrap_dim
 from .registry import _pt_name, defop
-from .batching import FLAT, ROLL, dims, sizes
+from .batching import FLAT, LOOP, ROLL, dims, sizes
 from .shape import _dup_check, _index, _ints
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -211,7 +211,8 @@ def _segment_sum_impl(grad, repeats, dim, n):
 _segment_sum = defop(
     "_segment_sum", _segment_sum_impl, tensors=("grad", "repeats"), kind="shape", method=False,
     vjp=lambda g, repeats, dim: (g.repeat_interleave(repeats, dim), None),
-    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n), interpreted=_NOT_YET)
+    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def _repeat_interleave_vjp(g, input_shape, repeats, dim):
@@ -227,4 +228,5 @@ repeat_interleave = defop(
     "repeat_interleave", _repeat_interleave, tensors=("input", "repeats"), kind="shape",
     vjp=_repeat_interleave_vjp,
     jvp=lambda t_input, repeats, dim, output_size:
-    t_input.repeat_interleave(repeats, dim, output_size=output_size), interpreted=_NOT_YET)
+    t_input.repeat_interleave(repeats, dim, output_size=output_size), interpreted=_NOT_YET,
+    batch=LOOP)

@@ -144,7 +144,8 @@ def _view_dtype_impl(input, dtype):
 
 # reinterpreting bits is not differentiable (PyTorch: view.dtype has no derivative)
 _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, nondiff=True,
-                    method=False, interpreted=_NOT_YET)
+                    method=False, interpreted=_NOT_YET,
+                    batch=LEADING)
 
 
 def _tensor_view(self, *size, **kwargs):
