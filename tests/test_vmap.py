@@ -451,3 +451,20 @@ def test_gradients_through_more_rules():
     close(g, jitorch.stack([grad(f)(W, X[k], idx[k]) for k in range(4)]))
     g = vmap(grad(f, argnums=1), in_dims=(None, 0, 0))(W, X, idx)
     close(g, jitorch.stack([grad(f, argnums=1)(W, X[k], idx[k]) for k in range(4)]))
+
+
+def test_vmap_over_a_scripted_function():
+    @jitorch.script
+    def f(x):
+        return x * 2 + x.sum()
+
+    f(X[0])  # compiled for unbatched samples first
+    check(f, X)
+
+
+def test_vmap_over_a_scripted_module_method_is_refused():
+    lin = jitorch.jit.script(nn.Linear(5, 2))
+    lin(X[0])
+    with pytest.raises(NotImplementedError, match="scripted module method cannot run under "
+                                                  "jitorch.func.vmap"):
+        vmap(lin)(X)

@@ -148,6 +148,10 @@ def write_into(self, r, name):
 class _VmapMode:
     """The dispatch mode of one vmap level (see the module docstring)."""
 
+    # a @script function called under vmap runs its Python body (compiled code would read the
+    # BatchedTensor's one-sample `_data`): script/runtime/functions.py reads this
+    eager_calls = True
+
     def __init__(self, level, size, randomness):
         self.level, self.size, self.randomness = level, size, randomness
 
