@@ -468,3 +468,10 @@ def test_vmap_over_a_scripted_module_method_is_refused():
     with pytest.raises(NotImplementedError, match="scripted module method cannot run under "
                                                   "jitorch.func.vmap"):
         vmap(lin)(X)
+
+
+def test_vmap_of_forward_over_reverse_hessian():
+    x = rand(4, 3)
+    h = vmap(jitorch.func.jacfwd(jacrev(lambda a: (a ** 3).sum())))(x)
+    close(h, np.stack([np.diag(6 * r) for r in x.numpy()]), 1e-4)
+    close(vmap(jitorch.func.hessian(lambda a: (a ** 3).sum()))(x), h, 1e-4)

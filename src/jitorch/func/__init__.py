@@ -57,6 +57,8 @@ def _wrap_input(x):
     if x.requires_grad and grad_mode.is_grad_enabled():
         return x.view_as(x)
     if x.dtype.is_floating_point or x.dtype.is_complex:
+        if x._tangent is not None:  # a dual of an enclosing jvp/jacfwd: keep its tangent
+            return x.view_as(x).requires_grad_(True)
         return x.detach().requires_grad_(True)
     raise RuntimeError("only Tensors of floating point dtype can require gradients")
 
@@ -76,11 +78,18 @@ def _grads(outputs, inputs, grad_outputs, create_graph, materialize=True, retain
                        allow_unused=True, materialize_grads=materialize)
 
 
+def _detach(x):
+    d = x.detach()
+    if x._tangent is not None:  # an enclosing jvp/jacfwd's tangent stays: only the tape is cut
+        d = forward_ad.make_dual(d, x._tangent)
+    return d
+
+
 def _maybe_detach(tree, keep):
     if keep:
         return tree
     leaves, spec = tree_flatten(tree)
-    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+    return tree_unflatten([_detach(x) if isinstance(x, Tensor) else x for x in leaves], spec)
 
 
 def _split_aux(out, has_aux, api):
