@@ -475,3 +475,14 @@ def test_vmap_of_forward_over_reverse_hessian():
     h = vmap(jitorch.func.jacfwd(jacrev(lambda a: (a ** 3).sum())))(x)
     close(h, np.stack([np.diag(6 * r) for r in x.numpy()]), 1e-4)
     close(vmap(jitorch.func.hessian(lambda a: (a ** 3).sum()))(x), h, 1e-4)
+
+
+def test_vmap_of_jvp_with_unbatched_primals():
+    """jacfwd's scheme: one primal, a batch of tangents (the primal's ops are computed once,
+    their tangents batched)."""
+    x = rand(5)
+    f = lambda a: (a.sin() * a).cumsum(0) @ W.reshape(5, 1).expand(5, 3)
+    cols = vmap(lambda t: jvp(f, (x,), (t,))[1])(jitorch.eye(5))
+    close(cols.t(), jitorch.func.jacfwd(f)(x))
+    prim = vmap(lambda t: jvp(f, (x,), (t,))[0], out_dims=None)(jitorch.eye(5))
+    close(prim, f(x))

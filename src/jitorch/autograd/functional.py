@@ -8,8 +8,8 @@ results are detached unless `create_graph=True`.
 
 The mechanisms are not re-implemented here: reverse mode is `jitorch.func._grads` (the eager
 tape's `autograd.grad`, with `None` for unused inputs so strict mode can tell), forward-mode
-Jacobians are `jitorch.func.jvp` (forward AD), and `vectorize=True` batches the per-row VJPs with
-`jitorch.func.vmap`. `jvp`/`hvp` use the double-backward trick, as PyTorch's do, so their
+Jacobians are `jitorch.func.jvp` (forward AD), and `vectorize=True` batches the per-row VJPs
+(per-column JVPs) with `jitorch.func.vmap`. `jvp`/`hvp` use the double-backward trick, as PyTorch's do, so their
 strict-mode checks and messages are PyTorch's.
 """
 from __future__ import annotations
@@ -281,9 +281,10 @@ def _jac_forward(func, inputs, strict, vectorize):
     if not vectorize:  # as PyTorch: forward mode here is defined through vectorization
         raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse "
                                   "Hessian isonly implemented for `vectorize=True`.")
-    from ..func import jacfwd
+    from ..func import jvp as func_jvp, vmap
     in_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    flags = []
+    inputs = tuple(x.detach() for x in inputs)
+    flags, outputs = [], []
 
     def f(*xs):
         is_tuple, outs = _as_tuple(func(*xs), "outputs of the user-provided function",
@@ -291,9 +292,23 @@ def _jac_forward(func, inputs, strict, vectorize):
         flags[:] = [is_tuple]
         return outs
 
-    # one JVP per input element (forward AD); jacfwd nests the result outputs-then-inputs
-    jac = jacfwd(f, argnums=tuple(range(len(inputs))))(*inputs)
-    return _unpack(_postprocess(jac, False), (flags[0], in_tuple))
+    def column(*basis):  # one JVP per input element, batched by vmap
+        tangents = tuple(e.reshape(x.shape) for e, x in zip(basis, inputs))
+        primal, jv = func_jvp(f, inputs, tangents)
+        outputs[:] = primal
+        return jv
+
+    chunks, numels = _standard_basis(inputs)
+    cols = vmap(column)(*chunks)  # per output: (total input numel, *output.shape)
+    jac = []
+    for out, col in zip(outputs, cols):
+        flat = col.reshape(col.shape[0], -1).t()  # (output numel, total input numel)
+        row, start = [], 0
+        for x, n in zip(inputs, numels):
+            row.append(flat[:, start:start + n].reshape(tuple(out.shape) + tuple(x.shape)))
+            start += n
+        jac.append(tuple(row))
+    return _unpack(tuple(jac), (flags[0], in_tuple))
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,

@@ -172,36 +172,62 @@ class _VmapMode:
                                "Please either use the 'same' or 'different' randomness flags "
                                "on vmap or perform the randomness operation out of vmap")
 
-    def _touches(self, op, slots, attrs) -> bool:
+    def _flat_slots(self, op, slots):
         for name, s in zip(op.tensors, slots):
             if name in op.lists:
-                if any(self.batched(x) for x in s):
-                    return True
-            elif self.batched(s):
-                return True
-        return any(self.batched(v) for v in attrs.values())
+                yield from s
+            else:
+                yield s
+
+    def _touches(self, op, slots, attrs) -> bool:
+        return (any(self.batched(s) for s in self._flat_slots(op, slots))
+                or any(self.batched(v) for v in attrs.values()))
+
+    def _batched_tangent(self, op, slots) -> bool:
+        """A dual whose tangent carries this level's batch (jacfwd's basis under vmap): its
+        forward AD belongs to this level, whatever its primal."""
+        return any(isinstance(s, Tensor) and self.batched(s._tangent)
+                   for s in self._flat_slots(op, slots))
 
     def __call__(self, op, slots, attrs):
-        stack = registry._mode_state.stack
-        registry._mode_state.stack = stack[:stack.index(self)]
-        try:
-            if not self._touches(op, slots, attrs):
-                return registry.dispatch(op, slots, attrs)
+        touched = self._touches(op, slots, attrs)
+        tangent = grad_mode._fwd_level[0] and self._batched_tangent(op, slots)
+        if not touched and not tangent:  # not this level's business
+            return self._below(registry.dispatch, op, slots, attrs)
+        rule = None
+        if touched:
             rule = batching.rule_for(op)
             if rule is None:
                 raise NotImplementedError(f"vmap: no batching rule for '{op.name}'")
-            res = rule(self, op, slots, attrs)
+        level = grad_mode._fwd_level[0]
+        if tangent:  # the physical run must not push this level's tangents through eager ops
+            grad_mode._fwd_level[0] = 0
+        try:
+            if rule is not None:
+                res = self._below(rule, self, op, slots, attrs)
+            else:  # an unbatched primal: computed below, its tangent here
+                res = self._below(registry.dispatch, op, slots, attrs)
         finally:
-            registry._mode_state.stack = stack
-        if rule.unbatched:
+            grad_mode._fwd_level[0] = level
+        if rule is not None and rule.unbatched:
             return res
-        outs = batching._map_outputs(res, lambda r: _make_batched(r, self.level))
+        outs = batching._map_outputs(res, lambda r: _make_batched(r, self.level)) \
+            if touched else res
         if not op.nondiff:  # the logical op's autograd and forward AD (see the docstring)
-            if grad_mode._state.enabled and op.vjp is not None:
+            if touched and grad_mode._state.enabled and op.vjp is not None:
                 record(op, slots, attrs, outs)
             if grad_mode._fwd_level[0] and op.jvp is not None:
                 propagate(op, slots, attrs, outs)
         return outs
+
+    def _below(self, fn, *args):
+        """Run `fn` with this mode (and any inside it) popped: ops reach the enclosing level."""
+        stack = registry._mode_state.stack
+        registry._mode_state.stack = stack[:stack.index(self)]
+        try:
+            return fn(*args)
+        finally:
+            registry._mode_state.stack = stack
 
 
 def _depth() -> int:
