@@ -9,8 +9,8 @@ results are detached unless `create_graph=True`.
 The mechanisms are not re-implemented here: reverse mode is `jitorch.func._grads` (the eager
 tape's `autograd.grad`, with `None` for unused inputs so strict mode can tell), forward-mode
 Jacobians are `jitorch.func.jvp` (forward AD), and `vectorize=True` batches the per-row VJPs
-(per-column JVPs) with `jitorch.func.vmap`. `jvp`/`hvp` use the double-backward trick, as PyTorch's do, so their
-strict-mode checks and messages are PyTorch's.
+(per-column JVPs) with `jitorch.func.vmap`. `jvp`/`hvp` use the double-backward trick, as
+PyTorch's do, so their strict-mode checks and messages are PyTorch's.
 """
 from __future__ import annotations
 
