@@ -486,3 +486,12 @@ def test_vmap_of_jvp_with_unbatched_primals():
     close(cols.t(), jitorch.func.jacfwd(f)(x))
     prim = vmap(lambda t: jvp(f, (x,), (t,))[0], out_dims=None)(jitorch.eye(5))
     close(prim, f(x))
+
+
+def test_writes_that_would_lose_the_batch_are_errors():
+    with pytest.raises(RuntimeError, match="vmap: out_"):
+        vmap(lambda x: jitorch.add(x, 1, out=jitorch.empty(3, 5)))(X)
+    close(vmap(lambda x: jitorch.add(x, 1, out=x.clone()))(X), X.numpy() + 1)
+    w = W.clone().requires_grad_()
+    with pytest.raises(RuntimeError, match="vmap: backward"):
+        vmap(lambda x: (x @ w).sum().backward())(X)

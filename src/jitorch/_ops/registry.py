@@ -550,6 +550,10 @@ def _write_out(out: Tensor, r):
         for o, x in zip(out, r):
             _write_out(o, x)
         return out
+    if getattr(r, "_vlevel", 0) or getattr(out, "_vlevel", 0):
+        from ..func._vmap import write_into  # vmap: the batch must fit in `out`
+        write_into(out, r, "out")
+        return out
     if not dt.can_cast(r._dtype, out._dtype):
         raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
                            f"output type {_pt_name(out._dtype)}")
