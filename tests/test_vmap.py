@@ -495,3 +495,16 @@ def test_writes_that_would_lose_the_batch_are_errors():
     w = W.clone().requires_grad_()
     with pytest.raises(RuntimeError, match="vmap: backward"):
         vmap(lambda x: (x @ w).sum().backward())(X)
+
+
+def test_differentiable_write_into_a_view_is_refused():
+    def f(x):
+        y = x.clone()
+        y[1:].mul_(3)
+        return (y * y).sum()
+
+    with pytest.raises(NotImplementedError, match="into a view of a batched tensor"):
+        vmap(grad(f))(X[:, 0])
+    # out of place, the same function works
+    g = lambda x: (jitorch.cat([x[:1], x[1:] * 3]) ** 2).sum()
+    close(vmap(grad(g))(X[:, 0]), looped(grad(g), (X[:, 0],), (0,)))

@@ -133,6 +133,13 @@ def write_into(self, r, name):
     """`self.op_(...)` under vmap (called by `autograd.inplace.write_result` once the logical
     shapes and dtypes are checked): the write goes to the physical tensor, and a batched result
     cannot be written into a tensor without that batch."""
+    if getattr(self, "_vview", False) and grad_mode._state.enabled and (
+            r._requires_grad or self._requires_grad):
+        # the history of the view's base would have to be rebased through a batched
+        # copy_slices (autograd/inplace.py): not there yet, and wrong gradients are worse
+        raise NotImplementedError(f"vmap: {name}_ into a view of a batched tensor is not "
+                                  "differentiable under vmap in jitorch yet; write out of "
+                                  "place (cat, where, index_put) or clone the view first")
     level = max(_level_of(self), _level_of(r))
     if _level_of(self) < level:
         raise RuntimeError(f"vmap: {name}_(self, *extra_args) is not possible because there "
@@ -213,6 +220,10 @@ class _VmapMode:
             return res
         outs = batching._map_outputs(res, lambda r: _make_batched(r, self.level)) \
             if touched else res
+        if touched and op.view:  # a view of a batched tensor (write_into checks in-place use)
+            for o in (outs if isinstance(outs, (tuple, list)) else (outs,)):
+                if type(o) is BatchedTensor and o._phys._base is not None:
+                    o._vview = True
         if not op.nondiff:  # the logical op's autograd and forward AD (see the docstring)
             if touched and grad_mode._state.enabled and op.vjp is not None:
                 record(op, slots, attrs, outs)
