@@ -30,6 +30,7 @@ from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 from . import utils  # noqa: E402  (`jitorch.utils.data`)
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
+from .func import vmap  # noqa: E402  (`jitorch.vmap`, as torch.vmap)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
 from ._determinism import (  # noqa: E402  (deterministic mode)
     are_deterministic_algorithms_enabled, get_deterministic_debug_mode, is_deterministic,

@@ -17,6 +17,7 @@ from .._creation import zeros_like
 from .._tensor import Tensor
 from .binary import guard, not_implemented
 from .registry import PUBLIC, _pt_name, defop
+from .batching import ELEMENTWISE, LEADING
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _COMPLEX = "complex dtypes are not lowered on CPU"
@@ -42,10 +43,10 @@ def _imag(input):
 # gradients of a real view are real; autograd casts them back to the complex input's dtype
 real = defop("real", _real, kind="shape", view=True, method=False,
              vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX,
-             extra=_CGRAD)
+             extra=_CGRAD, batch=LEADING)
 imag = defop("imag", _imag, kind="shape", view=True, method=False,
              vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX,
-             extra=_CGRAD)
+             extra=_CGRAD, batch=LEADING)
 
 
 def _get_real(self):
@@ -71,7 +72,7 @@ def _conj(input):
 
 conj = defop("conj", _conj, kind="other", view="maybe",
              vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX,
-             extra=_CGRAD)
+             extra=_CGRAD, batch=ELEMENTWISE)
 
 conj_physical = defop("conj_physical", lambda input: np.conj(input), kind="elementwise",
                       inplace=True, vjp=lambda g: g.conj(),
@@ -221,8 +222,8 @@ def _view_as_complex(input):
 view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, method=False,
                      vjp=lambda g: view_as_complex(g.contiguous()),
                      jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX,
-                     extra=_CGRAD)
+                     extra=_CGRAD, batch=LEADING)
 defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
       vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
-      interpreted=_COMPLEX, extra=_CGRAD)
+      interpreted=_COMPLEX, extra=_CGRAD, batch=LEADING)
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

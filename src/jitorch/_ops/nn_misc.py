@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
 from .registry import _pt_name, defop
+from .batching import LEADING
 from .. import _dtype as dt
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -96,7 +97,8 @@ def _one_hot(tensor, num_classes=-1):
 
 one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
                 method=False, function=False,
-                interpreted=_ONE_HOT)
+                interpreted=_ONE_HOT,
+                batch=LEADING)
 
 
 # --- embedding ---------------------------------------------------------------------------------
@@ -139,7 +141,8 @@ def _embedding_jvp(t_weight, input, padding_idx):
 
 embedding = defop("embedding", _embedding, tensors=("input", "weight"), kind="index",
                   vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False,
-                  infer=infer.embedding)
+                  infer=infer.embedding,
+                  batch=LEADING)
 
 
 # --- pad ---------------------------------------------------------------------------------------

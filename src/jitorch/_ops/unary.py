@@ -20,6 +20,7 @@ import scipy.special as sps
 from .. import _dtype as dt
 from .._creation import zeros_like
 from .registry import RULES, _pt_name, defop
+from .batching import ELEMENTWISE
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -177,7 +178,8 @@ def _positive(input):
 
 
 positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g,
-                 jvp=lambda t_input: t_input, interpreted=_NOT_YET)
+                 jvp=lambda t_input: t_input, interpreted=_NOT_YET,
+                 batch=ELEMENTWISE)
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
@@ -464,4 +466,5 @@ def _nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 nan_to_num = defop("nan_to_num", _nan_to_num, kind="other", inplace=True,
                    vjp=lambda g, input: g * _finite_mask_op(input),
                    jvp=lambda t_input, input: t_input * _finite_mask_op(input),
-                   interpreted=_NOT_YET)
+                   interpreted=_NOT_YET,
+                   batch=ELEMENTWISE)

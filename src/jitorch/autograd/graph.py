@@ -168,6 +168,9 @@ class AccumulateGrad(Node):
 
     def accumulate(self, g: Tensor, create_graph: bool):
         var = self.variable
+        if getattr(g, "_vlevel", 0):  # a per-sample gradient cannot go into one .grad
+            raise RuntimeError("vmap: backward() into a tensor that is not vmapped over is not "
+                               "supported inside vmap; use jitorch.func.grad / vjp instead")
         if g._dtype is not var._dtype:
             g = g.to(var._dtype)
         if var._grad is None:
