@@ -25,6 +25,10 @@ from .._ops.composite import composite, expose
 from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
+from .._ops.nn_distance import cosine_similarity, pairwise_distance  # noqa: F401,E402
+from .._ops.nn_instance_norm import instance_norm  # noqa: F401,E402
+from .._ops.nn_resample import (interpolate, pixel_shuffle, pixel_unshuffle,  # noqa: F401,E402
+                                upsample, upsample_bilinear, upsample_nearest)
 from ._functional_conv import *  # noqa: F401,F403  (conv / pool / unfold / fold)
 from ._functional_attention import (multi_head_attention_forward,  # noqa: F401
                                     scaled_dot_product_attention)
@@ -40,6 +44,8 @@ __all__ = [
     "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
 ] + _functional_conv.__all__ + ["scaled_dot_product_attention",
                                  "multi_head_attention_forward"]
+__all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+            "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh

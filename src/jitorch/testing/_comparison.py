@@ -128,7 +128,7 @@ def _compare_arrays(actual, expected, rtol, atol, equal_nan, check_dtype):
             raise _Mismatch(f"The values for attribute 'dtype' do not match: {_dname(a_dt)} != "
                             f"{_dname(e_dt)}.")
         common = dt.promote_types(a_dt, e_dt)
-        a, e = a.astype(common.numpy_dtype), e.astype(common.numpy_dtype)
+        a, e = a.astype(common.np), e.astype(common.np)
         a_dt = e_dt = common
     rtol, atol = _tolerances((a_dt,), rtol, atol)
     ok = _close(a, e, rtol, atol, equal_nan)

@@ -17,6 +17,12 @@ from .loss import __all__ as _loss_all
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401,E501
 from .attention import MultiheadAttention  # noqa: F401
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
+from .padding import *  # noqa: F401,F403
+from .padding import __all__ as _padding_all
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
 from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
@@ -34,3 +40,6 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
             "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
             "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 __all__ += _loss_all
+__all__ += ["CosineSimilarity", "PairwiseDistance", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "PixelShuffle", "PixelUnshuffle", "Upsample",
+            "UpsamplingNearest2d", "UpsamplingBilinear2d"] + _padding_all

@@ -256,3 +256,7 @@ class LogSoftmax(Softmax):
 
 class Softmin(Softmax):
     _fn = staticmethod(F.softmin)
+
+
+# PyTorch defines MultiheadAttention in nn/modules/activation.py; programs import it from there
+from .attention import MultiheadAttention  # noqa: E402,F401
