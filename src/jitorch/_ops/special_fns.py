@@ -146,7 +146,7 @@ special_zeta = defop("special_zeta", _zeta, tensors=("input", "other"), kind="el
                      vjp=_zeta_vjp, interpreted=_INTERP)
 
 
-# --- polygamma and mvlgamma (composites over the registry's polygamma / lgamma) ---------------
+# --- polygamma (over unary.py's derivative op) and mvlgamma ------------------------------------
 def polygamma(n, input):
     """The n-th derivative of digamma: polygamma(0, x) = digamma(x)."""
     if not isinstance(n, int) or isinstance(n, bool):
@@ -159,30 +159,33 @@ def polygamma(n, input):
     return _polygamma_op(input, n)
 
 
-def mvlgamma(input, p):
-    """log of the multivariate gamma function of dimension p:
-    sum_{i<p} lgamma(x - i / 2) + p (p - 1) / 4 log(pi)."""
+def _mvlgamma(input, p):
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    from .._dtype import get_default_dtype
-    if not input.is_floating_point():
-        input = input.to(get_default_dtype())
-    if bool((input <= (p - 1) / 2).any()):
+    if input.size and not (input > (p - 1) / 2).all():  # the check lives in the op (traceable)
         raise RuntimeError("All elements must be greater than (p-1)/2")
+    out = sum(sps.gammaln(input - i / 2) for i in range(p))
+    return (out + p * (p - 1) / 4 * math.log(math.pi)).astype(input.dtype)
+
+
+def _mvlgamma_slope(input, p):
     out = None
     for i in range(p):
-        term = (input - i / 2).lgamma()
+        term = (input - i / 2).digamma()
         out = term if out is None else out + term
-    return out + p * (p - 1) / 4 * math.log(math.pi)
+    return out
+
+
+# log of the multivariate gamma function: sum_{i<p} lgamma(x - i / 2) + p (p - 1) / 4 log(pi)
+mvlgamma = defop("mvlgamma", _mvlgamma, kind="elementwise",
+                 dtype=_rule("float", "mvlgamma", no_complex=True), inplace=True,
+                 vjp=lambda g, input, p: g * _mvlgamma_slope(input, p),
+                 jvp=lambda t_input, input, p: t_input * _mvlgamma_slope(input, p),
+                 interpreted=_INTERP)
 
 
 def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-def _mvlgamma_method(self, p):
-    return mvlgamma(self, p)
-
-
 Tensor.polygamma = _polygamma_method
-Tensor.mvlgamma = _mvlgamma_method
