@@ -7,7 +7,7 @@ from .module import Module  # noqa: F401
 from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
-from .batchnorm import BatchNorm1d, BatchNorm2d  # noqa: F401
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
@@ -34,7 +34,7 @@ __all__ += ["LayerNorm", "GroupNorm", "RMSNorm", "Dropout", "Dropout1d", "Dropou
 __all__ += _activation_all
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 __all__ += _pooling_all
-__all__ += ["BatchNorm1d", "BatchNorm2d"]
+__all__ += ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 __all__ += ["Embedding", "EmbeddingBag"]
 __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
             "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",

@@ -6,12 +6,12 @@ import warnings
 
 from ..._tensor import Tensor
 from .. import functional as F
-from .batchnorm import _BatchNorm
+from .batchnorm import _NormBase
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
 
 
-class _InstanceNorm(_BatchNorm):
+class _InstanceNorm(_NormBase):
     _no_batch_dim = 0  # the rank of an unbatched input (C, *spatial)
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
@@ -20,30 +20,32 @@ class _InstanceNorm(_BatchNorm):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype, bias=bias)
 
-    def _check_input_dim(self, input: Tensor) -> None:
-        d = self._no_batch_dim
-        if input.dim() not in (d, d + 1):
-            raise ValueError(f"expected {d}D or {d + 1}D input (got {input.dim()}D input)")
-
     def _apply(self, input: Tensor) -> Tensor:
         return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
                                self.bias, self.training or not self.track_running_stats,
                                self.momentum if self.momentum is not None else 0.0, self.eps)
 
     def forward(self, input: Tensor) -> Tensor:
-        self._check_input_dim(input)
-        feature_dim = input.dim() - self._no_batch_dim
-        if input.size(feature_dim) != self.num_features:
-            if self.affine:
-                raise ValueError(f"expected input's size at dim={feature_dim} to match "
-                                 f"num_features ({self.num_features}), but got: "
-                                 f"{input.size(feature_dim)}.")
-            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
-                          f"can silence this warning by not passing in num_features, which is "
-                          f"not used because affine=False", stacklevel=2)
+        _check_input(input, self._no_batch_dim, self.num_features, self.affine)
         if input.dim() == self._no_batch_dim:
             return self._apply(input.unsqueeze(0)).squeeze(0)
         return self._apply(input)
+
+
+def _check_input(input, no_batch_dim: int, num_features: int, affine: bool) -> None:
+    """PyTorch's rank check and channel-count check (a warning without affine parameters); a
+    plain function, so a scripted forward calls it as a Python op."""
+    if input.dim() not in (no_batch_dim, no_batch_dim + 1):
+        raise ValueError(f"expected {no_batch_dim}D or {no_batch_dim + 1}D input (got "
+                         f"{input.dim()}D input)")
+    feature_dim = input.dim() - no_batch_dim
+    if input.size(feature_dim) != num_features:
+        if affine:
+            raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
+                             f"({num_features}), but got: {input.size(feature_dim)}.")
+        warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can "
+                      f"silence this warning by not passing in num_features, which is not used "
+                      f"because affine=False", stacklevel=3)
 
 
 class InstanceNorm1d(_InstanceNorm):
