@@ -6,6 +6,8 @@ respect to the factor is the full derivative of X(L) = (L L^H)^{-1} B, which is 
 """
 from __future__ import annotations
 
+from .._tensor import Tensor
+
 __all__ = ["cholesky_solve"]
 
 
@@ -28,3 +30,10 @@ def cholesky_solve(input, input2, upper=False):
     fh = f.transpose(-2, -1).conj() if f.is_complex() else f.transpose(-2, -1)
     a = fh.matmul(f) if upper else f.matmul(fh)
     return linalg.solve(a, b)
+
+
+def _cholesky_solve_method(self, input2, upper=False):
+    return cholesky_solve(self, input2, upper)
+
+
+Tensor.cholesky_solve = _cholesky_solve_method

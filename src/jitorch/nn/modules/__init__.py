@@ -23,6 +23,7 @@ from .padding import *  # noqa: F401,F403
 from .padding import __all__ as _padding_all
 from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: F401
+from . import utils  # noqa: F401,E402  (`nn.modules.utils._pair`, ...)
 from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
                           TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
