@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 
 from .. import _dtype as dt
+from .composite import composite, expose
 
 __all__ = ["cosine_similarity", "pairwise_distance", "cdist"]
 
@@ -25,15 +26,31 @@ def _broadcast(x1, x2):
     return broadcast_tensors(x1, x2)
 
 
+@composite(static=("dim", "eps"))
+def _cosine_similarity(dim, eps):
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"cosine_similarity(): argument 'dim' must be int, not "
+                        f"{type(dim).__name__}")
+    eps2 = float(eps) * float(eps)  # sqrt(max(s, eps^2)) == max(sqrt(s), eps)
+
+    def body(x1, x2):
+        both = x1 * x2  # the broadcast shape (PyTorch broadcasts before the norms)
+        a = x1.expand_as(both)
+        b = x2.expand_as(both)
+        na = (a * a).sum(dim, True).clamp_min(eps2).sqrt()
+        nb = (b * b).sum(dim, True).clamp_min(eps2).sqrt()
+        return ((a / na) * (b / nb)).sum(dim)
+    return body
+
+
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    from .linalg_norm import vector_norm
-    a, b = _broadcast(x1, x2)
-    if not (a.is_floating_point() or a.is_complex()):
+    """sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim) on the broadcast pair."""
+    common = dt.promote_types(x1.dtype, x2.dtype)
+    if not (common.is_floating_point or common.is_complex):
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
-                           f"{_legacy(a.dtype)}")
-    na = vector_norm(a, 2, dim=dim, keepdim=True).clamp_min(eps)
-    nb = vector_norm(b, 2, dim=dim, keepdim=True).clamp_min(eps)
-    return ((a / na) * (b / nb)).sum(dim)
+                           f"{_legacy(common)}")
+    _broadcast(x1, x2)  # PyTorch's size-mismatch message
+    return _cosine_similarity.body(dim, eps)(x1, x2)
 
 
 def _legacy(d):
@@ -90,3 +107,6 @@ def _euclidean_dist(x1, x2):
     a = cat([x1 * -2, n1, ones_like(n1)], -1)
     b = cat([x2, ones_like(n2), n2], -1)
     return a.matmul(b.transpose(-2, -1)).clamp_min(1e-30).sqrt()
+
+
+expose(_cosine_similarity, cosine_similarity)

@@ -40,7 +40,8 @@ def _unary(name, fn, kernel, dfn, method=False, inplace=False):
         return fn(input)
     impl.__name__ = name
     return defop(name, impl, kind="elementwise", dtype=_float_rule(kernel), method=method,
-                 function=method, inplace=inplace, vjp=lambda g, input, result: g * dfn(input, result),
+                 function=method, inplace=inplace,
+                 vjp=lambda g, input, result: g * dfn(input, result),
                  jvp=lambda t_input, input, result: t_input * dfn(input, result),
                  interpreted=_INTERP)
 

@@ -18,7 +18,6 @@ def make_tensor(*shape, dtype, device=None, low=None, high=None, requires_grad=F
                 noncontiguous=False, exclude_zero=False, memory_format=None):
     from .._random import rand, randint
     from .._device import as_device
-    from .._tensor import Tensor  # noqa: F401
     as_device(device)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
