@@ -50,10 +50,6 @@ def _source(scale, out_size, align_corners, cubic, ct):
 
 
 def _nearest_index(in_size, out_size, scale, exact, ct):
-    if out_size == in_size and not exact:
-        return np.arange(out_size)
-    if out_size == 2 * in_size and not exact:  # PyTorch's shortcut (whatever the scale given)
-        return np.arange(out_size) >> 1
     s = _scale(in_size, out_size, scale, ct)
     dst = np.arange(out_size, dtype=ct)
     src = np.floor((dst + ct(0.5)) * s) if exact else np.floor(dst * s)
