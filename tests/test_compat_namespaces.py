@@ -161,3 +161,35 @@ def test_special_aliases_are_the_registry_ops():
     with pytest.raises(RuntimeError, match="negative n"):
         jitorch.polygamma(-1, x)
     np.testing.assert_allclose(x.polygamma(1).numpy(), jitorch.polygamma(1, x).numpy())
+
+
+def test_cuda_amp_disables_itself_and_training_runs_in_float32():
+    """The AMP idiom of PyTorch's examples on a machine without CUDA: GradScaler and autocast
+    warn, disable themselves, and the step is the plain optimizer step."""
+    jitorch.manual_seed(0)
+    model = nn.Linear(3, 1)
+    opt = jitorch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        scaler = jitorch.cuda.amp.GradScaler()
+    assert not scaler.is_enabled() and scaler.get_scale() == 1.0
+    x, y = jitorch.randn(8, 3), jitorch.randn(8, 1)
+    before = model.weight.detach().clone()
+    with pytest.warns(UserWarning, match="Disabling autocast"):
+        ctx = jitorch.cuda.amp.autocast()
+    with ctx:
+        loss = ((model(x) - y) ** 2).mean()
+    assert loss.dtype is jitorch.float32
+    assert scaler.scale(loss) is loss
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    expected = before - 0.1 * model.weight.grad
+    scaler.step(opt)
+    scaler.update()
+    np.testing.assert_allclose(model.weight.detach().numpy(), expected.numpy(), rtol=1e-6)
+    assert scaler.state_dict() == {}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        jitorch.cuda.amp.GradScaler(enabled=False)
+        with jitorch.cuda.amp.autocast(enabled=False):
+            pass

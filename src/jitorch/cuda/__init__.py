@@ -4,9 +4,12 @@ jitorch has no CUDA backend, so every query answers "not available" exactly as a
 PyTorch build does, and scripts take their CPU branch: `is_available()` is False,
 `device_count()` 0, the seeding, cache and memory-statistics calls are harmless no-ops (PyTorch's
 are too: they queue lazily or report zeros), and what needs a GPU raises PyTorch's
-`AssertionError("Torch not compiled with CUDA enabled")`.
+`AssertionError("Torch not compiled with CUDA enabled")`. `amp` (autocast, GradScaler)
+disables itself as PyTorch's does without CUDA.
 """
 from __future__ import annotations
+
+from . import amp  # noqa: F401  (`torch.cuda.amp.GradScaler`, `autocast`: disabled here)
 
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
