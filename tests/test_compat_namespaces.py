@@ -193,3 +193,12 @@ def test_cuda_amp_disables_itself_and_training_runs_in_float32():
         jitorch.cuda.amp.GradScaler(enabled=False)
         with jitorch.cuda.amp.autocast(enabled=False):
             pass
+
+
+def test_distributed_is_not_available_and_names_what_is_missing():
+    import jitorch.distributed as dist
+    assert dist.is_available() is False and dist.is_initialized() is False
+    with pytest.raises(NotImplementedError, match="jitorch.distributed.init_process_group"):
+        dist.init_process_group("gloo")
+    with pytest.raises(NotImplementedError, match="get_rank"):
+        dist.get_rank()

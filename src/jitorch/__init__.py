@@ -31,7 +31,8 @@ from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
 # the namespaces scripts touch on any machine (CPU-only answers, as PyTorch's CPU build gives)
-from . import accelerator, backends, cuda, onnx, special, testing  # noqa: E402,F401
+from . import accelerator, backends, cuda, distributed  # noqa: E402,F401
+from . import onnx, special, testing  # noqa: E402,F401
 from ._device import get_default_device, set_default_device  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
