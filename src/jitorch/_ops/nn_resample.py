@@ -166,8 +166,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                            f"({', '.join(str(s) for s in input.shape[2:])}) and output "
                            f"({', '.join(str(s) for s in out_sizes)})")
     if not input.is_floating_point() and mode not in ("nearest", "nearest-exact"):
+        from .registry import _pt_name
         raise NotImplementedError(f'"upsample_{mode}" not implemented for '
-                                  f"'{input.dtype.name}'")
+                                  f"'{_pt_name(input.dtype)}'")
     if mode == "area":
         from .nn_pool import adaptive_avg_pool1d, adaptive_avg_pool2d
         if nd == 3:
