@@ -213,6 +213,17 @@ def test_interpolate_errors():
                                   antialias=True))
 
 
+def test_deprecated_upsample_names_warn_and_agree():
+    x = jitorch.tensor(_input((1, 1, 2, 3)))
+    for name, want in (("upsample", F.interpolate(x, scale_factor=2)),
+                       ("upsample_nearest", F.interpolate(x, scale_factor=2)),
+                       ("upsample_bilinear", F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                           align_corners=True))):
+        with pytest.warns(UserWarning, match=f"`nn.functional.{name}` is deprecated"):
+            got = getattr(F, name)(x, scale_factor=2)
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_pixel_shuffle_errors():
     _raises(RuntimeError, "divisible by the square of upscale_factor",
             lambda: F.pixel_shuffle(jitorch.zeros(1, 5, 2, 2), 2))

@@ -191,19 +191,26 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return x
 
 
-def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """The deprecated name of `interpolate` (PyTorch warns; the result is the same)."""
+def _deprecated(name):
     import warnings
-    warnings.warn("nn.functional.upsample is deprecated. Use nn.functional.interpolate instead.",
-                  stacklevel=2)
-    return interpolate(input, size, scale_factor, mode, align_corners)
+    warnings.warn(f"`nn.functional.{name}` is deprecated. Use `nn.functional.interpolate` "
+                  f"instead.", UserWarning, stacklevel=3)
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+             recompute_scale_factor=None):
+    """The deprecated names of `interpolate` (PyTorch warns; the result is the same)."""
+    _deprecated("upsample")
+    return interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
+    _deprecated("upsample_nearest")
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
+    _deprecated("upsample_bilinear")
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
