@@ -5,8 +5,10 @@ Each is a composite of registry ops, so autograd, tracing and `@script` (a Pytho
 come from those ops. Interpolation is separable: along each spatial dim the output is
 `sum_k x.index_select(d, idx_k) * w_k`, with the source indices and weights fixed by the sizes,
 computed here in NumPy exactly as PyTorch's CPU kernels compute them (in the input's floating
-dtype: float32 coordinates for float32 input, so nearest's floor lands where PyTorch's does);
-nearest modes are a single `index_select`. Gathering rather than multiplying by a dense
+dtype: float32 coordinates for float32 input, so nearest's floor lands where PyTorch's does),
+with the kernels' shortcuts (a linear-mode dim of unchanged size is copied, whatever the scale;
+2-D nearest copies an unchanged dim and halves indices for an exact doubling); nearest modes
+are a single `index_select`. Gathering rather than multiplying by a dense
 interpolation matrix keeps an inf or NaN where PyTorch puts it (a dense row would spread it).
 """
 from __future__ import annotations
@@ -49,7 +51,12 @@ def _source(scale, out_size, align_corners, cubic, ct):
     return src if cubic else np.maximum(src, ct(0))
 
 
-def _nearest_index(in_size, out_size, scale, exact, ct):
+def _nearest_index(in_size, out_size, scale, exact, ct, shortcuts=False):
+    if shortcuts and not exact:  # PyTorch's 2-D nearest kernel (nearest_idx); 1-D/3-D have none
+        if out_size == in_size:
+            return np.arange(out_size)
+        if out_size == 2 * in_size:
+            return np.arange(out_size) >> 1
     s = _scale(in_size, out_size, scale, ct)
     dst = np.arange(out_size, dtype=ct)
     src = np.floor((dst + ct(0.5)) * s) if exact else np.floor(dst * s)
@@ -161,7 +168,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if size is not None:
             raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
         scales = [None] * nd
-    if any(s <= 0 for s in out_sizes):
+    if mode != "area" and any(s <= 0 for s in out_sizes):  # area pools to an empty output
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({', '.join(str(s) for s in input.shape[2:])}) and output "
                            f"({', '.join(str(s) for s in out_sizes)})")
@@ -182,8 +189,10 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         dim, n, m = 2 + k, input.shape[2 + k], out_sizes[k]
         if mode in ("nearest", "nearest-exact"):
             from .._creation import tensor
-            idx = _nearest_index(n, m, scales[k], mode == "nearest-exact", ct)
+            idx = _nearest_index(n, m, scales[k], mode == "nearest-exact", ct, nd == 2)
             x = x.index_select(dim, tensor(idx))
+        elif n == m and mode != "bicubic":
+            continue  # PyTorch's linear kernels copy a dim whose size does not change
         elif mode == "bicubic":
             x = _gather_sum(x, dim, _cubic_taps(n, m, align_corners, scales[k], ct))
         else:
