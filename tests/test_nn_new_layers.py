@@ -260,6 +260,12 @@ def test_padding_errors():
             lambda: nn.ReflectionPad1d(3)(jitorch.zeros(1, 1, 3)))
     _raises(ValueError, "expected 2D or 3D input",
             lambda: nn.CircularPad1d(1)(jitorch.zeros(3)))
+    # negative padding that leaves nothing: PyTorch's checks (1-D: at least one element)
+    _raises(RuntimeError, r"input \(W: 1\) is too small. Calculated output W: 0",
+            lambda: nn.ReplicationPad1d((0, -1))(jitorch.zeros(1, 2, 1)))
+    _raises(RuntimeError, "negative dimension -1",
+            lambda: nn.ReflectionPad2d((0, 0, -2, -1))(jitorch.zeros(1, 1, 2, 3)))
+    assert nn.ReflectionPad2d((0, 0, -1, -1))(jitorch.zeros(1, 1, 2, 3)).shape == (1, 1, 0, 3)
 
 
 def test_distance_errors():
