@@ -71,6 +71,9 @@ def test_attributes_dtype_and_shape():
         "The values for attribute 'dtype' do not match: jitorch.float32 != jitorch.float64.")
     assert_close(T([1.0, 2.0]), T([1.0, 2.0], dtype=jitorch.float64), check_dtype=False)
     assert_close(T([1, 2], dtype=jitorch.int32), T([1.0, 2.0]), check_dtype=False)
+    # mixed dtypes compare with the looser dtype's tolerances (float16: rtol 1e-3)
+    assert "(up to 0.001 allowed)" in _msg(lambda: assert_close(
+        T([1.0], dtype=jitorch.float16), T([1.5]), check_dtype=False))
     assert _msg(lambda: assert_close(T([[1.0, 2.0]]), T([1.0, 2.0]))) == (
         "The values for attribute 'shape' do not match: jitorch.Size([1, 2]) != "
         "jitorch.Size([2]).")

@@ -123,14 +123,14 @@ def _compare_arrays(actual, expected, rtol, atol, equal_nan, check_dtype):
         size = (lambda s: repr(Size(s))) if is_t else str
         raise _Mismatch(f"The values for attribute 'shape' do not match: {size(a.shape)} != "
                         f"{size(e.shape)}.")
+    # the default tolerances are the looser of the two dtypes' (before any promotion)
+    rtol, atol = _tolerances((a_dt, e_dt), rtol, atol)
     if a_dt != e_dt:
         if check_dtype:
             raise _Mismatch(f"The values for attribute 'dtype' do not match: {_dname(a_dt)} != "
                             f"{_dname(e_dt)}.")
         common = dt.promote_types(a_dt, e_dt)
         a, e = a.astype(common.np), e.astype(common.np)
-        a_dt = e_dt = common
-    rtol, atol = _tolerances((a_dt,), rtol, atol)
     ok = _close(a, e, rtol, atol, equal_nan)
     if ok.all():
         return
