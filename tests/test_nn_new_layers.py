@@ -72,6 +72,30 @@ CASES = {
     "zeropad_negative": ("nn.ZeroPad2d((-1, 1, 0, -1))(x)", (1, 1, 3, 4)),
     "cosine_similarity": ("nn.CosineSimilarity(dim=-1)(x, x.flip(0) + 0.5)", (3, 4)),
     "pairwise_distance": ("nn.PairwiseDistance(p=1.5, keepdim=True)(x, x.flip(0))", (3, 4)),
+    "pdist": ("F.pdist(x, p=1.5)", (4, 3)),
+    "pdist2": ("F.pdist(x)", (5, 2)),
+    "glu": ("nn.GLU(1)(x)", (2, 4, 3)),
+    "prelu_channels": ("nn.PReLU(3).to(x.dtype)(x)", (2, 3, 4)),
+    "prelu_fn": ("F.prelu(x, x[0, :, 0].abs())", (2, 3, 4)),
+    "softmax2d": ("nn.Softmax2d()(x)", (2, 3, 2, 2)),
+    "channel_shuffle": ("nn.ChannelShuffle(2)(x)", (1, 4, 2, 3)),
+    "unfold": ("nn.Unfold(2, padding=1)(x)", (1, 2, 3, 4)),
+    "fold": ("nn.Fold((3, 4), 2)(nn.Unfold(2)(x))", (1, 2, 3, 4)),
+    "triplet": ("nn.TripletMarginLoss()(x, x.flip(0), x * 0.5 + 0.1)", (4, 3)),
+    "triplet_swap": ("F.triplet_margin_loss(x, x.flip(0), x * 0.5 + 0.1, margin=0.5, p=1, "
+                     "swap=True, reduction='none')", (4, 3)),
+    "hinge": ("nn.HingeEmbeddingLoss(margin=0.7, reduction='sum')(x, x.flip(0).sign())",
+              (3, 4)),
+    "soft_margin": ("nn.SoftMarginLoss()(x, x.flip(0).sign())", (3, 4)),
+    "poisson": ("nn.PoissonNLLLoss()(x, x.abs() * 2)", (3, 4)),
+    "poisson_full": ("F.poisson_nll_loss(x.abs() + 0.1, (x * 3).abs().round(), log_input=False, "
+                     "full=True, reduction='none')", (3, 4)),
+    "gaussian": ("nn.GaussianNLLLoss()(x, x.flip(0), x.abs() + 0.1)", (3, 4)),
+    "gaussian_homoscedastic": ("F.gaussian_nll_loss(x, x.flip(0), x[:, 0].abs() + 0.1, "
+                               "full=True, reduction='none')", (3, 4)),
+    "gaussian_float_var": ("F.gaussian_nll_loss(x, x * 0.5, 0.7, reduction='sum')", (3, 4)),
+    "multilabel_soft_margin": ("nn.MultiLabelSoftMarginLoss(weight=x[0].abs())(x, "
+                               "(x.flip(0) > 0).to(x.dtype))", (3, 4)),
 }
 
 REPRS = {
@@ -84,6 +108,12 @@ REPRS = {
     "instance_norm": "nn.InstanceNorm2d(3)",
     "instance_norm_affine": "nn.InstanceNorm1d(4, affine=True, track_running_stats=True)",
     "zeropad": "nn.ZeroPad2d((1, 2, 3, 4))",
+    "fold": "nn.Fold((4, 5), 2)",
+    "unfold": "nn.Unfold(2, padding=1)",
+    "prelu": "nn.PReLU(3)",
+    "glu": "nn.GLU()",
+    "channel_shuffle": "nn.ChannelShuffle(2)",
+    "triplet": "nn.TripletMarginLoss(margin=0.5, swap=True)",
     "constantpad": "nn.ConstantPad1d(2, 3.5)",
     "reflectionpad": "nn.ReflectionPad2d(1)",
     "replicationpad": "nn.ReplicationPad3d(1)",
@@ -108,7 +138,7 @@ def _eval(expr, x):
 @pytest.mark.parametrize("key", sorted(CASES))
 def test_matches_pytorch(key):
     expr, shape = CASES[key]
-    got = _eval(expr, jitorch.tensor(_input(shape)))
+    got = _eval(expr, jitorch.tensor(_input(shape))).detach()
     np.testing.assert_allclose(got.numpy().ravel(), REFS[key], rtol=1e-7, atol=1e-8,
                                err_msg=expr)
 
@@ -117,7 +147,7 @@ def test_matches_pytorch(key):
 def test_float32_agrees(key):
     """float32 runs in float32 (coordinates too), close to the float64 reference."""
     expr, shape = CASES[key]
-    got = _eval(expr, jitorch.tensor(_input(shape)).float())
+    got = _eval(expr, jitorch.tensor(_input(shape)).float()).detach()
     assert got.dtype is jitorch.float32
     np.testing.assert_allclose(got.numpy().ravel(), REFS[key], rtol=1e-4, atol=1e-5)
 
@@ -144,7 +174,9 @@ def test_instance_norm_running_stats(key):
 # --- gradients ---------------------------------------------------------------------------------
 GRAD_CASES = ["bicubic", "bilinear", "linear_ac", "trilinear", "nearest_frac", "pixel_shuffle",
               "instance_norm1d", "reflectionpad2d", "circularpad1d", "cosine_similarity",
-              "pairwise_distance", "nearest_exact"]
+              "pairwise_distance", "nearest_exact", "pdist", "glu", "prelu_fn", "softmax2d",
+              "channel_shuffle", "fold", "triplet_swap", "soft_margin", "poisson",
+              "gaussian", "gaussian_homoscedastic", "multilabel_soft_margin"]
 
 
 @pytest.mark.parametrize("key", GRAD_CASES)
@@ -279,6 +311,30 @@ def test_distance_errors():
                                                                 jitorch.zeros(2, 3), p=-1))
     _raises(ValueError, "not a valid value for compute_mode",
             lambda: jitorch.cdist(jitorch.zeros(2, 3), jitorch.zeros(2, 3), compute_mode="x"))
+
+
+def test_new_activation_and_loss_errors():
+    _raises(RuntimeError, "Halving dimension must be even, but dimension 1 is size 3",
+            lambda: F.glu(jitorch.zeros(2, 3), 1))
+    _raises(RuntimeError, "Mismatch of parameter numbers and input channel size",
+            lambda: F.prelu(jitorch.zeros(2, 3), jitorch.ones(2)))
+    _raises(RuntimeError, "pdist only supports 2D tensors, got: 3D",
+            lambda: F.pdist(jitorch.zeros(2, 2, 2)))
+    _raises(RuntimeError, "Number of channels must be divisible by groups",
+            lambda: F.channel_shuffle(jitorch.zeros(1, 5, 2), 2))
+    _raises(ValueError, "expected margin to be greater than 0",
+            lambda: nn.TripletMarginLoss(margin=0.0))
+    _raises(RuntimeError, "same number of dimensions",
+            lambda: F.triplet_margin_loss(jitorch.zeros(2, 3), jitorch.zeros(3),
+                                          jitorch.zeros(2, 3)))
+    _raises(ValueError, "var is of incorrect size",
+            lambda: F.gaussian_nll_loss(jitorch.zeros(2, 3), jitorch.zeros(2, 3),
+                                        jitorch.ones(3, 2)))
+    _raises(ValueError, "var has negative entry",
+            lambda: F.gaussian_nll_loss(jitorch.zeros(2, 3), jitorch.zeros(2, 3),
+                                        -jitorch.ones(2, 3)))
+    _raises(ValueError, "Softmax2d: expected input to be 3D or 4D",
+            lambda: nn.Softmax2d()(jitorch.zeros(2, 2)))
 
 
 def test_meshgrid_warns_without_indexing_and_checks():
@@ -586,6 +642,80 @@ REFS = {
         [-0.818096053, 0.997899076, -0.946272201],
     'pairwise_distance':
         [5.54348831, 2.5198421e-06, 5.54348411],
+    'pdist':
+        [2.31813293, 2.05961193, 4.48919692, 2.37608754, 6.4411471, 4.16642331],
+    'pdist2':
+        [1.6109718, 2.03653582, 1.26522582, 1.47507968, 0.510802559, 0.998742374, 2.7772344,
+        1.12123735, 3.04359307, 1.94220184],
+    'glu':
+        [0.16217226, 0.638866397, 0.805199113, 0.676453915, 0.454547154, 0.283854247,
+        -1.40804491, -1.60284309, -1.46234218, -1.04233082, -0.449791048, 0.172879227],
+    'prelu_channels':
+        [0.199666833, 0.905772571, 1.48928624, 1.871232, 1.99991529, 1.85791943, 1.46446289,
+        0.872798164, 0.163004304, -0.142212856, -0.305928945, -0.428238987, -0.492588891,
+        -0.490269199, -0.421593871, -0.29585779, -0.130078746, 0.213223388, 0.917902973,
+        1.4983487, 1.87599995, 1.99974342, 1.85283099, 1.45514658],
+    'prelu_fn':
+        [0.199666833, 0.905772571, 1.48928624, 1.871232, 1.99991529, 1.85791943, 1.46446289,
+        0.872798164, 0.163004304, -0.0927252304, -0.199470939, -0.279219191, -0.393414656,
+        -0.391561994, -0.336713253, -0.236291952, -1.04058589, 0.213223388, 0.917902973,
+        1.4983487, 1.87599995, 1.99974342, 1.85283099, 1.45514658],
+    'softmax2d':
+        [0.124763695, 0.261771091, 0.489759238, 0.716221943, 0.754963928, 0.67831873,
+        0.477751426, 0.263896309, 0.120272377, 0.0599101791, 0.0324893355, 0.0198817484,
+        0.0191992393, 0.0160522927, 0.0204244006, 0.0337788046, 0.0818518771, 0.141196406,
+        0.276167827, 0.493544675, 0.898948884, 0.842751302, 0.703407772, 0.472676521],
+    'channel_shuffle':
+        [0.199666833, 0.905772571, 1.48928624, 1.871232, 1.99991529, 1.85791943, -1.97035556,
+        -1.9610768, -1.68637548, -1.18343116, -0.520314983, 0.213223388, 1.46446289,
+        0.872798164, 0.163004304, -0.568851425, -1.22371578, -1.71295595, 0.917902973,
+        1.4983487, 1.87599995, 1.99974342, 1.85283099, 1.45514658],
+    'unfold':
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.199666833, 0.905772571, 1.48928624, 1.871232, 0.0,
+        1.99991529, 1.85791943, 1.46446289, 0.872798164, 0.0, 0.163004304, -0.568851425,
+        -1.22371578, -1.71295595, 0.0, 0.0, 0.0, 0.0, 0.0, 0.199666833, 0.905772571, 1.48928624,
+        1.871232, 0.0, 1.99991529, 1.85791943, 1.46446289, 0.872798164, 0.0, 0.163004304,
+        -0.568851425, -1.22371578, -1.71295595, 0.0, 0.0, 0.199666833, 0.905772571, 1.48928624,
+        1.871232, 0.0, 1.99991529, 1.85791943, 1.46446289, 0.872798164, 0.0, 0.163004304,
+        -0.568851425, -1.22371578, -1.71295595, 0.0, 0.0, 0.0, 0.0, 0.0, 0.199666833,
+        0.905772571, 1.48928624, 1.871232, 0.0, 1.99991529, 1.85791943, 1.46446289, 0.872798164,
+        0.0, 0.163004304, -0.568851425, -1.22371578, -1.71295595, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+        0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.97035556, -1.9610768, -1.68637548, -1.18343116, 0.0,
+        -0.520314983, 0.213223388, 0.917902973, 1.4983487, 0.0, 1.87599995, 1.99974342,
+        1.85283099, 1.45514658, 0.0, 0.0, 0.0, 0.0, 0.0, -1.97035556, -1.9610768, -1.68637548,
+        -1.18343116, 0.0, -0.520314983, 0.213223388, 0.917902973, 1.4983487, 0.0, 1.87599995,
+        1.99974342, 1.85283099, 1.45514658, 0.0, 0.0, -1.97035556, -1.9610768, -1.68637548,
+        -1.18343116, 0.0, -0.520314983, 0.213223388, 0.917902973, 1.4983487, 0.0, 1.87599995,
+        1.99974342, 1.85283099, 1.45514658, 0.0, 0.0, 0.0, 0.0, 0.0, -1.97035556, -1.9610768,
+        -1.68637548, -1.18343116, 0.0, -0.520314983, 0.213223388, 0.917902973, 1.4983487, 0.0,
+        1.87599995, 1.99974342, 1.85283099, 1.45514658, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+    'fold':
+        [0.199666833, 1.81154514, 2.97857248, 1.871232, 3.99983059, 7.43167772, 5.85785155,
+        1.74559633, 0.163004304, -1.13770285, -2.44743156, -1.71295595, -1.97035556,
+        -3.92215359, -3.37275097, -1.18343116, -1.04062997, 0.85289355, 3.67161189, 2.99669739,
+        1.87599995, 3.99948683, 3.70566198, 1.45514658],
+    'triplet':
+        [2.95227305],
+    'triplet_swap':
+        [5.60255481, 2.20684359, 2.741669, 4.54748722],
+    'hinge':
+        [3.05224376],
+    'soft_margin':
+        [0.94769729],
+    'poisson':
+        [1.07853054],
+    'poisson_full':
+        [1.50475078, 2.75258616, 2.89340933, 4.46465468, 4.2139083, 4.49200012, 2.93155577,
+        2.81961564, 0.263004304, 2.12504454, 3.35920784, 3.6090098],
+    'gaussian':
+        [1.25546686],
+    'gaussian_homoscedastic':
+        [0.31863927, 3.9446191, 12.5973352, 21.7508728, 1.28988704, 1.28988704, 1.28988704,
+        1.28988704, 0.253701451, 4.38513915, 14.2440349, 24.6735664],
+    'gaussian_float_var':
+        [1.73844823],
+    'multilabel_soft_margin':
+        [1.28531279],
     'repr:upsample':
         "Upsample(scale_factor=2.0, mode='nearest')",
     'repr:upsample_size':
@@ -606,6 +736,19 @@ REFS = {
         'ck_running_stats=True)',
     'repr:zeropad':
         'ZeroPad2d((1, 2, 3, 4))',
+    'repr:fold':
+        'Fold(output_size=(4, 5), kernel_size=2, dilation=1, padding=0, stride='
+        '1)',
+    'repr:unfold':
+        'Unfold(kernel_size=2, dilation=1, padding=1, stride=1)',
+    'repr:prelu':
+        'PReLU(num_parameters=3)',
+    'repr:glu':
+        'GLU(dim=-1)',
+    'repr:channel_shuffle':
+        'ChannelShuffle(groups=2)',
+    'repr:triplet':
+        'TripletMarginLoss()',
     'repr:constantpad':
         'ConstantPad1d(padding=(2, 2), value=3.5)',
     'repr:reflectionpad':

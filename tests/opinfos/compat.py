@@ -327,7 +327,49 @@ def _instance_norm_samples(dtype, rng):
             Sample((r(2, 3, 2, 3), None, None, r(3), r(3)), {}, "affine2d")]
 
 
+def _pdist_ref(x, p=2.0):
+    i, j = np.triu_indices(x.shape[0], 1)
+    d = np.abs(x[i] - x[j])
+    return d.max(-1) if p == np.inf else (d ** p).sum(-1) ** (1.0 / p)
+
+
+def _prelu_ref(x, w):
+    shape = (-1,) + (1,) * (x.ndim - 2) if w.size > 1 else ()
+    return np.where(x > 0, x, w.reshape(shape) * x)
+
+
+def _glu_ref(x, dim=-1):
+    a, b = np.split(x, 2, axis=dim)
+    return a / (1 + np.exp(-b))
+
+
+def _channel_shuffle_ref(x, groups):
+    n, c = x.shape[:2]
+    return x.reshape(n, groups, c // groups, *x.shape[2:]).swapaxes(1, 2).reshape(x.shape)
+
+
+def _rand_samples(*specs):
+    """Samples from (shapes, kwargs, name) specs: uniform [-2, 2] arrays (never exactly 0)."""
+    def gen(dtype, rng):
+        return [Sample(tuple(rng.uniform(-2, 2, size=sh).astype(dtype) if isinstance(sh, tuple)
+                             else sh for sh in shapes), kw, name) for shapes, kw, name in specs]
+    return gen
+
+
 LAYERS = [
+    OpInfo("pdist", _ref64(_pdist_ref), _rand_samples((((5, 3),), {}, "p2"),
+                                                      (((4, 2),), {"p": 1.0}, "p1"),
+                                                      (((4, 3),), {"p": 3.0}, "p3")),
+           method=False),
+    OpInfo("prelu", _ref64(_prelu_ref), _rand_samples((((2, 3, 4), (3,)), {}, "channels"),
+                                                      (((3, 2), (1,)), {}, "shared")),
+           method=False),
+    OpInfo("glu", _ref64(_glu_ref), _rand_samples((((2, 4, 3),), {"dim": 1}, "dim1"),
+                                                  (((3, 6),), {}, "last")),
+           op=F.glu, method=False),
+    OpInfo("channel_shuffle", _channel_shuffle_ref,
+           _rand_samples((((2, 6, 2), 3), {}, "3d"), (((1, 4, 2, 2), 2), {}, "4d")),
+           method=False),
     OpInfo("pixel_shuffle", _shuffle_ref, _shuffle_samples, op=F.pixel_shuffle, method=False,
            dtypes=FLOATS + (jitorch.int64,)),
     OpInfo("pixel_unshuffle", _unshuffle_ref, _unshuffle_samples, op=F.pixel_unshuffle,

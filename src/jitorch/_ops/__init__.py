@@ -12,7 +12,7 @@ from . import (binary, compare, complex_ops, conversion, einsum_ops, indexing, j
 from . import nn_activation, nn_loss, nn_misc, nn_norm
 from . import nn_conv, nn_pool
 from . import linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample
-from . import special_fns
+from . import nn_activation_extra, nn_loss_extra, special_fns
 from . import factories, index_write  # noqa: F401  (compiler-facing ops; nothing public)
 from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
 
@@ -21,7 +21,7 @@ _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, joi
              reduce, reorder, scan, scatter_ops, search, shape, sorting, ternary, unary,
              nn_activation, nn_loss, nn_misc, nn_norm, nn_conv, nn_pool,
              linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample,
-             special_fns)
+             nn_activation_extra, special_fns)
 
 __all__ = sorted({name for m in _FAMILIES for name in getattr(m, "__all__", ())})
 globals().update({name: getattr(m, name) for m in _FAMILIES

@@ -4,6 +4,7 @@ written as PyTorch's ATen composites are (so values, broadcasting and gradients 
 - cosine_similarity: sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim) on the broadcast
   pair, PyTorch's current formula (each side normalised first, for range).
 - pairwise_distance: ||x1 - x2 + eps||_p over the last dim of the broadcast pair.
+- pdist: the p-norm of the differences of the row pairs i < j of one matrix.
 - cdist: the p-norm of every row pair; for p = 2 with `compute_mode` choosing the matrix form
   (always, or when either side has more than 25 rows, PyTorch's threshold) it is PyTorch's
   `_euclidean_dist`: sqrt(clamp_min(|a|^2 + |b|^2 - 2 a.b, 1e-30)) from one matmul.
@@ -15,7 +16,7 @@ import math
 from .. import _dtype as dt
 from .composite import composite, expose
 
-__all__ = ["cosine_similarity", "pairwise_distance", "cdist"]
+__all__ = ["cosine_similarity", "pairwise_distance", "cdist", "pdist"]
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
           "donot_use_mm_for_euclid_dist")
@@ -110,3 +111,23 @@ def _euclidean_dist(x1, x2):
 
 
 expose(_cosine_similarity, cosine_similarity)
+
+
+def pdist(input, p=2.0):
+    """The p-distances of the row pairs i < j of an (N, M) input, in row-major order
+    (N (N - 1) / 2 values), from the gathered row differences."""
+    import numpy as np
+    from .._creation import tensor
+    from .linalg_norm import vector_norm
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    if not input.is_floating_point():
+        raise RuntimeError("pdist only supports floating-point dtypes")
+    if p < 0:
+        raise RuntimeError("pdist only supports non-negative p values")
+    i, j = np.triu_indices(input.shape[0], 1)
+    d = input.index_select(0, tensor(i.astype(np.int64))) - input.index_select(
+        0, tensor(j.astype(np.int64)))
+    if d.shape[-1] == 0:
+        return d.sum(-1) * 0
+    return vector_norm(d, p, dim=-1)

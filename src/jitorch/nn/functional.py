@@ -25,7 +25,11 @@ from .._ops.composite import composite, expose
 from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
-from .._ops.nn_distance import cosine_similarity, pairwise_distance  # noqa: F401,E402
+from .._ops.nn_activation_extra import channel_shuffle, glu, prelu  # noqa: F401,E402
+from .._ops.nn_distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401,E402
+from .._ops.nn_loss_extra import (gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401,E402
+                                  multilabel_soft_margin_loss, poisson_nll_loss,
+                                  soft_margin_loss, triplet_margin_loss)
 from .._ops.nn_instance_norm import instance_norm  # noqa: F401,E402
 from .._ops.nn_resample import (interpolate, pixel_shuffle, pixel_unshuffle,  # noqa: F401,E402
                                 upsample, upsample_bilinear, upsample_nearest)
@@ -45,7 +49,10 @@ __all__ = [
 ] + _functional_conv.__all__ + ["scaled_dot_product_attention",
                                  "multi_head_attention_forward"]
 __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
-            "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance"]
+            "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance", "pdist",
+            "glu", "prelu", "channel_shuffle", "triplet_margin_loss", "hinge_embedding_loss",
+            "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "multilabel_soft_margin_loss"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh

@@ -17,7 +17,9 @@ from .loss import __all__ as _loss_all
 from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401,E501
 from .attention import MultiheadAttention  # noqa: F401
+from .channelshuffle import ChannelShuffle  # noqa: F401
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
 from .instancenorm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d  # noqa: F401
 from .padding import *  # noqa: F401,F403
 from .padding import __all__ as _padding_all
@@ -43,4 +45,5 @@ __all__ += ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell
 __all__ += _loss_all
 __all__ += ["CosineSimilarity", "PairwiseDistance", "InstanceNorm1d", "InstanceNorm2d",
             "InstanceNorm3d", "PixelShuffle", "PixelUnshuffle", "Upsample",
-            "UpsamplingNearest2d", "UpsamplingBilinear2d"] + _padding_all
+            "UpsamplingNearest2d", "UpsamplingBilinear2d", "ChannelShuffle", "Fold",
+            "Unfold"] + _padding_all
