@@ -105,6 +105,7 @@ PATHS = [
     ('dropout', 'Dropout'),
     ('dropout', 'Dropout1d'),
     ('dropout', 'Dropout2d'),
+    ('dropout', 'Dropout3d'),
     ('dropout', '_DropoutNd'),
     ('flatten', 'Flatten'),
     ('flatten', 'Unflatten'),

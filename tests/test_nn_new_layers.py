@@ -121,6 +121,7 @@ REPRS = {
     "cosine": "nn.CosineSimilarity()",
     "pairwise": "nn.PairwiseDistance()",
     "batchnorm3d": "nn.BatchNorm3d(4)",
+    "dropout3d": "nn.Dropout3d(0.3)",
 }
 
 # running statistics after two training calls (x, then 2x + 1), then eval output on x (float32)
@@ -311,6 +312,22 @@ def test_distance_errors():
                                                                 jitorch.zeros(2, 3), p=-1))
     _raises(ValueError, "not a valid value for compute_mode",
             lambda: jitorch.cdist(jitorch.zeros(2, 3), jitorch.zeros(2, 3), compute_mode="x"))
+
+
+@pytest.mark.parametrize("fn,shape,lead", [("dropout3d", (3, 4, 2, 2, 2), 2),
+                                           ("dropout3d", (4, 2, 2, 2), 1),
+                                           ("dropout1d", (3, 4, 5), 2), ("dropout1d", (4, 5), 1),
+                                           ("dropout2d", (3, 4, 2, 2), 2)])
+def test_channel_dropout_functions(fn, shape, lead):
+    """Whole channels are zeroed or scaled by 1 / (1 - p); eval mode is the identity."""
+    jitorch.manual_seed(0)
+    x = jitorch.ones(*shape, dtype=jitorch.float64)
+    y = getattr(F, fn)(x, 0.5, training=True).numpy()
+    per_channel = y.reshape(int(np.prod(shape[:lead])), -1)
+    assert set(np.unique(per_channel)) <= {0.0, 2.0}
+    assert (per_channel.min(1) == per_channel.max(1)).all()  # one decision per channel
+    assert 0 < (per_channel[:, 0] == 0).sum() < per_channel.shape[0]
+    assert getattr(F, fn)(x, 0.5, training=False) is x
 
 
 def test_new_activation_and_loss_errors():
@@ -764,6 +781,8 @@ REFS = {
     'repr:batchnorm3d':
         'BatchNorm3d(4, eps=1e-05, momentum=0.1, affine=True, bias=True, track_'
         'running_stats=True)',
+    'repr:dropout3d':
+        'Dropout3d(p=0.3, inplace=False)',
     'stats:in2d_track':
         [0.533157647, -0.0330205336, -0.172321916, 0.970728755, 1.47743928, 1.3090694],
     'eval:in2d_track':

@@ -52,7 +52,8 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
             "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance", "pdist",
             "glu", "prelu", "channel_shuffle", "triplet_margin_loss", "hinge_embedding_loss",
             "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
-            "multilabel_soft_margin_loss"]
+            "multilabel_soft_margin_loss", "dropout1d", "dropout2d", "dropout3d",
+            "alpha_dropout"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh
@@ -250,3 +251,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
 
 expose(_embedding_form, embedding, ignore=("norm_type",))  # norm_type: only with max_norm
+
+
+def __getattr__(name):
+    # the channel-wise dropouts live with their modules (nn/modules/dropout.py), which import
+    # this module: bound on first use, not at import
+    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+        from .modules import dropout as _dropout_mod
+        return getattr(_dropout_mod, name)
+    raise AttributeError(f"module 'jitorch.nn.functional' has no attribute '{name}'")

@@ -14,7 +14,7 @@ from .pooling import __all__ as _pooling_all
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .loss import *  # noqa: F401,F403
 from .loss import __all__ as _loss_all
-from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d  # noqa: F401
+from .dropout import AlphaDropout, Dropout, Dropout1d, Dropout2d, Dropout3d  # noqa: F401
 from .rnn import GRU, GRUCell, LSTM, LSTMCell, RNN, RNNBase, RNNCell, RNNCellBase  # noqa: F401,E501
 from .attention import MultiheadAttention  # noqa: F401
 from .channelshuffle import ChannelShuffle  # noqa: F401
@@ -33,7 +33,7 @@ from .transformer import (Transformer, TransformerDecoder,  # noqa: F401
 __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", "ParameterDict",
            "Identity", "Linear", "Bilinear", "Flatten", "Unflatten"]
 __all__ += ["LayerNorm", "GroupNorm", "RMSNorm", "Dropout", "Dropout1d", "Dropout2d",
-            "AlphaDropout"]
+            "Dropout3d", "AlphaDropout"]
 __all__ += _activation_all
 __all__ += ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 __all__ += _pooling_all
