@@ -94,6 +94,17 @@ CASES = {
     "gaussian_homoscedastic": ("F.gaussian_nll_loss(x, x.flip(0), x[:, 0].abs() + 0.1, "
                                "full=True, reduction='none')", (3, 4)),
     "gaussian_float_var": ("F.gaussian_nll_loss(x, x * 0.5, 0.7, reduction='sum')", (3, 4)),
+    "affine_grid": ("F.affine_grid(x.reshape(2, 2, 3), (2, 1, 3, 4), align_corners=False)",
+                    (12,)),
+    "affine_grid_ac": ("F.affine_grid(x.reshape(1, 2, 3), (1, 3, 2, 2), align_corners=True)",
+                       (6,)),
+    "grid_sample": ("F.grid_sample(x, F.affine_grid(torch.tensor([[[0.8, -0.3, 0.1], [0.2, 1.1, "
+                    "-0.2]]], dtype=x.dtype), (1, 2, 3, 5), align_corners=False), "
+                    "align_corners=False)", (1, 2, 3, 4)),
+    "grid_sample_border_ac": ("F.grid_sample(x, x[:, :2].permute(0, 2, 3, 1) * 0.9, "
+                              "padding_mode='border', align_corners=True)", (1, 2, 3, 4)),
+    "grid_sample_nearest": ("F.grid_sample(x, x[:, :2].permute(0, 2, 3, 1) * 0.7, "
+                            "mode='nearest', align_corners=False)", (1, 2, 3, 4)),
     "multilabel_soft_margin": ("nn.MultiLabelSoftMarginLoss(weight=x[0].abs())(x, "
                                "(x.flip(0) > 0).to(x.dtype))", (3, 4)),
 }
@@ -177,7 +188,8 @@ GRAD_CASES = ["bicubic", "bilinear", "linear_ac", "trilinear", "nearest_frac", "
               "instance_norm1d", "reflectionpad2d", "circularpad1d", "cosine_similarity",
               "pairwise_distance", "nearest_exact", "pdist", "glu", "prelu_fn", "softmax2d",
               "channel_shuffle", "fold", "triplet_swap", "soft_margin", "poisson",
-              "gaussian", "gaussian_homoscedastic", "multilabel_soft_margin"]
+              "gaussian", "gaussian_homoscedastic", "multilabel_soft_margin", "affine_grid",
+              "grid_sample"]
 
 
 @pytest.mark.parametrize("key", GRAD_CASES)
@@ -186,6 +198,27 @@ def test_gradients_match_finite_differences(key):
     x = jitorch.tensor(_input(shape) * 0.7 + 0.05, requires_grad=True)
     assert jitorch.autograd.gradcheck(lambda t: _eval(expr, t), (x,), eps=1e-6, atol=1e-5,
                                       rtol=1e-3)
+
+
+def test_grid_sample_gradient_in_the_grid():
+    x = jitorch.tensor(_input((1, 2, 3, 4)))
+    g = jitorch.tensor(_input((1, 2, 3, 2)) * 0.45 + 0.013, requires_grad=True)
+    for pm, ac in (("zeros", False), ("border", True)):
+        assert jitorch.autograd.gradcheck(
+            lambda g: F.grid_sample(x, g, padding_mode=pm, align_corners=ac), (g,), eps=1e-6,
+            atol=1e-5, rtol=1e-3)
+
+
+def test_grid_sample_checks():
+    x, g = jitorch.zeros(1, 1, 2, 2), jitorch.zeros(1, 1, 1, 2)
+    with pytest.warns(UserWarning, match="align_corners=False since 1.3.0"):
+        F.grid_sample(x, g)
+    _raises(NotImplementedError, "bicubic", lambda: F.grid_sample(x, g, mode="bicubic",
+                                                                 align_corners=False))
+    _raises(ValueError, "expected padding_mode", lambda: F.grid_sample(x, g, padding_mode="x",
+                                                                      align_corners=False))
+    _raises(ValueError, "Nx2x3", lambda: F.affine_grid(jitorch.zeros(1, 3, 3), (1, 1, 2, 2),
+                                                       align_corners=False))
 
 
 def test_instance_norm_affine_gradients():
@@ -731,6 +764,32 @@ REFS = {
         1.28988704, 0.253701451, 4.38513915, 14.2440349, 24.6735664],
     'gaussian_float_var':
         [1.73844823],
+    'affine_grid':
+        [0.735687734, -0.878781434, 0.835521151, 0.0568345672, 0.935354568, 0.992450569,
+        1.03518798, 1.92806657, 1.33953611, 0.454495428, 1.43936953, 1.39011143, 1.53920295,
+        2.32572743, 1.63903636, 3.26134343, 1.9433845, 1.78777229, 2.04321791, 2.72338829,
+        2.14305133, 3.65900429, 2.24288475, 4.59462029, -1.51720831, -0.470506858, -0.784976861,
+        -0.754932571, -0.0527454173, -1.03935828, 0.679486027, -1.323784, -0.935342863,
+        -1.28631738, -0.203111418, -1.57074309, 0.529120026, -1.8551688, 1.26135147,
+        -2.13959452, -0.35347742, -2.1021279, 0.378754024, -2.38655361, 1.11098547, -2.67097933,
+        1.84321691, -2.95540504],
+    'affine_grid_ac':
+        [0.383846836, -2.01322787, 0.783180502, 1.72923614, 2.19539198, 1.98660272, 2.59472564,
+        5.72906673],
+    'grid_sample':
+        [0.280322474, 0.563610652, 0.91648849, 1.2757868, 0.974537627, 1.16049231, 1.45903001,
+        1.50201954, 1.32735005, 0.943369157, 0.961798791, 0.392369443, -0.264272092,
+        -0.970624384, -1.44717608, -0.706588911, -0.880662812, -0.981648631, -0.946221613,
+        -0.616330949, -1.15951286, -0.668537367, -0.0360863951, 0.641741311, 1.32592599,
+        0.829462446, 1.31963854, 1.6494612, 1.78276385, 1.55728707],
+    'grid_sample_border_ac':
+        [1.35481565, 1.76535395, 1.871232, 1.871232, 1.34034824, 0.376589238, -1.26332608,
+        -1.55555639, -1.04039031, -0.372751104, 0.163004304, 0.163004304, -1.74968034,
+        -1.32285086, -1.18343116, -1.18343116, 0.24251548, 1.49005817, 1.46265888, 1.5830906,
+        1.89395827, 1.96658643, 1.87599995, 1.87599995],
+    'grid_sample_nearest':
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0,
+        0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
     'multilabel_soft_margin':
         [1.28531279],
     'repr:upsample':

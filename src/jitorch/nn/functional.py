@@ -30,6 +30,7 @@ from .._ops.nn_distance import cosine_similarity, pairwise_distance, pdist  # no
 from .._ops.nn_loss_extra import (gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401,E402
                                   multilabel_soft_margin_loss, poisson_nll_loss,
                                   soft_margin_loss, triplet_margin_loss)
+from .._ops.nn_grid_sample import affine_grid, grid_sample  # noqa: F401,E402
 from .._ops.nn_instance_norm import instance_norm  # noqa: F401,E402
 from .._ops.nn_resample import (interpolate, pixel_shuffle, pixel_unshuffle,  # noqa: F401,E402
                                 upsample, upsample_bilinear, upsample_nearest)
@@ -52,7 +53,7 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
             "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance", "pdist",
             "glu", "prelu", "channel_shuffle", "triplet_margin_loss", "hinge_embedding_loss",
             "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
-            "multilabel_soft_margin_loss", "dropout1d", "dropout2d", "dropout3d",
+            "multilabel_soft_margin_loss", "affine_grid", "grid_sample", "dropout1d", "dropout2d", "dropout3d",
             "alpha_dropout"]
 
 sigmoid = _ops.sigmoid
