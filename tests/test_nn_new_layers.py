@@ -268,6 +268,34 @@ def test_scripted_and_traced_modules_agree_with_eager():
                                atol=1e-6)
 
 
+SCRIPTED = {
+    "instance_norm_affine": ("nn.InstanceNorm2d(4, affine=True)", [(2, 4, 3, 3)]),
+    "instance_norm_unbatched": ("nn.InstanceNorm1d(4, track_running_stats=True)", [(4, 5)]),
+    "prelu": ("nn.PReLU(4)", [(2, 4, 3)]),
+    "upsample": ("nn.Upsample(scale_factor=2, mode='bicubic')", [(1, 2, 3, 3)]),
+    "glu": ("nn.GLU(1)", [(2, 4, 3)]),
+    "pad": ("nn.ReplicationPad3d(1)", [(1, 1, 2, 2, 2)]),
+    "triplet": ("nn.TripletMarginLoss(swap=True)", [(3, 4), (3, 4), (3, 4)]),
+    "gaussian_nll": ("nn.GaussianNLLLoss()", [(3, 4), (3, 4), (3, 4)]),
+}
+
+
+@pytest.mark.parametrize("key", sorted(SCRIPTED))
+def test_scripted_module_agrees_with_eager(key):
+    expr, shapes = SCRIPTED[key]
+    m = eval(expr, {"nn": nn})
+    args = [jitorch.tensor(_input(s) + i).float().abs() + 0.1 for i, s in enumerate(shapes)]
+    want = m(*args)
+    np.testing.assert_allclose(jitorch.jit.script(m)(*args).detach().numpy(),
+                               want.detach().numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_instance_norm_converts_like_any_module():
+    m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True).double()
+    assert m.weight.dtype is jitorch.float64 and m.running_mean.dtype is jitorch.float64
+    assert m(jitorch.tensor(_input((3, 2, 2)))).shape == (3, 2, 2)
+
+
 # --- errors (PyTorch's types and messages) ---------------------------------------------------
 def _raises(exc, match, fn):
     with pytest.raises(exc, match=match):

@@ -20,16 +20,24 @@ class _InstanceNorm(_NormBase):
         super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
                          dtype, bias=bias)
 
-    def _apply(self, input: Tensor) -> Tensor:
-        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
-                               self.bias, self.training or not self.track_running_stats,
-                               self.momentum if self.momentum is not None else 0.0, self.eps)
-
     def forward(self, input: Tensor) -> Tensor:
         _check_input(input, self._no_batch_dim, self.num_features, self.affine)
-        if input.dim() == self._no_batch_dim:
-            return self._apply(input.unsqueeze(0)).squeeze(0)
-        return self._apply(input)
+        # one call, with the unbatched case handled inside: (not a method named `_apply`,
+        # which is Module's own, used by .to() / .double())
+        return _instance_norm(input, self._no_batch_dim, self.running_mean, self.running_var,
+                              self.weight, self.bias,
+                              self.training or not self.track_running_stats,
+                              self.momentum if self.momentum is not None else 0.0, self.eps)
+
+
+def _instance_norm(input, no_batch_dim: int, running_mean, running_var, weight, bias,
+                   use_input_stats: bool, momentum: float, eps: float):
+    """F.instance_norm, an unbatched input (rank `no_batch_dim`) as a batch of one."""
+    if input.dim() == no_batch_dim:
+        return F.instance_norm(input.unsqueeze(0), running_mean, running_var, weight, bias,
+                               use_input_stats, momentum, eps).squeeze(0)
+    return F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats,
+                           momentum, eps)
 
 
 def _check_input(input, no_batch_dim: int, num_features: int, affine: bool) -> None:
