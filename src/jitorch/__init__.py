@@ -40,6 +40,11 @@ from . import serialization  # noqa: E402,F401  (`jitorch.serialization.safe_glo
 from . import profiler  # noqa: E402  (`jitorch.profiler`; `jitorch.autograd.profiler`)
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
 
+# the namespaces scripts touch on any machine (CPU-only answers, as PyTorch's CPU build gives)
+from . import accelerator, backends, cuda, distributed  # noqa: E402,F401
+from . import onnx, special, testing  # noqa: E402,F401
+from ._device import get_default_device, set_default_device  # noqa: E402,F401
+
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 
 __version__ = "0.1.0"

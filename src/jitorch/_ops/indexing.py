@@ -140,7 +140,7 @@ def _seq_as_tuple(idx) -> bool:
     sequence or a tensor is a tuple of indices; otherwise it is one index tensor."""
     if len(idx) >= 32:
         return False
-    return any(isinstance(x, (Tensor, list, tuple, slice, np.ndarray)) or x is None
+    return any(isinstance(x, (Tensor, list, tuple, slice, np.ndarray, range)) or x is None
                or x is Ellipsis for x in idx)
 
 
@@ -168,7 +168,7 @@ def _classify(it):
         return "int", int(it)
     if isinstance(it, slice):
         return "slice", it
-    if isinstance(it, (list, tuple, np.ndarray)):
+    if isinstance(it, (list, tuple, np.ndarray, range)):  # a range is a sequence of indices
         it = _seq_tensor(it)
     if isinstance(it, Tensor):
         d = it._dtype

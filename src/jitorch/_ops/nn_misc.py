@@ -174,6 +174,16 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Padding size {len(pads)} is not supported for "
                                   f"{input.ndim}D input tensor." + _PAD_HELP)
     from .._creation import tensor
+    if mode != "circular":  # PyTorch's size checks (1-D: at least one output element)
+        out_shape = list(input.shape)
+        for i in range(k):
+            out_shape[input.ndim - 1 - i] += pads[2 * i] + pads[2 * i + 1]
+        if k == 1 and out_shape[-1] < 1:
+            raise RuntimeError(f"input (W: {input.shape[-1]}) is too small. Calculated output "
+                               f"W: {out_shape[-1]}")
+        if min(out_shape) < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(out_shape)}: {out_shape}")
     x = input
     for i in range(k):
         dim = input.ndim - 1 - i
