@@ -231,3 +231,58 @@ def test_index_select_and_its_backward_compile():
     assert _interpreted() == {}
     with pytest.raises(IndexError, match="index out of range"):
         f(x.detach(), jt.tensor([4]))
+
+
+def _select_1(x, i):
+    return x.index_select(1, i) * 2
+
+
+def _select_2(x, i):
+    return x.index_select(2, i) * 2
+
+
+def _select_m1(x, i):
+    return x.index_select(-1, i) * 2
+
+
+def _add_1(x, i, s):
+    return x.index_add(1, i, s, alpha=3)
+
+
+def _add_2(x, i, s):
+    return x.index_add(2, i, s, alpha=3)
+
+
+def _add_m1(x, i, s):
+    return x.index_add(-1, i, s, alpha=3)
+
+
+@pytest.mark.parametrize("dim,sel,add", [(1, _select_1, _add_1), (2, _select_2, _add_2),
+                                         (-1, _select_m1, _add_m1)], ids=["1", "2", "-1"])
+def test_index_select_and_index_add_along_other_dims_compile(dim, sel, add):
+    """The (outer, size(dim), inner) view: gathers and their backward along a constant dim."""
+    sf, sg = jt.jit.script(sel), jt.jit.script(add)
+
+    def f(x, i, dim):
+        return sf(x, i)
+
+    def g(x, i, s, dim):
+        return sg(x, i, s)
+
+    x, i = _fill((2, 5, 4), 10).requires_grad_(), jt.tensor([3, 0, 3])
+    want = x.index_select(dim, i) * 2
+    np.testing.assert_allclose(f(x, i, dim).detach().numpy(), want.detach().numpy())
+    (f(x, i, dim) ** 2).sum().backward()
+    got, x.grad = x.grad, None
+    (want ** 2).sum().backward()
+    np.testing.assert_allclose(got.numpy(), x.grad.numpy(), rtol=1e-6)
+    shape = list(x.shape)
+    shape[dim] = 3
+    y, s = _fill((2, 5, 4), 3).detach(), _fill(tuple(shape), 7).detach()
+    np.testing.assert_allclose(g(y, i, s, dim).numpy(), y.index_add(dim, i, s, alpha=3).numpy(),
+                               rtol=1e-6)
+    assert _interpreted() == {}
+    with pytest.raises(IndexError, match="index out of range"):
+        f(x.detach(), jt.tensor([5]), dim)
+    with pytest.raises(RuntimeError, match="source tensor shape must match"):
+        g(y, i, _fill((1, 1, 1), 1).expand(2, 2, 2).contiguous(), dim)

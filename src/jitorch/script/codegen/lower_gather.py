@@ -1,10 +1,12 @@
-"""Lowering of row gathers and scatters: `embedding`, `index_select` and `index_add` along dim 0.
+"""Lowering of row gathers and scatters: `embedding`, `index_select` and `index_add`.
 
 These are what an embedding layer and its backward need (the backward of `embedding` is
-`zeros.index_add(0, idx, rows)`, of `index_select` the same). Every index is bounds-checked
-with PyTorch's message before any row is read or written (a bad token id raises IndexError,
-never reads outside the table). Rows are copied with a flat inner loop, so one program serves
-any table width and index shape. Other dims keep the interpreter (NotLowered).
+`zeros.index_add(0, idx, rows)`, of `index_select` the same), and what resampling ops gather
+with along other dims (`F.interpolate`). Every index is bounds-checked with PyTorch's message
+before any row is read or written (a bad token id raises IndexError, never reads outside the
+table). Along dim 0 rows are copied with a flat inner loop; along a dim d > 0 the tensor is
+viewed as (outer, size(d), inner) and the gather runs over that view, so one program serves any
+sizes. The dim must be a constant (a run-time dim keeps the interpreter: NotLowered).
 """
 from __future__ import annotations
 
@@ -84,9 +86,22 @@ def _gather(em: Emitter, n: ir.Node, table2: str, flat: str, shape: str) -> None
     em.bind(n.outputs[0], out)
 
 
-def _check_dim0(em: Emitter, dim: ir.Value, rank: int, op: str) -> None:
-    if not em.is_const(dim) or em.const(dim) not in (0, -rank) or rank < 1:
-        raise NotLowered(f"{op} along a dim other than 0")
+def _dim(em: Emitter, dim: ir.Value, rank: int, op: str) -> int:
+    """The constant dim, normalised; NotLowered for a run-time or out-of-range one (eager
+    raises PyTorch's IndexError for the latter)."""
+    if not em.is_const(dim) or rank < 1:
+        raise NotLowered(f"{op} along a run-time dim")
+    d = em.const(dim)
+    if not isinstance(d, int) or not -rank <= d < rank:
+        raise NotLowered(f"{op} along dim {d!r} of a {rank}-d tensor")
+    return d % rank
+
+
+def _view3(em: Emitter, xs: str, rank: int, d: int) -> tuple:
+    """(outer, inner) size expressions of viewing array `xs` as (outer, size(d), inner)."""
+    outer = " * ".join(f"{xs}.shape[{k}]" for k in range(d)) or "1"
+    inner = " * ".join(f"{xs}.shape[{k}]" for k in range(d + 1, rank)) or "1"
+    return outer, inner
 
 
 @lowers("embedding")
@@ -105,21 +120,35 @@ def lower_embedding(em: Emitter, n: ir.Node) -> None:
 def lower_index_select(em: Emitter, n: ir.Node) -> None:
     x, dim, index = n.inputs
     xt = em.tensor(x)
-    _check_dim0(em, dim, xt.ndim, "index_select")
+    d = _dim(em, dim, xt.ndim, "index_select")
     if em.tensor(index).ndim > 1:
         raise NotLowered("index_select with a multi-dim index")
     flat = _index_vector(em, index)
     xs = em.name(x)
-    _check_indices(em, flat, f"{xs}.shape[0]", "index_select")
-    rest = "".join(f"{xs}.shape[{d}], " for d in range(1, xt.ndim))
-    _gather(em, n, _as_rows(em, xs), flat, f"{flat}.size, {rest}")
+    _check_indices(em, flat, f"{xs}.shape[{d}]", "index_select")
+    if d == 0:
+        rest = "".join(f"{xs}.shape[{k}], " for k in range(1, xt.ndim))
+        _gather(em, n, _as_rows(em, xs), flat, f"{flat}.size, {rest}")
+        return
+    outer, inner = _view3(em, xs, xt.ndim, d)
+    x3, out, o3 = em.fresh("x3"), em.fresh("g"), em.fresh("o3")
+    em.emit(f"{x3} = np.ascontiguousarray({xs}).reshape({outer}, {xs}.shape[{d}], {inner})")
+    shape = "".join(f"{flat}.size, " if k == d else f"{xs}.shape[{k}], " for k in range(xt.ndim))
+    em.emit(f"{out} = np.empty(({shape}), {np_type(em.tensor(n.outputs[0]).dtype)})")
+    em.emit(f"{o3} = {out}.reshape({outer}, {flat}.size, {inner})")
+    a, r, j = em.fresh("a"), em.fresh("r"), em.fresh("j")
+    em.emit(f"for {a} in range({o3}.shape[0]):")
+    em.emit(f"    for {r} in range({flat}.size):")
+    em.emit(f"        for {j} in range({o3}.shape[2]):")
+    em.emit(f"            {o3}[{a}, {r}, {j}] = {x3}[{a}, {flat}[{r}], {j}]")
+    em.bind(n.outputs[0], out)
 
 
 @lowers("index_add")
 def lower_index_add(em: Emitter, n: ir.Node) -> None:
     x, dim, index, source, alpha = n.inputs
     xt = em.tensor(x)
-    _check_dim0(em, dim, xt.ndim, "index_add")
+    axis = _dim(em, dim, xt.ndim, "index_add")
     if em.tensor(index).ndim > 1 or em.tensor(source).ndim != xt.ndim:
         raise NotLowered("index_add with these ranks")
     if em.tensor(source).dtype is not xt.dtype:
@@ -127,7 +156,7 @@ def lower_index_add(em: Emitter, n: ir.Node) -> None:
     flat = _index_vector(em, index)
     xs, ss = em.name(x), em.name(source)
     # eager's order: the source's other dims, the number of indices, then their bounds
-    checks = [f"{ss}.shape[{d}] != {xs}.shape[{d}]" for d in range(1, xt.ndim)]
+    checks = [f"{ss}.shape[{k}] != {xs}.shape[{k}]" for k in range(xt.ndim) if k != axis]
     if checks:
         em.emit(f"if {' or '.join(checks)}:")
         em.indent += 1
@@ -135,15 +164,15 @@ def lower_index_add(em: Emitter, n: ir.Node) -> None:
                   "the specified dimension. Got self.shape = ", *_sizes(xs, range(xt.ndim)),
                   " source.shape = ", *_sizes(ss, range(xt.ndim)))
         em.indent -= 1
-    em.emit(f"if {ss}.shape[0] != {flat}.size:")
+    em.emit(f"if {ss}.shape[{axis}] != {flat}.size:")
     em.indent += 1
     em.raise_("RuntimeError", "index_add_(): Number of indices (", (f"{flat}.size",),
-              ") should be equal to source.size(dim): (", (f"{ss}.shape[0]",), "), for dim: 0")
+              ") should be equal to source.size(dim): (", (f"{ss}.shape[{axis}]",),
+              f"), for dim: {axis}")
     em.indent -= 1
-    _check_indices(em, flat, f"{xs}.shape[0]", "index_add")
+    _check_indices(em, flat, f"{xs}.shape[{axis}]", "index_add")
     out = em.fresh("iadd")
     em.emit(f"{out} = np.ascontiguousarray({xs}).copy()")
-    o2, s2 = _as_rows(em, out), _as_rows(em, ss)
     # alpha in x's dtype, as eager multiplies (an integer tensor truncates it)
     d = xt.dtype
     if em.is_const(alpha):
@@ -153,13 +182,26 @@ def lower_index_add(em: Emitter, n: ir.Node) -> None:
         a = em.name(alpha)
         a = f"{np_type(d)}({f'int({a})' if d.category <= dt.INT else a})"
     r, j = em.fresh("r"), em.fresh("j")
-    em.emit(f"for {r} in range({flat}.size):")
-    em.indent += 1
-    em.emit(f"for {j} in range({o2}.shape[1]):")
-    em.indent += 1
-    scaled = f"{s2}[{r}, {j}]" if a == "1" else f"{s2}[{r}, {j}] * {a}"
-    em.emit(f"{o2}[{flat}[{r}], {j}] += {scaled}")
-    em.indent -= 2
+    if axis == 0:
+        o2, s2 = _as_rows(em, out), _as_rows(em, ss)
+        em.emit(f"for {r} in range({flat}.size):")
+        em.indent += 1
+        em.emit(f"for {j} in range({o2}.shape[1]):")
+        em.indent += 1
+        scaled = f"{s2}[{r}, {j}]" if a == "1" else f"{s2}[{r}, {j}] * {a}"
+        em.emit(f"{o2}[{flat}[{r}], {j}] += {scaled}")
+        em.indent -= 2
+        em.bind(n.outputs[0], out)
+        return
+    outer, inner = _view3(em, xs, xt.ndim, axis)
+    o3, s3, b_ = em.fresh("o3"), em.fresh("s3"), em.fresh("b")
+    em.emit(f"{o3} = {out}.reshape({outer}, {xs}.shape[{axis}], {inner})")
+    em.emit(f"{s3} = np.ascontiguousarray({ss}).reshape({outer}, {flat}.size, {inner})")
+    em.emit(f"for {b_} in range({o3}.shape[0]):")
+    em.emit(f"    for {r} in range({flat}.size):")
+    em.emit(f"        for {j} in range({o3}.shape[2]):")
+    scaled = f"{s3}[{b_}, {r}, {j}]" if a == "1" else f"{s3}[{b_}, {r}, {j}] * {a}"
+    em.emit(f"            {o3}[{b_}, {flat}[{r}], {j}] += {scaled}")
     em.bind(n.outputs[0], out)
 
 
