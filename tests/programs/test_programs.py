@@ -103,5 +103,5 @@ def test_torchscript_tour_agrees_with_eager():
     np.testing.assert_allclose(traced.numpy(), -eager.numpy())  # the recorded branch
     results.pop("trace_warnings")
     for name, (want, got) in results.items():
-        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6,
-                                   err_msg=name)
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6, err_msg=name)
