@@ -296,7 +296,7 @@ def script_module(m):
     return sm
 
 
-def trace_module(m, example_inputs, check_trace=True):
+def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_tolerance=1e-5):
     """`jitorch.jit.trace(module, example_inputs)`: parameters and buffers are graph inputs
     (after the example inputs), as in a scripted module; the trace is for m.training as it is
     now (no guards: a traced module does not recompile on train()/eval())."""
@@ -326,14 +326,16 @@ def trace_module(m, example_inputs, check_trace=True):
     c = Compiled(res, [k for k, _ in named], [], None)
     sm = script_module_class()(m, "trace")
     _add_method(sm, "forward", lambda: c)
-    if check_trace:
-        from ..frontend.trace import same_outputs
-        from .functions import TracerWarning
-        import warnings
-        if not same_outputs(sm(*example_inputs), out):
-            warnings.warn(f"jitorch.jit.trace: the traced module {type(m).__name__} gives "
-                          "different results than eager on the example inputs", TracerWarning,
-                          stacklevel=3)
+    if check_trace:  # PyTorch's default: trace again on the check inputs and compare
+        from ..frontend.trace_check import as_inputs, check_trace as _check
+
+        def retrace(a):
+            a = as_inputs(a)
+            k = len(a)
+            return _trace.trace_graph(lambda *b: m(*b[:k]), a + tuple(t for _, t in named),
+                                      name=f"{type(m).__name__}.forward")
+        _check(graph, retrace, lambda a: sm(*as_inputs(a)), check_inputs or [example_inputs],
+               check_tolerance)
     return sm
 
 

@@ -1,0 +1,135 @@
+"""TorchScript as people write it (issue 11): tracing's data-dependence warnings and
+`check_trace`/`check_inputs`, each case checked against eager Python results. PyTorch's messages
+are quoted from torch.jit (2.x)."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitorch
+from jitorch import nn
+
+_CONVERT = "Converting a tensor to a Python boolean might cause the trace to be incorrect."
+
+
+def _branchy(x):
+    if x.sum() > 0:  # the line the warning names
+        return x * 2
+    return x * 3
+
+
+def _tracer_warnings(w):
+    return [x for x in w if issubclass(x.category, jitorch.jit.TracerWarning)]
+
+
+def test_data_dependent_branch_warns_and_records_the_branch_taken():
+    x = jitorch.ones(3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tf = jitorch.jit.trace(_branchy, x)
+    tw = _tracer_warnings(w)
+    # once while tracing, once in the check's second trace (as PyTorch does)
+    assert len(tw) == 2 and all(str(t.message).startswith(_CONVERT) for t in tw)
+    assert {(t.filename, t.lineno) for t in tw} == {
+        (__file__, _branchy.__code__.co_firstlineno + 1)}
+    np.testing.assert_array_equal(tf(x).numpy(), _branchy(x).numpy())
+    # the branch taken (x * 2) is what the trace does, also for an input that eager sends
+    # the other way: PyTorch's semantics
+    np.testing.assert_array_equal(tf(-x).numpy(), (-x * 2).numpy())
+    assert not np.array_equal(tf(-x).numpy(), _branchy(-x).numpy())
+
+
+def test_int_float_item_become_constants_with_their_warnings():
+    def g(x):
+        n = int(x.sum())
+        return x * n + float(x.max()) + x.sum().item()
+    x = jitorch.arange(3.0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tg = jitorch.jit.trace(g, x, check_trace=False)
+    kinds = [str(t.message).split(" might")[0] for t in _tracer_warnings(w)]
+    assert kinds == ["Converting a tensor to a Python integer",
+                     "Converting a tensor to a Python float",
+                     "Converting a tensor to a Python number"]
+    np.testing.assert_allclose(tg(x).numpy(), g(x).numpy())
+    y = jitorch.ones(3)  # constants baked from x: 3 * y + 2 + 3
+    np.testing.assert_allclose(tg(y).numpy(), (y * 3 + 2.0 + 3.0).numpy())
+    assert tg.stats["tier"] != "interpreted" or not jitorch.jit.stats()["interpreted_reasons"]
+
+
+def test_check_inputs_that_take_the_other_branch_fail_the_sanity_check():
+    x = jitorch.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jitorch.jit.TracerWarning)
+        with pytest.raises(jitorch.jit.TracingCheckError) as e:
+            jitorch.jit.trace(_branchy, x, check_inputs=[(-x,)])
+    msg = str(e.value)
+    assert msg.startswith("Tracing failed sanity checks!")
+    assert "ERROR: Graphs differed across invocations!" in msg
+    assert "if x.sum() > 0:" in msg and "True when traced and from False" in msg
+    # check inputs on the same path pass
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jitorch.jit.TracerWarning)
+        tf = jitorch.jit.trace(_branchy, x, check_inputs=[(x + 1,), x * 5])
+    np.testing.assert_array_equal(tf(x + 2).numpy(), _branchy(x + 2).numpy())
+
+
+def test_check_trace_warns_when_outputs_differ():
+    def noisy(x):
+        return x + jitorch.rand(3)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        jitorch.jit.trace(noisy, jitorch.ones(3))
+    msgs = [str(t.message) for t in _tracer_warnings(w)]
+    assert any(m.startswith("Output nr 1. of the traced function does not match the "
+                            "corresponding output of the Python function. Detailed error:\n"
+                            "Tensor-likes are not close!") for m in msgs), msgs
+    with warnings.catch_warnings(record=True) as w:  # check_trace=False: no check
+        warnings.simplefilter("always")
+        jitorch.jit.trace(noisy, jitorch.ones(3), check_trace=False)
+    assert not _tracer_warnings(w)
+
+
+def test_deterministic_trace_passes_the_check_silently():
+    def f(x, y):
+        return (x @ y).relu() + 1
+    x, y = jitorch.randn(2, 3), jitorch.randn(3, 4)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tf = jitorch.jit.trace(f, (x, y), check_inputs=[(x * 2, y), (x, -y)])
+    assert not _tracer_warnings(w)
+    np.testing.assert_allclose(tf(-x, y).numpy(), f(-x, y).numpy(), rtol=1e-5, atol=1e-6)
+
+
+class _Gate(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.lin(x)
+        if h.mean() > 0:
+            return h.relu()
+        return h.tanh()
+
+
+def test_module_trace_warns_and_checks_like_functions():
+    m = _Gate()
+    with jitorch.no_grad():  # h = x: the branch follows the sign of x's mean
+        m.lin.weight.copy_(jitorch.eye(4))
+        m.lin.bias.zero_()
+    x = jitorch.ones(2, 4) * 0.5
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tm = jitorch.jit.trace(m, x)
+    assert any(str(t.message).startswith(_CONVERT) for t in _tracer_warnings(w))
+    np.testing.assert_allclose(tm(x).detach().numpy(), m(x).detach().numpy(), rtol=1e-6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jitorch.jit.TracerWarning)
+        with pytest.raises(jitorch.jit.TracingCheckError):
+            jitorch.jit.trace(m, x, check_inputs=[-x])
+        with pytest.raises(jitorch.jit.TracingCheckError):
+            jitorch.jit.trace_module(m, {"forward": x}, check_inputs=[{"forward": -x}])
+        jitorch.jit.trace_module(m, {"forward": x}, check_inputs=[{"forward": x * 3}])
