@@ -133,3 +133,90 @@ def test_module_trace_warns_and_checks_like_functions():
         with pytest.raises(jitorch.jit.TracingCheckError):
             jitorch.jit.trace_module(m, {"forward": x}, check_inputs=[{"forward": -x}])
         jitorch.jit.trace_module(m, {"forward": x}, check_inputs=[{"forward": x * 3}])
+
+
+# --- the legacy API: jit.ScriptModule subclasses with @jit.script_method; .save ---------------
+class _Cell(jitorch.jit.ScriptModule):
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 4)
+
+    @jitorch.jit.script_method
+    def forward(self, x, h):
+        new_h = jitorch.tanh(self.linear(x) + h)
+        return new_h, new_h
+
+    def python_helper(self):  # not a script method: stays Python
+        return "py"
+
+
+class _Outer(jitorch.jit.ScriptModule):
+    def __init__(self):
+        super().__init__()
+        self.cell = _Cell()
+        self.steps = 2
+
+    @jitorch.jit.script_method
+    def forward(self, x):
+        h = jitorch.zeros(3, 4)
+        for _ in range(self.steps):
+            y, h = self.cell(x, h)
+        return h
+
+    @jitorch.jit.script_method
+    def twice(self, x):
+        return self.forward(x) * 2
+
+
+def _outer_eager(m, x):
+    h = jitorch.zeros(3, 4)
+    for _ in range(m.steps):
+        h = jitorch.tanh(m.cell.linear(x) + h)
+    return h
+
+
+def test_script_method_subclass_runs_compiled():
+    jitorch.manual_seed(0)
+    c = _Cell()
+    x, h = jitorch.randn(3, 4), jitorch.randn(3, 4)
+    y, y2 = c(x, h)
+    np.testing.assert_allclose(y.detach().numpy(),
+                               jitorch.tanh(c.linear(x) + h).detach().numpy(), rtol=1e-5)
+    assert isinstance(c, jitorch.jit.ScriptModule) and c.python_helper() == "py"
+    assert isinstance(c.forward, jitorch.script.runtime.module.ScriptMethod)
+    assert "tanh" in str(c.graph)
+    assert isinstance(jitorch.jit.script(nn.Linear(2, 2)), jitorch.jit.ScriptModule)
+    assert jitorch.jit.script(c) is c
+    o = _Outer()
+    np.testing.assert_allclose(o(x).detach().numpy(), _outer_eager(o, x).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(o.twice(x).detach().numpy(),
+                               2 * _outer_eager(o, x).detach().numpy(), rtol=1e-5, atol=1e-6)
+    o.steps = 3  # an attribute the method reads: guarded, recompiled
+    np.testing.assert_allclose(o(x).detach().numpy(), _outer_eager(o, x).detach().numpy(),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_save_method_and_file_objects(tmp_path):
+    import io
+    jitorch.manual_seed(1)
+    o = _Outer()
+    x = jitorch.randn(3, 4)
+    want = _outer_eager(o, x).detach().numpy()
+    buf = io.BytesIO()
+    o.save(buf)  # ScriptModule.save to a file object
+    buf.seek(0)
+    np.testing.assert_allclose(jitorch.jit.load(buf)(x).detach().numpy(), want, rtol=1e-5,
+                               atol=1e-6)
+    path = tmp_path / "outer.pt"
+    o.save(str(path))  # and to a path
+    np.testing.assert_allclose(jitorch.jit.load(str(path))(x).detach().numpy(), want,
+                               rtol=1e-5, atol=1e-6)
+    sm = jitorch.jit.script(nn.Sequential(nn.Linear(4, 2), nn.ReLU()))
+    buf = io.BytesIO()
+    sm.save(buf, _extra_files={"note.txt": "hi"})  # .save of any scripted module
+    jitorch.jit.save(sm, buf2 := io.BytesIO())
+    for b in (buf, buf2):
+        b.seek(0)
+        got = jitorch.jit.load(b)(x).detach().numpy()
+        np.testing.assert_allclose(got, sm(x).detach().numpy(), rtol=1e-6)

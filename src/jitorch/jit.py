@@ -21,7 +21,8 @@ from .script.runtime import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
-           "save", "load", "freeze", "trace_module", "TracerWarning", "TracingCheckError", "Future", "warmup"]
+           "save", "load", "freeze", "trace_module", "TracerWarning", "TracingCheckError", "Future", "warmup",
+           "ScriptModule", "script_method"]
 
 
 def stats():
@@ -168,6 +169,9 @@ def __getattr__(name):
             val = getattr(lang, name)
         except (ImportError, AttributeError):
             return _fallback(name)
+    elif name in ("ScriptModule", "script_method"):  # runtime/legacy.py (nn made on first use)
+        from .script.runtime import legacy
+        val = legacy.script_module_base() if name == "ScriptModule" else legacy.script_method
     elif name in ("ScriptError", "Error"):
         try:
             from .script.ir import errors
