@@ -245,7 +245,7 @@ class CallBuilder:
 
     # -- Python objects ----------------------------------------------------------------------
     def call_python(self, obj, node):
-        from . import lang
+        from . import grad_blocks, lang
         st = self.st
         r = st.hooks.call_python(obj, node)  # a module's submodules, methods, containers
         if r is not UNHANDLED:
@@ -254,6 +254,12 @@ class CallBuilder:
         if op is not None:
             args, kwargs = self.eval_args(node)
             return self.op_call(op, args, kwargs, node)
+        if obj is grad_blocks.no_grad_value:  # the end of a `with no_grad():` block
+            v = st.exprs.expr_value(node.args[0])
+            st.cur = node
+            if isinstance(ft.base(v.type), ir.TensorType):
+                return self.call_op("_no_grad_value", [v])
+            return v
         if obj is lang.is_scripting or getattr(obj, "__name__", "") == "is_scripting" and \
                 getattr(obj, "__module__", "").startswith(("jitorch", "torch")):
             return st.const(True)
