@@ -31,6 +31,11 @@ def _exits(node, loops: bool) -> bool:
     return any(_exits(c, loops) for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
+# container methods that rebind their receiver (list_methods.py, dict_methods.py)
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
+                       "update", "setdefault"))
+
+
 def assigned_names(stmts) -> list:
     """Names a statement list assigns (in order), not looking into nested scopes."""
     out: list = []
@@ -64,10 +69,11 @@ def assigned_names(stmts) -> list:
                 for e in ast.walk(c):
                     if isinstance(e, ast.NamedExpr):
                         target(e.target)
-                    # lst.append(v), x.add_(y): the frontend rebinds the receiver name
+                    # lst.append(v), d[k].pop(), x.add_(y): the frontend rebinds the
+                    # receiver name (frontend/list_methods.py)
                     elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
-                            isinstance(e.func.value, ast.Name) and (
-                                e.func.attr in ("append", "extend") or
+                            isinstance(e.func.value, (ast.Name, ast.Subscript)) and (
+                                e.func.attr in _MUTATORS or
                                 e.func.attr.endswith("_") and not e.func.attr.endswith("__")):
                         target(e.func.value)
     for s in stmts:
