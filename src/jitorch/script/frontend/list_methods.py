@@ -31,7 +31,7 @@ _TEMPLATES = {
                 "R = L[J]\nL = L[:J] + L[J + 1:]"),
     "index": (1, "R = -1\nfor K in range(len(L)):\n    if R < 0:\n        if L[K] == A0:\n"
                  "            R = K\n"
-                 "if R < 0:\n    raise ValueError('list.index(x): x not in list')"),
+                 "if R < 0:\n    raise ValueError(f'{A0} is not in list')"),
     "count": (1, "R = 0\nfor E in L:\n    if E == A0:\n        R += 1"),
     "remove": (1, "R = -1\nfor K in range(len(L)):\n    if R < 0:\n        if L[K] == A0:\n"
                   "            R = K\n"
