@@ -103,3 +103,27 @@ def test_annotations_name_the_enclosing_scope():
     p = jitorch.jit.script(make)(x)
     np.testing.assert_array_equal(p.v.numpy(), (x + 1).numpy())
     np.testing.assert_array_equal(jitorch.jit.script(use)(p).numpy(), ((x + 1) * 3).numpy())
+
+
+def _make_plain():
+    class Acc:  # not decorated: compiled when scripted code first uses it, as TorchScript does
+        def __init__(self, total: jitorch.Tensor):
+            self.total = total
+
+        def add(self, x: jitorch.Tensor) -> jitorch.Tensor:
+            return self.total + x
+
+    def start(x: jitorch.Tensor) -> Acc:
+        return Acc(x * 2)
+
+    def step(a: Acc, x: jitorch.Tensor) -> jitorch.Tensor:
+        return a.add(x)
+    return start, step
+
+
+def test_undecorated_classes_of_the_enclosing_scope_compile():
+    start, step = _make_plain()
+    x = jitorch.arange(3.0)
+    a = jitorch.jit.script(start)(x)
+    np.testing.assert_array_equal(a.total.numpy(), (x * 2).numpy())
+    np.testing.assert_array_equal(jitorch.jit.script(step)(a, x).numpy(), step(a, x).numpy())

@@ -31,6 +31,7 @@ from . import factory as factories
 from . import composite as frontend_nn
 from . import types as ft
 from .. import ir
+from .classes import ensure_script_class
 from .state import UNHANDLED
 
 _CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
@@ -296,7 +297,7 @@ class CallBuilder:
         wrapped = getattr(obj, "__wrapped__", None)
         if type(obj).__name__ == "ScriptFunction" and wrapped is not None:
             obj = wrapped
-        if isinstance(obj, type) and getattr(obj, "_jitorch_script_class", False):
+        if isinstance(obj, type) and ensure_script_class(obj):  # (compiled on first use)
             return self.python_call(obj, node, ir.ClassType(obj.__qualname__))
         if isinstance(obj, type) and issubclass(obj, BaseException):
             st.fail("exceptions can only be raised in scripted code", node)
