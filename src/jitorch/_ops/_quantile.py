@@ -13,6 +13,7 @@ import numpy as np
 
 from ._reduce_common import one_dim, put_along, take_along
 from .registry import defop
+from .batching import LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _SORTS = "sorts along a dim: no CPU lowering yet"
@@ -118,7 +119,8 @@ def _plan_impl(input, q, dim, interpolation, ignore_nan):
 
 
 _quantile_plan = defop("_quantile_plan", _plan_impl, tensors=("input", "q"), kind="reduction",
-                       method=False, nondiff=True, interpreted=_SORTS)
+                       method=False, nondiff=True, interpreted=_SORTS,
+                       batch=LOOP)
 
 
 def _scatter_shape(input, q, dim):
@@ -186,6 +188,8 @@ def _nanquantile_impl(input, q, dim=None, keepdim=False, *, interpolation="linea
 
 
 quantile = defop("quantile", _quantile_impl, tensors=("input", "q"), kind="reduction",
-                 vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS)
+                 vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS,
+                 batch=LOOP)
 nanquantile = defop("nanquantile", _nanquantile_impl, tensors=("input", "q"), kind="reduction",
-                    vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS)
+                    vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS,
+                    batch=LOOP)

@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
+from .batching import LOOP, MATMUL, OUTER
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (matmul, mm, bmm, addmm are lowered)"
@@ -125,7 +126,8 @@ def _matmul_vjp(g, input, other):
 matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
                jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
-               infer=infer.matmul)
+               infer=infer.matmul,
+               batch=MATMUL)
 
 
 def _mm(input, mat2):
@@ -140,7 +142,8 @@ def _mm(input, mat2):
 mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
            jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
-           infer=infer.fixed_rank(2))
+           infer=infer.fixed_rank(2),
+           batch=MATMUL)
 
 
 def _bmm(input, mat2):
@@ -159,7 +162,8 @@ def _bmm(input, mat2):
 bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
             jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
-            infer=infer.fixed_rank(3))
+            infer=infer.fixed_rank(3),
+            batch=MATMUL)
 
 
 def _mv(input, vec):
@@ -173,7 +177,8 @@ def _mv(input, vec):
 mv = defop("mv", _mv, tensors=("input", "vec"), kind="linalg",
            vjp=lambda g, input, vec: (g.unsqueeze(-1) * vec, input.mT.mv(g)),
            jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec),
-           interpreted=_NOT_YET)
+           interpreted=_NOT_YET,
+           batch=MATMUL)
 
 
 def _dot(input, tensor):
@@ -184,7 +189,8 @@ def _dot(input, tensor):
 dot = defop("dot", _dot, tensors=("input", "tensor"), kind="linalg",
             vjp=lambda g, input, tensor: (g * tensor, g * input),
             jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor),
-            interpreted=_NOT_YET)
+            interpreted=_NOT_YET,
+            batch=MATMUL)
 
 
 def _vdot(input, other):
@@ -196,7 +202,8 @@ def _vdot(input, other):
 vdot = defop("vdot", _vdot, tensors=("input", "other"), kind="linalg",
              vjp=lambda g, input, other: (g * other, g * input),
              jvp=lambda t_input, t_other, input, other: t_input.vdot(other) + input.vdot(t_other),
-             interpreted=_NOT_YET)
+             interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 def _inner(input, other):
@@ -228,7 +235,8 @@ def _inner_vjp(g, input, other):
 
 inner = defop("inner", _inner, tensors=("input", "other"), kind="linalg", vjp=_inner_vjp,
               jvp=lambda t_input, t_other, input, other:
-              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET)
+              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _outer(input, vec2):
@@ -249,9 +257,11 @@ def _outer_jvp(t_input, t_vec2, input, vec2):
 
 
 outer = defop("outer", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-              jvp=_outer_jvp, interpreted=_NOT_YET)
+              jvp=_outer_jvp, interpreted=_NOT_YET,
+              batch=OUTER)
 ger = defop("ger", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-            jvp=_outer_jvp, interpreted=_NOT_YET)
+            jvp=_outer_jvp, interpreted=_NOT_YET,
+            batch=OUTER)
 
 
 # --- fused add-products: beta * input + alpha * (product) -------------------------------------
@@ -308,7 +318,8 @@ addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg",
                   _scaled(mat1.mT.mm(g), alpha)),
               jvp=lambda t_input, t_mat1, t_mat2, mat1, mat2, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha),
-              infer=infer.fixed_rank(2, first=1))
+              infer=infer.fixed_rank(2, first=1),
+              batch=LOOP)
 
 
 def _addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -328,7 +339,8 @@ addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"), kind="linalg", i
                   _scaled(mat.mT.mv(g), alpha)),
               jvp=lambda t_input, t_mat, t_vec, mat, vec, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat.mv(vec) + mat.mv(t_vec), alpha),
-              interpreted=_NOT_YET)
+              interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _batch_check(batch1, batch2):
@@ -366,7 +378,8 @@ addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="l
                jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                _scaled(t_input, beta)
                + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha),
-               interpreted=_NOT_YET)
+               interpreted=_NOT_YET,
+               batch=LOOP)
 
 
 def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -385,4 +398,5 @@ baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind
                     _scaled(batch1.mT.bmm(g), alpha)),
                 jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                 _scaled(t_input, beta)
-                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET)
+                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET,
+                batch=LOOP)

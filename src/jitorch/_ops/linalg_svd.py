@@ -17,6 +17,7 @@ from ._linalg_util import LinAlgError, broadcast_shape, check_linalg, const, jt,
 from .linalg_decomp import _offdiag, _safe
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
+from .batching import LEADING, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _LAPACK = "a LAPACK routine (SVD, least squares): no Numba lowering yet"
@@ -125,7 +126,8 @@ def _svd_jvp(t_A, A, result, full_matrices):
 
 
 _linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
-                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK)
+                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK,
+                    batch=LEADING)
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
@@ -153,7 +155,8 @@ def _svdvals_jvp(t_A, A):
 
 
 _linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
-                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK)
+                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK,
+                        batch=LEADING)
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -250,7 +253,8 @@ def _pinv_jvp(t_input, input, result):
 
 
 _linalg_pinv = defop("_linalg_pinv", _pinv, kind="linalg", method=False, vjp=_pinv_vjp,
-                     jvp=_pinv_jvp, interpreted=_LAPACK)
+                     jvp=_pinv_jvp, interpreted=_LAPACK,
+                     batch=LEADING)
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -278,7 +282,8 @@ def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
 
 
 _linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, tensors=("A",), kind="linalg",
-                            method=False, nondiff=True, interpreted=_LAPACK)
+                            method=False, nondiff=True, interpreted=_LAPACK,
+                            batch=LEADING)
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -370,7 +375,8 @@ def _lstsq_jvp(t_A, t_B, A, B, result):
 
 
 _linalg_lstsq = defop("_linalg_lstsq", _lstsq, tensors=("A", "B"), kind="linalg",
-                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK)
+                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK,
+                      batch=LOOP)
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
