@@ -220,3 +220,17 @@ def test_save_method_and_file_objects(tmp_path):
         b.seek(0)
         got = jitorch.jit.load(b)(x).detach().numpy()
         np.testing.assert_allclose(got, sm(x).detach().numpy(), rtol=1e-6)
+
+
+def test_a_conversion_that_leaves_the_program_alone_passes_the_check():
+    def f(x):
+        if x.sum() > 0:  # both branches record the same program
+            y = x * 2
+        else:
+            y = x * 2
+        return y
+    x = jitorch.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", jitorch.jit.TracerWarning)
+        tf = jitorch.jit.trace(f, x, check_inputs=[(-x,)])
+    np.testing.assert_array_equal(tf(-x).numpy(), f(-x).numpy())

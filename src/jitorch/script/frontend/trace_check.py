@@ -2,9 +2,9 @@
 
 Owns `TracingCheckError` and `check_trace`. As PyTorch does, the function is traced again on each
 check input (the example inputs when none are given; tensors cloned, so in-place code sees the
-same data): a second graph that differs from the first (other ops, other constants, or a
-data-dependent Python value that came out differently, which is how a branch on a tensor's data
-shows) raises `TracingCheckError` ("Tracing failed sanity checks!\\nERROR: Graphs differed across
+same data): a second graph that differs from the first (other ops or other constants, which
+is how a branch on a tensor's data shows; the message names the data-dependent Python value
+that came out differently) raises `TracingCheckError` ("Tracing failed sanity checks!\\nERROR: Graphs differed across
 invocations!" with the diff); when the graphs agree, the traced function's outputs are compared
 with the Python function's, and a mismatch warns `TracerWarning` ("Output nr 1. of the traced
 function does not match the corresponding output of the Python function. ...").
@@ -225,11 +225,10 @@ def check_trace(graph, retrace, call_traced, check_inputs, tolerance: float) -> 
         ci = as_inputs(ci)
         g2, want = retrace(_clone(ci))
         gdiff = _graph_diff(graph, g2)
-        cdiff = _conversion_diff(getattr(graph, "trace_conversions", []),
-                                 getattr(g2, "trace_conversions", []))
-        if gdiff is not None or cdiff is not None:
-            if gdiff is None:
-                gdiff = "(the graphs print alike; their data-dependent values differ)"
+        if gdiff is not None:  # (data-dependent values that differ but leave the program
+            #                     alone, such as a value only printed, are no divergence)
+            cdiff = _conversion_diff(getattr(graph, "trace_conversions", []),
+                                     getattr(g2, "trace_conversions", []))
             raise TracingCheckError(gdiff, None, cdiff)
         tdiff = _tensor_constants_diff(graph, g2)
         if tdiff is not None:  # PyTorch warns likewise for nondeterministic nodes
