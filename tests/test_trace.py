@@ -115,22 +115,32 @@ def _branch(x):
 
 
 @pytest.mark.parametrize("conv,what", [
-    (lambda t: bool(t.sum() > 0), "bool"), (lambda t: t.sum().item(), "item"),
-    (lambda t: int(t.sum()), "int"), (lambda t: float(t.sum()), "float"),
-    (lambda t: [0, 1, 2][t[0, 0].long()], "index"), (lambda t: t.tolist(), "tolist"),
-    (lambda t: t.numpy(), "numpy"), (lambda t: complex(t.sum()), "complex"),
+    (lambda t: bool(t.sum() > 0), "Python boolean"), (lambda t: t.sum().item(), "Python number"),
+    (lambda t: int(t.sum()), "Python integer"), (lambda t: float(t.sum()), "Python float"),
+    (lambda t: [0, 1, 2][t[0, 0].long()], "Python index"), (lambda t: t.tolist(), "Python list"),
+    (lambda t: t.numpy(), "NumPy array"), (lambda t: complex(t.sum()), "Python complex"),
 ])
-def test_data_dependence_is_an_error(conv, what):
-    with pytest.raises(TracerError, match="jitorch.jit.script") as e:
-        trace_graph(lambda x: x * conv(x), (X,))
-    assert "test_trace.py" in str(e.value)
+def test_data_dependence_warns_as_pytorch(conv, what):
+    # PyTorch: a TracerWarning at the user's line, and the value becomes a constant
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        trace_graph(lambda x: x * 1 if conv(x) is not None else x, (X,))
+    tw = [x for x in w if issubclass(x.category, TracerWarning)]
+    assert len(tw) == 1, [str(x.message) for x in w]
+    assert str(tw[0].message).startswith(f"Converting a tensor to a {what} might cause the "
+                                         "trace to be incorrect.")
+    assert tw[0].filename == __file__
 
 
 def test_data_dependent_branch_names_the_line():
-    with pytest.raises(TracerError) as e:
-        trace_graph(_branch, (X,))
-    assert "if x.sum() > 0:" in str(e.value)
-    assert f"test_trace.py:{_branch.__code__.co_firstlineno + 1}" in str(e.value)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        g, _ = trace_graph(_branch, (X,))
+    (tw,) = [x for x in w if issubclass(x.category, TracerWarning)]
+    assert tw.lineno == _branch.__code__.co_firstlineno + 1
+    (loc, what, data), = g.trace_conversions
+    assert what == "Python boolean" and "if x.sum() > 0:" in loc.text
+    assert bool(data) == (float(X.sum()) > 0)
 
 
 def test_conversions_work_outside_and_on_untraced_tensors():

@@ -16,11 +16,13 @@ import typing
 from . import _threads
 from .script.api import script, trace  # noqa: F401
 from .script.runtime.functions import ScriptFunction, TracerWarning  # noqa: F401
+from .script.frontend.trace_check import TracingCheckError  # noqa: F401
 from .script.runtime import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
-           "save", "load", "freeze", "trace_module", "TracerWarning", "Future", "warmup"]
+           "save", "load", "freeze", "trace_module", "TracerWarning", "TracingCheckError", "Future", "warmup",
+           "ScriptModule", "script_method"]
 
 
 def stats():
@@ -117,7 +119,10 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
         raise NotImplementedError(f"jitorch.jit.trace_module: tracing methods other than "
                                   f"forward ({', '.join(other)}) is not supported; script the "
                                   "module with @jitorch.jit.export on them instead")
-    return trace(mod, inputs["forward"], check_trace=check_trace)
+    if check_inputs is not None:  # PyTorch's form: a list of {"forward": inputs} dicts
+        check_inputs = [c["forward"] if isinstance(c, dict) else c for c in check_inputs]
+    return trace(mod, inputs["forward"], check_trace=check_trace, check_inputs=check_inputs,
+                 check_tolerance=check_tolerance)
 
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
@@ -164,6 +169,9 @@ def __getattr__(name):
             val = getattr(lang, name)
         except (ImportError, AttributeError):
             return _fallback(name)
+    elif name in ("ScriptModule", "script_method"):  # runtime/legacy.py (nn made on first use)
+        from .script.runtime import legacy
+        val = legacy.script_module_base() if name == "ScriptModule" else legacy.script_method
     elif name in ("ScriptError", "Error"):
         try:
             from .script.ir import errors

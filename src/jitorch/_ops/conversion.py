@@ -46,6 +46,12 @@ clone = defop("clone", _clone_impl, kind="elementwise", dtype="promote",
               vjp=lambda g: g, jvp=lambda t_input: t_input, scalar="{input}")
 
 
+# `with no_grad():` in scripted code (script/frontend/grad_blocks.py): a tensor the block computed,
+# as a value without gradient history (nondiff); elementwise, so fusion makes it free
+defop("_no_grad_value", _clone_impl, kind="elementwise", dtype="promote", method=False,
+      nondiff=True, scalar="{input}")
+
+
 def _contiguous_impl(input, memory_format=None):
     # not np.ascontiguousarray: it turns a 0-d array into shape (1,)
     return np.asarray(input, order="C")

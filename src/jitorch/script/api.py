@@ -8,12 +8,10 @@ a `runtime.ScriptFunction`, which specialises, compiles and caches per call sign
 from __future__ import annotations
 
 import inspect
-import warnings
 
 from .._tensor import Tensor
-from .frontend.trace import same_outputs
 from .runtime.programs import _symbolic
-from .runtime.functions import ScriptFunction, TracerWarning
+from .runtime.functions import ScriptFunction
 
 
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
@@ -36,8 +34,10 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
           example_kwarg_inputs=None):
     if _is_module(func):
         from .runtime.module import trace_module
-        return trace_module(func, example_inputs, check_trace=check_trace)
-    return trace_object(func, example_inputs, check_trace=check_trace)
+        return trace_module(func, example_inputs, check_trace=check_trace,
+                            check_inputs=check_inputs, check_tolerance=check_tolerance)
+    return trace_object(func, example_inputs, check_trace=check_trace,
+                        check_inputs=check_inputs, check_tolerance=check_tolerance)
 
 
 def script_object(obj, frontend):
@@ -66,7 +66,8 @@ def script_object(obj, frontend):
     return sf
 
 
-def trace_object(func, example_inputs, check_trace: bool = True):
+def trace_object(func, example_inputs, check_trace: bool = True, check_inputs=None,
+                 check_tolerance: float = 1e-5):
     """`jitorch.jit.trace(func, example_inputs)`: record once, return a ScriptFunction whose
     input sizes are symbolic (one specialisation serves every size)."""
     from .frontend import trace as _trace
@@ -89,13 +90,10 @@ def trace_object(func, example_inputs, check_trace: bool = True):
     else:
         sf = ScriptFunction(graph, func, name=name, kind="trace",
                             tuple_out=isinstance(out, tuple))
-    if check_trace:
-        got = sf(*example_inputs)
-        if not same_outputs(got, out):
-            warnings.warn(f"jitorch.jit.trace: the traced function {name} gives different "
-                          "results than the Python function on the example inputs (is it "
-                          "nondeterministic, or does it depend on data?)", TracerWarning,
-                          stacklevel=3)
+    if check_trace:  # PyTorch's default: trace again on the check inputs and compare
+        from .frontend.trace_check import check_trace as _check
+        _check(graph, lambda a: _trace.trace_graph(target, a, name=name),
+               lambda a: sf(*a), check_inputs or [example_inputs], check_tolerance)
     return sf
 
 

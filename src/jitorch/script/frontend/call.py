@@ -31,6 +31,7 @@ from . import factory as factories
 from . import composite as frontend_nn
 from . import types as ft
 from .. import ir
+from .classes import ensure_script_class
 from .state import UNHANDLED
 
 _CASTS = {"float": "float32", "double": "float64", "half": "float16", "bfloat16": "bfloat16",
@@ -245,7 +246,7 @@ class CallBuilder:
 
     # -- Python objects ----------------------------------------------------------------------
     def call_python(self, obj, node):
-        from . import lang
+        from . import grad_blocks, lang
         st = self.st
         r = st.hooks.call_python(obj, node)  # a module's submodules, methods, containers
         if r is not UNHANDLED:
@@ -254,6 +255,12 @@ class CallBuilder:
         if op is not None:
             args, kwargs = self.eval_args(node)
             return self.op_call(op, args, kwargs, node)
+        if obj is grad_blocks.no_grad_value:  # the end of a `with no_grad():` block
+            v = st.exprs.expr_value(node.args[0])
+            st.cur = node
+            if isinstance(ft.base(v.type), ir.TensorType):
+                return self.call_op("_no_grad_value", [v])
+            return v
         if obj is lang.is_scripting or getattr(obj, "__name__", "") == "is_scripting" and \
                 getattr(obj, "__module__", "").startswith(("jitorch", "torch")):
             return st.const(True)
@@ -290,7 +297,7 @@ class CallBuilder:
         wrapped = getattr(obj, "__wrapped__", None)
         if type(obj).__name__ == "ScriptFunction" and wrapped is not None:
             obj = wrapped
-        if isinstance(obj, type) and getattr(obj, "_jitorch_script_class", False):
+        if isinstance(obj, type) and ensure_script_class(obj):  # (compiled on first use)
             return self.python_call(obj, node, ir.ClassType(obj.__qualname__))
         if isinstance(obj, type) and issubclass(obj, BaseException):
             st.fail("exceptions can only be raised in scripted code", node)

@@ -31,6 +31,27 @@ def class_info(name: str):
     return _classes.get(name)
 
 
+_NOT_USER = ("builtins", "typing", "collections", "numpy", "jitorch", "torch", "math", "enum")
+
+
+def ensure_script_class(obj) -> bool:
+    """A user class that scripted code uses (calls or names in an annotation) is compiled as
+    a script class, as TorchScript compiles classes recursively; True when `obj` is one now."""
+    if not isinstance(obj, type):
+        return False
+    if getattr(obj, "_jitorch_script_class", False):
+        return True
+    mod = getattr(obj, "__module__", "") or ""
+    if mod.split(".")[0] in _NOT_USER or issubclass(obj, BaseException) or \
+            hasattr(obj, "_fields") or not inspect.isfunction(obj.__dict__.get("__init__")):
+        return False
+    from ... import nn
+    if issubclass(obj, nn.Module):
+        return False
+    compile_class(obj)
+    return True
+
+
 def compile_class(cls):
     info = ClassInfo(cls)
     cls._jitorch_script_class = True

@@ -31,6 +31,30 @@ def _exits(node, loops: bool) -> bool:
     return any(_exits(c, loops) for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt))
 
 
+# container methods that rebind their receiver (list_methods.py, dict_methods.py)
+_MUTATORS = frozenset(("append", "extend", "insert", "pop", "remove", "sort", "reverse", "clear",
+                       "update", "setdefault"))
+
+
+def _widened(before: ir.Type, after: ir.Type):
+    """The Optional type a carried variable needs when it is None (or Optional) before the
+    loop and a value after an iteration; None when `before` already fits."""
+    if ft.unify(before, after) == before:
+        return None
+    if isinstance(before, (ir.NoneType, ir.OptionalType)) and not isinstance(
+            after, ir.AnyType):
+        u = ft.unify(before, after)
+        return u if isinstance(u, ir.OptionalType) else None
+    return None
+
+
+def _as_type(st, v, ty, node):
+    """A carried variable's initial value as the (widened) type of the loop's variable."""
+    if isinstance(v.type, ir.NoneType):  # None as an Optional[T] value
+        return st.emit("prim::Constant", (), (ty,), {"value": None}).output
+    return st.exprs.coerce(v, ty, node)
+
+
 def assigned_names(stmts) -> list:
     """Names a statement list assigns (in order), not looking into nested scopes."""
     out: list = []
@@ -64,10 +88,11 @@ def assigned_names(stmts) -> list:
                 for e in ast.walk(c):
                     if isinstance(e, ast.NamedExpr):
                         target(e.target)
-                    # lst.append(v), x.add_(y): the frontend rebinds the receiver name
+                    # lst.append(v), d[k].pop(), x.add_(y): the frontend rebinds the
+                    # receiver name (frontend/list_methods.py)
                     elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
-                            isinstance(e.func.value, ast.Name) and (
-                                e.func.attr in ("append", "extend") or
+                            isinstance(e.func.value, (ast.Name, ast.Subscript)) and (
+                                e.func.attr in _MUTATORS or
                                 e.func.attr.endswith("_") and not e.func.attr.endswith("__")):
                         target(e.func.value)
     for s in stmts:
@@ -210,20 +235,17 @@ class LoopBuilder:
         if s.orelse:
             st.fail("for/while ... else is not supported in scripted code", s)
         init = [st.env[n] for n in names]
-        blk = ir.Block()
-        i = ir.Value(ir.INT, "i")
-        params = [ir.Value(v.type, n) for n, v in zip(names, init)]
-        blk.params = [i] + params
-        saved_block, saved_env = st.block, st.env
-        st.block, st.env = blk, dict(saved_env)
-        st.env.update(zip(names, params))
-        st.loop_depth += 1
-        try:
-            bind_target(i)
-            rets = st.stmts.stmts(list(body), LoopExit(st, names, while_test, ret))
-        finally:
-            st.loop_depth -= 1
-            st.block, st.env = saved_block, saved_env
+        types = [v.type for v in init]
+        for _ in range(len(names) + 1):  # until the carried types are stable
+            blk, i, params, rets = self._loop_body(names, types, bind_target, body,
+                                                   while_test, ret)
+            wider = [_widened(p.type, r.type) for p, r in zip(params, rets[1:])]
+            if not any(w is not None for w in wider):
+                break
+            # None before the loop, a value after an iteration: the variable is Optional
+            # (as TorchScript types `h: Optional[Tensor] = None`); compile the body again
+            types = [w if w is not None else t for w, t in zip(wider, types)]
+        init = [v if v.type == ty else _as_type(st, v, ty, s) for v, ty in zip(init, types)]
         for n, p, r in zip(names, params, rets[1:]):
             if ft.unify(p.type, r.type) != p.type and not (
                     ft.is_tensor(p.type) and ft.is_tensor(r.type)):
@@ -231,12 +253,36 @@ class LoopBuilder:
                         "after an iteration)", s)
         blk.returns = rets
         st.cur = s
-        node = st.emit("prim::Loop", [trip, init_cond] + init, [v.type for v in init],
+        node = st.emit("prim::Loop", [trip, init_cond] + init, [p.type for p in params],
                        blocks=[blk])
         for n, o in zip(names, node.outputs):
             o.name = n
             st.env[n] = o
         st.writes.leave_loop(before)
+
+    def _loop_body(self, names, types, bind_target, body, while_test, ret):
+        """Compile the loop body with the carried variables typed `types`: (block, index
+        parameter, carried parameters, the values the body ends with)."""
+        st = self.st
+        blk = ir.Block()
+        i = ir.Value(ir.INT, "i")
+        params = [ir.Value(ty, n) for n, ty in zip(names, types)]
+        blk.params = [i] + params
+        saved_block, saved_env = st.block, st.env
+        n_ops = len(st.python_ops)
+        st.block, st.env = blk, dict(saved_env)
+        st.env.update(zip(names, params))
+        st.loop_depth += 1
+        try:
+            bind_target(i)
+            rets = st.stmts.stmts(list(body), LoopExit(st, names, while_test, ret))
+        except BaseException:
+            del st.python_ops[n_ops:]
+            raise
+        finally:
+            st.loop_depth -= 1
+            st.block, st.env = saved_block, saved_env
+        return blk, i, params, rets
 
     def while_stmt(self, s):
         st = self.st

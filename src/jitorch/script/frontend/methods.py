@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from . import composite as frontend_nn
+from . import dict_methods, list_methods
 from . import factory as factories
 from . import types as ft
 from .. import ir
@@ -97,9 +98,10 @@ class MethodBuilder:
                 out = ir.ListType(ft.tensor())
             return st.calls.python_call(None, node, out, method=name, recv=v,
                                     evaluated=st.evaluated)
+        if isinstance(t, ir.ListType) and name in list_methods.METHODS and not (
+                name in ("append", "extend") and isinstance(bm.node.value, ast.Name)):
+            return list_methods.list_method(st, bm, node)  # insert, pop, d[k].append, ...
         if isinstance(t, ir.ListType) and name in ("append", "extend"):
-            if not isinstance(bm.node.value, ast.Name):
-                st.fail(f"list.{name}() is only supported on a variable", node)
             args, _ = st.calls.eval_args(node)
             if len(args) != 1:
                 st.fail(f"list.{name}() takes one argument", node)
@@ -110,6 +112,8 @@ class MethodBuilder:
             r = st.exprs.scalar_op("add", [v, x], u)
             st.env[bm.node.value.id] = r
             return st.const(None)
+        if isinstance(t, ir.DictType) and name in dict_methods.METHODS:
+            return dict_methods.dict_method(st, bm, node)  # items(), pop, d[k].update, ...
         if isinstance(t, (ir.DictType, ir.StrType, ir.ListType)):
             out = {"keys": ir.ListType(getattr(t, "key", ir.ANY)),
                    "values": ir.ListType(getattr(t, "value", ir.ANY)),

@@ -189,7 +189,8 @@ class ModuleHooks(FrontendHooks):
         if name == "__class__":
             return Sugar(type(m))
         cls_attr = inspect.getattr_static(type(m), name, None)
-        if inspect.isfunction(cls_attr):
+        if inspect.isfunction(getattr(cls_attr, "__func__", cls_attr)) and not isinstance(
+                cls_attr, (staticmethod, classmethod)):  # (a @script_method: its __func__)
             return Sugar(ModMethod(ref, name))
         if isinstance(cls_attr, (int, float, bool, str)) and not callable(cls_attr):
             return st.const(cls_attr)

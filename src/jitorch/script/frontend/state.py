@@ -179,4 +179,26 @@ class FrontendState:
         except ft.AnnotationError as e:
             self.fail(str(e), orig)
         except Exception as e:  # a name the annotation uses does not resolve
-            self.fail(f"cannot resolve the type annotation ({type(e).__name__}: {e})", orig)
+            obj = self._evaluated_annotation(orig)
+            if obj is None:
+                self.fail(f"cannot resolve the type annotation ({type(e).__name__}: {e})", orig)
+            try:
+                return ft.from_annotation(obj)
+            except ft.AnnotationError as e2:
+                self.fail(str(e2), orig)
+
+    def _evaluated_annotation(self, node):
+        """A parameter's or the return's annotation as Python evaluated it when the function
+        was defined (`fn.__annotations__`): it names variables of an enclosing function that
+        have gone (a class or type alias defined there), which no closure cell keeps."""
+        fdef, ann = self.fdef, getattr(self.fn, "__annotations__", None) or {}
+        if fdef is None:
+            return None
+        a = fdef.args
+        for arg in a.posonlyargs + a.args + a.kwonlyargs:
+            if arg.annotation is node:
+                obj = ann.get(arg.arg)
+                return None if isinstance(obj, str) else obj
+        if fdef.returns is node and not isinstance(ann.get("return"), str):
+            return ann.get("return")
+        return None

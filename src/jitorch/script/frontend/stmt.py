@@ -154,6 +154,9 @@ class StmtBuilder:
                 self.assign(e, p)
         elif isinstance(t, ast.Subscript):
             st.cur = t
+            from .list_methods import slice_assign
+            if slice_assign(st, t, st.exprs.to_value(v)):  # l[a:b] = vs
+                return
             base = st.exprs.expr_value(t.value)
             if not isinstance(t.value, ast.Name) and not ft.is_tensor(base.type):
                 st.fail("subscript assignment is only supported on a variable or a tensor "

@@ -23,9 +23,12 @@ Rules of a trace, as in PyTorch's tracer:
   traced tensor (random `uniform_`, factory `out=`) binds the written data as a constant.
   Writes to the function's inputs are NOT propagated back to the caller by the compiled graph
   (a warning says so).
-- A Python bool/int/float/list/ndarray taken from a traced tensor would silently specialise the
-  trace on data: `Tensor.__bool__`/`item()`/... call `check_data_dependence`, which raises
-  `TracerError` naming the user's line and suggesting `jitorch.jit.script`.
+- A Python bool/int/float/list/ndarray taken from a traced tensor specialises the trace on
+  data, as in PyTorch: `Tensor.__bool__`/`item()`/... call `check_data_dependence`, which warns
+  PyTorch's `TracerWarning` ("Converting a tensor to a Python boolean might cause the trace to
+  be incorrect...") at the user's line, and the trace records the path taken (the value is a
+  constant). The conversions and the data they read are kept (`graph.trace_conversions`), so
+  `check_trace` (`frontend/trace_check.py`) can name the one that diverged.
 - A call of scripted code (a scripted function or module, another trace) is recorded as one
   `prim::CallFunction` of its graph (`frontend/trace_call.py`), never as a constant of its result:
   the scripted code's branches stay decided per call.
@@ -51,8 +54,9 @@ class TracerError(RuntimeError):
     pass
 
 
-class TracerWarning(UserWarning):
-    pass
+class TracerWarning(Warning):
+    """`jitorch.jit.TracerWarning` (PyTorch's: a Warning, not a UserWarning): the trace may not
+    generalise (a data-dependent conversion) or disagrees with eager on the check inputs."""
 
 
 _state = threading.local()
@@ -93,16 +97,12 @@ def value_type(x) -> ir.Type:
 
 def _user_loc() -> ir.SourceLoc | None:
     """The innermost frame outside jitorch: where the user's code called the op."""
-    f = sys._getframe(1)
-    while f is not None:
-        mod = f.f_globals.get("__name__", "")
-        if not (mod == "jitorch" or mod.startswith("jitorch.")) and not \
-                f.f_code.co_filename.startswith("<jitorch"):
-            import linecache
-            text = linecache.getline(f.f_code.co_filename, f.f_lineno).rstrip("\n")
-            return ir.SourceLoc(f.f_code.co_filename, f.f_lineno, 0, text)
-        f = f.f_back
-    return None
+    f = _user_frame()
+    if f is None:
+        return None
+    import linecache
+    text = linecache.getline(f.f_code.co_filename, f.f_lineno).rstrip("\n")
+    return ir.SourceLoc(f.f_code.co_filename, f.f_lineno, 0, text)
 
 
 class _Version(list):
@@ -133,6 +133,7 @@ class Tracer:
         self.keep: list = []  # keeps traced tensors alive so their ids stay unique
         self.swapped: list = []  # (tensor, original version list), restored on exit
         self.inputs: set = set()  # ids of input tensors (writes to them warn)
+        self.conversions: list = []  # (loc, kind, data read): data-dependent Python values
 
     # -- values ------------------------------------------------------------------------------
     def add_input(self, t, name: str) -> ir.Value:
@@ -311,17 +312,51 @@ class Tracer:
                 t._version = ver
 
 
+# what each conversion is called in PyTorch's warning ("Converting a tensor to a {}")
+_CONVERSION_WORDS = {"bool": "Python boolean", "int": "Python integer", "float": "Python float",
+                     "complex": "Python complex", "number (item())": "Python number",
+                     "list (tolist())": "Python list", "NumPy array (numpy())": "NumPy array",
+                     "int (as an index)": "Python index"}
+# Tensor's conversions that call another one (float(t) reads t.item()): one warning, PyTorch's
+_CONVERSION_DUNDERS = frozenset(("__bool__", "__float__", "__int__", "__complex__", "__index__"))
+
+
 def check_data_dependence(t: Tensor, what: str) -> None:
-    """Called by Tensor's Python conversions: refuse to bake data into a trace."""
+    """Called by Tensor's Python conversions while a trace runs: a value read from a traced
+    tensor's data becomes a constant of the trace (the branch taken is recorded), with
+    PyTorch's TracerWarning at the user's line."""
     tr = active_tracer()
     if tr is None or id(t) not in tr.values:
         return
+    caller = sys._getframe(2)  # frame 1 is the conversion; is it called by another one?
+    if caller.f_code.co_name in _CONVERSION_DUNDERS and \
+            caller.f_globals.get("__name__") == _tensor.__name__:
+        return
     loc = _user_loc()
-    where = f"{loc.file}:{loc.line}: {loc.text.strip()}\n" if loc else ""
-    raise TracerError(
-        f"{where}jitorch.jit.trace: converting a traced tensor to a Python {what} makes the "
-        "trace depend on this input's data (a data-dependent branch or value), which a trace "
-        "cannot record. Use jitorch.jit.script for data-dependent control flow.")
+    words = _CONVERSION_WORDS.get(what, what)
+    tr.conversions.append((loc, words, np.array(t._data, copy=True)))
+    msg = (f"Converting a tensor to a {words} might cause the trace to be incorrect. We can't "
+           "record the data flow of Python values, so this value will be treated as a constant "
+           "in the future. This means that the trace might not generalize to other inputs!")
+    frame = _user_frame()
+    if frame is None:
+        warnings.warn(msg, TracerWarning, stacklevel=3)
+    else:  # attributed to the user's line, as PyTorch's warning is
+        warnings.warn_explicit(msg, TracerWarning, frame.f_code.co_filename, frame.f_lineno,
+                               module=frame.f_globals.get("__name__"),
+                               registry=frame.f_globals.setdefault("__warningregistry__", {}),
+                               module_globals=frame.f_globals)
+
+
+def _user_frame():
+    f = sys._getframe(1)
+    while f is not None:
+        mod = f.f_globals.get("__name__", "")
+        if not (mod == "jitorch" or mod.startswith("jitorch.")) and not \
+                f.f_code.co_filename.startswith("<jitorch"):
+            return f
+        f = f.f_back
+    return None
 
 
 # --- argument and result structure -------------------------------------------------------------
@@ -461,6 +496,7 @@ def trace_graph(fn, example_inputs, name: str | None = None):
             raise TracerError("jitorch.jit.trace: the traced function returned no tensors")
         tracer.block.returns = [tracer.value_of(o) for o in out_leaves]
     tracer.graph.trace_info = TraceInfo(in_spec, out_spec, names)
+    tracer.graph.trace_conversions = tracer.conversions
     return tracer.graph, out
 
 

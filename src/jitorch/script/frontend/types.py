@@ -54,6 +54,9 @@ def from_annotation(obj) -> ir.Type:
         return ir.ANY
     if isinstance(obj, type) and getattr(obj, "_jitorch_script_class", False):
         return ir.ClassType(obj.__qualname__)
+    from .classes import ensure_script_class  # a user class: compiled, as TorchScript does
+    if ensure_script_class(obj):
+        return ir.ClassType(obj.__qualname__)
     raise AnnotationError(f"unknown type annotation: {getattr(obj, '__name__', obj)!r}")
 
 

@@ -56,8 +56,7 @@ from .programs import _symbolic, build_entry, first_call
 from .entry import _Entry, _interp
 
 
-class TracerWarning(Warning):
-    """`jitorch.jit.TracerWarning`: the traced program disagrees with eager on the examples."""
+from ..frontend.trace import TracerWarning  # noqa: E402,F401 (jitorch.jit.TracerWarning)
 
 
 _gstate = grad_mode._state

@@ -26,10 +26,6 @@ from ..frontend.module import Compiled, _Ctx, _freeze_value, compile_method
 from .functions import ScriptFunction
 
 
-def _nn():
-    from ... import nn
-    return nn
-
 # --- the module object ------------------------------------------------------------------------
 def _resolve(module, path: str):
     obj = module
@@ -193,15 +189,16 @@ def _exported(module) -> list:
     out = []
     for k in dir(type(module)):
         f = inspect.getattr_static(type(module), k, None)
+        f = getattr(f, "__func__", f)  # a @script_method (runtime/legacy.py)
         if inspect.isfunction(f) and getattr(f, "_jitorch_export", False) and k != "forward":
             out.append(k)
     return out
 
 
 def _make_class():
-    nn = _nn()
+    from .legacy import script_module_base
 
-    class ScriptModule(nn.Module):
+    class ScriptModule(script_module_base()):
         """A scripted (or traced) module: shares the original module's parameters, buffers and
         submodules (state_dict, load_state_dict, parameters(), to(), train()/eval() act on
         both); `forward` and `@jitorch.jit.export` methods run compiled."""
@@ -290,13 +287,28 @@ def script_module(m):
     cls = script_module_class()
     if isinstance(m, cls):
         return m
+    from .legacy import script_module_base
+    if isinstance(m, script_module_base()):  # a jit.ScriptModule subclass: already scripted
+        return m
     sm = cls(m, "script")
     for name in ["forward"] + _exported(m):
         _add_method(sm, name, lambda name=name: compile_method(m, name, _Ctx(), top=True))
     return sm
 
 
-def trace_module(m, example_inputs, check_trace=True):
+def script_module_view(m):
+    """The scripted view of a `jit.ScriptModule` subclass instance (runtime/legacy.py): its
+    `@script_method`s compiled (forward only when it is one)."""
+    sm = script_module_class()(m, "script")
+    for name in _exported(m):  # @script_method marks its function exported
+        _add_method(sm, name, lambda name=name: compile_method(m, name, _Ctx(), top=True))
+    fwd = inspect.getattr_static(type(m), "forward", None)
+    if getattr(getattr(fwd, "__func__", fwd), "_jitorch_script_method", False):
+        _add_method(sm, "forward", lambda: compile_method(m, "forward", _Ctx(), top=True))
+    return sm
+
+
+def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_tolerance=1e-5):
     """`jitorch.jit.trace(module, example_inputs)`: parameters and buffers are graph inputs
     (after the example inputs), as in a scripted module; the trace is for m.training as it is
     now (no guards: a traced module does not recompile on train()/eval())."""
@@ -326,14 +338,16 @@ def trace_module(m, example_inputs, check_trace=True):
     c = Compiled(res, [k for k, _ in named], [], None)
     sm = script_module_class()(m, "trace")
     _add_method(sm, "forward", lambda: c)
-    if check_trace:
-        from ..frontend.trace import same_outputs
-        from .functions import TracerWarning
-        import warnings
-        if not same_outputs(sm(*example_inputs), out):
-            warnings.warn(f"jitorch.jit.trace: the traced module {type(m).__name__} gives "
-                          "different results than eager on the example inputs", TracerWarning,
-                          stacklevel=3)
+    if check_trace:  # PyTorch's default: trace again on the check inputs and compare
+        from ..frontend.trace_check import as_inputs, check_trace as _check
+
+        def retrace(a):
+            a = as_inputs(a)
+            k = len(a)
+            return _trace.trace_graph(lambda *b: m(*b[:k]), a + tuple(t for _, t in named),
+                                      name=f"{type(m).__name__}.forward")
+        _check(graph, retrace, lambda a: sm(*as_inputs(a)), check_inputs or [example_inputs],
+               check_tolerance)
     return sm
 
 

@@ -148,6 +148,9 @@ def save(m, f, _extra_files=None):
     from ..passes import inline
     from ..ir.util import clone_graph
     from ..ir.printer import print_graph
+    from .legacy import script_module_base
+    if isinstance(m, script_module_base()):  # a jit.ScriptModule subclass: its scripted view
+        m = m._scripted()
     if not isinstance(m, script_module_class()):
         raise TypeError("jitorch.jit.save expects a ScriptModule (from jitorch.jit.script or "
                         f"jitorch.jit.trace), got {type(m).__name__}")
