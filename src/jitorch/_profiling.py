@@ -7,3 +7,14 @@ dispatch (`_ops/registry.dispatch`), the compile log (`script/runtime/stats.log_
 collector is active (`_collector.py`), so their call path carries no check at all.
 """
 collector: list = [None]
+
+# What `registry.dispatch` calls first (its one global check): None while neither the profiler
+# nor autocast is active; else autocast's hook (which hands on to the profiler) or the
+# collector's `op`. `refresh()` recomputes it whenever either of the two changes.
+autocast_hook: list = [None]
+intercept: list = [None]
+
+
+def refresh() -> None:
+    a, c = autocast_hook[0], collector[0]
+    intercept[0] = a if a is not None else (c.op if c is not None else None)

@@ -185,7 +185,7 @@ def _nanquantile_impl(input, q, dim=None, keepdim=False, *, interpolation="linea
     return _values(input, q, dim, keepdim, interpolation, True)
 
 
-quantile = defop("quantile", _quantile_impl, tensors=("input", "q"), kind="reduction",
+quantile = defop("quantile", _quantile_impl, autocast="fp32", tensors=("input", "q"), kind="reduction",
                  vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS)
-nanquantile = defop("nanquantile", _nanquantile_impl, tensors=("input", "q"), kind="reduction",
+nanquantile = defop("nanquantile", _nanquantile_impl, autocast="fp32", tensors=("input", "q"), kind="reduction",
                     vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS)

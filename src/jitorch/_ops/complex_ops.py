@@ -151,7 +151,7 @@ def _polar_vjp(g, abs, angle, result):
     return (gc * unit).real, (gc * result * 1j).real
 
 
-defop("polar", _polar, tensors=("abs", "angle"), kind="elementwise", method=False,
+defop("polar", _polar, autocast="fp32", tensors=("abs", "angle"), kind="elementwise", method=False,
       dtype=_to_complex_rule, vjp=_polar_vjp,
       jvp=lambda t_abs, t_angle, abs, angle, result:
       t_abs * polar(abs * 0 + 1, angle) + result * 1j * t_angle,
@@ -214,7 +214,7 @@ def _view_as_complex(input):
 view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, method=False,
                      vjp=lambda g: view_as_complex(g.contiguous()),
                      jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX)
-defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
+defop("view_as_complex", _view_as_complex, autocast="fp32", kind="shape", view=True, method=False,
       vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
       interpreted=_COMPLEX)
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

@@ -122,7 +122,7 @@ def _matmul_vjp(g, input, other):
     return g @ b.mT, a.mT @ g
 
 
-matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
+matmul = defop("matmul", _matmul, autocast="lower", tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
                jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
                infer=infer.matmul)
@@ -137,7 +137,7 @@ def _mm(input, mat2):
     return matmul_arrays(input, mat2)
 
 
-mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
+mm = defop("mm", _mm, autocast="lower", tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
            jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
            infer=infer.fixed_rank(2))
@@ -156,7 +156,7 @@ def _bmm(input, mat2):
     return matmul_arrays(input, mat2)
 
 
-bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
+bmm = defop("bmm", _bmm, autocast="lower", tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
             jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
             infer=infer.fixed_rank(3))
@@ -302,7 +302,7 @@ def _scaled(g, c):
     return g if c == 1 else g * c
 
 
-addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg", inplace=True,
+addmm = defop("addmm", _addmm, autocast="lower", tensors=("input", "mat1", "mat2"), kind="linalg", inplace=True,
               vjp=lambda g, mat1, mat2, beta, alpha: (
                   _scaled(g, beta), _scaled(g.mm(mat2.mT), alpha),
                   _scaled(mat1.mT.mm(g), alpha)),
@@ -361,7 +361,7 @@ def _addbmm_vjp(g, batch1, batch2, beta, alpha):
     return _scaled(g, beta), _scaled(gb.bmm(batch2.mT), alpha), _scaled(batch1.mT.bmm(gb), alpha)
 
 
-addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="linalg",
+addbmm = defop("addbmm", _addbmm, autocast="lower", tensors=("input", "batch1", "batch2"), kind="linalg",
                inplace=True, vjp=_addbmm_vjp,
                jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                _scaled(t_input, beta)
@@ -378,7 +378,7 @@ def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _add_product(input, matmul_arrays(batch1, batch2), beta, alpha)
 
 
-baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind="linalg",
+baddbmm = defop("baddbmm", _baddbmm, autocast="lower", tensors=("input", "batch1", "batch2"), kind="linalg",
                 inplace=True,
                 vjp=lambda g, batch1, batch2, beta, alpha: (
                     _scaled(g, beta), _scaled(g.bmm(batch2.mT), alpha),

@@ -71,7 +71,7 @@ def _inverse(input):
                       "completed because the input matrix is singular.")
 
 
-inverse = defop("inverse", _inverse, kind="linalg",
+inverse = defop("inverse", _inverse, autocast="fp32", kind="linalg",
                 vjp=lambda g, result: -(result.mT @ g @ result.mT),
                 jvp=lambda t_input, result: -(result @ t_input @ result), interpreted=_LAPACK)
 
@@ -233,7 +233,7 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
     return _drop_last(r) if vec else r
 
 
-_linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
+_linalg_solve = defop("_linalg_solve", _solve, autocast="fp32", tensors=("A", "B"), kind="linalg", method=False,
                       vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK)
 
 
@@ -287,9 +287,9 @@ def _cholesky_jvp(t_input, result, upper):
     return dL.mT if upper else dL
 
 
-cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+cholesky = defop("cholesky", _cholesky, autocast="fp32", kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
                  interpreted=_LAPACK)
-_linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, kind="linalg",
+_linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, autocast="fp32", kind="linalg",
                          method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK)
 
 
@@ -378,7 +378,7 @@ def _qr_jvp(t_A, A, result, mode):
     return dQ, dU @ E1.mT + dV @ E2.mT
 
 
-_linalg_qr = defop("_linalg_qr", _qr, tensors=("A",), kind="linalg", method=False,
+_linalg_qr = defop("_linalg_qr", _qr, autocast="fp32", tensors=("A",), kind="linalg", method=False,
                    vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK)
 
 
@@ -423,7 +423,7 @@ def _eigh_jvp(t_A, result):
     return _linalg_diagonal(P, 0, -2, -1), V @ (P / E * _offdiag(L.shape[-1], L))
 
 
-_linalg_eigh = defop("_linalg_eigh", _eigh_np, tensors=("A",), kind="linalg", method=False,
+_linalg_eigh = defop("_linalg_eigh", _eigh_np, autocast="fp32", tensors=("A",), kind="linalg", method=False,
                      vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK)
 
 
@@ -448,7 +448,7 @@ def _eigvalsh_jvp(t_A, A, UPLO):
     return _linalg_diagonal(V.mT @ t_A @ V, 0, -2, -1)
 
 
-_linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, tensors=("A",), kind="linalg",
+_linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, autocast="fp32", tensors=("A",), kind="linalg",
                          method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK)
 
 

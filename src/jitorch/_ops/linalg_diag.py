@@ -138,7 +138,7 @@ def _trace_vjp(g, input_shape):
     return _linalg_diag_scatter(g.expand((n,)), input_shape, 0, 0, 1)
 
 
-trace = defop("trace", _trace, kind="reduction", vjp=_trace_vjp,
+trace = defop("trace", _trace, autocast="fp32", kind="reduction", vjp=_trace_vjp,
               jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET)
 
 

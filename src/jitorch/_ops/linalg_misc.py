@@ -127,7 +127,7 @@ def _vecdot_dim(x, y, dim):
 
 
 _linalg_vecdot = defop(
-    "_linalg_vecdot", _vecdot, tensors=("x", "y"), kind="linalg", method=False,
+    "_linalg_vecdot", _vecdot, autocast="lower", tensors=("x", "y"), kind="linalg", method=False,
     vjp=lambda g, x, y, dim: (g.unsqueeze(_vecdot_dim(x, y, dim)) * y,
                               g.unsqueeze(_vecdot_dim(x, y, dim)) * x),
     jvp=lambda t_x, t_y, x, y, dim: (t_x * y + x * t_y).sum(_vecdot_dim(x, y, dim)),

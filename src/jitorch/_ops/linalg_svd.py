@@ -124,7 +124,7 @@ def _svd_jvp(t_A, A, result, full_matrices):
     return dU, _linalg_diagonal(dP, 0, -2, -1), dV.mT
 
 
-_linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
+_linalg_svd = defop("_linalg_svd", _svd, autocast="fp32", tensors=("A",), kind="linalg", method=False,
                     vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK)
 
 
@@ -152,7 +152,7 @@ def _svdvals_jvp(t_A, A):
     return _linalg_diagonal(U.mT @ t_A @ Vh.mT, 0, -2, -1)
 
 
-_linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
+_linalg_svdvals = defop("_linalg_svdvals", _svdvals, autocast="fp32", tensors=("A",), kind="linalg",
                         method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK)
 
 
@@ -249,7 +249,7 @@ def _pinv_jvp(t_input, input, result):
             + (In - P @ A) @ dA.mT @ P.mT @ P)
 
 
-_linalg_pinv = defop("_linalg_pinv", _pinv, kind="linalg", method=False, vjp=_pinv_vjp,
+_linalg_pinv = defop("_linalg_pinv", _pinv, autocast="fp32", kind="linalg", method=False, vjp=_pinv_vjp,
                      jvp=_pinv_jvp, interpreted=_LAPACK)
 
 
@@ -277,7 +277,7 @@ def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
     return np.asarray((s > np.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
 
 
-_linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, tensors=("A",), kind="linalg",
+_linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, autocast="fp32", tensors=("A",), kind="linalg",
                             method=False, nondiff=True, interpreted=_LAPACK)
 
 
@@ -369,7 +369,7 @@ def _lstsq_jvp(t_A, t_B, A, B, result):
     return dX, d_res, None, d_sv
 
 
-_linalg_lstsq = defop("_linalg_lstsq", _lstsq, tensors=("A", "B"), kind="linalg",
+_linalg_lstsq = defop("_linalg_lstsq", _lstsq, autocast="fp32", tensors=("A", "B"), kind="linalg",
                       method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK)
 
 

@@ -346,7 +346,7 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same)
+                 vjp=vjp, jvp=jvp, infer=infer.same, autocast="lower")
 
 
 conv1d = _make_conv(1)
@@ -425,7 +425,7 @@ def _make_conv_transpose(nd):
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET)
+                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET, autocast="lower")
 
 
 conv_transpose1d = _make_conv_transpose(1)

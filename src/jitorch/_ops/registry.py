@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype as dt
-from .._profiling import collector as _profiler
+from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.forward_ad import propagate
@@ -83,6 +83,7 @@ class OpDef:
     # the compiler's view (script/ reads these; the registry never imports script/):
     infer: Callable | None = None  # type rule (_ops/infer.py); elementwise ops use dtype_rule
     interpreted: str | None = None  # why the compiler has no lowering for this op (None: it has)
+    autocast: str | None = None  # "lower" | "fp32" | "promote": its CPU autocast policy (_autocast)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
 
@@ -183,15 +184,20 @@ def _rule_params(fn, op_tensors, op_attrs, skip_first: bool):
 def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="other",
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
-          varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None) -> Callable:
+          varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None,
+          autocast=None) -> Callable:
     """Declare an op once; returns its public function (also bound as method/in-place).
 
     `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
     `interpreted`: the reason the compiler runs this op in the interpreter (no lowering in
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
-    requires one of the three for every op."""
+    requires one of the three for every op.
+    `autocast`: the op's policy inside `jitorch.autocast("cpu")` ("lower", "fp32", "promote";
+    PyTorch's CPU lists, see `_autocast.py`)."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
+    if autocast not in (None, "lower", "fp32", "promote"):
+        raise ValueError(f"op '{name}': unknown autocast policy {autocast!r}")
     sig = inspect.signature(impl)
     params = list(sig.parameters.values())
     tensor_names = tuple(tensors) + tuple(lists)
@@ -204,7 +210,8 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
                view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
-               scalar_first=scalar_first, infer=infer, interpreted=interpreted)
+               scalar_first=scalar_first, infer=infer, interpreted=interpreted,
+               autocast=autocast)
     op.params = tuple(p.name for p in params)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
@@ -347,9 +354,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
 
     This is the hot path of eager mode: the common elementwise case (tensor operands of one
     dtype, no autograd) is kept to a handful of attribute reads around the NumPy call. An
-    active profiler (jitorch.profiler) records the call and runs it here with _profile=False."""
-    if _profiler[0] is not None and _profile:
-        return _profiler[0].op(op, slots, attrs)
+    active profiler (jitorch.profiler) or autocast (jitorch.amp) sees the call first through the
+    one check of `_intercept` and runs it here with _profile=False."""
+    if _intercept[0] is not None and _profile:
+        return _intercept[0](op, slots, attrs)
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)

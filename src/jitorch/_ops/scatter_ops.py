@@ -421,7 +421,7 @@ def _index_copy(input, index, source, dim):
     return out
 
 
-index_copy = defop("index_copy", _index_copy, tensors=("input", "index", "source"),
+index_copy = defop("index_copy", _index_copy, autocast="promote", tensors=("input", "index", "source"),
                    kind="index", inplace=True,
                    vjp=lambda g, index, dim:
                    (g.index_fill(dim, index, 0), None, g.index_select(dim, index)),
