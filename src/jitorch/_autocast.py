@@ -189,3 +189,10 @@ def policy(category: str):
         run.autocast = category
         return run
     return deco
+
+
+def cast_call(category: str, vals: list) -> list:
+    """The interpreter's casts for a composite's call node (`script/ir/interpreter.py`)."""
+    if not _state.enabled.get("cpu", False):
+        return vals
+    return list(cast_slots(category, tuple(vals)))
