@@ -344,3 +344,45 @@ def test_profiler_and_autocast_together():
                 torch.mm(a, a)
             assert _profiling.intercept[0] is _autocast.dispatch_hook
         assert _profiling.intercept[0] is None
+
+
+def test_with_autocast_inside_scripted_code():
+    @torch.jit.script
+    def f(x, w):
+        a = torch.mm(x, w)
+        with torch.autocast("cpu"):
+            b = torch.mm(x, w)
+            with torch.autocast("cpu", enabled=False):
+                c = torch.mm(x, w)
+            d = F.mse_loss(b, a.bfloat16())
+        return a, b, c, d
+
+    rng = np.random.default_rng(2)
+    xn = rng.standard_normal((3, 4)).astype(np.float32)
+    wn = rng.standard_normal((4, 2)).astype(np.float32)
+    x = torch.tensor(xn, requires_grad=True)
+    a, b, c, d = f(x, torch.tensor(wn))
+    assert [t.dtype for t in (a, b, c, d)] == [torch.float32, torch.bfloat16, torch.float32,
+                                               torch.float32]
+    np.testing.assert_array_equal(b.detach().numpy(), (bf(xn) @ bf(wn)).astype(BF16))
+    assert not torch.is_autocast_enabled("cpu")  # the region closed with the call
+    b.float().sum().backward()
+    assert x.grad.dtype is torch.float32
+    np.testing.assert_array_equal(x.grad.numpy(), bf(np.ones((3, 2), np.float32) @ bf(wn).T))
+
+
+def test_scripted_autocast_region_closed_by_an_error_and_refusals():
+    @torch.jit.script
+    def g(x):
+        with torch.autocast("cpu"):
+            y = torch.mm(x, x).view(100)
+        return y
+    with pytest.raises(RuntimeError, match="invalid for input of size 9"):
+        g(torch.ones(3, 3))
+    assert not torch.is_autocast_enabled("cpu") and _profiling.intercept[0] is None
+
+    def h(x):
+        with torch.autocast("cpu"):
+            return torch.mm(x, x)
+    with pytest.raises(Exception, match="'return' inside a scripted autocast region"):
+        torch.jit.script(h)

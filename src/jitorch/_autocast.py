@@ -41,6 +41,7 @@ class _State(threading.local):
         self.cache_enabled = True
         self.nesting = 0
         self.cache = {}  # id(fp32 leaf) -> (leaf, its lower-precision cast)
+        self.script_regions = []  # autocast objects entered by scripted code, innermost last
 
 
 _state = _State()
@@ -196,3 +197,30 @@ def cast_call(category: str, vals: list) -> list:
     if not _state.enabled.get("cpu", False):
         return vals
     return list(cast_slots(category, tuple(vals)))
+
+
+# --- regions inside scripted code (script/frontend/autocast_region.py) ---------------------------
+def script_enter(device_type: str, dtype=None, enabled: bool = True,
+                 cache_enabled=None) -> None:
+    from .amp.autocast_mode import autocast
+    ac = autocast(device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+    ac.__enter__()
+    _state.script_regions.append(ac)
+
+
+def script_exit() -> None:
+    _state.script_regions.pop().__exit__(None, None, None)
+
+
+script_enter._jitorch_ignore = script_exit._jitorch_ignore = True
+
+
+def script_depth() -> int:
+    return len(_state.script_regions)
+
+
+def unwind_script_regions(depth: int) -> None:
+    """Close the regions a failed interpreted graph left open (innermost first)."""
+    regions = _state.script_regions
+    while len(regions) > depth:
+        regions.pop().__exit__(None, None, None)

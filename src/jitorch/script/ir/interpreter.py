@@ -107,7 +107,12 @@ def run_graph(graph: ir.Graph, args) -> list:
     args = list(args)
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(args)}")
-    return run_block(graph.block, args, {})
+    depth = _autocast.script_depth()
+    try:
+        return run_block(graph.block, args, {})
+    except BaseException:
+        _autocast.unwind_script_regions(depth)  # a `with autocast` region left by the error
+        raise
 
 
 def run_block(block: ir.Block, args: list, env: dict) -> list:
