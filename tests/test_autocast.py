@@ -313,6 +313,8 @@ def test_scripted_call_inside_autocast_matches_eager():
     w = torch.tensor(rng.standard_normal((4, 4)).astype(np.float32))
     b = torch.tensor(rng.standard_normal(4).astype(np.float32))
     assert [t.dtype for t in _scripted(x, w, b)] == [torch.float32] * 3
+    # the policy wrappers keep F.linear / F.mse_loss composites (not Python calls) when scripted
+    assert "PythonOp" not in _scripted.code and "Python call" not in _scripted.code
     with torch.autocast("cpu"):
         got = _scripted(x, w, b)
         want = (F.linear(x, w, b), F.mse_loss(F.linear(x, w, b), x), torch.mm(x, w))

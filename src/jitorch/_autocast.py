@@ -21,6 +21,7 @@ calls, so autograd sends gradients back through them (a float32 leaf gets a floa
 from __future__ import annotations
 
 import functools
+import inspect
 import threading
 
 from . import _dtype as dt
@@ -188,6 +189,7 @@ def policy(category: str):
                 return fn(*args, **kwargs)
             return run_composite(category, fn, args, kwargs)
         run.autocast = category
+        run.__signature__ = inspect.signature(fn)  # what binders see (frontend/composite.py)
         return run
     return deco
 
