@@ -388,3 +388,12 @@ def test_scripted_autocast_region_closed_by_an_error_and_refusals():
             return torch.mm(x, x)
     with pytest.raises(Exception, match="'return' inside a scripted autocast region"):
         torch.jit.script(h)
+
+
+def test_deprecated_cpu_amp_autocast_region_in_scripted_code():
+    @torch.jit.script
+    def f(x):
+        with torch.cpu.amp.autocast(True, torch.float16):
+            y = torch.mm(x, x)
+        return y
+    assert f(torch.ones(2, 2)).dtype is torch.float16

@@ -25,11 +25,10 @@ def rewrite_regions(fdef: ast.FunctionDef, scope, fail) -> ast.FunctionDef:
         if not isinstance(call, ast.Call):
             return False
         try:
-            return scope.eval(call.func) is autocast or (
-                isinstance(scope.eval(call.func), type) and
-                issubclass(scope.eval(call.func), autocast))
+            f = scope.eval(call.func)
         except Exception:  # not a name the scope resolves: not ours
             return False
+        return isinstance(f, type) and issubclass(f, autocast)
 
     class Rewrite(ast.NodeTransformer):
         def visit_FunctionDef(self, node):
@@ -37,8 +36,7 @@ def rewrite_regions(fdef: ast.FunctionDef, scope, fail) -> ast.FunctionDef:
 
         def visit_With(self, node):
             node = self.generic_visit(node)
-            marks = [is_region(it) for it in node.items]
-            if not any(marks):
+            if not any(is_region(it) for it in node.items):
                 return node
             if len(node.items) != 1:
                 fail("autocast() cannot share a with statement with another context manager "
@@ -53,14 +51,11 @@ def rewrite_regions(fdef: ast.FunctionDef, scope, fail) -> ast.FunctionDef:
                          "not supported (move it after the with statement)", sub)
             call = item.context_expr
             cls = scope.eval(call.func)
-            args = list(call.args)
+            args, kws = list(call.args), list(call.keywords)
             if cls is not autocast:  # jitorch.cpu.amp.autocast(enabled, dtype, cache_enabled)
-                args = [ast.Constant("cpu")] + args[:0]
-                kws = list(call.keywords) + [ast.keyword(arg=k, value=a) for k, a in
-                                             zip(("enabled", "dtype", "cache_enabled"),
-                                                 call.args)]
-            else:
-                kws = list(call.keywords)
+                args = [ast.Constant("cpu")]
+                kws += [ast.keyword(arg=k, value=a) for k, a in
+                        zip(("enabled", "dtype", "cache_enabled"), call.args)]
             found.append(node)
             enter = ast.Expr(ast.Call(ast.Name(ENTER, ast.Load()), args, kws))
             leave = ast.Expr(ast.Call(ast.Name(EXIT, ast.Load()), [], []))
