@@ -325,9 +325,25 @@ def test_inplace_cast_error():
 
 
 def test_complex_autograd_is_a_clear_error():
+    # ops whose VJPs are not written for complex gradients refuse them
     z = torch.tensor([1 + 2j], requires_grad=True)
     with pytest.raises(NotImplementedError, match="complex"):
-        (z * z).backward(torch.tensor([1 + 0j]))
+        z.exp().backward(torch.tensor([1 + 0j]))
+
+
+def test_complex_gradients_of_arithmetic():
+    # PyTorch's convention: z.grad = dL/dRe(z) + i dL/dIm(z); d(z * z) pulls back g to
+    # 2 conj(z) g, and a real operand gets the real part
+    z = torch.tensor([1 + 2j], requires_grad=True)
+    (z * z).backward(torch.tensor([1 + 0j]))
+    assert z.grad.tolist() == [2 - 4j]
+    x = torch.tensor([3.0], requires_grad=True)
+    w = torch.tensor([1 + 2j], requires_grad=True)
+    y = (w * x + w - x).abs()  # |4 + 8j - ... |: real loss through mul, add, sub, abs
+    y.backward()
+    v = 3 * (1 + 2j) + (1 + 2j) - 3
+    assert abs(x.grad.item() - ((1 + 2j).conjugate() * v / abs(v) - v / abs(v)).real) < 1e-6
+    assert x.grad.dtype is torch.float32
 
 
 # --- forward mode -----------------------------------------------------------------------------

@@ -105,6 +105,28 @@ def test_empty_is_filled_in_deterministic_mode(dtype, fill):
                for t in made())
 
 
+@pytest.mark.parametrize("dtype,fill", [(jitorch.float32, "nan"), (jitorch.int64, 2**63 - 1),
+                                        (jitorch.bool, True)], ids=["float32", "int64", "bool"])
+def test_compiled_empty_fills_as_eager_and_follows_the_mode(dtype, fill):
+    @jitorch.jit.script
+    def f(x):
+        return jitorch.empty_like(x), jitorch.empty(3, dtype=x.dtype), x.new_empty((2,))
+
+    x = jitorch.zeros(4, dtype=dtype)
+    assert all(not t.to(jitorch.float64).any() for t in f(x))  # outside the mode: zeros
+    jitorch.use_deterministic_algorithms(True)
+    outs = f(x)
+    assert not f.stats["interpreted"], f.stats
+    for t in outs:
+        a = t.numpy().astype(np.float64)
+        assert (np.isnan(a) if fill == "nan" else a == fill).all(), (dtype, a)
+    jitorch.utils.deterministic.fill_uninitialized_memory = False
+    assert all(not t.to(jitorch.float64).any() for t in f(x))
+    jitorch.utils.deterministic.fill_uninitialized_memory = True
+    jitorch.use_deterministic_algorithms(False)
+    assert all(not t.to(jitorch.float64).any() for t in f(x))
+
+
 def test_blas_runs_one_thread_while_deterministic():
     rng = np.random.default_rng(0)
     a = jitorch.from_numpy(rng.standard_normal((256, 3000), dtype=np.float32))

@@ -58,3 +58,12 @@ def test_serve_threads(capsys):
     ref = jitorch.clamp(x @ params[0] + params[1], min=0.0)
     ref = jitorch.clamp(ref @ params[2] + params[3], min=0.0) @ params[4] + params[5]
     assert (mod.mlp(x, *params) - ref).abs().max().item() < 1e-4
+
+
+def test_fft_filter(capsys):
+    r = load("fft_filter").main(n=1024, batch=4, cutoff=40.0)
+    out = capsys.readouterr().out
+    assert not r["reasons"]  # rfft, the masked spectrum and irfft all compiled
+    assert "np.fft.rfftn" in out and "np.fft.irfftn" in out
+    assert r["diff"] < 1e-5
+    assert r["after"] < r["before"] / 3  # most of the noise is gone

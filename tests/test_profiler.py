@@ -470,3 +470,10 @@ def test_table_is_pytorchs_table():
     for case, (avg_kw, table_kw) in TABLE_CASES.items():
         got = synthetic_events().key_averages(**avg_kw).table(**table_kw)
         assert got == refs[case], case
+
+
+def test_with_flops_says_it_is_not_implemented():
+    with pytest.warns(UserWarning, match="with_flops=True is not implemented"):
+        with jitorch.profiler.profile(with_flops=True) as prof:
+            jitorch.ones(2, 2) @ jitorch.ones(2, 2)
+    assert "FLOPs" not in prof.key_averages().table()

@@ -310,3 +310,25 @@ def test_guards_see_in_place_changes_of_list_attributes():
     assert sm(x).tolist() == [6.0, 6.0]
     m.factors = [5.0]
     assert sm(x).tolist() == [5.0, 5.0]
+
+
+def test_a_parameter_first_read_inside_an_if_that_returns():
+    """A module storage first touched on one path (an `if` that returns) is the graph input on
+    the others (it was a KeyError at the function's other exit)."""
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(jitorch.arange(3.0))
+
+        def _w(self, x):
+            return x * self.weight
+
+        def forward(self, x):
+            if x.dim() == 1:
+                return self._w(x.unsqueeze(0)).squeeze(0)
+            return self._w(x)
+
+    m = M()
+    sm = jitorch.jit.script(m)
+    for x in (jitorch.ones(2, 3), jitorch.ones(3)):
+        np.testing.assert_array_equal(sm(x).detach().numpy(), m(x).detach().numpy())

@@ -19,6 +19,7 @@ from ._tensor_str import *  # noqa: F401,F403
 from . import _random as random  # `jitorch.random.manual_seed`, `fork_rng`, ...
 from ._ops import *  # noqa: F401,F403
 from . import linalg  # the `jitorch.linalg` namespace
+from . import fft  # the `jitorch.fft` namespace (issue 11)
 from ._ops.indexing import _getitem, _setitem  # noqa: F401  (Tensor.__getitem__/__setitem__)
 from ._ops.registry import PUBLIC as _PUBLIC
 from . import return_types  # noqa: E402
@@ -29,6 +30,7 @@ from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 from . import utils  # noqa: E402  (`jitorch.utils.data`)
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
+from .func import vmap  # noqa: E402  (`jitorch.vmap`, as torch.vmap)
 from .serialization import load, save  # noqa: E402  (safe, pickle-free)
 from ._determinism import (  # noqa: E402  (deterministic mode)
     are_deterministic_algorithms_enabled, get_deterministic_debug_mode, is_deterministic,
@@ -40,6 +42,11 @@ from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
 from . import amp, cpu  # noqa: E402  (`jitorch.amp`: autocast, GradScaler; `jitorch.cpu.amp`)
 from .amp import autocast  # noqa: E402
 from ._precision import *  # noqa: E402,F401,F403  (autocast state, float32 matmul precision)
+
+# the namespaces scripts touch on any machine (CPU-only answers, as PyTorch's CPU build gives)
+from . import accelerator, backends, cuda, distributed  # noqa: E402,F401
+from . import onnx, special, testing  # noqa: E402,F401
+from ._device import get_default_device, set_default_device  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

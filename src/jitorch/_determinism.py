@@ -7,7 +7,9 @@ Owns the process-wide flags PyTorch keeps in its global context (`deterministic 
   (floating and complex; NaN+0j) or the dtype's largest value (integers; True for bool) while the
   mode is on and `jitorch.utils.deterministic.fill_uninitialized_memory` is True, as PyTorch 2.1+
   does, so a read of memory nothing wrote shows up. Outside the mode they are zero-filled (jitorch
-  never hands out uninitialised memory). Compiled programs keep zero-filling (see README).
+  never hands out uninitialised memory). Compiled programs fill the same way: the fill is baked
+  into the program when it is generated, and switching it forgets every compiled
+  specialisation (`_forget_compiled`).
 - BLAS is limited to one thread per call while the mode is on. OpenBLAS's sgemm/dgemm split the
   work differently with the thread count and the low bits of the result change with it (measured:
   a 256x3000 @ 3000x64 float32 matmul differs between 1, 2, 3, 4 and 8 BLAS threads; at one
@@ -31,6 +33,7 @@ racing on one output) must raise that error from its registry declaration.
 """
 from __future__ import annotations
 
+import sys
 import threading
 import warnings
 
@@ -62,8 +65,11 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     _check_bool("use_deterministic_algorithms", "warn_only", None, warn_only)
     global _enabled, _warn_only
     with _lock:
+        before = fills_empty()
         _enabled, _warn_only = mode, warn_only
         _apply_blas_locked()
+    if fills_empty() != before:
+        _forget_compiled()
 
 
 def _apply_blas_locked() -> None:
@@ -137,7 +143,25 @@ def set_fill_uninitialized_memory(mode) -> None:
     global _fill
     if not isinstance(mode, bool):
         raise RuntimeError(f"expected a bool, but got {type(mode).__name__}")
+    before = fills_empty()
     _fill = mode
+    if fills_empty() != before:
+        _forget_compiled()
+
+
+def fills_empty() -> bool:
+    """Whether `empty*` results are filled (deterministic mode with fill_uninitialized_memory)."""
+    return _enabled and _fill
+
+
+def _forget_compiled() -> None:
+    """Compiled programs bake `empty*`'s fill in (codegen/lower_factory.py): when it changes,
+    every scripted function forgets its specialisations and rebuilds them on its next call (the
+    programs that do not create empty tensors come back from the disk cache unchanged)."""
+    stats = sys.modules.get("jitorch.script.runtime.stats")
+    if stats is not None:
+        for sf in list(stats._functions):
+            sf._reset()
 
 
 def empty_fill(shape, np_dtype) -> np.ndarray:

@@ -4,6 +4,15 @@ the CUDA backend lands."""
 from __future__ import annotations
 
 
+_TYPES = ("cpu", "cuda", "mps", "xpu", "meta")  # names PyTorch parses; only cpu holds storage
+
+
+class NoDeviceError(AssertionError, NotImplementedError):
+    """A device jitorch cannot reach: PyTorch's CPU-only build raises AssertionError ("Torch not
+    compiled with CUDA enabled"), jitorch's convention for what is not there is
+    NotImplementedError naming it; this is both, so either `except` clause catches it."""
+
+
 class device:
     __slots__ = ("type", "index")
 
@@ -18,9 +27,9 @@ class device:
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{type}:{idx}'")
             index = int(idx)
-        if type not in ("cpu", "cuda", "meta"):
-            raise RuntimeError(f"Expected one of cpu, cuda, meta device type at start of device "
-                               f"string: {type}")
+        if type not in _TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_TYPES)} device type at start of "
+                               f"device string: {type}")
         self.type, self.index = type, index
 
     def __eq__(self, other):
@@ -38,6 +47,13 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):  # `with torch.device("cpu"):` (another device raises, as as_device)
+        as_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
 
 CPU = device("cpu")
 
@@ -50,6 +66,20 @@ def as_device(d) -> device:
         d = device("cuda", d)
     d = d if isinstance(d, device) else device(d)
     if d.type != "cpu":
-        raise NotImplementedError(
-            f"jitorch: tensors on device '{d}' are not implemented yet (CPU only in this release)")
+        prefix = "Torch not compiled with CUDA enabled: " if d.type == "cuda" else ""
+        raise NoDeviceError(f"{prefix}jitorch: tensors on device '{d}' are not implemented yet "
+                            f"(CPU only in this release)")
     return CPU
+
+
+_default = [CPU]
+
+
+def set_default_device(device) -> None:
+    """`torch.set_default_device`: the CPU (or None, which resets to it) is the only device that
+    holds storage here; another raises at once, where PyTorch raises at the first factory call."""
+    _default[0] = CPU if device is None else as_device(device)
+
+
+def get_default_device() -> device:
+    return _default[0]

@@ -149,6 +149,11 @@ def fork_rng(devices=None, enabled=True, **kwargs):
 
 # --- helpers -------------------------------------------------------------------------------------
 def _rng(generator, fname: str) -> np.random.Generator:
+    from ._ops.registry import _mode_state
+    for mode in _mode_state.stack:  # vmap refuses random ops (randomness="error")
+        check = getattr(mode, "random_op", None)
+        if check is not None:
+            check(fname)
     if generator is None:
         return default_generator._rng
     if not isinstance(generator, Generator):

@@ -98,6 +98,14 @@ class Tensor:
     def is_cuda(self) -> bool:
         return False
 
+    # the other device predicates PyTorch tensors carry: storage is always on the CPU here
+    is_xpu = is_mps = is_meta = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_cuda
+    is_quantized = is_mkldnn = is_nested = is_sparse = is_sparse_csr = is_cuda
+
+    @property
+    def is_cpu(self) -> bool:
+        return True
+
     @property
     def ndim(self) -> int:
         return self._data.ndim

@@ -13,6 +13,7 @@ import numpy as np
 
 from ._reduce_common import one_dim, put_along, take_along
 from .registry import defop
+from .batching import LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _SORTS = "sorts along a dim: no CPU lowering yet"
@@ -118,7 +119,8 @@ def _plan_impl(input, q, dim, interpolation, ignore_nan):
 
 
 _quantile_plan = defop("_quantile_plan", _plan_impl, tensors=("input", "q"), kind="reduction",
-                       method=False, nondiff=True, interpreted=_SORTS)
+                       method=False, nondiff=True, interpreted=_SORTS,
+                       batch=LOOP)
 
 
 def _scatter_shape(input, q, dim):
@@ -185,7 +187,9 @@ def _nanquantile_impl(input, q, dim=None, keepdim=False, *, interpolation="linea
     return _values(input, q, dim, keepdim, interpolation, True)
 
 
-quantile = defop("quantile", _quantile_impl, autocast="fp32", tensors=("input", "q"), kind="reduction",
-                 vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS)
-nanquantile = defop("nanquantile", _nanquantile_impl, autocast="fp32", tensors=("input", "q"), kind="reduction",
-                    vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS)
+quantile = defop("quantile", _quantile_impl, tensors=("input", "q"), kind="reduction",
+                 vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS,
+                 batch=LOOP, autocast="fp32")
+nanquantile = defop("nanquantile", _nanquantile_impl, tensors=("input", "q"), kind="reduction",
+                    vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS,
+                    batch=LOOP, autocast="fp32")

@@ -16,6 +16,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from ._util import reduce_dims, wrap_dim
 from .registry import PUBLIC, _pt_name, defop
+from .batching import LOOP, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -106,13 +107,15 @@ take_along = defop("_take_along", _take_along_impl, tensors=("input", "index"), 
                    vjp=lambda g, index, dim, input_shape:
                    (put_along(g, index, dim, input_shape), None),
                    jvp=lambda t_input, index, dim: take_along(t_input, index, dim),
-                   interpreted=_NOT_YET)
+                   interpreted=_NOT_YET,
+                   batch=dims("dim", expand=True))
 
 put_along = defop("_put_along", _put_along_impl, tensors=("src", "index"), kind="index",
                   method=False,
                   vjp=lambda g, index, dim: (take_along(g, index, dim), None),
                   jvp=lambda t_src, index, dim, shape: put_along(t_src, index, dim, shape),
-                  interpreted=_NOT_YET)
+                  interpreted=_NOT_YET,
+                  batch=LOOP)
 
 
 def _flip_impl(input, dims):
@@ -121,7 +124,8 @@ def _flip_impl(input, dims):
 
 flip_ = defop("_flip", _flip_impl, kind="shape", method=False,
               vjp=lambda g, dims: flip_(g, dims), jvp=lambda t_input, dims: flip_(t_input, dims),
-              interpreted=_NOT_YET)
+              interpreted=_NOT_YET,
+              batch=dims("dims"))
 
 
 # --- constant masks (nondiff) ------------------------------------------------------------------

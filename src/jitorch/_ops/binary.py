@@ -161,9 +161,19 @@ def _add(input, other, *, alpha=1):
     return np.add(input, other * alpha) if alpha != 1 else np.add(input, other)
 
 
+def _cj(x):
+    """The conjugate of a complex operand (tensor or number), else the operand itself: the VJPs
+    below then hold for complex values (PyTorch's convention, grad = dL/dRe + i dL/dIm) and,
+    for real ones, are the same ops as before."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._dtype.category == dt.COMPLEX else x
+    return x.conjugate() if isinstance(x, complex) else x
+
+
+# complex_grad: autograd lets complex gradients into these (their VJPs conjugate, see _cj)
 add = defop("add", _add, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            dtype=_alpha_rule, extra={"dtype_attrs": True},
-            vjp=lambda g, alpha: (g, g * alpha if alpha != 1 else g),
+            dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True},
+            vjp=lambda g, alpha: (g, g * _cj(alpha) if alpha != 1 else g),
             jvp=lambda t_input, t_other, alpha: t_input + t_other * alpha,
             scalar="{input} + {alpha} * {other}")
 
@@ -185,8 +195,8 @@ def _sub_check(input, other, *, alpha=1, out=None):
 
 
 defop("sub", _sub, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-      dtype=_alpha_rule, extra={"dtype_attrs": True},
-      vjp=lambda g, alpha: (g, -g * alpha if alpha != 1 else -g),
+      dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True},
+      vjp=lambda g, alpha: (g, -g * _cj(alpha) if alpha != 1 else -g),
       jvp=lambda t_input, t_other, alpha: t_input - t_other * alpha,
       scalar="{input} - {alpha} * {other}")
 sub = guard("sub", _sub_check)
@@ -198,7 +208,8 @@ def _mul(input, other):
 
 
 mul = defop("mul", _mul, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            vjp=lambda g, input, other: (g * other, g * input),
+            vjp=lambda g, input, other: (g * _cj(other), g * _cj(input)),
+            extra={"complex_grad": True},
             jvp=lambda t_input, t_other, input, other: t_input * other + input * t_other,
             scalar="{input} * {other}")
 multiply = alias("multiply", "mul")

@@ -16,6 +16,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._tensor import Tensor
 from .registry import PUBLIC, _pt_name, defop
+from .batching import ELEMENTWISE
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -186,7 +187,8 @@ def _isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return np.asarray(close | finite)
 
 
-isclose = defop("isclose", _isclose, tensors=_BIN, kind="other", nondiff=True, interpreted=_NOT_YET)
+isclose = defop("isclose", _isclose, tensors=_BIN, kind="other", nondiff=True, interpreted=_NOT_YET,
+                batch=ELEMENTWISE)
 
 
 def _allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):

@@ -17,9 +17,13 @@ from .._creation import zeros_like
 from .._tensor import Tensor
 from .binary import guard, not_implemented
 from .registry import PUBLIC, _pt_name, defop
+from .batching import ELEMENTWISE, LEADING
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _COMPLEX = "complex dtypes are not lowered on CPU"
+# these VJPs are written for complex gradients (PyTorch's convention: dL/dRe + i dL/dIm), so
+# autograd lets complex gradients into them (autograd/graph.py)
+_CGRAD = {"complex_grad": True}
 
 __all__ = ["real", "imag", "conj", "conj_physical", "resolve_conj", "is_conj", "angle", "polar",
            "complex", "view_as_real", "view_as_complex"]
@@ -38,9 +42,11 @@ def _imag(input):
 
 # gradients of a real view are real; autograd casts them back to the complex input's dtype
 real = defop("real", _real, kind="shape", view=True, method=False,
-             vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX)
+             vjp=lambda g: g, jvp=lambda t_input: real(t_input), interpreted=_COMPLEX,
+             extra=_CGRAD, batch=LEADING)
 imag = defop("imag", _imag, kind="shape", view=True, method=False,
-             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX)
+             vjp=lambda g: g * 1j, jvp=lambda t_input: imag(t_input), interpreted=_COMPLEX,
+             extra=_CGRAD, batch=LEADING)
 
 
 def _get_real(self):
@@ -65,11 +71,13 @@ def _conj(input):
 
 
 conj = defop("conj", _conj, kind="other", view="maybe",
-             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX)
+             vjp=lambda g: g.conj(), jvp=lambda t_input: t_input.conj(), interpreted=_COMPLEX,
+             extra=_CGRAD, batch=ELEMENTWISE)
 
 conj_physical = defop("conj_physical", lambda input: np.conj(input), kind="elementwise",
                       inplace=True, vjp=lambda g: g.conj(),
-                      jvp=lambda t_input: t_input.conj(), scalar="np.conj({input})")
+                      jvp=lambda t_input: t_input.conj(), scalar="np.conj({input})",
+                      extra={"complex_scalar": True, "complex_grad": True})
 
 
 def resolve_conj(input):
@@ -151,18 +159,18 @@ def _polar_vjp(g, abs, angle, result):
     return (gc * unit).real, (gc * result * 1j).real
 
 
-defop("polar", _polar, autocast="fp32", tensors=("abs", "angle"), kind="elementwise", method=False,
+defop("polar", _polar, tensors=("abs", "angle"), kind="elementwise", method=False,
       dtype=_to_complex_rule, vjp=_polar_vjp,
       jvp=lambda t_abs, t_angle, abs, angle, result:
       t_abs * polar(abs * 0 + 1, angle) + result * 1j * t_angle,
-      scalar="complex({abs} * math.cos({angle}), {abs} * math.sin({angle}))")
+      scalar="complex({abs} * math.cos({angle}), {abs} * math.sin({angle}))", autocast="fp32")
 polar = guard("polar", _pair_check("polar"))
 
 
 defop("complex", lambda real, imag: _make_complex(real, imag), tensors=("real", "imag"),
       kind="elementwise", method=False, dtype=_to_complex_rule,
       vjp=lambda g: (real(g), imag(g)),
-      jvp=lambda t_real, t_imag: complex(t_real, t_imag),
+      jvp=lambda t_real, t_imag: complex(t_real, t_imag), extra=_CGRAD,
       scalar="complex({real}, {imag})")
 complex = guard("complex", _pair_check("complex"))
 
@@ -213,8 +221,9 @@ def _view_as_complex(input):
 
 view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, method=False,
                      vjp=lambda g: view_as_complex(g.contiguous()),
-                     jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX)
-defop("view_as_complex", _view_as_complex, autocast="fp32", kind="shape", view=True, method=False,
+                     jvp=lambda t_input: view_as_real(t_input), interpreted=_COMPLEX,
+                     extra=_CGRAD, batch=LEADING)
+defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
       vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
-      interpreted=_COMPLEX)
+      interpreted=_COMPLEX, extra=_CGRAD, batch=LEADING, autocast="fp32")
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

@@ -13,6 +13,7 @@ from ..autograd.inplace import check_inplace_allowed, check_writable, rebase_his
     write_result
 from . import infer
 from .registry import defop
+from .batching import ELEMENTWISE, sizes
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -33,7 +34,8 @@ def _to_dtype_impl(input, dtype):
 
 _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
                   vjp=lambda g, input_dtype: g.to(input_dtype),
-                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype)
+                  jvp=lambda t_input, dtype: t_input.to(dtype), infer=infer.to_dtype,
+                  batch=ELEMENTWISE)
 
 
 def _clone_impl(input, *, memory_format=None):
@@ -50,7 +52,8 @@ def _contiguous_impl(input, memory_format=None):
 
 
 defop("contiguous", _contiguous_impl, function=False, view="maybe",
-      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same)
+      vjp=lambda g: g, jvp=lambda t_input: t_input, infer=infer.same,
+      batch=ELEMENTWISE)
 
 
 def _expand_copy_impl(src, shape, dtype):
@@ -59,7 +62,8 @@ def _expand_copy_impl(src, shape, dtype):
 
 _expand_copy = defop("_expand_copy", _expand_copy_impl, tensors=("src",), method=False,
                      vjp=lambda g: g, jvp=lambda t_src, shape, dtype: t_src.expand(shape)
-                     .to(dtype), interpreted=_NOT_YET)
+                     .to(dtype), interpreted=_NOT_YET,
+                     batch=sizes("shape", "expand"))
 
 
 def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
@@ -77,6 +81,9 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
         raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
                            f"shape {list(np.broadcast_shapes(src._data.shape, self._data.shape))}")
     r = _expand_copy(src, self._data.shape, self._dtype)
+    if getattr(r, "_vlevel", 0):  # vmap: a batched source cannot go into an unbatched self
+        from ..func._vmap import write_into
+        write_into(self, r, "copy")
     self._data[...] = r._data
     self._version[0] += 1
     if grad_mode._state.enabled and r._requires_grad:
@@ -94,7 +101,8 @@ def _detached_zero_history(self: Tensor) -> Tensor:
 
 
 _mul_zero = defop("_mul_zero", lambda input: np.zeros_like(input), method=False,
-                  vjp=lambda g: g * 0, interpreted=_NOT_YET)
+                  vjp=lambda g: g * 0, interpreted=_NOT_YET,
+                  batch=ELEMENTWISE)
 
 
 def fill_(self: Tensor, value) -> Tensor:

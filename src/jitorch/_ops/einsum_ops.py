@@ -17,6 +17,7 @@ from .._tensor import Tensor
 from ._linalg_util import const, no_bool, pt
 from ._util import wrap_dim
 from .registry import _write_out, defop
+from .batching import EINSUM, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (matmul, mm, bmm are lowered)"
@@ -230,7 +231,8 @@ def _einsum_jvp(t_operands, operands, spec):
 
 
 _einsum = defop("_einsum", _einsum_impl, tensors=(), lists=("operands",), kind="linalg",
-                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp, interpreted=_NOT_YET)
+                method=False, vjp=_einsum_vjp, jvp=_einsum_jvp, interpreted=_NOT_YET,
+                batch=EINSUM)
 
 
 def einsum(*args, out=None):
@@ -349,4 +351,5 @@ def _tensordot_jvp(t_a, t_b, a, b, dims):
 
 tensordot = defop("tensordot", _tensordot, tensors=("a", "b"), kind="linalg", method=False,
                   vjp=_tensordot_vjp, jvp=_tensordot_jvp,
-                  interpreted="no CPU lowering yet (matmul, mm, bmm are lowered)")
+                  interpreted="no CPU lowering yet (matmul, mm, bmm are lowered)",
+                  batch=LOOP)

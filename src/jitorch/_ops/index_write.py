@@ -15,6 +15,7 @@ import numpy as np
 from . import infer
 from .indexing import _np_basic
 from .registry import defop
+from .batching import LOOP
 
 _WHOLE = (None, None, None)
 
@@ -88,7 +89,8 @@ def _index_write_region(g, basic):
 _index_write = defop(
     "_index_write", _index_write_impl, tensors=("input", "values"), kind="index",
     method=False, vjp=_index_write_vjp, infer=infer.same,
-    jvp=lambda t_input, t_values, basic: _index_write(t_input, t_values, basic))
+    jvp=lambda t_input, t_values, basic: _index_write(t_input, t_values, basic),
+    batch=LOOP)
 
 
 def _select_write_impl(input, values, dim, index):
@@ -112,4 +114,5 @@ _select_write = defop(
     method=False, extra={"runtime_attrs": ("dim", "index")},
     vjp=lambda g, dim, index: (_select_write(g, 0, dim, index), g.select(dim, index)),
     jvp=lambda t_input, t_values, dim, index: _select_write(t_input, t_values, dim, index),
-    infer=infer.same)
+    infer=infer.same,
+    batch=LOOP)

@@ -25,6 +25,7 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
 from .registry import _pt_name, defop
+from .batching import ELEMENTWISE, INDEX, INDEX_BACKWARD, INDEX_VIEW, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -139,7 +140,7 @@ def _seq_as_tuple(idx) -> bool:
     sequence or a tensor is a tuple of indices; otherwise it is one index tensor."""
     if len(idx) >= 32:
         return False
-    return any(isinstance(x, (Tensor, list, tuple, slice, np.ndarray)) or x is None
+    return any(isinstance(x, (Tensor, list, tuple, slice, np.ndarray, range)) or x is None
                or x is Ellipsis for x in idx)
 
 
@@ -167,7 +168,7 @@ def _classify(it):
         return "int", int(it)
     if isinstance(it, slice):
         return "slice", it
-    if isinstance(it, (list, tuple, np.ndarray)):
+    if isinstance(it, (list, tuple, np.ndarray, range)):  # a range is a sequence of indices
         it = _seq_tensor(it)
     if isinstance(it, Tensor):
         d = it._dtype
@@ -358,7 +359,8 @@ def _index_view_impl(input, basic):
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
                     vjp=lambda g, input_shape, basic:
                     _index_backward(g, [], input_shape, basic, ()),
-                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view)
+                    jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view,
+                    batch=INDEX_VIEW)
 
 
 def _index_impl(input, indices, basic, adv):
@@ -380,7 +382,8 @@ def _index_vjp(g, indices, input_shape, basic, adv):
 _index = defop("_index", _index_impl, lists=("indices",), kind="index", method=False,
                vjp=_index_vjp,
                jvp=lambda t_input, indices, basic, adv: _index(t_input, indices, basic, adv),
-               interpreted=_NOT_YET)
+               interpreted=_NOT_YET,
+               batch=INDEX)
 
 
 def _index_backward_impl(grad, indices, shape, basic, adv):
@@ -404,7 +407,8 @@ _index_backward = defop(
     kind="index", method=False, vjp=_index_backward_vjp,
     jvp=lambda t_grad, indices, shape, basic, adv: _index_backward(t_grad, indices, shape,
                                                                    basic, adv),
-    interpreted=_NOT_YET)
+    interpreted=_NOT_YET,
+    batch=INDEX_BACKWARD)
 
 
 def _getitem(self: Tensor, idx) -> Tensor:
@@ -448,7 +452,8 @@ def _index_put_vjp(g, indices, adv, accumulate):
 _index_put = defop("_index_put", _index_put_core, lists=("indices",), tensors=("input", "values"),
                    kind="index", method=False, inplace=True, vjp=_index_put_vjp,
                    jvp=lambda t_input, t_values, indices, adv, accumulate:
-                   _index_put(t_input, indices, t_values, adv, accumulate), interpreted=_NOT_YET)
+                   _index_put(t_input, indices, t_values, adv, accumulate), interpreted=_NOT_YET,
+                   batch=LOOP)
 
 
 def _put_dtype_check(input, values):
@@ -484,7 +489,8 @@ index_put = defop("index_put", _index_put_impl, lists=("indices",),
                   tensors=("input", "values"), kind="index", inplace=True,
                   vjp=_index_put_pub_vjp,
                   jvp=lambda t_input, t_values, indices, accumulate:
-                  t_input.index_put(indices, t_values, accumulate), interpreted=_NOT_YET)
+                  t_input.index_put(indices, t_values, accumulate), interpreted=_NOT_YET,
+                  batch=LOOP)
 
 
 def _strip_leading_ones(value: Tensor) -> Tensor:
@@ -566,7 +572,8 @@ def _masked_fill_jvp(t_input, t_value, mask):
 
 masked_fill = defop("masked_fill", _masked_fill_impl, tensors=("input", "mask", "value"),
                     kind="index", inplace=True, vjp=_masked_fill_vjp, jvp=_masked_fill_jvp,
-                    interpreted=_NOT_YET)
+                    interpreted=_NOT_YET,
+                    batch=ELEMENTWISE)
 
 
 def _masked_select_impl(input, mask):

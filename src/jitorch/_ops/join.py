@@ -14,6 +14,7 @@ from .._tensor import Tensor
 from ._util import wrap_dim
 from . import infer
 from .registry import _pt_name, defop
+from .batching import dims
 from .shape import _index, _ints, _narrow_backward
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -112,13 +113,16 @@ def _cat_vjp(g, tensors_shape, dim):
 _CAT = dict(lists=("tensors",), tensors=(), kind="shape", method=False,
             autocast="promote")
 cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT,
-            infer=infer.join(0))
+            infer=infer.join(0),
+            batch=dims("dim", expand=True))
 concat = defop("concat", _concat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim),
-               **_CAT, interpreted=_ALIAS_CAT)
+               **_CAT, interpreted=_ALIAS_CAT,
+               batch=dims("dim", expand=True))
 concatenate = defop("concatenate", _concatenate,
                     vjp=lambda g, tensors_shape, axis: _cat_vjp(g, tensors_shape, axis),
                     jvp=lambda t_tensors, axis: cat(t_tensors, axis), **_CAT,
-                    interpreted=_ALIAS_CAT)
+                    interpreted=_ALIAS_CAT,
+                    batch=dims("axis", expand=True))
 
 
 def _stack(tensors, dim=0):
@@ -139,7 +143,8 @@ def _stack_vjp(g, tensors_shape, dim):
 
 
 stack = defop("stack", _stack, vjp=_stack_vjp,
-              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT, infer=infer.join(1))
+              jvp=lambda t_tensors, dim: stack(t_tensors, dim), **_CAT, infer=infer.join(1),
+              batch=dims("dim", extra=1, expand=True))
 
 
 # hstack & co: lift every input to a minimum rank, then concatenate along a fixed dim
@@ -249,7 +254,8 @@ def _split(tensor, split_size_or_sections, dim=0):
 split = defop("split", _split, tensors=("tensor",), kind="shape", view=True,
               vjp=lambda g, dim: _join_grads(g, dim),
               jvp=lambda t_tensor, split_size_or_sections, dim:
-              t_tensor.split(split_size_or_sections, dim), interpreted=_SPLITS)
+              t_tensor.split(split_size_or_sections, dim), interpreted=_SPLITS,
+              batch=dims("dim"))
 
 
 def _chunk(input, chunks, dim=0):
@@ -267,7 +273,8 @@ def _chunk(input, chunks, dim=0):
 
 
 chunk = defop("chunk", _chunk, kind="shape", view=True, vjp=lambda g, dim: _join_grads(g, dim),
-              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim), infer=infer.list_of_same)
+              jvp=lambda t_input, chunks, dim: t_input.chunk(chunks, dim), infer=infer.list_of_same,
+              batch=dims("dim"))
 
 
 def _tensor_split_bounds(n, indices_or_sections):
@@ -326,7 +333,8 @@ def _tensor_split_vjp(g, input_shape, indices_or_sections, dim):
 tensor_split = defop("tensor_split", _tensor_split, kind="shape", view=True,
                      vjp=_tensor_split_vjp,
                      jvp=lambda t_input, indices_or_sections, dim:
-                     t_input.tensor_split(indices_or_sections, dim), interpreted=_SPLITS)
+                     t_input.tensor_split(indices_or_sections, dim), interpreted=_SPLITS,
+                     batch=dims("dim"))
 
 
 def _declare_xsplit(name, min_dims, dim_of):
@@ -369,4 +377,5 @@ def _unbind(input, dim=0):
 
 unbind = defop("unbind", _unbind, kind="shape", view=True,
                vjp=lambda g, dim: stack([g] if isinstance(g, Tensor) else list(g), dim),
-               jvp=lambda t_input, dim: t_input.unbind(dim), interpreted=_SPLITS)
+               jvp=lambda t_input, dim: t_input.unbind(dim), interpreted=_SPLITS,
+               batch=dims("dim"))

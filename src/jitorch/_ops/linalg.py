@@ -18,6 +18,7 @@ from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
+from .batching import LOOP, MATMUL, OUTER
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (matmul, mm, bmm, addmm are lowered)"
@@ -122,10 +123,11 @@ def _matmul_vjp(g, input, other):
     return g @ b.mT, a.mT @ g
 
 
-matmul = defop("matmul", _matmul, autocast="lower", tensors=("input", "other"), kind="linalg",
+matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
                jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
-               infer=infer.matmul)
+               infer=infer.matmul,
+               batch=MATMUL, autocast="lower")
 
 
 def _mm(input, mat2):
@@ -137,10 +139,11 @@ def _mm(input, mat2):
     return matmul_arrays(input, mat2)
 
 
-mm = defop("mm", _mm, autocast="lower", tensors=("input", "mat2"), kind="linalg",
+mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
            jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
-           infer=infer.fixed_rank(2))
+           infer=infer.fixed_rank(2),
+           batch=MATMUL, autocast="lower")
 
 
 def _bmm(input, mat2):
@@ -156,10 +159,11 @@ def _bmm(input, mat2):
     return matmul_arrays(input, mat2)
 
 
-bmm = defop("bmm", _bmm, autocast="lower", tensors=("input", "mat2"), kind="linalg",
+bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
             jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
-            infer=infer.fixed_rank(3))
+            infer=infer.fixed_rank(3),
+            batch=MATMUL, autocast="lower")
 
 
 def _mv(input, vec):
@@ -173,7 +177,8 @@ def _mv(input, vec):
 mv = defop("mv", _mv, tensors=("input", "vec"), kind="linalg",
            vjp=lambda g, input, vec: (g.unsqueeze(-1) * vec, input.mT.mv(g)),
            jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec),
-           interpreted=_NOT_YET)
+           interpreted=_NOT_YET,
+           batch=MATMUL)
 
 
 def _dot(input, tensor):
@@ -184,7 +189,8 @@ def _dot(input, tensor):
 dot = defop("dot", _dot, tensors=("input", "tensor"), kind="linalg",
             vjp=lambda g, input, tensor: (g * tensor, g * input),
             jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor),
-            interpreted=_NOT_YET)
+            interpreted=_NOT_YET,
+            batch=MATMUL)
 
 
 def _vdot(input, other):
@@ -196,7 +202,8 @@ def _vdot(input, other):
 vdot = defop("vdot", _vdot, tensors=("input", "other"), kind="linalg",
              vjp=lambda g, input, other: (g * other, g * input),
              jvp=lambda t_input, t_other, input, other: t_input.vdot(other) + input.vdot(t_other),
-             interpreted=_NOT_YET)
+             interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 def _inner(input, other):
@@ -228,7 +235,8 @@ def _inner_vjp(g, input, other):
 
 inner = defop("inner", _inner, tensors=("input", "other"), kind="linalg", vjp=_inner_vjp,
               jvp=lambda t_input, t_other, input, other:
-              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET)
+              t_input.inner(other) + input.inner(t_other), interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _outer(input, vec2):
@@ -249,9 +257,11 @@ def _outer_jvp(t_input, t_vec2, input, vec2):
 
 
 outer = defop("outer", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-              jvp=_outer_jvp, interpreted=_NOT_YET)
+              jvp=_outer_jvp, interpreted=_NOT_YET,
+              batch=OUTER)
 ger = defop("ger", _outer, tensors=("input", "vec2"), kind="linalg", vjp=_outer_vjp,
-            jvp=_outer_jvp, interpreted=_NOT_YET)
+            jvp=_outer_jvp, interpreted=_NOT_YET,
+            batch=OUTER)
 
 
 # --- fused add-products: beta * input + alpha * (product) -------------------------------------
@@ -302,13 +312,14 @@ def _scaled(g, c):
     return g if c == 1 else g * c
 
 
-addmm = defop("addmm", _addmm, autocast="lower", tensors=("input", "mat1", "mat2"), kind="linalg", inplace=True,
+addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg", inplace=True,
               vjp=lambda g, mat1, mat2, beta, alpha: (
                   _scaled(g, beta), _scaled(g.mm(mat2.mT), alpha),
                   _scaled(mat1.mT.mm(g), alpha)),
               jvp=lambda t_input, t_mat1, t_mat2, mat1, mat2, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha),
-              infer=infer.fixed_rank(2, first=1))
+              infer=infer.fixed_rank(2, first=1),
+              batch=LOOP, autocast="lower")
 
 
 def _addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -328,7 +339,8 @@ addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"), kind="linalg", i
                   _scaled(mat.mT.mv(g), alpha)),
               jvp=lambda t_input, t_mat, t_vec, mat, vec, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat.mv(vec) + mat.mv(t_vec), alpha),
-              interpreted=_NOT_YET)
+              interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def _batch_check(batch1, batch2):
@@ -361,12 +373,13 @@ def _addbmm_vjp(g, batch1, batch2, beta, alpha):
     return _scaled(g, beta), _scaled(gb.bmm(batch2.mT), alpha), _scaled(batch1.mT.bmm(gb), alpha)
 
 
-addbmm = defop("addbmm", _addbmm, autocast="lower", tensors=("input", "batch1", "batch2"), kind="linalg",
+addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="linalg",
                inplace=True, vjp=_addbmm_vjp,
                jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                _scaled(t_input, beta)
                + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha),
-               interpreted=_NOT_YET)
+               interpreted=_NOT_YET,
+               batch=LOOP, autocast="lower")
 
 
 def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -378,11 +391,12 @@ def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return _add_product(input, matmul_arrays(batch1, batch2), beta, alpha)
 
 
-baddbmm = defop("baddbmm", _baddbmm, autocast="lower", tensors=("input", "batch1", "batch2"), kind="linalg",
+baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind="linalg",
                 inplace=True,
                 vjp=lambda g, batch1, batch2, beta, alpha: (
                     _scaled(g, beta), _scaled(g.bmm(batch2.mT), alpha),
                     _scaled(batch1.mT.bmm(g), alpha)),
                 jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                 _scaled(t_input, beta)
-                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET)
+                + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET,
+                batch=LOOP, autocast="lower")

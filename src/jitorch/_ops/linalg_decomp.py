@@ -18,6 +18,7 @@ from ._linalg_util import (LinAlgError, batch_prefix, broadcast_shape, check_lin
                            first_bad, jt, pt, skew)
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
+from .batching import LEADING, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _LAPACK = "a LAPACK factorisation: no Numba lowering yet"
@@ -71,9 +72,10 @@ def _inverse(input):
                       "completed because the input matrix is singular.")
 
 
-inverse = defop("inverse", _inverse, autocast="fp32", kind="linalg",
+inverse = defop("inverse", _inverse, kind="linalg",
                 vjp=lambda g, result: -(result.mT @ g @ result.mT),
-                jvp=lambda t_input, result: -(result @ t_input @ result), interpreted=_LAPACK)
+                jvp=lambda t_input, result: -(result @ t_input @ result), interpreted=_LAPACK,
+                batch=LEADING, autocast="fp32")
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
@@ -116,7 +118,8 @@ def _adj_t(input: Tensor, result: Tensor) -> Tensor:
 det = defop("det", _det, kind="linalg",
             vjp=lambda g, input, result: g.unsqueeze(-1).unsqueeze(-1) * _adj_t(input, result),
             jvp=lambda t_input, input, result: (_adj_t(input, result) * t_input).sum((-2, -1)),
-            interpreted=_LAPACK)
+            interpreted=_LAPACK,
+            batch=LEADING)
 
 
 def _slogdet(input):
@@ -136,7 +139,8 @@ def _slogdet_jvp(t_input, input, result):
 
 
 _slogdet_op = defop("_slogdet", _slogdet, kind="linalg", method=False, vjp=_slogdet_vjp,
-                    jvp=_slogdet_jvp, interpreted=_LAPACK)
+                    jvp=_slogdet_jvp, interpreted=_LAPACK,
+                    batch=LEADING)
 
 
 def slogdet(input, *, out=None):
@@ -162,7 +166,8 @@ def _logdet(input):
 logdet = defop("logdet", _logdet, kind="linalg",
                vjp=lambda g, input: g.unsqueeze(-1).unsqueeze(-1) * _inv_or_nan(input).mT,
                jvp=lambda t_input, input: (_inv_or_nan(input).mT * t_input).sum((-2, -1)),
-               interpreted=_LAPACK)
+               interpreted=_LAPACK,
+               batch=LEADING)
 
 
 # --- solve --------------------------------------------------------------------------------------
@@ -233,8 +238,9 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
     return _drop_last(r) if vec else r
 
 
-_linalg_solve = defop("_linalg_solve", _solve, autocast="fp32", tensors=("A", "B"), kind="linalg", method=False,
-                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK)
+_linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
+                      vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK,
+                      batch=LOOP, autocast="fp32")
 
 
 def solve(A, B, *, left=True, out=None):
@@ -287,10 +293,12 @@ def _cholesky_jvp(t_input, result, upper):
     return dL.mT if upper else dL
 
 
-cholesky = defop("cholesky", _cholesky, autocast="fp32", kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
-                 interpreted=_LAPACK)
-_linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, autocast="fp32", kind="linalg",
-                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK)
+cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
+                 interpreted=_LAPACK,
+                 batch=LEADING, autocast="fp32")
+_linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, kind="linalg",
+                         method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK,
+                         batch=LEADING, autocast="fp32")
 
 
 def linalg_cholesky(A, *, upper=False, out=None):
@@ -378,8 +386,9 @@ def _qr_jvp(t_A, A, result, mode):
     return dQ, dU @ E1.mT + dV @ E2.mT
 
 
-_linalg_qr = defop("_linalg_qr", _qr, autocast="fp32", tensors=("A",), kind="linalg", method=False,
-                   vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK)
+_linalg_qr = defop("_linalg_qr", _qr, tensors=("A",), kind="linalg", method=False,
+                   vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK,
+                   batch=LEADING, autocast="fp32")
 
 
 def qr(input, some=True, *, out=None):
@@ -423,8 +432,9 @@ def _eigh_jvp(t_A, result):
     return _linalg_diagonal(P, 0, -2, -1), V @ (P / E * _offdiag(L.shape[-1], L))
 
 
-_linalg_eigh = defop("_linalg_eigh", _eigh_np, autocast="fp32", tensors=("A",), kind="linalg", method=False,
-                     vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK)
+_linalg_eigh = defop("_linalg_eigh", _eigh_np, tensors=("A",), kind="linalg", method=False,
+                     vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK,
+                     batch=LEADING, autocast="fp32")
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -448,8 +458,9 @@ def _eigvalsh_jvp(t_A, A, UPLO):
     return _linalg_diagonal(V.mT @ t_A @ V, 0, -2, -1)
 
 
-_linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, autocast="fp32", tensors=("A",), kind="linalg",
-                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK)
+_linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, tensors=("A",), kind="linalg",
+                         method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK,
+                         batch=LEADING, autocast="fp32")
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

@@ -14,6 +14,8 @@ from .. import _dtype as dt
 from ._linalg_util import no_bool
 from ._util import wrap_dim
 from .registry import defop
+from .batching import LOOP, TRACE
+from .batching import LEADING, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -56,7 +58,8 @@ _linalg_diagonal = defop(
     vjp=lambda g, input_shape, offset, dim1, dim2:
     _linalg_diag_scatter(g, input_shape, offset, dim1, dim2),
     jvp=lambda t_input, offset, dim1, dim2: _linalg_diagonal(t_input, offset, dim1, dim2),
-    interpreted=_NOT_YET)
+    interpreted=_NOT_YET,
+    batch=dims("dim1", "dim2"))
 
 
 def _diag_scatter(input, shape, offset=0, dim1=-2, dim2=-1):
@@ -70,7 +73,8 @@ _linalg_diag_scatter = defop(
     "_linalg_diag_scatter", _diag_scatter, kind="shape", method=False,
     vjp=lambda g, shape, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
     jvp=lambda t_input, shape, offset, dim1, dim2:
-    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET)
+    _linalg_diag_scatter(t_input, shape, offset, dim1, dim2), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
@@ -99,7 +103,8 @@ def _diag_embed(input, offset=0, dim1=-2, dim2=-1):
 diag_embed = defop("diag_embed", _diag_embed, kind="shape",
                    vjp=lambda g, offset, dim1, dim2: _linalg_diagonal(g, offset, dim1, dim2),
                    jvp=lambda t_input, offset, dim1, dim2: t_input.diag_embed(offset, dim1, dim2),
-                   interpreted=_NOT_YET)
+                   interpreted=_NOT_YET,
+                   batch=dims("dim1", "dim2", extra=1))
 
 
 def _diag(input, diagonal=0):
@@ -118,7 +123,8 @@ def _diag_vjp(g, input_shape, diagonal):
 
 
 diag = defop("diag", _diag, kind="shape", vjp=_diag_vjp,
-             jvp=lambda t_input, diagonal: t_input.diag(diagonal), interpreted=_NOT_YET)
+             jvp=lambda t_input, diagonal: t_input.diag(diagonal), interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 def _trace(input):
@@ -138,8 +144,9 @@ def _trace_vjp(g, input_shape):
     return _linalg_diag_scatter(g.expand((n,)), input_shape, 0, 0, 1)
 
 
-trace = defop("trace", _trace, autocast="fp32", kind="reduction", vjp=_trace_vjp,
-              jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET)
+trace = defop("trace", _trace, kind="reduction", vjp=_trace_vjp,
+              jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET,
+              batch=TRACE, autocast="fp32")
 
 
 # --- tril / triu --------------------------------------------------------------------------------
@@ -160,7 +167,9 @@ def _triu(input, diagonal=0):
 
 tril = defop("tril", _tril, kind="shape", inplace=True,
              vjp=lambda g, diagonal: g.tril(diagonal),
-             jvp=lambda t_input, diagonal: t_input.tril(diagonal), interpreted=_NOT_YET)
+             jvp=lambda t_input, diagonal: t_input.tril(diagonal), interpreted=_NOT_YET,
+             batch=LEADING)
 triu = defop("triu", _triu, kind="shape", inplace=True,
              vjp=lambda g, diagonal: g.triu(diagonal),
-             jvp=lambda t_input, diagonal: t_input.triu(diagonal), interpreted=_NOT_YET)
+             jvp=lambda t_input, diagonal: t_input.triu(diagonal), interpreted=_NOT_YET,
+             batch=LEADING)

@@ -14,6 +14,7 @@ from ._linalg_util import broadcast_shape, c_name, jt, no_bool, pt
 from ._util import wrap_dim
 from .linalg import _drop
 from .registry import _write_out, defop
+from .batching import LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -55,7 +56,8 @@ def _kron_vjp(g, input, other):
 
 kron = defop("kron", _kron, tensors=("input", "other"), kind="linalg", vjp=_kron_vjp,
              jvp=lambda t_input, t_other, input, other:
-             t_input.kron(other) + input.kron(t_other), interpreted=_NOT_YET)
+             t_input.kron(other) + input.kron(t_other), interpreted=_NOT_YET,
+             batch=LOOP)
 
 
 # --- cross ----------------------------------------------------------------------------------
@@ -98,7 +100,8 @@ def _cross_jvp(t_input, t_other, input, other, dim):
 
 
 cross = defop("cross", _cross, tensors=("input", "other"), kind="linalg", vjp=_cross_vjp,
-              jvp=_cross_jvp, interpreted=_NOT_YET)
+              jvp=_cross_jvp, interpreted=_NOT_YET,
+              batch=LOOP)
 
 
 def linalg_cross(input, other, *, dim=-1, out=None):
@@ -127,11 +130,12 @@ def _vecdot_dim(x, y, dim):
 
 
 _linalg_vecdot = defop(
-    "_linalg_vecdot", _vecdot, autocast="lower", tensors=("x", "y"), kind="linalg", method=False,
+    "_linalg_vecdot", _vecdot, tensors=("x", "y"), kind="linalg", method=False,
     vjp=lambda g, x, y, dim: (g.unsqueeze(_vecdot_dim(x, y, dim)) * y,
                               g.unsqueeze(_vecdot_dim(x, y, dim)) * x),
     jvp=lambda t_x, t_y, x, y, dim: (t_x * y + x * t_y).sum(_vecdot_dim(x, y, dim)),
-    interpreted=_NOT_YET)
+    interpreted=_NOT_YET,
+    batch=LOOP, autocast="lower")
 
 
 def vecdot(x, y, *, dim=-1, out=None):

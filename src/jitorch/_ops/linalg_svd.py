@@ -17,6 +17,7 @@ from ._linalg_util import LinAlgError, broadcast_shape, check_linalg, const, jt,
 from .linalg_decomp import _offdiag, _safe
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
+from .batching import LEADING, LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _LAPACK = "a LAPACK routine (SVD, least squares): no Numba lowering yet"
@@ -124,8 +125,9 @@ def _svd_jvp(t_A, A, result, full_matrices):
     return dU, _linalg_diagonal(dP, 0, -2, -1), dV.mT
 
 
-_linalg_svd = defop("_linalg_svd", _svd, autocast="fp32", tensors=("A",), kind="linalg", method=False,
-                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK)
+_linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
+                    vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK,
+                    batch=LEADING, autocast="fp32")
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
@@ -152,8 +154,9 @@ def _svdvals_jvp(t_A, A):
     return _linalg_diagonal(U.mT @ t_A @ Vh.mT, 0, -2, -1)
 
 
-_linalg_svdvals = defop("_linalg_svdvals", _svdvals, autocast="fp32", tensors=("A",), kind="linalg",
-                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK)
+_linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
+                        method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK,
+                        batch=LEADING, autocast="fp32")
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -249,8 +252,9 @@ def _pinv_jvp(t_input, input, result):
             + (In - P @ A) @ dA.mT @ P.mT @ P)
 
 
-_linalg_pinv = defop("_linalg_pinv", _pinv, autocast="fp32", kind="linalg", method=False, vjp=_pinv_vjp,
-                     jvp=_pinv_jvp, interpreted=_LAPACK)
+_linalg_pinv = defop("_linalg_pinv", _pinv, kind="linalg", method=False, vjp=_pinv_vjp,
+                     jvp=_pinv_jvp, interpreted=_LAPACK,
+                     batch=LEADING, autocast="fp32")
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -277,8 +281,9 @@ def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
     return np.asarray((s > np.asarray(tol)[..., None]).sum(-1), dtype=np.int64)
 
 
-_linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, autocast="fp32", tensors=("A",), kind="linalg",
-                            method=False, nondiff=True, interpreted=_LAPACK)
+_linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, tensors=("A",), kind="linalg",
+                            method=False, nondiff=True, interpreted=_LAPACK,
+                            batch=LEADING, autocast="fp32")
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -369,8 +374,9 @@ def _lstsq_jvp(t_A, t_B, A, B, result):
     return dX, d_res, None, d_sv
 
 
-_linalg_lstsq = defop("_linalg_lstsq", _lstsq, autocast="fp32", tensors=("A", "B"), kind="linalg",
-                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK)
+_linalg_lstsq = defop("_linalg_lstsq", _lstsq, tensors=("A", "B"), kind="linalg",
+                      method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK,
+                      batch=LOOP, autocast="fp32")
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

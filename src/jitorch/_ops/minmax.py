@@ -20,6 +20,7 @@ from ._reduce_common import (axes_of, check_dims_nonempty, check_full_nonempty, 
                              pt_name, public)
 from . import infer
 from .registry import defop
+from .batching import via
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (amax and amin are lowered)"
@@ -142,11 +143,13 @@ def _full(np_fn, name):
 _max_all = defop("max", _full(np.max, "max"), kind="reduction", function=False, method=False,
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
-                                                              False), interpreted=_NOT_YET)
+                                                              False), interpreted=_NOT_YET,
+                 batch=via("amax"))
 _min_all = defop("min", _full(np.min, "min"), kind="reduction", function=False, method=False,
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
-                                                              False), interpreted=_NOT_YET)
+                                                              False), interpreted=_NOT_YET,
+                 batch=via("amin"))
 
 
 def _arg_extreme(np_arg, input, axis, keepdim):

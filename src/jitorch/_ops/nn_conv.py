@@ -23,6 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 from . import infer
 from ._linalg_util import matmul_arrays
 from .registry import _pt_name, defop
+from .batching import LOOP, fold
 from .. import _dtype as dt
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -286,13 +287,16 @@ def _weight_grad_jvp(t_input, t_grad, input, grad, kernel_size, stride, padding,
 
 
 _conv_nd = defop("_conv_nd", _conv_nd_impl, tensors=("input", "weight"), kind="other",
-                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp, infer=infer.same)
+                 method=False, vjp=_conv_nd_vjp, jvp=_conv_nd_jvp, infer=infer.same,
+                 batch=LOOP)
 _conv_nd_input_grad = defop("_conv_nd_input_grad", _conv_nd_input_grad_impl,
                             tensors=("grad", "weight"), kind="other", method=False,
-                            vjp=_input_grad_vjp, jvp=_input_grad_jvp, infer=infer.same)
+                            vjp=_input_grad_vjp, jvp=_input_grad_jvp, infer=infer.same,
+                            batch=LOOP)
 _conv_nd_weight_grad = defop("_conv_nd_weight_grad", _conv_nd_weight_grad_impl,
                              tensors=("input", "grad"), kind="other", method=False,
-                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp, infer=infer.same)
+                             vjp=_weight_grad_vjp, jvp=_weight_grad_jvp, infer=infer.same,
+                             batch=LOOP)
 
 
 # --- public convolutions -------------------------------------------------------------------------
@@ -349,7 +353,7 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, autocast="lower")
+                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2), autocast="lower")
 
 
 conv1d = _make_conv(1)
@@ -428,7 +432,8 @@ def _make_conv_transpose(nd):
     impl.__doc__ = (f"{nd}-D transposed convolution of (N, C_in, *) or unbatched input with "
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET, autocast="lower")
+                 vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET,
+                 batch=fold(nd + 2), autocast="lower")
 
 
 conv_transpose1d = _make_conv_transpose(1)

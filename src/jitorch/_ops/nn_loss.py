@@ -20,6 +20,7 @@ from . import infer
 from .composite import composite, expose
 from .nn_activation import _max_shift, log_softmax, logsigmoid
 from .registry import _pt_name, defop
+from .batching import CLASS_INDEX
 from .ternary import where
 from .. import _autocast
 
@@ -238,7 +239,8 @@ def _class_target(a):
 # lowered with its checks by codegen/lower_gather.py
 _class_index = defop("_class_index", _class_index_impl,
                      tensors=("input", "target", "weight"), kind="index", nondiff=True,
-                     method=False, function=False, infer=_class_target)
+                     method=False, function=False, infer=_class_target,
+                     batch=CLASS_INDEX)
 
 
 def _class_dim(input):

@@ -15,6 +15,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
 from .registry import _pt_name, defop
+from .batching import LEADING
 from .. import _dtype as dt
 from .. import _autocast
 
@@ -98,7 +99,8 @@ def _one_hot(tensor, num_classes=-1):
 
 one_hot = defop("one_hot", _one_hot, tensors=("tensor",), kind="other", nondiff=True,
                 method=False, function=False,
-                interpreted=_ONE_HOT)
+                interpreted=_ONE_HOT,
+                batch=LEADING)
 
 
 # --- embedding ---------------------------------------------------------------------------------
@@ -141,7 +143,8 @@ def _embedding_jvp(t_weight, input, padding_idx):
 
 embedding = defop("embedding", _embedding, tensors=("input", "weight"), kind="index",
                   vjp=_embedding_vjp, jvp=_embedding_jvp, method=False, function=False,
-                  infer=infer.embedding)
+                  infer=infer.embedding,
+                  batch=LEADING)
 
 
 # --- pad ---------------------------------------------------------------------------------------
@@ -173,6 +176,16 @@ def pad(input, pad, mode="constant", value=None):
         raise NotImplementedError(f"Padding size {len(pads)} is not supported for "
                                   f"{input.ndim}D input tensor." + _PAD_HELP)
     from .._creation import tensor
+    if mode != "circular":  # PyTorch's size checks (1-D: at least one output element)
+        out_shape = list(input.shape)
+        for i in range(k):
+            out_shape[input.ndim - 1 - i] += pads[2 * i] + pads[2 * i + 1]
+        if k == 1 and out_shape[-1] < 1:
+            raise RuntimeError(f"input (W: {input.shape[-1]}) is too small. Calculated output "
+                               f"W: {out_shape[-1]}")
+        if min(out_shape) < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension "
+                               f"{min(out_shape)}: {out_shape}")
     x = input
     for i in range(k):
         dim = input.ndim - 1 - i

@@ -21,6 +21,7 @@ import numpy as np
 from .nn_conv import _col2im, _crop, _pad, _tup, _windows
 from . import infer
 from .registry import defop
+from .batching import LOOP, fold
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -151,7 +152,8 @@ def _make_max_pool(nd):
     impl.__doc__ = f"{nd}-D max pooling: (values, flat indices into each input plane)."
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
-                         jvp=jvp, function=nd == 1, infer=infer.with_indices)
+                         jvp=jvp, function=nd == 1, infer=infer.with_indices,
+                         batch=fold(nd + 2))
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -175,7 +177,7 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp, infer=infer.same)
+                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2))
     return with_indices, values
 
 
@@ -206,7 +208,8 @@ _max_pool_nd_backward = defop(
     kind="other", method=False, vjp=_max_pool_nd_backward_vjp,
     jvp=lambda t_grad, input, kernel_size, stride, padding, dilation, ceil_mode:
     _max_pool_nd_backward(t_grad, input, kernel_size, stride, padding, dilation, ceil_mode),
-    infer=infer.same)
+    infer=infer.same,
+    batch=LOOP)
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
@@ -261,12 +264,14 @@ _window_sum = defop(
         g, tuple(input_shape[len(input_shape) - len(kernel_size):]), kernel_size, stride,
         padding),
     jvp=lambda t_input, kernel_size, stride, padding: _window_sum(t_input, kernel_size, stride,
-                                                                  padding), interpreted=_NOT_YET)
+                                                                  padding), interpreted=_NOT_YET,
+    batch=LOOP)
 _window_sum_t = defop(
     "_window_sum_t", _window_sum_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=lambda g, kernel_size, stride, padding: _window_sum(g, kernel_size, stride, padding),
     jvp=lambda t_grad, input_size, kernel_size, stride, padding: _window_sum_t(
-        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET)
+        t_grad, input_size, kernel_size, stride, padding), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def _avg_setup(nd, name, shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
@@ -332,7 +337,8 @@ def _make_avg_pool(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
-               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same)
+               jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same,
+               batch=fold(nd + 2))
     return fn
 
 
@@ -362,7 +368,8 @@ _avg_pool_nd_backward = defop(
     jvp=lambda t_grad, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
     divisor_override: _avg_pool_nd_backward(t_grad, input_size, kernel_size, stride, padding,
                                             ceil_mode, count_include_pad, divisor_override),
-    infer=infer.same)
+    infer=infer.same,
+    batch=LOOP)
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)
@@ -448,7 +455,7 @@ def _make_adaptive_avg(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
-               infer=infer.same)
+               infer=infer.same, batch=fold(nd + 2))
     return fn
 
 
@@ -473,7 +480,8 @@ def _adaptive_avg_t_vjp(g, grad_shape, input_size):
 _adaptive_avg_t = defop(
     "_adaptive_avg_t", _adaptive_avg_t_impl, tensors=("grad",), kind="other", method=False,
     vjp=_adaptive_avg_t_vjp,
-    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same)
+    jvp=lambda t_grad, input_size: _adaptive_avg_t(t_grad, input_size), infer=infer.same,
+    batch=LOOP)
 
 
 def _make_adaptive_max(nd):
@@ -512,7 +520,8 @@ def _make_adaptive_max(nd):
     impl.__name__ = name + "_with_indices"
     vjp, jvp = _rules(nd)
     return defop(name + "_with_indices", impl, kind="other", method=False, function=nd == 1,
-                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET)
+                 export_as=name if nd == 1 else None, vjp=vjp, jvp=jvp, interpreted=_NOT_YET,
+                 batch=fold(nd + 2))
 
 
 _adaptive_max1 = _make_adaptive_max(1)
@@ -604,10 +613,12 @@ im2col = defop(
     vjp=lambda g, input_shape, kernel_size, dilation, padding, stride: col2im(
         g, tuple(input_shape[-2:]), kernel_size, dilation, padding, stride),
     jvp=lambda t_input, kernel_size, dilation, padding, stride: im2col(
-        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
+        t_input, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
+    batch=fold(4))
 col2im = defop(
     "col2im", _col2im_op, kind="other", method=False, function=False,
     vjp=lambda g, kernel_size, dilation, padding, stride: im2col(
         g, kernel_size, dilation, padding, stride),
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
-        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET)
+        t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
+    batch=fold(3))

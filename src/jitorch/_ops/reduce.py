@@ -201,8 +201,8 @@ def _prod_jvp(t_input, input, dim, keepdim, dtype):
     return r.sum(axis, keepdim)
 
 
-prod = defop("prod", _prod, autocast="fp32", kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*",
-             infer=infer.Reduction(ints="long"))
+prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*",
+             infer=infer.Reduction(ints="long"), autocast="fp32")
 
 
 # --- logsumexp -----------------------------------------------------------------------------------

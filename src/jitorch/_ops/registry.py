@@ -83,6 +83,9 @@ class OpDef:
     # the compiler's view (script/ reads these; the registry never imports script/):
     infer: Callable | None = None  # type rule (_ops/infer.py); elementwise ops use dtype_rule
     interpreted: str | None = None  # why the compiler has no lowering for this op (None: it has)
+    # how `jitorch.func.vmap` runs the op on batched tensors: a rule from `_ops/batching.py`
+    # (None: the default of the op's kind, e.g. broadcasting for elementwise ops)
+    batch: Any = None
     autocast: str | None = None  # "lower" | "fp32" | "promote": its CPU autocast policy (_autocast)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
@@ -185,13 +188,14 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
           varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None,
-          autocast=None) -> Callable:
+          batch=None, autocast=None) -> Callable:
     """Declare an op once; returns its public function (also bound as method/in-place).
 
     `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
     `interpreted`: the reason the compiler runs this op in the interpreter (no lowering in
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
     requires one of the three for every op.
+    `batch`: the vmap batching rule (`_ops/batching.py`), when the kind's default does not fit.
     `autocast`: the op's policy inside `jitorch.autocast("cpu")` ("lower", "fp32", "promote";
     PyTorch's CPU lists, see `_autocast.py`)."""
     if name in OPS:
@@ -210,7 +214,7 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
                view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
-               scalar_first=scalar_first, infer=infer, interpreted=interpreted,
+               scalar_first=scalar_first, infer=infer, interpreted=interpreted, batch=batch,
                autocast=autocast)
     op.params = tuple(p.name for p in params)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
@@ -556,6 +560,10 @@ def _write_out(out: Tensor, r):
     if isinstance(r, tuple):
         for o, x in zip(out, r):
             _write_out(o, x)
+        return out
+    if getattr(r, "_vlevel", 0) or getattr(out, "_vlevel", 0):
+        from ..func._vmap import write_into  # vmap: the batch must fit in `out`
+        write_into(out, r, "out")
         return out
     if not dt.can_cast(r._dtype, out._dtype):
         raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype as dt
 from ._util import wrap_dim
 from .registry import _pt_name, defop
+from .batching import FLAT, LOOP, ROLL, dims, sizes
 from .shape import _dup_check, _index, _ints
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -31,7 +32,8 @@ def _flip(input, dims):
 
 flip = defop("flip", _flip, kind="shape", varargs="dims",
              vjp=lambda g, dims: g.flip(dims), jvp=lambda t_input, dims: t_input.flip(dims),
-             interpreted=_NOT_YET)
+             interpreted=_NOT_YET,
+             batch=dims("dims"))
 
 
 def _fliplr(input):
@@ -47,9 +49,11 @@ def _flipud(input):
 
 
 fliplr = defop("fliplr", _fliplr, kind="shape", vjp=lambda g: g.fliplr(),
-               jvp=lambda t_input: t_input.fliplr(), interpreted=_NOT_YET)
+               jvp=lambda t_input: t_input.fliplr(), interpreted=_NOT_YET,
+               batch=FLAT)
 flipud = defop("flipud", _flipud, kind="shape", vjp=lambda g: g.flipud(),
-               jvp=lambda t_input: t_input.flipud(), interpreted=_NOT_YET)
+               jvp=lambda t_input: t_input.flipud(), interpreted=_NOT_YET,
+               batch=FLAT)
 
 
 # --- roll / rot90 ---------------------------------------------------------------------------------
@@ -76,7 +80,8 @@ def _neg_shifts(shifts):
 
 roll = defop("roll", _roll, kind="shape",
              vjp=lambda g, shifts, dims: g.roll(_neg_shifts(shifts), dims),
-             jvp=lambda t_input, shifts, dims: t_input.roll(shifts, dims), interpreted=_NOT_YET)
+             jvp=lambda t_input, shifts, dims: t_input.roll(shifts, dims), interpreted=_NOT_YET,
+             batch=ROLL)
 
 
 def _rot90(input, k=1, dims=(0, 1)):
@@ -134,7 +139,8 @@ def _tile_reps(dims, ndim):
 
 defop("repeat", _repeat, kind="shape", varargs="repeats", function=False,
       vjp=lambda g, input_shape, repeats: _repeat_vjp(g, input_shape, repeats),
-      jvp=lambda t_input, repeats: t_input.repeat(repeats), interpreted=_NOT_YET)
+      jvp=lambda t_input, repeats: t_input.repeat(repeats), interpreted=_NOT_YET,
+      batch=sizes("repeats", "repeat"))
 
 
 def _tile(input, dims):
@@ -144,7 +150,8 @@ def _tile(input, dims):
 tile = defop("tile", _tile, kind="shape",
              vjp=lambda g, input_shape, dims:
              _repeat_vjp(g, input_shape, _tile_reps(dims, len(input_shape))),
-             jvp=lambda t_input, dims: t_input.tile(dims), interpreted=_NOT_YET)
+             jvp=lambda t_input, dims: t_input.tile(dims), interpreted=_NOT_YET,
+             batch=sizes("dims", "tile"))
 
 
 # --- repeat_interleave ----------------------------------------------------------------------------
@@ -204,7 +211,8 @@ def _segment_sum_impl(grad, repeats, dim, n):
 _segment_sum = defop(
     "_segment_sum", _segment_sum_impl, tensors=("grad", "repeats"), kind="shape", method=False,
     vjp=lambda g, repeats, dim: (g.repeat_interleave(repeats, dim), None),
-    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n), interpreted=_NOT_YET)
+    jvp=lambda t_grad, repeats, dim, n: _segment_sum(t_grad, repeats, dim, n), interpreted=_NOT_YET,
+    batch=LOOP)
 
 
 def _repeat_interleave_vjp(g, input_shape, repeats, dim):
@@ -220,4 +228,5 @@ repeat_interleave = defop(
     "repeat_interleave", _repeat_interleave, tensors=("input", "repeats"), kind="shape",
     vjp=_repeat_interleave_vjp,
     jvp=lambda t_input, repeats, dim, output_size:
-    t_input.repeat_interleave(repeats, dim, output_size=output_size), interpreted=_NOT_YET)
+    t_input.repeat_interleave(repeats, dim, output_size=output_size), interpreted=_NOT_YET,
+    batch=LOOP)

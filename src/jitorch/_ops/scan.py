@@ -17,6 +17,7 @@ from .. import return_types
 from ._reduce_common import (compute_array, flip_, one_dim, pt_name, public, put_along,
                              take_along)
 from .registry import defop
+from .batching import LOOP, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -93,7 +94,8 @@ def _cumprod_backward_vjp(u, grad, input, dim):
 
 _cumprod_backward = defop("_cumprod_backward", _cumprod_backward_impl,
                           tensors=("grad", "input"), kind="reduction", method=False,
-                          vjp=_cumprod_backward_vjp, interpreted=_NOT_YET)
+                          vjp=_cumprod_backward_vjp, interpreted=_NOT_YET,
+                          batch=dims("dim", expand=True))
 
 
 def _cumprod_vjp(g, input, dim):
@@ -133,7 +135,8 @@ def _cumprod_fwd_impl(tangent, input, dim):
 
 
 _cumprod_fwd = defop("_cumprod_fwd", _cumprod_fwd_impl, tensors=("tangent", "input"),
-                     kind="reduction", method=False, interpreted=_NOT_YET)
+                     kind="reduction", method=False, interpreted=_NOT_YET,
+                     batch=dims("dim", expand=True))
 
 cumprod = defop("cumprod", _scan(np.cumprod, "cumprod"), kind="reduction", inplace=True,
                 vjp=_cumprod_vjp, jvp=_cumprod_jvp, interpreted=_NOT_YET)
@@ -252,12 +255,14 @@ _lcse_bwd = defop("_lcse_bwd", _lcse_bwd_impl, tensors=("grad", "input", "result
                   kind="reduction", method=False,
                   vjp=lambda u, grad, input, result, dim:
                   (_lcse_fwd(u, input, result, dim), u * _lcse_bwd(grad, input, result, dim),
-                   -grad * _lcse_fwd(u, input, result, dim)), interpreted=_NOT_YET)
+                   -grad * _lcse_fwd(u, input, result, dim)), interpreted=_NOT_YET,
+                  batch=dims("dim", expand=True))
 _lcse_fwd = defop("_lcse_fwd", _lcse_fwd_impl, tensors=("tangent", "input", "result"),
                   kind="reduction", method=False,
                   vjp=lambda v, tangent, input, result, dim:
                   (_lcse_bwd(v, input, result, dim), tangent * _lcse_bwd(v, input, result, dim),
-                   -v * _lcse_fwd(tangent, input, result, dim)), interpreted=_NOT_YET)
+                   -v * _lcse_fwd(tangent, input, result, dim)), interpreted=_NOT_YET,
+                  batch=dims("dim", expand=True))
 
 
 def _logcumsumexp_vjp(g, input, result, dim):
@@ -314,12 +319,14 @@ _diff_t = defop("_diff_t", _diff_t_impl, tensors=("grad",), kind="shape", method
                 vjp=lambda g, n, dim, start, grad_shape:
                 _diff_pad(g, n, dim, start, grad_shape[dim] + n),
                 jvp=lambda t_grad, n, dim, start, length: _diff_t(t_grad, n, dim, start, length),
-                interpreted=_NOT_YET)
+                interpreted=_NOT_YET,
+                batch=LOOP)
 _diff_pad = defop("_diff_pad", _diff_pad_impl, kind="shape", method=False,
                   vjp=lambda g, n, dim, start, input_shape:
                   _diff_t(g, n, dim, start, input_shape[dim]),
                   jvp=lambda t_input, n, dim, start, total: _diff_pad(t_input, n, dim, start,
-                                                                      total), interpreted=_NOT_YET)
+                                                                      total), interpreted=_NOT_YET,
+                  batch=LOOP)
 
 
 def _diff(input, prepend, append, n, dim):
@@ -373,7 +380,8 @@ def _diff_jvp(t_input, t_prepend, t_append, n, dim):
 # the registry passes tensor slots first, so the op takes (input, prepend, append, n, dim) and
 # the public function restores PyTorch's argument order
 _diff_op = defop("diff", _diff, tensors=("input", "prepend", "append"), kind="shape",
-                 vjp=_diff_vjp, jvp=_diff_jvp, function=False, method=False, interpreted=_NOT_YET)
+                 vjp=_diff_vjp, jvp=_diff_jvp, function=False, method=False, interpreted=_NOT_YET,
+                 batch=LOOP)
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None, *, out=None):

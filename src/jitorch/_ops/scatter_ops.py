@@ -19,6 +19,7 @@ from .indexing import (_broadcast_shape, _check_bounds, _const, _fill_value, _ne
                        _pad, _scalar, _zeros)
 from . import infer
 from .registry import _pt_name, defop
+from .batching import LOOP, dims
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (index_select, index_add, embedding are lowered)"
@@ -95,7 +96,8 @@ index_select = defop("index_select", _index_select, tensors=("input", "index"), 
                      vjp=lambda g, input_shape, dim, index:
                      (_zeros(input_shape, g._dtype).index_add(dim, index, g), None),
                      jvp=lambda t_input, dim, index: t_input.index_select(dim, index),
-                     infer=infer.same)
+                     infer=infer.same,
+                     batch=dims("dim"))
 
 
 # --- gather / scatter --------------------------------------------------------------------------
@@ -134,7 +136,8 @@ def _gather(input, index, dim, *, sparse_grad=False):
 gather = defop("gather", _gather, tensors=("input", "index"), kind="index",
                vjp=lambda g, input_shape, dim, index:
                (_zeros(input_shape, g._dtype).scatter_add(dim, index, g), None),
-               jvp=lambda t_input, dim, index: t_input.gather(dim, index), interpreted=_NOT_YET)
+               jvp=lambda t_input, dim, index: t_input.gather(dim, index), interpreted=_NOT_YET,
+               batch=dims("dim", expand=True))
 
 
 def _scatter_checks(input, dim, index, src):
@@ -205,7 +208,8 @@ def _scatter_jvp(t_input, t_src, dim, index, reduce):
 
 
 scatter = defop("scatter", _scatter, tensors=("input", "index", "src"), kind="index",
-                inplace=True, vjp=_scatter_vjp, jvp=_scatter_jvp, interpreted=_NOT_YET)
+                inplace=True, vjp=_scatter_vjp, jvp=_scatter_jvp, interpreted=_NOT_YET,
+                batch=LOOP)
 
 
 @_api("input", "dim", "index", "src")
@@ -220,7 +224,8 @@ scatter_add = defop("scatter_add", _scatter_add, tensors=("input", "index", "src
                     vjp=lambda g, index, src_shape, dim:
                     (g, None, _pad(g.gather(dim, index), src_shape)),
                     jvp=lambda t_input, t_src, dim, index: t_input.scatter_add(dim, index, t_src),
-                    interpreted=_NOT_YET)
+                    interpreted=_NOT_YET,
+                    batch=LOOP)
 
 
 # --- scatter_reduce ------------------------------------------------------------------------
@@ -336,7 +341,8 @@ def _scatter_reduce_jvp(t_input, t_src, input, index, src, result, dim, reduce, 
 
 scatter_reduce = defop("scatter_reduce", _scatter_reduce, tensors=("input", "index", "src"),
                        kind="index", inplace=True, vjp=_scatter_reduce_vjp,
-                       jvp=_scatter_reduce_jvp, interpreted=_NOT_YET)
+                       jvp=_scatter_reduce_jvp, interpreted=_NOT_YET,
+                       batch=LOOP)
 
 
 # --- index_add / index_copy / index_fill ------------------------------------------------------
@@ -393,7 +399,8 @@ def _index_add_vjp(g, index, dim, alpha):
 index_add = defop("index_add", _index_add, tensors=("input", "index", "source"), kind="index",
                   inplace=True, vjp=_index_add_vjp,
                   jvp=lambda t_input, t_source, dim, index, alpha:
-                  t_input.index_add(dim, index, t_source, alpha=alpha), infer=infer.same)
+                  t_input.index_add(dim, index, t_source, alpha=alpha), infer=infer.same,
+                  batch=LOOP)
 
 
 @_api("input", "dim", "index", "source")
@@ -421,12 +428,13 @@ def _index_copy(input, index, source, dim):
     return out
 
 
-index_copy = defop("index_copy", _index_copy, autocast="promote", tensors=("input", "index", "source"),
+index_copy = defop("index_copy", _index_copy, tensors=("input", "index", "source"),
                    kind="index", inplace=True,
                    vjp=lambda g, index, dim:
                    (g.index_fill(dim, index, 0), None, g.index_select(dim, index)),
                    jvp=lambda t_input, t_source, dim, index:
-                   t_input.index_copy(dim, index, t_source), interpreted=_NOT_YET)
+                   t_input.index_copy(dim, index, t_source), interpreted=_NOT_YET,
+                   batch=LOOP, autocast="promote")
 
 
 @_api("input", "dim", "index", "value")
@@ -454,7 +462,8 @@ index_fill = defop("index_fill", _index_fill, tensors=("input", "index", "value"
                    kind="index", inplace=True, vjp=_index_fill_vjp,
                    jvp=lambda t_input, t_value, dim, index:
                    t_input.index_fill(dim, index, t_value if isinstance(t_value, Tensor) else 0),
-                   interpreted=_NOT_YET)
+                   interpreted=_NOT_YET,
+                   batch=LOOP)
 
 
 # --- take / put / take_along_dim ---------------------------------------------------------------
@@ -575,4 +584,5 @@ def _take_along_dim_vjp(g, input_shape, indices, dim):
 take_along_dim = defop("take_along_dim", _take_along_dim, tensors=("input", "indices"),
                        kind="index", vjp=_take_along_dim_vjp,
                        jvp=lambda t_input, indices, dim: t_input.take_along_dim(indices, dim),
-                       interpreted=_NOT_YET)
+                       interpreted=_NOT_YET,
+                       batch=LOOP)

@@ -11,6 +11,7 @@ import numpy as np
 from .. import _dtype as dt
 from ._reduce_common import compute_array, one_dim, pt_name, public
 from .registry import defop
+from .batching import LOOP
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -155,7 +156,8 @@ def _searchsorted_impl(sorted_sequence, input, sorter, out_int32, right, side):
 
 _searchsorted = defop("searchsorted", _searchsorted_impl,
                       tensors=("sorted_sequence", "input", "sorter"), kind="other",
-                      nondiff=True, function=False, method=False, interpreted=_NOT_YET)
+                      nondiff=True, function=False, method=False, interpreted=_NOT_YET,
+                      batch=LOOP)
 
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
@@ -174,7 +176,8 @@ def _bucketize(input, boundaries, *, out_int32=False, right=False):
 
 
 bucketize = defop("bucketize", _bucketize, tensors=("input", "boundaries"), kind="other",
-                  nondiff=True, method=False, scalar_first=True, interpreted=_NOT_YET)
+                  nondiff=True, method=False, scalar_first=True, interpreted=_NOT_YET,
+                  batch=LOOP)
 
 
 # --- bincount / histc ----------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from .._tensor import _LEGACY_NAMES, Size, Tensor
 from ._util import wrap_dim
 from . import infer
 from .registry import _pt_name, defop
+from .batching import FLAT, LEADING, LIKE_SHAPE, PERMUTE, SQUEEZE, dims, sizes
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -99,7 +100,8 @@ def _reshape(input, shape):
 
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
-                jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized())
+                jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized(),
+                batch=sizes("shape"))
 
 
 def _view(input, size):
@@ -114,7 +116,8 @@ def _view(input, size):
 
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
                     method=False, vjp=lambda g, input_shape: g.reshape(input_shape),
-                    jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized())
+                    jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized(),
+                    batch=sizes("size"))
 
 
 def _view_dtype_impl(input, dtype):
@@ -141,7 +144,8 @@ def _view_dtype_impl(input, dtype):
 
 # reinterpreting bits is not differentiable (PyTorch: view.dtype has no derivative)
 _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, nondiff=True,
-                    method=False, interpreted=_NOT_YET)
+                    method=False, interpreted=_NOT_YET,
+                    batch=LEADING)
 
 
 def _tensor_view(self, *size, **kwargs):
@@ -159,7 +163,8 @@ def _view_as(input, other):
 
 defop("view_as", _view_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like(),
+      batch=LIKE_SHAPE)
 
 
 def _reshape_as(input, other):
@@ -168,7 +173,8 @@ def _reshape_as(input, other):
 
 defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view="maybe",
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
-      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like())
+      jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like(),
+      batch=LIKE_SHAPE)
 
 
 # --- broadcasting views -------------------------------------------------------------------------
@@ -206,7 +212,8 @@ def _expand(input, size):
 
 # the gradient of a broadcast is summed back to the input's shape by autograd itself
 defop("expand", _expand, kind="shape", view=True, varargs="size", function=False,
-      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size), infer=infer.sized())
+      vjp=lambda g: g, jvp=lambda t_input, size: t_input.expand(size), infer=infer.sized(),
+      batch=sizes("size", "expand"))
 
 
 def _expand_as(input, other):
@@ -215,7 +222,8 @@ def _expand_as(input, other):
 
 defop("expand_as", _expand_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g: (g, None),
-      jvp=lambda t_input, other_shape: t_input.expand(other_shape), infer=infer.like())
+      jvp=lambda t_input, other_shape: t_input.expand(other_shape), infer=infer.like(),
+      batch=LIKE_SHAPE)
 
 
 def _broadcast_to(input, size):
@@ -223,7 +231,8 @@ def _broadcast_to(input, size):
 
 
 broadcast_to = defop("broadcast_to", _broadcast_to, kind="shape", view=True, vjp=lambda g: g,
-                     jvp=lambda t_input, size: t_input.broadcast_to(size), infer=infer.sized())
+                     jvp=lambda t_input, size: t_input.broadcast_to(size), infer=infer.sized(),
+                     batch=sizes("size", "expand"))
 
 
 def broadcast_shapes(*shapes) -> Size:
@@ -291,7 +300,8 @@ def _flatten(input, start_dim=0, end_dim=-1):
 flatten = defop("flatten", _flatten, kind="shape", view="maybe",
                 vjp=lambda g, input_shape: g.reshape(input_shape),
                 jvp=lambda t_input, start_dim, end_dim: t_input.flatten(start_dim, end_dim),
-                infer=infer.flatten)
+                infer=infer.flatten,
+                batch=dims("start_dim", "end_dim"))
 
 
 def _unflatten(input, dim, sizes):
@@ -317,11 +327,13 @@ def _unflatten(input, dim, sizes):
 unflatten = defop("unflatten", _unflatten, kind="shape", view="maybe",
                   vjp=lambda g, input_shape: g.reshape(input_shape),
                   jvp=lambda t_input, dim, sizes: t_input.unflatten(dim, sizes),
-                  interpreted=_NOT_YET)
+                  interpreted=_NOT_YET,
+                  batch=dims("dim"))
 
 ravel = defop("ravel", lambda input: input.reshape(-1), kind="shape", view="maybe",
               vjp=lambda g, input_shape: g.reshape(input_shape),
-              jvp=lambda t_input: t_input.ravel(), infer=infer.ranked(1))
+              jvp=lambda t_input: t_input.ravel(), infer=infer.ranked(1),
+              batch=FLAT)
 
 
 def _squeeze(input, dim=None):
@@ -342,7 +354,8 @@ def _squeeze(input, dim=None):
 squeeze = defop("squeeze", _squeeze, kind="shape", view=True,
                 vjp=lambda g, input_shape: g.reshape(input_shape),
                 jvp=lambda t_input, dim: t_input.squeeze(dim),
-                interpreted=_SQUEEZE)
+                interpreted=_SQUEEZE,
+                batch=SQUEEZE)
 
 
 def _unsqueeze(input, dim):
@@ -351,7 +364,8 @@ def _unsqueeze(input, dim):
 
 unsqueeze = defop("unsqueeze", _unsqueeze, kind="shape", view=True,
                   vjp=lambda g, input_shape: g.reshape(input_shape),
-                  jvp=lambda t_input, dim: t_input.unsqueeze(dim), infer=infer.rank_delta(1))
+                  jvp=lambda t_input, dim: t_input.unsqueeze(dim), infer=infer.rank_delta(1),
+                  batch=dims("dim", extra=1))
 
 
 # --- dimension reordering -------------------------------------------------------------------------
@@ -365,13 +379,16 @@ def _transpose(input, dim0, dim1):
 _TRANSPOSE = dict(kind="shape", view=True,
                   vjp=lambda g, dim0, dim1: g.transpose(dim0, dim1),
                   jvp=lambda t_input, dim0, dim1: t_input.transpose(dim0, dim1))
-transpose = defop("transpose", _transpose, **_TRANSPOSE, infer=infer.same)
+transpose = defop("transpose", _transpose, **_TRANSPOSE, infer=infer.same,
+                  batch=dims("dim0", "dim1"))
 swapaxes = defop("swapaxes", lambda input, axis0, axis1: _transpose(input, axis0, axis1),
                  kind="shape", view=True,
                  vjp=lambda g, axis0, axis1: g.transpose(axis0, axis1),
                  jvp=lambda t_input, axis0, axis1: t_input.transpose(axis0, axis1),
-                 interpreted=_NOT_YET)
-swapdims = defop("swapdims", _transpose, **_TRANSPOSE, interpreted=_NOT_YET)
+                 interpreted=_NOT_YET,
+                 batch=dims("axis0", "axis1"))
+swapdims = defop("swapdims", _transpose, **_TRANSPOSE, interpreted=_NOT_YET,
+                 batch=dims("dim0", "dim1"))
 
 
 def _permute(input, dims):
@@ -394,7 +411,8 @@ def _permute_vjp(g, dims):
 
 
 permute = defop("permute", _permute, kind="shape", view=True, varargs="dims",
-                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims), infer=infer.same)
+                vjp=_permute_vjp, jvp=lambda t_input, dims: t_input.permute(dims), infer=infer.same,
+                batch=PERMUTE)
 
 
 def _movedim(input, source, destination):
@@ -418,11 +436,13 @@ def _movedim(input, source, destination):
 movedim = defop("movedim", _movedim, kind="shape", view=True,
                 vjp=lambda g, source, destination: g.movedim(destination, source),
                 jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
-                interpreted=_NOT_YET)
+                interpreted=_NOT_YET,
+                batch=dims("source", "destination"))
 moveaxis = defop("moveaxis", _movedim, kind="shape", view=True,
                  vjp=lambda g, source, destination: g.movedim(destination, source),
                  jvp=lambda t_input, source, destination: t_input.movedim(source, destination),
-                 interpreted=_NOT_YET)
+                 interpreted=_NOT_YET,
+                 batch=dims("source", "destination"))
 
 
 def _t(input):
@@ -433,7 +453,8 @@ def _t(input):
 
 
 t = defop("t", _t, kind="shape", view=True, vjp=lambda g: g.t(), jvp=lambda t_input: t_input.t(),
-          infer=infer.same)
+          infer=infer.same,
+          batch=FLAT)
 
 
 def _adjoint(input):
@@ -451,7 +472,8 @@ def _adjoint(input):
 
 
 adjoint = defop("adjoint", _adjoint, kind="shape", view="maybe", vjp=lambda g: g.adjoint(),
-                jvp=lambda t_input: t_input.adjoint(), interpreted=_NOT_YET)
+                jvp=lambda t_input: t_input.adjoint(), interpreted=_NOT_YET,
+                batch=LEADING)
 
 
 # --- picking part of a tensor -----------------------------------------------------------------
@@ -491,13 +513,15 @@ _diagonal_backward = defop(
     method=False,
     vjp=lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2),
     jvp=lambda t_grad, input_shape, offset, dim1, dim2:
-    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET)
+    _diagonal_backward(t_grad, input_shape, offset, dim1, dim2), interpreted=_NOT_YET,
+    batch=dims("dim1", "dim2", extra=1, shape="input_shape"))
 
 diagonal = defop("diagonal", _diagonal, kind="shape", view=True,
                  vjp=lambda g, input_shape, offset, dim1, dim2:
                  _diagonal_backward(g, input_shape, offset, dim1, dim2),
                  jvp=lambda t_input, offset, dim1, dim2: t_input.diagonal(offset, dim1, dim2),
-                 interpreted=_NOT_YET)
+                 interpreted=_NOT_YET,
+                 batch=dims("dim1", "dim2"))
 
 
 def _narrow_backward_impl(grad, input_shape, dim, start):
@@ -513,7 +537,8 @@ _narrow_backward = defop(
     "_narrow_backward", _narrow_backward_impl, tensors=("grad",), kind="shape", method=False,
     vjp=lambda g, grad_shape, dim, start: g.narrow(dim, start, grad_shape[dim]),
     jvp=lambda t_grad, input_shape, dim, start:
-    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same)
+    _narrow_backward(t_grad, input_shape, dim, start), infer=infer.same,
+    batch=dims("dim", shape="input_shape"))
 
 
 def _narrow_start(shape, dim, start):
@@ -548,7 +573,8 @@ def _narrow_vjp(g, input_shape, dim, start):
 
 narrow = defop("narrow", _narrow, kind="shape", view=True, vjp=_narrow_vjp,
                jvp=lambda t_input, dim, start, length: t_input.narrow(dim, start, length),
-               infer=infer.same)
+               infer=infer.same,
+               batch=dims("dim"))
 
 
 def _select_index(shape, dim, index):
@@ -581,7 +607,8 @@ def _select_vjp(g, input_shape, dim, index):
 select = defop("select", _select, kind="shape", view=True, vjp=_select_vjp,
                extra={"runtime_attrs": ("dim", "index")},
                jvp=lambda t_input, dim, index: t_input.select(dim, index),
-               infer=infer.rank_delta(-1))
+               infer=infer.rank_delta(-1),
+               batch=dims("dim"))
 
 
 # --- atleast_nd (composites of reshape: views of their inputs) -----------------------------------

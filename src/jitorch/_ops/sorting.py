@@ -16,6 +16,7 @@ from ._quantile import nanquantile, quantile
 from ._reduce_common import (check_dims_nonempty, compute_array, eq_mask, index_pick_jvp,
                              index_pick_vjp, one_dim, pt_name, public, put_along, take_along)
 from .registry import defop
+from .batching import via
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -106,7 +107,8 @@ def _msort_vjp(g, input):
 
 msort = defop("msort", _msort, kind="reduction", vjp=_msort_vjp,
               jvp=lambda t_input, input: t_input if input.ndim == 0 else
-              take_along(t_input, argsort(input, 0), 0), interpreted=_NOT_YET)
+              take_along(t_input, argsort(input, 0), 0), interpreted=_NOT_YET,
+              batch=via("sort", 0, flatten=False))
 
 
 # --- topk / kthvalue ----------------------------------------------------------------------------
@@ -257,10 +259,12 @@ def _even_all_jvp(t_input, input, result):
 
 
 _median_full = defop("median", _median_all(False, "median"), kind="reduction", function=False,
-                     method=False, vjp=_even_all_vjp, jvp=_even_all_jvp, interpreted=_NOT_YET)
+                     method=False, vjp=_even_all_vjp, jvp=_even_all_jvp, interpreted=_NOT_YET,
+                     batch=via("_median_dim", 0))
 _nanmedian_full = defop("nanmedian", _median_all(True, "nanmedian"), kind="reduction",
                         function=False, method=False, vjp=_even_all_vjp, jvp=_even_all_jvp,
-                        interpreted=_NOT_YET)
+                        interpreted=_NOT_YET,
+                        batch=via("_nanmedian_dim", 0))
 _median_d = defop("_median_dim", _median_dim("median", False), **_REDUCE_SEL, interpreted=_NOT_YET)
 _nanmedian_d = defop("_nanmedian_dim", _median_dim("nanmedian", True), **_REDUCE_SEL,
                      interpreted=_NOT_YET)

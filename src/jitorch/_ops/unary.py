@@ -20,6 +20,7 @@ import scipy.special as sps
 from .. import _dtype as dt
 from .._creation import zeros_like
 from .registry import RULES, _pt_name, defop
+from .batching import ELEMENTWISE
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -96,13 +97,14 @@ neg, negative = _declare(
     dtype=_rule("promote", bool_msg="Negation, the `-` operator, on a bool tensor is not "
                 "supported. If you are trying to invert a mask, use the `~` or `logical_not()` "
                 "operator instead."),
-    vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}")
+    vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}",
+    extra={"complex_grad": True})  # (VJPs that hold for complex gradients: autograd/graph.py)
 
 abs, absolute = _declare(
     ("abs", "absolute"), lambda input: np.abs(input), inplace=True,
     dtype=_rule("real", "abs_cpu", no_bool=True),
     vjp=lambda g, input: g * input.sgn(), jvp=lambda t_input, input: t_input * input.sgn(),
-    scalar="abs({input})")
+    scalar="abs({input})", extra={"complex_grad": True, "complex_scalar": True})
 
 
 def _abs_inplace_guard(fn):
@@ -176,7 +178,8 @@ def _positive(input):
 
 
 positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g,
-                 jvp=lambda t_input: t_input, interpreted=_NOT_YET)
+                 jvp=lambda t_input: t_input, interpreted=_NOT_YET,
+                 batch=ELEMENTWISE)
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
@@ -463,4 +466,5 @@ def _nan_to_num(input, nan=0.0, posinf=None, neginf=None):
 nan_to_num = defop("nan_to_num", _nan_to_num, kind="other", inplace=True,
                    vjp=lambda g, input: g * _finite_mask_op(input),
                    jvp=lambda t_input, input: t_input * _finite_mask_op(input),
-                   interpreted=_NOT_YET)
+                   interpreted=_NOT_YET,
+                   batch=ELEMENTWISE)

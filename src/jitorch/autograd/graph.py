@@ -103,7 +103,8 @@ class Node:
         for i, (shape, d) in enumerate(self.out_meta):
             if grads[i] is None and d.category >= dt.FLOAT:
                 grads[i] = Tensor._make(np.zeros(shape, d.np), d)
-            elif grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX:
+            elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
+                  and not op.extra.get("complex_grad")):  # VJPs written for complex
                 _no_complex(op.name)
         saved = self.unpack() if op.vjp_params else None
         g = tuple(grads) if self.multi else grads[0]
@@ -149,6 +150,9 @@ def _fit(g: Tensor, meta) -> Tensor:
         if g._data.shape != shape:
             g = g.expand(shape) if g.numel() == 1 else g.reshape(shape)
     if g._dtype is not d:
+        if g._dtype.category == dt.COMPLEX and d.category != dt.COMPLEX:
+            from .._ops.complex_ops import real
+            g = real(g)  # a real input's gradient is the real part (PyTorch's convention)
         g = g.to(d)
     return g
 
@@ -174,6 +178,9 @@ class AccumulateGrad(Node):
 
     def accumulate(self, g: Tensor, create_graph: bool):
         var = self.variable
+        if getattr(g, "_vlevel", 0):  # a per-sample gradient cannot go into one .grad
+            raise RuntimeError("vmap: backward() into a tensor that is not vmapped over is not "
+                               "supported inside vmap; use jitorch.func.grad / vjp instead")
         if g._dtype is not var._dtype:
             g = g.to(var._dtype)
         if var._grad is None:

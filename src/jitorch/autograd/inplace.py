@@ -50,6 +50,9 @@ def write_result(self: Tensor, r: Tensor, name: str) -> None:
     if r._data.shape != self._data.shape:
         raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
                            f"broadcast shape {list(r._data.shape)}")
+    if getattr(self, "_vlevel", 0) or getattr(r, "_vlevel", 0):
+        from ..func._vmap import write_into  # vmap: write the batched (physical) storage
+        return write_into(self, r, name)
     check_writable(self)
     self._data[...] = r._data
     self._version[0] += 1

@@ -1,8 +1,8 @@
 """`jitorch.func`: PyTorch's `torch.func` function transforms over functions of tensors.
 
 Owns `functional_call` (the swap itself lives in `nn.utils.stateless`), `grad`,
-`grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian`; `vmap` raises
-NotImplementedError. The transforms are built on the eager tape (`autograd.grad`) and on forward
+`grad_and_value`, `vjp`, `jvp`, `jacrev`, `jacfwd`, `hessian` and `vmap`
+(`_vmap.py`). The transforms are built on the eager tape (`autograd.grad`) and on forward
 mode (`autograd.forward_ad`), not on functorch-style levels: each call makes fresh inputs that
 require grad (connected to the caller's tensors when those require grad, so nesting
 `grad(grad(f))` and training through a transform work), differentiates and hands back results
@@ -57,6 +57,8 @@ def _wrap_input(x):
     if x.requires_grad and grad_mode.is_grad_enabled():
         return x.view_as(x)
     if x.dtype.is_floating_point or x.dtype.is_complex:
+        if x._tangent is not None:  # a dual of an enclosing jvp/jacfwd: keep its tangent
+            return x.view_as(x).requires_grad_(True)
         return x.detach().requires_grad_(True)
     raise RuntimeError("only Tensors of floating point dtype can require gradients")
 
@@ -65,21 +67,29 @@ def _outer_needs_graph(flat_inputs) -> bool:
     return grad_mode.is_grad_enabled() and any(x.requires_grad for x in flat_inputs)
 
 
-def _grads(outputs, inputs, grad_outputs, create_graph):
-    """autograd.grad with zeros for inputs the outputs do not depend on (as torch.func)."""
-    outs = [o for o in outputs if o.requires_grad]
-    gos = [g for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+def _grads(outputs, inputs, grad_outputs, create_graph, materialize=True, retain_graph=True):
+    """autograd.grad over the outputs that require grad, with zeros (torch.func) or None
+    (`materialize=False`, as torch.autograd.functional) for inputs they do not depend on."""
+    outs = [o for o in outputs if o is not None and o.requires_grad]
+    gos = [g for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
     if not outs:
-        return tuple(x.detach() * 0 for x in inputs)
-    return engine.grad(outs, inputs, gos, retain_graph=True, create_graph=create_graph,
-                       allow_unused=True, materialize_grads=True)
+        return tuple(x.detach() * 0 if materialize else None for x in inputs)
+    return engine.grad(outs, inputs, gos, retain_graph=retain_graph, create_graph=create_graph,
+                       allow_unused=True, materialize_grads=materialize)
+
+
+def _detach(x):
+    d = x.detach()
+    if x._tangent is not None:  # an enclosing jvp/jacfwd's tangent stays: only the tape is cut
+        d = forward_ad.make_dual(d, x._tangent)
+    return d
 
 
 def _maybe_detach(tree, keep):
     if keep:
         return tree
     leaves, spec = tree_flatten(tree)
-    return tree_unflatten([x.detach() if isinstance(x, Tensor) else x for x in leaves], spec)
+    return tree_unflatten([_detach(x) if isinstance(x, Tensor) else x for x in leaves], spec)
 
 
 def _split_aux(out, has_aux, api):
@@ -330,8 +340,4 @@ def hessian(func, argnums=0):
     return jacrev(jacrev(func, argnums), argnums)
 
 
-def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
-    """Not implemented: jitorch has no batching transform."""
-    raise NotImplementedError("jitorch.func.vmap is not implemented: jitorch has no batching "
-                              "(vmap) transform; loop over the batch, or write the function "
-                              "batched and compile it with @jitorch.script")
+from ._vmap import vmap  # noqa: E402  (after the transforms it composes with)

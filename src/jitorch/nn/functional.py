@@ -25,6 +25,15 @@ from .._ops.composite import composite, expose
 from .._ops.registry import OPS, inplace_dispatch
 from .._tensor import Tensor
 from . import _functional_conv
+from .._ops.nn_activation_extra import channel_shuffle, glu, prelu  # noqa: F401,E402
+from .._ops.nn_distance import cosine_similarity, pairwise_distance, pdist  # noqa: F401,E402
+from .._ops.nn_loss_extra import (gaussian_nll_loss, hinge_embedding_loss,  # noqa: F401,E402
+                                  multilabel_soft_margin_loss, poisson_nll_loss,
+                                  soft_margin_loss, triplet_margin_loss)
+from .._ops.nn_grid_sample import affine_grid, grid_sample  # noqa: F401,E402
+from .._ops.nn_instance_norm import instance_norm  # noqa: F401,E402
+from .._ops.nn_resample import (interpolate, pixel_shuffle, pixel_unshuffle,  # noqa: F401,E402
+                                upsample, upsample_bilinear, upsample_nearest)
 from ._functional_conv import *  # noqa: F401,F403  (conv / pool / unfold / fold)
 from ._functional_attention import (multi_head_attention_forward,  # noqa: F401
                                     scaled_dot_product_attention)
@@ -40,6 +49,12 @@ __all__ = [
     "kl_div", "cosine_embedding_loss", "margin_ranking_loss",
 ] + _functional_conv.__all__ + ["scaled_dot_product_attention",
                                  "multi_head_attention_forward"]
+__all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pixel_shuffle",
+            "pixel_unshuffle", "instance_norm", "cosine_similarity", "pairwise_distance", "pdist",
+            "glu", "prelu", "channel_shuffle", "triplet_margin_loss", "hinge_embedding_loss",
+            "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "multilabel_soft_margin_loss", "affine_grid", "grid_sample", "dropout1d", "dropout2d", "dropout3d",
+            "alpha_dropout"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh
@@ -237,3 +252,12 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
 
 expose(_embedding_form, embedding, ignore=("norm_type",))  # norm_type: only with max_norm
+
+
+def __getattr__(name):
+    # the channel-wise dropouts live with their modules (nn/modules/dropout.py), which import
+    # this module: bound on first use, not at import
+    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+        from .modules import dropout as _dropout_mod
+        return getattr(_dropout_mod, name)
+    raise AttributeError(f"module 'jitorch.nn.functional' has no attribute '{name}'")

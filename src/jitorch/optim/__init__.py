@@ -3,8 +3,9 @@
 from . import functional  # noqa: F401
 from . import lr_scheduler  # noqa: F401
 from .optimizer import Optimizer  # noqa: F401
+from .lbfgs import LBFGS  # noqa: F401
 from ._optimizers import (SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, RAdam,  # noqa: F401
                           RMSprop)
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop", "Adadelta", "Adamax",
-           "NAdam", "RAdam", "functional", "lr_scheduler"]
+           "NAdam", "RAdam", "LBFGS", "functional", "lr_scheduler"]

@@ -130,7 +130,12 @@ class _Profile:
         self.profile_memory = profile_memory
         self.with_stack = with_stack
         # FLOPs are not estimated (no op declares a formula): the table leaves the column out,
-        # as PyTorch does when no recorded op has one. Module scopes are not recorded.
+        # as PyTorch does when no recorded op has one; say so rather than ignore the request.
+        # Module scopes are not recorded (PyTorch records them for TorchScript models only).
+        if with_flops:
+            warnings.warn("jitorch.profiler: with_flops=True is not implemented (no op declares "
+                          "a FLOP formula); the table has no FLOPs column", UserWarning,
+                          stacklevel=3)
         self.with_flops = with_flops
         self.with_modules = with_modules
         self._collector: Collector | None = None

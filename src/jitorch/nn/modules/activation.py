@@ -12,7 +12,7 @@ from .module import Module
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish", "Tanh",
            "Sigmoid", "Hardtanh", "Hardsigmoid", "Hardswish", "Softplus", "Softsign",
            "Tanhshrink", "Threshold", "LogSigmoid", "Softshrink", "Hardshrink", "Softmax",
-           "LogSoftmax", "Softmin"]
+           "LogSoftmax", "Softmin", "GLU", "PReLU", "Softmax2d"]
 
 
 class _Inplace(Module):
@@ -256,3 +256,57 @@ class LogSoftmax(Softmax):
 
 class Softmin(Softmax):
     _fn = staticmethod(F.softmin)
+
+
+class GLU(Module):
+    """a * sigmoid(b) over the two halves of `dim` (`F.glu`)."""
+    __constants__ = ["dim"]
+
+    def __init__(self, dim: int = -1) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class PReLU(Module):
+    """x where x > 0 else a x, with a learnable slope `weight` (1 or one per channel)."""
+    __constants__ = ["num_parameters"]
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None,
+                 dtype=None) -> None:
+        import jitorch as _jt
+        from ..parameter import Parameter
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.init = init
+        self.weight = Parameter(_jt.empty(num_parameters, device=device, dtype=dtype))
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        from .. import init as nn_init
+        nn_init.constant_(self.weight, self.init)
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.prelu(input, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels (dim -3) of (N, C, H, W) or (C, H, W) input."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             f"instead")
+        return F.softmax(input, -3, _stacklevel=5)
+
+
+# PyTorch defines MultiheadAttention in nn/modules/activation.py; programs import it from there
+from .attention import MultiheadAttention  # noqa: E402,F401

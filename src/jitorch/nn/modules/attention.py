@@ -15,14 +15,10 @@ from ..._tensor import Tensor
 from .. import init
 from .._functional_attention import multi_head_attention_forward
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
 __all__ = ["MultiheadAttention", "NonDynamicallyQuantizableLinear"]
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A `Linear` under PyTorch's name for the output projection of attention."""
 
 
 class MultiheadAttention(Module):

@@ -237,3 +237,6 @@ class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-D convolution; weight (C_in, C_out / groups, kh, kw)."""
     _dims = 2
     _fn = staticmethod(F.conv_transpose2d)
+
+
+_ConvTransposeNd = _ConvTranspose  # PyTorch's name for the transposed convolutions' base

@@ -1,4 +1,4 @@
-"""`Dropout`, `Dropout1d`, `Dropout2d` and `AlphaDropout` (train-mode only; identity in eval).
+"""`Dropout`, `Dropout1d`, `Dropout2d`, `Dropout3d` and `AlphaDropout` (train-mode only; identity in eval).
 
 `Dropout` is `F.dropout`; the channel-wise variants draw one keep/drop decision per (sample,
 channel) and broadcast it over the spatial dims, as PyTorch's `dropout1d` / `dropout2d`.
@@ -13,7 +13,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -90,6 +90,13 @@ class Dropout2d(_DropoutNd):
         return _channel_dropout(input, self.p, self.training, self.inplace, batched=ndim >= 2)
 
 
+class Dropout3d(_DropoutNd):
+    """Channel-wise dropout on (N, C, D, H, W) or unbatched (C, D, H, W) inputs."""
+
+    def forward(self, input: Tensor) -> Tensor:
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalising mean and variance (PyTorch's formula)."""
 
@@ -106,3 +113,54 @@ class AlphaDropout(_DropoutNd):
         b = (keep - 1.0) * (alpha * a) + alpha * a * p
         out = input * (keep * a) + b
         return input.copy_(out) if self.inplace else out
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """`F.dropout1d`: channel-wise dropout of (N, C, L) or unbatched (C, L) input."""
+    _check_p(p)
+    if input.dim() not in (2, 3):
+        raise RuntimeError(
+            f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. "
+            "Note that dropout1d exists to provide channel-wise dropout on inputs with 1 "
+            "spatial dimension, a channel dimension, and an optional batch dimension (i.e. "
+            "2D or 3D inputs).")
+    return _channel_dropout(input, p, training, inplace, batched=input.dim() == 3)
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """`F.dropout2d`: the module's channel-wise dropout (and warnings) as a function."""
+    _check_p(p)
+    m = Dropout2d(p, inplace)
+    m.training = training
+    return m(input)
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
+              inplace: bool = False) -> Tensor:
+    """`F.dropout3d`: channel-wise dropout of (N, C, D, H, W) or unbatched (C, D, H, W)."""
+    _check_p(p)
+    ndim = input.dim()
+    if ndim not in (4, 5):
+        warnings.warn(
+            f"dropout3d: Received a {ndim}-D input to dropout3d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout3d exists to provide "
+            "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+            "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    return _channel_dropout(input, p, training, inplace, batched=ndim == 5)
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                  inplace: bool = False) -> Tensor:
+    """`F.alpha_dropout`: the module's SELU-preserving dropout as a function."""
+    _check_p(p)
+    m = AlphaDropout(p, inplace)
+    m.training = training
+    return m(input)
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")

@@ -112,3 +112,8 @@ class Bilinear(Module):
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
                 f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A `Linear` under PyTorch's name and path (`nn.modules.linear`) for attention's output
+    projection, so printed forms and imports match."""

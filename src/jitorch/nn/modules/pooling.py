@@ -54,7 +54,11 @@ def _single(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
 
-class AvgPool1d(Module):
+class _AvgPoolNd(Module):
+    """The base of the average pools (PyTorch's class, for isinstance checks)."""
+
+
+class AvgPool1d(_AvgPoolNd):
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad"]
 
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -75,7 +79,7 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(Module):
+class AvgPool2d(_AvgPoolNd):
     __constants__ = ["kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
                      "divisor_override"]
 
@@ -112,11 +116,15 @@ class _AdaptivePool(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePool):
+class _AdaptiveAvgPoolNd(_AdaptivePool):
+    """The base of the adaptive average pools (PyTorch's name)."""
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     _fn = staticmethod(F.adaptive_avg_pool1d)
 
 
-class AdaptiveAvgPool2d(_AdaptivePool):
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     _fn = staticmethod(F.adaptive_avg_pool2d)
 
 
@@ -137,3 +145,6 @@ class AdaptiveMaxPool1d(_AdaptiveMaxPool):
 
 class AdaptiveMaxPool2d(_AdaptiveMaxPool):
     _fn = staticmethod(F.adaptive_max_pool2d)
+
+
+_AdaptiveMaxPoolNd = _AdaptiveMaxPool  # PyTorch's name for the adaptive max pools' base

@@ -116,11 +116,12 @@ class Emitter:
     def bind(self, v: ir.Value, expr: str) -> None:
         self.names[v.uid] = expr
 
-    def tensor(self, v: ir.Value) -> ir.TensorType:
+    def tensor(self, v: ir.Value, complex_ok: bool = False) -> ir.TensorType:
+        """`v`'s type; complex dtypes only for lowerings that handle them (`complex_ok`)."""
         t = v.type
         if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
             raise NotLowered(f"value {v}: dtype or rank unknown")
-        if t.dtype not in SUPPORTED:
+        if t.dtype not in SUPPORTED and not (complex_ok and t.dtype in COMPLEX):
             raise NotLowered(f"dtype {t.dtype} is not lowered on CPU yet")
         return t
 
@@ -144,6 +145,9 @@ class Emitter:
 
 
 SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
+# complex arrays: program arguments and the values of the lowerings that ask for them
+# (`tensor(v, complex_ok=True)`: fft ops, arithmetic fused groups); every other lowering refuses
+COMPLEX = {dt.complex64, dt.complex128}
 
 
 def np_type(d: dt.dtype) -> str:
@@ -155,7 +159,7 @@ def typed_literal(value, d: dt.dtype) -> str:
     literal.number(value)  # a number, nothing else (float("1e9") would accept a str)
     if d is dt.bool:
         return literal.boolean(bool(value))
-    if d.category == dt.FLOAT:
+    if d.category in (dt.FLOAT, dt.COMPLEX):  # (a real value: complex ones are refused)
         return f"{np_type(d)}({literal.floating(float(value))})"
     return f"{np_type(d)}({literal.integer(int(value))})"
 
@@ -174,7 +178,7 @@ def generate(graph: ir.Graph, written=()) -> Program:
     for i, p in enumerate(graph.inputs):
         t = p.type
         if isinstance(t, ir.TensorType):
-            em.tensor(p)
+            em.tensor(p, complex_ok=True)  # (its consumers check their own operands)
         elif lower_list.is_tensor_list(t):  # a tuple of arrays (lower_list.py)
             lower_list.check_input(em, i, p)
         elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType)):

@@ -157,7 +157,7 @@ def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> No
         return
     rank = None
     for r in block.returns:
-        t = em.tensor(r)
+        t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
         rank = t.ndim if rank is None else rank
         if t.ndim != rank:
             raise NotLowered("fused group outputs of different ranks")
@@ -171,7 +171,7 @@ def _group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
     tensor_in, local = [], {}
     for p, v in zip(block.params, inputs):
         if isinstance(v.type, ir.TensorType):
-            t = em.tensor(v)
+            t = em.tensor(v, complex_ok=True)
             if t.ndim > rank:
                 raise NotLowered("fused input of higher rank than the group")
             tensor_in.append((p, em.name(v), t.ndim))
@@ -265,7 +265,7 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
     all_t = {p.uid for p, _, _ in tensor_in}
     out_names = []
     for r in block.returns:
-        t = em.tensor(r)
+        t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
         o = em.fresh("out")
         dep = deps.get(r.uid, set()) & all_t
         shape_parts = []
@@ -450,7 +450,8 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     if r is None:
         raise NotLowered(f"op {n.op}: operand dtypes unknown")
     compute, out = r
-    if compute not in fuse.SUPPORTED or out not in fuse.SUPPORTED:
+    ok = fuse.SUPPORTED | fuse.COMPLEX if fuse.complex_ok(opdef) else fuse.SUPPORTED
+    if compute not in ok or out not in ok:
         raise NotLowered(f"op {n.op}: dtype {compute} is not lowered on CPU yet")
     operand_checks.eager_check(opdef, n, consts)
     by = dict(zip(opdef.params, n.inputs))

@@ -77,8 +77,28 @@ def _bind(em: Emitter, n: ir.Node, expr: str) -> str:
     return out
 
 
+EMPTY = object()  # the fill of `empty*`: zeros, or deterministic mode's value (_empty_fill)
+
+
+def _empty_fill(d: dt.dtype):
+    """What eager's `empty*` fill with now (`_determinism.empty_fill`): 0, or in deterministic
+    mode NaN (floating, complex), the largest value (integers), True (bool). Read when the
+    program is generated: switching the mode forgets every compiled specialisation."""
+    from ... import _determinism
+    if not _determinism.fills_empty():
+        return 0
+    if d is dt.bool:
+        return "True"
+    if d.category == dt.INT:
+        import numpy as np
+        return typed_literal(int(np.iinfo(d.np).max), d)
+    return "np.nan"
+
+
 def _filled(em: Emitter, n: ir.Node, parts: list, fill, d: dt.dtype) -> None:
     shape, ty = _tup(parts), np_type(d)
+    if fill is EMPTY:
+        fill = _empty_fill(d)
     if fill == 0:
         _bind(em, n, f"np.zeros({shape}, {ty})")
     elif fill == 1:
@@ -293,8 +313,10 @@ def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, f"{out}.reshape(())")
 
 
-lowers("zeros", "empty", "new_zeros", "new_empty")(_sized(0))
+lowers("zeros", "new_zeros")(_sized(0))
+lowers("empty", "new_empty")(_sized(EMPTY))
 lowers("ones", "new_ones")(_sized(1))
-lowers("zeros_like", "empty_like")(_like(0))
+lowers("zeros_like")(_like(0))
+lowers("empty_like")(_like(EMPTY))
 lowers("ones_like")(_like(1))
 lowers("full_like")(_like(None))

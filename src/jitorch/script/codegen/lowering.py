@@ -17,8 +17,8 @@ from typing import Callable
 TABLE: dict[str, Callable] = {}
 
 # the modules that fill TABLE, imported on first use (they import cpu.py, which imports this)
-_MODULES = ("lower_autodiff", "lower_conv", "lower_factory", "lower_gather", "lower_linalg",
-            "lower_pool", "lower_reduce", "lower_shape", "lower_write")
+_MODULES = ("lower_autodiff", "lower_conv", "lower_factory", "lower_fft", "lower_gather",
+            "lower_linalg", "lower_pool", "lower_reduce", "lower_shape", "lower_write")
 _loaded: list = []
 
 

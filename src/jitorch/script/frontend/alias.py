@@ -455,7 +455,9 @@ class WriteBuilder:
     def exit_values(self) -> list:
         """What every function exit returns after its results: each argument storage's value."""
         st = self.st
-        return [st.env[t] for t, _ in st.arg_tokens]
+        # a storage first touched on another path (a parameter read only inside an `if` that
+        # returned) is still its graph input on this one
+        return [st.env.get(t, st.graph.block.params[i]) for t, i in st.arg_tokens]
 
     def finish_mutations(self, rets: list, extras: list) -> list:
         """Keep the argument storages some path modified; set graph.mutated_inputs and

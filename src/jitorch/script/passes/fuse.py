@@ -21,6 +21,8 @@ value defined before its uses (`_order_ok` checks the whole block).
 """
 from __future__ import annotations
 
+import re
+
 from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
@@ -28,6 +30,19 @@ from ..ir.values import const_value
 from .types import norm_dims, reduction_dtype
 
 SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
+COMPLEX = {dt.complex64, dt.complex128}
+# a scalar template that is only operands, + - * and parentheses means the same for complex
+# numbers in Numba (division is not: Numba raises ZeroDivisionError for complex / 0)
+_ARITHMETIC = re.compile(r"(?:\{\w+\}|[\s+\-*()])*")
+
+
+def complex_ok(op) -> bool:
+    """May this elementwise op run on complex operands in a fused loop? Its declaration says
+    so (`extra={"complex_scalar": True}`: abs, conj_physical), or its template is arithmetic."""
+    if "complex_scalar" in op.extra:
+        return bool(op.extra["complex_scalar"])
+    return bool(op.scalar) and "**" not in op.scalar and \
+        _ARITHMETIC.fullmatch(op.scalar) is not None
 _INT_DIV = {"floor_divide", "remainder", "fmod", "div"}
 
 
@@ -36,14 +51,15 @@ def fusible(n: ir.Node) -> bool:
     op = registry.OPS.get(n.op)
     if op is None or op.kind != "elementwise" or not op.scalar or len(n.outputs) != 1:
         return False
+    ok = SUPPORTED | COMPLEX if complex_ok(op) else SUPPORTED
     out = n.outputs[0].type
-    if not isinstance(out, ir.TensorType) or out.dtype not in SUPPORTED or out.ndim is None:
+    if not isinstance(out, ir.TensorType) or out.dtype not in ok or out.ndim is None:
         return False
     by = dict(zip(op.params, n.inputs))
     for name in op.tensors:
         t = by[name].type
         if isinstance(t, ir.TensorType):
-            if t.dtype not in SUPPORTED or t.ndim is None:
+            if t.dtype not in ok or t.ndim is None:
                 return False
         elif isinstance(t, ir.NoneType) and n.op == "clamp" and \
                 not all(isinstance(by[k].type, ir.NoneType) for k in ("min", "max")):

@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from ... import _autocast, _threads
+from ..._ops.registry import _mode_state
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
 from ...autograd import grad_mode
@@ -264,10 +265,20 @@ class ScriptFunction:
         return tuple(key), need_grad
 
     # -- calls -------------------------------------------------------------------------------
+    def _call_eagerly(self, args, kwargs):
+        """Under a dispatch mode that must see every op (vmap: its tensors' data is not the
+        arguments' data), the Python function runs instead of the program."""
+        if self.__wrapped__ is None:
+            raise NotImplementedError(f"{self.name}: a scripted module method cannot run under "
+                                      "jitorch.func.vmap; vmap the Python module instead")
+        return self.__wrapped__(*args, **kwargs)
+
     def __call__(self, *args, **kwargs):
         if _tracers[0] and _active_tracer() is not None:  # jit.trace records this as a call
             from ..frontend.trace_call import record_call
             return record_call(self, args, kwargs)
+        if _mode_state.stack and any(getattr(m, "eager_calls", False) for m in _mode_state.stack):
+            return self._call_eagerly(args, kwargs)
         if _autocast_hook[0] is not None and _autocast.active_on_thread():
             return self._autocast_call(args, kwargs)
         given = args
