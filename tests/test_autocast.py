@@ -80,7 +80,11 @@ def test_fp32_list_ops_return_float32_for_bf16_inputs():
         ce = F.cross_entropy(a, torch.tensor([0, 1]))
         tr = torch.trace(a)
         inv = torch.inverse(a)
-    for r in (mse, prod, ce, tr, inv):
+        spec = torch.fft.rfft(a[0])
+        dist = torch.cdist(a, t)
+    assert spec.dtype is torch.complex64
+    np.testing.assert_allclose(spec.numpy(), np.fft.rfft(a[0].float().numpy()), rtol=1e-6)
+    for r in (mse, prod, ce, tr, inv, dist):
         assert r.dtype is torch.float32
     av, tv = a.float().numpy(), t.float().numpy()
     np.testing.assert_allclose(mse.item(), ((av - tv) ** 2).mean(), rtol=1e-6)
