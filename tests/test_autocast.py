@@ -128,6 +128,8 @@ def test_every_declared_policy_is_valid_and_the_lists_are_declared():
     for n in ("cat", "stack", "index_copy"):
         assert pol[n] == "promote", n
     assert F.linear.autocast == "lower" and F.mse_loss.autocast == "fp32"
+    assert F.prelu.autocast == "lower" and F.soft_margin_loss.autocast == "fp32"
+    assert torch.cdist.autocast == "fp32" and torch.cholesky_solve.autocast == "fp32"
     with pytest.raises(ValueError, match="unknown autocast policy"):
         _autocast.policy("fp64")
 
