@@ -34,7 +34,7 @@ def _dispatch_copies():
     difference is the check alone)."""
     src = textwrap.dedent(inspect.getsource(registry.dispatch))
     lines = src.splitlines()
-    i = next(k for k, ln in enumerate(lines) if "_profiler[0] is not None" in ln)
+    i = next(k for k, ln in enumerate(lines) if "_intercept[0] is not None" in ln)
     ns = dict(vars(registry))
     exec(src, ns)
     with_check = ns["dispatch"]
@@ -81,9 +81,9 @@ def _in_profiler(factory, fns: dict) -> dict:
 def _check_alone() -> float:
     """Seconds of the inactive check itself: a function holding only it vs an empty one."""
     import timeit
-    ns = {"_profiler": registry._profiler}
+    ns = {"_intercept": registry._intercept}
     exec("def with_check(_profile=True):\n"
-         "    if _profiler[0] is not None and _profile:\n        return 1\n"
+         "    if _intercept[0] is not None and _profile:\n        return 1\n"
          "def empty(_profile=True):\n    pass\n", ns)
     t = {k: min(timeit.repeat(ns[k], number=200_000, repeat=7)) / 200_000
          for k in ("with_check", "empty")}

@@ -39,6 +39,9 @@ from ._determinism import (  # noqa: E402  (deterministic mode)
 from . import serialization  # noqa: E402,F401  (`jitorch.serialization.safe_globals`)
 from . import profiler  # noqa: E402  (`jitorch.profiler`; `jitorch.autograd.profiler`)
 from .autograd import profiler as _autograd_profiler  # noqa: E402,F401
+from . import amp, cpu  # noqa: E402  (`jitorch.amp`: autocast, GradScaler; `jitorch.cpu.amp`)
+from .amp import autocast  # noqa: E402
+from ._precision import *  # noqa: E402,F401,F403  (autocast state, float32 matmul precision)
 
 # the namespaces scripts touch on any machine (CPU-only answers, as PyTorch's CPU build gives)
 from . import accelerator, backends, cuda, distributed  # noqa: E402,F401

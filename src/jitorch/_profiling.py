@@ -1,9 +1,23 @@
-"""The profiler's switch, read by the places that emit events (no imports: anything may read it).
+"""The profiler's and autocast's switches, read by the places that act on them (no imports:
+anything may read it).
 
 `collector[0]` is the active `jitorch.profiler._collector.Collector`, or None when no profiler
-records. The emitting places check it once and do nothing else when it is None: eager op
-dispatch (`_ops/registry.dispatch`), the compile log (`script/runtime/stats.log_compile`) and
-`record_function`. Scripted calls are recorded by swapping `ScriptFunction.__call__` while a
+records. The emitting places check it once and do nothing else when it is None: the compile log
+(`script/runtime/stats.log_compile`) and `record_function`; eager op dispatch
+(`_ops/registry.dispatch`) checks `intercept[0]` instead, the one switch it shares with
+autocast (`jitorch._autocast`, whose hook is `autocast_hook[0]` while any thread has CPU
+autocast on). Scripted calls are recorded by swapping `ScriptFunction.__call__` while a
 collector is active (`_collector.py`), so their call path carries no check at all.
 """
 collector: list = [None]
+
+# What `registry.dispatch` calls first (its one global check): None while neither the profiler
+# nor autocast is active; else autocast's hook (which hands on to the profiler) or the
+# collector's `op`. `refresh()` recomputes it whenever either of the two changes.
+autocast_hook: list = [None]
+intercept: list = [None]
+
+
+def refresh() -> None:
+    a, c = autocast_hook[0], collector[0]
+    intercept[0] = a if a is not None else (c.op if c is not None else None)

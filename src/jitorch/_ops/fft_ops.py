@@ -195,11 +195,16 @@ def _infer(spec: Spec):
     return rule
 
 
+# PyTorch's CPU autocast fp32 list names these transforms (not hfft2/ihfft2/hfftn/ihfftn)
+_AUTOCAST_FP32 = {"fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
+                  "irfft2", "rfftn", "irfftn", "hfft", "ihfft"}
+
 for _spec in SPECS.values():
     _vjp_rule, _jvp_rule = _rules(_spec)
     _f = defop("fft_" + _spec.name, _impl(_spec), kind="other", method=False, function=False,
                export_as=_spec.name, vjp=_vjp_rule, jvp=_jvp_rule, infer=_infer(_spec),
-               extra={"complex_grad": True, "fft_spec": _spec})
+               extra={"complex_grad": True, "fft_spec": _spec},
+               autocast="fp32" if _spec.name in _AUTOCAST_FP32 else None)
     _f.__module__ = "jitorch.fft"
     PUBLIC_FFT[_spec.name] = _f
 

@@ -109,7 +109,9 @@ def _cat_vjp(g, tensors_shape, dim):
     return _split_back(g, tensors_shape, tensors_shape, d)
 
 
-_CAT = dict(lists=("tensors",), tensors=(), kind="shape", method=False)
+# every join is cat in PyTorch (CompositeImplicit), which autocast promotes
+_CAT = dict(lists=("tensors",), tensors=(), kind="shape", method=False,
+            autocast="promote")
 cat = defop("cat", _cat, vjp=_cat_vjp, jvp=lambda t_tensors, dim: cat(t_tensors, dim), **_CAT,
             infer=infer.join(0),
             batch=dims("dim", expand=True))

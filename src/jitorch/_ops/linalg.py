@@ -127,7 +127,7 @@ matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",
                vjp=_matmul_vjp,
                jvp=lambda t_input, t_other, input, other: t_input @ other + input @ t_other,
                infer=infer.matmul,
-               batch=MATMUL)
+               batch=MATMUL, autocast="lower")
 
 
 def _mm(input, mat2):
@@ -143,7 +143,7 @@ mm = defop("mm", _mm, tensors=("input", "mat2"), kind="linalg",
            vjp=lambda g, input, mat2: (g.mm(mat2.mT), input.mT.mm(g)),
            jvp=lambda t_input, t_mat2, input, mat2: t_input.mm(mat2) + input.mm(t_mat2),
            infer=infer.fixed_rank(2),
-           batch=MATMUL)
+           batch=MATMUL, autocast="lower")
 
 
 def _bmm(input, mat2):
@@ -163,7 +163,7 @@ bmm = defop("bmm", _bmm, tensors=("input", "mat2"), kind="linalg",
             vjp=lambda g, input, mat2: (g.bmm(mat2.mT), input.mT.bmm(g)),
             jvp=lambda t_input, t_mat2, input, mat2: t_input.bmm(mat2) + input.bmm(t_mat2),
             infer=infer.fixed_rank(3),
-            batch=MATMUL)
+            batch=MATMUL, autocast="lower")
 
 
 def _mv(input, vec):
@@ -319,7 +319,7 @@ addmm = defop("addmm", _addmm, tensors=("input", "mat1", "mat2"), kind="linalg",
               jvp=lambda t_input, t_mat1, t_mat2, mat1, mat2, beta, alpha:
               _scaled(t_input, beta) + _scaled(t_mat1.mm(mat2) + mat1.mm(t_mat2), alpha),
               infer=infer.fixed_rank(2, first=1),
-              batch=LOOP)
+              batch=LOOP, autocast="lower")
 
 
 def _addmv(input, mat, vec, *, beta=1, alpha=1):
@@ -379,7 +379,7 @@ addbmm = defop("addbmm", _addbmm, tensors=("input", "batch1", "batch2"), kind="l
                _scaled(t_input, beta)
                + _scaled((t_batch1.bmm(batch2) + batch1.bmm(t_batch2)).sum(0), alpha),
                interpreted=_NOT_YET,
-               batch=LOOP)
+               batch=LOOP, autocast="lower")
 
 
 def _baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
@@ -399,4 +399,4 @@ baddbmm = defop("baddbmm", _baddbmm, tensors=("input", "batch1", "batch2"), kind
                 jvp=lambda t_input, t_batch1, t_batch2, batch1, batch2, beta, alpha:
                 _scaled(t_input, beta)
                 + _scaled(t_batch1.bmm(batch2) + batch1.bmm(t_batch2), alpha), interpreted=_NOT_YET,
-                batch=LOOP)
+                batch=LOOP, autocast="lower")

@@ -7,10 +7,12 @@ respect to the factor is the full derivative of X(L) = (L L^H)^{-1} B, which is 
 from __future__ import annotations
 
 from .._tensor import Tensor
+from .. import _autocast
 
 __all__ = ["cholesky_solve"]
 
 
+@_autocast.policy("fp32")
 def cholesky_solve(input, input2, upper=False):
     from .. import linalg
     b, f = input, input2

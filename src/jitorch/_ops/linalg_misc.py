@@ -135,7 +135,7 @@ _linalg_vecdot = defop(
                               g.unsqueeze(_vecdot_dim(x, y, dim)) * x),
     jvp=lambda t_x, t_y, x, y, dim: (t_x * y + x * t_y).sum(_vecdot_dim(x, y, dim)),
     interpreted=_NOT_YET,
-    batch=LOOP)
+    batch=LOOP, autocast="lower")
 
 
 def vecdot(x, y, *, dim=-1, out=None):

@@ -2,6 +2,7 @@
 (`prelu`'s learnable slope broadcasts along the channel dim 1; `channel_shuffle` is a
 reshape / transpose / reshape)."""
 from __future__ import annotations
+from .. import _autocast
 
 __all__ = ["prelu", "channel_shuffle"]  # also torch.prelu / torch.channel_shuffle
 
@@ -18,6 +19,7 @@ def glu(input, dim=-1):
     return a * b.sigmoid()
 
 
+@_autocast.policy("lower")
 def prelu(input, weight):
     """x where x > 0, weight * x elsewhere; weight has 1 or C (= input.size(1)) elements."""
     from .ternary import where

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from . import infer
+from ._linalg_util import matmul_arrays
 from .registry import _pt_name, defop
 from .batching import LOOP, fold
 from .. import _dtype as dt
@@ -194,7 +195,9 @@ def _conv_kernel(x, w, stride, pads, dil, groups):
     k = tuple(w.shape[2:])
     out = _out_sizes(x.shape[2:], pads, k, stride, dil)
     cols = _cols(x, out, k, stride, pads, dil, groups)
-    res = np.matmul(w.reshape(groups, o // groups, cg * math.prod(k)), cols)  # (g, og, N*L)
+    # matmul_arrays: half types multiply in float32 and round back (NumPy alone turns bf16
+    # operands into a float32 result)
+    res = matmul_arrays(w.reshape(groups, o // groups, cg * math.prod(k)), cols)  # (g, og, N*L)
     res = res.reshape(o, n, math.prod(out)).transpose(1, 0, 2).reshape((n, o) + out)
     return np.ascontiguousarray(res)
 
@@ -207,7 +210,7 @@ def _conv_input_kernel(gy, w, spatial, stride, pads, dil, groups):
     out = tuple(gy.shape[2:])
     g = groups
     wt = w.reshape(g, o // g, cg * math.prod(k)).transpose(0, 2, 1)
-    cols = np.matmul(wt, _grad_rows(gy, g))  # (g, cg*K, N*L)
+    cols = matmul_arrays(wt, _grad_rows(gy, g))  # (g, cg*K, N*L)
     cols = cols.reshape((g * cg,) + k + (n,) + out)
     padded = tuple(s + pads[2 * i] + pads[2 * i + 1] for i, s in enumerate(spatial))
     xp = np.zeros((g * cg, n) + padded, cols.dtype)  # channel-major: the adds read cols rows
@@ -223,7 +226,7 @@ def _conv_weight_kernel(x, gy, k, stride, pads, dil, groups):
     o = gy.shape[1]
     cg = x.shape[1] // groups
     cols = _cols(x, tuple(gy.shape[2:]), k, stride, pads, dil, groups)  # (g, cg*K, N*L)
-    res = np.matmul(cols, _grad_rows(gy, groups).transpose(0, 2, 1))  # (g, cg*K, og)
+    res = matmul_arrays(cols, _grad_rows(gy, groups).transpose(0, 2, 1))  # (g, cg*K, og)
     res = res.reshape((groups, cg) + tuple(k) + (o // groups,))
     res = np.moveaxis(res, -1, 1).reshape((o, cg) + tuple(k))
     return np.ascontiguousarray(res)
@@ -350,7 +353,7 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2))
+                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2), autocast="lower")
 
 
 conv1d = _make_conv(1)
@@ -430,7 +433,7 @@ def _make_conv_transpose(nd):
                     f"weight (C_in, C_out / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
                  vjp=vjp, jvp=jvp, infer=infer.same, interpreted=_NOT_YET,
-                 batch=fold(nd + 2))
+                 batch=fold(nd + 2), autocast="lower")
 
 
 conv_transpose1d = _make_conv_transpose(1)

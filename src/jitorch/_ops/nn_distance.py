@@ -15,6 +15,7 @@ import math
 
 from .. import _dtype as dt
 from .composite import composite, expose
+from .. import _autocast
 
 __all__ = ["cosine_similarity", "pairwise_distance", "cdist", "pdist"]
 
@@ -70,6 +71,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     return vector_norm(diff, p, dim=nd - 1, keepdim=keepdim)
 
 
+@_autocast.policy("fp32")
 def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     from .linalg_norm import vector_norm
     if compute_mode not in _MODES:

@@ -12,6 +12,7 @@ raise NotImplementedError naming them.
 from __future__ import annotations
 
 import warnings
+from .. import _autocast
 
 __all__: list = []  # reached through jitorch.nn.functional
 
@@ -64,6 +65,7 @@ def _unnormalise(coord, size, align_corners):
     return ((coord + 1) * size - 1) / 2
 
 
+@_autocast.policy("fp32")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample `input` (N, C, H, W) at `grid` (N, Ho, Wo, 2) locations (x, y in [-1, 1])."""
     align_corners = _align(align_corners)

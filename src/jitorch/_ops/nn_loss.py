@@ -22,6 +22,7 @@ from .nn_activation import _max_shift, log_softmax, logsigmoid
 from .registry import _pt_name, defop
 from .batching import CLASS_INDEX
 from .ternary import where
+from .. import _autocast
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -151,24 +152,28 @@ def _huber_loss(reduction, delta):
     return body
 
 
+@_autocast.policy("fp32")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("mse_loss", input, target, reduction)
     return _mse_loss.body(reduction)(input, target, weight)
 
 
+@_autocast.policy("fp32")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("l1_loss", input, target, reduction)
     return _l1_loss.body(reduction)(input, target, weight)
 
 
+@_autocast.policy("fp32")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _pointwise("smooth_l1_loss", input, target, reduction)
     return _smooth_l1_loss.body(reduction, beta)(input, target)
 
 
+@_autocast.policy("fp32")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     _pointwise("huber_loss", input, target, reduction)
     return _huber_loss.body(reduction, delta)(input, target, weight)
@@ -314,6 +319,7 @@ def _cross_entropy(ignore_index, reduction, label_smoothing):
     return body
 
 
+@_autocast.policy("fp32")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """-input[n, target[n]] * weight[target[n]], ignoring `ignore_index`; 'mean' divides by
@@ -324,6 +330,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return _nll_loss.body(ignore_index, reduction)(input, target, weight)
 
 
+@_autocast.policy("fp32")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
                   reduction="mean", label_smoothing=0.0):
     """log_softmax over the class dim, then nll_loss (class indices) or -sum(p * log q)
@@ -391,6 +398,7 @@ _unit_interval = defop("_unit_interval", _unit_interval_impl, kind="elementwise"
                        vjp=lambda g: g, jvp=lambda t_input: t_input, scalar="{input}")
 
 
+@_autocast.policy("fp32")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as in PyTorch."""
@@ -404,6 +412,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _weighted(loss, weight, reduction)
 
 
+@_autocast.policy("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
     """(1 - t) x - (1 + (pos_weight - 1) t) logsigmoid(x): stable for any logit."""
@@ -419,6 +428,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _weighted(loss, weight, reduction)
 
 
+@_autocast.policy("fp32")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """target * (log target - input) pointwise ('batchmean': the sum over the batch size)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -438,6 +448,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 
 # --- embedding / ranking losses ----------------------------------------------------------------
+@_autocast.policy("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
@@ -459,6 +470,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(pos + neg, reduction)
 
 
+@_autocast.policy("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (x1 - x2) + margin)."""

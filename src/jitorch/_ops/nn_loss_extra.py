@@ -8,10 +8,12 @@ import math
 
 from .._tensor import Tensor
 from .nn_loss import _check_reduction, _reduce, legacy_reduction
+from .. import _autocast
 
 __all__: list = []  # reached through jitorch.nn.functional
 
 
+@_autocast.policy("fp32")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """max(d(a, p) - d(a, n) + margin, 0), d the pairwise p-distance (with `swap`, d(a, n) is
@@ -34,6 +36,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+@_autocast.policy("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where target == 1, max(0, margin - x) where target == -1 (both terms elsewhere)."""
@@ -46,6 +49,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(margin_part + self_part, reduction)
 
 
+@_autocast.policy("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = legacy_reduction(size_average, reduce, reduction)
@@ -53,6 +57,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce((-input * target).exp().log1p(), reduction)
 
 
+@_autocast.policy("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(x) - t x (log_input) or x - t log(x + eps); `full` adds Stirling's term where t > 1."""

@@ -17,6 +17,7 @@ from .composite import composite, expose
 from .registry import _pt_name, defop
 from .batching import LEADING
 from .. import _dtype as dt
+from .. import _autocast
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
@@ -34,6 +35,7 @@ def _linear():
     return body
 
 
+@_autocast.policy("lower")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
     if not isinstance(input, Tensor):

@@ -202,7 +202,7 @@ def _prod_jvp(t_input, input, dim, keepdim, dtype):
 
 
 prod = defop("prod", _prod, kind="reduction", vjp=_prod_vjp, jvp=_prod_jvp, scalar="*",
-             infer=infer.Reduction(ints="long"))
+             infer=infer.Reduction(ints="long"), autocast="fp32")
 
 
 # --- logsumexp -----------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype as dt
-from .._profiling import collector as _profiler
+from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.forward_ad import propagate
@@ -86,6 +86,7 @@ class OpDef:
     # how `jitorch.func.vmap` runs the op on batched tensors: a rule from `_ops/batching.py`
     # (None: the default of the op's kind, e.g. broadcasting for elementwise ops)
     batch: Any = None
+    autocast: str | None = None  # "lower" | "fp32" | "promote": its CPU autocast policy (_autocast)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
 
@@ -187,16 +188,20 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
           varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None,
-          batch=None) -> Callable:
+          batch=None, autocast=None) -> Callable:
     """Declare an op once; returns its public function (also bound as method/in-place).
 
     `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
     `interpreted`: the reason the compiler runs this op in the interpreter (no lowering in
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
     requires one of the three for every op.
-    `batch`: the vmap batching rule (`_ops/batching.py`), when the kind's default does not fit."""
+    `batch`: the vmap batching rule (`_ops/batching.py`), when the kind's default does not fit.
+    `autocast`: the op's policy inside `jitorch.autocast("cpu")` ("lower", "fp32", "promote";
+    PyTorch's CPU lists, see `_autocast.py`)."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
+    if autocast not in (None, "lower", "fp32", "promote"):
+        raise ValueError(f"op '{name}': unknown autocast policy {autocast!r}")
     sig = inspect.signature(impl)
     params = list(sig.parameters.values())
     tensor_names = tuple(tensors) + tuple(lists)
@@ -209,7 +214,8 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     op = OpDef(name=name, impl=impl, tensors=tuple(slot_names), lists=tuple(lists),
                attrs=attrs, kind=kind, dtype_rule=rule, vjp=vjp, jvp=jvp, scalar=scalar,
                view=view, nondiff=nondiff, doc=doc or impl.__doc__ or "", extra=extra,
-               scalar_first=scalar_first, infer=infer, interpreted=interpreted, batch=batch)
+               scalar_first=scalar_first, infer=infer, interpreted=interpreted, batch=batch,
+               autocast=autocast)
     op.params = tuple(p.name for p in params)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
@@ -352,9 +358,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
 
     This is the hot path of eager mode: the common elementwise case (tensor operands of one
     dtype, no autograd) is kept to a handful of attribute reads around the NumPy call. An
-    active profiler (jitorch.profiler) records the call and runs it here with _profile=False."""
-    if _profiler[0] is not None and _profile:
-        return _profiler[0].op(op, slots, attrs)
+    active profiler (jitorch.profiler) or autocast (jitorch.amp) sees the call first through the
+    one check of `_intercept` and runs it here with _profile=False."""
+    if _intercept[0] is not None and _profile:
+        return _intercept[0](op, slots, attrs)
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)

@@ -434,7 +434,7 @@ index_copy = defop("index_copy", _index_copy, tensors=("input", "index", "source
                    (g.index_fill(dim, index, 0), None, g.index_select(dim, index)),
                    jvp=lambda t_input, t_source, dim, index:
                    t_input.index_copy(dim, index, t_source), interpreted=_NOT_YET,
-                   batch=LOOP)
+                   batch=LOOP, autocast="promote")
 
 
 @_api("input", "dim", "index", "value")

@@ -29,6 +29,12 @@ _FREED_MSG = (
     "backward.")
 
 
+def _holds_tensor(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return any(_holds_tensor(x) for x in v)
+    return isinstance(v, Tensor)
+
+
 class Node:
     """A backward function: `apply(grads of outputs) -> grads of inputs`."""
 
@@ -82,8 +88,12 @@ class Node:
         return self.saved
 
     def release(self):
-        if self.saved is not None or self.versions:
-            self.freed = True
+        # as PyTorch frees only saved *tensors*: a rule that needs only metadata (a dtype, a
+        # shape) keeps it and can run again (autocast's shared weight casts do)
+        if not self.versions and (self.saved is None or not any(
+                _holds_tensor(v) for v in self.saved.values())):
+            return
+        self.freed = True
         self.saved = None
         self.versions = ()
 

@@ -17,6 +17,7 @@ from .._ops.composite import composite, expose
 from .._ops.nn_activation import _max_shift
 from .._ops.nn_misc import dropout as _dropout
 from .._ops.ternary import where
+from .. import _autocast
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -26,6 +27,7 @@ def _bool_to_neg_inf(mask: Tensor, dtype) -> Tensor:
     return _jt.zeros(tuple(mask.shape), dtype=dtype).masked_fill(mask, float("-inf"))
 
 
+@_autocast.policy("lower")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """softmax(Q K^T * scale + bias) V over the last two dims; leading dims broadcast."""

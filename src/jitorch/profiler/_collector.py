@@ -56,11 +56,13 @@ class Collector:
                                    "before starting another")
             _install_script_hook()
             _profiling.collector[0] = self
+            _profiling.refresh()
 
     def stop(self) -> EventList:
         with _lock:
             if _profiling.collector[0] is self:
                 _profiling.collector[0] = None
+                _profiling.refresh()
                 _remove_script_hook()
         end = _now()
         for e in self.events:  # ranges still open when the trace stopped end with it

@@ -53,6 +53,7 @@ from .expr import ExprBuilder, Sugar
 from .index import IndexBuilder
 from .loops import LoopBuilder
 from .grad_blocks import strip_grad_blocks
+from .autocast_region import rewrite_regions
 from .markers import strip_markers
 from .methods import MethodBuilder
 from .state import FrontendHooks, FrontendState
@@ -188,6 +189,7 @@ class FunctionCompiler:
             st.fail("async functions are not supported in scripted code", st.fdef)
         st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
         st.fdef = strip_grad_blocks(st.fdef, st.scope, st.fail)  # with no_grad(): ...
+        st.fdef = rewrite_regions(st.fdef, st.scope, st.fail)  # `with autocast(...)`
         st.graph = ir.Graph(name or fn.__name__)
         st.graph.profile_markers = markers  # record_function names (profiler ranges)
         st.block = st.graph.block

@@ -29,7 +29,9 @@ import math
 import operator
 import string
 
+from ... import _autocast
 from ..._ops import registry
+from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
 from .. import ir
 from ..kernels.signals import ScriptRuntimeError
@@ -105,7 +107,12 @@ def run_graph(graph: ir.Graph, args) -> list:
     args = list(args)
     if len(args) != len(graph.inputs):
         raise TypeError(f"graph @{graph.name} takes {len(graph.inputs)} inputs, got {len(args)}")
-    return run_block(graph.block, args, {})
+    depth = _autocast.script_depth()
+    try:
+        return run_block(graph.block, args, {})
+    except BaseException:
+        _autocast.unwind_script_regions(depth)  # a `with autocast` region left by the error
+        raise
 
 
 def run_block(block: ir.Block, args: list, env: dict) -> list:
@@ -219,6 +226,8 @@ def _execute(n: ir.Node, vals: list, env: dict):
     if op == "prim::Loop":
         return _run_loop(n, vals, env)
     if op == "prim::CallFunction":
+        if "autocast" in n.attrs and _autocast_hook[0] is not None:  # a composite's policy
+            vals = _autocast.cast_call(n.attrs["autocast"], vals)
         return _single(n, run_graph(n.attrs["fn"], vals))
     if op == "prim::PythonOp":
         r = n.attrs["fn"](*vals)

@@ -41,8 +41,9 @@ import time
 
 import numpy as np
 
-from ... import _threads
+from ... import _autocast, _threads
 from ..._ops.registry import _mode_state
+from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.inplace import check_inplace_allowed, check_writable, rebase_history
@@ -91,6 +92,10 @@ def _describe_key_part(p) -> str:
     if isinstance(p, tuple) and p and p[0] in ("S", "B"):
         return f"static={p[1]!r}"
     return str(getattr(p, "__name__", p))
+
+
+AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
+                   "float16 are not lowered on CPU yet)")
 
 
 # --- the callable ---------------------------------------------------------------------------------
@@ -273,6 +278,8 @@ class ScriptFunction:
             return record_call(self, args, kwargs)
         if _mode_state.stack and any(getattr(m, "eager_calls", False) for m in _mode_state.stack):
             return self._call_eagerly(args, kwargs)
+        if _autocast_hook[0] is not None and _autocast.active_on_thread():
+            return self._autocast_call(args, kwargs)
         given = args
         try:
             if kwargs or len(args) != len(self._names):
@@ -337,6 +344,15 @@ class ScriptFunction:
         if len(outs) == 1 and not self._tuple_out:
             return outs[0]
         return tuple(outs)
+
+    def _autocast_call(self, args, kwargs):
+        """A call inside CPU autocast (jitorch.amp): the interpreter runs the frontend's graph,
+        so each op gets the casts its declaration asks for (registry ops through eager
+        dispatch, library composites at their prim::CallFunction): eager autocast's results
+        and gradients. Compiled programs do not lower bfloat16/float16 yet."""
+        stats.record_call(hit=True, interpreted=True)
+        self.autocast_reason = AUTOCAST_REASON
+        return self._raise_interpreted(args, kwargs)
 
     def _raise_interpreted(self, args, kwargs):
         args = self._bind(args, dict(kwargs))
