@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime, programs
+from jitorch.script.runtime import autodiff as autodiff_rt, keys, programs
 from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes import autodiff_control_ops as ac
 from jitorch.script.passes.autodiff import NotDifferentiable, differentiate
@@ -165,7 +165,7 @@ def scripted(fn):
 
 def graph_for(fn, args):
     sf = scripted(fn)
-    types = [runtime._arg_type(a, ty, True) for a, ty in zip(args, sf._types)]
+    types = [keys._arg_type(a, ty, True) for a, ty in zip(args, sf._types)]
     return autodiff_rt._pre_fusion(sf.graph, types)
 
 

@@ -16,7 +16,7 @@ import pytest
 import jitorch as t
 from jitorch import nn
 from jitorch.nn.modules import _rnn_script
-from jitorch.script.runtime import autodiff as autodiff_rt, functions as runtime, programs
+from jitorch.script.runtime import autodiff as autodiff_rt, keys, programs
 from jitorch.script.ir.interpreter import run_graph
 from jitorch.script.passes.autodiff import differentiate
 
@@ -49,7 +49,7 @@ def _interpreted(sm, m, x, hx):
     x = x.detach().clone().requires_grad_(True)
     args, finish = v.adapter(x, hx) if hx is not None else v.adapter(x)
     full = list(args) + v.tensors(m)
-    types = [runtime._arg_type(a, ty, True) for a, ty in zip(full, v.sf._types)]
+    types = [keys._arg_type(a, ty, True) for a, ty in zip(full, v.sf._types)]
     g = autodiff_rt._pre_fusion(v.sf.graph, types)
     d = differentiate(g, full)
     with t.no_grad():
@@ -229,7 +229,7 @@ def test_recurrent_layer_inside_a_scripted_model(model):
     want_grads = [xs.grad] + [p.grad.clone() for p in m.parameters()]
     v = sm._methods["forward"]._current()
     full = [x.clone().requires_grad_(True), h0] + v.tensors(m)
-    types = [runtime._arg_type(a, ty, True) for a, ty in zip(full, v.sf._types)]
+    types = [keys._arg_type(a, ty, True) for a, ty in zip(full, v.sf._types)]
     g = autodiff_rt._pre_fusion(v.sf.graph, types)
     d = differentiate(g, full)
     with t.no_grad():

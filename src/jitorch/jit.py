@@ -15,7 +15,8 @@ import typing
 
 from . import _threads
 from .script.api import script, trace  # noqa: F401
-from .script.runtime.functions import ScriptFunction, TracerWarning  # noqa: F401
+from .script.frontend.trace import TracerWarning  # noqa: F401
+from .script.runtime.functions import ScriptFunction  # noqa: F401
 from .script.frontend.trace_check import TracingCheckError  # noqa: F401
 from .script.runtime import stats as _stats
 

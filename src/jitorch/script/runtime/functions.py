@@ -53,45 +53,17 @@ from ..ir import interpreter
 from ..ir.util import used_inputs
 from ..kernels.signals import ArgumentsOverlap, RaiseInInterpreter
 from . import alias, stats, tiers
-from .programs import _symbolic, build_entry, first_call
+from .keys import _any_rg, _arg_type, _describe_key_part, _make_fast_key, _other_key, \
+    _type_name
+from .programs import build_entry, first_call
 from .entry import _Entry, _interp
 
 
-from ..frontend.trace import TracerWarning  # noqa: E402,F401 (jitorch.jit.TracerWarning)
 
 
 _gstate = grad_mode._state
 _counters = stats._c
 _new = object.__new__
-
-
-def _arg_type(a, declared: ir.Type, rg: bool) -> ir.Type:
-    if isinstance(a, Tensor):
-        return ir.TensorType(a._dtype, (None,) * a._data.ndim, requires_grad=rg or None)
-    if isinstance(declared, ir.OptionalType) and a is None:
-        return ir.NONE
-    if isinstance(declared, (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType)):
-        return declared
-    from ..frontend.trace import value_type
-    t = value_type(a)
-    if isinstance(t, (ir.ListType, ir.TupleType)):  # sizes of tensors in containers: symbolic
-        t = _symbolic(t)
-    return t
-
-
-def _type_name(t: ir.Type) -> str:
-    if isinstance(t, ir.TensorType):
-        return "Tensor"
-    return str(t)
-
-
-def _describe_key_part(p) -> str:
-    if isinstance(p, tuple) and p and p[0] == "T":
-        return f"{getattr(p[1], 'name', p[1])} ndim={p[2]}" + (" requires_grad" if p[3] else "") \
-            + ("" if p[4] else " strided")
-    if isinstance(p, tuple) and p and p[0] in ("S", "B"):
-        return f"static={p[1]!r}"
-    return str(getattr(p, "__name__", p))
 
 
 AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
@@ -595,35 +567,5 @@ def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
     a._version[0] += 1
     if _gstate.enabled and new._requires_grad:
         rebase_history(a, new)
-
-
-def _make_fast_key(n: int):
-    """`key(args, grad_on)` for n tensors, unrolled (about twice as fast as a loop): a flat
-    tuple of (dtype, ndim, requires_grad, C-contiguous) per tensor. Only used to find compiled
-    entries already made; misses take the checked path (`_key`)."""
-    if n == 0:
-        return lambda args, grad_on: ()
-    parts = ", ".join(f"a[{i}]._dtype, a[{i}]._data.ndim, grad_on and a[{i}]._requires_grad, "
-                      f"a[{i}]._data.flags.c_contiguous" for i in range(n))
-    ns: dict = {}
-    exec(f"def fast_key(a, grad_on):\n    return ({parts},)\n", ns)
-    return ns["fast_key"]
-
-
-def _other_key(a, grad_on):
-    if isinstance(a, Tensor):
-        return ("T", a._dtype, a._data.ndim, grad_on and a._requires_grad,
-                a._data.flags.c_contiguous)
-    if isinstance(a, (list, tuple)):
-        return (type(a), tuple(_other_key(e, grad_on) for e in a))
-    return type(a)
-
-
-def _any_rg(a):
-    if isinstance(a, Tensor):
-        return a._requires_grad
-    if isinstance(a, (list, tuple)):
-        return any(_any_rg(e) for e in a)
-    return False
 
 
