@@ -89,11 +89,16 @@ def assigned_names(stmts) -> list:
                     if isinstance(e, ast.NamedExpr):
                         target(e.target)
                     # lst.append(v), d[k].pop(), x.add_(y): the frontend rebinds the
-                    # receiver name (frontend/list_methods.py)
-                    elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and \
-                            isinstance(e.func.value, (ast.Name, ast.Subscript)) and (
+                    # receiver name (frontend/list_methods.py). An in-place tensor method on an
+                    # element (`ps[i].add_(m)`) is a write through the element's storage
+                    # (alias.py), not a rebinding: carrying the list as well would give the
+                    # loop two copies of it (and the optimizer step two loops)
+                    elif isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and (
+                            isinstance(e.func.value, ast.Name) and (
                                 e.func.attr in _MUTATORS or
-                                e.func.attr.endswith("_") and not e.func.attr.endswith("__")):
+                                e.func.attr.endswith("_") and not e.func.attr.endswith("__"))
+                            or isinstance(e.func.value, ast.Subscript) and
+                            e.func.attr in _MUTATORS):
                         target(e.func.value)
     for s in stmts:
         walk(s)
