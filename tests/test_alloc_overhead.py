@@ -1,4 +1,4 @@
-"""Correctness of the allocation helpers of generated programs (codegen/alloc.py) and of the
+"""Correctness of the allocation helpers of generated programs (kernels/alloc.py) and of the
 per-call fast path (script/runtime/entry.py `_Entry.runner` / `_entry_point`): outputs of every size
 (empty, 0-d, small, above the huge-page threshold), non-contiguous and read-only inputs, dtype
 changes between calls, tuple outputs, concurrent callers. No timings are asserted."""

@@ -200,7 +200,7 @@ KNOWN = [
           "\"start + length exceeds dimension size\"; eager (and PyTorch) raise RuntimeError",
           lambda f: f.kind == "error-type" and _eager_says(f, "exceeds dimension size") and
           isinstance(f.got_exc, IndexError)),
-    Known("fma-overflow", "codegen/blas.py (left as is): the small-M kernel fuses multiply-add, "
+    Known("fma-overflow", "kernels/blas.py (left as is): the small-M kernel fuses multiply-add, "
           "so a float32 product that overflows stays finite inside the fma and a sum of "
           "overflowing products gives inf where eager's BLAS gives nan; both are IEEE results "
           "(PyTorch's own BLAS kernels differ the same way)",

@@ -28,7 +28,7 @@ import inspect
 import math
 
 from . import factory as factories
-from . import composite as frontend_nn
+from . import composite
 from . import types as ft
 from .. import ir
 from .classes import ensure_script_class
@@ -287,7 +287,7 @@ class CallBuilder:
             # a library function kept out of scripting may still be a composite whose body
             # compiles (multi_head_attention_forward); otherwise a Python call
             st.evaluated = None
-            r = frontend_nn.compile_call(st, obj, node)
+            r = composite.compile_call(st, obj, node)
             if r is not None:
                 return r
             return self.python_call(obj, node, self._return_type(obj), evaluated=st.evaluated)
@@ -308,7 +308,7 @@ class CallBuilder:
         mod = getattr(obj, "__module__", "") or ""
         if mod == "jitorch" or mod.startswith("jitorch.") or mod.startswith("torch"):
             st.evaluated = None
-            r = frontend_nn.compile_call(st, obj, node)  # F.softmax, F.layer_norm, losses...
+            r = composite.compile_call(st, obj, node)  # F.softmax, F.layer_norm, losses...
             if r is not None:
                 return r
             if st.evaluated is not None:

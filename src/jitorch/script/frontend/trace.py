@@ -174,7 +174,7 @@ class Tracer:
                     self.bind(x, v)
                     return v
                 # not an input and not computed here: bake it in (a uniform one, such as
-                # zeros(3, 4), as its factory node: frontend_factory.traced_factory)
+                # zeros(3, 4), as its factory node: frontend.factory.traced_factory)
                 from .factory import traced_factory
                 v = traced_factory(self, x) or self.constant(x)
                 self.bind(x, v)

@@ -193,7 +193,7 @@ def _write_select(x, values, dim, index):
 
 
 class _ViewWriteInPlace:
-    """frontend_alias.ViewWrite in place: the view of `base` overwritten with `new`."""
+    """frontend.alias.ViewWrite in place: the view of `base` overwritten with `new`."""
 
     def __init__(self, op: str):
         self.op = op
@@ -206,7 +206,7 @@ class _ViewWriteInPlace:
 
 
 class _SetItemInPlace:
-    """frontend_index.SetItem in place for tensors (a list stays a copy: the runtime writes
+    """frontend.index.SetItem in place for tensors (a list stays a copy: the runtime writes
     list arguments back element by element)."""
 
     def __init__(self, fn):

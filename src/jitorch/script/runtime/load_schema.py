@@ -281,7 +281,7 @@ def _tuple_json(v) -> list | None:
 
 
 def _spec_slots(item, inner: bool = False) -> list:
-    """The run-time slots an index-spec element (JSON of frontend_index._Index.spec) reads:
+    """The run-time slots an index-spec element (JSON of frontend.index._Index.spec) reads:
     ["c", constant] | ["d", slot] | ["s", [three of those]]; SchemaError for anything else."""
     e = _tuple_json(item)
     if e is None or len(e) != 2 or e[0] not in ("c", "d", "s"):

@@ -38,7 +38,7 @@ def _nodes(block):
 
 
 def _spec_json(v):
-    """An index spec (frontend_index._Index.spec) as JSON: tuples, ints, None, Ellipsis."""
+    """An index spec (frontend.index._Index.spec) as JSON: tuples, ints, None, Ellipsis."""
     if v is Ellipsis:
         return {"ellipsis": True}
     if isinstance(v, (tuple, list)):
