@@ -127,7 +127,7 @@ def test_errors_are_pytorchs():
 def test_s_minus_one_means_the_input_size():
     x = _c((3, 5))
     np.testing.assert_allclose(F.fftn(jitorch.tensor(x), s=(2, -1)).numpy(),
-                               np.fft.fftn(x, s=(2, 5)))
+                               np.fft.fftn(x, s=(2, 5), axes=(0, 1)))
 
 
 # --- gradients -----------------------------------------------------------------------------------

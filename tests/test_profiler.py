@@ -320,7 +320,8 @@ def test_activities_and_errors():
         profile(activities=["cpu"])
     with pytest.raises(RuntimeError, match="no results"):
         profile().events()
-    with pytest.warns(FutureWarning, match="use_cuda"):
+    with pytest.warns(FutureWarning, match="use_cuda"), \
+            pytest.warns(UserWarning, match="CUDA is not available"):
         old = jitorch.autograd.profiler.profile(use_cuda=True)
     assert old.use_device is None
     with jitorch.autograd.profiler.profile(enabled=False) as off:
