@@ -158,10 +158,9 @@ def _forget_compiled() -> None:
     """Compiled programs bake `empty*`'s fill in (codegen/lower_factory.py): when it changes,
     every scripted function forgets its specialisations and rebuilds them on its next call (the
     programs that do not create empty tensors come back from the disk cache unchanged)."""
-    stats = sys.modules.get("jitorch.script.runtime.stats")
+    stats = sys.modules.get("jitorch.script.runtime.stats")  # (no scripted function yet: none)
     if stats is not None:
-        for sf in list(stats._functions):
-            sf._reset()
+        stats.forget_specialisations()
 
 
 def empty_fill(shape, np_dtype) -> np.ndarray:

@@ -78,6 +78,14 @@ def register_function(sf) -> None:
     _functions.add(sf)
 
 
+def forget_specialisations() -> None:
+    """Every ScriptFunction drops its specialisations; each rebuilds them on its next call
+    (what a setting baked into generated programs needs when it changes: deterministic mode's
+    `empty*` fill). Programs that come out the same load from the disk cache."""
+    for sf in list(_functions):
+        sf._reset()
+
+
 def snapshot() -> Stats:
     with _lock:
         return Stats(compiles=_c.compiles, numba_compiles=_c.numba_compiles,
