@@ -38,7 +38,7 @@ from numpy.lib import format as npformat
 
 from . import _safe_globals as sg
 from . import serialization_state as rule
-from .serialization import _is_int, _need
+from .serialization import _Corrupt, _is_int, _need
 from .serialization import _Raise as Raise
 
 __all__ = ["encode", "decode", "TAGS", "unsafe_globals"]
@@ -215,10 +215,13 @@ def decode(arc, node: dict, depth: int):
     state = arc.decode(node.get("state"), depth + 1)
     problem = rule.shape_problem(cls, state)
     _need(problem is None, f"{where}: {problem}")
-    if hasattr(cls, "__setstate__"):
-        inst.__setstate__(state)
-    else:
-        inst.__dict__.update(state)
+    try:
+        if hasattr(cls, "__setstate__"):
+            inst.__setstate__(state)
+        else:
+            inst.__dict__.update(state)
+    except Exception as e:  # e.g. dict.update given a list that is not of pairs
+        raise _Corrupt(f"{where}: its state cannot be applied: {type(e).__name__}: {e}") from e
     # the rule holds for what the instance now is, whatever shape carried the state there
     problem = rule.effective_problem(cls, vars(inst))
     _need(problem is None, f"{where}: {problem}")
