@@ -292,7 +292,8 @@ class Mutator:
             items = list(node.items())
             node.clear()
             node.update(items + [(token, token)] if last else [(token, token)] + items)
-            return f"{node['qualname']}: a second 'state' key ({shape}, {'last' if last else 'first'})"
+            where = "last" if last else "first"
+            return f"{node['qualname']}: a second 'state' key ({shape}, {where})"
         return self.with_tree(data, fn)
 
     def retarget(self, data):

@@ -12,8 +12,8 @@ pairs (duplicated names: the last wins), and a class's own `__setstate__` may pa
 on to them; a check of the JSON shape misses some of these, a check of the result cannot.
   1. `class_problem`: the class is one jitorch.save writes as an object node (a Python class, no
      pickling protocol of its own, not a type the format has its own node for).
-  2. `shape_problem`: the state is a dict, unless the class has both its own `__getstate__` (so
-     jitorch.save may have written something else) and a `__setstate__` to take it.
+  2. `shape_problem`: the state is a dict, unless the class defines its own `__getstate__` (so
+     jitorch.save may have written something else) and has a `__setstate__` to take it.
   3. `effective_problem`, on the resulting `__dict__`: names are `str`, never special
      (`__deepcopy__`: Python looks those up on the instance) and never a method of the class
      (an instance `forward` would replace `Module.forward`); the attributes that jitorch's own
@@ -28,6 +28,8 @@ from __future__ import annotations
 import types
 from collections import OrderedDict
 
+from ._device import device
+from ._dtype import dtype
 from ._tensor import Tensor
 
 __all__ = ["MODULE_HOOK_TABLES", "own_getstate", "class_problem", "shape_problem",
@@ -52,8 +54,6 @@ def own_getstate(cls) -> bool:
 
 def class_problem(cls: type) -> str | None:
     """Why instances of `cls` are never object nodes in a jitorch file (None when they may be)."""
-    from ._device import device
-    from ._dtype import dtype
     if issubclass(cls, (Tensor, dtype, device)):
         return "tensors, dtypes and devices are saved as nodes of their own"
     if cls.__module__.startswith("jitorch.script"):
@@ -69,11 +69,13 @@ def class_problem(cls: type) -> str | None:
 
 def shape_problem(cls: type, state) -> str | None:
     """Before the state is applied: a dict, or the argument of the class's own protocol."""
-    if type(state) is dict or (own_getstate(cls) and hasattr(cls, "__setstate__")):
+    # (a decoded dict is a dict, OrderedDict or defaultdict: class_problem refuses objects of
+    # other dict subclasses, which could bring their own `keys`)
+    if isinstance(state, dict) or (own_getstate(cls) and hasattr(cls, "__setstate__")):
         return None
     return (f"its state is a {type(state).__name__}, not a dict of attribute names (jitorch.save "
-            "writes the instance __dict__ unless the class defines __getstate__ and "
-            "__setstate__)")
+            "writes the instance __dict__ unless the class defines its own __getstate__ and has "
+            "a __setstate__)")
 
 
 def _class_attr(cls: type, name: str):
