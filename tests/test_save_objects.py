@@ -19,6 +19,8 @@ import jitorch.nn as nn
 import jitorch.nn.functional as F
 from jitorch import serialization as S
 
+from fuzz_objects import archive as _archive
+
 CALLS = []
 
 
@@ -275,16 +277,6 @@ def test_files_without_objects_stay_version_1():
 # ------------------------------------------------------------------------------------------
 # hostile archives: what a file names is never called
 # ------------------------------------------------------------------------------------------
-def _archive(node, members=None) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("manifest.json", json.dumps({"format": "jitorch.save", "version": 2,
-                                                 "storages": [], "object": node}))
-        for name, data in (members or {}).items():
-            zf.writestr(name, data)
-    return buf.getvalue()
-
-
 def _obj(module, qualname, state=None):
     return {"$": "object", "id": 0, "module": module, "qualname": qualname,
             "state": state if state is not None else {"$": "dict", "items": []}}

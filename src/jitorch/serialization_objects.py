@@ -20,8 +20,10 @@ imported) and an unlisted one raises PyTorch's `pickle.UnpicklingError`; NumPy a
 `numpy._core.multiarray._reconstruct` allowed, as in PyTorch. With `weights_only=False` the path
 is imported as PyTorch's unpickler would. Either way an instance is built only from a class
 (`cls.__new__(cls)`, then the base `nn.Module.__init__` for modules, then `__setstate__(state)`
-or a `__dict__` update); a path naming anything that is not a class is only ever returned as a
-value by a "global" node, and a path through a dunder or `<locals>` is refused.
+or a `__dict__` update) and is handed out only once its effective state (the resulting
+`__dict__`) passes the rule of serialization_state, which saving checks too; a path naming
+anything that is not a class is only ever returned as a value by a "global" node, and a path
+through a dunder or `<locals>` is refused.
 """
 from __future__ import annotations
 
@@ -35,7 +37,8 @@ import numpy as np
 from numpy.lib import format as npformat
 
 from . import _safe_globals as sg
-from .serialization import _is_int, _need
+from . import serialization_state as rule
+from .serialization import _Corrupt, _is_int, _need
 from .serialization import _Raise as Raise
 
 __all__ = ["encode", "decode", "TAGS", "unsafe_globals"]
@@ -43,12 +46,6 @@ __all__ = ["encode", "decode", "TAGS", "unsafe_globals"]
 TAGS = ("object", "objref", "global", "ndarray", "defaultdict")
 _RECONSTRUCT = np.arange(1).__reduce__()[0]  # numpy._core.multiarray._reconstruct (NumPy 2)
 _SCALAR = np.float64(0).__reduce__()[0]  # numpy._core.multiarray.scalar
-_HOOK_TABLES = ("_backward_pre_hooks", "_backward_hooks", "_forward_hooks",
-                "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
-                "_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_state_dict_hooks",
-                "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
-                "_load_state_dict_post_hooks")
-_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python
 
 
 def _module_cls():
@@ -108,29 +105,27 @@ def encode(enc, obj, path: str):
             "ScriptModules cannot be deepcopied using copy.deepcopy or saved using torch.save. "
             "Mixed serialization of script and non-script modules is not supported. For purely "
             "script modules use my_script_module.save(<filename>) instead.")
-    if not all(b is object or b.__flags__ & _HEAPTYPE for b in cls.__mro__):
-        _refuse(obj, path, "it is a built-in type (or derives from one) that is not plain data")
-    for name in ("__reduce_ex__", "__reduce__"):
-        if getattr(cls, name) is not getattr(object, name):
-            _refuse(obj, path, f"its class defines {name} (custom pickling) and jitorch "
-                               "does not run pickle protocols")
+    problem = rule.class_problem(cls)
+    if problem:
+        _refuse(obj, path, problem)
     if not hasattr(obj, "__dict__"):
         _refuse(obj, path, "it has no __dict__ (slots-only state is not saved)")
     mod, qual = _check_importable(cls, path, "class", owner=obj)
     k = len(enc.keep)
     enc.objects[id(obj)] = k
     enc.keep.append(obj)  # keeps id() unique while encoding
-    if getattr(cls, "__getstate__", None) is not getattr(object, "__getstate__", None):
-        state = obj.__getstate__()
-    else:
-        state = dict(obj.__dict__)
+    state = obj.__getstate__() if rule.own_getstate(cls) else dict(obj.__dict__)
     if isinstance(obj, _module_cls()) and isinstance(state, dict):
-        hooks = [n for n in _HOOK_TABLES if state.pop(n, None)]
+        hooks = [n for n in rule.MODULE_HOOK_TABLES if state.pop(n, None)]
         if hooks:
             # PyTorch pickles hook tables, but hooks are code; here they are not saved
             warnings.warn(f"jitorch.save: the hooks of {qual} at {path} ({', '.join(hooks)}) "
                           "are not saved (hooks are code); register them again after load",
                           UserWarning, stacklevel=4)
+    if isinstance(state, dict):  # what load will hold it to (serialization_state)
+        problem = rule.effective_problem(cls, state)
+        if problem:
+            _refuse(obj, path, problem)
     return {"$": "object", "id": k, "module": mod, "qualname": qual,
             "state": enc.encode(state, f"{path}.__dict__")}
 
@@ -204,25 +199,32 @@ def decode(arc, node: dict, depth: int):
         raise Raise(TypeError(f"jitorch.load: {mod}.{qual} named as the class of a saved "
                               f"object is a {type(cls).__name__}, not a class; it is not "
                               "called"))
+    where = f"manifest.json: object {k} ({mod}.{qual})"
+    problem = rule.class_problem(cls)
+    _need(problem is None, f"{where}: jitorch.save never writes one: {problem}")
     module_cls = _module_cls()
     try:
         inst = cls.__new__(cls)
     except Exception as e:
         raise Raise(TypeError(f"jitorch.load: cannot create a {mod}.{qual} without calling "
                               f"__init__ ({e})")) from None
+    _need(hasattr(inst, "__dict__"), f"{where}: its instances have no __dict__")
     if isinstance(inst, module_cls):
         module_cls.__init__(inst)  # jitorch's own defaults (hook tables) before the state
     arc.objects[k] = inst  # before the state: the state may refer back to the object
     state = arc.decode(node.get("state"), depth + 1)
-    if isinstance(inst, module_cls) and isinstance(state, dict):
-        # jitorch.save never writes hooks (code); a file that carries some is not ours
-        _need(not any(n in state for n in _HOOK_TABLES), f"{mod}.{qual} state holds hooks")
-    if hasattr(cls, "__setstate__"):
-        inst.__setstate__(state)
-    else:
-        _need(isinstance(state, dict) and all(isinstance(n, str) for n in state),
-              f"state of {mod}.{qual} is not a dict of attribute names")
-        inst.__dict__.update(state)
+    problem = rule.shape_problem(cls, state)
+    _need(problem is None, f"{where}: {problem}")
+    try:
+        if hasattr(cls, "__setstate__"):
+            inst.__setstate__(state)
+        else:
+            inst.__dict__.update(state)
+    except Exception as e:  # e.g. dict.update given a list that is not of pairs
+        raise _Corrupt(f"{where}: its state cannot be applied: {type(e).__name__}: {e}") from e
+    # the rule holds for what the instance now is, whatever shape carried the state there
+    problem = rule.effective_problem(cls, vars(inst))
+    _need(problem is None, f"{where}: {problem}")
     return inst
 
 
