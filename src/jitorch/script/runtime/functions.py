@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from ... import _autocast, _threads
+from ... import _autocast, _settings, _threads
 from ..._ops.registry import _mode_state
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
@@ -416,6 +416,7 @@ class ScriptFunction:
                 stats.record_call(hit=True, interpreted=_interp(entry))
                 return self._run(entry, args)
             t0 = time.perf_counter()
+            epoch = _settings.epoch[0]
             why = self._why(key)
             entry, outs, how = self._build(key, args, need_grad)
             dt_s = time.perf_counter() - t0
@@ -424,8 +425,9 @@ class ScriptFunction:
             stats.record_compile(dt_s, how=how, reason=entry.reason)
             stats.record_call(hit=False, interpreted=_interp(entry))
             stats.log_compile(self.name, why, how, dt_s, entry.reason)
-            self._cache[key] = entry
-            self._last, self._last_key = entry, key
+            if _settings.epoch[0] == epoch:  # else built under a setting changed since: dropped
+                self._cache[key] = entry
+                self._last, self._last_key = entry, key
             return outs
 
     def _why(self, key) -> str:
