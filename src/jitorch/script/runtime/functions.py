@@ -111,6 +111,9 @@ class ScriptFunction:
         # in-place writes to arguments (frontend/alias.py): the graph's last outputs are the
         # final values of these inputs, written back into the caller's tensors after a call
         self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
+        # of those, the ones written only inside `with no_grad():` (eager's rules for such a
+        # write: a leaf that requires grad may be written, and the write records no history)
+        self._no_grad = frozenset(getattr(graph, "no_grad_writes", None) or ())
         self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
         # inputs the graph uses (a use in any branch counts): an unused argument may share
         # memory with a written one (alias.overlap ignores it)
@@ -347,8 +350,8 @@ class ScriptFunction:
 
     def _refuse_writes(self, args) -> bool:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
-        tensors that may be modified in place (not a leaf that requires grad in grad mode, not
-        an expanded tensor). Which elements of a written list are written is only known as
+        tensors that may be modified in place (not a leaf that requires grad in grad mode unless
+        written only inside `with no_grad():`, not an expanded tensor). Which elements of a written list are written is only known as
         the call runs, and compiled code writes list elements in place (lower_list.py): True
         when such a list holds a read-only tensor, so that the call runs in place instead,
         where eager's ops refuse exactly the writes eager refuses."""
@@ -356,7 +359,8 @@ class ScriptFunction:
         for i in self._mutated:
             a = args[i]
             if isinstance(a, Tensor):
-                check_inplace_allowed(a)
+                if i not in self._no_grad:
+                    check_inplace_allowed(a)
                 check_writable(a)
             elif isinstance(a, (list, tuple)):
                 ro = ro or any(isinstance(e, Tensor) and not e._data.flags.writeable
@@ -388,13 +392,14 @@ class ScriptFunction:
         del outs[len(outs) - k:]
         for i, new in zip(self._mutated, extra):
             a = args[i]
+            no_grad = i in self._no_grad
             if isinstance(a, list) and isinstance(new, (list, tuple)):
                 for e, ne, ran in zip(a, new, ran_with[i]):
                     if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
-                        _write_one(e, ne, in_place)  # elements the call wrote
+                        _write_one(e, ne, in_place, no_grad)  # elements the call wrote
                 continue
             if isinstance(a, Tensor) and isinstance(new, Tensor):
-                _write_one(a, new, in_place)
+                _write_one(a, new, in_place, no_grad)
         for j, i in self._ret_alias.items():
             if j < len(outs) and isinstance(args[i], Tensor):
                 outs[j] = args[i]
@@ -560,14 +565,17 @@ class ScriptFunction:
             self._last = self._last_key = None
 
 
-def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
+def _write_one(a: Tensor, new: Tensor, in_place: bool = False, no_grad: bool = False) -> None:
+    """Copy `new` into the caller's tensor `a`; `no_grad`: it was written only inside
+    `with no_grad():`, so it keeps its own history (a leaf stays a leaf), as in eager."""
     if new._data is a._data or in_place and np.may_share_memory(a._data, new._data):
         return  # written where it lives already
-    check_inplace_allowed(a)  # (list elements are only known to be written now)
+    if not no_grad:
+        check_inplace_allowed(a)  # (list elements are only known to be written now)
     check_writable(a)
     np.copyto(a._data, new._data, casting="unsafe")
     a._version[0] += 1
-    if _gstate.enabled and new._requires_grad:
+    if _gstate.enabled and new._requires_grad and not no_grad:
         rebase_history(a, new)
 
 
