@@ -154,3 +154,29 @@ def test_the_caller_s_no_grad_allows_a_write_with_grad_on():
         f(w, torch.tensor([0.5, 0.5]))
     assert w.is_leaf and w.grad_fn is None
     np.testing.assert_array_equal(w.detach().numpy(), [1.0, 2.0])
+
+
+class SelfUpdating(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([1.0, 2.0, 3.0]))
+
+    def forward(self, g, lr: float):
+        with torch.no_grad():
+            self.w.sub_(g * lr)
+        return self.w * 2.0
+
+
+def test_a_scripted_module_updates_its_parameter_and_keeps_doing_so_after_save_load(tmp_path):
+    g = torch.tensor([0.5, -1.0, 2.0])
+    m = torch.jit.script(SelfUpdating())
+    torch.jit.save(m, str(tmp_path / "m.pt"))  # (saved before any update: a fresh module's w)
+    for mod in (m, torch.jit.load(str(tmp_path / "m.pt"))):
+        ref = SelfUpdating()
+        for _ in range(2):
+            out, eout = mod(g, 0.1), ref(g, 0.1)
+        _same_state(mod.w, ref.w)
+        np.testing.assert_array_equal(out.detach().numpy(), eout.detach().numpy())
+        out.sum().backward()
+        eout.sum().backward()
+        np.testing.assert_array_equal(mod.w.grad.numpy(), ref.w.grad.numpy())
