@@ -33,6 +33,16 @@ def sgd_sliced(w, g, lr: float):
         w[0] = 0.0
 
 
+@torch.jit.script
+def sub_in_place(w, g):
+    w.sub_(g)
+
+
+def sgd_by_call(w, g):
+    with torch.no_grad():
+        sub_in_place(w, g)
+
+
 def step_then_use(w, x):
     with torch.no_grad():
         w.mul_(3.0)
@@ -101,7 +111,8 @@ def test_sgd_step_updates_the_leaf_weights_as_eager(tier):
 
 
 def test_sgd_step_over_lists_and_slices(tier):
-    for fn, make in ((sgd_list, lambda ps, gs: (ps, gs)), (sgd_sliced, lambda ps, gs: (ps[0], gs[0]))):
+    for fn, make in ((sgd_list, lambda ps, gs: (ps, gs)),
+                     (sgd_sliced, lambda ps, gs: (ps[0], gs[0]))):
         f = torch.jit.script(fn)
         ps, eps = _leaves([1.0, 2.0], [3.0, 4.0, 5.0]), _leaves([1.0, 2.0], [3.0, 4.0, 5.0])
         gs = [torch.tensor([0.5, 0.25]), torch.tensor([1.0, -1.0, 2.0])]
@@ -112,12 +123,32 @@ def test_sgd_step_over_lists_and_slices(tier):
 
 
 def test_written_arguments_that_share_memory_run_in_place():
-    """`sgd(w, w, lr)`: the call runs in place (runtime/alias.py), the write still under
-    no_grad's rules."""
+    """`sgd(w, w, lr)` (and any writing call inside autocast): the call runs in place
+    (runtime/alias.py), the write still under no_grad's rules."""
     f = torch.jit.script(sgd)
     w, ew = _leaves([1.0, 2.0])[0], _leaves([1.0, 2.0])[0]
     f(w, w, 0.5)
     sgd(ew, ew, 0.5)
+    _same_state(w, ew)
+    with torch.autocast("cpu"):  # a writing call inside autocast runs in place too
+        f(w, ew, 0.5)
+        sgd(ew, ew, 0.5)
+    _same_state(w, ew)
+
+
+def test_a_called_function_s_writes_inside_the_block_follow_it_too(tier):
+    f = torch.jit.script(sgd_by_call)
+    g = torch.tensor([0.5, -1.0])
+    w, ew = _leaves([1.0, 2.0])[0], _leaves([1.0, 2.0])[0]
+    f(w, g)
+    sgd_by_call(ew, g)
+    _same_state(w, ew)
+    f(w, w)  # in place
+    sgd_by_call(ew, ew)
+    _same_state(w, ew)
+    with torch.autocast("cpu"):  # interpreted, in place (runtime/functions.py `_autocast_call`)
+        f(w, g)
+        sgd_by_call(ew, g)
     _same_state(w, ew)
 
 

@@ -388,8 +388,9 @@ class WriteBuilder:
             tup.inputs = list(call.outputs[:nres])
             r.type = ir.TupleType([o.type for o in tup.inputs])
         aliases = getattr(call.attrs["fn"], "return_aliases", {}) or {}
+        written = self.call_targets(call, mut, node)
         for i, new in zip(mut, call.outputs[nres:]):
-            cur = self.mutate(call.inputs[i], new, node)
+            cur = self.mutate(written[i], new, node)
             for j, src in aliases.items():  # a result that IS the argument: the caller's
                 if src == i:
                     if tup is not None:
@@ -397,6 +398,22 @@ class WriteBuilder:
                     elif j == 0:
                         r = cur
         return r
+
+    def call_targets(self, call: ir.Node, mut, node) -> list:
+        """A call (already emitted) of a function that writes its arguments `mut`: inside
+        `with no_grad():` it writes them through `_no_grad_target`s (made just before the call),
+        as any write there does. Returns the call's original inputs."""
+        orig = list(call.inputs)
+        if grad_off(node):
+            block = self.st.block
+            for i in mut:
+                n0 = len(block.nodes)
+                call.inputs[i] = self.target(call.inputs[i], True)
+                made = block.nodes[n0:]  # (the target and its constant) go before the call
+                del block.nodes[n0:]
+                k = block.nodes.index(call)
+                block.nodes[k:k] = made
+        return orig
 
     # -- control flow --------------------------------------------------------------------------
     def enter_loop(self, s, body):
@@ -503,7 +520,7 @@ class WriteBuilder:
                 kept.append(v)
                 idx.append(i)
         st.graph.mutated_inputs = tuple(idx)
-        st.graph.no_grad_writes = tuple(i for (tok, i), v in zip(st.arg_tokens, extras)
+        st.graph.no_grad_writes = tuple(i for tok, i in st.arg_tokens
                                         if i in idx and not self._written.get(tok, True))
         _prune_if_outputs(st.graph.block, list(rets) + kept)
         st.graph.return_aliases = {k: idx[kept.index(r)] for k, r in enumerate(rets)

@@ -8,8 +8,8 @@ differentiates the values that flow from inputs requiring grad. So the frontend 
 its end: `NO_GRAD("name")`, which rebinds the name when it is defined there; a loop's target or a
 name assigned on one path may not be) and every value it returns through `NO_GRAD(...)`, which
 the call builder compiles to the `_no_grad_value` op (registry: nondiff, elementwise): those
-values carry no gradient history, which is what the block means to the code after it. A block that enables grad changes
-nothing (the caller's mode applies, as it does in TorchScript).
+values carry no gradient history, which is what the block means to the code after it. A block
+that enables grad changes nothing (the caller's mode applies, as it does in TorchScript).
 
 In-place writes follow eager's rules for a block that disables grad: every AST node of such a
 block is marked (`grad_off(node)`), and the write builder (frontend/alias.py) compiles a write

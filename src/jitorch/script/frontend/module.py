@@ -277,8 +277,9 @@ class ModuleHooks(FrontendHooks):
         # are writes here too, so they reach the caller's storages
         mut = tuple(getattr(c.graph, "mutated_inputs", ()) or ())
         results = n.outputs[:len(n.outputs) - len(mut)]
+        written = st.writes.call_targets(n, mut, node)
         for i, new in zip(mut, n.outputs[len(results):]):
-            st.writes.mutate(n.inputs[i], new, node)
+            st.writes.mutate(written[i], new, node)
         if c.res.returns_tuple:
             return st.emit("prim::TupleConstruct", results,
                            (ir.TupleType([o.type for o in results]),)).output

@@ -351,10 +351,11 @@ class ScriptFunction:
     def _refuse_writes(self, args) -> bool:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
         tensors that may be modified in place (not a leaf that requires grad in grad mode unless
-        written only inside `with no_grad():`, not an expanded tensor). Which elements of a written list are written is only known as
-        the call runs, and compiled code writes list elements in place (lower_list.py): True
-        when such a list holds a read-only tensor, so that the call runs in place instead,
-        where eager's ops refuse exactly the writes eager refuses."""
+        written only inside `with no_grad():`, not an expanded tensor). Which elements of a
+        written list are written is only known as the call runs, and compiled code writes list
+        elements in place (lower_list.py): True when such a list holds a read-only tensor, so
+        that the call runs in place instead, where eager's ops refuse exactly the writes eager
+        refuses."""
         ro = False
         for i in self._mutated:
             a = args[i]
