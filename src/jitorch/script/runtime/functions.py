@@ -66,6 +66,7 @@ _counters = stats._c
 _new = object.__new__
 
 
+_PLAIN = (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType, ir.NoneType)  # hold no tensor
 AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
                    "float16 are not lowered on CPU yet)")
 
@@ -114,6 +115,12 @@ class ScriptFunction:
         # of those, the ones written only inside `with no_grad():` (eager's rules for such a
         # write: a leaf that requires grad may be written, and the write records no history)
         self._no_grad = frozenset(getattr(graph, "no_grad_writes", None) or ())
+        # nothing it returns or writes can carry a gradient (no tensor among its results, every
+        # write inside `with no_grad():`: the hand-written SGD step): it is specialised and runs
+        # as it does without grad mode, with no autodiff pair to build or run
+        results = graph.outputs[:len(graph.outputs) - len(self._mutated)]
+        self._grads = not (self._mutated and self._no_grad.issuperset(self._mutated) and all(
+            isinstance(v.type, _PLAIN) for v in results))
         self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
         # inputs the graph uses (a use in any branch counts): an unused argument may share
         # memory with a written one (alias.overlap ignores it)
@@ -182,7 +189,7 @@ class ScriptFunction:
 
     def _key(self, args):
         """(key, need_grad) for a bound argument list (numbers in `args` are converted)."""
-        grad_on = _gstate.enabled
+        grad_on = _gstate.enabled and self._grads
         if self._all_tensors:  # the common case, kept short: it runs on every call
             try:
                 if grad_on:
