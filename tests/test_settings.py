@@ -80,6 +80,7 @@ CASES = {
 # public setters that need no registration, and why
 NOT_REGISTERED = {
     "set_grad_enabled": "per thread; grad mode is part of the specialisation key",
+    "enable_grad": "per thread; as set_grad_enabled",
     "set_autocast_enabled": "per thread; a scripted call inside autocast runs interpreted",
     "set_autocast_cpu_enabled": "per thread; as set_autocast_enabled",
     "set_autocast_dtype": "per thread; read only inside autocast, which runs interpreted",
@@ -88,6 +89,12 @@ NOT_REGISTERED = {
     "set_num_threads": "changes how many threads run, not what a program computes",
     "set_printoptions": "printing only",
     "set_rng_state": "the generator is read by each call, never baked into a program",
+    "cuda.set_device": "CUDA state: no CUDA storage in this build (a CUDA target must key it)",
+    "cuda.set_rng_state": "as set_rng_state",
+    "cuda.set_rng_state_all": "as set_rng_state",
+    "backends.cuda.enable_flash_sdp": "stored for PyTorch code; no op reads it on the CPU",
+    "backends.cuda.enable_mem_efficient_sdp": "as enable_flash_sdp",
+    "backends.cuda.enable_math_sdp": "as enable_flash_sdp",
 }
 
 
@@ -130,10 +137,11 @@ def test_int_times_float_follows_the_default_dtype_both_ways():
 
 def test_every_public_setter_is_registered_or_needs_none():
     found = {}
-    for mod in (jt, jitorch.autograd):
+    for prefix, mod in (("", jt), ("", jitorch.autograd), ("cuda.", jt.cuda),
+                        ("backends.cuda.", jt.backends.cuda)):
         for n in dir(mod):
-            if n.startswith(("set_", "use_")) and callable(getattr(mod, n)):
-                found[n] = getattr(mod, n)
+            if n.startswith(("set_", "use_", "enable_")) and callable(getattr(mod, n)):
+                found[prefix + n] = getattr(mod, n)
     assert "set_default_dtype" in found and "use_deterministic_algorithms" in found
     unexplained = sorted(n for n, fn in found.items()
                          if not _settings.is_setter(fn) and n not in NOT_REGISTERED)
