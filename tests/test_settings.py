@@ -118,7 +118,10 @@ def test_changing_a_setting_between_calls_of_one_compiled_function_follows_eager
     before()
     f = jt.jit.script(probe)
     _same(f(*make_args()), probe(*make_args()))
+    before_change = _settings.snapshot()
     change()
+    if name in _settings.names():  # a registered setting: its change forgot the program
+        assert (f.stats["specialisations"] == 0) == (_settings.snapshot() != before_change)
     _same(f(*make_args()), probe(*make_args()))  # the program built before the change: eager's
     _same(f(*make_args()), probe(*make_args()))  # and again (the fast path)
 
