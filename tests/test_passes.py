@@ -440,7 +440,8 @@ def test_pipeline_names_the_breaking_pass():
     g, _ = trace_graph(lambda x: (x * 2).exp(), (t.randn(2),))
     with pytest.raises(VerifyError, match="after pass test_passes.bad"):
         pipeline.run(g, ("simplify", bad), verify_each=True)
-    assert pipeline.NAMES == ("inline", "simplify", "cse", "dce", "fuse", "verify")
+    assert pipeline.NAMES == ("inline", "simplify", "cse", "no_grad_marks", "dce", "fuse",
+                              "verify")
 
 
 def test_inline_retypes_from_caller():

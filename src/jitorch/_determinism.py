@@ -8,8 +8,8 @@ Owns the process-wide flags PyTorch keeps in its global context (`deterministic 
   mode is on and `jitorch.utils.deterministic.fill_uninitialized_memory` is True, as PyTorch 2.1+
   does, so a read of memory nothing wrote shows up. Outside the mode they are zero-filled (jitorch
   never hands out uninitialised memory). Compiled programs fill the same way: the fill is baked
-  into the program when it is generated, and switching it forgets every compiled
-  specialisation (`_forget_compiled`).
+  into the program when it is generated, so it is a registered setting (`_settings`): switching
+  it forgets every compiled specialisation.
 - BLAS is limited to one thread per call while the mode is on. OpenBLAS's sgemm/dgemm split the
   work differently with the thread count and the low bits of the result change with it (measured:
   a 256x3000 @ 3000x64 float32 matmul differs between 1, 2, 3, 4 and 8 BLAS threads; at one
@@ -20,8 +20,8 @@ Owns the process-wide flags PyTorch keeps in its global context (`deterministic 
   mode is on. In the default background mode the first calls run in the IR interpreter until the
   worker is done, and the interpreter's float sums round otherwise than the compiled loops'
   (measured: 1.2e-4 apart on a 1000x257 sum), so which calls ran where, and so the bits, depended
-  on compile timing. Turn the mode on before the first call of a scripted function: a call that
-  found its compile already queued still serves from the interpreter until it is done.
+  on compile timing. Switching the mode forgets every compiled specialisation (`_settings`), so
+  the next call of each scripted function builds its program in the call.
 
 Every other jitorch op is deterministic already: eager ops are serial NumPy calls (scatter/index
 accumulation is `np.add.at`, in index order), compiled programs are serial Numba loops (codegen
@@ -33,11 +33,12 @@ racing on one output) must raise that error from its registry declaration.
 """
 from __future__ import annotations
 
-import sys
 import threading
 import warnings
 
 import numpy as np
+
+from . import _settings
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
@@ -58,6 +59,7 @@ def _check_bool(fn: str, name: str, pos: int | None, v) -> None:
         raise TypeError(f"{fn}(): argument '{name}'{where} must be bool, not {type(v).__name__}")
 
 
+@_settings.setter
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """`torch.use_deterministic_algorithms`: turn deterministic mode on or off (see module doc).
     `warn_only=True` makes an op without a deterministic implementation warn instead of raise."""
@@ -65,11 +67,8 @@ def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None
     _check_bool("use_deterministic_algorithms", "warn_only", None, warn_only)
     global _enabled, _warn_only
     with _lock:
-        before = fills_empty()
         _enabled, _warn_only = mode, warn_only
         _apply_blas_locked()
-    if fills_empty() != before:
-        _forget_compiled()
 
 
 def _apply_blas_locked() -> None:
@@ -97,6 +96,7 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _warn_only
 
 
+@_settings.setter
 def set_deterministic_debug_mode(debug_mode) -> None:
     """`torch.set_deterministic_debug_mode`: 0/"default" off, 1/"warn" on with warn_only,
     2/"error" on."""
@@ -119,11 +119,12 @@ def get_deterministic_debug_mode() -> int:
     return 1 if _warn_only else 2
 
 
+@_settings.setter
 def set_deterministic(d: bool) -> None:
     """PyTorch 1.7's name (removed in 1.9) for `use_deterministic_algorithms`."""
     warnings.warn("torch.set_deterministic is deprecated and will be removed in a future "
                   "release. Please use torch.use_deterministic_algorithms instead",
-                  UserWarning, stacklevel=2)
+                  UserWarning, stacklevel=3)  # (3: the caller of the `_settings.setter` wrapper)
     use_deterministic_algorithms(d)
 
 
@@ -139,14 +140,12 @@ def get_fill_uninitialized_memory() -> bool:
     return _fill
 
 
+@_settings.setter
 def set_fill_uninitialized_memory(mode) -> None:
     global _fill
     if not isinstance(mode, bool):
         raise RuntimeError(f"expected a bool, but got {type(mode).__name__}")
-    before = fills_empty()
     _fill = mode
-    if fills_empty() != before:
-        _forget_compiled()
 
 
 def fills_empty() -> bool:
@@ -154,13 +153,10 @@ def fills_empty() -> bool:
     return _enabled and _fill
 
 
-def _forget_compiled() -> None:
-    """Compiled programs bake `empty*`'s fill in (codegen/lower_factory.py): when it changes,
-    every scripted function forgets its specialisations and rebuilds them on its next call (the
-    programs that do not create empty tensors come back from the disk cache unchanged)."""
-    stats = sys.modules.get("jitorch.script.runtime.stats")  # (no scripted function yet: none)
-    if stats is not None:
-        stats.forget_specialisations()
+# compiled programs bake `empty*`'s fill in (codegen/lower_factory.py) and compile in the call
+# while the mode is on (runtime/tiers.py): both are registered settings
+_settings.register("deterministic_algorithms", are_deterministic_algorithms_enabled)
+_settings.register("empty_fill", fills_empty)
 
 
 def empty_fill(shape, np_dtype) -> np.ndarray:

@@ -3,6 +3,8 @@ CUDA device is accepted by `device(...)` but creating storage there raises a cle
 the CUDA backend lands."""
 from __future__ import annotations
 
+from . import _settings
+
 
 _TYPES = ("cpu", "cuda", "mps", "xpu", "meta")  # names PyTorch parses; only cpu holds storage
 
@@ -75,6 +77,7 @@ def as_device(d) -> device:
 _default = [CPU]
 
 
+@_settings.setter
 def set_default_device(device) -> None:
     """`torch.set_default_device`: the CPU (or None, which resets to it) is the only device that
     holds storage here; another raises at once, where PyTorch raises at the first factory call."""
@@ -83,3 +86,6 @@ def set_default_device(device) -> None:
 
 def get_default_device() -> device:
     return _default[0]
+
+
+_settings.register("default_device", get_default_device)  # where factories allocate

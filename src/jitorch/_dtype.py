@@ -12,6 +12,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
+from . import _settings
+
 __all__ = [
     "dtype", "bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
     "float32", "float64", "complex64", "complex128", "half", "float", "double", "short", "int",
@@ -113,6 +115,10 @@ def get_default_dtype() -> dtype:
     return _default[0]
 
 
+_settings.register("default_dtype", get_default_dtype)  # types factories, scalars, true division
+
+
+@_settings.setter
 def set_default_dtype(d: dtype) -> None:
     if not isinstance(d, dtype) or d.category != FLOAT:
         raise TypeError(f"only floating-point types are supported as the default type, got {d}")

@@ -15,6 +15,7 @@ import warnings
 
 from . import _autocast as _ac
 from . import _dtype as dt
+from . import _settings
 
 __all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision",
            "is_autocast_enabled", "get_autocast_dtype", "set_autocast_enabled",
@@ -27,6 +28,7 @@ _LEVELS = ("highest", "high", "medium")
 _matmul_precision = ["highest"]
 
 
+@_settings.setter
 def set_float32_matmul_precision(precision: str) -> None:
     """Store the float32 matmul precision level (every level computes exact float32 on this
     CPU build: see the module docstring and the README's "Mixed precision")."""
@@ -36,13 +38,18 @@ def set_float32_matmul_precision(precision: str) -> None:
     if precision not in _LEVELS:
         warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
                       f"setFloat32MatmulPrecision call has no effect.", UserWarning,
-                      stacklevel=2)
+                      stacklevel=3)  # (3: the caller of the `_settings.setter` wrapper)
         return
     _matmul_precision[0] = precision
 
 
 def get_float32_matmul_precision() -> str:
     return _matmul_precision[0]
+
+
+# registered although every level computes the same here: a matmul that ever reads it is
+# then rebuilt when it changes
+_settings.register("float32_matmul_precision", get_float32_matmul_precision)
 
 
 def is_autocast_enabled(device_type: str | None = None) -> bool:

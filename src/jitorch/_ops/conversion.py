@@ -50,6 +50,22 @@ clone = defop("clone", _clone_impl, kind="elementwise", dtype="promote",
 # as a value without gradient history (nondiff); elementwise, so fusion makes it free
 defop("_no_grad_value", _clone_impl, kind="elementwise", dtype="promote", method=False,
       nondiff=True, scalar="{input}")
+# an in-place write inside such a block (script/frontend/alias.py): the tensor it writes through
+# (nondiff: the write records no history; the in-place run, script/runtime/alias.py, makes it an
+# alias of the tensor's memory without autograd, as eager writes under no_grad) ...
+defop("_no_grad_target", _clone_impl, kind="elementwise", dtype="promote", method=False,
+      nondiff=True, scalar="{input}")
+
+
+def _no_grad_write_impl(old, new):
+    return np.array(new, copy=True, order="C")
+
+
+# ... and the written tensor after it: the new values, with the old value's autograd identity
+# (gradient passes to `old` unchanged, nothing to `new`), as an eager tensor written under
+# no_grad keeps its history
+defop("_no_grad_write", _no_grad_write_impl, tensors=("old", "new"), kind="elementwise",
+      method=False, vjp=lambda g: (g, None), jvp=lambda t_old: t_old, scalar="{new}")
 
 
 def _contiguous_impl(input, memory_format=None):

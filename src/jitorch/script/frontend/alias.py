@@ -25,12 +25,18 @@ PyTorch's in-place semantics on top of SSA rebinding:
 - What cannot be followed is refused with a ScriptError naming the construct: writing to a
   tensor taken from a list/tuple/attribute (its storage is unknown here), or to a variable whose
   storage differs between the paths that reach the write.
+- A write inside `with no_grad():` (frontend/grad_blocks.py `grad_off`) records no history, as
+  eager's: it writes through `_no_grad_target(x)` and each tensor it changes becomes
+  `_no_grad_write(old, new)` (new values, old autograd identity). An argument written only so
+  is listed in `graph.no_grad_writes`: the runtime lets it be a leaf that requires grad and
+  gives it no history when it copies it back.
 """
 from __future__ import annotations
 
 import ast
 
 from . import types as ft
+from .grad_blocks import grad_off
 from .. import ir
 
 UNKNOWN = "unknown"
@@ -100,12 +106,13 @@ class WriteBuilder:
     in the shared state (`st.alias`, `st.arg_tokens`, the `$root:`/`$local` tokens in
     `st.env`), this builder's own fields are the counters below."""
 
-    __slots__ = ("st", "_n_local", "_internal")
+    __slots__ = ("st", "_n_local", "_internal", "_written")
 
     def __init__(self, st):
         self.st = st
         self._n_local = 0   # `$local<k>` tokens handed out
         self._internal = 0  # > 0 while emitting the write machinery's own view nodes
+        self._written: dict = {}  # token -> True once written with grad on (else no_grad only)
 
     # -- set up ------------------------------------------------------------------------------
     def init_aliases(self):
@@ -186,10 +193,30 @@ class WriteBuilder:
         st = self.st
         self._internal += 1
         try:
-            return st.calls.call_op("_index_write", [x, values, st.const(basic),
+            return st.calls.call_op("_index_write", [self.target(x), values, st.const(basic),
                                                      st.const(cast_check)])
         finally:
             self._internal -= 1
+
+    def target(self, x: ir.Value, off: bool | None = None) -> ir.Value:
+        """The tensor a write goes through: x, or inside `with no_grad():` (`off`; None: the
+        current statement's) `_no_grad_target(x)` (the write records no history)."""
+        if off is None:
+            off = grad_off(self.st.cur)
+        if not off or not isinstance(ft.base(x.type), ir.TensorType):
+            return x
+        self._internal += 1
+        try:
+            return self.st.calls.call_op("_no_grad_target", [x])
+        finally:
+            self._internal -= 1
+
+    def _kept(self, old: ir.Value, new: ir.Value, off: bool) -> ir.Value:
+        """A tensor's value after a write: `new`, or after a no_grad write `new` with old's
+        autograd identity."""
+        if not off or not isinstance(ft.base(old.type), ir.TensorType):
+            return new
+        return self.st.calls.call_op("_no_grad_write", [old, new])
 
     def mutate(self, v: ir.Value, new: ir.Value, node=None) -> ir.Value:
         """`v`'s storage now holds `new` where v is: rebind everything that shares it. Returns
@@ -202,6 +229,7 @@ class WriteBuilder:
                     "scripted code; modify the tensor it came from, or use an out-of-place "
                     "op", node)
         if info is None:
+            new = self._kept(v, new, grad_off(node))
             for n, val in list(st.env.items()):
                 if val is v:
                     st.env[n] = new
@@ -213,14 +241,16 @@ class WriteBuilder:
                 st.fail("in-place modification of a view whose base was first viewed inside "
                         "an if/loop branch is not supported in scripted code", node)
             root = st.env[tok] = v
+        off = grad_off(node)
+        self._written[tok] = self._written.get(tok, False) or not off
         self._internal += 1
         try:
             bases = [root]
             for step in chain[:-1]:
                 bases.append(self._replay(step, bases[-1]))
-            cur = new
+            cur = self._kept(v, new, off)
             for step, b in zip(reversed(chain), reversed(bases)):
-                cur = self._unview(step, b, cur, node)
+                cur = self._kept(b, self._unview(step, self.target(b, off), cur, node), off)
             st.env[tok] = cur
             st.alias[cur.uid] = (tok, ())
             for n, val in list(st.env.items()):
@@ -315,9 +345,11 @@ class WriteBuilder:
             new = self.write_op(v, st.exprs.to_value(args[0]))
         else:
             op = op_of(getattr(Tensor, base, None))
-            if op is not None:
-                r = st.calls.op_call(op, [v] + args, kwargs, node)
-            else:
+            # a guarded op (`sub`: an eager argument check first) is the op, as for `x.sub(y)`
+            r = st.calls.op_call(op, [v] + args, kwargs, node) if op is not None else \
+                st.calls.overload_op(getattr(Tensor, base, None), base, node, recv=v,
+                                     evaluated=(args, kwargs))
+            if r is None:
                 fn = CloneCall(name, tuple(kwargs))
                 ins = [v] + [st.exprs.to_value(a) for a in args] + \
                     [st.exprs.to_value(a) for a in kwargs.values()]
@@ -356,8 +388,9 @@ class WriteBuilder:
             tup.inputs = list(call.outputs[:nres])
             r.type = ir.TupleType([o.type for o in tup.inputs])
         aliases = getattr(call.attrs["fn"], "return_aliases", {}) or {}
+        written = self.call_targets(call, mut, node)
         for i, new in zip(mut, call.outputs[nres:]):
-            cur = self.mutate(call.inputs[i], new, node)
+            cur = self.mutate(written[i], new, node)
             for j, src in aliases.items():  # a result that IS the argument: the caller's
                 if src == i:
                     if tup is not None:
@@ -365,6 +398,22 @@ class WriteBuilder:
                     elif j == 0:
                         r = cur
         return r
+
+    def call_targets(self, call: ir.Node, mut, node) -> list:
+        """A call (already emitted) of a function that writes its arguments `mut`: inside
+        `with no_grad():` it writes them through `_no_grad_target`s (made just before the call),
+        as any write there does. Returns the call's original inputs."""
+        orig = list(call.inputs)
+        if grad_off(node):
+            block = self.st.block
+            for i in mut:
+                n0 = len(block.nodes)
+                call.inputs[i] = self.target(call.inputs[i], True)
+                made = block.nodes[n0:]  # (the target and its constant) go before the call
+                del block.nodes[n0:]
+                k = block.nodes.index(call)
+                block.nodes[k:k] = made
+        return orig
 
     # -- control flow --------------------------------------------------------------------------
     def enter_loop(self, s, body):
@@ -471,6 +520,8 @@ class WriteBuilder:
                 kept.append(v)
                 idx.append(i)
         st.graph.mutated_inputs = tuple(idx)
+        st.graph.no_grad_writes = tuple(i for tok, i in st.arg_tokens
+                                        if i in idx and not self._written.get(tok, True))
         _prune_if_outputs(st.graph.block, list(rets) + kept)
         st.graph.return_aliases = {k: idx[kept.index(r)] for k, r in enumerate(rets)
                                    if any(r is x for x in kept)}

@@ -192,9 +192,10 @@ class CallBuilder:
                            (ir.TupleType([ft.tensor(), ft.tensor()]),)).output
         return st.emit(op.name, inputs, (ft.tensor(),)).output
 
-    def overload_op(self, f, name, node, recv=None):
+    def overload_op(self, f, name, node, recv=None, evaluated=None):
         """A public wrapper over an op of the same name (extra eager checks, or an overload
-        such as `view(dtype)`): the op when the call binds to the op's own signature."""
+        such as `view(dtype)`): the op when the call binds to the op's own signature.
+        `evaluated`: the call's (args, kwargs), when the caller evaluated them already."""
         from ..._ops import registry
         st = self.st
         inner = op_of(getattr(f, "__wrapped__", None))
@@ -202,7 +203,7 @@ class CallBuilder:
             inner = registry.OPS.get(name)
         if inner is None:
             return None
-        st.evaluated = args, kwargs = self.eval_args(node)
+        st.evaluated = args, kwargs = evaluated or self.eval_args(node)
         if recv is not None:
             args = [recv] + args
         try:
@@ -256,7 +257,15 @@ class CallBuilder:
             args, kwargs = self.eval_args(node)
             return self.op_call(op, args, kwargs, node)
         if obj is grad_blocks.no_grad_value:  # the end of a `with no_grad():` block
-            v = st.exprs.expr_value(node.args[0])
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                # a name the block assigned: rebound when it is a tensor defined here
+                v = st.env.get(arg.value)
+                if isinstance(v, ir.Value) and isinstance(ft.base(v.type), ir.TensorType):
+                    st.cur = node
+                    st.env[arg.value] = self.call_op("_no_grad_value", [v])
+                return st.const(None)
+            v = st.exprs.expr_value(arg)
             st.cur = node
             if isinstance(ft.base(v.type), ir.TensorType):
                 return self.call_op("_no_grad_value", [v])

@@ -5,16 +5,28 @@ A compiled program has no grad mode of its own: gradients come from the autodiff
 differentiates the values that flow from inputs requiring grad. So the frontend splices such a
 `with` away before anything else reads the function's AST (as `markers.py` does for
 `record_function`) and, for a block that disables grad, passes every name the block assigns (at
-its end) and every value it returns through `NO_GRAD(...)`, which the call builder compiles to
-the `_no_grad_value` op (registry: nondiff, elementwise): those values carry no gradient
-history, which is what the block means to the code after it. A block that enables grad changes
-nothing (the caller's mode applies, as it does in TorchScript).
+its end: `NO_GRAD("name")`, which rebinds the name when it is defined there; a loop's target or a
+name assigned on one path may not be) and every value it returns through `NO_GRAD(...)`, which
+the call builder compiles to the `_no_grad_value` op (registry: nondiff, elementwise): those
+values carry no gradient history, which is what the block means to the code after it. A block
+that enables grad changes nothing (the caller's mode applies, as it does in TorchScript).
+
+In-place writes follow eager's rules for a block that disables grad: every AST node of such a
+block is marked (`grad_off(node)`), and the write builder (frontend/alias.py) compiles a write
+marked so as a write that records no history: allowed on a leaf that requires grad, the tensor
+keeping its autograd identity (graph.no_grad_writes lists the arguments written only so).
 """
 from __future__ import annotations
 
 import ast
 
 NAME = "__jitorch_no_grad_value__"  # the marker's name in the function's scope
+_OFF = "_jitorch_grad_off"  # the attribute marking the AST nodes of a block that disables grad
+
+
+def grad_off(node) -> bool:
+    """Was `node` written inside a block that disables grad (and no enabling block in it)?"""
+    return getattr(node, _OFF, False)
 
 
 def no_grad_value(x):
@@ -95,6 +107,9 @@ def strip_grad_blocks(fdef, scope, fail):
                          "the 'as' target)", it.optional_vars)
             off = not modes[-1]  # the innermost manager decides
             self.disabled += off
+            for s in node.body:  # (an inner block visited below marks its own nodes again)
+                for e in ast.walk(s):
+                    setattr(e, _OFF, off)
             body = []
             for s in node.body:
                 r = self.visit(s)
@@ -103,8 +118,7 @@ def strip_grad_blocks(fdef, scope, fail):
             if off:
                 used[0] = True
                 for name in _assigned(node.body):
-                    a = ast.Assign([ast.Name(name, ast.Store())],
-                                   _wrap(ast.Name(name, ast.Load())))
+                    a = ast.Expr(_wrap(ast.Constant(name)))
                     body.append(ast.copy_location(a, node.body[-1]))
             return body
 

@@ -249,4 +249,5 @@ class IndexBuilder:
         spec, dyn = self._spec(items)
         fn = SetItem(spec)
         fn.single = single
-        return st.python_op(fn, [base] + dyn + [v], (base.type,), name="setitem").output
+        return st.python_op(fn, [st.writes.target(base)] + dyn + [v], (base.type,),
+                            name="setitem").output

@@ -277,8 +277,9 @@ class ModuleHooks(FrontendHooks):
         # are writes here too, so they reach the caller's storages
         mut = tuple(getattr(c.graph, "mutated_inputs", ()) or ())
         results = n.outputs[:len(n.outputs) - len(mut)]
+        written = st.writes.call_targets(n, mut, node)
         for i, new in zip(mut, n.outputs[len(results):]):
-            st.writes.mutate(n.inputs[i], new, node)
+            st.writes.mutate(written[i], new, node)
         if c.res.returns_tuple:
             return st.emit("prim::TupleConstruct", results,
                            (ir.TupleType([o.type for o in results]),)).output
@@ -446,8 +447,9 @@ def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
             raise ScriptError(f"{type(module).__name__}.{name}: `self` can only be used "
                               "through its attributes in a scripted module")
         g.block.params.pop(0)
-        if getattr(g, "mutated_inputs", None):
-            g.mutated_inputs = [i - 1 for i in g.mutated_inputs]
+        for attr in ("mutated_inputs", "no_grad_writes"):
+            if getattr(g, attr, None):
+                setattr(g, attr, [i - 1 for i in getattr(g, attr)])
         if getattr(g, "return_aliases", None):
             g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
     sig = inspect.signature(fn)

@@ -21,9 +21,10 @@ from typing import Callable, Iterable
 from .. import ir
 from ..ir.util import clone_graph
 from ..ir.verify import VerifyError, verify
-from . import cse, dce, fuse, inline, simplify
+from . import cse, dce, fuse, inline, no_grad_marks, simplify
 
-PIPELINE: tuple = (inline.run, simplify.run, cse.run, dce.run, fuse.run, verify)
+PIPELINE: tuple = (inline.run, simplify.run, cse.run, no_grad_marks.run, dce.run, fuse.run,
+                   verify)
 
 
 def name_of(p: Callable) -> str:
@@ -35,6 +36,9 @@ def name_of(p: Callable) -> str:
 
 NAMES: tuple = tuple(name_of(p) for p in PIPELINE)
 _BY_NAME = dict(zip(NAMES, PIPELINE))
+# what the autodiff runtime runs before it differentiates: autodiff wants plain nodes (no fused
+# groups) and reads the no_grad write markers
+BEFORE_AUTODIFF: tuple = tuple(p for p in PIPELINE if name_of(p) not in ("no_grad_marks", "fuse"))
 
 
 def get_pass(p) -> tuple[str, Callable]:

@@ -13,7 +13,10 @@ SSA value then is the tensor eager would hold, views included, so reads after a 
 through every alias, as in eager. The graph's "new value" of a written argument is then the
 argument itself (or a view of it): the runtime's write-back skips what shares its memory.
 Under autograd an op that reads a tensor written later reads a copy (`_ReadsCopies`: what eager's
-in-place ops do for their own rule), so the values autograd saved stay at their version.
+in-place ops do for their own rule), so the values autograd saved stay at their version. A write
+inside `with no_grad():` goes through `_no_grad_target(x)`, here an alias of x's memory without
+autograd (`_untracked`), and `_no_grad_write(old, new)` is `old` itself: the tensor written keeps
+its history, as eager's write under no_grad.
 
 Owns the detection too. `overlap(args, written)` is the Python-side check, for the tiers that are
 not plain compiled programs (interpreted, autodiff): byte bounds of every tensor argument (list
@@ -131,7 +134,9 @@ def _rewrite(block) -> None:
         for b in n.blocks:
             _rewrite(b)
         op = OPS.get(n.op)
-        if op is not None and not op.view and op.kind != "factory" and \
+        if n.op in _NO_GRAD_WRITES:
+            n.op, n.attrs = "prim::PythonOp", {"fn": _NO_GRAD_WRITES[n.op], "name": n.op}
+        elif op is not None and not op.view and op.kind != "factory" and \
                 n.op not in ("_index_write", "_select_write"):
             container = len(n.outputs) == 1 and isinstance(
                 n.outputs[0].type, (ir.TupleType, ir.ListType, ir.AnyType))
@@ -171,6 +176,22 @@ class _ReadsCopies:
         if isinstance(r, tuple) and self.n_out == 1 and not self.container:
             return r[0]
         return r
+
+
+def _untracked(x, memory_format=None):
+    """`_no_grad_target` in place: x's memory, as a tensor without autograd (writes through it
+    are allowed and record nothing; it shares x's version counter)."""
+    t = Tensor._make(x._data, x._dtype)
+    t._version = x._version
+    return t
+
+
+def _keep_old(old, new):
+    """`_no_grad_write` in place: `new` was written into old's memory; old keeps its history."""
+    return old
+
+
+_NO_GRAD_WRITES = {"_no_grad_target": _untracked, "_no_grad_write": _keep_old}
 
 
 def _write_index(x, values, basic, cast_check=False):

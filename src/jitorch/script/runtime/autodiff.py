@@ -29,11 +29,11 @@ from .entry import _boundary, _Entry
 
 
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
-    """Specialise and run the generic passes, but not fusion (autodiff wants plain nodes)."""
+    """Specialise and run the generic passes that come before autodiff (not fusion)."""
     from ..passes import types as _types
     from ..passes import pipeline
     g = _types.specialize(graph, arg_types, static)
-    return pipeline.run(g, passes=[p for p in pipeline.PIPELINE if pipeline.name_of(p) != "fuse"])
+    return pipeline.run(g, passes=pipeline.BEFORE_AUTODIFF)
 
 
 class AutodiffEntry:

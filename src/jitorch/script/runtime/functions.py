@@ -41,7 +41,7 @@ import time
 
 import numpy as np
 
-from ... import _autocast, _threads
+from ... import _autocast, _settings, _threads
 from ..._ops.registry import _mode_state
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
@@ -66,6 +66,7 @@ _counters = stats._c
 _new = object.__new__
 
 
+_PLAIN = (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType, ir.NoneType)  # hold no tensor
 AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
                    "float16 are not lowered on CPU yet)")
 
@@ -111,6 +112,15 @@ class ScriptFunction:
         # in-place writes to arguments (frontend/alias.py): the graph's last outputs are the
         # final values of these inputs, written back into the caller's tensors after a call
         self._mutated = tuple(getattr(graph, "mutated_inputs", None) or ())
+        # of those, the ones written only inside `with no_grad():` (eager's rules for such a
+        # write: a leaf that requires grad may be written, and the write records no history)
+        self._no_grad = frozenset(getattr(graph, "no_grad_writes", None) or ())
+        # nothing it returns or writes can carry a gradient (no tensor among its results, every
+        # write inside `with no_grad():`: the hand-written SGD step): it is specialised and runs
+        # as it does without grad mode, with no autodiff pair to build or run
+        results = graph.outputs[:len(graph.outputs) - len(self._mutated)]
+        self._grads = not (self._mutated and self._no_grad.issuperset(self._mutated) and all(
+            isinstance(v.type, _PLAIN) for v in results))
         self._ret_alias = dict(getattr(graph, "return_aliases", None) or {})
         # inputs the graph uses (a use in any branch counts): an unused argument may share
         # memory with a written one (alias.overlap ignores it)
@@ -179,7 +189,7 @@ class ScriptFunction:
 
     def _key(self, args):
         """(key, need_grad) for a bound argument list (numbers in `args` are converted)."""
-        grad_on = _gstate.enabled
+        grad_on = _gstate.enabled and self._grads
         if self._all_tensors:  # the common case, kept short: it runs on every call
             try:
                 if grad_on:
@@ -347,16 +357,18 @@ class ScriptFunction:
 
     def _refuse_writes(self, args) -> bool:
         """PyTorch's refusals, before anything runs: arguments the function writes to must be
-        tensors that may be modified in place (not a leaf that requires grad in grad mode, not
-        an expanded tensor). Which elements of a written list are written is only known as
-        the call runs, and compiled code writes list elements in place (lower_list.py): True
-        when such a list holds a read-only tensor, so that the call runs in place instead,
-        where eager's ops refuse exactly the writes eager refuses."""
+        tensors that may be modified in place (not a leaf that requires grad in grad mode unless
+        written only inside `with no_grad():`, not an expanded tensor). Which elements of a
+        written list are written is only known as the call runs, and compiled code writes list
+        elements in place (lower_list.py): True when such a list holds a read-only tensor, so
+        that the call runs in place instead, where eager's ops refuse exactly the writes eager
+        refuses."""
         ro = False
         for i in self._mutated:
             a = args[i]
             if isinstance(a, Tensor):
-                check_inplace_allowed(a)
+                if i not in self._no_grad:
+                    check_inplace_allowed(a)
                 check_writable(a)
             elif isinstance(a, (list, tuple)):
                 ro = ro or any(isinstance(e, Tensor) and not e._data.flags.writeable
@@ -388,13 +400,14 @@ class ScriptFunction:
         del outs[len(outs) - k:]
         for i, new in zip(self._mutated, extra):
             a = args[i]
+            no_grad = i in self._no_grad
             if isinstance(a, list) and isinstance(new, (list, tuple)):
                 for e, ne, ran in zip(a, new, ran_with[i]):
                     if ne is not ran and isinstance(e, Tensor) and isinstance(ne, Tensor):
-                        _write_one(e, ne, in_place)  # elements the call wrote
+                        _write_one(e, ne, in_place, no_grad)  # elements the call wrote
                 continue
             if isinstance(a, Tensor) and isinstance(new, Tensor):
-                _write_one(a, new, in_place)
+                _write_one(a, new, in_place, no_grad)
         for j, i in self._ret_alias.items():
             if j < len(outs) and isinstance(args[i], Tensor):
                 outs[j] = args[i]
@@ -416,6 +429,7 @@ class ScriptFunction:
                 stats.record_call(hit=True, interpreted=_interp(entry))
                 return self._run(entry, args)
             t0 = time.perf_counter()
+            epoch = _settings.epoch[0]
             why = self._why(key)
             entry, outs, how = self._build(key, args, need_grad)
             dt_s = time.perf_counter() - t0
@@ -424,8 +438,9 @@ class ScriptFunction:
             stats.record_compile(dt_s, how=how, reason=entry.reason)
             stats.record_call(hit=False, interpreted=_interp(entry))
             stats.log_compile(self.name, why, how, dt_s, entry.reason)
-            self._cache[key] = entry
-            self._last, self._last_key = entry, key
+            if _settings.epoch[0] == epoch:  # else built under a setting changed since: dropped
+                self._cache[key] = entry
+                self._last, self._last_key = entry, key
             return outs
 
     def _why(self, key) -> str:
@@ -558,14 +573,17 @@ class ScriptFunction:
             self._last = self._last_key = None
 
 
-def _write_one(a: Tensor, new: Tensor, in_place: bool = False) -> None:
+def _write_one(a: Tensor, new: Tensor, in_place: bool = False, no_grad: bool = False) -> None:
+    """Copy `new` into the caller's tensor `a`; `no_grad`: it was written only inside
+    `with no_grad():`, so it keeps its own history (a leaf stays a leaf), as in eager."""
     if new._data is a._data or in_place and np.may_share_memory(a._data, new._data):
         return  # written where it lives already
-    check_inplace_allowed(a)  # (list elements are only known to be written now)
+    if not no_grad:
+        check_inplace_allowed(a)  # (list elements are only known to be written now)
     check_writable(a)
     np.copyto(a._data, new._data, casting="unsafe")
     a._version[0] += 1
-    if _gstate.enabled and new._requires_grad:
+    if _gstate.enabled and new._requires_grad and not no_grad:
         rebase_history(a, new)
 
 

@@ -4,6 +4,8 @@ Per tensor argument its dtype, rank, requires_grad (when grad mode is on) and C-
 its sizes; containers by their elements' keys; other values by type (bools and statics by value,
 `ScriptFunction._key`). `_make_fast_key` unrolls the all-tensor case into one tuple expression (a
 fast path that only finds entries already made); `_arg_type` is the IR type a key stands for.
+Process-wide settings a program bakes in (the default dtype, deterministic mode, ...) are not in
+the key: changing one forgets every specialisation (jitorch/_settings.py), so calls stay cheap.
 """
 from __future__ import annotations
 

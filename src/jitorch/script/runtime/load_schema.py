@@ -414,7 +414,7 @@ def check_manifest(meta, reserved) -> None:
 
 
 _METHOD_FIELDS = {"code", "args", "defaults", "params", "static_args", "returns_tuple",
-                  "python_ops", "mutated_inputs", "return_aliases"}
+                  "python_ops", "mutated_inputs", "no_grad_writes", "return_aliases"}
 
 
 def _check_method(name, info, reserved) -> None:
@@ -448,6 +448,9 @@ def _check_method(name, info, reserved) -> None:
     mut = info.get("mutated_inputs", [])
     if type(mut) is not list or not all(type(i) is int and 0 <= i < n_in for i in mut):
         raise SchemaError(f"{at}: mutated_inputs are not input positions")
+    ngw = info.get("no_grad_writes", [])
+    if type(ngw) is not list or not all(type(i) is int and i in mut for i in ngw):
+        raise SchemaError(f"{at}: no_grad_writes are not positions of mutated_inputs")
     ra = info.get("return_aliases", {})
     if type(ra) is not dict or not all(
             type(k) is str and k.isdigit() and len(k) < 10 and type(v) is int and

@@ -194,6 +194,7 @@ def save(m, f, _extra_files=None):
             "params": list(v.param_paths), "static_args": sorted(v.sf._static),
             "returns_tuple": bool(v.sf._tuple_out), "python_ops": ops,
             "mutated_inputs": list(getattr(v.graph, "mutated_inputs", None) or ()),
+            "no_grad_writes": list(getattr(v.graph, "no_grad_writes", None) or ()),
             "return_aliases": {str(a): b for a, b in
                                (getattr(v.graph, "return_aliases", None) or {}).items()}}
     meta = {"class": m.original_name, "kind": m._kind, "training": bool(m.training),
@@ -313,6 +314,7 @@ def _build(arc, map_location, extra_files):
                 n.attrs["value"] = t
         _need(not tens, f"{name}: saved tensor constants do not match the IR")
         g.mutated_inputs = list(info.get("mutated_inputs", []))
+        g.no_grad_writes = list(info.get("no_grad_writes", []))
         g.return_aliases = {int(a): b for a, b in info.get("return_aliases", {}).items()}
         g.holds_gil = bool(info.get("python_ops"))
         params = list(info.get("params", []))

@@ -80,8 +80,8 @@ def register_function(sf) -> None:
 
 def forget_specialisations() -> None:
     """Every ScriptFunction drops its specialisations; each rebuilds them on its next call
-    (what a setting baked into generated programs needs when it changes: deterministic mode's
-    `empty*` fill). Programs that come out the same load from the disk cache."""
+    (what a process-wide setting that programs bake in needs when it changes: jitorch/_settings.py).
+    Programs that come out the same load from the disk cache."""
     for sf in list(_functions):
         sf._reset()
 
