@@ -276,13 +276,13 @@ def compile_job(job: dict) -> dict:
     kernels = job.get("kernels") or []
     names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
     for name in names:
-        old = sys.modules.get(name)
+        old = cache.loaded(name)
         if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "")
                                                                 or "")) != \
                 os.path.normpath(job.get("cache_dir") or ""):
             # loaded by an earlier job from another cache directory: its Numba files go
             # there, where the caller does not look
-            del sys.modules[name]
+            cache.forget(name)
             from ..kernels import kernel_call
             kernel_call.forget(name)
     try:
