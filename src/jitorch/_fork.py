@@ -1,8 +1,9 @@
 """Process-global state across `os.fork`: every lock of jitorch, and the hooks that re-create
 what a forked child cannot use.
 
-Owns `lock()` / `rlock()`, the only way jitorch makes a lock (tests/test_fork_safety.py checks
-the source for any other), and `in_child(fn)`, the registry of what a forked child re-creates.
+Owns `lock()`, `rlock()`, `event()` and `condition()`, the only way jitorch makes a
+synchronisation object (tests/test_fork_safety.py checks the source for any other), and
+`in_child(fn)`, the registry of what a forked child re-creates.
 
 Why: `os.fork` copies memory but only the thread that called it. A lock another thread held at
 that moment stays held in the child for ever (the holder does not exist there), so the child's
@@ -12,7 +13,8 @@ are ordinary for a library like this one: DataLoader workers, gunicorn's pre-for
 `multiprocessing` with the "fork" start method.
 
 In the child, first every lock made here is released (re-initialised in place, so every
-reference to it sees a free lock), then the `in_child` hooks run in registration order and
+reference to it sees a free lock; an event keeps whether it is set, a condition forgets the
+parent's waiters), then the `in_child` hooks run in registration order and
 re-create the state that owned threads or handles. Releasing a lock is safe for jitorch's
 state because every structure it guards is published only complete (a module once its code ran,
 a specialisation once built, a pool once made): what the vanished holder left half-done is
@@ -33,20 +35,31 @@ _hooks: list = []
 generation = 0
 
 
+def _registered(obj):
+    with _registry_lock:
+        _locks.add(obj)
+    return obj
+
+
 def lock() -> threading.Lock:
     """A `threading.Lock` that a forked child gets released."""
-    lk = threading.Lock()
-    with _registry_lock:
-        _locks.add(lk)
-    return lk
+    return _registered(threading.Lock())
 
 
 def rlock() -> threading.RLock:
     """A `threading.RLock` that a forked child gets released."""
-    lk = threading.RLock()
-    with _registry_lock:
-        _locks.add(lk)
-    return lk
+    return _registered(threading.RLock())
+
+
+def event() -> threading.Event:
+    """A `threading.Event` whose internal lock a forked child gets released."""
+    return _registered(threading.Event())
+
+
+def condition(lk=None) -> threading.Condition:
+    """A `threading.Condition` (on `lk`, a lock made here, or a new one) that a forked child
+    gets released, without the parent's waiting threads."""
+    return _registered(threading.Condition(lk if lk is not None else lock()))
 
 
 def in_child(fn):

@@ -41,9 +41,9 @@ import builtins
 import inspect
 import sys
 import textwrap
-import threading
 from dataclasses import dataclass, field
 
+from ... import _fork
 from . import types as ft
 from .. import ir
 from ..ir.errors import ScriptError
@@ -72,7 +72,7 @@ class FrontendResult:
 
 
 _cache: dict = {}
-_lock = threading.RLock()
+_lock = _fork.rlock()
 _in_progress: set = set()
 
 

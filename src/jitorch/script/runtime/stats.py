@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import itertools
 import sys
-import threading
 import weakref
 from collections import Counter
 
+from ... import _fork
 from ..kernels.log import log_enabled
 
 from ..._profiling import collector as _profiler
 
-_lock = threading.Lock()
+_lock = _fork.lock()
 
 
 class Stats(dict):
