@@ -139,3 +139,24 @@ def test_background_compiles_and_switches_on_eight_threads_at_once(tmp_path, mon
     bad = {f.name: (f.stats["tier"], f.stats["reasons"]) for fr in fns for f in fr
            if f.stats["tier"] != "compiled"}
     assert not bad, f"{len(bad)} of {N * rounds} functions not compiled: {bad}"
+
+
+def test_a_stand_in_replaced_by_another_threads_hands_out_the_loaded_program(monkeypatch):
+    # two threads meet new boundary types of a compiled entry at once: each makes a stand-in
+    # (`tiers._Compiling`) for the same worker job and the second replaces the first in
+    # `entry.eps`. The first one's `ready()` must give the loaded entry point, never the other
+    # stand-in (a runner built from it would keep calling a stand-in)
+    from types import SimpleNamespace
+
+    from jitorch.script.runtime import compile_worker, tiers
+
+    def program(*xs):
+        return "compiled"
+    monkeypatch.setattr(tiers, "_load", lambda entry, job, sig: (program, None))
+    entry = SimpleNamespace(eps={}, reason=None)
+    job = compile_worker.Job(("m", "entry", "sig"), {})
+    job._finish({"ok": True})
+    first, second = (tiers._Compiling(entry, job, "sig", "bk") for _ in range(2))
+    entry.eps["bk"] = second
+    assert first.ready() is program
+    assert entry.eps["bk"] is program and first() == "compiled"
