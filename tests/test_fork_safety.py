@@ -122,6 +122,38 @@ def test_a_first_call_in_flight_in_a_parent_thread_does_not_block_the_child(tmp_
     """)
 
 
+def test_a_function_being_scripted_in_a_parent_thread_can_be_scripted_in_the_child(tmp_path):
+    # the frontend holds its lock while it compiles a function and records the function as in
+    # progress (to refuse recursion): in the child, the lock is free and the record gone
+    _run(tmp_path, """
+        import importlib
+        from jitorch.script.frontend import function
+
+        d = os.environ["JITORCH_CACHE_DIR"] + "_src"
+        os.makedirs(d)
+        with open(os.path.join(d, "scripted_body.py"), "w") as fh:
+            fh.write("def body(x):\\n    return x * 2.0 + 1.0\\n")
+        sys.path.insert(0, d)
+        body = importlib.import_module("scripted_body").body
+        real = function.FunctionCompiler.compile
+
+        def slow_compile(self):
+            time.sleep(1.5)  # (a big function, a loaded machine)
+            return real(self)
+        function.FunctionCompiler.compile = slow_compile
+        threading.Thread(target=jitorch.jit.script, args=(body,), daemon=True).start()
+        deadline = time.monotonic() + 30
+        while not function._in_progress:
+            assert time.monotonic() < deadline, "the thread never started compiling"
+            time.sleep(0.01)
+
+        def child():
+            f = jitorch.jit.script(body)
+            assert f(jitorch.ones(3)).tolist() == [3.0] * 3
+        fork_and_check(child)
+    """)
+
+
 def test_a_forked_child_can_draw_while_a_parent_thread_was_drawing(tmp_path):
     # a parent thread drawing when the main thread forks holds NumPy's bit-generator lock
     # (released only by that thread, which the child does not have): the child must not wait

@@ -18,7 +18,8 @@ parent's waiters), then the `in_child` hooks run in registration order and
 re-create the state that owned threads or handles. Releasing a lock is safe for jitorch's
 state because every structure it guards is published only complete (a module once its code ran,
 a specialisation once built, a pool once made): what the vanished holder left half-done is
-simply not there, and the child builds it again. `subprocess` (fork + exec in C) runs no hooks
+simply not there, and the child builds it again. State that records work in progress on some
+thread (the frontend's set of functions being compiled) is reset by a hook. `subprocess` (fork + exec in C) runs no hooks
 and needs none.
 """
 from __future__ import annotations
@@ -31,8 +32,6 @@ import weakref
 _registry_lock = threading.Lock()  # (re-initialised first in the child, see _after_fork)
 _locks: "weakref.WeakSet" = weakref.WeakSet()
 _hooks: list = []
-# forks seen by this process's lineage: a child's is its parent's + 1 (tests, diagnostics)
-generation = 0
 
 
 def _registered(obj):
@@ -70,11 +69,9 @@ def in_child(fn):
 
 
 def _after_fork() -> None:
-    global generation
     _registry_lock._at_fork_reinit()
     for lk in list(_locks):
         lk._at_fork_reinit()
-    generation += 1
     for fn in list(_hooks):
         try:
             fn()
