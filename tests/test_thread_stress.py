@@ -160,3 +160,30 @@ def test_a_stand_in_replaced_by_another_threads_hands_out_the_loaded_program(mon
     entry.eps["bk"] = second
     assert first.ready() is program
     assert entry.eps["bk"] is program and first() == "compiled"
+
+
+def test_stats_while_other_threads_make_functions():
+    # jitorch.jit.stats() walks the registry of functions while other threads script new
+    # ones (a server loading models): it must never see the registry change under it
+    from jitorch.script import ir
+    from jitorch.script.runtime import functions
+
+    g = ir.Graph("made", ir.Block(params=[ir.Value(ir.TensorType(), "x")]))
+    stop = threading.Event()
+
+    def make():
+        keep = []
+        while not stop.is_set():
+            keep.append(functions.ScriptFunction(g, name="made"))
+            if len(keep) > 500:
+                keep.clear()  # (and the registry loses them again)
+    makers = [threading.Thread(target=make) for _ in range(2)]
+    for t in makers:
+        t.start()
+    try:
+        for _ in range(300):
+            jitorch.jit.stats()
+    finally:
+        stop.set()
+        for t in makers:
+            t.join(WAIT)
