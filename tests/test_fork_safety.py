@@ -55,8 +55,7 @@ def _run(tmp_path, script: str) -> None:
     the forked child's checks pass."""
     code = textwrap.dedent(_SCENE).format(alarm=CHILD_ALARM) + textwrap.dedent(script)
     env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "cache"), JITORCH_COMPILE="sync",
-               PYTHONPATH=os.pathsep.join([str(SRC.parent)] + [
-                   p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # this jitorch
     env.pop("JITORCH_LOG", None)
     p = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=CHILD_ALARM + 120)

@@ -90,9 +90,7 @@ def test_first_calls_of_identical_functions_on_eight_threads_all_compile(tmp_pat
             f"for r in range({ROUNDS}):\n"
             f"    jitorch.jit.script(getattr(b, f'f{{r}}_0'))(jitorch.ones(2, 3), "
             f"jitorch.ones(2, 3))\n")
-    here = os.path.dirname(os.path.dirname(os.path.abspath(jitorch.__file__)))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [here] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # this jitorch
     subprocess.run([sys.executable, "-c", warm], env=env, check=True, timeout=WAIT)
 
     b = _import(tmp_path, name)
