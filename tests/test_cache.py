@@ -8,12 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
 import pytest
 
-from jitorch.script.kernels import cache
+from jitorch.script.kernels import cache, numba_cache
 
 SRC = """
 import numpy as np
@@ -61,7 +62,8 @@ def test_load_registers_module_and_never_rewrites(tmp_path, monkeypatch):
     mod2, new2 = cache.load_module(src)
     assert mod2 is mod and not new2
     # a fresh import in this process (module forgotten) must reuse the file untouched
-    del sys.modules[mod.__name__]
+    cache.forget(mod.__name__)
+    assert mod.__name__ not in sys.modules and cache.loaded(mod.__name__) is None
     time.sleep(0.01)
     mod3, new3 = cache.load_module(src)
     assert new3 and os.stat(path).st_mtime_ns == st.st_mtime_ns
@@ -126,3 +128,55 @@ def test_second_process_loads_from_disk(tmp_path):
     assert second["r"] == [0.0, 2.0, 4.0, 6.0]
     assert second["numba_compiles"] == 0 and second["disk_hits"] == 1
     assert sorted(os.listdir(tmp_path)) == files  # nothing rewritten or added
+
+
+def _load_at_once(src, look, n=8):
+    """`cache.load_module(src)` on `n` threads -> per thread (module, is_new, `look(module)`
+    taken as soon as load_module returned). The threads arrive one after another, 40 ms
+    apart, so that most come while the first one's load runs."""
+    barrier = threading.Barrier(n)
+    out, errors = [None] * n, []
+
+    def work(i):
+        try:
+            barrier.wait(timeout=60)
+            time.sleep(0.04 * i)
+            m, new = cache.load_module(src)
+            out[i] = (m, new, look(m))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(n)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(timeout=120)
+    assert not errors, errors
+    return out
+
+
+def test_threads_never_get_a_half_executed_module(tmp_path, monkeypatch):
+    # the module's code takes a while (as Numba's decorators do on a loaded machine): a thread
+    # arriving meanwhile must wait for it, not get the module from sys.modules without `entry`
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
+    src = "import time\ntime.sleep(0.3)\n" + SRC + f"\n# half executed {time.time_ns()}\n"
+    out = _load_at_once(src, lambda m: hasattr(m, "entry"))
+    assert len({id(m) for m, _, _ in out}) == 1, "one module per process"
+    assert sorted(new for _, new, _ in out) == [False] * 7 + [True]
+    assert [had for _, _, had in out] == [True] * 8, "a thread got the module before its " \
+                                                     "code had run"
+    np.testing.assert_array_equal(out[0][0].entry(np.ones(3, np.float32))[0], [2.0] * 3)
+
+
+def test_threads_never_get_a_module_before_its_caches_are_guarded(tmp_path, monkeypatch):
+    # a module whose code ran but whose dispatchers do not have their checked caches yet would
+    # read the sealed cache files with Numba's plain pickle (an UnpicklingError in the call)
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
+    real_guard = numba_cache.guard
+
+    def slow_guard(mod):
+        time.sleep(0.3)
+        real_guard(mod)
+    monkeypatch.setattr(numba_cache, "guard", slow_guard)
+    src = SRC + f"\n# guarded {time.time_ns()}\n"
+    out = _load_at_once(src, lambda m: type(m.entry._cache).__name__)
+    assert [kind for _, _, kind in out] == ["GuardedCache"] * 8

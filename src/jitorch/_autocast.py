@@ -25,7 +25,7 @@ import inspect
 import threading
 
 from . import _dtype as dt
-from . import _profiling
+from . import _fork, _profiling
 from ._tensor import Tensor
 
 # the device types PyTorch's autocast accepts; only "cpu" ever runs autocast in jitorch
@@ -46,7 +46,7 @@ class _State(threading.local):
 
 
 _state = _State()
-_lock = threading.Lock()
+_lock = _fork.lock()
 _active = [0]  # enabled CPU regions entered, all threads together (the hook is installed while > 0)
 
 

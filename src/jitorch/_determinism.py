@@ -33,12 +33,11 @@ racing on one output) must raise that error from its registry declaration.
 """
 from __future__ import annotations
 
-import threading
 import warnings
 
 import numpy as np
 
-from . import _settings
+from . import _fork, _settings
 
 __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
@@ -48,7 +47,7 @@ __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled
 _enabled = False
 _warn_only = False
 _fill = True
-_lock = threading.Lock()
+_lock = _fork.lock()
 _blas_limiter = None  # threadpoolctl limits in force while the mode is on
 _DEBUG_MODES = {"default": 0, "warn": 1, "error": 2}
 

@@ -11,16 +11,30 @@ seed 67280421310721, so an unseeded program is still reproducible. Samples are d
 target dtype's precision (`rand` in float16 has 11 random bits, as in PyTorch) so that
 `[0, 1)` stays half-open. These are not registry ops: outputs carry no autograd history, and
 the in-place samplers overwrite values like `fill_` does.
+
+Threads: a draw goes through the generator's NumPy `Generator`, which holds its bit generator's
+lock while it draws, so concurrent draws from one generator never share numbers. Reseeding and
+`get_state`/`set_state` hold the jitorch generator's lock (and `get_state` the bit generator's,
+so it never reads a state halfway through a draw); a draw sees either the old or the new stream
+whole (`_rng` is replaced in one assignment, with its bit generator).
+
+`os.fork`: as in PyTorch, a forked child inherits every generator's state, so parent and child
+draw the same numbers until one of them reseeds (DataLoader process workers reseed theirs:
+utils/data/_worker.py, as PyTorch's do). The bit generators' locks (NumPy's, held during a draw
+that another parent thread was making when it forked) are released in the child, where nobody
+holds them (`_after_fork`, see jitorch/_fork.py).
 """
 from __future__ import annotations
 
 import builtins
 import contextlib
 import os
+import weakref
 
 import numpy as np
 
 from . import _dtype as dt
+from . import _fork
 from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _size_args,
                         _size_tuple, _write_out)
 from ._device import CPU, as_device
@@ -46,7 +60,9 @@ class Generator:
 
     def __init__(self, device="cpu"):
         self._device = as_device(device)
+        self._lock = _fork.lock()
         self.manual_seed(_DEFAULT_SEED)
+        _generators.add(self)
 
     @property
     def device(self):
@@ -57,10 +73,24 @@ class Generator:
         seed = builtins.int(seed)
         if not -(1 << 63) <= seed < _U64:
             raise ValueError("Overflow when unpacking long long")
-        self._seed = seed % _U64
-        self._bitgen = np.random.PCG64(self._seed)
-        self._rng = np.random.Generator(self._bitgen)
+        seed %= _U64
+        self._install(seed, np.random.PCG64(seed))
         return self
+
+    def __getstate__(self):  # copy/pickle: the state, not the lock
+        return {k: v for k, v in self.__dict__.items() if k != "_lock"}
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = _fork.lock()
+        _generators.add(self)
+
+    def _install(self, seed: int, bitgen) -> None:
+        """Make (seed, bitgen) the generator's state: `_rng` last, in one assignment, so that a
+        draw on another thread uses the old stream or the new one, never a mix."""
+        with self._lock:
+            self._seed, self._bitgen = seed, bitgen
+            self._rng = np.random.Generator(bitgen)
 
     def seed(self) -> int:
         """Reseed from OS entropy; returns the new seed."""
@@ -73,8 +103,11 @@ class Generator:
 
     def get_state(self) -> Tensor:
         """The full state as a uint8 tensor (seed, PCG64 state and increment, buffered bits)."""
-        st = self._bitgen.state
-        raw = (self._seed.to_bytes(8, "little")
+        with self._lock:
+            seed, bitgen = self._seed, self._bitgen
+            with bitgen.lock:  # (held by a draw: never a state halfway through one)
+                st = bitgen.state
+        raw = (seed.to_bytes(8, "little")
                + st["state"]["state"].to_bytes(16, "little")
                + st["state"]["inc"].to_bytes(16, "little")
                + builtins.int(st["has_uint32"]).to_bytes(1, "little")
@@ -90,14 +123,13 @@ class Generator:
         if len(raw) != _STATE_BYTES:
             raise RuntimeError(f"Expected a PCG64 generator state of size {_STATE_BYTES} but "
                                f"found the input RNG state size to be {len(raw)}")
-        self._seed = builtins.int.from_bytes(raw[:8], "little")
-        self._bitgen = np.random.PCG64()
-        self._bitgen.state = {
+        bitgen = np.random.PCG64()
+        bitgen.state = {
             "bit_generator": "PCG64",
             "state": {"state": builtins.int.from_bytes(raw[8:24], "little"),
                       "inc": builtins.int.from_bytes(raw[24:40], "little")},
             "has_uint32": raw[40], "uinteger": builtins.int.from_bytes(raw[41:45], "little")}
-        self._rng = np.random.Generator(self._bitgen)
+        self._install(builtins.int.from_bytes(raw[:8], "little"), bitgen)
         return self
 
     def clone_state(self) -> "Generator":
@@ -109,7 +141,16 @@ class Generator:
 
 
 _STATE_BYTES = 45
+_generators: "weakref.WeakSet" = weakref.WeakSet()  # every Generator, for _after_fork
 default_generator = Generator()
+
+
+@_fork.in_child
+def _after_fork() -> None:
+    """In a forked child: release each generator's bit-generator lock (a parent thread may
+    have been drawing); the states themselves are inherited, as in PyTorch."""
+    for g in list(_generators):
+        g._bitgen.lock._at_fork_reinit()
 
 
 def manual_seed(seed) -> Generator:

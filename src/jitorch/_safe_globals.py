@@ -10,7 +10,8 @@ classes `jitorch.load` may construct and which functions/classes it may hand bac
 from __future__ import annotations
 
 import pickle
-import threading
+
+from . import _fork
 
 __all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "global_path", "allowed", "refusal"]
@@ -18,7 +19,7 @@ __all__ = ["add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_g
 # entries as the user gave them (an object or an (object, path) tuple), in order; one process-
 # wide list, as in PyTorch, guarded for concurrent loads in threads
 _GLOBALS: list = []
-_LOCK = threading.Lock()
+_LOCK = _fork.lock()
 
 UNSAFE_MESSAGE = (
     "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` "

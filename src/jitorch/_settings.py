@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
 from typing import Callable
 
+from . import _fork
+
 _getters: dict = {}  # name -> function returning the setting's current value
-_lock = threading.RLock()  # reentrant: one setter may call another
+_lock = _fork.rlock()  # reentrant: one setter may call another
 epoch = [0]  # bumped on every change (a build started under an older epoch is not kept)
 
 

@@ -11,6 +11,11 @@ jitorch runs work on more than one thread (its pool starts, `set_num_threads` is
 compiled program is called from a thread other than the main one), both OpenBLAS copies are
 limited to one thread per call via threadpoolctl. `JITORCH_PIN_BLAS=0` turns this off.
 The limit is process-wide (that is how BLAS libraries work) and stays until `unpin_blas()`.
+
+After `os.fork` the child has the parent's pool object but none of its threads (a submitted
+task would wait for ever), so the child starts without a pool and makes its own on first use
+(`_after_fork`, through jitorch/_fork.py, which also releases `_lock`). The BLAS limit is
+library state the child inherits, so `_pinned` stays as it was.
 """
 from __future__ import annotations
 
@@ -18,7 +23,9 @@ import concurrent.futures
 import os
 import threading
 
-_lock = threading.Lock()
+from . import _fork
+
+_lock = _fork.lock()
 _num_threads: int | None = None
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_size = 0
@@ -158,3 +165,13 @@ def note_caller_thread() -> None:
     on several threads, so BLAS gets pinned (once)."""
     if not _pinned and threading.get_ident() != _main_ident:  # get_ident: cheapest check
         pin_blas()
+
+
+@_fork.in_child
+def _after_fork() -> None:
+    """In a forked child: no pool (the parent's has no threads here); the thread that forked is
+    the child's main thread."""
+    global _pool, _pool_size, _main, _main_ident
+    _pool, _pool_size = None, 0
+    _main = threading.main_thread()
+    _main_ident = _main.ident

@@ -13,7 +13,7 @@ import concurrent.futures
 import threading
 import typing
 
-from . import _threads
+from . import _fork, _threads
 from .script.api import script, trace  # noqa: F401
 from .script.frontend.trace import TracerWarning  # noqa: F401
 from .script.runtime.functions import ScriptFunction  # noqa: F401
@@ -60,6 +60,13 @@ class Future(concurrent.futures.Future):
 
 
 _in_pool = threading.local()
+
+
+@_fork.in_child
+def _not_in_pool() -> None:
+    # a process forked from inside a pool task: its one thread is not a pool thread (else its
+    # forks would all run inline)
+    _in_pool.active = False
 
 
 def _run_in_pool(fn, args, kwargs):

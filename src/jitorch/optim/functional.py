@@ -24,11 +24,10 @@ does not use (e.g. `max_exp_avg_sqs` without amsgrad) are passed but never read.
 """
 from __future__ import annotations
 
-import threading
 from typing import Callable, List
 
 import jitorch
-from jitorch import Tensor
+from jitorch import Tensor, _fork
 
 __all__ = ["sgd", "adam", "adagrad", "rmsprop", "adadelta", "adamax", "nadam", "radam",
            "StepForm"]
@@ -41,7 +40,7 @@ class StepForm:
     def __init__(self, name: str, factory: Callable, flag_names: tuple):
         self.name, self.factory, self.flag_names = name, factory, tuple(flag_names)
         self._kernels: dict = {}
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
 
     def kernel(self, flags: tuple) -> Callable:
         k = self._kernels.get(flags)

@@ -11,7 +11,6 @@ compile error); the reason is recorded in `CompiledStep.fallbacks`.
 from __future__ import annotations
 
 import functools
-import threading
 import warnings
 from collections import OrderedDict, defaultdict
 from copy import deepcopy
@@ -19,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import _fork
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
 from ..nn.modules._support import RemovableHandle
@@ -151,7 +151,7 @@ class CompiledStep:
         self._modes: dict = {}     # case key -> "script" | "eager"
         self._direct: dict = {}    # (flags, dtype) -> compiled entry (a Numba dispatcher)
         self._broken: dict = {}
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
 
     def _script(self, flags):
         fn = self.scripted.get(flags)

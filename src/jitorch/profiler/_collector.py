@@ -27,14 +27,14 @@ import sys
 import threading
 import time
 
-from .. import _profiling
+from .. import _fork, _profiling
 from .._ops.registry import dispatch as _dispatch
 from .._tensor import Tensor
 from .events import EventList, FunctionEvent
 
 _now = time.perf_counter_ns
 _PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
-_lock = threading.Lock()
+_lock = _fork.lock()
 
 
 class Collector:

@@ -27,8 +27,9 @@ place), the frontend keeps the call as a Python op, which is exactly eager, erro
 """
 from __future__ import annotations
 
-import threading
 from typing import Callable, Optional
+
+from ... import _fork
 
 __all__ = ["Composite", "Unsupported", "composite", "expose", "composite_of"]
 
@@ -54,7 +55,7 @@ class Composite:
         self.script_unsupported = script_unsupported
         self.static_fallback = dict(static_fallback or {})
         self._bodies: dict = {}
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
 
     def body(self, *statics) -> Callable:
         key = _freeze(statics)

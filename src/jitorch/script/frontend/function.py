@@ -41,9 +41,9 @@ import builtins
 import inspect
 import sys
 import textwrap
-import threading
 from dataclasses import dataclass, field
 
+from ... import _fork
 from . import types as ft
 from .. import ir
 from ..ir.errors import ScriptError
@@ -72,8 +72,15 @@ class FrontendResult:
 
 
 _cache: dict = {}
-_lock = threading.RLock()
-_in_progress: set = set()
+_lock = _fork.rlock()
+_in_progress: set = set()  # functions being compiled by the thread holding _lock
+
+
+@_fork.in_child
+def _forget_in_progress() -> None:
+    # a forked child lacks the parent thread that was compiling these: scripting one of them
+    # there is a first compile, not a recursive call
+    _in_progress.clear()
 
 
 def compile_function(fn, name: str | None = None, self_type: ir.Type | None = None,

@@ -43,6 +43,7 @@ import warnings
 
 import numpy as np
 
+from ... import _fork
 from ... import _dtype as dt
 from ... import _tensor
 from ..._ops import registry
@@ -61,7 +62,7 @@ class TracerWarning(Warning):
 
 _state = threading.local()
 _active_count = [0]  # tracers active in any thread: Tensor's data hook is installed while > 0
-_count_lock = threading.Lock()
+_count_lock = _fork.lock()
 
 
 def active_tracer():

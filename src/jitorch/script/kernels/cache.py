@@ -19,7 +19,14 @@ Owns turning a `codegen.cpu.Program` into a loaded njit dispatcher:
   degrades to compiling in memory (correct, just not reused); the compile log says so once;
 - the module is registered in `sys.modules` BEFORE its code runs (else Numba's cache cannot find
   it in a second process, numba#10485), and a module already loaded in this process is reused,
-  so two functions with the same program share one dispatcher and compile once.
+  so two functions with the same program share one dispatcher and compile once;
+- threads: a module is used only once it is complete (its code ran and its dispatchers are
+  guarded). Its `sys.modules` entry exists earlier (see above), so `sys.modules` is never the
+  question "is it loaded": `_loaded` is, filled only after `_exec_module` returned, read
+  without the lock and written under it. A thread that finds a module in `_loaded` gets it
+  whole; one that does not waits on the lock for the thread executing it. After `os.fork` the
+  lock is released in the child (jitorch/_fork.py); a module that a vanished parent thread was
+  executing is not in `_loaded` and is executed again.
 
 Numba compiles lazily: whether a call compiled or loaded from disk is known only after the first
 call; `dispatcher_outcome(disp, before)` compares the dispatcher's cache statistics to tell.
@@ -34,10 +41,13 @@ import re
 import stat
 import sys
 import tempfile
-import threading
 import types
 
-_lock = threading.Lock()
+from ... import _fork
+
+_lock = _fork.lock()  # one import per module per process
+# name -> module whose code ran to the end and whose caches are guarded (see the docstring)
+_loaded: dict = {}
 _dir: tuple | None = None
 MODULE_PREFIX = "_jitorch_prog_"
 
@@ -143,11 +153,11 @@ def load_module(source: str, options: dict | None = None):
     memory (no `__file__`)."""
     src = prepare_source(source, options)
     name = module_name(src)
-    mod = sys.modules.get(name)
+    mod = _loaded.get(name)
     if mod is not None:
         return mod, False
-    with _lock:  # one import per module per process
-        mod = sys.modules.get(name)
+    with _lock:
+        mod = _loaded.get(name)
         if mod is not None:
             return mod, False
         d = cache_dir()
@@ -156,7 +166,22 @@ def load_module(source: str, options: dict | None = None):
             # Numba's cache=True needs a file: compile this one in memory without it
             mem = prepare_source(source, dict(options or {}, cache=False))
             mod = _exec_module(name, mem, f"<jitorch program {name}>")
+        _loaded[name] = mod  # complete now: other threads may use it
         return mod, True
+
+
+def loaded(name: str):
+    """The module `name` if this process has loaded it completely, else None (never one
+    whose code is still running in another thread: see the module docstring)."""
+    return _loaded.get(name)
+
+
+def forget(name: str) -> None:
+    """Drop module `name` from this process (the compile worker, when a job names another
+    cache directory): the next load executes it afresh."""
+    with _lock:
+        _loaded.pop(name, None)
+        sys.modules.pop(name, None)
 
 
 def load_program(prog):
@@ -171,7 +196,7 @@ def load_named(name: str):
     """The module `name` from the cache directory, when its file holds a source whose hash is
     that name (so what runs is what the name stands for): for a process that has an entry but
     not the kernels it calls (the compile worker, kernels/kernel_call.py). None otherwise."""
-    mod = sys.modules.get(name)
+    mod = _loaded.get(name)
     if mod is not None:
         return mod
     d = cache_dir()
@@ -199,8 +224,10 @@ def load_named(name: str):
     if module_name(src) != name:  # (src is already prepared: its decorators say cache=True)
         return None
     with _lock:
-        mod = sys.modules.get(name)
-        return mod if mod is not None else _exec_module(name, src, path)
+        mod = _loaded.get(name)
+        if mod is None:
+            mod = _loaded[name] = _exec_module(name, src, path)
+        return mod
 
 
 def _load_from_disk(name: str, src: str, d: str):
@@ -282,7 +309,8 @@ def _write_atomic(path: str, data: bytes) -> None:
 
 def _exec_module(name: str, src: str, filename: str):
     """Run `src` (already checked: never re-read from disk) as module `name`, registered in
-    sys.modules first; on disk, its Numba dispatchers get checked caches."""
+    sys.modules first; on disk, its Numba dispatchers get checked caches. Called under `_lock`;
+    the caller publishes the module in `_loaded`."""
     code = compile(src, filename, "exec")
     mod = types.ModuleType(name)
     on_disk = not filename.startswith("<")

@@ -25,7 +25,6 @@ from __future__ import annotations
 import hashlib
 import re
 import sys
-import threading
 import time
 
 from llvmlite import binding as _llb
@@ -33,9 +32,10 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
+from ... import _fork
 from .log import log_enabled
 
-_lock = threading.Lock()
+_lock = _fork.lock()
 _bound: dict = {}  # (module, argument types) -> (symbol, return type)
 # what the kernels of this process came from: "compiled", "disk" (Numba's cache) and "memory"
 # (an overload this process had already: a kernel shared by two call sites or programs)
@@ -53,12 +53,12 @@ def _bind(module: str, argtys: tuple):
         got = _bound.get(key)
         if got is not None:
             return got
-        mod = sys.modules.get(module)  # loaded before the entry (cache.load_program)
-        if mod is None:  # a process given only the entry (the compile worker)
-            from . import cache
-            mod = cache.load_named(module)
-            if mod is None:
-                raise RuntimeError(f"kernel module {module} is not in the cache directory")
+        # loaded before the entry (cache.load_program); or, in a process given only the entry
+        # (the compile worker), loaded now from the cache directory
+        from . import cache
+        mod = cache.load_named(module)
+        if mod is None:
+            raise RuntimeError(f"kernel module {module} is not in the cache directory")
         disp = mod.kernel
         st = disp.stats
         hits = sum(st.cache_hits.values())
@@ -111,11 +111,8 @@ def ensure(symbol: str) -> bool:
     module, tag = m.groups()
     if any(s == symbol for s, _ in _bound.values()):
         return True
-    mod = sys.modules.get(module)
-    if mod is None:
-        from . import cache
-        mod = cache.load_named(module)
-    disp = getattr(mod, "kernel", None)
+    from . import cache
+    disp = getattr(cache.load_named(module), "kernel", None)
     try:
         from numba.core.registry import cpu_target
         magic = cpu_target.target_context.codegen().magic_tuple()

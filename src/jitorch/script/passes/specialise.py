@@ -14,14 +14,13 @@ constants, whatever the sizes.
 """
 from __future__ import annotations
 
-import threading
-
+from ... import _fork
 from .. import ir
 from ..frontend import types as ft
 from ..ir.util import clone_graph, replace_all_uses, walk_blocks
 from . import dce, simplify
 
-_lock = threading.RLock()
+_lock = _fork.rlock()
 _graphs: dict = {}
 
 

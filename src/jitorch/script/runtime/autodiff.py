@@ -17,9 +17,9 @@ compiled).
 """
 from __future__ import annotations
 
-import threading
 import time
 
+from ... import _fork
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import ir
@@ -48,7 +48,7 @@ class AutodiffEntry:
         self.n_out = len(base.outputs)
         self.bwd: dict = {}
         self.diffs = {d.shape_key: d}
-        self.lock = threading.Lock()
+        self.lock = _fork.lock()
         self.name = sf.name
         self.first = True
 
@@ -179,7 +179,7 @@ class _LazyFirst:
     def __init__(self, entry, name, why, build_s):
         self.entry, self.name, self.why, self.build_s = entry, name, why, build_s
         self.first = entry.kind == "compiled"
-        self.lock = threading.Lock()
+        self.lock = _fork.lock()
 
     kind = property(lambda self: self.entry.kind)
     reason = property(lambda self: self.entry.reason)

@@ -22,7 +22,7 @@ stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print 
 message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
 thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
 from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
-the jobs it inherited unanswered again (`os.register_at_fork`). A job that exceeds
+the jobs it inherited unanswered again (`_fork.in_child`). A job that exceeds
 `JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies
 (killed, crashed, out of memory) fails its job with the reason; either way the next job starts
 a fresh worker. A job never hangs its caller: its `done` event is always set, with
@@ -43,6 +43,8 @@ import subprocess
 import sys
 import threading
 import time
+
+from ... import _fork
 
 _HEADER = struct.Struct("<Q")
 _MAIN = "from jitorch.script.runtime.compile_worker import _main; _main()"
@@ -66,12 +68,12 @@ class Job:
 
     def __init__(self, key, payload):
         self.key, self.payload = key, payload
-        self.done = threading.Event()
+        self.done = _fork.event()
         self.result: dict | None = None
         self.submitted = time.perf_counter()
         self.sent: float | None = None  # when a worker got it (after the queue)
         self.finished: float | None = None
-        self.lock = threading.Lock()  # held by the caller while it switches entries over
+        self.lock = _fork.lock()  # held by the caller while it switches entries over
 
     def wall(self) -> float:
         """Seconds from submission to the worker's answer (queueing included)."""
@@ -88,10 +90,10 @@ class _Service:
     """The caller's side: a queue of jobs, one daemon thread, one worker process."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
         self._queue: collections.deque = collections.deque()
         self._jobs: dict = {}  # key -> Job not finished yet (one job per program overload)
-        self._wake = threading.Condition(self._lock)
+        self._wake = _fork.condition(self._lock)
         self._thread: threading.Thread | None = None
         self.proc: subprocess.Popen | None = None
         self.starts = 0  # worker processes started (tests, stats)
@@ -195,12 +197,10 @@ class _Service:
                     f.close()  # (nothing is buffered: every message is flushed)
                 except Exception:  # noqa: BLE001 - closed already
                     pass
-        self._lock = threading.Lock()
-        self._wake = threading.Condition(self._lock)
+        # (its lock, condition and the jobs' locks and events are released already:
+        # jitorch/_fork.py)
         self._thread = None
         self._queue = collections.deque(self._jobs.values())
-        for job in self._queue:
-            job.lock = threading.Lock()
         if self._queue:
             self._thread = threading.Thread(target=self._loop, name="jitorch-compile",
                                             daemon=True)
@@ -256,8 +256,7 @@ def submit(key, payload) -> Job:
 
 
 atexit.register(_service.shutdown)
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_service._after_fork)
+_fork.in_child(_service._after_fork)
 
 
 # --- the worker process ---------------------------------------------------------------------------
@@ -276,13 +275,13 @@ def compile_job(job: dict) -> dict:
     kernels = job.get("kernels") or []
     names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
     for name in names:
-        old = sys.modules.get(name)
+        old = cache.loaded(name)
         if old is not None and os.path.normpath(os.path.dirname(getattr(old, "__file__", "")
                                                                 or "")) != \
                 os.path.normpath(job.get("cache_dir") or ""):
             # loaded by an earlier job from another cache directory: its Numba files go
             # there, where the caller does not look
-            del sys.modules[name]
+            cache.forget(name)
             from ..kernels import kernel_call
             kernel_call.forget(name)
     try:

@@ -36,12 +36,11 @@ compiler's own tests); JITORCH_LOG=compile logs compiles (see runtime/stats.py).
 from __future__ import annotations
 
 import functools
-import threading
 import time
 
 import numpy as np
 
-from ... import _autocast, _settings, _threads
+from ... import _autocast, _fork, _settings, _threads
 from ..._ops.registry import _mode_state
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
@@ -101,7 +100,7 @@ class ScriptFunction:
         self._signature = signature
         self._cache: dict = {}
         self._locks: dict = {}
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
         self._last: _Entry | None = None
         self._last_key = None
         # per input: how to check it and what its key part is (precomputed: the hot path)
@@ -422,7 +421,9 @@ class ScriptFunction:
         with self._lock:
             # reentrant: a first call that calls back into this function (through an
             # @ignore'd Python function) must not deadlock on its own key
-            lock = self._locks.setdefault(key, threading.RLock())
+            lock = self._locks.get(key)
+            if lock is None:  # (released in a forked child: jitorch/_fork.py)
+                lock = self._locks[key] = _fork.rlock()
         with lock:
             entry = self._cache.get(key)
             if entry is not None:  # another thread built it while we waited

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import itertools
 import sys
-import threading
 import weakref
 from collections import Counter
 
+from ... import _fork
 from ..kernels.log import log_enabled
 
 from ..._profiling import collector as _profiler
 
-_lock = threading.Lock()
+_lock = _fork.lock()
 
 
 class Stats(dict):
@@ -75,14 +75,17 @@ _functions: "weakref.WeakSet" = weakref.WeakSet()  # every ScriptFunction, for `
 
 
 def register_function(sf) -> None:
-    _functions.add(sf)
+    with _lock:  # (iterating a WeakSet while another thread adds to it raises)
+        _functions.add(sf)
 
 
 def forget_specialisations() -> None:
     """Every ScriptFunction drops its specialisations; each rebuilds them on its next call
     (what a process-wide setting that programs bake in needs when it changes: jitorch/_settings.py).
     Programs that come out the same load from the disk cache."""
-    for sf in list(_functions):
+    with _lock:
+        fns = list(_functions)
+    for sf in fns:
         sf._reset()
 
 
@@ -102,6 +105,7 @@ def snapshot() -> Stats:
 
 
 def _function_reports() -> dict:
+    """(under _lock: see register_function)"""
     from .tiers import function_report
     out: dict = {}
     for sf in list(_functions):

@@ -134,13 +134,18 @@ class _Compiling:
             raise NotReady()
         with self.job.lock:
             ep = self.entry.eps.get(self.bk)
-            if ep is self:
+            if ep is self or ep is None:
                 ep, reason = _load(self.entry, self.job, self.sig)
                 if ep is None:
                     ep = _Failed(reason)
                     self.entry.reason = reason
                 self.entry.eps[self.bk] = ep
-        return ep.ready() if isinstance(ep, _Failed) else ep
+        if isinstance(ep, (_Compiling, _Failed)):
+            # another thread's stand-in for the same types replaced this one (two threads
+            # met the new types at once), or the worker failed: never hand out a stand-in
+            # as the loaded entry point (a runner would keep it)
+            return ep.ready()
+        return ep
 
 
 class _Failed:

@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 
-from ... import _dtype as dt
+from ... import _dtype as dt, _fork
 from ..._creation import empty
 from . import _worker
 from ._collate import default_collate, default_convert
@@ -199,7 +199,7 @@ class _MultiWorkerIter(_BaseIter):
         self._threads = isinstance(ctx, str) and ctx in _THREAD_CONTEXTS
         if self._threads:
             self._data_queue = queue.Queue()
-            self._done = threading.Event()
+            self._done = _fork.event()
             make_queue = queue.Queue
         else:
             if ctx is None:
