@@ -155,7 +155,7 @@ def fills_empty() -> bool:
 
 
 def _forget_compiled() -> None:
-    """Compiled programs bake `empty*`'s fill in (codegen/lower_factory.py): when it changes,
+    """Compiled programs bake `empty*`'s fill in (targets/cpu/lower_factory.py): when it changes,
     every scripted function forgets its specialisations and rebuilds them on its next call (the
     programs that do not create empty tensors come back from the disk cache unchanged)."""
     stats = sys.modules.get("jitorch.script.runtime.stats")  # (no scripted function yet: none)

@@ -219,6 +219,9 @@ class Graph:
     def __init__(self, name: str, block: Block | None = None):
         self.name = name
         self.block = block or Block()
+        # what the target it is compiled for lowers (passes/capabilities.py): set by the
+        # runtime before the pipeline, read by fusion; None for a graph not being compiled
+        self.capabilities = None
 
     @property
     def inputs(self):
