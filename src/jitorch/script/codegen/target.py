@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import importlib
 
+from .. import ir
 from ..passes.capabilities import Capabilities
 from . import NotLowered
 
-KNOWN = ("cpu", "cuda")  # device types with a package under script/targets/
+KNOWN = ir.DEVICE_TYPES  # device types with a package under script/targets/
 _PACKAGE = __package__.rsplit(".", 1)[0] + ".targets"  # jitorch.script.targets
 _loaded: dict = {}
 
@@ -76,7 +77,6 @@ def get_target(device: str) -> Target:
 def device_of(types) -> str:
     """The one device of the tensors among `types` (IR types of a call's arguments, containers
     searched), 'cpu' when there are none; NotLowered when they are on several."""
-    from .. import ir
     found: set = set()
 
     def walk(t):

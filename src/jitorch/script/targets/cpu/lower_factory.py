@@ -313,10 +313,10 @@ def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, f"{out}.reshape(())")
 
 
-lowers("zeros", "new_zeros")(_sized(0))
-lowers("empty", "new_empty")(_sized(EMPTY))
-lowers("ones", "new_ones")(_sized(1))
-lowers("zeros_like")(_like(0))
-lowers("empty_like")(_like(EMPTY))
-lowers("ones_like")(_like(1))
-lowers("full_like")(_like(None))
+lowers("zeros", "new_zeros", target="cpu")(_sized(0))
+lowers("empty", "new_empty", target="cpu")(_sized(EMPTY))
+lowers("ones", "new_ones", target="cpu")(_sized(1))
+lowers("zeros_like", target="cpu")(_like(0))
+lowers("empty_like", target="cpu")(_like(EMPTY))
+lowers("ones_like", target="cpu")(_like(1))
+lowers("full_like", target="cpu")(_like(None))
