@@ -80,7 +80,7 @@ def test_every_cpu_lowering_is_registered_for_the_cpu_target():
     assert cpu and all(t == "cpu" for _, t in cpu)
 
 
-# --- fusion reads the target's capabilities --------------------------------------------------------
+# --- fusion reads the target's capabilities -------------------------------------------------------
 def _chain(x):
     return ((x * 2 + 1).tanh() - x).sigmoid()
 

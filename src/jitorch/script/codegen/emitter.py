@@ -34,7 +34,7 @@ class Emitter:
         self.exceptions: set = set()
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes
         self.writes_arguments = False  # the program writes list arguments' arrays in place
-        self.kernels: dict = {}  # kernel module name -> source (kernel.py)
+        self.kernels: dict = {}  # kernel module name -> source (targets/cpu/kernel.py)
         self.outline = False  # compute nodes become kernels (set by generate)
         self._n = 0
 

@@ -8,11 +8,11 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
    batch size never compiles;
 3. a key miss builds the specialisation under a lock held for that key only (8 threads making
    the same first call build once; other keys proceed): `passes.types.specialize` ->
-   `passes.pipeline.run` -> the target's `generate` (CPU: `targets.cpu.program.generate`) ->
-   `cache.load_module` (disk cache), and the first call runs inside the lock. That is when the
-   program's Numba overload is made: loaded from Numba's disk cache when it is there, else
-   (JITORCH_COMPILE=background, the default) compiled by the compile worker process while the
-   calls run interpreted, switching to the program when it is ready (runtime/tiers.py, runtime/compile_worker.py), or (JITORCH_COMPILE=sync)
+   `passes.pipeline.run` -> the target's `generate` -> `cache.load_module` (disk cache), and the
+   first call runs inside the lock. That is when the program's Numba overload is made: loaded
+   from Numba's disk cache when it is there, else (JITORCH_COMPILE=background, the default)
+   compiled by the compile worker process while the calls run interpreted, switching to the
+   program when it is ready (runtime/tiers.py, runtime/compile_worker.py), or (JITORCH_COMPILE=sync)
    compiled in the call;
 4. tensors enter as the NumPy arrays they are (no copy: a strided, expanded or read-only array is
    read through its strides). The program's Numba overload is chosen by the arrays' (dtype,
