@@ -1,9 +1,10 @@
 """The lowering table: (op name, target) -> the function that writes that op's node into an
 Emitter.
 
-The one per-op table of the code generators. A target's lowering modules (`Target.lowering_modules`,
-under `targets/<name>/`) register their functions with `@lowers("op", ..., target="<name>")`; a
-rule every target shares is registered with `target=None`. `lowering_for(op, target)` gives the
+The one per-op table of the code generators. A target's lowering modules
+(`Target.lowering_modules`, under `targets/<name>/`) register their functions with
+`@lowers("op", ..., target="<name>")`; a rule every target shares is registered with
+`target=None`. `lowering_for(op, target)` gives the
 target's own rule first, else the common one (JAX's `platform=`). The key is the op's IR name,
 which is its registry name. Elementwise registry ops with a scalar template need no entry: a
 target lowers them as fused loops (targets/cpu/lower_elementwise.py). What is in neither is
