@@ -1,4 +1,4 @@
-"""The cost of accurate float32 reductions: blocked sums (codegen/lower_reduce.py) vs the
+"""The cost of accurate float32 reductions: blocked sums (targets/cpu/lower_reduce.py) vs the
 sequential sums jitorch emitted before, NumPy (pairwise) and, when installed, PyTorch (cascade).
 
 Compiled sums run over blocks of `lower_reduce.BLOCK` elements (vectorised inside a block) and
@@ -22,7 +22,7 @@ pin_threads(1)
 
 import jitorch  # noqa: E402
 import jitorch.nn.functional as F  # noqa: E402
-from jitorch.script.codegen import lower_reduce  # noqa: E402
+from jitorch.script.targets.cpu import lower_reduce  # noqa: E402
 
 torch = try_import("torch")
 PEERS = ["jitorch", "jitorch sequential", "NumPy", "PyTorch"]

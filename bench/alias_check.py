@@ -1,5 +1,5 @@
 """Cost of the shared-memory check at the call boundary (script/runtime/alias.py,
-codegen/lower_overlap.py).
+targets/cpu/lower_overlap.py).
 
 A scripted function that writes to an argument checks, at every call, that the written
 arguments share no memory with another argument or themselves (else the call runs in place in
@@ -35,7 +35,7 @@ def _programs(sf, args):
     """(entry point with the check, entry point without it) of sf's compiled program for args."""
     from jitorch.script.kernels import cache
     from jitorch.script.runtime import functions as runtime
-    from jitorch.script.codegen import cpu
+    from jitorch.script.targets.cpu import program as cpu
     sf(*args)  # compile the real specialisation (checks on)
     key, _ = sf._key(list(args))
     entry = sf._cache[key]

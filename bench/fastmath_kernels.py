@@ -1,4 +1,4 @@
-"""Benchmark and exhaustive accuracy check of jitorch.script.kernels.fastmath.
+"""Benchmark and exhaustive accuracy check of jitorch.script.targets.cpu.fastmath.
 
     python bench/fastmath_kernels.py                 # time per 1M float32, each function
     python bench/fastmath_kernels.py --exhaustive    # max ulp error over all 2**32 float32 inputs
@@ -36,7 +36,7 @@ from numba import njit
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _harness import interleaved, try_import  # noqa: E402
 
-from jitorch.script.kernels import fastmath as fm  # noqa: E402
+from jitorch.script.targets.cpu import fastmath as fm  # noqa: E402
 
 FLAGS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
 _C = np.float32(0.7978845608028654)

@@ -3,7 +3,7 @@
 jitorch scripted vs NumPy eager vs a hand-written Numba row loop and, when installed, PyTorch
 eager, torch.jit.script and torch.compile; one thread for every peer. The workload is spelled
 with mean/rsqrt/exp/amax/sum (bench/_workloads.py), the same source for every peer. jitorch
-compiles it to one row-fused loop nest (passes/fuse_rows.py, codegen/lower_rows.py): one outer
+compiles it to one row-fused loop nest (passes/fuse_rows.py, targets/cpu/lower_rows.py): one outer
 loop over rows, five passes over each row through one row-sized buffer, the output the only
 full-size array.
 

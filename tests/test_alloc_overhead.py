@@ -1,4 +1,4 @@
-"""Correctness of the allocation helpers of generated programs (kernels/alloc.py) and of the
+"""Correctness of the allocation helpers of generated programs (targets/cpu/alloc.py) and of the
 per-call fast path (script/runtime/entry.py `_Entry.runner` / `_entry_point`): outputs of every size
 (empty, 0-d, small, above the huge-page threshold), non-contiguous and read-only inputs, dtype
 changes between calls, tuple outputs, concurrent callers. No timings are asserted."""
@@ -12,7 +12,7 @@ import pytest
 
 import jitorch as torch
 from jitorch.script.runtime import entry
-from jitorch.script.kernels import alloc
+from jitorch.script.targets.cpu import alloc
 
 BIG = (alloc.HUGE_MIN_BYTES // 4) + 4099  # float32 elements: above the threshold, odd tail
 

@@ -199,7 +199,7 @@ def test_damaged_cache_file_is_repaired_in_the_next_process(faulted, fault):
     assert r["interpreted"] == 0, r
     said = [ln for ln in faulted["second_log"] if mod in ln]
     assert len(said) == 1, (fault, faulted["second_log"])  # one line in JITORCH_LOG=compile
-    if fault.startswith("nb"):  # compiled afresh (a program, or a kernel: codegen/kernel.py)
+    if fault.startswith("nb"):  # compiled afresh (a program, or a kernel: targets/cpu/kernel.py)
         assert r["compiled"] + r["kernels_compiled"] == 1 and "dropped" in said[0], (r, said)
     # the file is the generated source again, a regular file (not written through a link)
     py = os.path.join(faulted["d"], mod + ".py")

@@ -21,7 +21,9 @@ import jitorch as t
 from jitorch.script.kernels import cache
 from jitorch.script.ir import interpreter
 from jitorch.script import ir
-from jitorch.script.codegen import NotLowered, cpu
+from jitorch.script.codegen import NotLowered
+from jitorch.script.codegen.target import get_target
+from jitorch.script.targets.cpu import program as cpu
 from jitorch.script.passes import fuse
 from jitorch.script.passes.types import specialize
 from jitorch.script.frontend.trace import trace_graph, value_type
@@ -30,7 +32,7 @@ _DIR = tempfile.mkdtemp(prefix="jitorch_codegen_test_")
 
 
 def load(prog):
-    for ksrc in prog.kernels:  # the kernels the entry imports (codegen/kernel.py)
+    for ksrc in prog.kernels:  # the kernels the entry imports (targets/cpu/kernel.py)
         cache.load_module(ksrc)
     h = hashlib.sha256(prog.source.encode()).hexdigest()[:16]
     name = f"_jitorch_codegen_test_{h}"
@@ -46,8 +48,15 @@ def load(prog):
     return getattr(mod, prog.entry)
 
 
+def _specialise(graph, args):
+    """`graph` typed for `args`, compiled for the CPU target (what fusion may group)."""
+    sg = specialize(graph, [value_type(a) for a in args])
+    sg.capabilities = get_target("cpu").capabilities
+    return sg
+
+
 def lower(graph, args):
-    sg = fuse.run(specialize(graph, [value_type(a) for a in args]))
+    sg = fuse.run(_specialise(graph, args))
     return sg, cpu.generate(sg)
 
 
@@ -322,7 +331,7 @@ def _shapes_loop(x, h, w, i: int):
 def _script_lower(f, args):
     from jitorch.script.passes import pipeline
     g = t.script(f).graph
-    sg = pipeline.run(specialize(g, [value_type(a) for a in args]))
+    sg = pipeline.run(_specialise(g, args))
     return g, load(cpu.generate(sg))
 
 

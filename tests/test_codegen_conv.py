@@ -1,4 +1,4 @@
-"""Convolutions and pooling compiled inside @script (codegen/lower_conv.py, lower_pool.py):
+"""Convolutions and pooling compiled inside @script (targets/cpu/lower_conv.py, lower_pool.py):
 forward AND backward run as compiled programs (no interpreted reason recorded), values and
 gradients equal eager's, a new batch size does not recompile, and wrong shapes raise PyTorch's
 error from compiled code. Several configurations share one program per test (compiles are slow).

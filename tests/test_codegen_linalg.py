@@ -1,4 +1,4 @@
-"""Compiled matrix products (codegen/lower_linalg.py + kernels/blas.py) vs eager jitorch.
+"""Compiled matrix products (targets/cpu/lower_linalg.py + targets/cpu/blas.py) vs eager jitorch.
 
 Scripted functions hold many products each (compiles are shared across tests): all rank pairs
 1-3 of matmul, mm, bmm, addmm with beta/alpha, linear-like `x @ w.t() + b`, transposed and
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import jitorch as t
-from jitorch.script.kernels import blas
+from jitorch.script.targets.cpu import blas
 
 
 def _compiled(fn):

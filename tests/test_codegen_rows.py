@@ -1,4 +1,4 @@
-"""Row fusion (passes/fuse_rows.py, codegen/lower_rows.py): softmax / layer-norm patterns run as
+"""Row fusion (passes/fuse_rows.py, targets/cpu/lower_rows.py): softmax / layer-norm patterns run as
 one loop nest over rows; values and grads vs eager, edge cases (NaN, -inf, large inputs, empty
 rows, broadcasting along and across rows, rank 3, float64).
 

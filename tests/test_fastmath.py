@@ -1,4 +1,4 @@
-"""Accuracy, special values and vectorisation of jitorch.script.kernels.fastmath.
+"""Accuracy, special values and vectorisation of jitorch.script.targets.cpu.fastmath.
 
 Every function is compiled once, inside the kind of loop the code generator emits
 (njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})), and shared by all
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from numba import njit, types
 
-from jitorch.script.kernels import fastmath as fm
+from jitorch.script.targets.cpu import fastmath as fm
 
 FLAGS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
 NAMES = ["exp", "log", "tanh", "sigmoid", "erf", "gelu_tanh"]

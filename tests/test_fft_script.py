@@ -7,7 +7,7 @@ import pytest
 
 import jitorch
 from jitorch import fft as F
-from jitorch.script.codegen import lower_fft
+from jitorch.script.targets.cpu import lower_fft
 
 RNG = np.random.default_rng(5)
 

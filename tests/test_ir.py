@@ -122,7 +122,10 @@ TYPES = [ir.INT, ir.FLOAT, ir.BOOL, ir.STR, ir.NONE, ir.DEVICE, ir.DTYPE, ir.ANY
          ir.TensorType(dt.int64, (2, None, 5)), ir.TensorType(dt.bfloat16, (1,)),
          ir.TupleType([]), ir.TupleType([ir.INT, ir.TensorType(dt.bool, (None,))]),
          ir.ListType(ir.TensorType()), ir.DictType(ir.STR, ir.ListType(ir.FLOAT)),
-         ir.OptionalType(ir.TupleType([ir.INT, ir.INT])), ir.ClassType("Foo.Bar")]
+         ir.OptionalType(ir.TupleType([ir.INT, ir.INT])), ir.ClassType("Foo.Bar"),
+         # a device is printed only off the CPU (`f32[?,8]@cuda`): CPU IR text is unchanged
+         ir.TensorType(dt.float32, (None, 8), "cuda"), ir.TensorType(None, None, "cuda:1"),
+         ir.ListType(ir.TensorType(dt.int64, (None,), "cuda"))]
 
 
 @pytest.mark.parametrize("ty", TYPES, ids=str)
@@ -215,7 +218,20 @@ def test_parse_by_hand_with_names():
     verify(g)
 
 
+def test_cuda_typed_graph_roundtrip_and_cpu_text_unchanged():
+    src = ("graph @g(%x: f32[?,8]@cuda, %w: f32[8,8]@cuda:1, %b: f32[8]) {\n"
+           "  %0: f32[?,8]@cuda = matmul(%x, %w)\n"
+           "  return (%0, %b)\n}\n")
+    g = roundtrip(parse_graph(src))
+    assert [p.type.device for p in g.inputs] == ["cuda", "cuda:1", "cpu"]
+    assert g.outputs[0].type == ir.TensorType(dt.float32, (None, 8), "cuda")
+    assert str(ir.TensorType(dt.float32, (None, 8))) == "f32[?,8]"
+
+
 @pytest.mark.parametrize("src,msg", [
+    ("graph @g(%x: f32[2]@cpu) {\n  return (%x)\n}", "expected a device after '@'"),
+    ("graph @g(%x: f32[2]@tpu) {\n  return (%x)\n}", "expected a device after '@'"),
+    ("graph @g(%x: f32[2]@) {\n  return (%x)\n}", "expected a device after '@'"),
     ("graph @g(%x: f32[2]) {\n  return (%y)\n}", "%y is not defined"),
     ("graph @g(%x: q32[2]) {\n  return (%x)\n}", "unknown type"),
     ("graph @g(%x: f32[2]) {\n  %0: int = prim::Constant[value='abc]()\n  return (%x)\n}",

@@ -1,4 +1,4 @@
-"""Kernels as the unit of compilation (script/codegen/kernel.py, kernel_call.py).
+"""Kernels as the unit of compilation (script/targets/cpu/kernel.py, kernel_call.py).
 
 A kernel is named by what it computes, so the same computation in two functions, two layers or
 two processes is compiled once; a different dtype or rank is another kernel (or overload) and
@@ -18,7 +18,7 @@ import numpy as np
 
 import jitorch
 from jitorch.script.runtime import stats
-from jitorch.script.codegen import cpu
+from jitorch.script.targets.cpu import program as cpu
 from jitorch.script.kernels import kernel_call
 
 

@@ -1,8 +1,10 @@
-"""The compiler's layout (docs/architecture.md): `script/` is six packages whose imports flow one
-way, and no file of it grows past ~600 lines.
+"""The compiler's layout (docs/architecture.md): `script/` is seven packages whose imports flow
+one way, and no file of it grows past ~600 lines.
 
-Dependency order, each package importing only those before it: `kernels` (what generated
-programs import; nothing else of script/), `ir`, `frontend`, `passes`, `codegen`, `runtime`.
+Dependency order, each package importing only those before it: `kernels` (the shared runtime of
+generated programs; nothing else of script/), `ir`, `frontend`, `passes`, `codegen` (target-
+neutral), `targets` (one package per device type: `targets/cpu`, `targets/cuda`, which never
+import each other), `runtime` (which chooses a target by device, codegen.target.get_target).
 `script/__init__.py` and `script/api.py` (the public entry points) may import any of them.
 Function-level (lazy) imports count too: a lazy import is still a dependency.
 """
@@ -14,7 +16,7 @@ import pathlib
 import pytest
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / "src" / "jitorch" / "script"
-ORDER = ["kernels", "ir", "frontend", "passes", "codegen", "runtime"]
+ORDER = ["kernels", "ir", "frontend", "passes", "codegen", "targets", "runtime"]
 MAX_LINES = 620
 
 
@@ -29,7 +31,8 @@ def _package_of(rel: pathlib.PurePath) -> str | None:
 
 
 def _imported_packages(path: pathlib.Path, rel: pathlib.PurePath):
-    """(line, script package) for every import of a module of script/ in this file."""
+    """(line, script package, its sub-package or None) for every import of a module of script/
+    in this file."""
     tree = ast.parse(path.read_text())
     here = ["jitorch", "script", *rel.parts[:-1]]  # the file's package
     if rel.name == "__init__.py":
@@ -44,16 +47,18 @@ def _imported_packages(path: pathlib.Path, rel: pathlib.PurePath):
                 mod = (node.module or "").split(".")
             if mod[:2] == ["jitorch", "script"]:
                 if len(mod) == 2:  # `from jitorch.script import ir` / `from .. import ir`
-                    targets += [a.name for a in node.names]
+                    targets += [(a.name, None) for a in node.names]
+                elif len(mod) == 3:  # `from ..targets import cpu`
+                    targets += [(mod[2], a.name) for a in node.names]
                 else:
-                    targets.append(mod[2])
+                    targets.append((mod[2], mod[3]))
         elif isinstance(node, ast.Import):
             for a in node.names:
                 parts = a.name.split(".")
                 if parts[:2] == ["jitorch", "script"] and len(parts) > 2:
-                    targets.append(parts[2])
-        for t in targets:
-            yield node.lineno, t
+                    targets.append((parts[2], parts[3] if len(parts) > 3 else None))
+        for t, sub in targets:
+            yield node.lineno, t, sub
 
 
 def _violations():
@@ -63,15 +68,18 @@ def _violations():
         if pkg is None:  # script/__init__.py, script/api.py
             continue
         allowed = set(ORDER[:ORDER.index(pkg) + 1])
-        for line, target in _imported_packages(path, rel):
-            if target in ORDER and target not in allowed:
+        for line, target, sub in _imported_packages(path, rel):
+            if pkg == target == "targets" and len(rel.parts) > 2 and \
+                    sub not in (None, rel.parts[1]):
+                out.append(f"{rel}:{line} (targets/{rel.parts[1]}) imports targets/{sub}")
+            elif target in ORDER and target not in allowed:
                 out.append(f"{rel}:{line} ({pkg}) imports {target}")
             elif target not in ORDER:
                 out.append(f"{rel}:{line} ({pkg}) imports script/{target}, outside the layout")
     return out
 
 
-def test_every_module_sits_in_one_of_the_six_packages():
+def test_every_module_sits_in_one_of_the_seven_packages():
     loose = [str(rel) for _, rel in _modules()
              if _package_of(rel) is None and rel.name not in ("__init__.py", "api.py")]
     assert not loose, f"modules outside script's packages: {loose}"
@@ -89,6 +97,18 @@ def test_the_checker_sees_a_violation(tmp_path, monkeypatch):
     (fake / "kernels" / "bad.py").write_text("def f():\n    from ..runtime import stats\n")
     monkeypatch.setattr(__import__(__name__), "SCRIPT", fake)
     assert _violations() == ["kernels/bad.py:2 (kernels) imports runtime"]
+
+
+def test_the_checker_sees_one_target_importing_another(tmp_path, monkeypatch):
+    """targets/cpu and targets/cuda never import each other, in any import form."""
+    fake = tmp_path / "script"
+    (fake / "targets" / "cuda").mkdir(parents=True)
+    (fake / "targets" / "cuda" / "bad.py").write_text(
+        "from ..cpu import program\nfrom ...targets.cpu.blas import mm\n"
+        "import jitorch.script.targets.cpu.alloc\nfrom .. import cpu\nfrom . import ok\n")
+    monkeypatch.setattr(__import__(__name__), "SCRIPT", fake)
+    assert _violations() == [f"targets/cuda/bad.py:{k} (targets/cuda) imports targets/cpu"
+                             for k in (1, 2, 3, 4)]
 
 
 @pytest.mark.parametrize("path", [p for p, _ in _modules()], ids=lambda p: str(p.relative_to(SCRIPT)))

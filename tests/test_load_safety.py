@@ -24,7 +24,8 @@ import jitorch.nn as nn
 from jitorch import _dtype as dt
 from jitorch.script.ir import interpreter
 from jitorch.script.runtime import loadable, serialize
-from jitorch.script.codegen import NotLowered, cpu, literal
+from jitorch.script.codegen import NotLowered, literal
+from jitorch.script.targets.cpu import program as cpu
 
 import fuzz_archive as fz
 
@@ -448,7 +449,7 @@ def test_code_generator_never_writes_adversarial_constants(tmp_path):
                     finally:
                         n.attrs["value"] = orig
                     generated += 1
-                    for src in [*prog.kernels, prog.source]:  # kernels: codegen/kernel.py
+                    for src in [*prog.kernels, prog.source]:  # kernels: targets/cpu/kernel.py
                         _only_in_string_literals(src, mark, (fn.__name__, v))
                     for src in prog.kernels:  # (the entry's import of its kernels needs them)
                         exec(compile(src, "<generated>", "exec"), {"__name__": "probe"})

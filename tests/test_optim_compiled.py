@@ -1,5 +1,5 @@
 """The optimizers' fused steps run as compiled programs that equal the eager step: one fused loop
-per parameter writing params and state in place (codegen/lower_list.py direct writes), one
+per parameter writing params and state in place (targets/cpu/lower_list.py direct writes), one
 program per options tuple and dtype for groups of any size and shapes (flattened tensors in
 chunks of `CHUNK`, optim CompiledStep), no recompile when lr changes; plus the direct-write
 lowering on its own (aliasing, overlap, broadcasting errors)."""
@@ -277,7 +277,7 @@ def _momentum_inplace(ps: List[Tensor], gs: List[Tensor], ms: List[Tensor], b: f
 def test_inplace_chain_on_list_elements_is_one_loop():
     """PyTorch-style in-place methods on list elements: the store of `mul_` is forwarded to
     `add_` and to the param's update (passes/fuse.py), so one fused loop computes both and
-    stores them into the elements (codegen/lower_list.py)."""
+    stores them into the elements (targets/cpu/lower_list.py)."""
     g = np.random.default_rng(3)
     mk = lambda: [jitorch.tensor(g.standard_normal(s).astype(np.float32))  # noqa: E731
                   for s in [(3,), (4,)]]

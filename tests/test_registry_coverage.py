@@ -21,7 +21,7 @@ def _templated(op) -> bool:
 
 
 def test_every_op_has_a_template_a_lowering_or_a_reason():
-    table = lowering.table()
+    table = lowering.table("cpu")
     missing = sorted(n for n, op in OPS.items()
                      if not (_templated(op) or n in table or op.interpreted))
     assert not missing, (f"ops with no scalar template, no @lowers entry and no "
@@ -29,7 +29,7 @@ def test_every_op_has_a_template_a_lowering_or_a_reason():
 
 
 def test_interpreted_reasons_are_sentences_and_not_stale():
-    table = lowering.table()
+    table = lowering.table("cpu")
     for n, op in OPS.items():
         if op.interpreted is None:
             continue
@@ -41,7 +41,7 @@ def test_interpreted_reasons_are_sentences_and_not_stale():
 def test_the_lowering_table_names_registry_ops_and_autodiff_helpers_only():
     """Keys are registry ops, or the named helper nodes of autodiff through control flow
     ("autodiff::<name>", whose own nodes name them: passes/autodiff_control_ops.py `_pyop`)."""
-    keys = set(lowering.table())
+    keys = set(lowering.table("cpu"))
     helpers = {k for k in keys if k.startswith("autodiff::")}
     assert keys - helpers <= set(OPS), sorted(keys - helpers - set(OPS))
     assert helpers == {"autodiff::" + n for n in ("empty_buffer", "stack_store", "zeros_like",
@@ -50,7 +50,7 @@ def test_the_lowering_table_names_registry_ops_and_autodiff_helpers_only():
 
 
 def test_every_lowered_op_has_a_type_rule():
-    table = lowering.table()
+    table = lowering.table("cpu")
     lowered = [op for n, op in OPS.items() if n in table or _templated(op)]
     assert len(lowered) > 150
     untyped = sorted(op.name for op in lowered
@@ -87,4 +87,4 @@ def test_factories_are_registry_ops():
                  "new_zeros", "scalar_tensor"):
         op = OPS[name]
         assert op.kind == "factory" and op.nondiff and op.infer is not None, name
-        assert name in lowering.table(), name
+        assert name in lowering.table("cpu"), name

@@ -1,4 +1,4 @@
-"""Tensor factories inside scripted/traced code (_ops/factories.py, codegen/lower_factory.py):
+"""Tensor factories inside scripted/traced code (_ops/factories.py, targets/cpu/lower_factory.py):
 values and dtypes against eager, compiled (not interpreted), no recompile for new sizes, eager's
 errors for bad run-time arguments, and the PythonOp fallback for what is not static."""
 from typing import List

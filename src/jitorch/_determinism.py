@@ -152,7 +152,7 @@ def fills_empty() -> bool:
     return _enabled and _fill
 
 
-# compiled programs bake `empty*`'s fill in (codegen/lower_factory.py) and compile in the call
+# compiled programs bake `empty*`'s fill in (targets/cpu/lower_factory.py) and compile in the call
 # while the mode is on (runtime/tiers.py): both are registered settings
 _settings.register("deterministic_algorithms", are_deterministic_algorithms_enabled)
 _settings.register("empty_fill", fills_empty)

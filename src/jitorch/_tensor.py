@@ -51,6 +51,9 @@ class Tensor:
     _hooks = None
     _tangent = None
     _is_param = False
+    # the device type compiled code is specialised on (script/runtime/keys.py, a Target per
+    # device type): every tensor's array is a NumPy array today, so a class attribute
+    _device_type = "cpu"
 
     # NumPy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__)
     __array_priority__ = 1000

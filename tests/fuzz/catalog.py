@@ -249,7 +249,7 @@ def _lowered_ops() -> set:
         from jitorch.script.codegen import lowering
     except ImportError:
         return set(OPS)
-    names = set(lowering.table())
+    names = set(lowering.table("cpu"))
     names |= {n for n, o in OPS.items() if o.kind == "elementwise" and o.scalar}
     return names
 

@@ -137,7 +137,7 @@ KNOWN = [
           _eager_says(f, "doesn't match the broadcast shape")),
     Known("index-add-error-type", "index_add with an out-of-range index: eager "
           "(_ops/scatter_ops.py) raises RuntimeError \"index i is out of bounds for dimension "
-          "d\", compiled (codegen/lower_gather.py) IndexError \"index out of range in self\"; "
+          "d\", compiled (targets/cpu/lower_gather.py) IndexError \"index out of range in self\"; "
           "PyTorch's CPU kernel uses TORCH_CHECK_INDEX (IndexError), to be confirmed",
           lambda f: f.kind == "error-type" and _has_tag(f, "form:index_add") and
           "index out of range in self" in str(f.got_exc)),
@@ -191,16 +191,17 @@ KNOWN = [
           lambda f: f.kind == "error-type" and
           "more than one element of the written-to" in str(f.got_exc) and
           not _eager_says(f, "more than one element of the written-to")),
-    Known("cat-size-check", "codegen/lower_shape.py lower_cat: with operands of mixed dtypes "
+    Known("cat-size-check", "targets/cpu/lower_shape.py lower_cat: with operands of mixed dtypes "
           "the sizes are not checked with PyTorch's message; Numba's np.concatenate raises "
           "ValueError (eager: RuntimeError \"Sizes of tensors must match\")",
           lambda f: f.kind == "error-type" and isinstance(f.got_exc, ValueError) and
           ("np.concatenate" in str(f.got_exc) or "np.stack" in str(f.got_exc))),
-    Known("narrow-error-type", "codegen/lower_shape.py lower_narrow raises IndexError for "
+    Known("narrow-error-type", "targets/cpu/lower_shape.py lower_narrow raises IndexError for "
           "\"start + length exceeds dimension size\"; eager (and PyTorch) raise RuntimeError",
           lambda f: f.kind == "error-type" and _eager_says(f, "exceeds dimension size") and
           isinstance(f.got_exc, IndexError)),
-    Known("fma-overflow", "kernels/blas.py (left as is): the small-M kernel fuses multiply-add, "
+    Known("fma-overflow", "targets/cpu/blas.py (left as is): the small-M kernel fuses "
+          "multiply-add, "
           "so a float32 product that overflows stays finite inside the fma and a sum of "
           "overflowing products gives inf where eager's BLAS gives nan; both are IEEE results "
           "(PyTorch's own BLAS kernels differ the same way)",

@@ -426,7 +426,7 @@ def _pow_check(input, exponent, *, out=None):
         raise RuntimeError(_NEG_INT_POW)
 
 
-# For the compiler (codegen/lower_elementwise.py): `scalar_int` is the scalar form for a signed
+# For the compiler (targets/cpu/lower_elementwise.py): `scalar_int` is the scalar form for a signed
 # integer compute dtype, C-style like `_int_pow` (a negative exponent gives 0 except for bases
 # 1 and -1); `scalar_check` is `_pow_check`'s value test for integer compute: (slot, condition,
 # message), raised before the loop when that slot is a Python number.

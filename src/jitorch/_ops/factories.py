@@ -22,7 +22,7 @@ or None). Each declaration holds:
 - `extra["stub"]`: a function with PyTorch's public signature, which the frontend binds a call
   with (`script/frontend/factory.py`); `extra["method"]`: a Tensor method (`x.new_zeros`).
 The public functions stay `jitorch.zeros` & co. (`_creation.py`, `_ranges.py`, `Tensor.new_*`);
-these ops are `function=False, method=False`. Lowering: `script/codegen/lower_factory.py`.
+these ops are `function=False, method=False`. Lowering: `script/targets/cpu/lower_factory.py`.
 Random factories (randn, rand, randint, ...) are not declared here: their generator state lives
 in Python (`jitorch.random`), and a compiled program could only reproduce eager's streams by
 calling back into Python, which the `prim::PythonOp` they stay already does.

@@ -4,7 +4,7 @@ Each public transform (`fft`, `ifft`, `rfft`, `irfft`, `hfft`, `ihfft` and their
 forms) is one registry op `fft_<name>` (PyTorch's ATen name) whose public function is
 `jitorch.fft.<name>`. Eagerly they run pocketfft through `scipy.fft` (float32 stays complex64);
 inside `@script` they lower to the same `np.fft.*` calls, made available to Numba by rocket-fft
-(`script/codegen/lower_fft.py`). The meaning of every argument comes from `fft_plan.plan`.
+(`script/targets/cpu/lower_fft.py`). The meaning of every argument comes from `fft_plan.plan`.
 
 Gradients follow PyTorch's convention for complex tensors (the gradient of a real loss with
 respect to z is dL/dRe(z) + i dL/dIm(z)), under which the VJP of a complex-linear map is its

@@ -4,7 +4,7 @@ A transform call `fft_<name>(input, n|s, dim, norm)` is reduced here, once, to a
 wrapped transform dims, the signal size along each (the input is zero-padded or cropped to it,
 as NumPy and PyTorch do), the normalization mode and the result dtype. The op implementations
 (`fft_ops.py`), their VJPs, their type rules and the compiler's lowering
-(`script/codegen/lower_fft.py`) all read the same plan, so they agree on PyTorch's argument
+(`script/targets/cpu/lower_fft.py`) all read the same plan, so they agree on PyTorch's argument
 errors and on which size each dim has.
 
 Families (PyTorch's three internal kernels): `c2c` (fft/ifft), `r2c` (rfft, and ihfft, which is

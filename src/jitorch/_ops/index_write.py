@@ -6,7 +6,7 @@ row picked by a run-time int (a loop counter). Both return a copy of `x` with th
 overwritten (the compiled program writes in place where the alias analysis allows it:
 script/runtime/alias.py). `_select_write` is also how `select`'s VJP writes the grad into zeros,
 with the index taken as a value, so a run-time index stays one in a compiled backward. Lowered by
-script/codegen/lower_write.py.
+script/targets/cpu/lower_write.py.
 """
 from __future__ import annotations
 

@@ -470,6 +470,6 @@ def _max_shift_impl(input, dim, keepdim=True):
 
 # the softmax family's max shift (its composites above, the losses, attention): no gradient
 # (as `_stop_gradient(amax)`), defined on an empty dim; lowered as amax without its empty-dim
-# error (codegen/lower_reduce.py, lower_rows.py)
+# error (targets/cpu/lower_reduce.py, lower_rows.py)
 _max_shift = defop("_max_shift", _max_shift_impl, kind="reduction", nondiff=True, method=False,
                    function=False, infer=infer.Reduction())

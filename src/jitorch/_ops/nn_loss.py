@@ -236,7 +236,7 @@ def _class_target(a):
     return t
 
 
-# lowered with its checks by codegen/lower_gather.py
+# lowered with its checks by targets/cpu/lower_gather.py
 _class_index = defop("_class_index", _class_index_impl,
                      tensors=("input", "target", "weight"), kind="index", nondiff=True,
                      method=False, function=False, infer=_class_target,

@@ -165,7 +165,7 @@ def _make_max_pool(nd):
                             ceil_mode)[1]
 
     def values_vjp(g, input, kernel_size, stride, padding, dilation, ceil_mode):
-        # one op (compiled as one loop nest, codegen/lower_pool.py) instead of an index pass
+        # one op (compiled as one loop nest, targets/cpu/lower_pool.py) instead of an index pass
         # plus a scatter
         k, s, p, d = _pool_params(nd, kernel_size, stride, padding, dilation)
         return _max_pool_nd_backward(g, input, k, s, p, d, ceil_mode)

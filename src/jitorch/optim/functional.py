@@ -7,7 +7,7 @@ tensors IN PLACE. Per element it computes the same jitorch ops as PyTorch's
 alike), but out of place, and writes each state tensor and the param ONCE at the end
 (`exp_avg.copy_(m)`). Why: the compiler fuses everything between the reads and the writes into
 one elementwise loop per parameter that reads p, g and the state once and writes them once
-(codegen/lower_list.py writes the loop's results straight into the argument arrays), where
+(targets/cpu/lower_list.py writes the loop's results straight into the argument arrays), where
 `exp_avg.mul_(b).add_(g)` would be a loop, a temporary and a copy per method.
 
 `flags` are the options that select code (maximize, amsgrad, weight_decay != 0, ...): the kernel

@@ -68,7 +68,7 @@ def _rank_classes(params: list):
     """None when every param has one dtype and rank, else the index lists of each class.
 
     A compiled program indexes a list argument with a run-time `i`, so the list's elements need
-    one array type (codegen/lower_list.py: a tuple of arrays, the cheapest to pass to Numba:
+    one array type (targets/cpu/lower_list.py: a tuple of arrays, the cheapest to pass to Numba:
     ~0.65 us per array against ~9 us to build a numba.typed.List). The functional forms update
     each index independently, so a group of 2-D weights and 1-D biases runs as two calls of
     the same program's two specialisations, with exactly the single-call semantics."""
@@ -142,7 +142,7 @@ class CompiledStep:
     when possible: one ScriptFunction per flags tuple (the options that select code), called
     with chunks of flattened tensors so that one Numba compile per (flags, dtype) serves every
     group; after the first call of a case its compiled program is called directly with NumPy
-    arrays (the in-place writes land in the arguments: codegen/lower_list.py)."""
+    arrays (the in-place writes land in the arguments: targets/cpu/lower_list.py)."""
 
     def __init__(self, form):
         self.form = form

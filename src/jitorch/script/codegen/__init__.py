@@ -1,8 +1,8 @@
-"""Code generators: IR -> source of one program (CPU: `cpu.py`, Numba njit(nogil=True))."""
+"""Code generation, target-neutral: the Emitter (emitter.py), literals and casts of generated
+code, the Target protocol and its registry (target.py), the one lowering table (lowering.py).
+Each target's generator, lowerings and kernels live in `script/targets/<name>/`."""
 
 
 class NotLowered(Exception):
     """The graph (or one of its nodes) has no lowering; the runtime falls back to the
     interpreter and records this reason (visible in `jitorch.jit.stats()` and JITORCH_LOG)."""
-
-

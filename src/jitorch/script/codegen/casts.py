@@ -26,7 +26,7 @@ import numpy as np
 from ... import _dtype as dt
 from .. import ir
 from . import literal
-from .cpu import Emitter, np_type, typed_literal
+from .emitter import Emitter, np_type, typed_literal
 
 # the exact float64 bounds of the integers that fit: x fits when LO < x < HI (nan fails both)
 _INT32_LO, _INT32_HI = "-2147483649.0", "2147483648.0"

@@ -18,7 +18,7 @@ from ..._ops import registry
 from .. import ir
 from ..passes.types import elementwise_dtypes
 from . import NotLowered
-from .cpu import Emitter
+from .emitter import Emitter
 
 
 def eager_check(opdef, n: ir.Node, consts: dict) -> None:

@@ -33,7 +33,7 @@ def _jt():
 
 # --- tracing --------------------------------------------------------------------------------
 
-TRACE_MIN_ELEMS = 4097  # codegen.cpu.MAX_CONST_ELEMS + 1: smaller constants are embedded
+TRACE_MIN_ELEMS = 4097  # targets.cpu.program.MAX_CONST_ELEMS + 1: smaller constants are embedded
 
 
 def traced_factory(tracer, x):

@@ -10,7 +10,7 @@ Tensor reads lower, without knowing the rank, to:
   rebuilds the index and calls `Tensor.__getitem__` (correct, but holds the GIL).
 Writes `x[idx] = v` are functional in the IR and in place for the user: the new value of `x`
 is `_index_write(x, v, basic)` for a static index (an op of `_ops/index_write.py`, lowered by
-codegen/lower_write.py); with runtime ints or an Ellipsis, v is written into the view a read
+targets/cpu/lower_write.py); with runtime ints or an Ellipsis, v is written into the view a read
 makes and goes back up the view chain (`_select_write(x, view, dim, i)`, also compiled); tensor
 indices (masks, index tensors) use the `setitem` PythonOp (GIL). The frontend's alias tracking
 (frontend/alias.py) then rebinds every name sharing x's storage and, for arguments, returns the

@@ -43,8 +43,13 @@ class Type:
         return str(self)
 
 
+DEVICE_TYPES = ("cpu", "cuda")  # what TensorType.device may name (before an optional ":index")
+
+
 class TensorType(Type):
-    """A tensor of one dtype (None: unknown) and rank; sizes are ints or None (symbolic)."""
+    """A tensor of one dtype (None: unknown) and rank; sizes are ints or None (symbolic); the
+    device it lives on ("cpu", the default, or "cuda[:index]"), which picks the code generator.
+    Printed `f32[?,8]`, and `f32[?,8]@cuda` off the CPU (so CPU IR text never mentions it)."""
 
     def __init__(self, dtype: dt.dtype | None = None, shape: tuple | None = None,
                  device: str = "cpu", requires_grad: bool | None = None):
@@ -59,9 +64,9 @@ class TensorType(Type):
 
     def __str__(self):
         d = DTYPE_SHORT.get(self.dtype, "Tensor") if self.dtype is not None else "Tensor"
-        if self.shape is None:
-            return d
-        return d + "[" + ",".join("?" if s is None else str(s) for s in self.shape) + "]"
+        if self.shape is not None:
+            d += "[" + ",".join("?" if s is None else str(s) for s in self.shape) + "]"
+        return d if self.device == "cpu" else f"{d}@{self.device}"
 
 
 class _Scalar(Type):
@@ -219,6 +224,9 @@ class Graph:
     def __init__(self, name: str, block: Block | None = None):
         self.name = name
         self.block = block or Block()
+        # what the target it is compiled for lowers (passes/capabilities.py): set by the
+        # runtime before the pipeline, read by fusion; None for a graph not being compiled
+        self.capabilities = None
 
     @property
     def inputs(self):

@@ -77,6 +77,7 @@ BLOCK_PLACEHOLDER = _BlockPlaceholder()
 _SCALAR_TYPES = {"int": ir.INT, "float": ir.FLOAT, "bool": ir.BOOL, "str": ir.STR,
                  "None": ir.NONE, "Device": ir.DEVICE, "ScalarType": ir.DTYPE, "Any": ir.ANY}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DEVICE = re.compile(r"([a-z]+)(?::\d+)?")
 _OPNAME = re.compile(r"[A-Za-z_][A-Za-z0-9_:.]*")
 _VALUE = re.compile(r"%([A-Za-z0-9_]+)")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)j?")
@@ -180,7 +181,15 @@ class _Parser:
                 if not self.accept(","):
                     self.expect("]")
                     break
-        return ir.TensorType(dtype, shape)
+        device = "cpu"
+        if self.s.startswith("@", self.i):  # `@cuda` right after the type: its device
+            m = _DEVICE.match(self.s, self.i + 1)
+            kind = m.group(1) if m else None
+            if kind not in ir.DEVICE_TYPES or kind == "cpu":  # (a CPU type names no device)
+                self.error("expected a device after '@' (cuda or cuda:<index>)")
+            self.i = m.end()
+            device = m.group(0)
+        return ir.TensorType(dtype, shape, device)
 
     # -- literals ------------------------------------------------------------------------------
     def literal(self):

@@ -166,7 +166,9 @@ def clone_block(block: ir.Block, vmap: dict | None = None) -> ir.Block:
 
 def clone_graph(g: ir.Graph, vmap: dict | None = None) -> ir.Graph:
     """A deep copy of `g` with fresh Values (types are shared: Type objects are immutable)."""
-    return ir.Graph(g.name, clone_block(g.block, {} if vmap is None else vmap))
+    out = ir.Graph(g.name, clone_block(g.block, {} if vmap is None else vmap))
+    out.capabilities = g.capabilities
+    return out
 
 
 def inline_block(block: ir.Block, args: list, vmap: dict | None = None):

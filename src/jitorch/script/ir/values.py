@@ -116,7 +116,7 @@ def scalar_result(fn: str, inputs) -> ir.Type | None:
     min/max/& | ^ of bools are bools, and an int power is a float when its exponent is a
     constant negative int (4 ** -1 is 0.25, as in TorchScript); a run-time exponent keeps the
     int type and the compiled program hands a negative one to the interpreter
-    (codegen/lower_scalar.py), which returns Python's float."""
+    (targets/cpu/lower_scalar.py), which returns Python's float."""
     if fn in _CMP:
         return ir.BOOL
     if fn == "int" or fn == "len":

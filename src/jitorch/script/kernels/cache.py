@@ -1,6 +1,6 @@
 """The disk cache of generated programs: content-hashed modules that Numba can cache.
 
-Owns turning a `codegen.cpu.Program` into a loaded njit dispatcher:
+Owns turning a `targets.cpu.program.Program` into a loaded njit dispatcher:
 - the source gets Numba's own disk cache switched on (`cache=True` in its njit decorators; the
   code generator emits `cache=False` and need not know about caching), plus any
   `program.njit_options` overrides;
@@ -101,7 +101,7 @@ def _versions() -> str:
 
 
 def _imported_hashes(source: str) -> str:
-    """Hashes of the jitorch modules a program imports (e.g. kernels/fastmath.py): Numba's
+    """Hashes of the jitorch modules a program imports (e.g. targets/cpu/fastmath.py): Numba's
     cache does not notice when those change, so a changed helper must give a new module name."""
     out = []
     for m in _IMPORT.finditer(source):
@@ -185,8 +185,8 @@ def forget(name: str) -> None:
 
 
 def load_program(prog):
-    """The loaded module of a `codegen.cpu.Program`: its kernel modules first (the entry
-    imports them by name, codegen/kernel.py), then the entry's; -> (module, is_new)."""
+    """The loaded module of a `targets.cpu.program.Program`: its kernel modules first (the entry
+    imports them by name, targets/cpu/kernel.py), then the entry's; -> (module, is_new)."""
     for ksrc in getattr(prog, "kernels", ()):
         load_module(ksrc)
     return load_module(prog.source, getattr(prog, "njit_options", None))

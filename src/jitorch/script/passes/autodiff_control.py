@@ -8,7 +8,7 @@ is traced on example values) and adds structure around it. Neighbours:
 `autodiff_control_build.py` (the builder of forward and backward), `autodiff_control_loop.py`
 (a loop's backward), `autodiff_control_if.py` (the If),
 `autodiff_control_ops.py` (helper nodes, tuple flattening, graph structure) and
-`codegen/lower_autodiff.py` (the helper nodes' lowerings).
+`targets/cpu/lower_autodiff.py` (the helper nodes' lowerings).
 
 - The FORWARD graph is built node by node (a fresh copy, run on the example args as it is built,
   so every value has an example). A loop whose inputs carry gradient is rewritten: its body is

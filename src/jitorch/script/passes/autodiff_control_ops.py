@@ -1,8 +1,8 @@
 """The helper nodes and graph utilities of autodiff through control flow
 (`autodiff_control.py`): `prim::PythonOp` nodes that the interpreter runs through their `fn` and
-the code generator lowers by name (`attrs["lowering"]`, `codegen/lower_autodiff.py`), a recursive
-graph structure for the size-generic check, and the pre-pass that makes loops carry tuples
-element by element.
+the code generator lowers by name (`attrs["lowering"]`, `targets/cpu/lower_autodiff.py`), a
+recursive graph structure for the size-generic check, and the pre-pass that makes loops carry
+tuples element by element.
 """
 from __future__ import annotations
 
@@ -80,7 +80,7 @@ def _copy_fn(x):
 
 def _pyop(name, fn, inputs, out_type, **attrs) -> ir.Node:
     """A helper node of autodiff through control flow: the interpreter runs `fn`; the code
-    generator lowers it by name (`lowering` "autodiff::<name>", codegen/lower_autodiff.py)."""
+    generator lowers it by name (`lowering` "autodiff::<name>", targets/cpu/lower_autodiff.py)."""
     return ir.Node("prim::PythonOp", inputs, (out_type,),
                    attrs=dict(fn=fn, lowering=f"autodiff::{name}", name=name, **attrs))
 
@@ -358,7 +358,7 @@ def _hoist(n: ir.Node) -> list:
 # --- in-place row writes in loops ---------------------------------------------------------------
 def mark_inplace_writes(graph: ir.Graph) -> ir.Graph:
     """Marks (attrs["inplace"] = True) the `_select_write(p, v, dim, i)` nodes of loop bodies
-    that may write into p's array instead of a copy (codegen/lower_write.py reads the mark):
+    that may write into p's array instead of a copy (targets/cpu/lower_write.py reads the mark):
     `hs[t] = h` in a time loop would otherwise copy all of hs per step (quadratic in T).
     Safe when p is a loop-carried param that the body returns as the write's result, p's
     other uses are `select(p, ...)` nodes feeding only `_index_write` nodes (the frontend's

@@ -1,10 +1,12 @@
 """The fuser: groups chains of elementwise ops into `prim::Fused` nodes (one loop nest each).
 
-Owns `run(graph) -> Graph` and `fusible(node)`. Works on a specialised graph (types.py has set
-dtype and rank). A group holds elementwise registry ops whose `scalar` template the code
-generator can emit and whose outputs have one rank (the group's loop rank); sizes may still
-differ (a `(1, n)` member inside a `(m, n)` group is fine: the code generator writes every
-output through its own 0/1 broadcast multipliers).
+Owns `run(graph) -> Graph` and `fusible(node, caps)`. Works on a specialised graph (types.py has
+set dtype and rank) that names its target's capabilities (`graph.capabilities`,
+passes/capabilities.py): which dtypes a loop may hold, whether row regions and reduction
+prologues are lowered. Nothing here names a device. A group holds elementwise registry ops
+whose `scalar` template the code generator can emit and whose outputs have one rank (the
+group's loop rank); sizes may still differ (a `(1, n)` member inside a `(m, n)` group is fine:
+the code generator writes every output through its own 0/1 broadcast multipliers).
 
 The `prim::Fused` node's one block is closed: its params mirror the node's inputs (the values
 the members read from outside), scalar constants the members read are copied into the block (so
@@ -27,10 +29,10 @@ from ... import _dtype as dt
 from ..._ops import registry
 from .. import ir
 from ..ir.values import const_value
+from . import capabilities
+from .capabilities import Capabilities
 from .types import norm_dims, reduction_dtype
 
-SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
-COMPLEX = {dt.complex64, dt.complex128}
 # a scalar template that is only operands, + - * and parentheses means the same for complex
 # numbers in Numba (division is not: Numba raises ZeroDivisionError for complex / 0)
 _ARITHMETIC = re.compile(r"(?:\{\w+\}|[\s+\-*()])*")
@@ -46,12 +48,13 @@ def complex_ok(op) -> bool:
 _INT_DIV = {"floor_divide", "remainder", "fmod", "div"}
 
 
-def fusible(n: ir.Node) -> bool:
-    """Can the code generator emit this node as a scalar expression inside a loop nest?"""
+def fusible(n: ir.Node, caps: Capabilities) -> bool:
+    """Can the code generator of a target with `caps` emit this node as a scalar expression
+    inside a loop nest?"""
     op = registry.OPS.get(n.op)
     if op is None or op.kind != "elementwise" or not op.scalar or len(n.outputs) != 1:
         return False
-    ok = SUPPORTED | COMPLEX if complex_ok(op) else SUPPORTED
+    ok = caps.fusible_dtypes(complex_ok(op))
     out = n.outputs[0].type
     if not isinstance(out, ir.TensorType) or out.dtype not in ok or out.ndim is None:
         return False
@@ -85,8 +88,9 @@ def fusible(n: ir.Node) -> bool:
 
 
 def run(graph: ir.Graph) -> ir.Graph:
-    _forward_list_stores(graph.block)
-    _fuse_block(graph.block)
+    caps = capabilities.of(graph)  # what the graph's target lowers (passes/capabilities.py)
+    _forward_list_stores(graph.block, caps)
+    _fuse_block(graph.block, caps)
     return graph
 
 
@@ -103,14 +107,14 @@ def run(graph: ir.Graph) -> ir.Graph:
 #   shape check covers the dropped one's).
 # Both need %o1 to be an elementwise op reading %x1 with the element's dtype and rank: its shape
 # is the element's (or %w1's check raises), so %x2 and %o1 are equal wherever the program
-# continues. codegen/lower_list.py then stores the fused loop's results into the elements.
+# continues. targets/cpu/lower_list.py then stores the fused loop's results into the elements.
 
-def _forward_list_stores(block: ir.Block) -> None:
+def _forward_list_stores(block: ir.Block, caps: Capabilities) -> None:
     for n in block.nodes:
         for b in n.blocks:
-            _forward_list_stores(b)
+            _forward_list_stores(b, caps)
     changed = False
-    while _forward_once(block):
+    while _forward_once(block, caps):
         changed = True
     if changed:
         _hoist_getitems(block)
@@ -152,32 +156,33 @@ def _is_getitem(n, lst, idx) -> bool:
         n.inputs[0] is lst and n.inputs[1] is idx
 
 
-def _whole_write(w, x) -> bool:
+def _whole_write(w, x, caps: Capabilities) -> bool:
     """`w` = _index_write(x, o, ()) of an elementwise `o` that reads x, with x's dtype/rank."""
     if w is None or w.op != "_index_write" or w.inputs[0] is not x:
         return False
     ok, basic = const_value(w.inputs[2])
     o = w.inputs[1]
-    if not ok or basic != () or o.node is None or not fusible(o.node) or \
-            not _reads(o.node, x, 32):
+    if not ok or basic != () or o.node is None or not fusible(o.node, caps) or \
+            not _reads(o.node, x, 32, caps):
         return False
     ot, xt = o.type, x.type
     return isinstance(ot, ir.TensorType) and isinstance(xt, ir.TensorType) and \
         ot.dtype is not None and ot.dtype is xt.dtype and ot.ndim == xt.ndim
 
 
-def _reads(n, x, depth: int) -> bool:
+def _reads(n, x, depth: int, caps: Capabilities) -> bool:
     """Does elementwise node `n` compute from `x` through elementwise ops (its shape then
     includes x's)?"""
     for v in n.inputs:
         if v is x:
             return True
-        if depth and v.node is not None and fusible(v.node) and _reads(v.node, x, depth - 1):
+        if depth and v.node is not None and fusible(v.node, caps) and \
+                _reads(v.node, x, depth - 1, caps):
             return True
     return False
 
 
-def _written_value(l1, i, here):
+def _written_value(l1, i, here, caps: Capabilities):
     """(lst0, x1, o1, w1 node, s1 node) when `l1` is `lst0[i] = _index_write(x1, o1, ())` of a
     whole elementwise write (see above), else None."""
     s1 = l1.node
@@ -188,12 +193,12 @@ def _written_value(l1, i, here):
     if w1 is None or w1.op != "_index_write":
         return None
     x1 = w1.inputs[0]
-    if not _is_getitem(x1.node, l0, i) or not _whole_write(w1, x1):
+    if not _is_getitem(x1.node, l0, i) or not _whole_write(w1, x1, caps):
         return None
     return l0, x1, w1.inputs[1], w1, s1
 
 
-def _forward_once(block: ir.Block) -> bool:
+def _forward_once(block: ir.Block, caps: Capabilities) -> bool:
     users: dict = {}
     for n in block.nodes:
         for v in n.inputs:
@@ -204,7 +209,7 @@ def _forward_once(block: ir.Block) -> bool:
     for n in block.nodes:  # load forwarding
         if n.op != "prim::ScalarOp" or n.attrs.get("fn") != "getitem" or len(n.inputs) != 2:
             continue
-        got = _written_value(n.inputs[0], n.inputs[1], here)
+        got = _written_value(n.inputs[0], n.inputs[1], here, caps)
         x2 = n.outputs[0]
         if got is None or None in users.get(x2.uid, []):
             continue
@@ -220,7 +225,7 @@ def _forward_once(block: ir.Block) -> bool:
         if not _is_list_setitem(s2):
             continue
         l1, i, w2v = s2.inputs
-        got = _written_value(l1, i, here)
+        got = _written_value(l1, i, here, caps)
         w2 = w2v.node
         if got is None or w2 is None or w2.op != "_index_write":
             continue
@@ -239,8 +244,10 @@ def _forward_once(block: ir.Block) -> bool:
 REDUCE_OPS = ("sum", "mean", "amax", "amin")
 
 
-def _absorb_reductions(block: ir.Block) -> None:
+def _absorb_reductions(block: ir.Block, caps: Capabilities) -> None:
     """Move a last-dim reduction into the group that computes its only operand."""
+    if not caps.reduction_prologues:
+        return
     uses: dict = {}
     for n in block.nodes:
         for v in n.inputs:
@@ -272,7 +279,7 @@ def _absorb_reductions(block: ir.Block) -> None:
         if r.op in ("amax", "amin") and t.dtype is dt.bool:
             continue
         if p.op != "prim::Fused":
-            if not fusible(p) or p not in block.nodes:
+            if not fusible(p, caps) or p not in block.nodes:
                 continue
             sub: dict = {}
             consumers = {x.uid: [r]}
@@ -303,12 +310,12 @@ def _absorb_reductions(block: ir.Block) -> None:
         block.returns = [out if v is old else v for v in block.returns]
 
 
-def _fuse_block(block: ir.Block) -> None:
+def _fuse_block(block: ir.Block, caps: Capabilities) -> None:
     for n in block.nodes:
         for b in n.blocks:
-            _fuse_block(b)
+            _fuse_block(b, caps)
     from .fuse_rows import fuse_rows
-    fuse_rows(block)  # softmax / layer-norm chains first: one loop nest over rows each
+    fuse_rows(block, caps)  # softmax / layer-norm chains first: one loop nest over rows each
     nodes = block.nodes
     pos = {id(n): i for i, n in enumerate(nodes)}
     consumers: dict = {}  # value uid -> consumer nodes in this block
@@ -318,7 +325,7 @@ def _fuse_block(block: ir.Block) -> None:
     group_of: dict = {}  # id(node) -> group {"nodes": [...], "rank": r, "at": "last"|"first"}
     groups: list = []
     for n in nodes:
-        if not fusible(n):
+        if not fusible(n, caps):
             continue
         rank = n.outputs[0].type.ndim
         cands = []
@@ -346,7 +353,7 @@ def _fuse_block(block: ir.Block) -> None:
         merge_groups(home, cands, groups, group_of, nodes, pos)  # then the other producers
     multi = [g for g in groups if len(g["nodes"]) > 1]
     if not multi:
-        _absorb_reductions(block)
+        _absorb_reductions(block, caps)
         return
     replace, sub = {}, {}
     for g in multi:
@@ -364,7 +371,7 @@ def _fuse_block(block: ir.Block) -> None:
         n.inputs = [sub.get(v.uid, v) for v in n.inputs]
     block.returns = [sub.get(v.uid, v) for v in block.returns]
     block.nodes = new_nodes
-    _absorb_reductions(block)
+    _absorb_reductions(block, caps)
 
 
 def merge_groups(home: dict, cands, groups: list, group_of: dict, nodes, pos) -> None:

@@ -1,6 +1,6 @@
 """Row fusion: softmax / layer-norm patterns become one `prim::Fused[kind='rows']` node.
 
-Owns `fuse_rows(block)`, run by `fuse.run` before elementwise grouping. A row region is a
+Owns `fuse_rows(block, caps)`, run by `fuse.run` before elementwise grouping. A row region is a
 connected set of
 - reductions `sum`/`mean`/`amax`/`amin`/`logsumexp`/`_max_shift` of a float32/float64 tensor
   of rank R >= 1 over the last dim with `keepdim=True` (default dtype), and
@@ -9,7 +9,7 @@ in which a full-size member reads a reduction's result: the broadcast of a per-r
 along the row (`x - x.amax(-1, keepdim=True)`; a per-row epilogue such as `x.mean(-1, True) + 1`
 alone is left to the elementwise fuser's reduction prologues). Such a chain otherwise runs as
 several loops over the whole tensor with full-size temporaries; as one node the code generator
-(`codegen/lower_rows.py`) emits one outer loop over rows with several inner passes over the row.
+(`targets/cpu/lower_rows.py`) emits one outer loop over rows with several inner passes over the row.
 
 Members keep their order; the node is placed where one of its members was (`fuse._order_ok`
 checks that every value stays defined before its uses). Values read from outside are the node's
@@ -57,22 +57,24 @@ def row_reduction_rank(n: ir.Node):
     return t.ndim
 
 
-def _member_rank(n: ir.Node):
+def _member_rank(n: ir.Node, caps):
     from .fuse import fusible
     r = row_reduction_rank(n)
     if r is not None:
         return r
-    if fusible(n):
+    if fusible(n, caps):
         rk = n.outputs[0].type.ndim
         return rk if rk else None
     return None
 
 
-def fuse_rows(block: ir.Block) -> None:
-    """Replace each row region of `block` (not nested blocks) by one prim::Fused node."""
+def fuse_rows(block: ir.Block, caps) -> None:
+    """Replace each row region of `block` (not nested blocks) by one prim::Fused node, where
+    the target lowers row regions (`caps`: passes/capabilities.py)."""
     from .fuse import _make_fused, _order_ok, merge_groups
     nodes = block.nodes
-    if not ENABLED or not any(row_reduction_rank(n) is not None for n in nodes):
+    if not ENABLED or not caps.row_regions or \
+            not any(row_reduction_rank(n) is not None for n in nodes):
         return
     pos = {id(n): i for i, n in enumerate(nodes)}
     consumers: dict = {}
@@ -82,7 +84,7 @@ def fuse_rows(block: ir.Block) -> None:
     group_of: dict = {}
     groups: list = []
     for n in nodes:
-        rank = _member_rank(n)
+        rank = _member_rank(n, caps)
         if rank is None:
             continue
         cands = []

@@ -19,7 +19,7 @@ Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
   dot products, with a row-major result. Why: a Linear weight's gradient comes out of the VJPs
   as `(x.t() @ g).t()`, a column-major view, which made `.grad` column-major against a
   row-major parameter and every later elementwise pass over both (the optimizer step, grad
-  accumulation) strided; transposed operands cost BLAS nothing (kernels/blas.py).
+  accumulation) strided; transposed operands cost BLAS nothing (targets/cpu/blas.py).
 Placeholders from the parser (`TensorLiteral`, `Ref`) are never folded.
 """
 from __future__ import annotations

@@ -22,7 +22,8 @@ Owns the detection too. `overlap(args, written)` is the Python-side check, for t
 not plain compiled programs (interpreted, autodiff): byte bounds of every tensor argument (list
 elements included), then a sweep in start order, plus a conservative test for a written tensor
 whose elements may share bytes. Compiled programs run the same test themselves, in nanoseconds
-(codegen/lower_overlap.py `overlap_check`), and raise `ArgumentsOverlap`, which sends the call here.
+(targets/cpu/lower_overlap.py `overlap_check`), and raise `ArgumentsOverlap`, which sends the
+call here.
 Read-only sharing (two arguments that overlap, neither written) needs nothing.
 """
 from __future__ import annotations

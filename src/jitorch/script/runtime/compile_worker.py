@@ -285,7 +285,7 @@ def compile_job(job: dict) -> dict:
             from ..kernels import kernel_call
             kernel_call.forget(name)
     try:
-        for ksrc in kernels:  # the modules the entry calls (codegen/kernel.py), first
+        for ksrc in kernels:  # the modules the entry calls (targets/cpu/kernel.py), first
             cache.load_module(ksrc)
         mod, _ = cache.load_module(job["source"], job["options"])
     except Exception as e:  # noqa: BLE001 - reported to the caller

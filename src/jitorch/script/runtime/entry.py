@@ -37,7 +37,7 @@ class _Entry:
     here because the boundary key fixes every array's dtype and rank and an 'A' overload
     reads any strides; read-only arrays may be passed to the writable overload because
     programs never write to their inputs (writes to arguments are functional in the IR, and
-    the in-place list writes of codegen/lower_list.py are refused for read-only tensors by
+    the in-place list writes of targets/cpu/lower_list.py are refused for read-only tensors by
     `ScriptFunction._refuse_writes`)."""
 
     __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff",
@@ -49,7 +49,8 @@ class _Entry:
         self.out_types, self.reason, self.autodiff = out_types, reason, autodiff
         self.wraps = [_wrapper(t) for t in out_types or ()]
         self.eps: dict = {}  # boundary key -> entry point (or the dispatcher itself)
-        # the program checks that its written arguments share no memory (codegen/lower_overlap.py)
+        # the program checks that its written arguments share no memory
+        # (targets/cpu/lower_overlap.py)
         self.checks_overlap = checks_overlap
         # runtime/tiers.py: (program source, njit options, entry name) for the compile worker; while
         # the worker compiles, `pending` is (job, signature, boundary key) and the entry runs
@@ -231,7 +232,7 @@ def _interp(entry: _Entry) -> bool:
 
 def _boundary(a):
     """A non-Tensor argument as the program takes it (a list/tuple of tensors: a tuple of their
-    arrays, which Numba unboxes cheaply, codegen/lower_list.py)."""
+    arrays, which Numba unboxes cheaply, targets/cpu/lower_list.py)."""
     if isinstance(a, Tensor):
         return a._data
     if isinstance(a, (tuple, list)) and a and isinstance(a[0], Tensor):

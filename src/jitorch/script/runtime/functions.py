@@ -8,7 +8,7 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
    batch size never compiles;
 3. a key miss builds the specialisation under a lock held for that key only (8 threads making
    the same first call build once; other keys proceed): `passes.types.specialize` ->
-   `passes.pipeline.run` -> `codegen.cpu.generate` -> `cache.load_module` (disk cache), and the
+   `passes.pipeline.run` -> the target's `generate` -> `cache.load_module` (disk cache), and the
    first call runs inside the lock. That is when the program's Numba overload is made: loaded
    from Numba's disk cache when it is there, else (JITORCH_COMPILE=background, the default)
    compiled by the compile worker process while the calls run interpreted, switching to the
@@ -22,7 +22,7 @@ Owns what happens at a scripted/traced function's boundary (the only place the G
 5. a function that writes to its arguments (`graph.mutated_inputs`) gets eager's result even
    when arguments share memory (`f(a, a)`, overlapping views, a stride-0 argument): such a call
    runs in place in the interpreter (`runtime/alias.py`); compiled programs detect it themselves
-   (codegen/lower_overlap.py), other tiers are checked here before they run.
+   (targets/cpu/lower_overlap.py), other tiers are checked here before they run.
 Where a graph cannot be lowered (`codegen.NotLowered`, a Numba typing error, a missing compiler
 part) the specialisation runs the IR interpreter instead and the reason is recorded
 (`jitorch.jit.stats()`, `fn.code`, JITORCH_LOG=compile). With grad mode on and an input that
@@ -193,10 +193,10 @@ class ScriptFunction:
             try:
                 if grad_on:
                     key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad,
-                                  a._data.flags.c_contiguous) for a in args])
+                                  a._data.flags.c_contiguous, a._device_type) for a in args])
                     return key, any(k[3] for k in key)
-                return tuple([("T", a._dtype, a._data.ndim, False, a._data.flags.c_contiguous)
-                              for a in args]), False
+                return tuple([("T", a._dtype, a._data.ndim, False, a._data.flags.c_contiguous,
+                               a._device_type) for a in args]), False
             except AttributeError:
                 pass  # not a Tensor: the loop below raises the TypeError
         key = []
@@ -207,7 +207,8 @@ class ScriptFunction:
                     self._bad(i, a, "Tensor")
                 rg = grad_on and a._requires_grad
                 need_grad |= rg
-                key.append(("T", a._dtype, a._data.ndim, rg, a._data.flags.c_contiguous))
+                key.append(("T", a._dtype, a._data.ndim, rg, a._data.flags.c_contiguous,
+                            a._device_type))
             elif k == "float":
                 if type(a) is not float:
                     if isinstance(a, bool) or not isinstance(a, (int, float)):

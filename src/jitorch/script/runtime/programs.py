@@ -1,6 +1,7 @@
-"""Building one specialisation of a scripted function: the graph typed for the call's argument
-types (passes.types.specialize), the pass pipeline, the code generator, the program loaded from
-the disk cache (kernels/cache.py) -> an `_Entry`; and its first call, which compiles it now or
+"""Building one specialisation of a scripted function: the target of the arguments' device
+(codegen/target.py), the graph typed for the call's argument types (passes.types.specialize),
+the pass pipeline, the target's code generator, the program loaded by the target (CPU: from the
+disk cache, kernels/cache.py) -> an `_Entry`; and its first call, which compiles it now or
 (JITORCH_COMPILE=background) hands it to the compile worker (runtime/tiers.py).
 
 A compiler bug never breaks the user's call: a stage that raises leaves the entry interpreted,
@@ -12,6 +13,7 @@ import os
 
 from .. import ir
 from ..codegen import NotLowered
+from ..codegen.target import device_of, get_target
 from ..kernels import cache
 from . import tiers
 from .entry import _Entry
@@ -23,23 +25,27 @@ def _strict() -> bool:
 
 # --- building one specialisation -----------------------------------------------------------------
 def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
-    """graph -> (optimised graph, Program or None, reason when None). Tests replace this."""
+    """graph -> (optimised graph, program or None, reason when None), by the target of the
+    arguments' device (codegen/target.py: the runtime names no target). Tests replace this."""
     g = graph
-    stage = "passes.types"
+    stage = "codegen.target"
     try:
+        try:
+            target = get_target(device_of(arg_types))
+        except NotImplementedError as e:  # a device whose target is not written yet
+            raise NotLowered(str(e)) from None
         from ..passes import types as _types
         stage = "passes.types.specialize"
         g = _types.specialize(graph, arg_types, static)
+        g.capabilities = target.capabilities  # what fusion may group (passes/capabilities.py)
         stage = "passes.pipeline"
         from ..passes import pipeline
         stage = "passes.pipeline.run"
         g = pipeline.run(g)
-        stage = "codegen.cpu"
-        from ..codegen import cpu
-        stage = "codegen.cpu.generate"
+        stage = f"targets.{target.name}.generate"
         # the program checks that the arguments it writes share no memory (runtime/alias.py)
-        return g, cpu.generate(g, written=tuple(getattr(graph, "mutated_inputs", None) or ())), \
-            None
+        return g, target.generate(g, written=tuple(getattr(graph, "mutated_inputs", None) or ())
+                                  ), None
     except NotLowered as e:
         return g, None, f"not lowered: {e}"
     except Exception as e:
@@ -51,7 +57,8 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
 
 def _symbolic(t):
     if isinstance(t, ir.TensorType):
-        return ir.TensorType(t.dtype, None if t.shape is None else (None,) * len(t.shape))
+        return ir.TensorType(t.dtype, None if t.shape is None else (None,) * len(t.shape),
+                             t.device)
     if isinstance(t, ir.TupleType):
         return ir.TupleType([_symbolic(e) for e in t.elems])
     if isinstance(t, ir.ListType):
@@ -68,7 +75,7 @@ def build_entry(graph: ir.Graph, arg_types: list, static: dict | None = None):
         return _Entry("interpreted", g, reason=reason), "interpreted"
     options = getattr(prog, "njit_options", None)
     try:
-        mod, _ = cache.load_program(prog)
+        mod, _ = get_target(device_of(arg_types)).load(prog)
         fn = getattr(mod, prog.entry)
     except Exception as e:
         if _strict():

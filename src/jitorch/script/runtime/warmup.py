@@ -1,8 +1,8 @@
 """The generic kernel library, compiled ahead of time: `jitorch.jit.warmup()` and
 `python -m jitorch.jit warmup`.
 
-Kernels are named by what they compute (codegen/kernel.py), so the kernels of the layers every
-model is made of (Linear forward and backward, the activations, softmax and layernorm rows,
+Kernels are named by what they compute (targets/cpu/kernel.py), so the kernels of the layers
+every model is made of (Linear forward and backward, the activations, softmax and layernorm rows,
 cross-entropy, conv/pool, an RNN cell, attention, the optimizer steps) are the same kernels in
 every model of the same dtypes and ranks. Warming compiles them once per machine by running
 small instances of those layers through `jitorch.jit.script` (forward, backward and an

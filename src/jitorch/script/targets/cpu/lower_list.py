@@ -28,8 +28,8 @@ each array read and written once per loop.
 """
 from __future__ import annotations
 
-from .. import ir
-from . import NotLowered
+from ... import ir
+from ...codegen import NotLowered
 
 # ops whose result may share the input's memory in generated code
 _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "permute", "t",
@@ -48,11 +48,10 @@ def is_setitem(n: ir.Node) -> bool:
 
 def check_input(em, i: int, p: ir.Value) -> None:
     """A List[Tensor] input: one known dtype and rank for every element."""
-    from .cpu import SUPPORTED
     el = p.type.elem
     if el.dtype is None or el.ndim is None:
         raise NotLowered(f"input {i} of type {p.type}: elements differ in dtype or rank")
-    if el.dtype not in SUPPORTED:
+    if el.dtype not in em.capabilities.dtypes:
         raise NotLowered(f"dtype {el.dtype} is not lowered on CPU yet")
 
 
@@ -232,7 +231,7 @@ class _Walk:
                     self.elems.add(o.uid)
 
 
-def check_inplace_lists(graph: ir.Graph) -> bool:
+def check_inplace_lists(graph: ir.Graph, caps) -> bool:
     """Raise NotLowered unless every list element write may be done in place (see _Walk);
     True when the program writes list elements in place (into the caller's arrays)."""
     def has_setitem(b):
@@ -249,7 +248,7 @@ def check_inplace_lists(graph: ir.Graph) -> bool:
     w.block(graph.block, [None] * len(graph.inputs))
     if not w.ok:
         raise NotLowered("a list element's old value is read after a write to the list")
-    _plan_block(graph.block, w.roots)
+    _plan_block(graph.block, w.roots, caps)
     return True
 
 
@@ -276,11 +275,11 @@ class _Direct:
         self.dest: dict = {}      # output position -> destination array name (set when lowered)
 
 
-def _plan_block(block: ir.Block, roots: dict) -> None:
+def _plan_block(block: ir.Block, roots: dict, caps) -> None:
     for n in block.nodes:
         for b in n.blocks:
             if n.op != "prim::Fused":
-                _plan_block(b, roots)
+                _plan_block(b, roots, caps)
     uses: dict = {}
     for n in block.nodes:
         for v in n.inputs:
@@ -288,7 +287,7 @@ def _plan_block(block: ir.Block, roots: dict) -> None:
     for v in block.returns:
         uses.setdefault(v.uid, []).append(None)
     pos = {id(n): k for k, n in enumerate(block.nodes)}
-    from ..passes.fuse import fusible
+    from ...passes.fuse import fusible
     for f in block.nodes:
         if "lower" in f.attrs:
             continue
@@ -297,7 +296,7 @@ def _plan_block(block: ir.Block, roots: dict) -> None:
             if f.attrs.get("kind") == "rows" or not body.nodes or \
                     body.nodes[-1].op in ("sum", "mean", "amax", "amin"):
                 continue
-        elif not fusible(f):  # a lone elementwise op is a group of one (`x.mul_(a)`)
+        elif not fusible(f, caps):  # a lone elementwise op is a group of one (`x.mul_(a)`)
             continue
         plan = _Direct(f)
         seen_roots: set = set()

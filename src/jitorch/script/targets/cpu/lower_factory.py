@@ -11,12 +11,12 @@ the eager factory, which raises or computes as eager does.
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from ..ir.values import data_info
-from . import NotLowered, literal
-from .cpu import Emitter, np_type, typed_literal
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...ir.values import data_info
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...codegen.lowering import lowers
 
 
 def _tup(parts) -> str:
@@ -84,7 +84,7 @@ def _empty_fill(d: dt.dtype):
     """What eager's `empty*` fill with now (`_determinism.empty_fill`): 0, or in deterministic
     mode NaN (floating, complex), the largest value (integers), True (bool). Read when the
     program is generated: switching the mode forgets every compiled specialisation."""
-    from ... import _determinism
+    from .... import _determinism
     if not _determinism.fills_empty():
         return 0
     if d is dt.bool:
@@ -109,7 +109,7 @@ def _filled(em: Emitter, n: ir.Node, parts: list, fill, d: dt.dtype) -> None:
 
 def _fill_expr(em: Emitter, v: ir.Value, d: dt.dtype) -> str:
     """A fill value converted to `d` with PyTorch's checked conversion, as eager's `full`."""
-    from .casts import checked_scalar
+    from ...codegen.casts import checked_scalar
     return checked_scalar(em, v, d)
 
 
@@ -125,7 +125,7 @@ def _sized(fill):
     return lower
 
 
-@lowers("full", "new_full")
+@lowers("full", "new_full", target="cpu")
 def lower_full(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     ins = n.inputs[1:] if n.op == "new_full" else n.inputs
@@ -150,7 +150,7 @@ def _float_expr(em: Emitter, v: ir.Value) -> str:
     return f"float({em.name(v)})"
 
 
-@lowers("arange")
+@lowers("arange", target="cpu")
 def lower_arange(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -201,7 +201,7 @@ def _raise_fmt(em: Emitter, exc: str, fmt: str, args: list) -> str:
     return f"raise _{exc}({literal.text(fmt)}, {', '.join(f'float({a})' for a in args)})"
 
 
-@lowers("linspace")
+@lowers("linspace", target="cpu")
 def lower_linspace(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -238,7 +238,7 @@ def lower_linspace(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("eye")
+@lowers("eye", target="cpu")
 def lower_eye(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     nn, m = n.inputs[:2]
@@ -254,7 +254,7 @@ def lower_eye(em: Emitter, n: ir.Node) -> None:
     em.emit(f"    {out}[{i}, {i}] = {typed_literal(1, d)}")
 
 
-@lowers("tensor", "new_tensor")
+@lowers("tensor", "new_tensor", target="cpu")
 def lower_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     data = n.inputs[1] if n.op == "new_tensor" else n.inputs[0]
@@ -304,7 +304,7 @@ def _check_int_leaf(em: Emitter, x, d: dt.dtype) -> None:
     em.indent -= 1
 
 
-@lowers("scalar_tensor")
+@lowers("scalar_tensor", target="cpu")
 def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     v = _fill_expr(em, n.inputs[0], d)
@@ -313,10 +313,10 @@ def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, f"{out}.reshape(())")
 
 
-lowers("zeros", "new_zeros")(_sized(0))
-lowers("empty", "new_empty")(_sized(EMPTY))
-lowers("ones", "new_ones")(_sized(1))
-lowers("zeros_like")(_like(0))
-lowers("empty_like")(_like(EMPTY))
-lowers("ones_like")(_like(1))
-lowers("full_like")(_like(None))
+lowers("zeros", "new_zeros", target="cpu")(_sized(0))
+lowers("empty", "new_empty", target="cpu")(_sized(EMPTY))
+lowers("ones", "new_ones", target="cpu")(_sized(1))
+lowers("zeros_like", target="cpu")(_like(0))
+lowers("empty_like", target="cpu")(_like(EMPTY))
+lowers("ones_like", target="cpu")(_like(1))
+lowers("full_like", target="cpu")(_like(None))

@@ -19,17 +19,17 @@ import ast
 import hashlib
 import re
 
-from ... import _dtype as dt
-from ..._ops import registry
-from .. import ir
-from ..passes import fuse
-from ..ir.values import const_value
-from ..passes.types import elementwise_dtypes, norm_dims
-from . import NotLowered, literal, operand_checks
-from .casts import cast, needs_name, scalar_dtype
-from .cpu import Emitter, np_type, typed_literal
+from .... import _dtype as dt
+from ...._ops import registry
+from ... import ir
+from ...passes import fuse
+from ...ir.values import const_value
+from ...passes.types import elementwise_dtypes, norm_dims
+from ...codegen import NotLowered, literal, operand_checks
+from ...codegen.casts import cast, needs_name, scalar_dtype
+from ...codegen.emitter import Emitter, np_type, typed_literal
 
-FASTMATH_MODULE = "jitorch.script.kernels.fastmath"
+FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"
 _F32_FUNCS = {"np.exp": "exp_f32", "np.tanh": "tanh_f32", "np.log": "log_f32",
               "math.erf": "erf_f32"}
 _fastmath_state: dict = {}
@@ -122,7 +122,7 @@ def lower_single(em: Emitter, n: ir.Node) -> bool:
     opdef = registry.OPS.get(n.op)
     if opdef is None or opdef.kind != "elementwise":
         return False
-    if not fuse.fusible(n):
+    if not fuse.fusible(n, em.capabilities):
         raise NotLowered(f"op {n.op}: elementwise op without a scalar form for these types")
     ext, params, vmap = [], [], {}
     for v in n.inputs:
@@ -373,7 +373,7 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
 def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
     """Loops over the kept dims, a scalar accumulator over the last dim: no temporary."""
     from . import lower_reduce
-    from ..passes.types import reduction_dtype
+    from ...passes.types import reduction_dtype
     x = red.inputs[0]
     rank = em.tensor(x).ndim
     ok, keepdim = const_value(red.inputs[2])
@@ -450,7 +450,7 @@ def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
     if r is None:
         raise NotLowered(f"op {n.op}: operand dtypes unknown")
     compute, out = r
-    ok = fuse.SUPPORTED | fuse.COMPLEX if fuse.complex_ok(opdef) else fuse.SUPPORTED
+    ok = em.capabilities.fusible_dtypes(fuse.complex_ok(opdef))
     if compute not in ok or out not in ok:
         raise NotLowered(f"op {n.op}: dtype {compute} is not lowered on CPU yet")
     operand_checks.eager_check(opdef, n, consts)

@@ -25,8 +25,8 @@ TorchScript (Python ints are unbounded).
 """
 from __future__ import annotations
 
-from .. import ir
-from . import NotLowered
+from ... import ir
+from ...codegen import NotLowered
 
 BINARY = {"add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
           "pow": "**", "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">",

@@ -8,8 +8,8 @@ program's module; the check costs ~30 ns for two tensors (bench/alias_check.py).
 """
 from __future__ import annotations
 
-from .. import ir
-from .cpu import Emitter
+from ... import ir
+from ...codegen.emitter import Emitter
 
 
 _OVERLAP_HELPERS = '''
@@ -89,7 +89,7 @@ def overlap_check(em: Emitter, graph: ir.Graph, written):
     argument names, emits the check at the top of the entry: every tensor argument the program
     reads (each element of a tensor list) gets a row of byte bounds, and a written one that
     overlaps another or itself raises `ArgumentsOverlap` before anything else runs."""
-    from ..ir.util import used_inputs
+    from ...ir.util import used_inputs
     from . import lower_list
     written = set(written or ())
     used = used_inputs(graph)  # an argument the program never reads may share memory

@@ -1,6 +1,6 @@
 """The pooling kernels that generated programs call (max/avg/adaptive-avg pooling forward and
 backward): njit(nogil), disk-cached, typed per dtype only; every size is a run-time value.
-codegen/lower_pool.py lowers pooling ops to calls of them. Kernels see the input as (R, H, W):
+targets/cpu/lower_pool.py lowers pooling ops to calls of them. Kernels see the input as (R, H, W):
 every leading dim flattened into R planes, 1-D pools with H == 1. Window bounds are clipped per
 output element, so padding is never materialised and nothing outside a plane is read. Max
 pooling keeps eager's choice of element (the first maximum in window order, a NaN wins), so

@@ -14,13 +14,13 @@ program runs in the interpreter (eager NumPy), as any op without a lowering.
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from ..._ops import fft_plan
-from ..._ops.registry import OPS
-from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter, np_type
-from .lowering import lowers
+from .... import _dtype as dt
+from ...._ops import fft_plan
+from ...._ops.registry import OPS
+from ... import ir
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter, np_type
+from ...codegen.lowering import lowers
 
 _REAL = (dt.float32, dt.float64)
 _COMPLEX = (dt.complex64, dt.complex128)
@@ -108,7 +108,7 @@ def _sizes(em: Emitter, spec, x: str, dims, req, given) -> str:
 
 @lowers(*("fft_" + name for name in (
     "fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "rfft2", "rfftn", "irfft",
-    "irfft2", "irfftn", "hfft", "hfft2", "hfftn", "ihfft", "ihfft2", "ihfftn")))
+    "irfft2", "irfftn", "hfft", "hfft2", "hfftn", "ihfft", "ihfft2", "ihfftn")), target="cpu")
 def lower_transform(em: Emitter, n: ir.Node) -> None:
     spec = OPS[n.op].extra["fft_spec"]
     v = n.inputs[0]
@@ -153,9 +153,9 @@ def lower_transform(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("fft_fftshift", "fft_ifftshift")
+@lowers("fft_fftshift", "fft_ifftshift", target="cpu")
 def lower_shift(em: Emitter, n: ir.Node) -> None:
-    from ..._ops.fft_ops import shift_axes
+    from ...._ops.fft_ops import shift_axes
     inverse = OPS[n.op].extra["fft_shift_inverse"]
     v = n.inputs[0]
     t = _tensor(em, v)
@@ -191,7 +191,7 @@ def _index(ndim: int, dim: int, sl: str) -> str:
     return ", ".join(idx)
 
 
-@lowers("_fft_resize")
+@lowers("_fft_resize", target="cpu")
 def lower_resize(em: Emitter, n: ir.Node) -> None:
     """Crop / zero-pad at the end of the given dims (the VJPs' adjoint of the padding)."""
     v = n.inputs[0]
@@ -209,7 +209,7 @@ def lower_resize(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("_fft_fold")
+@lowers("_fft_fold", target="cpu")
 def lower_fold(em: Emitter, n: ir.Node) -> None:
     """Double the bins 1 .. n - (n // 2 + 1) along `dim` (the c2r VJP)."""
     v = n.inputs[0]

@@ -1,4 +1,4 @@
-"""Lowering of matmul / mm / bmm / addmm to `kernels/blas.py` (inside njit, without the GIL).
+"""Lowering of matmul / mm / bmm / addmm to `targets/cpu/blas.py` (inside njit, without the GIL).
 
 Every product becomes `mm_into(a, b, c, accumulate)` or `matmul2(a, b)` on 2-D views: blas.py
 chooses per call, from the run-time sizes and strides, between its register-tiled small-M kernel,
@@ -11,18 +11,18 @@ raises PyTorch's error. Every size relation is checked with PyTorch's message be
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from . import NotLowered
-from .cpu import Emitter, np_type, typed_literal
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...codegen import NotLowered
+from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...codegen.lowering import lowers
 
 _DTYPES = (dt.float32, dt.float64, dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8)
-BLAS_MODULE = "jitorch.script.kernels.blas"
+BLAS_MODULE = "jitorch.script.targets.cpu.blas"
 
 
 def _import(em: Emitter) -> None:
-    from ..kernels import blas
+    from . import blas
     line = f"from {BLAS_MODULE} import matmul2, mm_into  # blas {blas.SOURCE_HASH}"
     if line not in em.globals:
         em.globals.append(line)
@@ -85,7 +85,7 @@ def _batched(em: Emitter, ta, tb, an, bn, d) -> str:
     return out
 
 
-@lowers("matmul", "mm", "bmm")
+@lowers("matmul", "mm", "bmm", target="cpu")
 def lower_matmul(em: Emitter, n: ir.Node) -> None:
     a, b = n.inputs[0], n.inputs[1]
     ta, tb, an, bn = _operands(em, n, a, b)
@@ -133,7 +133,7 @@ def lower_matmul(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("addmm")
+@lowers("addmm", target="cpu")
 def lower_addmm(em: Emitter, n: ir.Node) -> None:
     inp, a, b, beta_v, alpha_v = n.inputs
     beta, alpha = em.const(beta_v), em.const(alpha_v)

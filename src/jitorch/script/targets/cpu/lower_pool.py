@@ -1,7 +1,7 @@
 """Lowering of pooling (max_pool1d/2d with or without indices, avg_pool1d/2d,
 adaptive_avg_pool1d/2d) and of their gradient ops (`_max_pool_nd_backward`,
 `_avg_pool_nd_backward`, `_adaptive_avg_t` of `_ops/nn_pool.py`) to calls of the njit kernels of
-kernels/pool.py (imported by the generated program, whose cache name that file's hash keys).
+targets/cpu/pool.py (imported by the generated program, whose cache name that file's hash keys).
 
 Hyper-parameters must be constants (PyTorch's checks run at lowering time through the eager
 helpers: a bad value leaves the node to the interpreter, which raises PyTorch's error); sizes
@@ -9,13 +9,13 @@ are checked in the program with PyTorch's messages. float32/float64 are lowered.
 """
 from __future__ import annotations
 
-from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter
+from ... import ir
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter
 from .lower_conv import float_operands, int_list
-from .lowering import lowers
+from ...codegen.lowering import lowers
 
-MODULE = "jitorch.script.kernels.pool"  # the kernels the generated code imports
+MODULE = "jitorch.script.targets.cpu.pool"  # the kernels the generated code imports
 
 
 def _import(em: Emitter, names: str) -> None:
@@ -105,9 +105,10 @@ def _two(v: list, nd: int, fill: int) -> list:
     return [str(fill)] + [str(e) for e in v] if nd == 1 else [str(e) for e in v]
 
 
-@lowers("max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices")
+@lowers("max_pool1d", "max_pool2d", "max_pool1d_with_indices", "max_pool2d_with_indices",
+        target="cpu")
 def lower_max_pool(em: Emitter, n: ir.Node) -> None:
-    from ..._ops.nn_pool import _pool_params
+    from ...._ops.nn_pool import _pool_params
     nd = _nd(n.op)
     x, k_v, s_v, p_v, d_v, ceil_v = n.inputs
     name = f"max_pool{nd}d"
@@ -129,7 +130,7 @@ def lower_max_pool(em: Emitter, n: ir.Node) -> None:
         em.bind(n.outputs[1], _unplanes(em, i3, lead, nd))
 
 
-@lowers("_max_pool_nd_backward")
+@lowers("_max_pool_nd_backward", target="cpu")
 def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
     g, x, k_v, s_v, p_v, d_v, ceil_v = n.inputs
     float_operands(em, n, g, x)
@@ -164,9 +165,9 @@ def _divisor(em: Emitter, v) -> str:
     return literal.integer(dv)
 
 
-@lowers("avg_pool1d", "avg_pool2d")
+@lowers("avg_pool1d", "avg_pool2d", target="cpu")
 def lower_avg_pool(em: Emitter, n: ir.Node) -> None:
-    from ..._ops.nn_pool import _pool_params
+    from ...._ops.nn_pool import _pool_params
     nd = _nd(n.op)
     if nd == 1:
         x, k_v, s_v, p_v, ceil_v, cip_v = n.inputs
@@ -188,7 +189,7 @@ def lower_avg_pool(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
-@lowers("_avg_pool_nd_backward")
+@lowers("_avg_pool_nd_backward", target="cpu")
 def lower_avg_pool_backward(em: Emitter, n: ir.Node) -> None:
     g, size_v, k_v, s_v, p_v, ceil_v, cip_v, div_v = n.inputs
     float_operands(em, n, g)
@@ -214,7 +215,7 @@ def lower_avg_pool_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
-@lowers("adaptive_avg_pool1d", "adaptive_avg_pool2d")
+@lowers("adaptive_avg_pool1d", "adaptive_avg_pool2d", target="cpu")
 def lower_adaptive_avg(em: Emitter, n: ir.Node) -> None:
     nd = _nd(n.op)
     x, out_v = n.inputs
@@ -247,7 +248,7 @@ def lower_adaptive_avg(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
-@lowers("_adaptive_avg_t")
+@lowers("_adaptive_avg_t", target="cpu")
 def lower_adaptive_avg_t(em: Emitter, n: ir.Node) -> None:
     g, size_v = n.inputs
     float_operands(em, n, g)

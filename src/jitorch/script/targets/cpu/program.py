@@ -1,6 +1,7 @@
 """CPU code generator: a specialised, fused Graph -> the source of one Numba njit(nogil) program.
 
-Owns `generate(graph) -> Program` and the `Emitter` that the `lower_*` modules write into.
+Owns `generate(graph) -> Program` (the CPU Target's, target.py) and the structural ops; the
+`lower_*` modules write into the same `Emitter` (codegen/emitter.py).
 The program is one self-contained module (`import numpy as np, numba, math`, plus the float32
 fast math functions when `fastmath.py` exists) whose entry function takes NumPy arrays for tensor
 inputs and Python numbers for scalars and returns a tuple. Everything is specialised on dtype and
@@ -28,9 +29,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ... import _dtype as dt
-from .. import ir
-from . import NotLowered, kernel, literal
+from .... import _dtype as dt
+from ... import ir
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter
+from . import kernel
+from .target import CPU
 
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
              'cache=False)')
@@ -56,7 +60,7 @@ class Program:
     def listing(self, entry_source: str) -> str:
         """`entry_source` followed by each kernel's module as it is loaded, under a line that
         names the module (`fn.code`)."""
-        from ..kernels import cache
+        from ...kernels import cache
         out = entry_source
         for ksrc in self.kernels:
             src = cache.prepare_source(ksrc)
@@ -64,112 +68,12 @@ class Program:
         return out
 
 
-class Emitter:
-    """Accumulates the entry function's lines; maps IR values to Python names or constants."""
-
-    def __init__(self):
-        self.lines: list = []
-        self.globals: list = []
-        self.indent = 1
-        self.names: dict = {}   # value uid -> expression holding it at run time
-        self.consts: dict = {}  # value uid -> Python value known at compile time
-        self.lists: dict = {}   # value uid -> [values] of a ListConstruct of runtime values
-        self.tuples: dict = {}  # value uid -> [values] of a TupleConstruct
-        self.shapes: dict = {}  # value uid -> (array expression, rank) of a `x.shape` list
-        self.chunks: dict = {}  # value uid -> (array expression, dim, chunks) of a chunk list
-        self.helpers: set = set()
-        self.exceptions: set = set()
-        self.scripted_raises: set = set()  # exception names of prim::Raise nodes
-        self.writes_arguments = False  # the program writes list arguments' arrays in place
-        self.kernels: dict = {}  # kernel module name -> source (kernel.py)
-        self.outline = False  # compute nodes become kernels (set by generate)
-        self._n = 0
-
-    def fresh(self, prefix: str = "v") -> str:
-        self._n += 1
-        return literal.Ident(f"{prefix}{self._n}")
-
-    def emit(self, line: str) -> None:
-        self.lines.append("    " * self.indent + line)
-
-    def is_const(self, v: ir.Value) -> bool:
-        return v.uid in self.consts
-
-    def const(self, v: ir.Value):
-        if v.uid not in self.consts:
-            raise NotLowered(f"value {v} must be a constant")
-        return self.consts[v.uid]
-
-    def name(self, v: ir.Value) -> str:
-        """A run-time expression for `v` (scalar constants become literals)."""
-        if v.uid in self.names:
-            return self.names[v.uid]
-        if v.uid in self.consts:
-            c = self.consts[v.uid]
-            if isinstance(c, (bool, int, float)):
-                return literal.number(c)
-            raise NotLowered(f"constant of type {type(c).__name__} used at run time")
-        if v.uid in self.tuples:
-            return "(" + "".join(self.name(x) + ", " for x in self.tuples[v.uid]) + ")"
-        raise NotLowered(f"value {v} has no lowering")
-
-    def bind(self, v: ir.Value, expr: str) -> None:
-        self.names[v.uid] = expr
-
-    def tensor(self, v: ir.Value, complex_ok: bool = False) -> ir.TensorType:
-        """`v`'s type; complex dtypes only for lowerings that handle them (`complex_ok`)."""
-        t = v.type
-        if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
-            raise NotLowered(f"value {v}: dtype or rank unknown")
-        if t.dtype not in SUPPORTED and not (complex_ok and t.dtype in COMPLEX):
-            raise NotLowered(f"dtype {t.dtype} is not lowered on CPU yet")
-        return t
-
-    def raise_in_interpreter(self) -> None:
-        """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter):
-        for what the program cannot do itself, on a path that is rare."""
-        line = "from jitorch.script.kernels.signals import RaiseInInterpreter"
-        if line not in self.globals:
-            self.globals.append(line)
-        self.emit("raise RaiseInInterpreter()")
-
-    def raise_(self, exc: str, *parts) -> None:
-        """Emit a raise of PyTorch's exception type whose message mixes literal strings and
-        run-time ints (1-tuples of expressions). The ints travel as exception args and the
-        module's exception class formats them: `str(int)` inside njit would cost ~0.3 s of
-        compile time per program."""
-        fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
-        args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
-        self.exceptions.add(literal.exception(exc))
-        self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
-
-
-SUPPORTED = {dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32, dt.float64}
-# complex arrays: program arguments and the values of the lowerings that ask for them
-# (`tensor(v, complex_ok=True)`: fft ops, arithmetic fused groups); every other lowering refuses
-COMPLEX = {dt.complex64, dt.complex128}
-
-
-def np_type(d: dt.dtype) -> str:
-    return literal.dtype(d)
-
-
-def typed_literal(value, d: dt.dtype) -> str:
-    """`value` as a literal of dtype `d` (PyTorch casts a Python scalar to the compute dtype)."""
-    literal.number(value)  # a number, nothing else (float("1e9") would accept a str)
-    if d is dt.bool:
-        return literal.boolean(bool(value))
-    if d.category in (dt.FLOAT, dt.COMPLEX):  # (a real value: complex ones are refused)
-        return f"{np_type(d)}({literal.floating(float(value))})"
-    return f"{np_type(d)}({literal.integer(int(value))})"
-
-
 # --- entry point --------------------------------------------------------------------------------
 
 def generate(graph: ir.Graph, written=()) -> Program:
     """The program of `graph`; `written`: indices of the inputs the caller's function writes
     to (the runtime's `graph.mutated_inputs`), which the program checks for shared memory."""
-    em = Emitter()
+    em = Emitter(CPU)
     em.outline = OUTLINE and kernel.worth_kernels(graph)
     args = []
     from . import lower_list
@@ -191,7 +95,8 @@ def generate(graph: ir.Graph, written=()) -> Program:
         else:
             args.append(nm)
         em.bind(p, nm)
-    em.writes_arguments = lower_list.check_inplace_lists(graph)  # (lower_scalar reads it)
+    # (lower_scalar reads it)
+    em.writes_arguments = lower_list.check_inplace_lists(graph, em.capabilities)
     if checked:
         checked([em.names.get(p.uid) for p in graph.inputs])
     lower_block(em, graph.block.nodes)
@@ -229,10 +134,10 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
 def lower_here(em: Emitter, n: ir.Node) -> None:
     """Lower `n` into `em`'s own function."""
     from . import lower_elementwise
-    from .lowering import lowering_for
+    from ...codegen.lowering import lowering_for
     op = n.op
     if "lowering" in n.attrs:  # a named helper node (autodiff through loops: lower_autodiff.py)
-        return lowering_for(n.attrs["lowering"])(em, n)
+        return lowering_for(n.attrs["lowering"], em.target)(em, n)
     if "lower" in n.attrs:  # a node the code generator planned itself (lower_list.py)
         return n.attrs["lower"](em, n)
     if op.startswith("prim::"):
@@ -241,7 +146,7 @@ def lower_here(em: Emitter, n: ir.Node) -> None:
             raise NotLowered(f"op {op}: no CPU lowering")
         fn(em, n)
         return
-    fn = lowering_for(op)  # the one lowering table (lowering.py)
+    fn = lowering_for(op, em.target)  # the one lowering table (codegen/lowering.py)
     if fn is not None:
         fn(em, n)
         return
@@ -255,7 +160,7 @@ def lower_here(em: Emitter, n: ir.Node) -> None:
 def _tensor_const(em: Emitter, t) -> str:
     arr = np.asarray(t._data, order="C")  # not ascontiguousarray: it makes 0-d arrays 1-d
     d = dt.from_numpy_dtype(arr.dtype)
-    if d not in SUPPORTED:
+    if d not in em.capabilities.dtypes:
         raise NotLowered(f"tensor constant of dtype {d} is not lowered")
     if arr.size > MAX_CONST_ELEMS:
         raise NotLowered(f"tensor constant with {arr.size} elements is too large to embed")
@@ -266,7 +171,7 @@ def _tensor_const(em: Emitter, t) -> str:
 
 def _constant(em: Emitter, n: ir.Node) -> None:
     v = n.attrs.get("value")
-    from ..._tensor import Tensor
+    from ...._tensor import Tensor
     if isinstance(v, Tensor):
         em.bind(n.output, _tensor_const(em, v))
     else:
@@ -348,7 +253,7 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
     if type(fn) is not str:  # fn is pasted below as the name of a builtin: only exact strs
         raise NotLowered("scalar op without a function name")
     if all(em.is_const(v) for v in n.inputs):
-        from ..ir.interpreter import SCALAR_OPS
+        from ...ir.interpreter import SCALAR_OPS
         try:
             em.consts[n.output.uid] = SCALAR_OPS[fn](*[em.const(v) for v in n.inputs])
             return
@@ -479,7 +384,7 @@ def _if(em: Emitter, n: ir.Node) -> None:
             _alias(em, o, r)
         return
     for o in n.outputs:
-        _check_runtime_type(o)
+        _check_runtime_type(em, o)
     outs = [em.fresh("r") for _ in n.outputs]
     em.emit(f"if {em.name(cond)}:")
     for k, b in enumerate(n.blocks):
@@ -509,13 +414,13 @@ def _raises(b: ir.Block) -> bool:
     return bool(b.nodes) and b.nodes[-1].op == "prim::Raise" and not b.returns
 
 
-def _check_runtime_type(v: ir.Value) -> None:
+def _check_runtime_type(em: Emitter, v: ir.Value) -> None:
     t = v.type
     if isinstance(t, ir.TensorType):
-        if t.dtype is None or t.ndim is None or t.dtype not in SUPPORTED:
+        if t.dtype is None or t.ndim is None or t.dtype not in em.capabilities.dtypes:
             raise NotLowered(f"value {v}: dtype or rank unknown")
     elif isinstance(t, ir.ListType) and isinstance(t.elem, ir.TensorType):
-        _check_runtime_type(ir.Value(t.elem))  # a list argument carried through control flow
+        _check_runtime_type(em, ir.Value(t.elem))  # a list argument carried through control flow
     elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType)):
         raise NotLowered(f"control flow value of type {t}")
 
@@ -527,7 +432,7 @@ def _loop(em: Emitter, n: ir.Node) -> None:
     captured = n.inputs[2 + nc:]
     body = n.blocks[0]
     for o in n.outputs:
-        _check_runtime_type(o)
+        _check_runtime_type(em, o)
     carried = [em.fresh("c") for _ in range(nc)]
     _assign_outputs(em, carried, carried_init)
     i, c = em.fresh("i"), em.fresh("cond")

@@ -14,10 +14,10 @@ PyTorch's message, so a call with other sizes fails cleanly instead of reading o
 """
 from __future__ import annotations
 
-from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter, np_type
-from .lowering import lowers
+from ... import ir
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter, np_type
+from ...codegen.lowering import lowers
 
 
 def _tup(parts) -> str:
@@ -89,7 +89,7 @@ def check_viewable(em: Emitter, n: ir.Node, xs: str, parts) -> None:
     """For a view op (the registry's `view=True`; reshape-like ops copy instead): raise eager's
     RuntimeError when array `xs` cannot be viewed with sizes `parts` (expressions whose product
     was checked to be its size). C-contiguous arrays always can."""
-    from ..._ops.registry import OPS
+    from ...._ops.registry import OPS
     op = OPS.get(n.op)
     if op is None or op.view is not True or not parts:  # (a 0-d view of one element: always)
         return
@@ -130,7 +130,7 @@ def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("reshape", "view")
+@lowers("reshape", "view", target="cpu")
 def lower_reshape(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     em.tensor(x)
@@ -171,7 +171,7 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("flatten")
+@lowers("flatten", target="cpu")
 def lower_flatten(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     r = em.tensor(x).ndim
@@ -217,7 +217,7 @@ def _permute(em: Emitter, n: ir.Node, perm) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("transpose")
+@lowers("transpose", target="cpu")
 def lower_transpose(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     if r == 0:
@@ -230,7 +230,7 @@ def lower_transpose(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, perm)
 
 
-@lowers("t")
+@lowers("t", target="cpu")
 def lower_t(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     if r > 2:
@@ -238,7 +238,7 @@ def lower_t(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, [1, 0] if r == 2 else list(range(r)))
 
 
-@lowers("permute")
+@lowers("permute", target="cpu")
 def lower_permute(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     perm = [_norm(d, r, "permute") for d in em.const(n.inputs[1])]
@@ -247,7 +247,7 @@ def lower_permute(em: Emitter, n: ir.Node) -> None:
     _permute(em, n, perm)
 
 
-@lowers("unsqueeze")
+@lowers("unsqueeze", target="cpu")
 def lower_unsqueeze(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r + 1, "unsqueeze")
@@ -289,7 +289,7 @@ def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
     em.emit(f"{out} = np.broadcast_to({xs}, {_tup(parts)})")
 
 
-@lowers("expand", "broadcast_to")
+@lowers("expand", "broadcast_to", target="cpu")
 def lower_expand(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     out = em.fresh("v")
@@ -300,7 +300,7 @@ def lower_expand(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("expand_as")
+@lowers("expand_as", target="cpu")
 def lower_expand_as(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     ro = em.tensor(n.inputs[1]).ndim
@@ -317,14 +317,14 @@ def contiguous_expr(em: Emitter, v: ir.Value) -> str:
     return xs if em.tensor(v).ndim == 0 else f"np.ascontiguousarray({xs})"
 
 
-@lowers("contiguous")
+@lowers("contiguous", target="cpu")
 def lower_contiguous(em: Emitter, n: ir.Node) -> None:
     out = em.fresh("v")
     em.emit(f"{out} = {contiguous_expr(em, n.inputs[0])}")
     em.bind(n.outputs[0], out)
 
 
-@lowers("_to_dtype")
+@lowers("_to_dtype", target="cpu")
 def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     t = em.tensor(n.inputs[0])
     d = em.tensor(n.outputs[0]).dtype
@@ -332,11 +332,11 @@ def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     if d is t.dtype:
         em.bind(n.outputs[0], xs)
         return
-    from .casts import cast_array  # NumPy's astype, float -> int defined as NumPy's
+    from ...codegen.casts import cast_array  # NumPy's astype, float -> int defined as NumPy's
     em.bind(n.outputs[0], cast_array(em, xs, t.ndim, t.dtype, d))
 
 
-@lowers("cat", "stack")
+@lowers("cat", "stack", target="cpu")
 def lower_cat(em: Emitter, n: ir.Node) -> None:
     lst, dim = n.inputs
     if lst.uid not in em.lists:
@@ -420,12 +420,12 @@ def _index(em: Emitter, n: ir.Node, spec) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("_index_view")
+@lowers("_index_view", target="cpu")
 def lower_index_view(em: Emitter, n: ir.Node) -> None:
     _index(em, n, list(em.const(n.inputs[1])))
 
 
-@lowers("select")
+@lowers("select", target="cpu")
 def lower_select(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "select")
@@ -441,7 +441,7 @@ def lower_select(em: Emitter, n: ir.Node) -> None:
     _index(em, n, [(None, None, None)] * d + [idx])
 
 
-@lowers("chunk")
+@lowers("chunk", target="cpu")
 def lower_chunk(em: Emitter, n: ir.Node) -> None:
     """Recorded only: a following prim::ListUnpack (which knows the count) emits the views."""
     r = em.tensor(n.inputs[0]).ndim
@@ -476,7 +476,7 @@ def unpack_chunks(em: Emitter, rec, outputs) -> None:
         em.bind(o, v)
 
 
-@lowers("narrow")
+@lowers("narrow", target="cpu")
 def lower_narrow(em: Emitter, n: ir.Node) -> None:
     """x.narrow(dim, start, length); start and length may be run-time ints (checked)."""
     r = em.tensor(n.inputs[0]).ndim
@@ -495,7 +495,7 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
                                                None)])
 
 
-@lowers("_narrow_backward")
+@lowers("_narrow_backward", target="cpu")
 def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     """The VJP of narrow/chunk/split: zeros of the input's shape, the grad written at
     [start, start + grad.shape[dim]) along dim (shapes checked, then a slice assignment)."""
@@ -527,7 +527,7 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("ravel")
+@lowers("ravel", target="cpu")
 def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     xs = em.name(n.inputs[0])
@@ -536,7 +536,7 @@ def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("view_as", "reshape_as")
+@lowers("view_as", "reshape_as", target="cpu")
 def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     ro = em.tensor(n.inputs[1]).ndim

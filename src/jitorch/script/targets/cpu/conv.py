@@ -1,7 +1,7 @@
 """The convolution kernels that generated programs call (`conv2d_forward`, `conv2d_input_grad`,
 `conv2d_weight_grad`): njit(nogil), disk-cached, typed per dtype and layout only; every size is
-a run-time value. codegen/lower_conv.py lowers conv ops to calls of them (`from
-jitorch.script.kernels.conv import ...`: the program cache hashes this file into the program's
+a run-time value. targets/cpu/lower_conv.py lowers conv ops to calls of them (`from
+jitorch.script.targets.cpu.conv import ...`: the program cache hashes this file into the program's
 name). The kernels call BLAS through Numba's own `np.dot` (not blas.py: a callee in another file
 would make this file's Numba cache stale when that file changed).
 

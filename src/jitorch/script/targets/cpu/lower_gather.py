@@ -10,11 +10,11 @@ sizes. The dim must be a constant (a run-time dim keeps the interpreter: NotLowe
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from . import NotLowered
-from .cpu import Emitter, np_type, typed_literal
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...codegen import NotLowered
+from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...codegen.lowering import lowers
 
 
 def _check_indices(em: Emitter, flat: str, n_rows: str, op: str) -> None:
@@ -104,7 +104,7 @@ def _view3(em: Emitter, xs: str, rank: int, d: int) -> tuple:
     return outer, inner
 
 
-@lowers("embedding")
+@lowers("embedding", target="cpu")
 def lower_embedding(em: Emitter, n: ir.Node) -> None:
     idx, w = n.inputs[0], n.inputs[1]
     if em.tensor(w).ndim != 2:
@@ -116,7 +116,7 @@ def lower_embedding(em: Emitter, n: ir.Node) -> None:
     _gather(em, n, ws, flat, f"{lead}{ws}.shape[1], ")
 
 
-@lowers("index_select")
+@lowers("index_select", target="cpu")
 def lower_index_select(em: Emitter, n: ir.Node) -> None:
     x, dim, index = n.inputs
     xt = em.tensor(x)
@@ -144,7 +144,7 @@ def lower_index_select(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-@lowers("index_add")
+@lowers("index_add", target="cpu")
 def lower_index_add(em: Emitter, n: ir.Node) -> None:
     x, dim, index, source, alpha = n.inputs
     xt = em.tensor(x)
@@ -225,7 +225,7 @@ def _check_weight(em: Emitter, w: ir.Value, c: str) -> None:
     em.indent -= 1
 
 
-@lowers("_class_index")
+@lowers("_class_index", target="cpu")
 def lower_class_index(em: Emitter, n: ir.Node) -> None:
     """`_class_index(input, target, weight, ignore_index, loss)` (_ops/nn_loss.py): eager's
     checks of a loss's class targets in eager's order, then the bounds of every target that is

@@ -17,11 +17,11 @@ is written, so it is dropped).
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from . import NotLowered, casts, literal
-from .cpu import Emitter
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...codegen import NotLowered, casts, literal
+from ...codegen.emitter import Emitter
+from ...codegen.lowering import lowers
 from .lower_shape import _RunTime, _int_index, _norm
 
 _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "permute", "t",
@@ -29,7 +29,7 @@ _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "pe
                     "view_as", "reshape_as", "expand_as", "broadcast_to", "ravel"})
 
 
-@lowers("_index_write")
+@lowers("_index_write", target="cpu")
 def lower_index_write(em: Emitter, n: ir.Node) -> None:
     x, vals, basic_v, check_v = n.inputs
     basic = em.const(basic_v)
@@ -38,7 +38,7 @@ def lower_index_write(em: Emitter, n: ir.Node) -> None:
     _write(em, n, basic, em.const(check_v))
 
 
-@lowers("_select_write")
+@lowers("_select_write", target="cpu")
 def lower_select_write(em: Emitter, n: ir.Node) -> None:
     """`_select_write(x, values, dim, index)`: a write at a run-time index of one dim."""
     x, vals, dim_v, index = n.inputs

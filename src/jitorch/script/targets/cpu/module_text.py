@@ -1,4 +1,4 @@
-"""The text of a generated module around its one function (an entry, cpu.py, or a kernel,
+"""The text of a generated module around its one function (an entry, program.py, or a kernel,
 kernel.py): the imports it needs (allocation helpers, fast math functions, with the hash of the
 helper file so a changed helper gives a new module name), its exception classes, its globals.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 def module_head(em):
     """(the module text before the function: imports, exception classes, globals; the
     function's body lines) of an entry or a kernel (kernel.py)."""
-    from ..kernels import alloc
+    from . import alloc
     from . import lower_elementwise
     helpers = sorted(em.helpers)
     head = ["import math", "import numba", "import numpy as np"]

@@ -27,8 +27,8 @@ splitting pays only because identical kernels are compiled once.
 """
 from __future__ import annotations
 
-from .. import ir
-from . import literal
+from ... import ir
+from ...codegen import literal
 
 
 class _FromEntry(dict):
@@ -56,14 +56,14 @@ class _FromEntry(dict):
 
 
 def _kernel_emitter_class():
-    from .cpu import Emitter
+    from ...codegen.emitter import Emitter
 
     class KernelEmitter(Emitter):
         """The emitter of one kernel: its own lines, globals, helpers and exceptions; values
         of the entry (`parent`) arrive as parameters."""
 
         def __init__(self, parent):
-            super().__init__()
+            super().__init__(parent.target)
             self.parent = parent
             self.params: list = []   # parameter names, in order of first use
             self.args: list = []     # the entry's expression passed for each
@@ -160,7 +160,7 @@ def _worth_a_kernel(ke) -> bool:
 
 
 def kernel_source(ke, rets) -> str:
-    from .cpu import DECORATOR
+    from .program import DECORATOR
     from .module_text import module_head
     head, body = module_head(ke)
     return head + "\n\n" + DECORATOR + "\n" + \
@@ -175,7 +175,7 @@ def _returned(rets) -> str:
 
 def kernel_alias(em, source: str, nargs: int) -> str:
     """The entry's name for the kernel of `source`, importing its module once per entry."""
-    from ..kernels import cache
+    from ...kernels import cache
     module = cache.module_name(cache.prepare_source(source))
     alias = literal.Ident("_k" + module[len(cache.MODULE_PREFIX):][:16])
     if module not in em.kernels:

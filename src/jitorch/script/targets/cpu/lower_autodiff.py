@@ -17,10 +17,10 @@ else holds:
 """
 from __future__ import annotations
 
-from .. import ir
-from . import literal
-from .cpu import Emitter, np_type, typed_literal
-from .lowering import lowers
+from ... import ir
+from ...codegen import literal
+from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...codegen.lowering import lowers
 
 
 def typed_zero(dtype) -> str:
@@ -40,7 +40,7 @@ def _row_index(em: Emitter, expr: str, size: str) -> str:
     return ix
 
 
-@lowers("autodiff::empty_buffer")
+@lowers("autodiff::empty_buffer", target="cpu")
 def lower_empty_buffer(em: Emitter, n: ir.Node) -> None:
     rank = int(n.attrs["rank"])
     out = em.fresh("buf")
@@ -49,7 +49,7 @@ def lower_empty_buffer(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("autodiff::stack_store")
+@lowers("autodiff::stack_store", target="cpu")
 def lower_stack_store(em: Emitter, n: ir.Node) -> None:
     buf, v, i, trip = (em.name(x) for x in n.inputs)
     bt = em.tensor(n.inputs[0])
@@ -89,7 +89,7 @@ def lower_stack_store(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, b)
 
 
-@lowers("autodiff::zeros_like")
+@lowers("autodiff::zeros_like", target="cpu")
 def lower_zeros_like(em: Emitter, n: ir.Node) -> None:
     t = em.tensor(n.inputs[0])
     out = em.fresh("z")
@@ -97,7 +97,7 @@ def lower_zeros_like(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("autodiff::index_acc")
+@lowers("autodiff::index_acc", target="cpu")
 def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     acc, g, idx = (em.name(x) for x in n.inputs)
     t = em.tensor(n.inputs[0])
@@ -117,7 +117,7 @@ def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, acc)
 
 
-@lowers("autodiff::take_row")
+@lowers("autodiff::take_row", target="cpu")
 def lower_take_row(em: Emitter, n: ir.Node) -> None:
     """`take_row(g, idx)` (attrs dim): a copy of `g.select(dim, idx)`."""
     g, idx = (em.name(x) for x in n.inputs)
@@ -133,7 +133,7 @@ def lower_take_row(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("autodiff::zero_row")
+@lowers("autodiff::zero_row", target="cpu")
 def lower_zero_row(em: Emitter, n: ir.Node) -> None:
     """`zero_row(g, idx)` (attrs dim): `g.select(dim, idx) = 0` in place (g is a loop-carried
     grad buffer the backward owns, see autodiff_control._row_write); the result is g."""
@@ -145,7 +145,7 @@ def lower_zero_row(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, g)
 
 
-@lowers("autodiff::copy")
+@lowers("autodiff::copy", target="cpu")
 def lower_copy(em: Emitter, n: ir.Node) -> None:
     """`copy(x)`: a fresh C-contiguous copy (a grad buffer the backward may write into)."""
     from .lower_shape import contiguous_expr
@@ -154,10 +154,10 @@ def lower_copy(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("autodiff::typed")
+@lowers("autodiff::typed", target="cpu")
 def lower_typed(em: Emitter, n: ir.Node) -> None:
     """`typed(x)`: x itself; the node only carries x's dtype and rank for the type pass (a
     value whose rule cannot tell them, e.g. `expand` to run-time sizes, feeding a loop)."""
-    from .cpu import _alias
+    from .program import _alias
     em.tensor(n.output)
     _alias(em, n.output, n.inputs[0])

@@ -25,10 +25,10 @@ gives 0 there).
 """
 from __future__ import annotations
 
-from .. import ir
-from ..passes.fuse_rows import ROW_REDUCE
-from . import NotLowered
-from .cpu import Emitter, np_type
+from ... import ir
+from ...passes.fuse_rows import ROW_REDUCE
+from ...codegen import NotLowered
+from ...codegen.emitter import Emitter, np_type
 
 
 def is_rows(block: ir.Block) -> bool:
@@ -70,7 +70,7 @@ class _Plan:
                 self.deps[p.uid] = {p.uid: t.ndim > 0}
                 self.dtype[p.uid] = t.dtype
             elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-                from .casts import scalar_dtype
+                from ...codegen.casts import scalar_dtype
                 self.scalars[p.uid] = (em.name(v), scalar_dtype(v.type))
                 self.full[p.uid] = False
                 self.deps[p.uid] = {}
@@ -318,7 +318,7 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         for line in lower_reduce.vector_combine(_op1(n), acc, v, d, flag):
             em.emit(line)
     for n, acc, d in sums:
-        from ..._ops import registry
+        from ...._ops import registry
         from .lower_elementwise import scalar_expr
         x = n.inputs[0]
         _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
@@ -359,7 +359,7 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         row_local[n.outputs[0].uid] = (acc, d)
         _store_row(em, plan, n.outputs[0], row_local, outs, idx)
     for n, acc, d in sums:
-        from ..._ops import registry
+        from ...._ops import registry
         from .lower_elementwise import scalar_expr
         r = em.fresh("lse")
         lg = scalar_expr(em, registry.OPS["log"], d, {"input": acc}, {})
@@ -407,7 +407,7 @@ def _row_{op}(b, n):
 
 
 def _row_helper(em, op: str) -> str:
-    from .cpu import DECORATOR
+    from .program import DECORATOR
     name = f"_row_{op}"
     if not any(g.lstrip().startswith(DECORATOR + "\ndef " + name) for g in em.globals):
         em.globals.append(_ROW_HELPER.format(decorator=DECORATOR, op=op,

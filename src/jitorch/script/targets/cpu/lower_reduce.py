@@ -18,12 +18,12 @@ float32 sum runs over blocks of BLOCK rows of dim 0 in float32, each added to a 
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from ..passes.types import norm_dims, reduction_dtype
-from . import NotLowered
-from .cpu import Emitter, np_type, typed_literal
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...passes.types import norm_dims, reduction_dtype
+from ...codegen import NotLowered
+from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...codegen.lowering import lowers
 
 
 # elements per block of a blocked float sum: 512 measured within ~5% of an unblocked
@@ -115,7 +115,7 @@ def _row_extreme(em: Emitter, op: str, xs: str, lead: list, n: str, acc: str,
         em.emit(line)
 
 
-@lowers("sum", "mean", "prod", "amax", "amin", "_max_shift")
+@lowers("sum", "mean", "prod", "amax", "amin", "_max_shift", target="cpu")
 def lower_reduction(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     t = em.tensor(x)

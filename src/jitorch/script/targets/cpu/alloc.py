@@ -38,7 +38,7 @@ from numba.extending import intrinsic
 HUGE_MIN_BYTES = 1 << 22   # NumPy's threshold for asking for huge pages
 _MADV_HUGEPAGE = 14        # <sys/mman.h>, Linux
 _SYMBOL = "jitorch_madvise"
-MODULE = "jitorch.script.kernels.alloc"
+MODULE = "jitorch.script.targets.cpu.alloc"
 
 
 def _madvise_address() -> int:

@@ -1,6 +1,6 @@
 """Lowering of convolutions (conv1d/2d and the internal `_conv_nd`, `_conv_nd_input_grad`,
 `_conv_nd_weight_grad` ops of `_ops/nn_conv.py`, which conv's VJPs are written with) to calls of
-the njit kernels of kernels/conv.py (method there). 1-D convolutions are 2-D ones with a height
+the njit kernels of targets/cpu/conv.py (method there). 1-D convolutions are 2-D ones with a height
 of 1; unbatched inputs get a batch of 1. float32/float64 are lowered; other dtypes go to the
 interpreter.
 
@@ -10,14 +10,14 @@ index by.
 """
 from __future__ import annotations
 
-from ... import _dtype as dt
-from .. import ir
-from . import NotLowered, literal
-from .cpu import Emitter
-from .lowering import lowers
+from .... import _dtype as dt
+from ... import ir
+from ...codegen import NotLowered, literal
+from ...codegen.emitter import Emitter
+from ...codegen.lowering import lowers
 
 _FLOATS = (dt.float32, dt.float64)
-MODULE = "jitorch.script.kernels.conv"  # the kernels the generated code imports
+MODULE = "jitorch.script.targets.cpu.conv"  # the kernels the generated code imports
 
 
 def import_kernels(em: Emitter, module: str, names: str) -> None:
@@ -89,7 +89,7 @@ def _check(em: Emitter, cond: str, *parts) -> None:
 def _static_conv_params(nd: int, stride, padding, dilation, groups):
     """Validate constant hyper-parameters the way eager does; NotLowered (so the interpreter
     raises PyTorch's error) when eager would reject them."""
-    from ..._ops.nn_conv import _conv_params
+    from ...._ops.nn_conv import _conv_params
     if not isinstance(groups, int) or isinstance(groups, bool) or groups <= 0:
         raise NotLowered(f"groups {groups!r}")
     try:
@@ -98,7 +98,7 @@ def _static_conv_params(nd: int, stride, padding, dilation, groups):
         raise NotLowered(f"convolution parameters: {e}") from None
 
 
-@lowers("conv1d", "conv2d")
+@lowers("conv1d", "conv2d", target="cpu")
 def lower_conv(em: Emitter, n: ir.Node) -> None:
     """conv1d / conv2d (public: padding int, list, 'same' or 'valid'; optional bias)."""
     nd = 1 if n.op == "conv1d" else 2
@@ -192,7 +192,7 @@ def _internal_params(em: Emitter, n: ir.Node, nd: int, stride_v, pad_v, dil_v, g
     return s, lo, hi, dl, literal.integer(groups)
 
 
-@lowers("_conv_nd")
+@lowers("_conv_nd", target="cpu")
 def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     """_conv_nd(input, weight, stride, padding (flat lo/hi), dilation, groups), batched."""
     x, w, stride_v, pad_v, dil_v, groups_v = n.inputs
@@ -235,13 +235,13 @@ def _lower_conv_grad(em: Emitter, n: ir.Node, kernel: str, what: str, rank_of: i
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
 
-@lowers("_conv_nd_input_grad")
+@lowers("_conv_nd_input_grad", target="cpu")
 def lower_conv_input_grad(em: Emitter, n: ir.Node) -> None:
     """_conv_nd_input_grad(grad, weight, input_size, stride, padding, dilation, groups)."""
     _lower_conv_grad(em, n, "conv2d_input_grad", "input_size", rank_of=1)
 
 
-@lowers("_conv_nd_weight_grad")
+@lowers("_conv_nd_weight_grad", target="cpu")
 def lower_conv_weight_grad(em: Emitter, n: ir.Node) -> None:
     """_conv_nd_weight_grad(input, grad, kernel_size, stride, padding, dilation, groups)."""
     _lower_conv_grad(em, n, "conv2d_weight_grad", "kernel_size", rank_of=0)

@@ -1,0 +1,112 @@
+"""The Emitter: what every code generator writes a program into, whatever its target.
+
+Owns `Emitter` (the lines of the function being generated, the map from IR values to the Python
+names or compile-time constants that hold them, the helpers, exception classes and kernels the
+module needs), and the typed literals of generated code (`np_type`, `typed_literal`). A target
+(`targets/<name>/`) creates one per program with itself as `target`; its lowerings read the
+target's capabilities through it (`em.capabilities`: which dtypes its arrays may have). Nothing
+here knows how a target runs the program: generated source is Python (Numba's dialect), raises
+carry PyTorch's exception types and a message formatted outside compiled code.
+"""
+from __future__ import annotations
+
+from ... import _dtype as dt
+from .. import ir
+from . import NotLowered, literal
+
+
+class Emitter:
+    """Accumulates the entry function's lines; maps IR values to Python names or constants."""
+
+    def __init__(self, target):
+        self.target = target  # the Target whose program this is (codegen/target.py)
+        self.capabilities = target.capabilities
+        self.lines: list = []
+        self.globals: list = []
+        self.indent = 1
+        self.names: dict = {}   # value uid -> expression holding it at run time
+        self.consts: dict = {}  # value uid -> Python value known at compile time
+        self.lists: dict = {}   # value uid -> [values] of a ListConstruct of runtime values
+        self.tuples: dict = {}  # value uid -> [values] of a TupleConstruct
+        self.shapes: dict = {}  # value uid -> (array expression, rank) of a `x.shape` list
+        self.chunks: dict = {}  # value uid -> (array expression, dim, chunks) of a chunk list
+        self.helpers: set = set()
+        self.exceptions: set = set()
+        self.scripted_raises: set = set()  # exception names of prim::Raise nodes
+        self.writes_arguments = False  # the program writes list arguments' arrays in place
+        self.kernels: dict = {}  # kernel module name -> source (targets/cpu/kernel.py)
+        self.outline = False  # compute nodes become kernels (set by generate)
+        self._n = 0
+
+    def fresh(self, prefix: str = "v") -> str:
+        self._n += 1
+        return literal.Ident(f"{prefix}{self._n}")
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.indent + line)
+
+    def is_const(self, v: ir.Value) -> bool:
+        return v.uid in self.consts
+
+    def const(self, v: ir.Value):
+        if v.uid not in self.consts:
+            raise NotLowered(f"value {v} must be a constant")
+        return self.consts[v.uid]
+
+    def name(self, v: ir.Value) -> str:
+        """A run-time expression for `v` (scalar constants become literals)."""
+        if v.uid in self.names:
+            return self.names[v.uid]
+        if v.uid in self.consts:
+            c = self.consts[v.uid]
+            if isinstance(c, (bool, int, float)):
+                return literal.number(c)
+            raise NotLowered(f"constant of type {type(c).__name__} used at run time")
+        if v.uid in self.tuples:
+            return "(" + "".join(self.name(x) + ", " for x in self.tuples[v.uid]) + ")"
+        raise NotLowered(f"value {v} has no lowering")
+
+    def bind(self, v: ir.Value, expr: str) -> None:
+        self.names[v.uid] = expr
+
+    def tensor(self, v: ir.Value, complex_ok: bool = False) -> ir.TensorType:
+        """`v`'s type; complex dtypes only for lowerings that handle them (`complex_ok`)."""
+        t = v.type
+        if not isinstance(t, ir.TensorType) or t.dtype is None or t.ndim is None:
+            raise NotLowered(f"value {v}: dtype or rank unknown")
+        caps = self.capabilities
+        if t.dtype not in caps.dtypes and not (complex_ok and t.dtype in caps.complex_dtypes):
+            raise NotLowered(f"dtype {t.dtype} is not lowered on {self.target.name} yet")
+        return t
+
+    def raise_in_interpreter(self) -> None:
+        """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter):
+        for what the program cannot do itself, on a path that is rare."""
+        line = "from jitorch.script.kernels.signals import RaiseInInterpreter"
+        if line not in self.globals:
+            self.globals.append(line)
+        self.emit("raise RaiseInInterpreter()")
+
+    def raise_(self, exc: str, *parts) -> None:
+        """Emit a raise of PyTorch's exception type whose message mixes literal strings and
+        run-time ints (1-tuples of expressions). The ints travel as exception args and the
+        module's exception class formats them: `str(int)` inside njit would cost ~0.3 s of
+        compile time per program."""
+        fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
+        args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
+        self.exceptions.add(literal.exception(exc))
+        self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
+
+
+def np_type(d: dt.dtype) -> str:
+    return literal.dtype(d)
+
+
+def typed_literal(value, d: dt.dtype) -> str:
+    """`value` as a literal of dtype `d` (PyTorch casts a Python scalar to the compute dtype)."""
+    literal.number(value)  # a number, nothing else (float("1e9") would accept a str)
+    if d is dt.bool:
+        return literal.boolean(bool(value))
+    if d.category in (dt.FLOAT, dt.COMPLEX):  # (a real value: complex ones are refused)
+        return f"{np_type(d)}({literal.floating(float(value))})"
+    return f"{np_type(d)}({literal.integer(int(value))})"
