@@ -1,6 +1,7 @@
 """Inlining: replaces each `prim::CallFunction` whose `attrs["fn"]` is an `ir.Graph` by a copy of
 the callee's body, in every block (callees that call others are inlined recursively). A call of
-a library composite inlines the body specialised on the call's constants (specialise.py).
+a library composite inlines the body specialised on the call's constants (specialise.py), its
+nodes located at the call (errors name the user's line, as the interpreter's do).
 
 Owns `run(graph) -> graph` (rewrites in place). Calls to anything that is not a Graph (a Python
 callable) are left alone. A call chain deeper than `MAX_DEPTH` (recursion, which the language
@@ -67,6 +68,8 @@ def _inline_block(block: ir.Block, depth: int) -> bool:
                               f"{len(fn.inputs)}")
         body = ir.Block([], *inline_block(fn.block, args))
         _inline_block(body, depth + 1)  # the callee's own calls
+        if "composite" in n.attrs and n.loc is not None:
+            _locate_at(body, n.loc)
         _retype(body.nodes)
         own = {id(x) for x in body.nodes}
         for old, new in zip(n.outputs, body.returns):
@@ -81,6 +84,15 @@ def _inline_block(block: ir.Block, depth: int) -> bool:
         block.returns = [mapping.get(v, v) for v in block.returns]
         replace_many(block, mapping)
     return done
+
+
+def _locate_at(block: ir.Block, loc) -> None:
+    """Give a library composite's inlined nodes the user's call as their source location: an
+    error they raise names the user's line, not jitorch's source (kernels/signals.py)."""
+    for m in block.nodes:
+        m.loc = loc
+        for b in m.blocks:
+            _locate_at(b, loc)
 
 
 def _less_precise(a: ir.Type, b: ir.Type) -> bool:
