@@ -58,6 +58,12 @@ def e_list_index(xs: List[jitorch.Tensor], i: int):
     return xs[i] + 1
 
 
+def e_write_shape(x, v):
+    y = x.clone()
+    y[0] = v  # scripted code's functional write: eager's __setitem__ message
+    return y
+
+
 F32, F64 = jitorch.float32, jitorch.float64
 CASES = [
     # (function, failing arguments, eager's class, a fragment of the message, the failing line)
@@ -79,6 +85,8 @@ CASES = [
      "n // k"),
     (e_list_index, ([jitorch.ones(2), jitorch.ones(2)], 2), IndexError, "out of range",
      "xs[i] + 1"),
+    (e_write_shape, (jitorch.ones(2, 3), jitorch.ones(2)), RuntimeError,
+     "must match the existing size (2) at non-singleton dimension 0", "y[0] = v"),
 ]
 IDS = [f"{c[0].__name__}-{k}" for k, c in enumerate(CASES)]
 

@@ -106,7 +106,7 @@ KNOWN = [
     # --- found by this fuzzer; the fix is outside the fuzzer's files (see the report) ---------
     Known("writes-lost-on-error", "runtime.py write-back: when a call raises, the writes to "
           "arguments made before the failing statement are dropped (eager keeps them)",
-          lambda f: f.kind == "argument-after-error"),
+          lambda f: f.kind in ("argument-after-error", "interpreted-argument-after-error")),
     Known("trace-example-sizes", "trace.py: the tracer resolves size-dependent parts of a "
           "call against the example's sizes (an open slice `x[2::3]` is recorded as "
           "(2, 6, 3), index writes reshape to the example's shape, copy_ expands to it), so "
