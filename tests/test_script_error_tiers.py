@@ -156,3 +156,25 @@ def test_a_compiled_program_that_fails_where_eager_does_not_gets_eagers_result(m
     assert sf(x, y).tolist() == [[3.0] * 3] * 2
     spurious = jitorch.jit.stats().spurious_errors
     assert list(spurious.values()) == [1] and "a planted failure" in next(iter(spurious))
+
+
+class _Tagger(jitorch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = jitorch.nn.Embedding(4, 2)
+
+    def forward(self, i):
+        return self.emb(i) * 2
+
+
+def test_an_error_in_a_library_modules_forward_names_the_users_call():
+    m = jitorch.jit.script(_Tagger())
+    bad = jitorch.tensor([1, 9])
+    with pytest.raises(IndexError) as first:  # the first call (compiled, then rerun)
+        m(bad)
+    with pytest.raises(IndexError) as again:  # the compiled fast path
+        m(bad)
+    where = f"in scripted code at {__file__}:{_line_of(_Tagger.forward, 'self.emb(i)')}:"
+    for e in (first.value, again.value):
+        assert isinstance(e, jitorch.jit.Error) and where in str(e), str(e)
+        assert "index out of range in self" in str(e)

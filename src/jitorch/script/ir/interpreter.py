@@ -21,8 +21,8 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir/__init__.py):
   (`jitorch.jit.Error`), `prim::Raise` its exception class, and any other exception raised by a
   node is re-raised as `signals.located`: its own class and `ScriptRuntimeError` at once (so
   `except IndexError` and `except jitorch.jit.Error` both catch it), the user's file:line
-  appended to its message. An error inside a library composite (a `prim::CallFunction` with
-  attrs["composite"]) names the user's call, not the composite's source in jitorch.
+  appended to its message. An error inside a call of jitorch's own scripted code (a library
+  composite, an nn module's forward: `signals.in_library`) names the user's call instead.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from ..._ops import registry
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
 from .. import ir
-from ..kernels.signals import ScriptRuntimeError, located, where
+from ..kernels.signals import ScriptRuntimeError, in_library, located, where
 
 
 def safe_format(fmt: str, *args, **kwargs) -> str:
@@ -124,7 +124,8 @@ def run_block(block: ir.Block, args: list, env: dict) -> list:
         try:
             outs = _execute(n, [env[v.uid] for v in n.inputs], env)
         except ScriptRuntimeError as e:
-            if n.loc is not None and "composite" in n.attrs:  # name the user's call
+            if n.loc is not None and n.op == "prim::CallFunction" and \
+                    in_library(getattr(e, "script_loc", None)):  # name the user's call
                 raise located(e, n.loc) from e.__cause__
             raise
         except Exception as e:  # name the user's line, keep the original as the cause

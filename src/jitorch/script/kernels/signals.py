@@ -5,7 +5,8 @@ Generated code imports them from here (this package imports nothing else of `scr
 The rule (docs/compilation.md, "Errors"): a scripted call that fails raises an instance of the
 exception class eager code raises (PyTorch's: IndexError, RuntimeError, ValueError, ...) that
 is also a `ScriptRuntimeError` (`jitorch.jit.Error`), with the message eager's op gives,
-followed by the user's file:line (`where`). So `except IndexError` and
+followed by the user's file:line (`where`; a line in jitorch's own sources, `in_library`, is
+replaced by the user's call that reached it). So `except IndexError` and
 `except jitorch.jit.Error` both catch it, interpreted or compiled. The classes are one per
 builtin exception, made on first use by `script_class` and importable from this module under
 the builtin's name (`signals.IndexError`: pickle finds them, and generated programs raise
@@ -26,6 +27,7 @@ runtime/alias.py runs the call in place) are signals, never seen by the user.
 from __future__ import annotations
 
 import builtins
+import os
 
 
 class ScriptRuntimeError(RuntimeError):
@@ -106,6 +108,15 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+_LIBRARY = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def in_library(loc) -> bool:
+    """`loc` lies in jitorch's own sources (a library composite, an nn module's forward): an
+    error there is reported at the user's call that reached it."""
+    return loc is not None and os.path.abspath(str(loc.file)).startswith(_LIBRARY + os.sep)
+
+
 def where(loc) -> str:
     """The user's line, as appended to a scripted error's message (`loc`: an ir.SourceLoc)."""
     if loc is None:
@@ -116,9 +127,10 @@ def where(loc) -> str:
 
 def located(e, loc, message: str | None = None) -> Exception:
     """`e` (an exception, or an exception class when `message` is given) as scripted code
-    raises it: its `script_class`, its message (or `message`) followed by the user's line `loc`. The result keeps `script_message` (without the line)
-    and `script_loc`, so that an error inside a library composite can be located again at the
-    user's call (`located(e, call_loc)` again)."""
+    raises it: its `script_class`, its message (or `message`) followed by the user's line
+    `loc`. The result keeps `script_message` (without the line) and `script_loc`, so that an
+    error inside a library composite can be located again at the user's call
+    (`located(e, call_loc)`)."""
     base = e if isinstance(e, type) else type(e)
     if message is None:
         message = getattr(e, "script_message", None)
