@@ -9,9 +9,9 @@ user's file (here the program's). For a script-mode run (runner._run_script):
   graph the code generator cannot lower): the interpreted tier. Made only for programs with a
   set that raises, and called only on those sets, so the slice's cost grows by interpreted
   calls, never by compiles;
-- `check_error(...)`: on a set where eager or the compiled call raised, the interpreted
-  outcome against eager's (compare.compare) and the two scripted errors against each other:
-  same class, same message, located in the program's file, a jit.Error;
+- `check_error(...)`: on a set where eager and the compiled call raised (compare.compare
+  agreed), the interpreted outcome against eager's and the two scripted errors against each
+  other: same class, same message, located in the program's file, a jit.Error;
 - `spurious(before)`: a compiled program that raised where the interpreter, rerunning the
   call, did not (`jitorch.jit.stats().spurious_errors`; the call got eager's result).
 """
@@ -24,6 +24,7 @@ import jitorch
 from jitorch.script.runtime import programs
 
 from . import compare as cmp
+
 
 @contextlib.contextmanager
 def _interpreter_only():
@@ -60,7 +61,7 @@ class _Interpreted:
 
 def check_error(fn, want, got, interp) -> tuple | None:
     """(kind, detail) of a disagreement among eager's outcome `want`, the compiled one `got`
-    and the interpreted one `interp` on a set where eager or the compiled call raised."""
+    and the interpreted one `interp` on a set where eager raised."""
     res = cmp.compare(want, interp)
     if res:
         return "interpreted-" + res[0], res[1]

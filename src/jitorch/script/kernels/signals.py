@@ -95,7 +95,7 @@ def script_class(base: type) -> type:
             cls = type(base.__name__, (base, ScriptRuntimeError), ns)
         except TypeError:  # incompatible layouts
             cls = type(base.__name__, (ScriptRuntimeError,), ns)
-        _CLASSES[base] = cls
+        cls = _CLASSES.setdefault(base, cls)  # (atomic: threads racing here share one)
     return cls
 
 
