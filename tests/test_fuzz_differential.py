@@ -9,8 +9,9 @@ reproducer. The long mode is `PYTHONPATH=src:tests python -m fuzz --iterations N
 
 The other tests check the fuzzer itself: that it generates what it claims to (aliasing, strided
 and expanded arguments, sizes 0 and 1, in-place and index writes, compiled programs), that a
-wrong compiled result, error or argument write is caught, and that the minimiser shrinks a
-planted disagreement to a reproducer that shows it.
+wrong compiled result, error or argument write is caught (and a scripted error that differs
+between the interpreted and compiled tiers or lacks the user's line), and that the minimiser
+shrinks a planted disagreement to a reproducer that shows it.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 
 import jitorch
-from fuzz import compare, exclusions, minimize, runner, values
+from fuzz import compare, exclusions, minimize, runner, tiers, values
 from fuzz.generate import generate
 from fuzz.program import Arg, Program, Stmt
 
@@ -130,6 +131,8 @@ class _Wrong:
         def wrong(*args):
             if how == "raise":
                 raise RuntimeError("planted")
+            if how == "same":  # eager's own outcome, errors as eager raises them
+                return fn(*args)
             res = fn(*args)
             if how == "value":
                 return res + 1e-3
@@ -156,6 +159,39 @@ def test_compiled_success_where_eager_raises_is_a_failure():
     assert compare.compare(got, want)[0] == "compiled-raised"
     other = compare.Outcome(exc=RuntimeError("index 5"))
     assert compare.compare(want, other)[0] == "error-type"
+
+
+def test_runner_checks_scripted_errors_in_every_tier(monkeypatch):
+    """A set that raises runs interpreted too (fuzz/tiers.py): a scripted error that is eager's
+    class but carries no line of the user's file (here eager's own error, re-raised) fails."""
+    monkeypatch.setattr(jitorch.jit, "script", _Wrong("same"))
+    prog = _prog("v0 = a0[5]")
+    rep = runner.run(prog, _sets([[1.0, 2.0]]), modes=("script",))
+    assert [f.kind for f in rep.findings] == ["error-not-located"], rep.findings
+    assert rep.failures()
+
+
+def test_tier_disagreements_are_findings():
+    def f(x):
+        return x
+    eager = compare.Outcome(exc=IndexError("index 5 is out of bounds"))
+    where = f"\n  in scripted code at {f.__code__.co_filename}:1:0: x[5]"
+    from jitorch.script.kernels.signals import script_class
+
+    def scripted(cls, msg):
+        return compare.Outcome(exc=script_class(cls)(msg + where))
+    ok = scripted(IndexError, "index 5 is out of bounds")
+    assert tiers.check_error(f, eager, ok, ok) is None
+    assert tiers.check_error(f, eager, ok, scripted(IndexError, "index 5"))[0] == "tier-message"
+    assert tiers.check_error(f, eager, ok, compare.Outcome(exc=RuntimeError("x")))[0] == \
+        "interpreted-error-type"
+    other = compare.Outcome(exc=type("IndexError", (IndexError,), {})("index 5 is out of "
+                                                                         "bounds" + where))
+    assert tiers.check_error(f, eager, other, ok)[0] == "tier-error-type"
+    before = tiers.spurious_count()
+    from jitorch.script.runtime import stats
+    stats._c.spurious_errors["f: ValueError: planted"] += 1
+    assert tiers.spurious(before)[0] == "spurious-error"
 
 
 def test_float_tolerance_is_per_dtype():

@@ -106,7 +106,7 @@ KNOWN = [
     # --- found by this fuzzer; the fix is outside the fuzzer's files (see the report) ---------
     Known("writes-lost-on-error", "runtime.py write-back: when a call raises, the writes to "
           "arguments made before the failing statement are dropped (eager keeps them)",
-          lambda f: f.kind == "argument-after-error"),
+          lambda f: f.kind in ("argument-after-error", "interpreted-argument-after-error")),
     Known("trace-example-sizes", "trace.py: the tracer resolves size-dependent parts of a "
           "call against the example's sizes (an open slice `x[2::3]` is recorded as "
           "(2, 6, 3), index writes reshape to the example's shape, copy_ expands to it), so "
@@ -135,12 +135,6 @@ KNOWN = [
           "doesn't match the broadcast shape\"",
           lambda f: f.kind == "compiled-succeeded" and _has_tag(f, "inplace:", "aug:") and
           _eager_says(f, "doesn't match the broadcast shape")),
-    Known("index-add-error-type", "index_add with an out-of-range index: eager "
-          "(_ops/scatter_ops.py) raises RuntimeError \"index i is out of bounds for dimension "
-          "d\", compiled (targets/cpu/lower_gather.py) IndexError \"index out of range in self\"; "
-          "PyTorch's CPU kernel uses TORCH_CHECK_INDEX (IndexError), to be confirmed",
-          lambda f: f.kind == "error-type" and _has_tag(f, "form:index_add") and
-          "index out of range in self" in str(f.got_exc)),
     Known("zero-dim-index-copy", "frontend_index.py: x[t] with a 0-d integer tensor t is a "
           "view in eager (an int index) but a copy (advanced indexing) in scripted code, so "
           "writes through it are lost",
@@ -185,23 +179,19 @@ KNOWN = [
           "does not follow (`x.T`, `x.mT`, an element of broadcast_tensors' list) is a "
           "ScriptError; TorchScript accepts it (the write lands in the viewed storage)",
           lambda f: f.kind == "frontend" and "storage the compiler cannot follow" in f.detail),
+    Known("boundary-refusal-unlocated", "runtime/functions.py _refuse_writes: PyTorch's "
+          "refusal to write to an expanded argument is raised at the call boundary, before the "
+          "program runs, so it carries no line of the user's file and is not a jit.Error "
+          "(issue 21 item 4's rule, docs/compilation.md)",
+          lambda f: f.kind == "error-not-located" and
+          "more than one element of the written-to" in str(f.got_exc)),
     Known("write-check-order", "runtime.py _refuse_writes: the refusal to write to an expanded "
           "argument is raised before the program runs, so it wins over the error eager meets "
           "first (an out-of-range index)",
           lambda f: f.kind == "error-type" and
           "more than one element of the written-to" in str(f.got_exc) and
           not _eager_says(f, "more than one element of the written-to")),
-    Known("cat-size-check", "targets/cpu/lower_shape.py lower_cat: with operands of mixed dtypes "
-          "the sizes are not checked with PyTorch's message; Numba's np.concatenate raises "
-          "ValueError (eager: RuntimeError \"Sizes of tensors must match\")",
-          lambda f: f.kind == "error-type" and isinstance(f.got_exc, ValueError) and
-          ("np.concatenate" in str(f.got_exc) or "np.stack" in str(f.got_exc))),
-    Known("narrow-error-type", "targets/cpu/lower_shape.py lower_narrow raises IndexError for "
-          "\"start + length exceeds dimension size\"; eager (and PyTorch) raise RuntimeError",
-          lambda f: f.kind == "error-type" and _eager_says(f, "exceeds dimension size") and
-          isinstance(f.got_exc, IndexError)),
-    Known("fma-overflow", "targets/cpu/blas.py (left as is): the small-M kernel fuses "
-          "multiply-add, "
+    Known("fma-overflow", "targets/cpu/blas.py (left as is): the small-M kernel fuses multiply-add, "
           "so a float32 product that overflows stays finite inside the fma and a sum of "
           "overflowing products gives inf where eager's BLAS gives nan; both are IEEE results "
           "(PyTorch's own BLAS kernels differ the same way)",

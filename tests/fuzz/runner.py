@@ -4,7 +4,8 @@ Owns the differential run. For a program and its input sets:
 - eager: the plain Python function on fresh arguments of each set (the reference);
 - script: `jitorch.jit.script` of the same function (one object, called on every set: the sets
   share dtypes and ranks, so they share a specialisation); a frontend rejection of a program eager
-  runs is a disagreement;
+  runs is a disagreement; a set that raises also runs in the interpreted tier, and the two
+  scripted errors must be the same, located in the program's file (tiers.py);
 - trace: `jitorch.jit.trace` on the first set eager accepts (Python-number arguments are fixed
   in a trace, so there is one trace per distinct tuple of them), then called on every set. When a
   set with other sizes disagrees, the program is traced again on that set: agreeing then means
@@ -28,7 +29,7 @@ import numpy as np
 import jitorch
 
 from . import compare as cmp
-from . import exclusions, values
+from . import exclusions, tiers, values
 from .program import load
 
 
@@ -138,12 +139,19 @@ def _run_script(fn, prog, sets, want, rep, pid):
                     "frontend", f"script() raised {type(e).__name__}: "
                     f"{cmp._first_line(e)}"), want[ok[0]], got, pid)
             return
+        interp = None
         for k, s in enumerate(sets):
             args, roots = values.build(s)
+            before = tiers.spurious_count()
             got = cmp.call(sf, args, roots)
             rep.calls += 1
             res = cmp.compare(want[k], got, floor=precision_floor(prog)) or \
-                _accuracy(fn, prog, s, want[k], got)
+                _accuracy(fn, prog, s, want[k], got) or tiers.spurious(before)
+            if not res and not (want[k].ok and got.ok):  # an error: the interpreted tier too
+                interp = interp or tiers.interpreted(fn)
+                if interp is not None:
+                    res = tiers.check_error(fn, want[k], got, cmp.call(interp, *values.build(s)))
+                    rep.calls += 1
             if res:
                 _finding(rep, prog, sets, k, "script", res, want[k], got, pid)
     _note_entries(sf, rep)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from . import infer
-from .indexing import _np_basic
+from .indexing import _np_basic, check_expand
 from .registry import defop
+from .shape import _legacy
 from .batching import LOOP
 
 _WHOLE = (None, None, None)
@@ -50,15 +51,11 @@ def _index_write_impl(input, values, basic, cast_check=False):
     region = out[_np_basic(basic)]
     vals = np.asarray(values)
     k = 0
-    while vals.ndim - k > region.ndim and vals.shape[k] == 1:
+    while k < vals.ndim and vals.shape[k] == 1:  # as Tensor.__setitem__ drops them
         k += 1
     if k:
         vals = vals.reshape(vals.shape[k:])
-    lead = region.ndim - vals.ndim
-    if lead < 0 or any(s != 1 and s != region.shape[lead + i] for i, s in enumerate(vals.shape)):
-        raise RuntimeError(f"The expanded size of the tensor cannot match: value of shape "
-                           f"{list(np.shape(values))} cannot be written to a region of shape "
-                           f"{list(region.shape)}")
+    check_expand(vals.shape, region.shape, lambda: _legacy(vals))  # eager's errors
     if vals.dtype.kind == "c" and out.dtype.kind != "c":
         raise RuntimeError(f"result type ComplexFloat can't be cast to the desired output type "
                            f"{out.dtype.name}")

@@ -502,9 +502,15 @@ def _strip_leading_ones(value: Tensor) -> Tensor:
 
 
 def _check_expand(value: Tensor, target: tuple) -> None:
-    value_shape = tuple(value.shape)
+    check_expand(tuple(value.shape), target, value.type)
+
+
+def check_expand(value_shape: tuple, target: tuple, type_name) -> None:
+    """PyTorch's errors for a value of `value_shape` (leading size-1 dims dropped) written to
+    `t[idx]` of shape `target` (`type_name()`: the value's legacy type name, for the message);
+    also scripted code's functional writes (index_write.py)."""
     if len(value_shape) > len(target):
-        raise RuntimeError(f"expand({value.type()}{{{list(value_shape)}}}, "
+        raise RuntimeError(f"expand({type_name()}{{{list(value_shape)}}}, "
                            f"size={list(target)}): the number of sizes provided ({len(target)}) "
                            "must be greater or equal to the number of dimensions in the tensor "
                            f"({len(value_shape)})")

@@ -17,10 +17,12 @@ Semantics of the prim ops (ir.PRIM_OPS; block conventions in ir/__init__.py):
 - factory nodes (`zeros`, `arange`, ...; registry ops of `_ops/factories.py`): their `impl`,
   the eager factory, called directly (a tracer never records a factory: its result is a
   constant).
-- `prim::Assert` / `prim::Raise` raise `ScriptRuntimeError` (`jitorch.jit.Error`) naming the node's
-  source location; any other exception raised by a node is re-raised as an exception that is
-  both its own type and `ScriptRuntimeError` (so `except IndexError` and `except jitorch.jit.Error`
-  both catch it), with the user's file:line appended to its message.
+- errors (the rule of kernels/signals.py): `prim::Assert` raises `ScriptRuntimeError`
+  (`jitorch.jit.Error`), `prim::Raise` its exception class, and any other exception raised by a
+  node is re-raised as `signals.located`: its own class and `ScriptRuntimeError` at once (so
+  `except IndexError` and `except jitorch.jit.Error` both catch it), the user's file:line
+  appended to its message. An error inside a call of jitorch's own scripted code (a library
+  composite, an nn module's forward: `signals.in_library`) names the user's call instead.
 """
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from ..._ops import registry
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
 from .. import ir
-from ..kernels.signals import ScriptRuntimeError
+from ..kernels.signals import ScriptRuntimeError, in_library, located, where
 
 
 def safe_format(fmt: str, *args, **kwargs) -> str:
@@ -121,12 +123,15 @@ def run_block(block: ir.Block, args: list, env: dict) -> list:
     for n in block.nodes:
         try:
             outs = _execute(n, [env[v.uid] for v in n.inputs], env)
-        except ScriptRuntimeError:
+        except ScriptRuntimeError as e:
+            if n.loc is not None and n.op == "prim::CallFunction" and \
+                    in_library(getattr(e, "script_loc", None)):  # name the user's call
+                raise located(e, n.loc) from e.__cause__
             raise
         except Exception as e:  # name the user's line, keep the original as the cause
             if n.loc is None or isinstance(e, StopIteration):
                 raise
-            raise _located(e, n.loc) from e
+            raise located(e, n.loc) from e
         k = len(n.outputs)
         if k == 1:
             env[n.outputs[0].uid] = outs
@@ -134,37 +139,10 @@ def run_block(block: ir.Block, args: list, env: dict) -> list:
             outs = tuple(outs)
             if len(outs) != k:
                 raise ScriptRuntimeError(f"{n.op} gave {len(outs)} values for {k} outputs"
-                                         + _where(n.loc))
+                                         + where(n.loc))
             for v, o in zip(n.outputs, outs):
                 env[v.uid] = o
     return [env[v.uid] for v in block.returns]
-
-
-def _where(loc) -> str:
-    if loc is None:
-        return ""
-    text = f": {loc.text.strip()}" if loc.text else ""
-    return f"\n  in scripted code at {loc}{text}"
-
-
-_COMBINED: dict = {}
-
-
-def _located(e: Exception, loc) -> Exception:
-    """e's type and ScriptRuntimeError at once, its message followed by the user's line."""
-    cls = type(e)
-    combo = _COMBINED.get(cls)
-    if combo is None:
-        try:
-            combo = type(cls.__name__, (cls, ScriptRuntimeError), {"__module__": cls.__module__})
-        except TypeError:  # incompatible layouts (OSError, ...): the jit error alone
-            combo = ScriptRuntimeError
-        _COMBINED[cls] = combo
-    msg = e.args[0] if len(e.args) == 1 and isinstance(e.args[0], str) else str(e)
-    try:
-        return combo(msg + _where(loc))
-    except Exception:
-        return ScriptRuntimeError(f"{cls.__name__}: {msg}{_where(loc)}")
 
 
 def _single(n: ir.Node, r):
@@ -240,16 +218,16 @@ def _execute(n: ir.Node, vals: list, env: dict):
     if op == "prim::Assert":
         if not bool(vals[0]):
             msg = vals[1] if len(vals) > 1 and vals[1] is not None else ""
-            raise ScriptRuntimeError(f"AssertionError: {msg}{_where(n.loc)}")
+            raise located(ScriptRuntimeError, n.loc, f"AssertionError: {msg}")
         return None
     if op == "prim::Raise":
         msg = "".join(str(v) for v in vals)
         exc = n.attrs.get("exc", "Exception")
         cls = getattr(builtins, exc, None)
-        if isinstance(cls, type) and issubclass(cls, Exception):
-            # `raise ValueError(...)` is a ValueError and a jit.Error, as the compiled one is
-            raise _located(cls(f"{exc}: {msg}"), n.loc)
-        raise ScriptRuntimeError(f"{exc}: {msg}{_where(n.loc)}")
+        if not (isinstance(cls, type) and issubclass(cls, Exception)):
+            cls = ScriptRuntimeError
+        # `raise ValueError(...)` is a ValueError and a jit.Error, as the compiled one is
+        raise located(cls, n.loc, f"{exc}: {msg}")
     if op == "prim::Fused":
         return _single(n, run_block(n.blocks[0], vals, env))
     raise NotImplementedError(f"jitorch interpreter: no rule for {op}")

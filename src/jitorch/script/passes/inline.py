@@ -1,6 +1,7 @@
 """Inlining: replaces each `prim::CallFunction` whose `attrs["fn"]` is an `ir.Graph` by a copy of
 the callee's body, in every block (callees that call others are inlined recursively). A call of
-a library composite inlines the body specialised on the call's constants (specialise.py).
+a library composite inlines the body specialised on the call's constants (specialise.py). Nodes
+inlined from jitorch's own sources take the call's location (errors name the user's line).
 
 Owns `run(graph) -> graph` (rewrites in place). Calls to anything that is not a Graph (a Python
 callable) are left alone. A call chain deeper than `MAX_DEPTH` (recursion, which the language
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 from .. import ir
 from ..ir.util import inline_block, replace_many
+from ..kernels.signals import in_library
 
 MAX_DEPTH = 64
 
@@ -67,6 +69,8 @@ def _inline_block(block: ir.Block, depth: int) -> bool:
                               f"{len(fn.inputs)}")
         body = ir.Block([], *inline_block(fn.block, args))
         _inline_block(body, depth + 1)  # the callee's own calls
+        if n.loc is not None:
+            _locate_at(body, n.loc)
         _retype(body.nodes)
         own = {id(x) for x in body.nodes}
         for old, new in zip(n.outputs, body.returns):
@@ -81,6 +85,17 @@ def _inline_block(block: ir.Block, depth: int) -> bool:
         block.returns = [mapping.get(v, v) for v in block.returns]
         replace_many(block, mapping)
     return done
+
+
+def _locate_at(block: ir.Block, loc) -> None:
+    """Give the inlined nodes that come from jitorch's own sources (a library composite, an nn
+    module's forward) the call's location: an error they raise names the user's line, as the
+    interpreter's do (kernels/signals.py in_library)."""
+    for m in block.nodes:
+        if in_library(m.loc):
+            m.loc = loc
+        for b in m.blocks:
+            _locate_at(b, loc)
 
 
 def _less_precise(a: ir.Type, b: ir.Type) -> bool:

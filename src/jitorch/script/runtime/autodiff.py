@@ -221,9 +221,12 @@ class _LazyFirst:
                     return outs
         try:
             return self.entry.run(args)
-        except RaiseInInterpreter:  # codegen/__init__.py: the interpreter runs this call
-            from ..ir import interpreter
-            return interpreter.run_graph(self.entry.graph, list(args))
+        except RaiseInInterpreter as e:  # codegen/__init__.py: the interpreter runs it
+            signal = e  # (run outside the handler: its error does not chain the program's)
+        from ..ir import interpreter
+        outs = interpreter.run_graph(self.entry.graph, list(args))
+        stats.record_rerun(self.name, signal)
+        return outs
 
 
 def build(sf, arg_types, static, args):

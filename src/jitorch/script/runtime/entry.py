@@ -4,7 +4,9 @@ Owns `_Entry` (a compiled program or an interpreted graph), how boundary values 
 program's Numba overload (`_bkey`: per array dtype, rank and C-contiguity, never sizes or
 strides; `_nb_signature`: 'C' or 'A' array types), calling an overload's entry point directly,
 and wrapping outputs into Tensors (`_wrapper`, `_wrap`). `runtime/functions.py` decides which entry
-runs.
+runs. Every call of a program passes what it raises through `_failed`: the one place where a
+compiled program's exceptions (its checks', NumPy's or Numba's) become `ProgramFailed`, which
+the runtime answers by running the call in the interpreter (kernels/signals.py).
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from ... import _dtype as dt
 from ..._tensor import Tensor
 from ..ir import interpreter
 from .. import ir
-from ..kernels.signals import RaiseInInterpreter
+from ..kernels.signals import RaiseInInterpreter, program_failed
 
 _new = object.__new__
 
@@ -77,7 +79,10 @@ class _Entry:
         ep = self.eps.get(bk)
         if ep is None:
             ep = self._overload(xs, bk)
-        return ep(*xs)
+        try:
+            return ep(*xs)
+        except Exception as e:  # the interpreter reruns the call for eager's located error
+            _failed(e)
 
     def _overload(self, xs, bk):
         """The entry point for a boundary key not seen yet: compiled (or loaded) now, or a
@@ -109,10 +114,12 @@ class _Entry:
             ep = ep.ready()  # NotReady until the worker is done: no runner for a stand-in
         conv = "".join(f"    x{i} = a[{i}]._data\n" for i in range(n_args))
         xl = ", ".join(f"x{i}" for i in range(n_args))
-        ns = {"_ep": ep, "_call": self.call}
+        ns = {"_ep": ep, "_call": self.call, "_failed": _failed}
         ns.update({f"_d{i}": x.dtype for i, x in enumerate(xs)})
         same = " and ".join(f"x{i}.dtype is _d{i}" for i in range(n_args)) or "True"
-        call = f"    if {same}:\n        r = _ep({xl})\n    else:\n        r = _call([{xl}])\n"
+        call = (f"    if {same}:\n        try:\n            r = _ep({xl})\n"
+                "        except Exception as e:\n            _failed(e)\n"
+                f"    else:\n        r = _call([{xl}])\n")
         ns.update({f"_w{k}": w for k, w in enumerate(self.wraps)})
         outs = [f"_w{k}(r[{k}])" for k in range(len(self.wraps))]
         ret = outs[0] if len(outs) == 1 and not tuple_out else \
@@ -120,6 +127,16 @@ class _Entry:
         exec(f"def run(a):\n{conv}{call}    if type(r) is not tuple:\n"
              f"        r = (r,)\n    return {ret}\n", ns)
         return ns["run"]
+
+
+def _failed(e: Exception):
+    """Raise what the boundary raises for `e`, raised by a program (kernels/signals.py:
+    ProgramFailed, so that the interpreter reruns the call and raises eager's error at the
+    user's line; a signal or a Numba compile error as it is)."""
+    f = program_failed(e)
+    if f is e:
+        raise e
+    raise f from e
 
 
 def _stand_in(outs, args):

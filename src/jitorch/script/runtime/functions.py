@@ -50,7 +50,7 @@ from .. import ir
 from ..frontend.trace import _active_count as _tracers, active_tracer as _active_tracer
 from ..ir import interpreter
 from ..ir.util import used_inputs
-from ..kernels.signals import ArgumentsOverlap, RaiseInInterpreter
+from ..kernels.signals import ArgumentsOverlap, ProgramFailed, RaiseInInterpreter
 from . import alias, stats, tiers
 from .keys import _any_rg, _arg_type, _describe_key_part, _make_fast_key, _other_key, \
     _type_name
@@ -315,12 +315,14 @@ class ScriptFunction:
             if self._mutated:
                 outs = self._write_back(orig, outs, args)
             return self._finish(outs)
-        except RaiseInInterpreter:
+        except RaiseInInterpreter as e:
             # the program met what it cannot do itself (an error message built from lists or
-            # reprs, a row region whose rows differ, arguments that share memory): the
-            # interpreter runs this call (eager semantics: it returns the result or raises the
-            # exact error)
-            return self._raise_interpreted(given, kwargs)
+            # reprs, a row region whose rows differ, arguments that share memory) or failed
+            # (ProgramFailed: whatever it raised): the interpreter runs this call (eager
+            # semantics: it returns the result or raises eager's error at the user's line),
+            # outside the handler so that its error does not chain the program's
+            signal = e
+        return self._raise_interpreted(given, kwargs, signal)
 
     def _finish(self, outs):
         if len(outs) == 1 and not self._tuple_out:
@@ -336,11 +338,19 @@ class ScriptFunction:
         self.autocast_reason = AUTOCAST_REASON
         return self._raise_interpreted(args, kwargs)
 
-    def _raise_interpreted(self, args, kwargs):
+    def _raise_interpreted(self, args, kwargs, signal=None):
         args = self._bind(args, dict(kwargs))
+        if isinstance(signal, ProgramFailed) and any(
+                isinstance(args[i], (list, tuple)) for i in self._mutated):
+            # the program wrote list elements in place (lower_list.py) before it failed: a
+            # second run would write them twice, so its own error stands (not located)
+            raise signal.error
         if self._mutated:  # writes in place: eager's result, aliasing arguments included
-            return self._finish(self._in_place(args))
-        return self._finish(interpreter.run_graph(self.graph, args))
+            outs = self._in_place(args)
+        else:
+            outs = interpreter.run_graph(self.graph, args)
+        stats.record_rerun(self.name, signal)  # (reached only when eager raises nothing)
+        return self._finish(outs)
 
     def _check_overlap(self, args) -> None:
         """Raise ArgumentsOverlap (the caller runs the call in place) when a written argument

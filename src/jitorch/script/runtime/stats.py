@@ -41,7 +41,10 @@ class Stats(dict):
     worker_cpu_seconds (the worker's time for them: wall from submission to its answer, and its
     CPU), functions (per ScriptFunction name: tier "interpreted-while-compiling", "compiled",
     "interpreted" or "not called", its number of programs, compile_wall_s, worker_cpu_s and
-    the reasons of its interpreted programs; `tiers.function_report`)."""
+    the reasons of its interpreted programs; `tiers.function_report`).
+
+    spurious_errors ("function: error" -> calls): compiled programs that raised where the
+    interpreter, rerunning the call for the user's error, raised nothing (`record_rerun`)."""
 
     def __getattr__(self, name):
         try:
@@ -68,6 +71,7 @@ class _Counters:
         self.background_failed = 0
         self.worker_wall_seconds = 0.0
         self.worker_cpu_seconds = 0.0
+        self.spurious_errors: Counter = Counter()
 
 
 _c = _Counters()
@@ -101,6 +105,7 @@ def snapshot() -> Stats:
                      background_failed=_c.background_failed,
                      worker_wall_seconds=_c.worker_wall_seconds,
                      worker_cpu_seconds=_c.worker_cpu_seconds,
+                     spurious_errors=dict(_c.spurious_errors),
                      functions=_function_reports(), kernels=_kernel_counts())
 
 
@@ -176,6 +181,18 @@ def record_background_failed(reason: str) -> None:
     with _lock:
         _c.background_failed += 1
         _c.interpreted_reasons[reason] += 1
+
+
+def record_rerun(name: str, signal) -> None:
+    """A call that a program handed to the interpreter (`signal`, a RaiseInInterpreter) ended
+    without an error. When the program had failed (ProgramFailed) that is a compiler bug: the
+    program raised where eager does not. The call got eager's result; it is counted here."""
+    from ..kernels.signals import ProgramFailed
+    if isinstance(signal, ProgramFailed):
+        e = signal.error
+        first = (str(e).strip().splitlines() or [""])[0][:200]
+        with _lock:
+            _c.spurious_errors[f"{name}: {type(e).__name__}: {first}"] += 1
 
 
 def record_call(*, hit: bool, interpreted: bool) -> None:

@@ -1,6 +1,7 @@
 """The text of a generated module around its one function (an entry, program.py, or a kernel,
 kernel.py): the imports it needs (allocation helpers, fast math functions, with the hash of the
-helper file so a changed helper gives a new module name), its exception classes, its globals.
+helper file so a changed helper gives a new module name), the exception classes it raises
+(kernels/signals.py's, shared by every program and tier), its globals.
 """
 from __future__ import annotations
 
@@ -21,27 +22,11 @@ def module_head(em):
         # Numba's own cache does not notice changes in other files
         head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
-    for exc in sorted(em.exceptions):
-        head.append(_EXC_CLASS.format(exc=exc))
-    if em.scripted_raises:
-        head.append("from jitorch.script.kernels.signals import ScriptRuntimeError")
-    for exc in sorted(em.scripted_raises):
-        head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
+    # what the program raises: the classes scripted code raises in every tier (the runtime
+    # reruns a failed call in the interpreter for the user's line), args (format, numbers...)
+    names = [f"{exc} as _{exc}" for exc in sorted(em.exceptions)] + \
+        [f"{exc} as _Script{exc}" for exc in sorted(em.scripted_raises)]
+    if names:
+        head.append(f"from jitorch.script.kernels.signals import {', '.join(names)}")
     return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
 
-
-_SCRIPT_EXC_CLASS = """
-
-class _Script{exc}({exc}, ScriptRuntimeError):
-    \"\"\"A `raise {exc}(...)` of the scripted code (also a jitorch.jit.Error).\"\"\"
-
-    def __str__(self):
-        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
-
-_EXC_CLASS = """
-
-class _{exc}({exc}):
-    \"\"\"{exc} raised by the program; args = (format, ints...).\"\"\"
-
-    def __str__(self):
-        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
