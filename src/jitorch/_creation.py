@@ -23,6 +23,7 @@ from . import _dtype as dt
 from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deterministic fill
 from ._device import as_device
 from ._tensor import Tensor
+from ._device.transfer import factory as _on_device
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -386,6 +387,7 @@ def _to_array(data, dtype: dt.dtype | None) -> np.ndarray:
     return arr
 
 
+@_on_device()
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.tensor`: always copies `data`; the result is a leaf with no history."""
     as_device(device)
@@ -405,6 +407,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(arr, d, requires_grad)
 
 
+@_on_device()
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """`torch.as_tensor`: shares memory with a NumPy array or Tensor when no cast is needed."""
     as_device(device)
@@ -419,6 +422,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype)
 
 
+@_on_device()
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
     """`torch.asarray`: aliases tensors and NumPy arrays unless a copy or cast is needed;
     `copy=False` makes a needed copy an error, `copy=True` always copies."""
@@ -455,6 +459,7 @@ def _native(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+@_on_device()
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False) -> Tensor:
     """`torch.scalar_tensor`: a 0-dim tensor of the default dtype unless `dtype` is given."""
@@ -481,7 +486,7 @@ def _factory(name: str, fill):
         return _finish(arr, d, requires_grad)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}(*size)`: sizes as varargs, one sequence, or `size=`."
-    return make
+    return _on_device()(make)
 
 
 zeros = _factory("zeros", np.zeros)
@@ -489,6 +494,7 @@ ones = _factory("ones", np.ones)
 empty = _factory("empty", _empty_fill)
 
 
+@_on_device()
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.full`: without `dtype`, the fill value's Python type picks it (1.5 -> default
@@ -519,7 +525,7 @@ def _like(name: str, fill):
         return _finish(fill(input._data.shape, d.np), d, requires_grad)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}`: input's shape, input's dtype unless `dtype` is given."
-    return make
+    return _on_device(like="input")(make)
 
 
 zeros_like = _like("zeros_like", np.zeros)
@@ -527,6 +533,7 @@ ones_like = _like("ones_like", np.ones)
 empty_like = _like("empty_like", _empty_fill)
 
 
+@_on_device(like="input")
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """`torch.full_like`: the fill value is converted (checked) to input's dtype."""
@@ -537,6 +544,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     return _finish(np.full(input._data.shape, v, dtype=d.np), d, requires_grad)
 
 
+@_on_device()
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False) -> Tensor:
     """`torch.empty_strided`: a zero-filled tensor whose strides are exactly `stride`."""

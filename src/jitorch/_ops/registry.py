@@ -36,6 +36,8 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import placed as _placed
+from .._device.transfer import common_device as _common_device
 from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -365,6 +367,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)
+    if _placed[0] and _profile is not _ON_DEVICE:  # some tensor lives off the CPU
+        dev = _common_device(slots)
+        if dev is not None:
+            return _on_device(op, slots, attrs, dev)
     if op.kind == "elementwise":
         out_dtype, arrays = _elementwise_args(op, slots, attrs)
         try:
@@ -407,6 +413,31 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     if _fwd_level[0] and op.jvp is not None:
         propagate(op, slots, attrs, outs)
     return outs
+
+
+class _OnDeviceMark:
+    """dispatch's `_profile` value for a call already past the device step (falsy: the
+    profiler and autocast have seen it too)."""
+
+    def __bool__(self):
+        return False
+
+
+_ON_DEVICE = _OnDeviceMark()
+
+
+def _on_device(op: OpDef, slots: tuple, attrs: dict, dev):
+    """Run an op whose operands live on `dev` (not the CPU): its implementation runs on the
+    device's arrays (its backend's namespace), and the results are made there. An op that moves
+    data between devices (`_to_device`) places its own result."""
+    from .._device.transfer import lift_scalars, tag
+    if op.extra.get("transfer"):
+        return dispatch(op, slots, attrs, _ON_DEVICE)
+    cant = op.extra.get("no_device")
+    if cant:
+        raise NotImplementedError(f"{op.name}: not implemented on device '{dev}' ({cant})")
+    slots = lift_scalars(slots, dev)
+    return tag(dispatch(op, slots, attrs, _ON_DEVICE), dev)
 
 
 def _check_broadcast(arrays) -> None:

@@ -16,6 +16,8 @@ import weakref
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import CPU
+from .._device.transfer import full as _full, same_device as _same_device, xp_of as _xp
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
 
@@ -101,8 +103,9 @@ class Node:
         """grads: one entry per output (None where no gradient arrived)."""
         op = self.op
         for i, (shape, d) in enumerate(self.out_meta):
-            if grads[i] is None and d.category >= dt.FLOAT:
-                grads[i] = Tensor._make(np.zeros(shape, d.np), d)
+            if grads[i] is None and d.category >= dt.FLOAT:  # on the device the others are on
+                dev = next((g._device for g in grads if g is not None), CPU)
+                grads[i] = _full(shape, 0, d, dev)
             elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
                   and not op.extra.get("complex_grad")):  # VJPs written for complex
                 _no_complex(op.name)
@@ -186,8 +189,8 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
-            var._grad = g if create_graph else Tensor._make(
-                np.array(g._data, order=_layout(var._data)), g._dtype)
+            var._grad = g if create_graph else _same_device(Tensor._make(
+                _xp(g).array(g._data, order=_layout(var._data)), g._dtype), g)
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:

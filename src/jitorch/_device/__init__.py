@@ -1,0 +1,96 @@
+"""Devices and storage: the seam through which Tensor, autograd and creation allocate, copy and
+move data.
+
+- `_types.py`: the `jitorch.device` value.
+- `backends.py`: one storage backend per device type (`cpu`: NumPy; `cuda`: CuPy on a GPU, or
+  the simulator's NumPy stand-in, `sim.py`), each with its array namespace `xp`.
+- `transfer.py`: tensor-level moves (`Tensor.to/cuda/cpu`), the factories' `device=`, the
+  device step of op dispatch (one device per op, results made there).
+
+This module normalises device arguments (`as_device`), keeps the default and the current CUDA
+device, and holds `placed`, the one flag the eager hot path reads: it stays False until a tensor
+is first placed off the CPU, so CPU-only programs pay one list read per op for devices.
+"""
+from __future__ import annotations
+
+import threading
+
+from ._types import CPU, NoDeviceError, device
+from .backends import backend_of, cuda_backend
+
+__all__ = ["device", "CPU", "NoDeviceError", "as_device", "set_default_device",
+           "get_default_device", "placed", "backend_of", "cuda_backend", "current_index",
+           "set_current_index"]
+
+placed = [False]  # True once any tensor has lived off the CPU (dispatch's device step)
+_NOT_COMPILED = "Torch not compiled with CUDA enabled"
+_cuda_devices: dict[int, device] = {}  # canonical cuda:N values (tensors hold these)
+
+
+class _Current(threading.local):
+    index = 0  # `torch.cuda.current_device()`, per thread as in PyTorch
+
+
+_current = _Current()
+
+
+def current_index() -> int:
+    return _current.index
+
+
+def set_current_index(i: int) -> None:
+    _current.index = i
+
+
+def cuda_device(index: int) -> device:
+    """The canonical `cuda:index`, checked against the devices there are."""
+    be = cuda_backend()
+    if be is None:
+        raise NoDeviceError(f"{_NOT_COMPILED}: jitorch: tensors on device 'cuda:{index}' need "
+                            f"a GPU with CuPy (jitorch[cuda]) or the simulator "
+                            f"(JITORCH_CUDA_SIM=1)")
+    if not 0 <= index < be.count():
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    d = _cuda_devices.get(index)
+    if d is None:
+        d = _cuda_devices[index] = device("cuda", index)
+    return d
+
+
+def as_device(d) -> device:
+    """Normalise a device argument to a device that can hold storage: CPU, or a canonical
+    `cuda:N` (no index: the current device). Others raise, naming the device."""
+    if d is None or d is CPU:
+        return CPU
+    if isinstance(d, int) and not isinstance(d, bool):
+        return cuda_device(d)
+    d = d if isinstance(d, device) else device(d)
+    if d.type == "cpu":
+        return CPU
+    if d.type == "cuda":
+        return cuda_device(_current.index if d.index is None else d.index)
+    raise NoDeviceError(f"jitorch: tensors on device '{d}' are not implemented yet "
+                        f"(devices here: cpu, cuda)")
+
+
+_default = [CPU]
+_default_stack: list = []
+
+
+def set_default_device(device) -> None:
+    """`torch.set_default_device`: the device factories use when given none (None: the CPU).
+    A device that cannot hold storage raises at once (PyTorch raises at the first factory)."""
+    _default[0] = CPU if device is None else as_device(device)
+
+
+def get_default_device() -> device:
+    return _default[0]
+
+
+def _push_default(d: device) -> None:  # `with jitorch.device(d):`
+    _default_stack.append(_default[0])
+    set_default_device(d)
+
+
+def _pop_default() -> None:
+    _default[0] = _default_stack.pop()
