@@ -19,7 +19,7 @@ from ._types import CPU, NoDeviceError, device
 from .backends import backend_of, cuda_backend
 
 __all__ = ["device", "CPU", "NoDeviceError", "as_device", "set_default_device",
-           "get_default_device", "placed", "backend_of", "cuda_backend", "current_index",
+           "get_default_device", "placed", "on_device", "backend_of", "cuda_backend", "current_index",
            "set_current_index"]
 
 placed = [False]  # True once any tensor has lived off the CPU (dispatch's device step)
@@ -73,8 +73,30 @@ def as_device(d) -> device:
                         f"(devices here: cpu, cuda)")
 
 
-_default = [CPU]
-_default_stack: list = []
+class on_device:
+    """`with on_device(d):` runs the block with `d` as this thread's default device."""
+
+    __slots__ = ("dev",)
+
+    def __init__(self, dev):
+        self.dev = dev
+
+    def __enter__(self):
+        _push_default(self.dev)
+
+    def __exit__(self, *exc):
+        _pop_default()
+        return False
+
+
+_default = [CPU]  # set_default_device: the process's default
+
+
+class _Scoped(threading.local):
+    stack: list = []  # `with jitorch.device(d):` and autograd rules, per thread (innermost last)
+
+
+_scoped = _Scoped()
 
 
 def set_default_device(device) -> None:
@@ -84,13 +106,16 @@ def set_default_device(device) -> None:
 
 
 def get_default_device() -> device:
-    return _default[0]
+    s = _scoped.stack
+    return s[-1] if s else _default[0]
 
 
-def _push_default(d: device) -> None:  # `with jitorch.device(d):`
-    _default_stack.append(_default[0])
-    set_default_device(d)
+def _push_default(d) -> None:
+    """Make `d` the default device of this thread until the matching `_pop_default` (`with
+    jitorch.device(d):`; autograd runs a device's VJP/JVP rules so, so that the constants and
+    zeros a rule makes are made on its device)."""
+    _scoped.stack = _scoped.stack + [as_device(d)]
 
 
 def _pop_default() -> None:
-    _default[0] = _default_stack.pop()
+    _scoped.stack = _scoped.stack[:-1]

@@ -22,6 +22,11 @@ def place(t: Tensor, dev) -> Tensor:
     return t
 
 
+def host(t: Tensor):
+    """`t`'s values as a host NumPy array (a copy off the CPU; for tools such as gradcheck)."""
+    return t._data if t._device is CPU else backend_of(t._device).to_host(t._data)
+
+
 def move(t: Tensor, dev, copy: bool = False) -> Tensor:
     """`t` on `dev` (a normalised device): `t` itself when already there (unless `copy`), else a
     copy there that autograd tracks (its VJP moves the gradient back)."""
@@ -54,6 +59,14 @@ def same_device(t: Tensor, like) -> Tensor:
         t._device = dev
         backend_of(dev).adopt(t._data, dev.index)
     return t
+
+
+def constant(arr, dtype=None, dev=None) -> Tensor:
+    """A constant tensor (no history) from a host array, on `dev` (None: the default device,
+    which is the device an autograd rule runs for): the masks and identities rules build."""
+    t = Tensor._make(arr, dtype)
+    dev = get_default_device() if dev is None else dev
+    return t if dev is CPU else place(t, dev)
 
 
 def xp_of(t: Tensor):

@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._device import placed as _placed
-from .._device.transfer import common_device as _common_device
+from .._device.transfer import common_device as _common_device, lift_scalars as _lift_scalars, \
+    tag as _tag
 from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -367,7 +368,7 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)
-    if _placed[0] and _profile is not _ON_DEVICE:  # some tensor lives off the CPU
+    if _placed[0] and type(_profile) is not _OnDevice:  # some tensor lives off the CPU
         dev = _common_device(slots)
         if dev is not None:
             return _on_device(op, slots, attrs, dev)
@@ -406,6 +407,8 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         outs = _wrap(res)
         if op.view:
             _mark_views(op, slots, attrs, outs)
+    if _placed[0] and type(_profile) is _OnDevice and _profile.dev is not None:
+        _tag(outs, _profile.dev)  # made on the device, before autograd saves or reads them
     if op.nondiff:
         return outs
     if _grad_state.enabled and op.vjp is not None:
@@ -415,29 +418,32 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     return outs
 
 
-class _OnDeviceMark:
-    """dispatch's `_profile` value for a call already past the device step (falsy: the
-    profiler and autocast have seen it too)."""
+class _OnDevice:
+    """dispatch's `_profile` value for a call past the device step: falsy (the profiler and
+    autocast have seen the call already), carrying the device its results are made on (None:
+    an op that places its own result, `_to_device`)."""
+
+    __slots__ = ("dev",)
+
+    def __init__(self, dev):
+        self.dev = dev
 
     def __bool__(self):
         return False
 
 
-_ON_DEVICE = _OnDeviceMark()
+_MOVING = _OnDevice(None)
 
 
 def _on_device(op: OpDef, slots: tuple, attrs: dict, dev):
     """Run an op whose operands live on `dev` (not the CPU): its implementation runs on the
-    device's arrays (its backend's namespace), and the results are made there. An op that moves
-    data between devices (`_to_device`) places its own result."""
-    from .._device.transfer import lift_scalars, tag
+    device's arrays (its backend's namespace), and the results are made there."""
     if op.extra.get("transfer"):
-        return dispatch(op, slots, attrs, _ON_DEVICE)
+        return dispatch(op, slots, attrs, _MOVING)
     cant = op.extra.get("no_device")
     if cant:
         raise NotImplementedError(f"{op.name}: not implemented on device '{dev}' ({cant})")
-    slots = lift_scalars(slots, dev)
-    return tag(dispatch(op, slots, attrs, _ON_DEVICE), dev)
+    return dispatch(op, _lift_scalars(slots, dev), attrs, _OnDevice(dev))
 
 
 def _check_broadcast(arrays) -> None:
@@ -596,6 +602,9 @@ def _write_out(out: Tensor, r):
         from ..func._vmap import write_into  # vmap: the batch must fit in `out`
         write_into(out, r, "out")
         return out
+    if out._device is not r._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {r._device} and {out._device}!")
     if not dt.can_cast(r._dtype, out._dtype):
         raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
                            f"output type {_pt_name(out._dtype)}")

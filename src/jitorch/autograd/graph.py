@@ -16,7 +16,7 @@ import weakref
 import numpy as np
 
 from .. import _dtype as dt
-from .._device import CPU
+from .._device import CPU, on_device as _on_device, placed as _placed
 from .._device.transfer import full as _full, same_device as _same_device, xp_of as _xp
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
@@ -114,6 +114,10 @@ class Node:
         kwargs = {}
         if saved is not None:
             kwargs = saved
+        dev = _placed[0] and next((x._device for x in grads if x is not None), CPU)
+        if dev and dev is not CPU:  # the rule's own constants and zeros are made there too
+            with _on_device(dev):
+                return self._normalize(op.vjp(g, **kwargs))
         res = op.vjp(g, **kwargs)
         return self._normalize(res)
 
