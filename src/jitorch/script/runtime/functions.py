@@ -42,6 +42,7 @@ import time
 import numpy as np
 
 from ... import _autocast, _threads
+from ..._device import CPU, placed as _placed
 from ..._ops.registry import _mode_state
 from ..._profiling import autocast_hook as _autocast_hook
 from ..._tensor import Tensor
@@ -64,6 +65,19 @@ from .entry import _Entry, _interp
 _gstate = grad_mode._state
 _counters = stats._c
 _new = object.__new__
+
+
+def device_reason(dev) -> str:
+    return (f"tensors on {dev}: runs interpreted over {dev.type}'s eager ops (no compiled "
+            f"target for {dev.type} yet)")
+
+
+def _off_cpu(args, kwargs):
+    """The device of the first tensor argument that is not on the CPU (None: all are)."""
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, Tensor) and a._device is not CPU:
+            return a._device
+    return None
 
 
 AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
@@ -252,6 +266,10 @@ class ScriptFunction:
             return self._call_eagerly(args, kwargs)
         if _autocast_hook[0] is not None and _autocast.active_on_thread():
             return self._autocast_call(args, kwargs)
+        if _placed[0]:  # some tensor lives off the CPU: is one an argument of this call?
+            dev = _off_cpu(args, kwargs)
+            if dev is not None:
+                return self._device_call(args, kwargs, dev)
         given = args
         try:
             if kwargs or len(args) != len(self._names):
@@ -324,6 +342,15 @@ class ScriptFunction:
         and gradients. Compiled programs do not lower bfloat16/float16 yet."""
         stats.record_call(hit=True, interpreted=True)
         self.autocast_reason = AUTOCAST_REASON
+        return self._raise_interpreted(args, kwargs)
+
+    def _device_call(self, args, kwargs, dev):
+        """A call with tensors on `dev` (not the CPU): programs are compiled for the CPU only
+        until the CUDA target lands, so the interpreter runs the frontend's graph over the
+        device's eager ops (each op on the device, never through the host), counted in
+        `jitorch.jit.stats()` with a reason naming the device."""
+        stats.record_call(hit=True, interpreted=True)
+        stats.record_interpreted(device_reason(dev))
         return self._raise_interpreted(args, kwargs)
 
     def _raise_interpreted(self, args, kwargs):

@@ -149,6 +149,13 @@ def record_compile(seconds: float, *, how: str, reason: str | None = None) -> No
             _c.interpreted_reasons[reason or "unknown"] += 1
 
 
+def record_interpreted(reason: str) -> None:
+    """One call run interpreted for `reason` without building a specialisation (tensors on a
+    device no target compiles for)."""
+    with _lock:
+        _c.interpreted_reasons[reason] += 1
+
+
 def record_background_start() -> None:
     with _lock:
         _c.background_compiles += 1
