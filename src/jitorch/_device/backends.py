@@ -64,6 +64,9 @@ class CPUBackend(Backend):
 
 
 CPU_BACKEND = CPUBackend()
+# array types of device memory other than NumPy's (CuPy's on a GPU): op results of these types
+# are wrapped as they are, never converted through the host
+device_array_types = [()]
 
 _cuda = []  # [backend or None], filled on the first question
 _lock = threading.Lock()

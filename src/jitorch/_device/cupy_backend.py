@@ -20,6 +20,8 @@ class CupyBackend(Backend):
     def __init__(self, cupy):
         self.cp = cupy
         self.xp = cupy
+        from .backends import device_array_types
+        device_array_types[0] = (cupy.ndarray,)
         self._peak = {}
 
     def count(self) -> int:

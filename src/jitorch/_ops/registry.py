@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._device import placed as _placed
+from .._device.backends import device_array_types as _device_arrays
 from .._device.transfer import common_device as _common_device, lift_scalars as _lift_scalars, \
     tag as _tag
 from .._profiling import intercept as _intercept
@@ -379,7 +380,7 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         except ValueError:
             _check_broadcast(arrays)
             raise
-        if type(res) is not np.ndarray:
+        if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
             res = np.asarray(res)
         if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
             if out_dtype.itemsize == 2:  # float32 -> half overflows to inf silently, as PyTorch
@@ -541,7 +542,7 @@ def _wrap(res):
         return [_wrap(r) for r in res]
     if isinstance(res, Tensor):
         return res
-    if type(res) is not np.ndarray:
+    if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
         if res is None or isinstance(res, (bool, int, float)) and not isinstance(res, np.generic):
             return res
         res = np.asarray(res)
