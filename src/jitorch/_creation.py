@@ -23,7 +23,9 @@ from . import _dtype as dt
 from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deterministic fill
 from ._device import as_device
 from ._tensor import Tensor
-from ._device.transfer import factory as _on_device
+from ._device import CPU, placed as _placed
+from ._device.transfer import check_out_device, factory as _on_device, place as _place, \
+    target as _target
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -51,8 +53,10 @@ def _dtype_arg(d, fname: str = "tensor"):
     raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}")
 
 
-def _finish(arr: np.ndarray, dtype: dt.dtype, requires_grad: bool) -> Tensor:
+def _finish(arr: np.ndarray, dtype: dt.dtype, requires_grad: bool, dev=CPU) -> Tensor:
     t = Tensor._make(arr, dtype)
+    if dev is not CPU:
+        _place(t, dev)
     if requires_grad:
         if dtype.category < dt.FLOAT:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
@@ -476,17 +480,18 @@ def _factory(name: str, fill):
         if kw.keys() - {"size"}:
             raise TypeError(f"{name}() got an unexpected keyword argument "
                             f"'{next(iter(kw.keys() - {'size'}))}'")
-        as_device(device)
+        dev = CPU if device is None and not _placed[0] else _target(device)
         shape = _size_args(name, size, kw.get("size"))
         dtype = _dtype_arg(dtype, name)
         d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
         arr = fill(shape, d.np)
         if out is not None:
+            check_out_device(out, dev)
             return _write_out(out, arr, dtype, name)
-        return _finish(arr, d, requires_grad)
+        return _finish(arr, d, requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}(*size)`: sizes as varargs, one sequence, or `size=`."
-    return _on_device()(make)
+    return make  # (the hottest factories take `device=` inline, not through `_on_device`)
 
 
 zeros = _factory("zeros", np.zeros)
@@ -520,12 +525,12 @@ def _like(name: str, fill):
     def make(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None):
         _check_input(input, name)
-        as_device(device)
+        dev = CPU if device is None and not _placed[0] else _target(device, input)
         d = _dtype_arg(dtype, name) or input._dtype
-        return _finish(fill(input._data.shape, d.np), d, requires_grad)
+        return _finish(fill(input._data.shape, d.np), d, requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}`: input's shape, input's dtype unless `dtype` is given."
-    return _on_device(like="input")(make)
+    return make
 
 
 zeros_like = _like("zeros_like", np.zeros)

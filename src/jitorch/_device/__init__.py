@@ -8,8 +8,9 @@ move data.
   device step of op dispatch (one device per op, results made there).
 
 This module normalises device arguments (`as_device`), keeps the default and the current CUDA
-device, and holds `placed`, the one flag the eager hot path reads: it stays False until a tensor
-is first placed off the CPU, so CPU-only programs pay one list read per op for devices.
+device, and holds `placed`, the one flag the eager hot path reads: it stays False until a device
+other than the CPU is first named, so CPU-only programs pay one list read per op (and per
+factory call) for devices.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ __all__ = ["device", "CPU", "NoDeviceError", "as_device", "set_default_device",
            "get_default_device", "placed", "on_device", "backend_of", "cuda_backend", "current_index",
            "set_current_index"]
 
-placed = [False]  # True once any tensor has lived off the CPU (dispatch's device step)
+placed = [False]  # True once a device other than the CPU was named (dispatch's device step)
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _cuda_devices: dict[int, device] = {}  # canonical cuda:N values (tensors hold these)
 
@@ -54,6 +55,7 @@ def cuda_device(index: int) -> device:
     d = _cuda_devices.get(index)
     if d is None:
         d = _cuda_devices[index] = device("cuda", index)
+        placed[0] = True
     return d
 
 

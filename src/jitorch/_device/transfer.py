@@ -102,6 +102,22 @@ def pin(t: Tensor) -> Tensor:
 
 
 # --- factories ---------------------------------------------------------------------------------
+def check_out_device(out: Tensor, dev) -> None:
+    if out._device is not dev:
+        raise RuntimeError(f"Expected out tensor to have device {dev}, but got out.device = "
+                           f"{out._device} instead")
+
+
+def target(device, like=None):
+    """Where a factory makes its result: `device=` when given, else the tensor `like`'s device
+    (the `*_like` factories), else the default device."""
+    if device is not None:
+        return as_device(device)
+    if like is not None:
+        return like._device if isinstance(like, Tensor) else CPU
+    return get_default_device()
+
+
 def factory(like: str | None = None, random: bool = False):
     """Decorate a CPU factory to honour `device=`: the result is made on the host and placed on
     the device (the requested one, else `like`'s tensor argument's, else the default device).
@@ -109,23 +125,18 @@ def factory(like: str | None = None, random: bool = False):
     def deco(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
-            d = kwargs.pop("device", None)
-            if d is not None:
-                dev = as_device(d)
-            elif like is not None:
-                src = args[0] if args else kwargs.get(like)
-                dev = src._device if isinstance(src, Tensor) else CPU
-            else:
-                dev = get_default_device()
+            if not placed[0] and kwargs.get("device") is None:
+                return fn(*args, **kwargs)  # no device but the CPU was ever named
+            dev = target(kwargs.pop("device", None),
+                         (args[0] if args else kwargs.get(like)) if like else None)
             if dev is CPU:
                 return fn(*args, **kwargs)
             if random and kwargs.get("generator") is None:
                 from ..cuda.random import default_generator
                 kwargs["generator"] = default_generator(dev.index)
             out = kwargs.get("out")
-            if out is not None and out._device is not dev:
-                raise RuntimeError(f"Expected out tensor to have device {dev}, but got "
-                                   f"out.device = {out._device} instead")
+            if out is not None:
+                check_out_device(out, dev)
             t = fn(*args, **kwargs)
             if t is out:
                 return t
