@@ -340,7 +340,8 @@ class Tensor:
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         if dtype is None:
-            return _LEGACY_NAMES.get(self._dtype, f"jitorch.{self._dtype.name}")
+            name = _LEGACY_NAMES.get(self._dtype, f"jitorch.{self._dtype.name}")
+            return name if self._device is CPU else name.replace(".", f".{self._device.type}.")
         if isinstance(dtype, str):
             inv = {v: k for k, v in _LEGACY_NAMES.items()}
             if dtype not in inv:

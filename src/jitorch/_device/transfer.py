@@ -91,8 +91,7 @@ def pin(t: Tensor) -> Tensor:
     if be is None:
         raise RuntimeError("Cannot access accelerator device when none is available.")
     if t._device is not CPU:
-        raise RuntimeError(f"cannot pin '{t.type().replace('jitorch.', 'torch.cuda.')}' only "
-                           f"dense CPU tensors can be pinned")
+        raise RuntimeError(f"cannot pin '{t.type()}' only dense CPU tensors can be pinned")
     if t._pinned:
         return t
     r = t.clone()
@@ -182,6 +181,35 @@ def lift_scalars(slots, dev):
             s = type(s)(move(t, dev) if isinstance(t, Tensor) else t for t in s)
         out.append(s)
     return tuple(out)
+
+
+class OnDevice:
+    """dispatch's `_profile` value for a call past the device step: falsy (the profiler and
+    autocast have seen the call already), carrying the device its results are made on (None:
+    an op that places its own result, `_to_device`)."""
+
+    __slots__ = ("dev",)
+
+    def __init__(self, dev):
+        self.dev = dev
+
+    def __bool__(self):
+        return False
+
+
+_MOVING = OnDevice(None)
+
+
+def dispatch_on(dispatch, op, slots: tuple, attrs: dict, dev):
+    """Run an op whose operands live on `dev` (not the CPU) through `dispatch`: its
+    implementation runs on the device's arrays (its backend's namespace), and its results are
+    made there (dispatch tags them before autograd records them)."""
+    if op.extra.get("transfer"):
+        return dispatch(op, slots, attrs, _MOVING)
+    cant = op.extra.get("no_device")
+    if cant:
+        raise NotImplementedError(f"{op.name}: not implemented on device '{dev}' ({cant})")
+    return dispatch(op, lift_scalars(slots, dev), attrs, OnDevice(dev))
 
 
 def tag(outs, dev):

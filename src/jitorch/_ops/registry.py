@@ -22,6 +22,9 @@ A VJP returns one gradient per tensor slot (a list for list slots; None where no
 A JVP takes `t_<slot>` tangents (zeros when absent) plus the same names and returns the output
 tangent(s).
 
+Devices: once a tensor lives off the CPU, dispatch checks that an op's tensor operands share
+one device and runs the op there (`_device/transfer.py`: `common_device`, `dispatch_on`).
+
 Dependency rule: this module never imports the compiler (`jitorch.script`); tracing hooks in by
 pushing a dispatch mode (`push_mode`).
 """
@@ -38,8 +41,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._device import placed as _placed
 from .._device.backends import device_array_types as _device_arrays
-from .._device.transfer import common_device as _common_device, lift_scalars as _lift_scalars, \
-    tag as _tag
+from .._device.transfer import OnDevice as _OnDevice, common_device as _common_device, \
+    dispatch_on as _dispatch_on, tag as _tag
 from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -372,7 +375,7 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     if _placed[0] and type(_profile) is not _OnDevice:  # some tensor lives off the CPU
         dev = _common_device(slots)
         if dev is not None:
-            return _on_device(op, slots, attrs, dev)
+            return _dispatch_on(dispatch, op, slots, attrs, dev)
     if op.kind == "elementwise":
         out_dtype, arrays = _elementwise_args(op, slots, attrs)
         try:
@@ -417,34 +420,6 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     if _fwd_level[0] and op.jvp is not None:
         propagate(op, slots, attrs, outs)
     return outs
-
-
-class _OnDevice:
-    """dispatch's `_profile` value for a call past the device step: falsy (the profiler and
-    autocast have seen the call already), carrying the device its results are made on (None:
-    an op that places its own result, `_to_device`)."""
-
-    __slots__ = ("dev",)
-
-    def __init__(self, dev):
-        self.dev = dev
-
-    def __bool__(self):
-        return False
-
-
-_MOVING = _OnDevice(None)
-
-
-def _on_device(op: OpDef, slots: tuple, attrs: dict, dev):
-    """Run an op whose operands live on `dev` (not the CPU): its implementation runs on the
-    device's arrays (its backend's namespace), and the results are made there."""
-    if op.extra.get("transfer"):
-        return dispatch(op, slots, attrs, _MOVING)
-    cant = op.extra.get("no_device")
-    if cant:
-        raise NotImplementedError(f"{op.name}: not implemented on device '{dev}' ({cant})")
-    return dispatch(op, _lift_scalars(slots, dev), attrs, _OnDevice(dev))
 
 
 def _check_broadcast(arrays) -> None:

@@ -31,7 +31,7 @@ __all__ = ["is_available", "device_count", "is_initialized", "init", "current_de
            "max_memory_reserved", "memory_cached", "max_memory_cached", "memory_stats",
            "reset_peak_memory_stats", "reset_max_memory_allocated", "mem_get_info",
            "current_stream", "default_stream", "Stream", "Event", "stream", "StreamContext",
-           "set_stream", "device", "default_generators"]
+           "set_stream", "device", "device_of", "default_generators"]
 
 _initialized = [False]
 
@@ -83,9 +83,9 @@ def current_device() -> int:
 
 def set_device(device) -> None:
     """Select the current device (a negative index selects nothing, as in PyTorch)."""
-    i = device if isinstance(device, int) else getattr(device, "index", None)
     if isinstance(device, str):
-        i = _device.device(device).index
+        device = _device.device(device)
+    i = device if isinstance(device, int) else device.index
     if i is None or i < 0:
         return
     _device.set_current_index(_index(i))
