@@ -21,11 +21,10 @@ import numpy as np
 
 from . import _dtype as dt
 from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deterministic fill
-from ._device import as_device
-from ._tensor import Tensor
-from ._device import CPU, placed as _placed
+from ._device import CPU, as_device, placed as _placed
 from ._device.transfer import check_out_device, factory as _on_device, place as _place, \
     target as _target
+from ._tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor", "zeros", "ones",
            "full", "empty", "zeros_like", "ones_like", "full_like", "empty_like",

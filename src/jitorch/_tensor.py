@@ -366,7 +366,7 @@ class Tensor:
     def cdouble(self): return self.to(dt.complex128)
 
     def cpu(self, memory_format=None) -> "Tensor":
-        return self.to(CPU)
+        return self if self._device is CPU else self.to(CPU)
 
     def cuda(self, device=None, non_blocking=False, memory_format=None) -> "Tensor":
         if isinstance(device, _device_cls) and device.type != "cuda":

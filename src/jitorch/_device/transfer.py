@@ -69,9 +69,15 @@ def constant(arr, dtype=None, dev=None) -> Tensor:
     return t if dev is CPU else place(t, dev)
 
 
-def xp_of(t: Tensor):
-    """The array namespace of `t`'s device (NumPy, or CuPy on a GPU)."""
-    return backend_of(t._device).xp
+def data_copy(t: Tensor, order: str = "K") -> Tensor:
+    """A new tensor (no history) holding a copy of `t`'s data on `t`'s device (a fresh .grad)."""
+    arr = backend_of(t._device).xp.array(t._data, order=order)
+    return same_device(Tensor._make(arr, t._dtype), t)
+
+
+def grads_device(grads):
+    """The device of the first gradient present (autograd nodes: where their rule runs)."""
+    return next((g._device for g in grads if g is not None), CPU)
 
 
 def full(shape, value, dtype, dev) -> Tensor:

@@ -11,7 +11,7 @@ import heapq
 import numpy as np
 
 from .. import _dtype as dt
-from .._device.transfer import full as _full, same_device as _same_device, xp_of as _xp
+from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
 from .graph import AccumulateGrad, edge_of
@@ -207,8 +207,7 @@ def _run_tensor_hooks(node, grads):
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
                 if t._grad is None:
-                    t._grad = g if g._grad_fn is not None else _same_device(Tensor._make(
-                        _xp(g).array(g._data), g._dtype), g)
+                    t._grad = g if g._grad_fn is not None else _data_copy(g)
                 else:
                     t._grad = t._grad + g
     return grads

@@ -17,7 +17,8 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._device import CPU, on_device as _on_device, placed as _placed
-from .._device.transfer import full as _full, same_device as _same_device, xp_of as _xp
+from .._device.transfer import data_copy as _data_copy, full as _full, \
+    grads_device as _grads_device
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
 
@@ -104,8 +105,7 @@ class Node:
         op = self.op
         for i, (shape, d) in enumerate(self.out_meta):
             if grads[i] is None and d.category >= dt.FLOAT:  # on the device the others are on
-                dev = next((g._device for g in grads if g is not None), CPU)
-                grads[i] = _full(shape, 0, d, dev)
+                grads[i] = _full(shape, 0, d, _grads_device(grads))
             elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
                   and not op.extra.get("complex_grad")):  # VJPs written for complex
                 _no_complex(op.name)
@@ -114,7 +114,7 @@ class Node:
         kwargs = {}
         if saved is not None:
             kwargs = saved
-        dev = _placed[0] and next((x._device for x in grads if x is not None), CPU)
+        dev = _placed[0] and _grads_device(grads)
         if dev and dev is not CPU:  # the rule's own constants and zeros are made there too
             with _on_device(dev):
                 return self._normalize(op.vjp(g, **kwargs))
@@ -193,8 +193,7 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
-            var._grad = g if create_graph else _same_device(Tensor._make(
-                _xp(g).array(g._data, order=_layout(var._data)), g._dtype), g)
+            var._grad = g if create_graph else _data_copy(g, _layout(var._data))
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:
