@@ -8,9 +8,9 @@ move data.
   device step of op dispatch (one device per op, results made there).
 
 This module normalises device arguments (`as_device`), keeps the default and the current CUDA
-device, and holds `placed`, the one flag the eager hot path reads: it stays False until a device
-other than the CPU is first named, so CPU-only programs pay one list read per op (and per
-factory call) for devices.
+device, and holds `placed`, the one flag the eager hot path reads: it stays False until a tensor
+is first placed off the CPU (or the default device is), so CPU-only programs pay one list read
+per op (and per factory call) for devices.
 """
 from __future__ import annotations
 
@@ -23,7 +23,9 @@ __all__ = ["device", "CPU", "NoDeviceError", "as_device", "set_default_device",
            "get_default_device", "placed", "on_device", "backend_of", "cuda_backend", "current_index",
            "set_current_index"]
 
-placed = [False]  # True once a device other than the CPU was named (dispatch's device step)
+# True once a tensor was placed off the CPU or another default device was set (dispatch's device
+# step, the factories' `device=`); naming a device (a generator's) does not set it
+placed = [False]
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _cuda_devices: dict[int, device] = {}  # canonical cuda:N values (tensors hold these)
 
@@ -55,7 +57,6 @@ def cuda_device(index: int) -> device:
     d = _cuda_devices.get(index)
     if d is None:
         d = _cuda_devices[index] = device("cuda", index)
-        placed[0] = True
     return d
 
 
@@ -105,6 +106,8 @@ def set_default_device(device) -> None:
     """`torch.set_default_device`: the device factories use when given none (None: the CPU).
     A device that cannot hold storage raises at once (PyTorch raises at the first factory)."""
     _default[0] = CPU if device is None else as_device(device)
+    if _default[0] is not CPU:
+        placed[0] = True
 
 
 def get_default_device() -> device:
@@ -116,7 +119,10 @@ def _push_default(d) -> None:
     """Make `d` the default device of this thread until the matching `_pop_default` (`with
     jitorch.device(d):`; autograd runs a device's VJP/JVP rules so, so that the constants and
     zeros a rule makes are made on its device)."""
-    _scoped.stack = _scoped.stack + [as_device(d)]
+    d = as_device(d)
+    if d is not CPU:
+        placed[0] = True
+    _scoped.stack = _scoped.stack + [d]
 
 
 def _pop_default() -> None:
