@@ -19,3 +19,7 @@ def pytest_report_header(config):
 def device(request):
     """Each device under test by name ("cpu", "cuda"), as PyTorch's device-type tests."""
     return request.param
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(header())  # also under -q, where the header is not shown
