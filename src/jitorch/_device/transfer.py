@@ -27,12 +27,12 @@ def host(t: Tensor):
     return t._data if t._device is CPU else backend_of(t._device).to_host(t._data)
 
 
-def move(t: Tensor, dev, copy: bool = False) -> Tensor:
-    """`t` on `dev` (a normalised device): `t` itself when already there (unless `copy`), else a
-    copy there that autograd tracks (its VJP moves the gradient back)."""
+def move(t: Tensor, dev) -> Tensor:
+    """`t` on `dev` (a normalised device): `t` itself when already there, else a copy there
+    that autograd tracks (its VJP moves the gradient back)."""
     src = t._device
     if src is dev:
-        return t.clone() if copy else t
+        return t
     from .._ops.conversion import _to_device
     r = _to_device(t, src, dev)
     r._device = dev
@@ -108,6 +108,7 @@ def pin(t: Tensor) -> Tensor:
 
 # --- factories ---------------------------------------------------------------------------------
 def check_out_device(out: Tensor, dev) -> None:
+    """A factory's `out=` must already live where the result is made."""
     if out._device is not dev:
         raise RuntimeError(f"Expected out tensor to have device {dev}, but got out.device = "
                            f"{out._device} instead")
@@ -131,7 +132,7 @@ def factory(like: str | None = None, random: bool = False):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             if not placed[0] and kwargs.get("device") is None:
-                return fn(*args, **kwargs)  # no device but the CPU was ever named
+                return fn(*args, **kwargs)  # nothing ever lived off the CPU: no device step
             dev = target(kwargs.pop("device", None),
                          (args[0] if args else kwargs.get(like)) if like else None)
             if dev is CPU:

@@ -43,15 +43,16 @@ def _to_device_impl(input, source, target):
     return move_array(input, source, target)
 
 
-def _to_device_vjp(g, source):
+def _moved(t, device):
     from .._device.transfer import move
-    return move(g, source)
+    return move(t, device)
 
 
 # `Tensor.to(device)`: the one op whose result lives on another device than its operand
 # (`_device/transfer.move` tags it); differentiable, its VJP moves the gradient back
-_to_device = defop("_to_device", _to_device_impl, method=False, vjp=_to_device_vjp,
-                   jvp=lambda t_input, target: _to_device_vjp(t_input, target),
+_to_device = defop("_to_device", _to_device_impl, method=False,
+                   vjp=lambda g, source: _moved(g, source),
+                   jvp=lambda t_input, target: _moved(t_input, target),
                    extra={"transfer": True}, infer=infer.same,
                    interpreted="moves data between devices (eager only until the CUDA target)")
 
