@@ -198,6 +198,7 @@ def test_host_conversions(cuda):
     with pytest.raises(TypeError, match="can't convert cuda:0"):
         np.asarray(x)
     assert repr(x) == "tensor([1., 1.], device='cuda:0')"
+    assert x.type() == "jitorch.cuda.FloatTensor" and x.cpu().type() == "jitorch.FloatTensor"
     assert x[0].item() == 1.0 and x.tolist() == [1.0, 1.0] and float(x.sum()) == 2.0
 
 
