@@ -49,21 +49,24 @@ class OpInfo:
     grad_samples: Callable | None = None  # samples for the gradient tests (default: samples)
     skip_grad_args: tuple = ()  # positions of tensor args not differentiated (e.g. indices)
     compare: Callable | None = None  # custom comparison(actual_np, expected_np) -> None
+    # the devices the op claims (its eager implementation runs on the device's namespace);
+    # the generic tests run it on each of these that is under test (tests/devices.py)
+    devices: tuple = ("cpu", "cuda")
 
     def fn(self):
         return self.op if self.op is not None else getattr(jitorch, self.name)
 
 
-def to_tensor_args(sample: Sample, requires_grad: bool = False, skip=()):
+def to_tensor_args(sample: Sample, requires_grad: bool = False, skip=(), device=None):
     args = []
     for i, a in enumerate(sample.args):
         if isinstance(a, np.ndarray):
-            t = jitorch.tensor(a)
+            t = jitorch.tensor(a, device=device)
             if requires_grad and i not in skip and t.is_floating_point():
                 t.requires_grad_(True)
             args.append(t)
         elif isinstance(a, list) and a and all(isinstance(x, np.ndarray) for x in a):
-            ts = [jitorch.tensor(x) for x in a]
+            ts = [jitorch.tensor(x, device=device) for x in a]
             if requires_grad:
                 ts = [t.requires_grad_(True) if t.is_floating_point() else t for t in ts]
             args.append(ts)

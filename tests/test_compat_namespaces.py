@@ -10,7 +10,13 @@ import scipy.special as sps
 import jitorch
 import jitorch.nn as nn
 
+# these are the answers of a process without CUDA; with CUDA (the simulator or a GPU) the
+# `jitorch.cuda` answers are tests/test_device.py's
+_NO_CUDA = pytest.mark.skipif(jitorch.cuda.is_available(),
+                              reason="asserts what a process without CUDA answers")
 
+
+@_NO_CUDA
 def test_cuda_reports_no_gpu_and_harmless_calls_are_no_ops():
     c = jitorch.cuda
     assert c.is_available() is False and c.device_count() == 0 and not c.is_initialized()
@@ -22,6 +28,7 @@ def test_cuda_reports_no_gpu_and_harmless_calls_are_no_ops():
     assert c.is_bf16_supported() is False and c.get_arch_list() == []
 
 
+@_NO_CUDA
 @pytest.mark.parametrize("name", ["current_device", "synchronize", "init", "get_device_name",
                                   "get_device_properties", "get_device_capability",
                                   "mem_get_info", "current_stream", "get_rng_state"])
@@ -30,6 +37,7 @@ def test_cuda_calls_that_need_a_gpu_raise_pytorchs_assertion(name):
         getattr(jitorch.cuda, name)()
 
 
+@_NO_CUDA
 def test_cuda_device_objects():
     with pytest.raises(RuntimeError, match="requires CUDA support"):
         jitorch.cuda.Stream()
@@ -40,6 +48,7 @@ def test_cuda_device_objects():
             pass
 
 
+@_NO_CUDA
 def test_tensors_on_cuda_fail_as_both_pytorch_and_jitorch_say():
     """PyTorch's CPU-only build raises AssertionError; jitorch's rule for what is missing is
     NotImplementedError naming it: the error is both."""
@@ -53,6 +62,7 @@ def test_tensors_on_cuda_fail_as_both_pytorch_and_jitorch_say():
         jitorch.zeros(2, device="mps")
 
 
+@_NO_CUDA
 def test_cpu_branch_of_the_usual_device_idiom():
     device = jitorch.device("cuda" if jitorch.cuda.is_available() else
                             "mps" if jitorch.backends.mps.is_available() else "cpu")
@@ -93,6 +103,7 @@ def test_accelerator():
         a.current_device_index()
 
 
+@_NO_CUDA
 def test_default_device():
     assert jitorch.get_default_device() == jitorch.device("cpu")
     jitorch.set_default_device("cpu")

@@ -179,8 +179,11 @@ def test_map_location():
     assert jitorch.equal(jitorch.load(io.BytesIO(data), map_location={"cpu": "cpu"})["t"], t)
     r = jitorch.load(io.BytesIO(data), map_location=lambda s, loc: s * 2)
     assert r["t"].tolist() == [0, 2, 4]
-    with pytest.raises(NotImplementedError):
-        jitorch.load(io.BytesIO(data), map_location="cuda")
+    if jitorch.cuda.is_available():  # (the cuda tier: tests/test_device.py)
+        assert jitorch.load(io.BytesIO(data), map_location="cuda")["t"].is_cuda
+    else:
+        with pytest.raises(NotImplementedError):
+            jitorch.load(io.BytesIO(data), map_location="cuda")
     with pytest.raises(RuntimeError, match="never unpickles"):
         jitorch.load(io.BytesIO(data), pickle_module=object())
 

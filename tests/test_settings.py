@@ -89,7 +89,9 @@ NOT_REGISTERED = {
     "set_num_threads": "changes how many threads run, not what a program computes",
     "set_printoptions": "printing only",
     "set_rng_state": "the generator is read by each call, never baked into a program",
-    "cuda.set_device": "CUDA state: no CUDA storage in this build (a CUDA target must key it)",
+    "cuda.set_device": "which device an index-less 'cuda' names: a call's tensors carry their "
+                       "device, which is in the specialisation key",
+    "cuda.set_stream": "which stream queues the work, not what it computes",
     "cuda.set_rng_state": "as set_rng_state",
     "cuda.set_rng_state_all": "as set_rng_state",
     "backends.cuda.enable_flash_sdp": "stored for PyTorch code; no op reads it on the CPU",

@@ -147,14 +147,15 @@ def test_a_tensor_on_another_device_gets_its_own_specialisation():
     expected = f(x, y)
     assert f(x, y).allclose(expected)  # (the fast path is made)
     before = dict(jitorch.jit.stats()["interpreted_reasons"])
+    _fake_cuda = jitorch.device("cuda", 0)  # (a device value; the data stays a NumPy array)
     xc = x.clone()
-    xc._device_type = "cuda"
+    xc._device = _fake_cuda
     assert f(xc, y).allclose(expected)
     after = jitorch.jit.stats()["interpreted_reasons"]
     new = {r: n - before.get(r, 0) for r, n in after.items() if n != before.get(r, 0)}
-    assert list(new) == ["not lowered: arguments on several devices (cpu, cuda)"]
+    assert list(new) == ["not lowered: arguments on several devices (cpu, cuda:0)"]
     yc = y.clone()
-    yc._device_type = "cuda"
+    yc._device = _fake_cuda
     assert f(xc, yc).allclose(expected)
     after = jitorch.jit.stats()["interpreted_reasons"]
     assert any("compiling for CUDA is not implemented" in r and n > before.get(r, 0)

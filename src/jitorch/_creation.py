@@ -21,7 +21,9 @@ import numpy as np
 
 from . import _dtype as dt
 from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deterministic fill
-from ._device import as_device
+from ._device import CPU, as_device, placed as _placed
+from ._device.transfer import check_out_device, factory as _on_device, place as _place, \
+    target as _target
 from ._tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor", "zeros", "ones",
@@ -50,8 +52,10 @@ def _dtype_arg(d, fname: str = "tensor"):
     raise TypeError(f"{fname}(): argument 'dtype' must be torch.dtype, not {type(d).__name__}")
 
 
-def _finish(arr: np.ndarray, dtype: dt.dtype, requires_grad: bool) -> Tensor:
+def _finish(arr: np.ndarray, dtype: dt.dtype, requires_grad: bool, dev=CPU) -> Tensor:
     t = Tensor._make(arr, dtype)
+    if dev is not CPU:
+        _place(t, dev)
     if requires_grad:
         if dtype.category < dt.FLOAT:
             raise RuntimeError("Only Tensors of floating point and complex dtype can require "
@@ -386,6 +390,7 @@ def _to_array(data, dtype: dt.dtype | None) -> np.ndarray:
     return arr
 
 
+@_on_device()
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.tensor`: always copies `data`; the result is a leaf with no history."""
     as_device(device)
@@ -405,6 +410,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(arr, d, requires_grad)
 
 
+@_on_device()
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """`torch.as_tensor`: shares memory with a NumPy array or Tensor when no cast is needed."""
     as_device(device)
@@ -419,6 +425,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype)
 
 
+@_on_device()
 def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False) -> Tensor:
     """`torch.asarray`: aliases tensors and NumPy arrays unless a copy or cast is needed;
     `copy=False` makes a needed copy an error, `copy=True` always copies."""
@@ -455,6 +462,7 @@ def _native(arr: np.ndarray) -> np.ndarray:
     return arr
 
 
+@_on_device()
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False) -> Tensor:
     """`torch.scalar_tensor`: a 0-dim tensor of the default dtype unless `dtype` is given."""
@@ -471,17 +479,18 @@ def _factory(name: str, fill):
         if kw.keys() - {"size"}:
             raise TypeError(f"{name}() got an unexpected keyword argument "
                             f"'{next(iter(kw.keys() - {'size'}))}'")
-        as_device(device)
+        dev = CPU if device is None and not _placed[0] else _target(device)
         shape = _size_args(name, size, kw.get("size"))
         dtype = _dtype_arg(dtype, name)
         d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
         arr = fill(shape, d.np)
         if out is not None:
+            check_out_device(out, dev)
             return _write_out(out, arr, dtype, name)
-        return _finish(arr, d, requires_grad)
+        return _finish(arr, d, requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}(*size)`: sizes as varargs, one sequence, or `size=`."
-    return make
+    return make  # (the hottest factories take `device=` inline, not through `_on_device`)
 
 
 zeros = _factory("zeros", np.zeros)
@@ -489,6 +498,7 @@ ones = _factory("ones", np.ones)
 empty = _factory("empty", _empty_fill)
 
 
+@_on_device()
 def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.full`: without `dtype`, the fill value's Python type picks it (1.5 -> default
@@ -514,9 +524,9 @@ def _like(name: str, fill):
     def make(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None):
         _check_input(input, name)
-        as_device(device)
+        dev = CPU if device is None and not _placed[0] else _target(device, input)
         d = _dtype_arg(dtype, name) or input._dtype
-        return _finish(fill(input._data.shape, d.np), d, requires_grad)
+        return _finish(fill(input._data.shape, d.np), d, requires_grad, dev)
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}`: input's shape, input's dtype unless `dtype` is given."
     return make
@@ -527,6 +537,7 @@ ones_like = _like("ones_like", np.ones)
 empty_like = _like("empty_like", _empty_fill)
 
 
+@_on_device(like="input")
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None) -> Tensor:
     """`torch.full_like`: the fill value is converted (checked) to input's dtype."""
@@ -537,6 +548,7 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     return _finish(np.full(input._data.shape, v, dtype=d.np), d, requires_grad)
 
 
+@_on_device()
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                   pin_memory=False) -> Tensor:
     """`torch.empty_strided`: a zero-filled tensor whose strides are exactly `stride`."""

@@ -37,7 +37,8 @@ from . import _dtype as dt
 from . import _fork
 from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _size_args,
                         _size_tuple, _write_out)
-from ._device import CPU, as_device
+from ._device import as_device
+from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
 
 __all__ = ["Generator", "default_generator", "manual_seed", "seed", "initial_seed",
@@ -66,7 +67,7 @@ class Generator:
 
     @property
     def device(self):
-        return CPU
+        return self._device
 
     def manual_seed(self, seed) -> "Generator":
         """Reseed; negative seeds wrap to 64 bits, as in PyTorch. Returns self."""
@@ -154,7 +155,10 @@ def _after_fork() -> None:
 
 
 def manual_seed(seed) -> Generator:
-    """`torch.manual_seed`: reseed the default generator; returns it."""
+    """`torch.manual_seed`: reseed the default generator (and, as PyTorch, every CUDA
+    device's); returns it."""
+    from .cuda.random import manual_seed_all
+    manual_seed_all(seed)
     return default_generator.manual_seed(seed)
 
 
@@ -323,6 +327,7 @@ def _finish_like(arr, d, out, dtype, requires_grad, fname):
 
 
 # --- factories -----------------------------------------------------------------------------------
+@_on_device(random=True)
 def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kw) -> Tensor:
     """`torch.rand`: U[0, 1) in the default dtype (complex: each part)."""
@@ -335,6 +340,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     return _finish_like(arr, d, out, dtype, requires_grad, "rand")
 
 
+@_on_device(random=True)
 def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kw) -> Tensor:
     """`torch.randn`: standard normal in the default dtype."""
@@ -347,6 +353,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     return _finish_like(arr, d, out, dtype, requires_grad, "randn")
 
 
+@_on_device(like="input", random=True)
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None) -> Tensor:
     _check_input(input, "rand_like")
@@ -356,6 +363,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
     return _finish(arr, d, requires_grad)
 
 
+@_on_device(like="input", random=True)
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None) -> Tensor:
     _check_input(input, "randn_like")
@@ -365,6 +373,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
     return _finish(arr, d, requires_grad)
 
 
+@_on_device(random=True)
 def randint(*args, size=None, low=None, high=None, generator=None, out=None, dtype=None,
             layout=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.randint(high, size)` / `torch.randint(low, high, size)`: integers in
@@ -394,6 +403,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     return _finish_like(arr, d, out, dtype, requires_grad, "randint")
 
 
+@_on_device(like="input", random=True)
 def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=None,
                  device=None, requires_grad=False, memory_format=None) -> Tensor:
     """`torch.randint_like(input, high)` / `(input, low, high)`: input's shape and dtype."""
@@ -408,6 +418,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     return _finish(arr.astype(d.np), d, requires_grad)
 
 
+@_on_device(random=True)
 def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=None,
              requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.randperm`: a random permutation of 0..n-1 (int64 unless `dtype` is given)."""
@@ -427,6 +438,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
     return _finish_like(arr, d, out, dtype, requires_grad, "randperm")
 
 
+@_on_device(random=True)
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, layout=None,
            device=None, requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.normal`: (Tensor mean, Tensor std), (Tensor mean, float std), (float mean,

@@ -19,11 +19,13 @@ import numpy as np
 from . import _dtype as dt
 from ._creation import _convert_scalar, _dtype_arg, _finish, _index_like, _num, _write_out
 from ._device import as_device
+from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
 
 __all__ = ["arange", "linspace", "logspace", "eye", "tril_indices", "triu_indices"]
 
 
+@_on_device()
 def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_grad=False,
         pin_memory=False) -> Tensor:
     """`torch.eye`: an n x m (default n x n) identity matrix."""
@@ -62,12 +64,14 @@ def _tri_indices(fname, tri, row, col, offset, dtype):
     return _finish(np.stack([r, c]).astype(d.np).reshape(2, -1), d, False)
 
 
+@_on_device()
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """`torch.tril_indices`: 2 x N (row, column) indices of the lower triangle, row-major."""
     as_device(device)
     return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype)
 
 
+@_on_device()
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """`torch.triu_indices`: 2 x N (row, column) indices of the upper triangle, row-major."""
     as_device(device)
@@ -92,6 +96,7 @@ def _not_implemented(fname: str, d: dt.dtype, suffix: str = "_cpu"):
     return NotImplementedError(f'"{fname}{suffix}" not implemented for \'{_pt_name(d)}\'')
 
 
+@_on_device()
 def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, device=None,
            requires_grad=False) -> Tensor:
     """`torch.arange`: int64 when start/end/step are all integers, else the default dtype.
@@ -212,6 +217,7 @@ def _range_dtype(s, e, dtype, out, fname):
     return d
 
 
+@_on_device()
 def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """`torch.linspace`: `steps` evenly spaced values from start to end inclusive."""
@@ -237,6 +243,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
     return _finish(arr, d, requires_grad)
 
 
+@_on_device()
 def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None, device=None,
              requires_grad=False) -> Tensor:
     """`torch.logspace`: base ** linspace(start, end, steps); the power is taken in double."""

@@ -1,4 +1,4 @@
-"""The Tensor: a NumPy array (storage), a dtype, a device and the autograd fields.
+"""The Tensor: an array (storage), a dtype, a device and the autograd fields.
 
 Owns the Tensor type's state and the methods that are not ops (attributes, conversions,
 Python protocols, autograd entry points). Ops become Tensor methods through the op registry
@@ -6,7 +6,10 @@ Python protocols, autograd entry points). Ops become Tensor methods through the 
 `_ops/operators.py`.
 
 Invariants:
-- `_data` is a NumPy array whose dtype is exactly `_dtype.np` (bfloat16 via ml_dtypes).
+- `_data` is an array of `_device`'s backend (`_device/`: a NumPy array on the CPU and on the
+  CUDA simulator, a CuPy array on a GPU) whose dtype is exactly `_dtype.np` (bfloat16 via
+  ml_dtypes). `_device` is a class attribute (the CPU) that only tensors placed elsewhere set,
+  so making a CPU tensor costs nothing more; `_device/transfer.py` moves and places tensors.
 - Views share `_version` (a one-item list) with their `_base`; every in-place op bumps it, so a
   tensor saved for backward can tell it was modified.
 - A leaf has `_grad_fn is None`; a non-leaf that requires grad has a `grad_fn` node and
@@ -51,9 +54,8 @@ class Tensor:
     _hooks = None
     _tangent = None
     _is_param = False
-    # the device type compiled code is specialised on (script/runtime/keys.py, a Target per
-    # device type): every tensor's array is a NumPy array today, so a class attribute
-    _device_type = "cpu"
+    _device = CPU  # a canonical device value (`_device.as_device`); set only off the CPU
+    _pinned = False
 
     # NumPy must defer to our reflected operators (ndarray + Tensor -> Tensor.__radd__)
     __array_priority__ = 1000
@@ -62,7 +64,7 @@ class Tensor:
         # `torch.Tensor(data)` / `torch.Tensor(*sizes)`: default float dtype, like PyTorch
         from ._creation import _to_array
         d = dtype or dt.get_default_dtype()
-        as_device(device)
+        dev = as_device(device)
         if len(args) == 1 and not isinstance(args[0], int):
             arr = _to_array(args[0], d)
         else:
@@ -70,6 +72,9 @@ class Tensor:
                 raise TypeError(f"Tensor(): expected sizes as ints, got {args}")
             arr = np.zeros(args, dtype=d.np)
         _init(self, arr, d)
+        if dev is not CPU:
+            from ._device.transfer import place
+            place(self, dev)
 
     @staticmethod
     def _make(arr: np.ndarray, dtype: dt.dtype | None = None) -> "Tensor":
@@ -95,19 +100,27 @@ class Tensor:
 
     @property
     def device(self) -> _device_cls:
-        return CPU
+        return self._device
 
     @property
     def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    def get_device(self) -> int:
+        """`Tensor.get_device`: the CUDA index, -1 on the CPU."""
+        return -1 if self._device is CPU else self._device.index
+
+    @property
+    def _never(self) -> bool:
         return False
 
-    # the other device predicates PyTorch tensors carry: storage is always on the CPU here
-    is_xpu = is_mps = is_meta = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = is_cuda
-    is_quantized = is_mkldnn = is_nested = is_sparse = is_sparse_csr = is_cuda
+    # the other device and layout predicates PyTorch tensors carry: none of these exist here
+    is_xpu = is_mps = is_meta = is_ipu = is_xla = is_mtia = is_maia = is_vulkan = _never
+    is_quantized = is_mkldnn = is_nested = is_sparse = is_sparse_csr = _never
 
     @property
     def is_cpu(self) -> bool:
-        return True
+        return self._device is CPU
 
     @property
     def ndim(self) -> int:
@@ -247,6 +260,8 @@ class Tensor:
 
     def detach(self) -> "Tensor":
         t = Tensor._make(self._data, self._dtype)
+        if self._device is not CPU:
+            t._device = self._device
         t._version = self._version
         t._base = self._base if self._base is not None else self
         return t
@@ -262,12 +277,17 @@ class Tensor:
     def data(self) -> "Tensor":
         # shares memory, but like PyTorch's `.data` it is no autograd view and has its own
         # version counter: in-place writes through it are allowed and not tracked
-        return Tensor._make(self._data, self._dtype)
+        t = Tensor._make(self._data, self._dtype)
+        if self._device is not CPU:
+            t._device = self._device
+        return t
 
     @data.setter
     def data(self, value: "Tensor") -> None:
         self._data = value._data
         self._dtype = value._dtype
+        if value._device is not self._device:
+            self._device = value._device
 
     # --- conversions --------------------------------------------------------------------------
     def item(self):
@@ -291,26 +311,37 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if _data_hook is not None:  # jit.trace: refuse to bake data into a trace
             _data_hook(self, 'NumPy array (numpy())')
+        if self._device is not CPU:
+            if not force:
+                raise TypeError(_NOT_HOST.format(self._device))
+            return self.cpu()._data
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._device is not CPU:
+            raise TypeError(_NOT_HOST.format(self._device))
         a = self._data
         return a if dtype is None else a.astype(dtype)
 
     def to(self, *args, **kwargs) -> "Tensor":
         dtype, dev, copy = _parse_to(args, kwargs)
+        t = self
         if dev is not None:
-            as_device(dev)
-        if dtype is None or dtype is self._dtype:
-            return self.clone() if copy else self
-        return _cast(self, dtype)
+            dev = as_device(dev)
+            if dev is not t._device:
+                from ._device.transfer import move
+                t, copy = move(t, dev), False  # a move is a copy already
+        if dtype is None or dtype is t._dtype:
+            return t.clone() if copy else t
+        return _cast(t, dtype)
 
     def type(self, dtype=None, non_blocking=False, **kwargs):
         if dtype is None:
-            return _LEGACY_NAMES.get(self._dtype, f"jitorch.{self._dtype.name}")
+            name = _LEGACY_NAMES.get(self._dtype, f"jitorch.{self._dtype.name}")
+            return name if self._device is CPU else name.replace(".", f".{self._device.type}.")
         if isinstance(dtype, str):
             inv = {v: k for k, v in _LEGACY_NAMES.items()}
             if dtype not in inv:
@@ -334,31 +365,46 @@ class Tensor:
     def cfloat(self): return self.to(dt.complex64)
     def cdouble(self): return self.to(dt.complex128)
 
-    def cpu(self) -> "Tensor":
-        return self
+    def cpu(self, memory_format=None) -> "Tensor":
+        return self if self._device is CPU else self.to(CPU)
 
-    def cuda(self, device=None, non_blocking=False):
-        as_device("cuda" if device is None else device)
+    def cuda(self, device=None, non_blocking=False, memory_format=None) -> "Tensor":
+        if isinstance(device, _device_cls) and device.type != "cuda":
+            raise RuntimeError(f"Invalid device, must be cuda device")
+        return self.to("cuda" if device is None else device)
+
+    def pin_memory(self, device=None) -> "Tensor":
+        """`Tensor.pin_memory`: a copy in page-locked host memory (needs CUDA, as PyTorch)."""
+        from ._device.transfer import pin
+        return pin(self)
+
+    def is_pinned(self, device=None) -> bool:
+        return self._pinned
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         from ._creation import tensor
-        return tensor(data, dtype=dtype or self._dtype, requires_grad=requires_grad)
+        return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
+                      requires_grad=requires_grad)
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         from ._creation import zeros
-        return zeros(*size, dtype=dtype or self._dtype, requires_grad=requires_grad)
+        return zeros(*size, dtype=dtype or self._dtype, device=device or self._device,
+                     requires_grad=requires_grad)
 
     def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
         from ._creation import ones
-        return ones(*size, dtype=dtype or self._dtype, requires_grad=requires_grad)
+        return ones(*size, dtype=dtype or self._dtype, device=device or self._device,
+                    requires_grad=requires_grad)
 
     def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
         from ._creation import empty
-        return empty(*size, dtype=dtype or self._dtype, requires_grad=requires_grad)
+        return empty(*size, dtype=dtype or self._dtype, device=device or self._device,
+                     requires_grad=requires_grad)
 
     def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
         from ._creation import full
-        return full(size, fill_value, dtype=dtype or self._dtype, requires_grad=requires_grad)
+        return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
+                    requires_grad=requires_grad)
 
     # --- Python protocols ---------------------------------------------------------------------
     def __len__(self) -> int:
@@ -414,10 +460,12 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __deepcopy__(self, memo):
-        t = Tensor._make(self._data.copy(), self._dtype)
+        from ._device.transfer import same_device
+        t = same_device(Tensor._make(self._data.copy(), self._dtype), self)
         t._requires_grad = self._requires_grad
         if self._grad is not None:
-            t._grad = Tensor._make(self._grad._data.copy(), self._grad._dtype)
+            t._grad = same_device(Tensor._make(self._grad._data.copy(), self._grad._dtype),
+                                  self._grad)
         memo[id(self)] = t
         import copy
         for k, v in self.__dict__.items():  # user attributes only: the internals were set above
@@ -426,13 +474,21 @@ class Tensor:
         return t
 
     def __reduce_ex__(self, proto):
-        return (_rebuild, (self._data.copy(), self._dtype.name, self._requires_grad))
+        host = self._data.copy() if self._device is CPU else self.cpu()._data
+        return (_rebuild, (host, self._dtype.name, self._requires_grad, str(self._device)))
 
 
-def _rebuild(arr, dtype_name, requires_grad):
+def _rebuild(arr, dtype_name, requires_grad, device="cpu"):
     t = Tensor._make(arr, dt._by_name(dtype_name))
+    if device != "cpu":
+        from ._device.transfer import place
+        place(t, as_device(device))
     t._requires_grad = requires_grad
     return t
+
+
+_NOT_HOST = ("can't convert {} device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+             "to host memory first.")
 
 
 def _init(t: Tensor, arr: np.ndarray, dtype: dt.dtype) -> None:
@@ -473,11 +529,11 @@ def _parse_to(args, kwargs):
         if isinstance(a, dt.dtype):
             dtype = a
         elif isinstance(a, Tensor):
-            dtype = a._dtype
+            dtype, dev = a._dtype, a._device
         elif isinstance(a, (str, _device_cls, int)):
             dev = a
         elif isinstance(a, bool):
-            pass  # non_blocking
+            pass  # non_blocking: copies here complete before the call returns
         else:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     return dtype, dev, copy

@@ -238,9 +238,14 @@ def tensor_repr(t) -> str:
     plain = cls is Tensor or cls.__name__ == "Parameter"
     prefix = "tensor(" if plain else f"{cls.__name__}("
     indent = len(prefix)
+    from ._device import CPU, backend_of, get_default_device
     arr, d = t._data, t._dtype
     default = dt.get_default_dtype()
     suffixes = []
+    if t._device is not get_default_device():  # PyTorch names a device other than the default
+        suffixes.append(f"device='{t._device}'")
+    if t._device is not CPU:  # printing copies the values to the host
+        arr = backend_of(t._device).to_host(arr)
     if arr.size == 0:
         # an empty tensor has no values to show its shape or dtype, so both are printed
         if arr.ndim != 1:

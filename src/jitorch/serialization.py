@@ -23,7 +23,8 @@ is a Python list, and every other value is a JSON object tagged by "$":
     {"$": "bytes", "base64": "..."}   {"$": "dtype", "name": "float32"}
     {"$": "device", "type": "cpu", "index": null}
     {"$": "tensor" | "parameter", "id": k, "storage": i, "dtype": "float32", "shape": [...],
-        "stride": [...] (elements), "byte_offset": b, "requires_grad": false}
+        "stride": [...] (elements), "byte_offset": b, "requires_grad": false,
+        "device": "cuda:0" (optional, absent on the CPU: serialization_location.py)}
     {"$": "ref", "id": k}   (the same tensor object saved again: loads as the same object)
 Tensors whose memory overlaps share one storage, so views saved together load as views of one
 buffer (an in-place write through one is seen by the other), as in PyTorch. A storage holds only
@@ -51,7 +52,9 @@ except ImportError:  # NumPy < 2
     from numpy import byte_bounds
 
 from . import _dtype as dt
-from ._device import as_device, device as _device_cls
+from . import serialization_location as location
+from ._device import CPU, device as _device_cls
+from ._device.transfer import host
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._tensor import Size, Tensor
 
@@ -140,14 +143,13 @@ class _Encoder:
     def _tensor(self, t: Tensor, path: str) -> dict:
         if id(t) in self.memo:
             return {"$": "ref", "id": self.memo[id(t)]}
-        if t.device.type != "cpu":
-            raise RuntimeError(f"jitorch.save: tensor at {path} is on {t.device}; only CPU "
-                               "tensors can be saved")
         k = len(self.tensors)
         self.memo[id(t)] = k
         node = {"$": "parameter" if getattr(t, "_is_param", False) else "tensor", "id": k,
                 "dtype": t._dtype.name, "shape": list(t._data.shape),
                 "requires_grad": bool(t._requires_grad)}
+        if t._device.type != "cpu":  # its data is saved from a host copy (_build_storages)
+            node["device"] = str(t._device)
         self.tensors.append((t, node))
         return node
 
@@ -183,6 +185,9 @@ def _build_storages(tensors: list[tuple[Tensor, dict]]) -> list[tuple[dt.dtype, 
     for t, node in tensors:
         arr = t._data
         isz = arr.dtype.itemsize
+        if t._device is not CPU:  # device memory: saved from a host copy, one storage each
+            alone(t, node, host(t))
+            continue
         if arr.size == 0 or any(s % isz for s in arr.strides):
             alone(t, node, arr)
             continue
@@ -309,7 +314,7 @@ class Archive:
         self.weights_only: bool | None = None
         self.objects: dict = {}
         self.arrays: dict = {}
-        self.map_fn = None
+        self.map_location = None
 
     def _info(self, name: str) -> zipfile.ZipInfo:
         info = self.infos.get(name)
@@ -448,12 +453,12 @@ class Archive:
             t = Parameter(t, rg)
         elif rg:
             t._requires_grad = True
-        if self.map_fn is not None:  # a callable map_location, on every tensor (in objects too)
-            try:
-                r = self.map_fn(t, "cpu")
-            except Exception as e:  # the user's function: its error as it is
-                raise _Raise(e) from None
-            t = t if r is None else r
+        loc = node.get("device", "cpu")
+        _need(isinstance(loc, str) and _valid_device(loc), "bad tensor device")
+        try:  # where it goes: map_location (in objects too), else where it was saved
+            t = location.restore(t, loc, self.map_location)
+        except Exception as e:  # the user's function, or no such device: its error as it is
+            raise _Raise(e) from None
         self.tensors[k] = t
         return t
 
@@ -509,14 +514,12 @@ def _guard(what: str, source: str, fn):
                            f"truncated): {type(e).__name__}: {e}") from e
 
 
-def _check_map_location(map_location):
-    if map_location is None or callable(map_location):
-        return
-    if isinstance(map_location, dict):
-        for v in map_location.values():
-            as_device(v)
-        return
-    as_device(map_location)  # "cpu" / device("cpu"); other devices raise as everywhere
+def _valid_device(loc: str) -> bool:
+    try:
+        _device_cls(loc)
+    except (RuntimeError, TypeError):
+        return False
+    return True
 
 
 def read_archive(f, reader, *, expected_format: str = FORMAT_NAME,
@@ -558,18 +561,19 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     `add_safe_globals`/`safe_globals` are used, others raise `pickle.UnpicklingError`; with
     `weights_only=False` their modules are imported (serialization_objects).
     `map_location` may be None, "cpu", a device, a dict of locations, or a callable
-    `fn(tensor, "cpu")` returning a replacement tensor (or None to keep it). A damaged, truncated
+    `fn(tensor, location)` returning a replacement tensor (or None: the saved location); see
+    serialization_location. A damaged, truncated
     or foreign file raises RuntimeError; a file from a newer format version says so.
     """
     if pickle_module is not None:
         raise RuntimeError("jitorch.load never unpickles; pickle_module is not supported")
     if mmap:
         raise NotImplementedError("jitorch.load: mmap=True is not supported yet")
-    _check_map_location(map_location)
+    location.check(map_location)
 
     def reader(arc):
         arc.weights_only = weights_only is not False
-        arc.map_fn = map_location if callable(map_location) else None
+        arc.map_location = map_location
         return arc.decode(arc.manifest.get("object"))
 
     return read_archive(f, reader)

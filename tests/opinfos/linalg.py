@@ -307,7 +307,7 @@ def _solve_ref(A, B, left=True):
 def _gram(x):
     """A symmetric positive-definite function of an arbitrary matrix."""
     n = x.shape[-1]
-    return x @ x.mT + jitorch.tensor(np.eye(n) * n, dtype=x.dtype)
+    return x @ x.mT + jitorch.tensor(np.eye(n) * n, dtype=x.dtype, device=x.device)
 
 
 def _gram_np(x):

@@ -120,7 +120,8 @@ def first_bad(a: np.ndarray, test) -> tuple:
 
 def const(arr: np.ndarray, like: Tensor) -> Tensor:
     """A constant tensor (no history) with `like`'s dtype, for masks and identities in rules."""
-    return Tensor._make(np.asarray(arr).astype(like._dtype.np), like._dtype)
+    from .._device.transfer import constant
+    return constant(np.asarray(arr).astype(like._dtype.np), like._dtype, like._device)
 
 
 def eye_like(t: Tensor, n: int | None = None, m: int | None = None) -> Tensor:

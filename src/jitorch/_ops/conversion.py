@@ -38,6 +38,25 @@ _to_dtype = defop("_to_dtype", _to_dtype_impl, method=False,
                   batch=ELEMENTWISE)
 
 
+def _to_device_impl(input, source, target):
+    from .._device.transfer import move_array
+    return move_array(input, source, target)
+
+
+def _moved(t, device):
+    from .._device.transfer import move
+    return move(t, device)
+
+
+# `Tensor.to(device)`: the one op whose result lives on another device than its operand
+# (`_device/transfer.move` tags it); differentiable, its VJP moves the gradient back
+_to_device = defop("_to_device", _to_device_impl, method=False,
+                   vjp=lambda g, source: _moved(g, source),
+                   jvp=lambda t_input, target: _moved(t_input, target),
+                   extra={"transfer": True}, infer=infer.same,
+                   interpreted="moves data between devices (eager only until the CUDA target)")
+
+
 def _clone_impl(input, *, memory_format=None):
     return np.array(input, copy=True, order="C")
 
@@ -92,6 +111,9 @@ def copy_(self: Tensor, src, non_blocking: bool = False) -> Tensor:
     """`Tensor.copy_(src)`: broadcast src into self and cast to self's dtype (any cast)."""
     if not isinstance(src, Tensor):
         src = Tensor._make(np.asarray(src))
+    if src._device is not self._device:  # copy_ is the one op that crosses devices itself
+        from .._device.transfer import move
+        src = move(src, self._device)
     check_inplace_allowed(self)
     check_writable(self)  # an expanded self: PyTorch's error, not NumPy's read-only one
     try:
@@ -156,7 +178,8 @@ def _copy_slices_impl(base, src, view_fn):
 def _copy_slices_vjp(g, view_fn):
     # zero the overwritten region with an op, not by writing a clone's data: double backward
     # must see that the base's gradient does not depend on g there
-    region = Tensor._make(np.zeros(g._data.shape, np.bool_))
+    from .._device.transfer import full
+    region = full(g._data.shape, False, dt.bool, g._device)
     view_fn(region)._data[...] = True
     return g.masked_fill(region, 0), view_fn(g)
 

@@ -22,6 +22,7 @@ import operator
 import numpy as np
 
 from .. import _dtype as dt
+from .._device.transfer import constant as _constant
 from .._tensor import Tensor
 from . import infer
 from .registry import _pt_name, defop
@@ -43,15 +44,16 @@ _CTYPE = {"bool": "bool", "uint8": "uint8_t", "int8": "int8_t", "int16": "int16_
 
 # --- shared helpers (also used by scatter.py) ------------------------------------------------
 def _const(arr, dtype=None) -> Tensor:
-    """A constant tensor (no history) from a NumPy array."""
+    """A constant tensor (no history) from a NumPy array, on the default device (in a rule:
+    the device the rule runs for)."""
     arr = np.asarray(arr)
     if dtype is not None and arr.dtype != dtype.np:
         arr = arr.astype(dtype.np)
-    return Tensor._make(arr, dtype)
+    return _constant(arr, dtype)
 
 
 def _zeros(shape, dtype) -> Tensor:
-    return Tensor._make(np.zeros(shape, dtype.np), dtype)
+    return _constant(np.zeros(shape, dtype.np), dtype)
 
 
 def _need_tensor(x, op: str, name: str, pos: int) -> None:

@@ -163,7 +163,8 @@ def matrix_power(input, n, *, out=None):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
         eye = np.broadcast_to(np.eye(a.shape[-1], dtype=a.dtype), a.shape).copy()
-        return _out(out, Tensor._make(eye, input._dtype))
+        from .._device.transfer import constant
+        return _out(out, constant(eye, input._dtype, input._device))
     if n < 0:
         input, n = inverse(input), -n
     # square-and-multiply, as PyTorch does (same rounding for large n)

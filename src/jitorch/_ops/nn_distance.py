@@ -128,8 +128,8 @@ def pdist(input, p=2.0):
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     i, j = np.triu_indices(input.shape[0], 1)
-    d = input.index_select(0, tensor(i.astype(np.int64))) - input.index_select(
-        0, tensor(j.astype(np.int64)))
+    d = input.index_select(0, tensor(i.astype(np.int64), device=input.device)) - \
+        input.index_select(0, tensor(j.astype(np.int64), device=input.device))
     if d.shape[-1] == 0:
         return d.sum(-1) * 0
     return vector_norm(d, p, dim=-1)

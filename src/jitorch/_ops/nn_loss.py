@@ -265,7 +265,7 @@ def _nll_loss(ignore_index, reduction):
         mask = t != ignore_index
         safe = where(mask, t, 0)
         x = input.reshape([n, c, m]).transpose(1, 2)
-        loss = -where(safe.unsqueeze(2) == arange(c), x, 0.0).sum(-1)
+        loss = -where(safe.unsqueeze(2) == arange(c, device=x.device), x, 0.0).sum(-1)
         w = mask.to(input.dtype)
         if weight is not None:
             w = w * weight[safe]
@@ -300,7 +300,7 @@ def _cross_entropy(ignore_index, reduction, label_smoothing):
         t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
         mask = t != ignore_index
         safe = where(mask, t, 0)
-        loss = -where(safe.unsqueeze(2) == arange(c), logp, 0.0).sum(-1)
+        loss = -where(safe.unsqueeze(2) == arange(c, device=logp.device), logp, 0.0).sum(-1)
         w = mask.to(logp.dtype)
         if weight is not None:
             w = w * weight[safe]

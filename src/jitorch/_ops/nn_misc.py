@@ -208,7 +208,7 @@ def pad(input, pad, mode="constant", value=None):
             if lo > m or hi > m:
                 raise RuntimeError("Padding value causes wrapping around more than once.")
             j = np.mod(np.arange(-lo, m + hi), m) + lo_c
-        x = x.index_select(dim, tensor(j.astype(np.int64)))
+        x = x.index_select(dim, tensor(j.astype(np.int64), device=x.device))
     return x
 
 
@@ -231,7 +231,8 @@ def _pad_constant(input, pads, value):
         for amount in (lo, hi):
             shape = list(x.shape)
             shape[dim] = max(amount, 0)
-            parts.append(full(tuple(shape), value, dtype=x.dtype) if amount > 0 else None)
+            parts.append(full(tuple(shape), value, dtype=x.dtype, device=x.device)
+                         if amount > 0 else None)
         if parts[0] is not None or parts[1] is not None:
             x = cat([p for p in (parts[0], x, parts[1]) if p is not None], dim)
     return x

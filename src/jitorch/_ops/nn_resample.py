@@ -96,7 +96,8 @@ def _gather_sum(x, dim, taps):
     shape[dim] = -1
     out = None
     for idx, w in taps:
-        term = x.index_select(dim, tensor(idx)) * tensor(w).to(x.dtype).reshape(shape)
+        term = x.index_select(dim, tensor(idx, device=x.device)) * tensor(
+            w, device=x.device).to(x.dtype).reshape(shape)
         out = term if out is None else out + term
     return out
 
@@ -190,7 +191,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if mode in ("nearest", "nearest-exact"):
             from .._creation import tensor
             idx = _nearest_index(n, m, scales[k], mode == "nearest-exact", ct, nd == 2)
-            x = x.index_select(dim, tensor(idx))
+            x = x.index_select(dim, tensor(idx, device=x.device))
         elif n == m and mode != "bicubic":
             continue  # PyTorch's linear kernels copy a dim whose size does not change
         elif mode == "bicubic":

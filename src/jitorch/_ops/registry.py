@@ -22,6 +22,9 @@ A VJP returns one gradient per tensor slot (a list for list slots; None where no
 A JVP takes `t_<slot>` tangents (zeros when absent) plus the same names and returns the output
 tangent(s).
 
+Devices: once a tensor lives off the CPU, dispatch checks that an op's tensor operands share
+one device and runs the op there (`_device/transfer.py`: `common_device`, `dispatch_on`).
+
 Dependency rule: this module never imports the compiler (`jitorch.script`); tracing hooks in by
 pushing a dispatch mode (`push_mode`).
 """
@@ -36,6 +39,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import placed as _placed
+from .._device.backends import device_array_types as _device_arrays
+from .._device.transfer import OnDevice as _OnDevice, common_device as _common_device, \
+    dispatch_on as _dispatch_on, tag as _tag
 from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -365,6 +372,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     modes = _mode_state.stack
     if modes:
         return modes[-1](op, slots, attrs)
+    if _placed[0] and type(_profile) is not _OnDevice:  # some tensor lives off the CPU
+        dev = _common_device(slots)
+        if dev is not None:
+            return _dispatch_on(dispatch, op, slots, attrs, dev)
     if op.kind == "elementwise":
         out_dtype, arrays = _elementwise_args(op, slots, attrs)
         try:
@@ -372,7 +383,7 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         except ValueError:
             _check_broadcast(arrays)
             raise
-        if type(res) is not np.ndarray:
+        if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
             res = np.asarray(res)
         if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
             if out_dtype.itemsize == 2:  # float32 -> half overflows to inf silently, as PyTorch
@@ -400,6 +411,8 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         outs = _wrap(res)
         if op.view:
             _mark_views(op, slots, attrs, outs)
+    if _placed[0] and type(_profile) is _OnDevice and _profile.dev is not None:
+        _tag(outs, _profile.dev)  # made on the device, before autograd saves or reads them
     if op.nondiff:
         return outs
     if _grad_state.enabled and op.vjp is not None:
@@ -504,7 +517,7 @@ def _wrap(res):
         return [_wrap(r) for r in res]
     if isinstance(res, Tensor):
         return res
-    if type(res) is not np.ndarray:
+    if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
         if res is None or isinstance(res, (bool, int, float)) and not isinstance(res, np.generic):
             return res
         res = np.asarray(res)
@@ -565,6 +578,9 @@ def _write_out(out: Tensor, r):
         from ..func._vmap import write_into  # vmap: the batch must fit in `out`
         write_into(out, r, "out")
         return out
+    if out._device is not r._device:
+        raise RuntimeError(f"Expected all tensors to be on the same device, but found at least "
+                           f"two devices, {r._device} and {out._device}!")
     if not dt.can_cast(r._dtype, out._dtype):
         raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
                            f"output type {_pt_name(out._dtype)}")

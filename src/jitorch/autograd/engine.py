@@ -11,6 +11,7 @@ import heapq
 import numpy as np
 
 from .. import _dtype as dt
+from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
 from .graph import AccumulateGrad, edge_of
@@ -44,7 +45,7 @@ def _root_grads(outputs, grad_outputs, is_grads_batched=False):
             if t._dtype.category != dt.FLOAT:
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs "
                                    f"but got {t._dtype}")
-            g = Tensor._make(np.ones(t._data.shape, t._dtype.np), t._dtype)
+            g = _full(t._data.shape, 1, t._dtype, t._device)
         elif not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, t._dtype.np), t._dtype)
         elif g._data.shape != t._data.shape:
@@ -90,7 +91,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for t, g in zip(inputs, captured):
         if g is None:
             if materialize_grads:
-                g = Tensor._make(np.zeros(t._data.shape, t._dtype.np), t._dtype)
+                g = _full(t._data.shape, 0, t._dtype, t._device)
             elif not allow_unused:
                 raise RuntimeError("One of the differentiated Tensors appears to not have been "
                                    "used in the graph. Set allow_unused=True if this is the "
@@ -206,8 +207,7 @@ def _run_tensor_hooks(node, grads):
             if t is not None and grads[nr] is not None:
                 g = grads[nr]
                 if t._grad is None:
-                    t._grad = g if g._grad_fn is not None else Tensor._make(
-                        np.array(g._data), g._dtype)
+                    t._grad = g if g._grad_fn is not None else _data_copy(g)
                 else:
                     t._grad = t._grad + g
     return grads

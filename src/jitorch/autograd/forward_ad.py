@@ -11,6 +11,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import CPU, on_device, placed as _placed
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
 from . import grad_mode
@@ -73,7 +74,12 @@ def propagate(op, slots, attrs, outs) -> None:
     level = grad_mode._fwd_level[0]
     grad_mode._fwd_level[0] = 0  # tangent math is not itself forward-differentiated
     try:
-        t = op.jvp(**kwargs)
+        dev = _placed[0] and _first_device(slots)
+        if dev:  # the rule's own constants and zeros are made on the operands' device
+            with on_device(dev):
+                t = op.jvp(**kwargs)
+        else:
+            t = op.jvp(**kwargs)
     finally:
         grad_mode._fwd_level[0] = level
     outs_l = outs if isinstance(outs, (tuple, list)) else (outs,)
@@ -86,7 +92,17 @@ def propagate(op, slots, attrs, outs) -> None:
             _live.append(o)
 
 
+def _first_device(slots):
+    """The device of an op's operands when it is not the CPU (else None)."""
+    for s in slots:
+        for x in (s if isinstance(s, (list, tuple)) else (s,)):
+            if isinstance(x, Tensor) and x._device is not CPU:
+                return x._device
+    return None
+
+
 def _tangent_or_zero(t: Tensor) -> Tensor:
     if t._tangent is not None:
         return t._tangent
-    return Tensor._make(np.zeros(t._data.shape, t._dtype.np), t._dtype)
+    from .._device.transfer import full
+    return full(t._data.shape, 0, t._dtype, t._device)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._device.transfer import host, place
 from .._tensor import Tensor
 from .engine import grad as autograd_grad
 
@@ -36,10 +37,10 @@ def _numerical(fn, inputs, eps):
         for i in range(flat.size):
             orig = flat[i].copy()
             flat[i] = orig + eps
-            plus = np.concatenate([o._data.astype(np.float64).ravel()
+            plus = np.concatenate([host(o).astype(np.float64).ravel()
                                    for o in _outputs(fn, inputs)])
             flat[i] = orig - eps
-            minus = np.concatenate([o._data.astype(np.float64).ravel()
+            minus = np.concatenate([host(o).astype(np.float64).ravel()
                                     for o in _outputs(fn, inputs)])
             flat[i] = orig
             J[i] = (plus - minus) / (2 * eps)
@@ -57,11 +58,12 @@ def _analytical(fn, inputs):
             if o._requires_grad:
                 go = np.zeros(o._data.size, o._dtype.np)
                 go[j] = 1
-                gs = autograd_grad((o,), diff, (Tensor._make(go.reshape(o._data.shape)),),
+                seed = place(Tensor._make(go.reshape(o._data.shape)), o._device)
+                gs = autograd_grad((o,), diff, (seed,),
                                    retain_graph=True, allow_unused=True)
                 for k, g in enumerate(gs):
                     if g is not None:
-                        jacs[k][:, col] = g._data.astype(np.float64).ravel()
+                        jacs[k][:, col] = host(g).astype(np.float64).ravel()
             col += 1
     return jacs
 
@@ -86,11 +88,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 v = np.zeros(t._data.size, t._dtype.np)
                 v[i] = 1
                 with fwAD.dual_level():
-                    dual = [fwAD.make_dual(x, Tensor._make(v.reshape(x._data.shape)))
+                    dual = [fwAD.make_dual(x, place(Tensor._make(v.reshape(x._data.shape)),
+                                                    x._device))
                             if x is t else x for x in inputs]
                     outs = _outputs(func, dual)
                     tang = np.concatenate([
-                        (fwAD.unpack_dual(o).tangent._data.ravel() if o._tangent is not None
+                        (host(fwAD.unpack_dual(o).tangent).ravel() if o._tangent is not None
                          else np.zeros(o.numel())) for o in outs]).astype(np.float64)
                 if not np.allclose(tang, num[k][i], rtol=rtol, atol=atol):
                     if raise_exception:
@@ -106,7 +109,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     outs = _outputs(func, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(0)
-        grad_outputs = tuple(Tensor._make(rng.standard_normal(o._data.shape).astype(o._dtype.np))
+        grad_outputs = tuple(place(Tensor._make(rng.standard_normal(o._data.shape)
+                                                .astype(o._dtype.np)), o._device)
                              .requires_grad_() for o in outs)
     n_in = len(inputs)
     diff_idx = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t._requires_grad]

@@ -16,6 +16,9 @@ import weakref
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import CPU, on_device as _on_device, placed as _placed
+from .._device.transfer import data_copy as _data_copy, full as _full, \
+    grads_device as _grads_device
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
 
@@ -101,8 +104,8 @@ class Node:
         """grads: one entry per output (None where no gradient arrived)."""
         op = self.op
         for i, (shape, d) in enumerate(self.out_meta):
-            if grads[i] is None and d.category >= dt.FLOAT:
-                grads[i] = Tensor._make(np.zeros(shape, d.np), d)
+            if grads[i] is None and d.category >= dt.FLOAT:  # on the device the others are on
+                grads[i] = _full(shape, 0, d, _grads_device(grads))
             elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
                   and not op.extra.get("complex_grad")):  # VJPs written for complex
                 _no_complex(op.name)
@@ -111,6 +114,10 @@ class Node:
         kwargs = {}
         if saved is not None:
             kwargs = saved
+        dev = _placed[0] and _grads_device(grads)
+        if dev and dev is not CPU:  # the rule's own constants and zeros are made there too
+            with _on_device(dev):
+                return self._normalize(op.vjp(g, **kwargs))
         res = op.vjp(g, **kwargs)
         return self._normalize(res)
 
@@ -186,8 +193,7 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
-            var._grad = g if create_graph else Tensor._make(
-                np.array(g._data, order=_layout(var._data)), g._dtype)
+            var._grad = g if create_graph else _data_copy(g, _layout(var._data))
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:

@@ -73,7 +73,8 @@ def rebase_history(self: Tensor, r: Tensor) -> None:
         self._grad_fn, self._output_nr, self._requires_grad = r._grad_fn, r._output_nr, True
         return
     from .._ops.conversion import copy_slices
-    old = Tensor._make(base._data, base._dtype)
+    from .._device.transfer import same_device
+    old = same_device(Tensor._make(base._data, base._dtype), base)
     old._grad_fn, old._output_nr = base._grad_fn, base._output_nr
     old._requires_grad = base._requires_grad
     old._accum = base._accum

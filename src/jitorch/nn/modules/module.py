@@ -378,13 +378,15 @@ class Module(_StateDictMixin):
         dtype, dev, _ = _parse_to(args, {k: v for k, v in kwargs.items()
                                          if k in ("dtype", "device", "copy")})
         if dev is not None:
-            as_device(dev)
+            dev = as_device(dev)
         if dtype is not None:
             if dtype.category not in (dt.FLOAT, dt.COMPLEX):
                 raise TypeError("nn.Module.to only accepts floating point or complex dtypes, "
                                 f"but got desired dtype={dtype}")
 
         def convert(t):
+            if dev is not None:
+                t = t.to(dev)
             if dtype is not None and (t.is_floating_point() or t.is_complex()):
                 return t.to(dtype)
             return t

@@ -66,6 +66,8 @@ _new = object.__new__
 
 
 _PLAIN = (ir.IntType, ir.FloatType, ir.BoolType, ir.StrType, ir.NoneType)  # hold no tensor
+
+
 AUTOCAST_REASON = ("inside jitorch.autocast: runs interpreted with autocast's casts (bfloat16 and "
                    "float16 are not lowered on CPU yet)")
 
@@ -193,10 +195,10 @@ class ScriptFunction:
             try:
                 if grad_on:
                     key = tuple([("T", a._dtype, a._data.ndim, a._requires_grad,
-                                  a._data.flags.c_contiguous, a._device_type) for a in args])
+                                  a._data.flags.c_contiguous, a._device) for a in args])
                     return key, any(k[3] for k in key)
                 return tuple([("T", a._dtype, a._data.ndim, False, a._data.flags.c_contiguous,
-                               a._device_type) for a in args]), False
+                               a._device) for a in args]), False
             except AttributeError:
                 pass  # not a Tensor: the loop below raises the TypeError
         key = []
@@ -208,7 +210,7 @@ class ScriptFunction:
                 rg = grad_on and a._requires_grad
                 need_grad |= rg
                 key.append(("T", a._dtype, a._data.ndim, rg, a._data.flags.c_contiguous,
-                            a._device_type))
+                            a._device))
             elif k == "float":
                 if type(a) is not float:
                     if isinstance(a, bool) or not isinstance(a, (int, float)):

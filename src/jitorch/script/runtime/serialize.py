@@ -214,7 +214,7 @@ def _tree(mod) -> dict:
 
 # --- loading ------------------------------------------------------------------------------------
 def load(f, map_location=None, _extra_files=None):
-    serialization._check_map_location(map_location)  # "cpu" / device / dict / callable
+    serialization.location.check_cpu_only(map_location)  # "cpu" / device / dict / callable
     def reader(arc):
         return _build(arc, map_location, _extra_files)
     return serialization.read_archive(f, reader, expected_format=FORMAT_NAME,

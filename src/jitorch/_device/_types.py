@@ -1,12 +1,10 @@
-"""`jitorch.device`: where a tensor lives. Only the CPU holds storage in this release; naming a
-CUDA device is accepted by `device(...)` but creating storage there raises a clear error until
-the CUDA backend lands."""
+"""`jitorch.device`: the value naming where a tensor lives (`cpu`, `cuda:N`, and the other
+type names PyTorch parses). Pure data: which devices can hold storage is `_device/backends.py`'s
+business, normalising a device argument is `as_device` in `_device/__init__.py`."""
 from __future__ import annotations
 
-from . import _settings
 
-
-_TYPES = ("cpu", "cuda", "mps", "xpu", "meta")  # names PyTorch parses; only cpu holds storage
+_TYPES = ("cpu", "cuda", "mps", "xpu", "meta")  # names PyTorch parses
 
 
 class NoDeviceError(AssertionError, NotImplementedError):
@@ -22,6 +20,8 @@ class device:
         if isinstance(type, device):
             self.type, self.index = type.type, type.index
             return
+        if isinstance(type, int) and not isinstance(type, bool) and index is None:
+            type, index = "cuda", type  # `torch.device(0)` is cuda:0
         if not isinstance(type, str):
             raise TypeError(f"device() expected a string, got {type!r}")
         if ":" in type:
@@ -32,6 +32,8 @@ class device:
         if type not in _TYPES:
             raise RuntimeError(f"Expected one of {', '.join(_TYPES)} device type at start of "
                                f"device string: {type}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative")
         self.type, self.index = type, index
 
     def __eq__(self, other):
@@ -49,43 +51,18 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
-    def __enter__(self):  # `with torch.device("cpu"):` (another device raises, as as_device)
-        as_device(self)
+    def __enter__(self):  # `with torch.device(d):` makes d the factories' default device
+        from . import _push_default
+        _push_default(self)
         return self
 
     def __exit__(self, *exc):
+        from . import _pop_default
+        _pop_default()
         return False
+
+    def __reduce__(self):
+        return (device, (self.type, self.index))
 
 
 CPU = device("cpu")
-
-
-def as_device(d) -> device:
-    """Normalise a device argument and reject devices that cannot hold storage yet."""
-    if d is None:
-        return CPU
-    if isinstance(d, int):
-        d = device("cuda", d)
-    d = d if isinstance(d, device) else device(d)
-    if d.type != "cpu":
-        prefix = "Torch not compiled with CUDA enabled: " if d.type == "cuda" else ""
-        raise NoDeviceError(f"{prefix}jitorch: tensors on device '{d}' are not implemented yet "
-                            f"(CPU only in this release)")
-    return CPU
-
-
-_default = [CPU]
-
-
-@_settings.setter
-def set_default_device(device) -> None:
-    """`torch.set_default_device`: the CPU (or None, which resets to it) is the only device that
-    holds storage here; another raises at once, where PyTorch raises at the first factory call."""
-    _default[0] = CPU if device is None else as_device(device)
-
-
-def get_default_device() -> device:
-    return _default[0]
-
-
-_settings.register("default_device", get_default_device)  # where factories allocate
