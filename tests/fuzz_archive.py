@@ -98,7 +98,30 @@ _TYPES = ["str", "int", "float", "Any", "Tensor", "f32[2,3]", "Tuple[int, int, s
 _TOKEN_LINE = re.compile(r"^\s*(%[\w]+(?:: [^=]+)?(?:, %[\w]+: [^=]+)*) = ([\w:.]+)(.*)$")
 
 
-class Mutator:
+class EditMutator:
+    """What every archive mutator shares: `self.edits` (its edit methods, the last of which is
+    `two_edits`), a seeded `self.rng`, and the way an edit is picked and applied."""
+
+    def pick(self, xs):
+        return xs[self.rng.randrange(len(xs))]
+
+    def two_edits(self, data):
+        data, wa = self._apply(self.pick(self.edits[:-1]), data)
+        data, wb = self._apply(self.pick(self.edits[:-1]), data)
+        return data, f"{wa}; {wb}"
+
+    @staticmethod
+    def _apply(edit, data):
+        try:
+            return edit(data)
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+            return data, f"{edit.__name__}: not applicable here"  # an earlier edit's structure
+
+    def mutate(self, data: bytes):
+        return self._apply(self.pick(self.edits), data)
+
+
+class Mutator(EditMutator):
     """Edits of one archive; deterministic for a seeded `rng` (random.Random)."""
 
     def __init__(self, rng, sentinel: str, op_names: list):
@@ -114,9 +137,6 @@ class Mutator:
                       self.two_edits]
 
     # -- helpers -----------------------------------------------------------------------------
-    def pick(self, xs):
-        return xs[self.rng.randrange(len(xs))]
-
     def payload(self) -> str:
         return self.pick(self.payloads)
 
@@ -442,17 +462,3 @@ class Mutator:
         out = edit_manifest(data, fn)
         return out, f"manifest: {what[0] if what else '?'}"
 
-    def two_edits(self, data):
-        data, wa = self._apply(self.pick(self.edits[:-1]), data)
-        data, wb = self._apply(self.pick(self.edits[:-1]), data)
-        return data, f"{wa}; {wb}"
-
-    @staticmethod
-    def _apply(edit, data):
-        try:
-            return edit(data)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-            return data, f"{edit.__name__}: not applicable here"  # an earlier edit's structure
-
-    def mutate(self, data: bytes):
-        return self._apply(self.pick(self.edits), data)

@@ -24,7 +24,7 @@ import jitorch
 import jitorch.nn as nn
 import jitorch.nn.functional as F
 
-from fuzz_archive import read_members, write_members
+from fuzz_archive import EditMutator, read_members, write_members
 
 CALLS = []
 
@@ -161,7 +161,7 @@ _CLASSES = [Trap, Block, Compat, nn.Sequential, nn.Linear, nn.Identity, nn.Softm
             collections.OrderedDict]
 
 
-class Mutator:
+class Mutator(EditMutator):
     """Structural edits of one archive's object tree; deterministic for a seeded `rng`."""
 
     def __init__(self, rng):
@@ -169,9 +169,6 @@ class Mutator:
         self.next_id = 10_000  # ids of the object nodes edits add
         self.edits = [self.inject, self.reshape, self.duplicate_item, self.duplicate_json_key,
                       self.retarget, self.swap_value, self.nest, self.two_edits]
-
-    def pick(self, xs):
-        return xs[self.rng.randrange(len(xs))]
 
     # -- values ------------------------------------------------------------------------------
     def callable_node(self):
@@ -333,20 +330,6 @@ class Mutator:
             return f"nest {kind}: {a['qualname']} / {b['qualname']}"
         return self.with_tree(data, fn)
 
-    def two_edits(self, data):
-        data, wa = self._apply(self.pick(self.edits[:-1]), data)
-        data, wb = self._apply(self.pick(self.edits[:-1]), data)
-        return data, f"{wa}; {wb}"
-
-    @staticmethod
-    def _apply(edit, data):
-        try:
-            return edit(data)
-        except (KeyError, IndexError, TypeError, ValueError, AttributeError):
-            return data, f"{edit.__name__}: not applicable here"  # an earlier edit's structure
-
-    def mutate(self, data: bytes):
-        return self._apply(self.pick(self.edits), data)
 
 
 def exercise(obj, x) -> None:
