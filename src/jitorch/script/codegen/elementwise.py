@@ -101,6 +101,17 @@ def single_group(em: Emitter, n: ir.Node):
     return ir.Block(params, [inner], list(n.outputs)), ext, list(n.outputs)
 
 
+def group_rank(em: Emitter, block: ir.Block) -> int:
+    """The rank of the group's loop: that of its outputs, which must all have it."""
+    rank = None
+    for r in block.returns:
+        t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
+        rank = t.ndim if rank is None else rank
+        if t.ndim != rank:
+            raise NotLowered("fused group outputs of different ranks")
+    return rank
+
+
 def group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
     tensor_in, local = [], {}
     for p, v in zip(block.params, inputs):
@@ -172,6 +183,26 @@ def loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
             ms.append(m)
         mult[p.uid] = ms
     return sizes, mult
+
+
+def output_shape(em: Emitter, r: ir.Value, tensor_in, deps: dict, sizes: list, rank: int):
+    """(shape expressions, multipliers or None) of the group output `r`: the broadcast of the
+    tensor inputs it depends on (`deps`, dependencies()). None when that is the loop's whole
+    shape; else its own 0/1 multipliers (a member of size `(1, n)` inside an `(m, n)` loop is
+    written through them: rewritten with the same value)."""
+    all_t = {p.uid for p, _, _ in tensor_in}
+    dep = deps.get(r.uid, set()) & all_t
+    if dep == all_t:
+        return list(sizes), None
+    shape_parts, om = [], []
+    for d in range(rank):
+        sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]" for p, x, rr in tensor_in
+                                 if p.uid in dep and d - (rank - rr) >= 0])
+        shape_parts.append(sd)
+        mm = em.fresh("m")
+        em.emit(f"{mm} = int({sd} != 1)")
+        om.append(mm)
+    return shape_parts, om
 
 
 def loads(em: Emitter, tensor_in, local, mult, idx, rank) -> None:

@@ -98,6 +98,35 @@ class Emitter:
         self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
 
 
+def exception_classes(em: Emitter) -> list:
+    """The module-level text of the exception classes `em`'s raises use (`raise_`: PyTorch's
+    type, formatting its message outside compiled code; `prim::Raise`: also a
+    jitorch.jit.Error), for any target's generated module."""
+    out = [_EXC_CLASS.format(exc=exc) for exc in sorted(em.exceptions)]
+    if em.scripted_raises:
+        out.append("from jitorch.script.kernels.signals import ScriptRuntimeError")
+    out += [_SCRIPT_EXC_CLASS.format(exc=exc) for exc in sorted(em.scripted_raises)]
+    return out
+
+
+_SCRIPT_EXC_CLASS = """
+
+class _Script{exc}({exc}, ScriptRuntimeError):
+    \"\"\"A `raise {exc}(...)` of the scripted code (also a jitorch.jit.Error).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
+
+_EXC_CLASS = """
+
+class _{exc}({exc}):
+    \"\"\"{exc} raised by the program; args = (format, ints...).\"\"\"
+
+    def __str__(self):
+        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
+
+
+
 def np_type(d: dt.dtype) -> str:
     return literal.dtype(d)
 

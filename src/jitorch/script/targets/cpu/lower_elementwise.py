@@ -22,8 +22,8 @@ from ...ir.values import const_value
 from ...passes.types import norm_dims
 from ...codegen import NotLowered, operand_checks
 from ...codegen.casts import cast
-from ...codegen.elementwise import (broadcast_size, dependencies, emit_member, group_inputs,
-                                    loads, loop_shape, members, scalar_expr, single_group)
+from ...codegen.elementwise import (dependencies, group_inputs, group_rank, loads, loop_shape, members,
+                                    output_shape, single_group)
 from ...codegen.emitter import Emitter, np_type
 
 FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"
@@ -92,50 +92,20 @@ def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> No
     if red is not None:  # an elementwise prologue feeding a reduction over the last dim
         _lower_reduce_group(em, block, inputs, outputs, red)
         return
-    rank = None
-    for r in block.returns:
-        t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
-        rank = t.ndim if rank is None else rank
-        if t.ndim != rank:
-            raise NotLowered("fused group outputs of different ranks")
+    rank = group_rank(em, block)
     tensor_in, local = group_inputs(em, block, inputs, rank)
     deps = dependencies(block)
     sizes, mult = loop_shape(em, tensor_in, rank)
     _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank)
 
 
-
-
-
-
-
-
-
-
-
-
 def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank):
     # outputs: shape = broadcast of the inputs they depend on
-    all_t = {p.uid for p, _, _ in tensor_in}
     out_names = []
     for r in block.returns:
         t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
         o = em.fresh("out")
-        dep = deps.get(r.uid, set()) & all_t
-        shape_parts = []
-        if dep == all_t:
-            shape_parts = list(sizes)
-            om = None
-        else:
-            om = []
-            for d in range(rank):
-                sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]"
-                                         for p, x, rr in tensor_in
-                                         if p.uid in dep and d - (rank - rr) >= 0])
-                shape_parts.append(sd)
-                mm = em.fresh("m")
-                em.emit(f"{mm} = int({sd} != 1)")
-                om.append(mm)
+        shape_parts, om = output_shape(em, r, tensor_in, deps, sizes, rank)
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in shape_parts)}), {np_type(t.dtype)})")
         out_names.append((o, om))
     base = em.indent
@@ -282,7 +252,3 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
     em.emit(f"{out}[{', '.join(ix) if ix else '()'}] = {acc}")
     em.indent = base
     em.bind(outputs[0], out)
-
-
-
-

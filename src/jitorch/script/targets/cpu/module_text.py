@@ -4,6 +4,8 @@ helper file so a changed helper gives a new module name), its exception classes,
 """
 from __future__ import annotations
 
+from ...codegen.emitter import exception_classes
+
 
 def module_head(em):
     """(the module text before the function: imports, exception classes, globals; the
@@ -21,27 +23,5 @@ def module_head(em):
         # Numba's own cache does not notice changes in other files
         head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
-    for exc in sorted(em.exceptions):
-        head.append(_EXC_CLASS.format(exc=exc))
-    if em.scripted_raises:
-        head.append("from jitorch.script.kernels.signals import ScriptRuntimeError")
-    for exc in sorted(em.scripted_raises):
-        head.append(_SCRIPT_EXC_CLASS.format(exc=exc))
+    head += exception_classes(em)
     return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
-
-
-_SCRIPT_EXC_CLASS = """
-
-class _Script{exc}({exc}, ScriptRuntimeError):
-    \"\"\"A `raise {exc}(...)` of the scripted code (also a jitorch.jit.Error).\"\"\"
-
-    def __str__(self):
-        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
-
-_EXC_CLASS = """
-
-class _{exc}({exc}):
-    \"\"\"{exc} raised by the program; args = (format, ints...).\"\"\"
-
-    def __str__(self):
-        return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""

@@ -1,0 +1,39 @@
+"""The CUDA Target: what the CUDA code generator lowers and how its programs load.
+
+Capabilities: bool, uint8, int8..int64, float32, float64 (what numba.cuda kernels index and
+compute; no complex yet, no float16/bfloat16); no row regions and no reduction prologues (no
+CUDA reductions yet), so fusion forms only plain elementwise groups. Programs load through the
+content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
+compiles each kernel for its argument types on its first launch in a process.
+"""
+from __future__ import annotations
+
+from .... import _dtype as dt
+from ...codegen.target import Target
+from ...passes.capabilities import Capabilities
+
+CAPABILITIES = Capabilities(
+    dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
+                      dt.float64}),
+    complex_dtypes=frozenset(), row_regions=False, reduction_prologues=False)
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    capabilities = CAPABILITIES
+    lowering_modules = ()  # elementwise groups only, from the registry's templates
+
+    def generate(self, graph, written=()):
+        from .program import generate
+        return generate(graph, written)
+
+    def load(self, program):
+        from ...kernels import cache
+        return cache.load_program(program)
+
+    def spell(self, em, opdef, compute, expr):
+        from .spelling import spell
+        return spell(opdef, expr)
+
+
+CUDA = CudaTarget()
