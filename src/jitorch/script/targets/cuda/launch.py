@@ -15,6 +15,8 @@ from numba import config, cuda
 SIMULATED = bool(config.ENABLE_CUDASIM)
 THREADS = 32 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 65535
+if SIMULATED:
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
 
 def alloc(shape: tuple, dtype):
@@ -33,4 +35,13 @@ def launch(kernel, n: int, args: tuple) -> None:
     """Run `kernel` over `n` elements (none: no launch, CUDA refuses an empty grid)."""
     if n > 0:
         blocks, threads = grid(n)
-        kernel[blocks, threads](*args)
+        kernel[blocks, threads](*(_device(a) for a in args))
+
+
+def _device(a):
+    """Under the simulator a NumPy array IS device memory: wrapped as the simulator's device
+    array, so the kernel reads it in place, through its strides (the simulator would copy a
+    host array in and out, and refuses one that is not contiguous)."""
+    if SIMULATED and isinstance(a, np.ndarray) and a.ndim > 0:
+        return FakeCUDAArray(a)
+    return a

@@ -3,8 +3,9 @@
 The registry's templates are written once, in NumPy's spelling (`np.exp({input})`), which Numba's
 CPU target compiles. NumPy's ufuncs do not compile inside a `numba.cuda` kernel, so each call of
 one is rewritten here (CudaTarget.spell) into what the CUDA target has: `math.*` (libdevice on a
-GPU; on float32 operands Numba types them float32), or a short expression for the two whose
-NaN rule `math` lacks (`np.maximum`/`np.minimum` propagate NaN; Python's max/min do not). A
+GPU; on float32 operands Numba types them float32), or a short expression for those whose
+NaN rule `math` lacks (`np.maximum`/`np.minimum` propagate NaN, `np.fmax`/`np.fmin` ignore it;
+Python's max/min do neither). A
 template that still calls a NumPy function afterwards (`np.rint`, `np.logaddexp`, ...) is not
 lowered: NotLowered names the op, the function and "cuda", and the call runs interpreted.
 NumPy's scalar types (`np.float32(x)`, the casts of generated code) compile as they are.
@@ -29,6 +30,7 @@ SPELLING = {
     "np.cos": "math.cos({0})",
     "np.cosh": "math.cosh({0})",
     "np.exp": "math.exp({0})",
+    "np.exp2": "math.exp2({0})",
     "np.expm1": "math.expm1({0})",
     "np.floor": "math.floor({0})",
     "np.fmod": "math.fmod({0}, {1})",
@@ -48,6 +50,9 @@ SPELLING = {
     # NaN propagates from either side, as in NumPy and PyTorch (x != x: x is NaN)
     "np.maximum": "({0} if {0} > {1} or {0} != {0} else {1})",
     "np.minimum": "({0} if {0} < {1} or {0} != {0} else {1})",
+    # ... and np.fmax/np.fmin ignore it: the other side wins over a NaN
+    "np.fmax": "({0} if {0} >= {1} or {1} != {1} else {1})",
+    "np.fmin": "({0} if {0} <= {1} or {1} != {1} else {1})",
 }
 
 # NumPy's scalar types: constructors (casts and typed literals), not ufuncs
@@ -78,7 +83,8 @@ class _Spell(ast.NodeTransformer):
         form = SPELLING.get(name)
         if form is None or node.keywords:
             self._refuse(name)
-        return ast.parse(form.format(*(ast.unparse(a) for a in node.args)), mode="eval").body
+        args = (f"({ast.unparse(a)})" for a in node.args)  # an argument may be an if-else
+        return ast.parse(form.format(*args), mode="eval").body
 
     def visit_Attribute(self, node):
         # NumPy reached outside a call it spells: a constant (np.inf: float64 in float32 code)
