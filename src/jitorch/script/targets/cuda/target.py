@@ -5,12 +5,20 @@ compute; no complex yet, no float16/bfloat16); no row regions and no reduction p
 CUDA reductions yet), so fusion forms only plain elementwise groups. Programs load through the
 content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
 compiles each kernel for its argument types on its first launch in a process.
+
+The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
+work), `load` refuses, so a scripted call on CUDA arrays runs interpreted with that reason. The
+merge with CUDA tensors sets it True once `launch.alloc` allocates from the device pool and the
+runtime wraps the entry's outputs as CUDA tensors. Tests load programs themselves
+(`kernels.cache.load_program`) and run them on NumPy arrays under the simulator.
 """
 from __future__ import annotations
 
 from .... import _dtype as dt
 from ...codegen.target import Target
 from ...passes.capabilities import Capabilities
+
+RUNTIME_HOOKED_UP = False  # scripted calls on CUDA tensors run this target's programs
 
 CAPABILITIES = Capabilities(
     dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
@@ -28,6 +36,10 @@ class CudaTarget(Target):
         return generate(graph, written)
 
     def load(self, program):
+        if not RUNTIME_HOOKED_UP:
+            raise NotImplementedError(
+                "running compiled CUDA programs from scripted calls is not hooked up yet "
+                "(targets/cuda/target.py RUNTIME_HOOKED_UP)")
         from ...kernels import cache
         return cache.load_program(program)
 
