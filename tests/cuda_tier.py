@@ -209,7 +209,15 @@ def run_sim():
             failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300] or \
                 traceback.format_exc()[-300:]
     return {"tier": "sim", "cases": len(all_cases), "entries": len(entries),
+            "entries_matched": len({n.split("-")[0] for n in matched} & set(entries)),
+            "entries_never_lowered": _never(all_cases, entries, not_lowered),
             "matched": len(matched), "not_lowered": not_lowered, "failed": failed}
+
+
+def _never(all_cases, entries, not_lowered) -> list:
+    """The OpInfo entries none of whose cases lowered."""
+    lowered = {n.split("-")[0] for n, *_ in all_cases if n not in not_lowered}
+    return sorted(set(entries) - lowered)
 
 
 # libdevice's sinf/cosf/tanf reduce huge arguments (their slow path) with float64 instructions
@@ -292,6 +300,7 @@ def run_ptx():
             failed[name] = f"{type(e).__name__}: {e}".splitlines()[0][:300]
     compiler.compile_cuda = real_compile_cuda
     return {"tier": "ptx", "cases": len(all_cases), "entries": len(entries),
+            "entries_never_lowered": _never(all_cases, entries, not_lowered),
             "kernels_compiled": kernels, "kernels_checked_no_float64": f32,
             "not_lowered": not_lowered, "failed": failed}
 

@@ -53,6 +53,7 @@ def _tier(mode: str, sim: bool) -> dict:
 def _report(res: dict) -> None:
     print(f"\n{res['tier']} tier: " + ", ".join(
         f"{k}={len(v) if isinstance(v, dict) else v}" for k, v in res.items() if k != "tier"))
+    # (entries_never_lowered: their reasons are among the not-lowered cases below)
     for name, why in sorted(res["not_lowered"].items()):
         print(f"  not lowered: {name}: {why}")
 

@@ -20,9 +20,9 @@ the compiler reaches it only through this protocol:
 
 `get_target(device)` imports `jitorch.script.targets.<device type>` on first use and asks it for
 its target (`load_target()`), so the runtime names no target and a new one is a new package plus
-a line in `KNOWN`. A CUDA target (issue 16) will launch numba.cuda kernels from a generated host
-entry; its capabilities differ (no complex at first, float32 throughout, no NumPy ufuncs in
-kernels: templates spelled with `math.*`).
+a line in `KNOWN`. The CUDA target (targets/cuda, issue 16) launches numba.cuda kernels from a
+generated host entry; its capabilities differ (no complex, no row regions or reduction
+prologues yet) and so does its spelling of templates (`spell`: `math.*` for NumPy's ufuncs).
 """
 from __future__ import annotations
 
