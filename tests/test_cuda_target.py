@@ -127,10 +127,15 @@ def test_kernels_are_named_by_what_they_compute_and_listed_in_code():
     assert lower(g3, list(a)).kernels != p1.kernels
 
 
-def test_runtime_hook_up_is_not_made_yet():
-    """A scripted call on CUDA tensors must not run these programs before CUDA tensors exist
-    (targets/cuda/target.py RUNTIME_HOOKED_UP): load refuses with the reason."""
+def test_the_cuda_target_is_chosen_by_device_but_not_hooked_up_to_the_runtime_yet():
+    """get_target gives the CUDA target; until CUDA tensors exist its `generate` (the runtime's
+    call) is NotLowered with the reason (targets/cuda/target.py RUNTIME_HOOKED_UP), so a
+    scripted call on CUDA tensors runs interpreted, never a half-connected program."""
+    cuda = get_target("cuda:1")
+    assert cuda.name == "cuda" and get_target("cuda") is cuda
+    caps = cuda.capabilities
+    assert t.float32 in caps.dtypes and not caps.complex_dtypes and not caps.row_regions
     a = (t.randn(2, 3),)
     g, _ = trace_graph(lambda x: x.exp(), a)
-    with pytest.raises(NotImplementedError, match="RUNTIME_HOOKED_UP"):
-        get_target("cuda").load(lower(g, list(a)))
+    with pytest.raises(NotLowered, match="cuda tensors are not hooked up yet"):
+        cuda.generate(g)

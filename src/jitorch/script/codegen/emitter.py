@@ -126,7 +126,6 @@ class _{exc}({exc}):
         return self.args[0] % self.args[1:] if len(self.args) > 1 else str(self.args[0])"""
 
 
-
 def np_type(d: dt.dtype) -> str:
     return literal.dtype(d)
 

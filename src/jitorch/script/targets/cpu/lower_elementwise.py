@@ -22,8 +22,8 @@ from ...ir.values import const_value
 from ...passes.types import norm_dims
 from ...codegen import NotLowered, operand_checks
 from ...codegen.casts import cast
-from ...codegen.elementwise import (dependencies, group_inputs, group_rank, loads, loop_shape, members,
-                                    output_shape, single_group)
+from ...codegen.elementwise import (dependencies, group_inputs, group_rank, loads, loop_shape,
+                                    members, output_shape, single_group)
 from ...codegen.emitter import Emitter, np_type
 
 FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"

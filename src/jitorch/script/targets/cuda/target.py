@@ -7,14 +7,16 @@ content-hashed module cache (kernels/cache.py: kernel modules first, then the en
 compiles each kernel for its argument types on its first launch in a process.
 
 The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
-work), `load` refuses, so a scripted call on CUDA arrays runs interpreted with that reason. The
-merge with CUDA tensors sets it True once `launch.alloc` allocates from the device pool and the
-runtime wraps the entry's outputs as CUDA tensors. Tests load programs themselves
-(`kernels.cache.load_program`) and run them on NumPy arrays under the simulator.
+work), the runtime's `generate` raises NotLowered, so a scripted call on CUDA tensors runs
+interpreted with that reason. The merge with CUDA tensors sets it True once `launch.alloc`
+allocates from the device pool and the runtime wraps the entry's outputs as CUDA tensors. Tests
+generate with `program.generate` and load with `kernels.cache.load_program` themselves, and run
+the programs on NumPy arrays under the simulator.
 """
 from __future__ import annotations
 
 from .... import _dtype as dt
+from ...codegen import NotLowered
 from ...codegen.target import Target
 from ...passes.capabilities import Capabilities
 
@@ -32,14 +34,13 @@ class CudaTarget(Target):
     lowering_modules = ()  # elementwise groups only, from the registry's templates
 
     def generate(self, graph, written=()):
+        if not RUNTIME_HOOKED_UP:
+            raise NotLowered("compiled programs for scripted calls on cuda tensors are not "
+                             "hooked up yet (targets/cuda/target.py RUNTIME_HOOKED_UP)")
         from .program import generate
         return generate(graph, written)
 
     def load(self, program):
-        if not RUNTIME_HOOKED_UP:
-            raise NotImplementedError(
-                "running compiled CUDA programs from scripted calls is not hooked up yet "
-                "(targets/cuda/target.py RUNTIME_HOOKED_UP)")
         from ...kernels import cache
         return cache.load_program(program)
 
