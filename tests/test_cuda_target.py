@@ -82,8 +82,8 @@ def test_ptx_tier_compiles_every_kernel_for_sm90_without_float64():
 
 # --- in this process: no kernel runs ------------------------------------------------------------
 
-def _spell(op: str, expr: str) -> str:
-    return spelling.spell(registry.OPS[op], expr)
+def _spell(op: str, expr: str, compute=t.float32) -> str:
+    return spelling.spell(registry.OPS[op], compute, expr)
 
 
 def test_spelling_rewrites_numpy_ufuncs_to_math_and_keeps_scalar_types():
@@ -96,6 +96,11 @@ def test_spelling_rewrites_numpy_ufuncs_to_math_and_keeps_scalar_types():
     f = eval(f"lambda _OP0_, _OP1_: {_spell('maximum', 'np.maximum(_OP0_, _OP1_)')}")
     assert f(1.0, 2.0) == 2.0 and f(float("nan"), 2.0) != f(float("nan"), 2.0)
     assert f(2.0, float("nan")) != f(2.0, float("nan"))
+    # integer and bool compute dtypes have their own spellings (no float functions)
+    assert _spell("signbit", "np.signbit(_OP0_)") == \
+        "math.copysign(np.float32(1.0), _OP0_) < np.float32(0.0)"
+    assert _spell("signbit", "np.signbit(_OP0_)", t.int32) == "_OP0_ < 0"
+    assert _spell("bitwise_not", "np.invert(_OP0_)", t.bool) == "not _OP0_"
 
 
 def test_spelling_refuses_what_it_cannot_spell_naming_op_and_cuda():

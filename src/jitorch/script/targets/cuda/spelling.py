@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ast
 
+from .... import _dtype as dt
 from ...codegen import NotLowered
+from ...codegen.emitter import typed_literal
 
 # NumPy function -> CUDA spelling; {0}, {1}: the call's arguments (each an expression)
 SPELLING = {
@@ -53,7 +55,12 @@ SPELLING = {
     # ... and np.fmax/np.fmin ignore it: the other side wins over a NaN
     "np.fmax": "({0} if {0} >= {1} or {1} != {1} else {1})",
     "np.fmin": "({0} if {0} <= {1} or {1} != {1} else {1})",
+    # the sign bit itself (-0.0 and -nan too); {one}, {zero}: literals of the compute dtype
+    "np.signbit": "(math.copysign({one}, {0}) < {zero})",
 }
+# what differs for integer and bool compute dtypes (no float functions on integers)
+SPELLING_INT = {"np.signbit": "({0} < 0)", "np.invert": "(~{0})"}
+SPELLING_BOOL = {"np.signbit": "False", "np.invert": "(not {0})"}
 
 # NumPy's scalar types: constructors (casts and typed literals), not ufuncs
 _SCALAR_TYPES = frozenset(f"np.{n}" for n in ("bool_", "uint8", "int8", "int16", "int32",
@@ -67,8 +74,11 @@ def _dotted(f: ast.expr) -> str | None:
 
 
 class _Spell(ast.NodeTransformer):
-    def __init__(self, op: str):
+    def __init__(self, op: str, compute):
         self.op = op
+        self.table = {**SPELLING, **(SPELLING_BOOL if compute is dt.bool else SPELLING_INT
+                                      if compute.category == dt.INT else {})}
+        self.literals = {"one": typed_literal(1, compute), "zero": typed_literal(0, compute)}
 
     def _refuse(self, what: str):
         raise NotLowered(f"op {self.op}: {what} has no spelling on cuda (targets/cuda/spelling.py)")
@@ -80,11 +90,11 @@ class _Spell(ast.NodeTransformer):
         if name is None or not name.startswith("np.") or name in _SCALAR_TYPES:
             node.func = self.visit(node.func)
             return node
-        form = SPELLING.get(name)
+        form = self.table.get(name)
         if form is None or node.keywords:
             self._refuse(name)
         args = (f"({ast.unparse(a)})" for a in node.args)  # an argument may be an if-else
-        return ast.parse(form.format(*args), mode="eval").body
+        return ast.parse(form.format(*args, **self.literals), mode="eval").body
 
     def visit_Attribute(self, node):
         # NumPy reached outside a call it spells: a constant (np.inf: float64 in float32 code)
@@ -94,7 +104,8 @@ class _Spell(ast.NodeTransformer):
         return self.generic_visit(node)
 
 
-def spell(opdef, expr: str) -> str:
-    """`expr` (a filled template, operands still placeholders) in the CUDA spelling."""
+def spell(opdef, compute, expr: str) -> str:
+    """`expr` (a filled template for dtype `compute`, operands still placeholders) in the CUDA
+    spelling."""
     tree = ast.parse(expr, mode="eval")
-    return ast.unparse(ast.fix_missing_locations(_Spell(opdef.name).visit(tree)))
+    return ast.unparse(ast.fix_missing_locations(_Spell(opdef.name, compute).visit(tree)))

@@ -46,7 +46,7 @@ class CudaTarget(Target):
 
     def spell(self, em, opdef, compute, expr):
         from .spelling import spell
-        return spell(opdef, expr)
+        return spell(opdef, compute, expr)
 
 
 CUDA = CudaTarget()
