@@ -1,5 +1,6 @@
 """Code generation, target-neutral: the Emitter (emitter.py), literals and casts of generated
-code, the Target protocol and its registry (target.py), the one lowering table (lowering.py).
+code, the elementwise groups every target lowers (elementwise.py), the Target protocol and its
+registry (target.py), the one lowering table (lowering.py).
 Each target's generator, lowerings and kernels live in `script/targets/<name>/`."""
 
 

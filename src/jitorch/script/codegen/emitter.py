@@ -98,6 +98,17 @@ class Emitter:
         self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
 
 
+def exception_classes(em: Emitter) -> list:
+    """The import of the exception classes `em`'s raises use, for any target's generated module:
+    kernels/signals.py's classes, shared by every program and tier (`raise_`: PyTorch's type,
+    its message formatted outside compiled code; `prim::Raise`: the scripted code's own raise),
+    so the class a program raises is the one the interpreter raises (the runtime reruns a failed
+    call in the interpreter for the user's line)."""
+    names = [f"{exc} as _{exc}" for exc in sorted(em.exceptions)] + \
+        [f"{exc} as _Script{exc}" for exc in sorted(em.scripted_raises)]
+    return [f"from jitorch.script.kernels.signals import {', '.join(names)}"] if names else []
+
+
 def np_type(d: dt.dtype) -> str:
     return literal.dtype(d)
 

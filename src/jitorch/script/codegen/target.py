@@ -15,13 +15,14 @@ the compiler reaches it only through this protocol:
   module text and its entry function's name), `output_types`, `kernels` (the sources of the
   modules the entry imports), `checks_overlap` and `listing(source)` (what `fn.code` shows);
 - `load(program) -> (module, is_new)`: the loaded module whose `entry` the runtime calls with the
-  arguments' arrays.
+  arguments' arrays;
+- `spell(em, opdef, compute, expr)`: the target's spelling of a filled scalar template.
 
 `get_target(device)` imports `jitorch.script.targets.<device type>` on first use and asks it for
 its target (`load_target()`), so the runtime names no target and a new one is a new package plus
-a line in `KNOWN`. A CUDA target (issue 16) will launch numba.cuda kernels from a generated host
-entry; its capabilities differ (no complex at first, float32 throughout, no NumPy ufuncs in
-kernels: templates spelled with `math.*`).
+a line in `KNOWN`. The CUDA target (targets/cuda, issue 16) launches numba.cuda kernels from a
+generated host entry; its capabilities differ (no complex, no row regions or reduction
+prologues yet) and so does its spelling of templates (`spell`: `math.*` for NumPy's ufuncs).
 """
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ class Target:
 
     def load(self, program):
         raise NotImplementedError
+
+    def spell(self, em, opdef, compute, expr: str) -> str:
+        """A registry scalar template, filled in for `compute` with its operands still
+        placeholders (codegen/elementwise.py), as this target's code spells it: its own names
+        for the template's functions (CPU: fast float32 helpers; CUDA: `math.*` for NumPy's
+        ufuncs). The templates themselves stay one spelling, NumPy's."""
+        return expr
 
     def __repr__(self):
         return f"<Target {self.name}>"

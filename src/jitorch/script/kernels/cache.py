@@ -192,6 +192,16 @@ def load_program(prog):
     return load_module(prog.source, getattr(prog, "njit_options", None))
 
 
+def listing(entry_source: str, kernels) -> str:
+    """`entry_source` followed by each kernel module (`kernels`: sources) as it is loaded, under
+    a line that names the module: what `fn.code` shows, whatever the target."""
+    out = entry_source
+    for ksrc in kernels:
+        src = prepare_source(ksrc)
+        out += f"\n\n# --- kernel {module_name(src)}\n" + src
+    return out
+
+
 def load_named(name: str):
     """The module `name` from the cache directory, when its file holds a source whose hash is
     that name (so what runs is what the name stands for): for a process that has an entry but

@@ -7,27 +7,24 @@ message. Each output is allocated with the broadcast shape of the inputs it depe
 written through its own multipliers, so a member of size `(1, n)` inside an `(m, n)` loop is
 still correct (it is rewritten with the same value). No temporaries: members are scalar locals.
 
-Scalar expressions come from the registry's `scalar` templates: operands are cast to the op's
-compute dtype, numeric literals in the template become typed literals (`np.float32(1.0)`: a bare
-`1.0` would compute a float32 op in float64), and results are cast to the op's output dtype
-(so int32 arithmetic wraps like PyTorch's, although Numba computes it in int64). For float32,
-`exp/tanh/log/sigmoid/erf` use the vectorisable functions of `fastmath.py` when it is present.
+Members are the registry's scalar templates, filled in by codegen/elementwise.py (shared with
+the other targets), which also emits the checked broadcast shape and the loads. This target's
+spelling (`spell`, CpuTarget.spell): for float32, `exp/tanh/log/sigmoid/erf` use the
+vectorisable functions of `fastmath.py` when it is present.
 """
 from __future__ import annotations
 
-import ast
 import hashlib
-import re
 
 from .... import _dtype as dt
-from ...._ops import registry
 from ... import ir
-from ...passes import fuse
 from ...ir.values import const_value
-from ...passes.types import elementwise_dtypes, norm_dims
-from ...codegen import NotLowered, literal, operand_checks
-from ...codegen.casts import cast, needs_name, scalar_dtype
-from ...codegen.emitter import Emitter, np_type, typed_literal
+from ...passes.types import norm_dims
+from ...codegen import NotLowered, operand_checks
+from ...codegen.casts import cast
+from ...codegen.elementwise import (dependencies, group_inputs, group_rank, loads, loop_shape,
+                                    members, output_shape, single_group)
+from ...codegen.emitter import Emitter, np_type
 
 FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"
 _F32_FUNCS = {"np.exp": "exp_f32", "np.tanh": "tanh_f32", "np.log": "log_f32",
@@ -57,88 +54,28 @@ def fastmath_hash() -> str:
     return str(_fastmath_state.get("hash"))
 
 
-class _Typed(ast.NodeTransformer):
-    """Wrap numeric literals of a template in the compute dtype's constructor."""
-
-    def __init__(self, d: dt.dtype):
-        self.d = d
-
-    def visit_Constant(self, node):
-        v = node.value
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or self.d is dt.bool:
-            return node
-        if self.d.category == dt.INT and isinstance(v, float):
-            return node
-        return ast.parse(typed_literal(v, self.d), mode="eval").body
-
-
-def scalar_expr(em: Emitter, opdef, compute: dt.dtype, operands: dict, attrs: dict) -> str:
-    """The op's scalar template with `operands` (slot -> expression already in compute dtype)."""
-    holders = {}
-    for k, name in enumerate(opdef.params):
-        holders[name] = f"_OP{k}_"
-    template = opdef.scalar
-    if compute.category == dt.INT and compute.is_signed and "scalar_int" in opdef.extra:
-        template = opdef.extra["scalar_int"]  # C-style integer semantics (pow)
-    src = template.format(**holders)
-    tree = ast.parse(src, mode="eval")
-    tree = ast.fix_missing_locations(_Typed(compute).visit(tree))
-    expr = ast.unparse(tree)
-    if compute is dt.float32:
-        avail = fastmath_names()
-        if opdef.name == "sigmoid" and "sigmoid_f32" in avail:
-            expr = f"sigmoid_f32(_OP0_)"
-            em.helpers.add("sigmoid_f32")
-        else:
-            for np_name, f in _F32_FUNCS.items():
-                if np_name + "(" in expr and f in avail:
-                    expr = expr.replace(np_name + "(", f + "(")
-                    em.helpers.add(f)
-    reps = {f"_OP{k}_": "(" + (operands[name] if name in operands else
-                               _attr_literal(attrs[name], compute)) + ")"
-            for k, name in enumerate(opdef.params)}
-    # one pass: a replacement (a string literal of a mode) is never scanned for placeholders
-    return re.sub(r"_OP\d+_", lambda m: reps.get(m.group(0), m.group(0)), expr)
-
-
-def _attr_literal(v, compute: dt.dtype) -> str:
-    if isinstance(v, str):  # a mode such as gelu's approximate
-        return literal.text(v)
-    if isinstance(v, bool) or v is None:
-        return literal.value(v)
-    if isinstance(v, (int, float)):
-        if compute.category == dt.INT and isinstance(v, float):
-            return literal.number(v)
-        return typed_literal(v, compute) if compute is not dt.bool else literal.number(v)
-    raise NotLowered(f"attribute of type {type(v).__name__} has no scalar form")
-
-
-def _cast(expr: str, src: dt.dtype | None, dst: dt.dtype) -> str:
-    return cast(expr, src, dst)  # NumPy's astype semantics (float -> int included: casts.py)
+def spell(em: Emitter, opdef, compute: dt.dtype, expr: str) -> str:
+    """The CPU's spelling of a filled template (CpuTarget.spell): float32 functions that have a
+    vectorisable helper in fastmath.py call it."""
+    if compute is not dt.float32:
+        return expr
+    avail = fastmath_names()
+    if opdef.name == "sigmoid" and "sigmoid_f32" in avail:
+        em.helpers.add("sigmoid_f32")
+        return "sigmoid_f32(_OP0_)"
+    for np_name, f in _F32_FUNCS.items():
+        if np_name + "(" in expr and f in avail:
+            expr = expr.replace(np_name + "(", f + "(")
+            em.helpers.add(f)
+    return expr
 
 
 def lower_single(em: Emitter, n: ir.Node) -> bool:
     """A lone elementwise op: lower it as a group of one."""
-    opdef = registry.OPS.get(n.op)
-    if opdef is None or opdef.kind != "elementwise":
+    group = single_group(em, n)
+    if group is None:
         return False
-    if not fuse.fusible(n, em.capabilities):
-        raise NotLowered(f"op {n.op}: elementwise op without a scalar form for these types")
-    ext, params, vmap = [], [], {}
-    for v in n.inputs:
-        if v.uid in vmap:
-            continue
-        if v.node is not None and v.node.op == "prim::Constant" and \
-                not isinstance(v.type, ir.TensorType):
-            continue
-        p = ir.Value(v.type, v.name)
-        vmap[v.uid] = p
-        params.append(p)
-        ext.append(v)
-    # inner view of the node: same op, inputs renamed to the block params (constants stay)
-    inner = ir.Node(n.op, [vmap.get(v.uid, v) for v in n.inputs], ())
-    inner.outputs = list(n.outputs)
-    lower_group(em, ir.Block(params, [inner], list(n.outputs)), ext, list(n.outputs))
+    lower_group(em, *group)
     return True
 
 
@@ -155,133 +92,20 @@ def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> No
     if red is not None:  # an elementwise prologue feeding a reduction over the last dim
         _lower_reduce_group(em, block, inputs, outputs, red)
         return
-    rank = None
-    for r in block.returns:
-        t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
-        rank = t.ndim if rank is None else rank
-        if t.ndim != rank:
-            raise NotLowered("fused group outputs of different ranks")
-    tensor_in, local = _group_inputs(em, block, inputs, rank)
-    deps = _dependencies(block)
-    sizes, mult = _loop_shape(em, tensor_in, rank)
+    rank = group_rank(em, block)
+    tensor_in, local = group_inputs(em, block, inputs, rank)
+    deps = dependencies(block)
+    sizes, mult = loop_shape(em, tensor_in, rank)
     _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank)
-
-
-def _group_inputs(em: Emitter, block: ir.Block, inputs: list, rank: int):
-    tensor_in, local = [], {}
-    for p, v in zip(block.params, inputs):
-        if isinstance(v.type, ir.TensorType):
-            t = em.tensor(v, complex_ok=True)
-            if t.ndim > rank:
-                raise NotLowered("fused input of higher rank than the group")
-            tensor_in.append((p, em.name(v), t.ndim))
-        elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-            local[p.uid] = (em.name(v), scalar_dtype(v.type))
-        else:
-            raise NotLowered(f"fused input of type {v.type}")
-    return tensor_in, local
-
-
-def broadcast_size(em: Emitter, sizes: list) -> str:
-    """The broadcast of size expressions `sizes` (unchecked) in single-assignment form: each
-    step is a new name built arithmetically, never a reassignment or a branch. Numba's SSA
-    reconstruction and liveness passes grow with (reassigned names x blocks): big programs
-    compiled minutes slower when every broadcast size was `n = 1; if ...: n = ...`."""
-    if not sizes:
-        return "1"
-    cur = sizes[0]
-    for s in sizes[1:]:
-        nxt = em.fresh("n")
-        em.emit(f"{nxt} = {cur} * ({s} == 1) + {s} * ({s} != 1)")
-        cur = nxt
-    if not cur.isidentifier():
-        nxt = em.fresh("n")
-        em.emit(f"{nxt} = {cur}")
-        cur = nxt
-    return cur
-
-
-def _loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
-    """Emit the broadcast loop shape (checked) and each input's 0/1 multipliers. `rows`: a
-    row region (lower_rows.py), where inputs read only through a row reduction may have
-    another row length than the rest (`z + s.sum(-1, keepdim=True)`): the program cannot run
-    that with one row length, so a last-dim mismatch re-runs the call in the interpreter,
-    which computes it (or raises PyTorch's error for a real mismatch)."""
-    sizes = []
-    for d in range(rank):
-        cur = None
-        for k, (p, x, r) in enumerate(tensor_in):
-            j = d - (rank - r)
-            if j < 0:
-                continue
-            s = f"{x}.shape[{j}]"
-            if cur is None:
-                cur = s
-                continue
-            em.emit(f"if {s} != 1 and {cur} != 1 and {s} != {cur}:")
-            em.indent += 1
-            if rows and d == rank - 1:
-                em.raise_in_interpreter()
-            else:
-                em.raise_("RuntimeError", "The size of tensor a (", (s,),
-                          ") must match the size of tensor b (", (cur,),
-                          f") at non-singleton dimension {d}")
-            em.indent -= 1
-            cur = broadcast_size(em, [cur, s])
-        sizes.append(broadcast_size(em, [cur or "1"]))
-    mult = {}
-    for p, x, r in tensor_in:
-        ms = []
-        for j in range(r):
-            m = em.fresh("m")
-            em.emit(f"{m} = int({x}.shape[{j}] != 1)")
-            ms.append(m)
-        mult[p.uid] = ms
-    return sizes, mult
-
-
-def _loads(em: Emitter, tensor_in, local, mult, idx, rank) -> None:
-    for p, x, r in tensor_in:
-        if not r:
-            ix = "()"
-        else:
-            ix = ", ".join(f"{idx[rank - r + j]} * {mult[p.uid][j]}" for j in range(r))
-        nm = em.fresh("x")
-        em.emit(f"{nm} = {x}[{ix}]")
-        local[p.uid] = (nm, p.type.dtype)
-
-
-def _members(em: Emitter, nodes, local) -> None:
-    consts = dict(em.consts)  # outer constants read by a lone op
-    for n in nodes:
-        if n.op == "prim::Constant":
-            consts[n.output.uid] = n.attrs.get("value")
-            continue
-        _emit_member(em, n, local, consts)
 
 
 def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank):
     # outputs: shape = broadcast of the inputs they depend on
-    all_t = {p.uid for p, _, _ in tensor_in}
     out_names = []
     for r in block.returns:
         t = em.tensor(r, complex_ok=True)  # (fuse.fusible admitted complex members)
         o = em.fresh("out")
-        dep = deps.get(r.uid, set()) & all_t
-        shape_parts = []
-        if dep == all_t:
-            shape_parts = list(sizes)
-            om = None
-        else:
-            om = []
-            for d in range(rank):
-                sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]"
-                                         for p, x, rr in tensor_in
-                                         if p.uid in dep and d - (rank - rr) >= 0])
-                shape_parts.append(sd)
-                mm = em.fresh("m")
-                em.emit(f"{mm} = int({sd} != 1)")
-                om.append(mm)
+        shape_parts, om = output_shape(em, r, tensor_in, deps, sizes, rank)
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in shape_parts)}), {np_type(t.dtype)})")
         out_names.append((o, om))
     base = em.indent
@@ -295,8 +119,8 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
     for d in range(rank):
         em.emit(f"for {idx[d]} in range({sizes[d]}):")
         em.indent += 1
-    _loads(em, tensor_in, local, mult, idx, rank)
-    _members(em, block.nodes, local)
+    loads(em, tensor_in, local, mult, idx, rank)
+    members(em, block.nodes, local)
     for (o, om), r in zip(out_names, block.returns):
         if om is None:
             ix = ", ".join(idx) if rank else "()"
@@ -362,7 +186,7 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
         nm = em.fresh("x")
         em.emit(f"{nm} = {flat[p.uid]}[{k}]")
         local[p.uid] = (nm, p.type.dtype)
-    _members(em, block.nodes, local)
+    members(em, block.nodes, local)
     for f, r in zip(oflat, block.returns):
         if r.uid not in local:
             raise NotLowered("fused group returns a value it does not compute")
@@ -383,8 +207,8 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
     acc_d = reduction_dtype(red.op, em.tensor(x), None)
     if acc_d is not em.tensor(red.outputs[0]).dtype or rank == 0:
         raise NotLowered("fused reduction: dtype or rank")
-    tensor_in, local = _group_inputs(em, block, inputs, rank)
-    sizes, mult = _loop_shape(em, tensor_in, rank)
+    tensor_in, local = group_inputs(em, block, inputs, rank)
+    sizes, mult = loop_shape(em, tensor_in, rank)
     last = sizes[-1]
     if red.op in ("amax", "amin"):
         em.emit(f"if {last} == 0:")
@@ -411,11 +235,11 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
         em.emit(f"{acc} = {lower_reduce._identity(red.op, acc_d)}")
         em.emit(f"for {idx[-1]} in range({last}):")
         em.indent += 1
-    _loads(em, tensor_in, local, mult, idx, rank)
-    _members(em, [n for n in block.nodes if n is not red], local)
+    loads(em, tensor_in, local, mult, idx, rank)
+    members(em, [n for n in block.nodes if n is not red], local)
     e, d = local[x.uid]
     v = em.fresh("v")
-    em.emit(f"{v} = {_cast(e, d, acc_d)}")
+    em.emit(f"{v} = {cast(e, d, acc_d)}")
     for line in lower_reduce._combine(red.op, blk, v, acc_d):
         em.emit(line)
     if wide:
@@ -428,73 +252,3 @@ def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
     em.emit(f"{out}[{', '.join(ix) if ix else '()'}] = {acc}")
     em.indent = base
     em.bind(outputs[0], out)
-
-
-def _dependencies(block: ir.Block) -> dict:
-    """value uid -> set of block-param uids it is computed from."""
-    deps = {p.uid: {p.uid} for p in block.params}
-    for n in block.nodes:
-        s = set()
-        for v in n.inputs:
-            s |= deps.get(v.uid, set())
-        for o in n.outputs:
-            deps[o.uid] = s
-    return deps
-
-
-def _emit_member(em: Emitter, n: ir.Node, local: dict, consts: dict) -> None:
-    opdef = registry.OPS.get(n.op)
-    if opdef is None or opdef.kind != "elementwise" or not opdef.scalar:
-        raise NotLowered(f"op {n.op}: not an elementwise op with a scalar form")
-    r = elementwise_dtypes(opdef, n.inputs)
-    if r is None:
-        raise NotLowered(f"op {n.op}: operand dtypes unknown")
-    compute, out = r
-    ok = em.capabilities.fusible_dtypes(fuse.complex_ok(opdef))
-    if compute not in ok or out not in ok:
-        raise NotLowered(f"op {n.op}: dtype {compute} is not lowered on CPU yet")
-    operand_checks.eager_check(opdef, n, consts)
-    by = dict(zip(opdef.params, n.inputs))
-    if n.op == "clamp":  # a one-sided clamp uses clamp_min's / clamp_max's template
-        for side in ("min", "max"):
-            v = by[side]
-            if isinstance(v.type, ir.NoneType) or (v.uid in consts and consts[v.uid] is None):
-                opdef = registry.OPS["clamp_max" if side == "min" else "clamp_min"]
-                del by[side]
-                break
-    operands, attrs = {}, {}
-    for name in opdef.params:
-        v = by[name]
-        if name in opdef.attrs:
-            if v.uid not in consts and v.uid in local and \
-                    isinstance(v.type, (ir.IntType, ir.FloatType)):
-                e, d = local[v.uid]  # a run-time number (alpha=-lr), cast like a literal
-                operands[name] = _cast(e, d, compute)
-                continue
-            if v.uid not in consts:
-                raise NotLowered(f"op {n.op}: attribute {name} is not a constant")
-            attrs[name] = consts[v.uid]
-            continue
-        if v.uid in consts:
-            c = consts[v.uid]
-            if c is None or isinstance(c, (str,)) or not isinstance(c, (bool, int, float)):
-                raise NotLowered(f"op {n.op}: operand {name}={c!r}")
-            operands[name] = typed_literal(c, compute)
-        elif v.uid in local:
-            e, d = local[v.uid]
-            operands[name] = _cast(e, d, compute)
-        else:
-            raise NotLowered(f"op {n.op}: operand {name} unavailable in the loop")
-    if n.op == "div" and attrs.get("rounding_mode") is not None:
-        raise NotLowered("div with rounding_mode")
-    expr = scalar_expr(em, opdef, compute, operands, attrs)
-    nm = em.fresh("t")
-    if out is dt.bool:
-        em.emit(f"{nm} = np.bool_({expr})")
-    elif needs_name(compute, out):  # a float result stored as an integer: casts.py
-        raw = em.fresh("t")
-        em.emit(f"{raw} = {np_type(compute)}({expr})")
-        em.emit(f"{nm} = {cast(raw, compute, out)}")
-    else:
-        em.emit(f"{nm} = {np_type(out)}({expr})")
-    local[n.outputs[0].uid] = (nm, out)

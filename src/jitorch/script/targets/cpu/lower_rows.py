@@ -130,7 +130,7 @@ class _Plan:
 
 
 def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
-    from .lower_elementwise import _loop_shape
+    from ...codegen.elementwise import loop_shape as _loop_shape
     plan = _Plan(em, block, inputs)
     rank = plan.rank
     sizes, mult = _loop_shape(em, plan.ext, rank, rows=True)
@@ -161,7 +161,7 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
 
 def _alloc_outputs(em, plan: _Plan, sizes) -> list:
     """Each returned value: allocated with the broadcast shape of what it depends on."""
-    from .lower_elementwise import broadcast_size
+    from ...codegen.elementwise import broadcast_size
     rank = plan.rank
     outs = []
     for r in plan.returns:
@@ -226,7 +226,7 @@ def _emit_full(em, plan: _Plan, v, local, mult, idx, uniform, bufs, level) -> No
         em.emit(f"{nm} = {bufs[v.uid]}[{idx[-1]}]")
         local[v.uid] = (nm, plan.dtype[v.uid])
         return
-    from .lower_elementwise import _emit_member
+    from ...codegen.elementwise import emit_member as _emit_member
     n = v.node
     for u in n.inputs:
         if u.uid not in plan.consts and plan.full.get(u.uid):
@@ -237,7 +237,8 @@ def _emit_full(em, plan: _Plan, v, local, mult, idx, uniform, bufs, level) -> No
 def _row_node(em, plan: _Plan, n, local, outs, idx) -> None:
     """A per-row node in the outer loop (an elementwise op of per-row values, or a reduction
     of a per-row value, which is that value)."""
-    from .lower_elementwise import _cast, _emit_member
+    from ...codegen.casts import cast as _cast
+    from ...codegen.elementwise import emit_member as _emit_member
     o = n.outputs[0]
     if n.op in ROW_REDUCE:
         e, d = local[n.inputs[0].uid]
@@ -274,7 +275,7 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
     helper's eight independent chains ran 6x faster than one. A logsumexp takes its row's max
     as a reduction of `reds` and its sum of exp(x - max) as one of `lse2` (the next pass)."""
     from . import lower_reduce
-    from .lower_elementwise import _cast
+    from ...codegen.casts import cast as _cast
     scratch = scratch or {}
     accs = []
     for n in reds:
@@ -319,7 +320,7 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
             em.emit(line)
     for n, acc, d in sums:
         from ...._ops import registry
-        from .lower_elementwise import scalar_expr
+        from ...codegen.elementwise import scalar_expr
         x = n.inputs[0]
         _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
         e, xd = local[x.uid]
@@ -360,7 +361,7 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         _store_row(em, plan, n.outputs[0], row_local, outs, idx)
     for n, acc, d in sums:
         from ...._ops import registry
-        from .lower_elementwise import scalar_expr
+        from ...codegen.elementwise import scalar_expr
         r = em.fresh("lse")
         lg = scalar_expr(em, registry.OPS["log"], d, {"input": acc}, {})
         em.emit(f"{r} = {np_type(d)}({lg} + {plan.lse_m[id(n)]})")
@@ -494,7 +495,7 @@ def _assign_buffers(em, plan: _Plan, d_row) -> dict:
 def _general(em, plan: _Plan, sizes, mult, outs) -> None:
     """Some row-read input broadcasts along the row: one loop per reduction over its own
     input's length, full values recomputed from the inputs in each loop."""
-    from .lower_elementwise import broadcast_size
+    from ...codegen.elementwise import broadcast_size
     rank = plan.rank
     lengths = {}
     for n in plan.nodes:

@@ -5,6 +5,8 @@ helper file so a changed helper gives a new module name), the exception classes 
 """
 from __future__ import annotations
 
+from ...codegen.emitter import exception_classes
+
 
 def module_head(em):
     """(the module text before the function: imports, exception classes, globals; the
@@ -22,11 +24,5 @@ def module_head(em):
         # Numba's own cache does not notice changes in other files
         head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
-    # what the program raises: the classes scripted code raises in every tier (the runtime
-    # reruns a failed call in the interpreter for the user's line), args (format, numbers...)
-    names = [f"{exc} as _{exc}" for exc in sorted(em.exceptions)] + \
-        [f"{exc} as _Script{exc}" for exc in sorted(em.scripted_raises)]
-    if names:
-        head.append(f"from jitorch.script.kernels.signals import {', '.join(names)}")
+    head += exception_classes(em)
     return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
-

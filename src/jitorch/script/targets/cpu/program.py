@@ -61,11 +61,7 @@ class Program:
         """`entry_source` followed by each kernel's module as it is loaded, under a line that
         names the module (`fn.code`)."""
         from ...kernels import cache
-        out = entry_source
-        for ksrc in self.kernels:
-            src = cache.prepare_source(ksrc)
-            out += f"\n\n# --- kernel {cache.module_name(src)}\n" + src
-        return out
+        return cache.listing(entry_source, self.kernels)
 
 
 # --- entry point --------------------------------------------------------------------------------

@@ -34,5 +34,9 @@ class CpuTarget(Target):
         from ...kernels import cache
         return cache.load_program(program)
 
+    def spell(self, em, opdef, compute, expr):
+        from .lower_elementwise import spell
+        return spell(em, opdef, compute, expr)
+
 
 CPU = CpuTarget()

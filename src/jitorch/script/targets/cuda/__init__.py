@@ -1,12 +1,14 @@
-"""The CUDA target (issue 16): not written yet.
+"""The CUDA target (issue 16): numba.cuda kernels launched by a generated host entry.
 
-It will hold the CUDA lowerings and kernels (numba.cuda kernels from the registry's scalar
-templates, a generated host entry that allocates from the device pool and launches them on the
-current stream), registered with `@lowers(..., target="cuda")`, and never import targets/cpu.
-Until then selecting it says so instead of compiling anything.
+`program.py` generates a program (the host entry: shape checks, allocations, launches),
+`kernel.py` turns each elementwise group into a grid-stride `numba.cuda.jit` kernel from the
+registry's scalar templates, spelled for CUDA by `spelling.py`; `launch.py` is what generated
+entries import (allocation, launch grid). Never imports targets/cpu: what both use lives in
+codegen/. Light on purpose: generated modules import this package.
 """
 
 
 def load_target():
-    raise NotImplementedError("compiling for CUDA is not implemented yet: scripted code on CUDA "
-                              "tensors has no code generator (script/targets/cuda)")
+    """The CUDA Target (codegen.target.get_target("cuda"))."""
+    from .target import CUDA
+    return CUDA

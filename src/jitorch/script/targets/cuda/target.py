@@ -1,0 +1,52 @@
+"""The CUDA Target: what the CUDA code generator lowers and how its programs load.
+
+Capabilities: bool, uint8, int8..int64, float32, float64 (what numba.cuda kernels index and
+compute; no complex yet, no float16/bfloat16); no row regions and no reduction prologues (no
+CUDA reductions yet), so fusion forms only plain elementwise groups. Programs load through the
+content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
+compiles each kernel for its argument types on its first launch in a process.
+
+The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
+work), the runtime's `generate` raises NotLowered, so a scripted call on CUDA tensors runs
+interpreted with that reason. The merge with CUDA tensors sets it True once `launch.alloc`
+allocates from the device pool and the runtime wraps the entry's outputs as CUDA tensors. Tests
+generate with `program.generate` and load with `kernels.cache.load_program` themselves, and run
+the programs on NumPy arrays under the simulator.
+"""
+from __future__ import annotations
+
+from .... import _dtype as dt
+from ...codegen import NotLowered
+from ...codegen.target import Target
+from ...passes.capabilities import Capabilities
+
+RUNTIME_HOOKED_UP = False  # scripted calls on CUDA tensors run this target's programs
+
+CAPABILITIES = Capabilities(
+    dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
+                      dt.float64}),
+    complex_dtypes=frozenset(), row_regions=False, reduction_prologues=False)
+
+
+class CudaTarget(Target):
+    name = "cuda"
+    capabilities = CAPABILITIES
+    lowering_modules = ()  # elementwise groups only, from the registry's templates
+
+    def generate(self, graph, written=()):
+        if not RUNTIME_HOOKED_UP:
+            raise NotLowered("compiled programs for scripted calls on cuda tensors are not "
+                             "hooked up yet (targets/cuda/target.py RUNTIME_HOOKED_UP)")
+        from .program import generate
+        return generate(graph, written)
+
+    def load(self, program):
+        from ...kernels import cache
+        return cache.load_program(program)
+
+    def spell(self, em, opdef, compute, expr):
+        from .spelling import spell
+        return spell(opdef, compute, expr)
+
+
+CUDA = CudaTarget()
