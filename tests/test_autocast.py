@@ -208,10 +208,6 @@ def test_errors_and_warnings_as_pytorch():
         torch.autocast(0)
     with pytest.raises(RuntimeError, match="device type at start of device string: foo"):
         torch.autocast("foo")
-    with pytest.warns(UserWarning, match="CUDA is not available"):
-        ac = torch.autocast("cuda")
-    with ac:
-        assert not torch.is_autocast_enabled("cuda")
     with pytest.warns(UserWarning, match="target dtype is not supported. Disabling autocast"):
         ac = torch.autocast("cpu", dtype=torch.float32)
     with ac:
@@ -274,11 +270,21 @@ def test_grad_scaler_skips_inf_steps_and_backs_off():
         torch.amp.GradScaler("cpu", growth_factor=1.0)
 
 
-def test_grad_scaler_cuda_disabled_and_bf16_loss_keeps_dtype():
+@pytest.mark.skipif(torch.cuda.is_available(),
+                    reason="asserts what a process without CUDA answers (with CUDA: "
+                           "tests/test_autocast_cuda.py)")
+def test_cuda_autocast_and_grad_scaler_disable_themselves_without_cuda():
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        ac = torch.autocast("cuda")
+    with ac:
+        assert not torch.is_autocast_enabled("cuda")
     with pytest.warns(UserWarning, match="CUDA is not available.  Disabling"):
         s = torch.amp.GradScaler()
     loss = torch.tensor(3.0)
     assert not s.is_enabled() and s.scale(loss) is loss and s.get_scale() == 1.0
+
+
+def test_grad_scaler_bf16_loss_keeps_dtype():
     s = torch.amp.GradScaler("cpu")
     assert s.scale(torch.tensor([1.5]).bfloat16()).dtype is torch.bfloat16
     with pytest.raises(AssertionError, match="_scale is None"):

@@ -19,6 +19,11 @@ def cuda(request):
     return request.param
 
 
+@torch.script
+def scripted_bce(x, y):
+    return F.binary_cross_entropy(x, y)
+
+
 def test_cuda_lists_are_declared_per_op():
     from jitorch._ops.registry import OPS
     on = {n: _autocast.policy_on(op.autocast, "cuda") for n, op in OPS.items()}
@@ -67,8 +72,11 @@ def test_cuda_autocast_casts_by_category(cuda, dtype):
         assert F.linear(a, b).dtype is low
         cpu = torch.randn(2, 2) @ torch.randn(2, 2)  # CPU tensors: CPU autocast is off
         assert cpu.dtype is torch.float32
-        with pytest.raises(RuntimeError, match="unsafe to autocast"):
-            F.binary_cross_entropy(a.sigmoid(), torch.rand(4, 4, device=cuda))
+        p, t = a.sigmoid(), torch.rand(4, 4, device=cuda)
+        for bce in (F.binary_cross_entropy, scripted_bce):  # the same error in every tier
+            with pytest.raises(RuntimeError, match="binary_cross_entropy and torch.nn.BCELoss "
+                                                   "are unsafe to autocast"):
+                bce(p, t)
     assert not torch.is_autocast_enabled("cuda")
     with torch.autocast("cpu"):  # CPU autocast leaves CUDA tensors alone
         assert (a @ b).dtype is torch.float32

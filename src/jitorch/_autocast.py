@@ -213,7 +213,7 @@ def _cast_slot(s, to):
 
 
 def dispatch_hook(op, slots, attrs):
-    """registry.dispatch's first step while some thread has CPU autocast enabled."""
+    """registry.dispatch's first step while some thread has autocast enabled."""
     if op.autocast:
         slots = cast_for(op.autocast, slots, op.name)
     c = _profiling.collector[0]
@@ -223,7 +223,7 @@ def dispatch_hook(op, slots, attrs):
     return dispatch(op, slots, attrs, False)
 
 
-def run_composite(category: str, fn, args: tuple, kwargs: dict):
+def run_composite(category: tuple, fn, args: tuple, kwargs: dict):
     """A composite declared with `autocast=`: its tensor arguments cast once, as PyTorch's
     autocast casts the arguments of the ATen op the composite stands for."""
     if active_on_thread():
@@ -236,11 +236,12 @@ def active_on_thread() -> bool:
     return any(_state.enabled.get(d, False) for d in RUNS)
 
 
-def policy(category: str):
+def policy(category):
     """Declare the autocast policy of a public function that is not one registry op (a
-    composite such as `F.linear`, a loss written with several ops): inside CPU autocast its
-    tensor arguments are cast once, as PyTorch casts the arguments of the ATen op it stands
-    for. Outside autocast the cost is one global check."""
+    composite such as `F.linear`, a loss written with several ops): a category, or a dict per
+    device type (as `defop`'s `autocast=`). Inside autocast its tensor arguments are cast
+    once, as PyTorch casts the arguments of the ATen op it stands for. Outside autocast the
+    cost is one global check."""
     category = policies(category)  # validated; hashable (IR attributes carry it)
     hook = _profiling.autocast_hook
 
