@@ -44,6 +44,10 @@ def test_from_numpy_exporter_and_capsules():
         from_dlpack(cap)
     v = jitorch.from_dlpack(np.arange(3).__dlpack__(max_version=(1, 0)))  # a versioned capsule
     assert v.tolist() == [0, 1, 2]
+    w = jitorch.tensor([1.0, 2.0])
+    z = jitorch.from_dlpack(w)  # jitorch to jitorch on the CPU: through the protocol
+    z[0] = 5.0
+    assert w[0].item() == 5.0 and z.dtype is w.dtype
 
 
 def test_non_contiguous_views_keep_their_strides():
