@@ -62,7 +62,7 @@ class Backend:
     def dlpack_export(self, arr, stream, kwargs):
         """A DLPack capsule sharing `arr` (`Tensor.__dlpack__`; `kwargs`: the protocol's
         max_version/dl_device/copy, passed on when given)."""
-        if stream is not None:  # PyTorch: a CPU tensor takes no stream
+        if stream is not None:  # host memory has no streams (DLPack: None on the CPU)
             raise BufferError("stream must be None for a CPU tensor (DLPack)")
         return arr.__dlpack__(**kwargs)
 
