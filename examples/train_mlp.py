@@ -12,12 +12,16 @@ By default the network runs through one `@jitorch.script` program (forward and, 
 autodiff, backward compiled to GIL-free Numba code) with the weights passed as arguments, so
 optimizer steps never recompile; the run ends with what the JIT did (`jitorch.jit.stats()`:
 programs compiled or loaded from the disk cache, calls served compiled, anything interpreted).
-`--eager` trains the same `nn.Sequential` eagerly; `--compare` times both. When the
+`--eager` trains the same `nn.Sequential` eagerly; `--compare` times both. `--device cuda`
+trains on CUDA (a GPU, or the simulator with `JITORCH_CUDA_SIM=1`): the model is moved there
+with `.to(device)` and each batch as it is drawn; scripted code on CUDA runs through the IR
+interpreter until the CUDA target compiles it, and the JIT report says so. When the
 `tensorboard` package is installed, the loss and accuracies of each epoch are also logged with
 `jitorch.utils.tensorboard.SummaryWriter` (to `--logdir`, else a fresh temporary directory; the
 run prints where: `tensorboard --logdir <dir>` shows them).
 
     python examples/train_mlp.py [--epochs 40] [--points 3000] [--eager] [--compare] [--logdir D]
+                                 [--device cpu|cuda]
 """
 import argparse
 import math
@@ -89,7 +93,13 @@ def summary_writer(logdir=None):
     return SummaryWriter(logdir or tempfile.mkdtemp(prefix="train_mlp_tb_"))
 
 
-def train(model, x, y, epochs, batch_size, lr, scripted, log=print, writer=None):
+def _sync(device) -> None:
+    """Wait for the device's queued work, so timers read finished work (CUDA is asynchronous)."""
+    if jitorch.device(device).type == "cuda":
+        jitorch.cuda.synchronize()
+
+
+def train(model, x, y, epochs, batch_size, lr, scripted, log=print, writer=None, device="cpu"):
     loader = DataLoader(TensorDataset(x, y), batch_size=batch_size, shuffle=True,
                         generator=jitorch.Generator().manual_seed(0))
     opt = optim.Adam(model.parameters(), lr=lr)
@@ -98,17 +108,20 @@ def train(model, x, y, epochs, batch_size, lr, scripted, log=print, writer=None)
     for epoch in range(epochs):
         total, n = 0.0, 0
         for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
+            _sync(device)
             t0 = time.perf_counter()
             opt.zero_grad()
             loss = F.cross_entropy(forward(model, xb, scripted), yb)
             loss.backward()
             opt.step()
+            _sync(device)
             step_time += time.perf_counter() - t0
             steps += 1
             total += loss.item() * len(yb)
             n += len(yb)
         sched.step()
-        acc = accuracy(model, x, y, scripted)
+        acc = accuracy(model, x.to(device), y.to(device), scripted)
         log(f"epoch {epoch + 1:3d}/{epochs}  loss {total / n:.4f}  train acc {acc:.3f}")
         if writer is not None:
             writer.add_scalar("loss/train", total / n, epoch + 1)
@@ -118,39 +131,52 @@ def train(model, x, y, epochs, batch_size, lr, scripted, log=print, writer=None)
 
 def main(epochs: int = 40, points: int = 3000, batch_size: int = 64, hidden: int = 64,
          lr: float = 0.01, scripted: bool = True, goal: float = GOAL,
-         logdir: str | None = None) -> float:
+         logdir: str | None = None, device: str = "cpu") -> float:
     jitorch.manual_seed(0)
     x, y = spirals(points)
     split = points * 4 // 5
-    xtr, ytr, xte, yte = x[:split], y[:split], x[split:], y[split:]
-    model = make_model(hidden)
+    xtr, ytr = x[:split], y[:split]  # batches move to the device as they are drawn
+    xte, yte = x[split:].to(device), y[split:].to(device)
+    model = make_model(hidden).to(device)
     mode = "scripted" if scripted else "eager"
     print(f"three spirals: {split} train / {points - split} test points; MLP 2-{hidden}-"
-          f"{hidden}-3, Adam lr {lr}, batch {batch_size}, {mode} forward/backward")
+          f"{hidden}-3, Adam lr {lr}, batch {batch_size}, {mode} forward/backward on "
+          f"{xte.device}")
     writer = summary_writer(logdir)
-    step = train(model, xtr, ytr, epochs, batch_size, lr, scripted, writer=writer)
+    step = train(model, xtr, ytr, epochs, batch_size, lr, scripted, writer=writer,
+                 device=device)
     acc = accuracy(model, xte, yte, scripted)
     if writer is not None:
         writer.add_scalar("accuracy/test", acc, epochs)
         writer.close()
         print(f"TensorBoard log: {writer.get_logdir()} (tensorboard --logdir "
               f"{writer.get_logdir()})")
-    print(f"train step ({mode}): {step * 1e3:.3f} ms")
+    print(f"train step ({mode}): {step * 1e3:.3f} ms on {xte.device}")
     if scripted:
         st = jitorch.jit.stats()
-        print(f"JIT: {st.numba_compiles} programs compiled here, {st.disk_hits} loaded from the "
-              f"disk cache ({st.background_done} of them compiled by the background worker), "
-              f"{st.kernels['compiled']} kernels compiled, {st.kernels['disk']} loaded, "
-              f"{st.kernels['shared']} shared; {st.memory_hits} calls served compiled, "
-              f"{st.interpreted_runs} interpreted (while compiling, or for the reasons given)"
-              + (f" ({st.interpreted_reasons})" if st.interpreted_reasons else ""))
+        if xte.device.type == "cpu":
+            print(f"JIT: {st.numba_compiles} programs compiled here, {st.disk_hits} loaded from "
+                  f"the disk cache ({st.background_done} of them compiled by the background "
+                  f"worker), {st.kernels['compiled']} kernels compiled, {st.kernels['disk']} "
+                  f"loaded, {st.kernels['shared']} shared; {st.memory_hits} calls served "
+                  f"compiled, {st.interpreted_runs} interpreted (while compiling, or for the "
+                  f"reasons given)"
+                  + (f" ({st.interpreted_reasons})" if st.interpreted_reasons else ""))
+        else:  # the counters above mix targets: report what this function's programs are
+            print(f"JIT: {st.calls} scripted calls, {st.interpreted_runs} of them run by the IR "
+                  f"interpreter")
+        fs = st.functions.get("mlp_forward")
+        if fs is not None:
+            print(f"mlp_forward on {xte.device}: {fs['tier']} ({fs['programs']} programs, "
+                  f"{fs['programs_interpreted']} interpreted, {fs['programs_compiling']} "
+                  f"compiling)" + "".join(f"; {r}" for r in fs["reasons"]))
         print(mlp_forward.graph_for(xte[:2], *_weights(model)))
     print(f"test accuracy {acc:.3f} (goal > {goal:.2f}): {'OK' if acc > goal else 'MISSED'}")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "mlp.pt")
         jitorch.save(model.state_dict(), path)
-        fresh = make_model(hidden)
+        fresh = make_model(hidden).to(device)
         fresh.load_state_dict(jitorch.load(path))
         same = bool((fresh(xte).argmax(1) == model(xte).argmax(1)).all().item())
         print(f"saved state_dict ({os.path.getsize(path)} bytes), reloaded: "
@@ -185,10 +211,11 @@ if __name__ == "__main__":
     ap.add_argument("--eager", action="store_true", help="eager nn.Sequential, no JIT")
     ap.add_argument("--compare", action="store_true", help="time eager vs scripted steps")
     ap.add_argument("--logdir", default=None, help="TensorBoard log directory")
+    ap.add_argument("--device", default="cpu", help="where to train: cpu (default) or cuda")
     a = ap.parse_args()
     if a.compare:
         compare(batch_size=a.batch_size, hidden=a.hidden)
     else:
         acc = main(a.epochs, a.points, a.batch_size, a.hidden, scripted=not a.eager,
-                   logdir=a.logdir)
+                   logdir=a.logdir, device=a.device)
         raise SystemExit(0 if acc > GOAL else 1)

@@ -84,7 +84,8 @@ def test_backends_flags():
         assert b.cudnn.enabled and b.cudnn.deterministic
     finally:
         b.cudnn.deterministic, b.cudnn.benchmark = False, False
-    assert b.cuda.is_built() is False and b.cuda.matmul.allow_tf32 is False
+    assert b.cuda.is_built() is jitorch.cuda.is_available()  # a cuda backend: GPU or simulator
+    assert b.cuda.matmul.allow_tf32 is False
     b.cuda.matmul.allow_tf32 = True
     assert b.cuda.matmul.allow_tf32 is True
     b.cuda.matmul.allow_tf32 = False
@@ -174,6 +175,7 @@ def test_special_aliases_are_the_registry_ops():
     np.testing.assert_allclose(x.polygamma(1).numpy(), jitorch.polygamma(1, x).numpy())
 
 
+@_NO_CUDA
 def test_cuda_amp_disables_itself_and_training_runs_in_float32():
     """The AMP idiom of PyTorch's examples on a machine without CUDA: GradScaler and autocast
     warn, disable themselves, and the step is the plain optimizer step."""

@@ -2,7 +2,10 @@
 import importlib.util
 import pathlib
 
+import pytest
+
 import jitorch
+from devices import DEVICES
 
 EXAMPLES = pathlib.Path(__file__).resolve().parent.parent / "examples"
 
@@ -40,6 +43,21 @@ def test_train_mlp_example_scripted(capsys):
     assert "train step (scripted)" in out and "same predictions" in out
     assert " 0 interpreted" in out and "graph @" in out  # the JIT ran it and shows its IR
     assert acc > 0.7
+
+
+@pytest.mark.parametrize("device", [d for d in DEVICES if d != "cpu"])
+def test_train_mlp_example_on_cuda(capsys, device):
+    """`--device cuda` (the cuda tier: JITORCH_CUDA_SIM=1 or a GPU): trains there and says how
+    the scripted program ran (the tier and reasons jitorch.jit.stats() gives)."""
+    jitorch.jit.reset_stats()
+    load("train_mlp").main(epochs=1, points=200, batch_size=32, hidden=16, goal=0.0,
+                           scripted=True, device=device)
+    out = capsys.readouterr().out
+    assert "scripted forward/backward on cuda:0" in out and "ms on cuda:0" in out
+    tier = next(ln for ln in out.splitlines() if ln.startswith("mlp_forward on cuda:0: "))
+    st = jitorch.jit.stats().functions["mlp_forward"]
+    assert tier.split(": ")[1].startswith(st["tier"])
+    assert all(r in tier for r in st["reasons"]) and "same predictions" in out
 
 
 def test_train_char_lstm_example(capsys):

@@ -28,6 +28,7 @@ from . import jit  # noqa: E402
 from . import script  # noqa: E402  (a callable module: `@jitorch.script`)
 from . import nn  # noqa: E402  (`jitorch.nn`: modules, init, utils)
 from . import utils  # noqa: E402  (`jitorch.utils.data`)
+from .utils.dlpack import from_dlpack  # noqa: E402
 from . import optim  # noqa: E402  (`jitorch.optim`: optimizers, lr_scheduler)
 from . import func  # noqa: E402  (`jitorch.func`: functional_call, grad, vjp, jvp, jac*)
 from .func import vmap  # noqa: E402  (`jitorch.vmap`, as torch.vmap)

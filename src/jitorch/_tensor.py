@@ -320,6 +320,14 @@ class Tensor:
                                "tensor.detach().numpy() instead.")
         return self._data
 
+    def __dlpack__(self, stream=None, **kwargs):
+        from .utils.dlpack import dlpack  # zero-copy, by the device's backend
+        return dlpack(self, stream, **kwargs)
+
+    def __dlpack_device__(self):
+        from .utils.dlpack import dlpack_device
+        return dlpack_device(self)
+
     def __array__(self, dtype=None, copy=None):
         if self._device is not CPU:
             raise TypeError(_NOT_HOST.format(self._device))

@@ -59,6 +59,17 @@ class Backend:
     def synchronize(self, index) -> None:
         """Wait for the device's queued work (a no-op where work runs synchronously)."""
 
+    def dlpack_export(self, arr, stream, kwargs):
+        """A DLPack capsule sharing `arr` (`Tensor.__dlpack__`; `kwargs`: the protocol's
+        max_version/dl_device/copy, passed on when given)."""
+        if stream is not None:  # host memory has no streams (DLPack: None on the CPU)
+            raise BufferError("stream must be None for a CPU tensor (DLPack)")
+        return arr.__dlpack__(**kwargs)
+
+    def dlpack_import(self, src, index):
+        """The array of this device sharing the memory of DLPack exporter `src`."""
+        raise BufferError(f"jitorch: {self.type} cannot import DLPack device memory")
+
 
 class CPUBackend(Backend):
     pass

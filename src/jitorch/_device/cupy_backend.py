@@ -51,6 +51,15 @@ class CupyBackend(Backend):
         out[...] = arr
         return out
 
+    def dlpack_export(self, arr, stream, kwargs):
+        return arr.__dlpack__(stream=stream, **kwargs)
+
+    def dlpack_import(self, src, index):
+        with self.on(index):
+            out = self.cp.from_dlpack(src)
+        self.adopt(out, index)
+        return out
+
     def adopt(self, arr, index) -> None:
         used, held = self.memory_allocated(index), self.memory_reserved(index)
         peak = self._peak.get(index, (0, 0))

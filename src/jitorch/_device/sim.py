@@ -86,6 +86,19 @@ class SimBackend(Backend):
         if isinstance(arr, np.ndarray):
             self.pools[index].add(_owner(arr))
 
+    # DLPack: a capsule of simulated device memory would claim CUDA memory (kDLCUDA) at a host
+    # address, which a real consumer (CuPy, on a GPU machine running this tier) would
+    # dereference on the device: refuse both ways (jitorch.from_dlpack of a jitorch tensor
+    # shares memory without a capsule)
+    _NO_DLPACK = ("jitorch: the CUDA simulator keeps device memory in host memory and cannot "
+                  "{} CUDA memory through DLPack; exchange CPU tensors (.cpu()) instead")
+
+    def dlpack_export(self, arr, stream, kwargs):
+        raise BufferError(self._NO_DLPACK.format("export"))
+
+    def dlpack_import(self, src, index):
+        raise BufferError(self._NO_DLPACK.format("import"))
+
     # --- memory statistics (jitorch.cuda.memory_*) ------------------------------------------
     def memory_allocated(self, index) -> int:
         return self.pools[index].allocated

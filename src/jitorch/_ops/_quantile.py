@@ -189,7 +189,7 @@ def _nanquantile_impl(input, q, dim=None, keepdim=False, *, interpolation="linea
 
 quantile = defop("quantile", _quantile_impl, tensors=("input", "q"), kind="reduction",
                  vjp=_vjp(False), jvp=_jvp(False), interpreted=_SORTS,
-                 batch=LOOP, autocast="fp32")
+                 batch=LOOP, autocast={"cpu": "fp32"})
 nanquantile = defop("nanquantile", _nanquantile_impl, tensors=("input", "q"), kind="reduction",
                     vjp=_vjp(True), jvp=_jvp(True), interpreted=_SORTS,
-                    batch=LOOP, autocast="fp32")
+                    batch=LOOP, autocast={"cpu": "fp32"})

@@ -430,7 +430,8 @@ def _pow_check(input, exponent, *, out=None):
 # integer compute dtype, C-style like `_int_pow` (a negative exponent gives 0 except for bases
 # 1 and -1); `scalar_check` is `_pow_check`'s value test for integer compute: (slot, condition,
 # message), raised before the loop when that slot is a Python number.
-defop("pow", _pow, tensors=("input", "exponent"), kind="elementwise", scalar_first=True,
+defop("pow", _pow, tensors=("input", "exponent"),
+      autocast={"cuda": "fp32"}, kind="elementwise", scalar_first=True,
       inplace=True, vjp=_pow_vjp, jvp=_pow_jvp, scalar="{input} ** {exponent}",
       extra={"scalar_int": "({input} ** {exponent} if {exponent} >= 0 else (1 if {input} == 1 "
                            "else ((1 - 2 * ({exponent} & 1)) if {input} == -1 else 0)))",
@@ -474,7 +475,8 @@ def _atan2(input, other):
     return np.arctan2(input, other)
 
 
-atan2 = defop("atan2", _atan2, tensors=_BIN, kind="elementwise", inplace=True,
+atan2 = defop("atan2", _atan2, tensors=_BIN,
+              autocast={"cuda": "promote"}, kind="elementwise", inplace=True,
               dtype=kernel_rule("atan2_cpu", complex_ok=False, base="float"), vjp=_atan2_vjp,
               jvp=lambda t_input, t_other, input, other:
               (t_input * other - t_other * input) / (input * input + other * other),

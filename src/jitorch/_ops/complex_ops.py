@@ -163,7 +163,8 @@ defop("polar", _polar, tensors=("abs", "angle"), kind="elementwise", method=Fals
       dtype=_to_complex_rule, vjp=_polar_vjp,
       jvp=lambda t_abs, t_angle, abs, angle, result:
       t_abs * polar(abs * 0 + 1, angle) + result * 1j * t_angle,
-      scalar="complex({abs} * math.cos({angle}), {abs} * math.sin({angle}))", autocast="fp32")
+      scalar="complex({abs} * math.cos({angle}), {abs} * math.sin({angle}))",
+      autocast={"cpu": "fp32"})
 polar = guard("polar", _pair_check("polar"))
 
 
@@ -225,5 +226,5 @@ view_as_real = defop("view_as_real", _view_as_real, kind="shape", view=True, met
                      extra=_CGRAD, batch=LEADING)
 defop("view_as_complex", _view_as_complex, kind="shape", view=True, method=False,
       vjp=lambda g: view_as_real(g), jvp=lambda t_input: view_as_complex(t_input.contiguous()),
-      interpreted=_COMPLEX, extra=_CGRAD, batch=LEADING, autocast="fp32")
+      interpreted=_COMPLEX, extra=_CGRAD, batch=LEADING, autocast={"cpu": "fp32"})
 view_as_complex = guard("view_as_complex", _view_as_complex_check)

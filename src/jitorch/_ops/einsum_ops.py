@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._linalg_util import const, no_bool, pt
@@ -235,6 +236,7 @@ _einsum = defop("_einsum", _einsum_impl, tensors=(), lists=("operands",), kind="
                 batch=EINSUM)
 
 
+@_autocast.policy({"cuda": "lower"})
 def einsum(*args, out=None):
     """`einsum(equation, *operands)`, `einsum(equation, [operands])` or the sublist form
     `einsum(op1, [0, 1], op2, [1, 2], [0, 2])`."""
@@ -349,7 +351,8 @@ def _tensordot_jvp(t_a, t_b, a, b, dims):
     return tensordot(t_a, b, dims) + tensordot(a, t_b, dims)
 
 
-tensordot = defop("tensordot", _tensordot, tensors=("a", "b"), kind="linalg", method=False,
+tensordot = defop("tensordot", _tensordot, tensors=("a", "b"),
+                  autocast={"cuda": "promote"}, kind="linalg", method=False,
                   vjp=_tensordot_vjp, jvp=_tensordot_jvp,
                   interpreted="no CPU lowering yet (matmul, mm, bmm are lowered)",
                   batch=LOOP)

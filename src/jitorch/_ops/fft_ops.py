@@ -204,7 +204,7 @@ for _spec in SPECS.values():
     _f = defop("fft_" + _spec.name, _impl(_spec), kind="other", method=False, function=False,
                export_as=_spec.name, vjp=_vjp_rule, jvp=_jvp_rule, infer=_infer(_spec),
                extra={"complex_grad": True, "fft_spec": _spec},
-               autocast="fp32" if _spec.name in _AUTOCAST_FP32 else None)
+               autocast={"cpu": "fp32"} if _spec.name in _AUTOCAST_FP32 else None)
     _f.__module__ = "jitorch.fft"
     PUBLIC_FFT[_spec.name] = _f
 

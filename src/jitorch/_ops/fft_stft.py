@@ -60,7 +60,7 @@ def _check_lengths(name, n_fft, hop_length, win_length, length=None):
     return hop, win
 
 
-@_autocast.policy("fp32")
+@_autocast.policy({"cpu": "fp32"})
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
          pad_mode="reflect", normalized=False, onesided=None, return_complex=None,
          align_to_window=None):

@@ -488,7 +488,8 @@ def _index_put_pub_vjp(g, indices, accumulate):
 
 
 index_put = defop("index_put", _index_put_impl, lists=("indices",),
-                  tensors=("input", "values"), kind="index", inplace=True,
+                  tensors=("input", "values"), autocast={"cuda": "promote"}, kind="index",
+                  inplace=True,
                   vjp=_index_put_pub_vjp,
                   jvp=lambda t_input, t_values, indices, accumulate:
                   t_input.index_put(indices, t_values, accumulate), interpreted=_NOT_YET,

@@ -174,7 +174,7 @@ def _mv(input, vec):
     return matmul_arrays(input, vec)
 
 
-mv = defop("mv", _mv, tensors=("input", "vec"), kind="linalg",
+mv = defop("mv", _mv, tensors=("input", "vec"), autocast={"cuda": "lower"}, kind="linalg",
            vjp=lambda g, input, vec: (g.unsqueeze(-1) * vec, input.mT.mv(g)),
            jvp=lambda t_input, t_vec, input, vec: t_input.mv(vec) + input.mv(t_vec),
            interpreted=_NOT_YET,
@@ -186,7 +186,7 @@ def _dot(input, tensor):
     return matmul_arrays(input, tensor)
 
 
-dot = defop("dot", _dot, tensors=("input", "tensor"), kind="linalg",
+dot = defop("dot", _dot, tensors=("input", "tensor"), autocast={"cuda": "promote"}, kind="linalg",
             vjp=lambda g, input, tensor: (g * tensor, g * input),
             jvp=lambda t_input, t_tensor, input, tensor: t_input.dot(tensor) + input.dot(t_tensor),
             interpreted=_NOT_YET,
@@ -333,7 +333,8 @@ def _addmv(input, mat, vec, *, beta=1, alpha=1):
     return _add_product(input, matmul_arrays(mat, vec), beta, alpha)
 
 
-addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"), kind="linalg", inplace=True,
+addmv = defop("addmv", _addmv, tensors=("input", "mat", "vec"),
+              autocast={"cuda": "lower"}, kind="linalg", inplace=True,
               vjp=lambda g, mat, vec, beta, alpha: (
                   _scaled(g, beta), _scaled(g.unsqueeze(-1) * vec, alpha),
                   _scaled(mat.mT.mv(g), alpha)),

@@ -12,7 +12,7 @@ from .. import _autocast
 __all__ = ["cholesky_solve"]
 
 
-@_autocast.policy("fp32")
+@_autocast.policy({"cpu": "fp32"})
 def cholesky_solve(input, input2, upper=False):
     from .. import linalg
     b, f = input, input2

@@ -75,7 +75,7 @@ def _inverse(input):
 inverse = defop("inverse", _inverse, kind="linalg",
                 vjp=lambda g, result: -(result.mT @ g @ result.mT),
                 jvp=lambda t_input, result: -(result @ t_input @ result), interpreted=_LAPACK,
-                batch=LEADING, autocast="fp32")
+                batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def _inv_or_nan(a: Tensor) -> Tensor:
@@ -240,7 +240,7 @@ def _solve_jvp(t_A, t_B, A, B, result, left):
 
 _linalg_solve = defop("_linalg_solve", _solve, tensors=("A", "B"), kind="linalg", method=False,
                       vjp=_solve_vjp, jvp=_solve_jvp, interpreted=_LAPACK,
-                      batch=LOOP, autocast="fp32")
+                      batch=LOOP, autocast={"cpu": "fp32"})
 
 
 def solve(A, B, *, left=True, out=None):
@@ -295,10 +295,10 @@ def _cholesky_jvp(t_input, result, upper):
 
 cholesky = defop("cholesky", _cholesky, kind="linalg", vjp=_cholesky_vjp, jvp=_cholesky_jvp,
                  interpreted=_LAPACK,
-                 batch=LEADING, autocast="fp32")
+                 batch=LEADING, autocast={"cpu": "fp32"})
 _linalg_cholesky = defop("_linalg_cholesky", _linalg_cholesky_impl, kind="linalg",
                          method=False, vjp=_cholesky_vjp, jvp=_cholesky_jvp, interpreted=_LAPACK,
-                         batch=LEADING, autocast="fp32")
+                         batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def linalg_cholesky(A, *, upper=False, out=None):
@@ -388,7 +388,7 @@ def _qr_jvp(t_A, A, result, mode):
 
 _linalg_qr = defop("_linalg_qr", _qr, tensors=("A",), kind="linalg", method=False,
                    vjp=_qr_vjp, jvp=_qr_jvp, interpreted=_LAPACK,
-                   batch=LEADING, autocast="fp32")
+                   batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def qr(input, some=True, *, out=None):
@@ -434,7 +434,7 @@ def _eigh_jvp(t_A, result):
 
 _linalg_eigh = defop("_linalg_eigh", _eigh_np, tensors=("A",), kind="linalg", method=False,
                      vjp=_eigh_vjp, jvp=_eigh_jvp, interpreted=_LAPACK,
-                     batch=LEADING, autocast="fp32")
+                     batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def eigh(A, UPLO="L", *, out=None):
@@ -460,7 +460,7 @@ def _eigvalsh_jvp(t_A, A, UPLO):
 
 _linalg_eigvalsh = defop("_linalg_eigvalsh", _eigvalsh_impl, tensors=("A",), kind="linalg",
                          method=False, vjp=_eigvalsh_vjp, jvp=_eigvalsh_jvp, interpreted=_LAPACK,
-                         batch=LEADING, autocast="fp32")
+                         batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def eigvalsh(A, UPLO="L", *, out=None):

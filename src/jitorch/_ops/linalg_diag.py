@@ -146,7 +146,7 @@ def _trace_vjp(g, input_shape):
 
 trace = defop("trace", _trace, kind="reduction", vjp=_trace_vjp,
               jvp=lambda t_input: t_input.trace(), interpreted=_NOT_YET,
-              batch=TRACE, autocast="fp32")
+              batch=TRACE, autocast={"cpu": "fp32"})
 
 
 # --- tril / triu --------------------------------------------------------------------------------

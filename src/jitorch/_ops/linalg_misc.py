@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._linalg_util import broadcast_shape, c_name, jt, no_bool, pt
@@ -99,7 +100,8 @@ def _cross_jvp(t_input, t_other, input, other, dim):
     return t_input.cross(other, dim=d) + input.cross(t_other, dim=d)
 
 
-cross = defop("cross", _cross, tensors=("input", "other"), kind="linalg", vjp=_cross_vjp,
+cross = defop("cross", _cross, tensors=("input", "other"),
+              autocast={"cuda": "promote"}, kind="linalg", vjp=_cross_vjp,
               jvp=_cross_jvp, interpreted=_NOT_YET,
               batch=LOOP)
 
@@ -179,6 +181,7 @@ def matrix_power(input, n, *, out=None):
     return _out(out, result.clone() if result is input else result)
 
 
+@_autocast.policy({"cuda": "lower"})
 def chain_matmul(*matrices, out=None):
     """Deprecated `torch.chain_matmul`: `multi_dot` of 2-D matrices."""
     if len(matrices) == 1 and isinstance(matrices[0], (list, tuple)):
@@ -188,6 +191,7 @@ def chain_matmul(*matrices, out=None):
     return multi_dot(list(matrices), out=out)
 
 
+@_autocast.policy({"cuda": "lower"})
 def multi_dot(tensors, *, out=None):
     """`linalg.multi_dot`: chained matmul; first/last may be 1-D; cheapest order (NumPy's)."""
     ts = list(tensors)

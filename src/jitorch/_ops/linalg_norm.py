@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ._linalg_util import const, jt, pt
@@ -136,6 +137,7 @@ _linalg_vector_norm = defop("_linalg_vector_norm", _vector_norm, kind="reduction
                             interpreted=_NOT_YET)
 
 
+@_autocast.policy({"cuda": "fp32"})
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None, out=None):
     """`linalg.vector_norm`: (sum |x|^ord)^(1/ord) over `dim` (all dims by default)."""
     r = _linalg_vector_norm(x, ord, _dims(dim), keepdim, dtype=dtype)
@@ -232,6 +234,7 @@ _linalg_matrix_norm = defop("_linalg_matrix_norm", _matrix_norm, tensors=("A",),
                             jvp=_matrix_norm_jvp, interpreted=_NOT_YET)
 
 
+@_autocast.policy({"cuda": "fp32"})
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None, out=None):
     """`linalg.matrix_norm`: 'fro', 'nuc', 2/-2 (extreme singular values), 1/-1 (column
     sums), inf/-inf (row sums) over the two dims `dim`."""

@@ -127,7 +127,7 @@ def _svd_jvp(t_A, A, result, full_matrices):
 
 _linalg_svd = defop("_linalg_svd", _svd, tensors=("A",), kind="linalg", method=False,
                     vjp=_svd_vjp, jvp=_svd_jvp, interpreted=_LAPACK,
-                    batch=LEADING, autocast="fp32")
+                    batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def linalg_svd(A, full_matrices=True, *, driver=None, out=None):
@@ -156,7 +156,7 @@ def _svdvals_jvp(t_A, A):
 
 _linalg_svdvals = defop("_linalg_svdvals", _svdvals, tensors=("A",), kind="linalg",
                         method=False, vjp=_svdvals_vjp, jvp=_svdvals_jvp, interpreted=_LAPACK,
-                        batch=LEADING, autocast="fp32")
+                        batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def svdvals(A, *, driver=None, out=None):
@@ -254,7 +254,7 @@ def _pinv_jvp(t_input, input, result):
 
 _linalg_pinv = defop("_linalg_pinv", _pinv, kind="linalg", method=False, vjp=_pinv_vjp,
                      jvp=_pinv_jvp, interpreted=_LAPACK,
-                     batch=LEADING, autocast="fp32")
+                     batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -283,7 +283,7 @@ def _matrix_rank(A, atol=None, rtol=None, hermitian=False):
 
 _linalg_matrix_rank = defop("_linalg_matrix_rank", _matrix_rank, tensors=("A",), kind="linalg",
                             method=False, nondiff=True, interpreted=_LAPACK,
-                            batch=LEADING, autocast="fp32")
+                            batch=LEADING, autocast={"cpu": "fp32"})
 
 
 def matrix_rank(A, tol=None, hermitian=False, *, atol=None, rtol=None, out=None):
@@ -376,7 +376,7 @@ def _lstsq_jvp(t_A, t_B, A, B, result):
 
 _linalg_lstsq = defop("_linalg_lstsq", _lstsq, tensors=("A", "B"), kind="linalg",
                       method=False, vjp=_lstsq_vjp, jvp=_lstsq_jvp, interpreted=_LAPACK,
-                      batch=LOOP, autocast="fp32")
+                      batch=LOOP, autocast={"cpu": "fp32"})
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

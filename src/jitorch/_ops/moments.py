@@ -232,7 +232,8 @@ def _norm_jvp(t_input, input, result, p, dim, keepdim, dtype):
     return (t_input * d).sum(axes, keepdim)
 
 
-_norm = defop("norm", _norm_impl, kind="reduction", vjp=_norm_vjp, jvp=_norm_jvp,
+_norm = defop("norm", _norm_impl,
+              autocast={"cuda": "fp32"}, kind="reduction", vjp=_norm_vjp, jvp=_norm_jvp,
               function=False, method=False, interpreted=_NOT_YET)
 
 

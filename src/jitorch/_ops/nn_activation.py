@@ -21,6 +21,7 @@ import math
 import numpy as np
 import scipy.special as sps
 
+from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
@@ -218,7 +219,7 @@ def _softplus(input, beta=1.0, threshold=20.0):
 softplus = _act("softplus", _softplus,
                 deriv=lambda input, beta, threshold: where(input * beta > threshold, 1.0,
                                                            (input * beta).sigmoid()),
-                dtype=_rule("softplus_cpu"),
+                dtype=_rule("softplus_cpu"), autocast={"cuda": "fp32"},
                 scalar="({input} if {input} * {beta} > {threshold} else "
                        "np.log1p(np.exp({input} * {beta})) / {beta})")
 
@@ -421,11 +422,13 @@ def _run_softmax(form, input, dim, dtype, kernel):
     return body(input)
 
 
+@_autocast.policy({"cuda": "fp32"})
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (computed as exp(x - max) / sum(exp(x - max)))."""
     return _run_softmax(_softmax, input, dim, dtype, "softmax_lastdim_kernel_impl")
 
 
+@_autocast.policy({"cuda": "fp32"})
 def log_softmax(input, dim, dtype=None):
     """x - log(sum(exp(x))) along `dim` (computed as s - log(sum(exp(s))), s = x - max)."""
     return _run_softmax(_log_softmax, input, dim, dtype, "log_softmax_lastdim_kernel_impl")

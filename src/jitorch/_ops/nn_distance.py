@@ -45,6 +45,7 @@ def _cosine_similarity(dim, eps):
     return body
 
 
+@_autocast.policy({"cuda": "fp32"})
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim) on the broadcast pair."""
     common = dt.promote_types(x1.dtype, x2.dtype)
@@ -115,6 +116,7 @@ def _euclidean_dist(x1, x2):
 expose(_cosine_similarity, cosine_similarity)
 
 
+@_autocast.policy({"cuda": "fp32"})
 def pdist(input, p=2.0):
     """The p-distances of the row pairs i < j of an (N, M) input, in row-major order
     (N (N - 1) / 2 values), from the gathered row differences."""

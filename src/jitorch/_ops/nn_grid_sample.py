@@ -65,7 +65,7 @@ def _unnormalise(coord, size, align_corners):
     return ((coord + 1) * size - 1) / 2
 
 
-@_autocast.policy("fp32")
+@_autocast.policy({"cpu": "fp32", "cuda": "promote"})
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample `input` (N, C, H, W) at `grid` (N, Ho, Wo, 2) locations (x, y in [-1, 1])."""
     align_corners = _align(align_corners)

@@ -398,7 +398,7 @@ _unit_interval = defop("_unit_interval", _unit_interval_impl, kind="elementwise"
                        vjp=lambda g: g, jvp=lambda t_input: t_input, scalar="{input}")
 
 
-@_autocast.policy("fp32")
+@_autocast.policy({"cpu": "fp32", "cuda": "banned"})
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """-(t log x + (1 - t) log(1 - x)), the logs clamped at -100 as in PyTorch."""

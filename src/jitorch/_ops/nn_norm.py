@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
@@ -154,6 +155,7 @@ def _batch_norm(training, eps, has_mean, has_var):
 
 
 # --- the public functions: the checks that need the tensors, then the body ---------------------
+@_autocast.policy({"cuda": "fp32"})
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
     (biased variance)."""
@@ -174,6 +176,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return _rms_norm.body(normalized_shape, eps)(input, weight)
 
 
+@_autocast.policy({"cuda": "fp32"})
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise (N, C, *) over groups of C // num_groups channels (and all spatial dims)."""
     if input.ndim < 2:

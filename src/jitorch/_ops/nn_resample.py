@@ -17,6 +17,7 @@ import math
 
 import numpy as np
 
+from .. import _autocast
 from .._tensor import Tensor
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle"]
@@ -133,6 +134,7 @@ def _output_size(input, size, scale_factor, nd):
     return [int(math.floor(float(n) * s)) for n, s in zip(spatial, scales)], scales
 
 
+@_autocast.policy({"cuda": "fp32"})
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims (all but N and C) of `input`, as `torch.nn.functional.

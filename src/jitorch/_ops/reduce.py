@@ -67,7 +67,7 @@ def _sum_vjp(g, input_shape, dim, keepdim):
     return expand_back(g, input_shape, axes_of(dim, len(input_shape)), keepdim)
 
 
-sum = defop("sum", _sum, kind="reduction", vjp=_sum_vjp,
+sum = defop("sum", _sum, autocast={"cuda": "fp32"}, kind="reduction", vjp=_sum_vjp,
             jvp=lambda t_input, dim, keepdim, dtype: t_input.sum(dim, keepdim, dtype=dtype),
             scalar="+", infer=infer.Reduction(ints="long"))
 
@@ -239,7 +239,8 @@ def _logsumexp_jvp(t_input, input, result, dim, keepdim):
     return (t_input * (input - r).exp()).sum(axes, keepdim)
 
 
-logsumexp = defop("logsumexp", _logsumexp, kind="reduction", vjp=_logsumexp_vjp,
+logsumexp = defop("logsumexp", _logsumexp,
+                  autocast={"cuda": "fp32"}, kind="reduction", vjp=_logsumexp_vjp,
                   jvp=_logsumexp_jvp, infer=infer.Reduction(floats_only=True),
                   interpreted=_ROWS)
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _dtype as dt
+from .. import _autocast, _dtype as dt
 from .._device import placed as _placed
 from .._device.backends import device_array_types as _device_arrays
 from .._device.transfer import OnDevice as _OnDevice, common_device as _common_device, \
@@ -93,7 +93,7 @@ class OpDef:
     # how `jitorch.func.vmap` runs the op on batched tensors: a rule from `_ops/batching.py`
     # (None: the default of the op's kind, e.g. broadcasting for elementwise ops)
     batch: Any = None
-    autocast: str | None = None  # "lower" | "fp32" | "promote": its CPU autocast policy (_autocast)
+    autocast: tuple = ()  # ((device type, category), ...): its autocast policy (_autocast)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
 
@@ -203,12 +203,14 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
     requires one of the three for every op.
     `batch`: the vmap batching rule (`_ops/batching.py`), when the kind's default does not fit.
-    `autocast`: the op's policy inside `jitorch.autocast("cpu")` ("lower", "fp32", "promote";
-    PyTorch's CPU lists, see `_autocast.py`)."""
+    `autocast`: the op's policy inside `jitorch.autocast` ("lower", "fp32", "promote" on CPU and
+    CUDA, or a dict per device type; PyTorch's lists, see `_autocast.py`)."""
     if name in OPS:
         raise ValueError(f"op '{name}' declared twice")
-    if autocast not in (None, "lower", "fp32", "promote"):
-        raise ValueError(f"op '{name}': unknown autocast policy {autocast!r}")
+    try:
+        autocast = _autocast.policies(autocast)
+    except ValueError as e:
+        raise ValueError(f"op '{name}': {e}") from None
     sig = inspect.signature(impl)
     params = list(sig.parameters.values())
     tensor_names = tuple(tensors) + tuple(lists)

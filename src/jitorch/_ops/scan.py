@@ -54,7 +54,8 @@ def _cumsum_vjp(g, input_shape, dim):
     return _rev_cumsum(g, dim % len(input_shape))
 
 
-cumsum = defop("cumsum", _scan(np.cumsum, "cumsum"), kind="reduction", inplace=True,
+cumsum = defop("cumsum", _scan(np.cumsum, "cumsum"),
+               autocast={"cuda": "fp32"}, kind="reduction", inplace=True,
                vjp=_cumsum_vjp, jvp=lambda t_input, dim, dtype: t_input.cumsum(dim, dtype=dtype),
                interpreted=_NOT_YET)
 
@@ -138,7 +139,8 @@ _cumprod_fwd = defop("_cumprod_fwd", _cumprod_fwd_impl, tensors=("tangent", "inp
                      kind="reduction", method=False, interpreted=_NOT_YET,
                      batch=dims("dim", expand=True))
 
-cumprod = defop("cumprod", _scan(np.cumprod, "cumprod"), kind="reduction", inplace=True,
+cumprod = defop("cumprod", _scan(np.cumprod, "cumprod"),
+                autocast={"cuda": "fp32"}, kind="reduction", inplace=True,
                 vjp=_cumprod_vjp, jvp=_cumprod_jvp, interpreted=_NOT_YET)
 
 

@@ -220,7 +220,7 @@ def _scatter_add(input, index, src, dim):
 
 
 scatter_add = defop("scatter_add", _scatter_add, tensors=("input", "index", "src"),
-                    kind="index", inplace=True,
+                    autocast={"cuda": "promote"}, kind="index", inplace=True,
                     vjp=lambda g, index, src_shape, dim:
                     (g, None, _pad(g.gather(dim, index), src_shape)),
                     jvp=lambda t_input, t_src, dim, index: t_input.scatter_add(dim, index, t_src),
@@ -434,7 +434,7 @@ index_copy = defop("index_copy", _index_copy, tensors=("input", "index", "source
                    (g.index_fill(dim, index, 0), None, g.index_select(dim, index)),
                    jvp=lambda t_input, t_source, dim, index:
                    t_input.index_copy(dim, index, t_source), interpreted=_NOT_YET,
-                   batch=LOOP, autocast="promote")
+                   batch=LOOP, autocast={"cpu": "promote"})
 
 
 @_api("input", "dim", "index", "value")

@@ -264,7 +264,8 @@ def _addcmul(input, tensor1, tensor2, *, value=1):
 
 
 addcmul = defop("addcmul", _addcmul, tensors=("input", "tensor1", "tensor2"),
-                kind="elementwise", inplace=True, dtype=_value_rule("addcmul_cpu_out"),
+                autocast={"cuda": "promote"}, kind="elementwise", inplace=True,
+                dtype=_value_rule("addcmul_cpu_out"),
                 extra={"dtype_attrs": True},
                 vjp=lambda g, tensor1, tensor2, value: (g, g * tensor2 * value,
                                                         g * tensor1 * value),
@@ -292,7 +293,8 @@ def _addcdiv(input, tensor1, tensor2, *, value=1):
         return input + value * (tensor1 / tensor2)
 
 
-defop("addcdiv", _addcdiv, tensors=("input", "tensor1", "tensor2"), kind="elementwise",
+defop("addcdiv", _addcdiv, tensors=("input", "tensor1", "tensor2"),
+      autocast={"cuda": "promote"}, kind="elementwise",
       inplace=True, dtype=_value_rule("addcdiv_cpu_out"), extra={"dtype_attrs": True},
       vjp=lambda g, tensor1, tensor2, value: (g, g * value / tensor2,
                                               -g * value * tensor1 / (tensor2 * tensor2)),

@@ -154,7 +154,8 @@ def _sgn(input):
 sgn = defop("sgn", _sgn, kind="elementwise", inplace=True, vjp=_zero_grad, jvp=_zero_tangent,
             interpreted=_NO_TEMPLATE)
 
-reciprocal = defop("reciprocal", _silent(np.reciprocal), kind="elementwise", dtype="float",
+reciprocal = defop("reciprocal", _silent(np.reciprocal),
+                   autocast={"cuda": "fp32"}, kind="elementwise", dtype="float",
                    inplace=True, vjp=lambda g, result: -g * result * result,
                    jvp=lambda t_input, result: -t_input * result * result,
                    scalar="1.0 / {input}")
@@ -183,32 +184,39 @@ positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
-exp = defop("exp", _silent(np.exp), kind="elementwise", dtype="float", inplace=True,
+exp = defop("exp", _silent(np.exp),
+            autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, result: g * result, jvp=lambda t_input, result: t_input * result,
             scalar="np.exp({input})")
 exp2 = defop("exp2", _silent(np.exp2), kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, result: g * result * _LN2,
              jvp=lambda t_input, result: t_input * result * _LN2, scalar="np.exp2({input})")
-expm1 = defop("expm1", _silent(np.expm1), kind="elementwise", dtype="float", inplace=True,
+expm1 = defop("expm1", _silent(np.expm1),
+              autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
               vjp=lambda g, result: g * (result + 1),
               jvp=lambda t_input, result: t_input * (result + 1), scalar="np.expm1({input})")
-log = defop("log", _silent(np.log), kind="elementwise", dtype="float", inplace=True,
+log = defop("log", _silent(np.log),
+            autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, input: g / input, jvp=lambda t_input, input: t_input / input,
             scalar="np.log({input})")
-log2 = defop("log2", _silent(np.log2), kind="elementwise", dtype="float", inplace=True,
+log2 = defop("log2", _silent(np.log2),
+             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, input: g / (input * _LN2),
              jvp=lambda t_input, input: t_input / (input * _LN2), scalar="np.log2({input})")
-log10 = defop("log10", _silent(np.log10), kind="elementwise", dtype="float", inplace=True,
+log10 = defop("log10", _silent(np.log10),
+              autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
               vjp=lambda g, input: g / (input * _LN10),
               jvp=lambda t_input, input: t_input / (input * _LN10),
               scalar="np.log10({input})")
-log1p = defop("log1p", _silent(np.log1p), kind="elementwise", dtype="float", inplace=True,
+log1p = defop("log1p", _silent(np.log1p),
+              autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
               vjp=lambda g, input: g / (input + 1),
               jvp=lambda t_input, input: t_input / (input + 1), scalar="np.log1p({input})")
 sqrt = defop("sqrt", _silent(np.sqrt), kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, result: g / (result * 2),
              jvp=lambda t_input, result: t_input / (result * 2), scalar="np.sqrt({input})")
-rsqrt = defop("rsqrt", _silent(lambda input: 1 / np.sqrt(input)), kind="elementwise",
+rsqrt = defop("rsqrt", _silent(lambda input: 1 / np.sqrt(input)),
+              autocast={"cuda": "fp32"}, kind="elementwise",
               dtype="float", inplace=True,
               vjp=lambda g, result: g * result * result * result * -0.5,
               jvp=lambda t_input, result: t_input * result * result * result * -0.5,
@@ -222,15 +230,18 @@ sin = defop("sin", _silent(np.sin), kind="elementwise", dtype="float", inplace=T
 cos = defop("cos", _silent(np.cos), kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, input: -g * input.sin(),
             jvp=lambda t_input, input: -t_input * input.sin(), scalar="np.cos({input})")
-tan = defop("tan", _silent(np.tan), kind="elementwise", dtype="float", inplace=True,
+tan = defop("tan", _silent(np.tan),
+            autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
             vjp=lambda g, result: g * (result * result + 1),
             jvp=lambda t_input, result: t_input * (result * result + 1),
             scalar="np.tan({input})")
 asin, arcsin = _declare(("asin", "arcsin"), _silent(np.arcsin), dtype="float", inplace=True,
+                        autocast={"cuda": "fp32"},
                         vjp=lambda g, input: g / (1 - input * input).sqrt(),
                         jvp=lambda t_input, input: t_input / (1 - input * input).sqrt(),
                         scalar="np.arcsin({input})")
 acos, arccos = _declare(("acos", "arccos"), _silent(np.arccos), dtype="float", inplace=True,
+                        autocast={"cuda": "fp32"},
                         vjp=lambda g, input: -g / (1 - input * input).sqrt(),
                         jvp=lambda t_input, input: -t_input / (1 - input * input).sqrt(),
                         scalar="np.arccos({input})")
@@ -241,10 +252,12 @@ atan, arctan = _declare(("atan", "arctan"), _silent(np.arctan), dtype="float", i
 
 
 # --- hyperbolic --------------------------------------------------------------------------------
-sinh = defop("sinh", _silent(np.sinh), kind="elementwise", dtype="float", inplace=True,
+sinh = defop("sinh", _silent(np.sinh),
+             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, input: g * input.cosh(),
              jvp=lambda t_input, input: t_input * input.cosh(), scalar="np.sinh({input})")
-cosh = defop("cosh", _silent(np.cosh), kind="elementwise", dtype="float", inplace=True,
+cosh = defop("cosh", _silent(np.cosh),
+             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, input: g * input.sinh(),
              jvp=lambda t_input, input: t_input * input.sinh(), scalar="np.cosh({input})")
 tanh = defop("tanh", _silent(np.tanh), kind="elementwise", dtype="float", inplace=True,
@@ -327,7 +340,7 @@ erfc = defop("erfc", _silent(sps.erfc), kind="elementwise",
              jvp=lambda t_input, input: t_input * (-input * input).exp() * -_2_SQRT_PI,
              scalar="math.erfc({input})")
 # d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x) ** 2); no Numba scalar for erfinv
-erfinv = defop("erfinv", _silent(sps.erfinv), kind="elementwise",
+erfinv = defop("erfinv", _silent(sps.erfinv), autocast={"cuda": "fp32"}, kind="elementwise",
                dtype=_no_complex_float("erfinv_vml_cpu"), inplace=True,
                vjp=lambda g, result: g * (result * result).exp() / _2_SQRT_PI,
                jvp=lambda t_input, result: t_input * (result * result).exp() / _2_SQRT_PI,

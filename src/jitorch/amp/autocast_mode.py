@@ -1,8 +1,9 @@
 """`jitorch.autocast` / `jitorch.amp.autocast`: the context manager and decorator, PyTorch's.
 
 The state and the casting policy live in `jitorch._autocast`; this module is the public face:
-validation and warnings as in PyTorch 2.x on a CPU-only build ("cuda" warns and disables
-itself; a dtype other than bfloat16/float16 warns and disables CPU autocast).
+validation and warnings as in PyTorch 2.x ("cuda" runs where this process has CUDA, a GPU or
+the simulator, and otherwise warns and disables itself as on a CPU-only build; a dtype other than
+bfloat16/float16 warns and disables CPU autocast).
 """
 from __future__ import annotations
 
@@ -37,16 +38,17 @@ class autocast:
         self._cache_enabled = _ac._state.cache_enabled if cache_enabled is None \
             else cache_enabled
         if enabled:
-            if device_type == "cuda":
+            from .. import cuda
+            if device_type == "cuda" and not cuda.is_available():
                 warnings.warn("CUDA is not available or torch_xla is imported. Disabling "
                               "autocast.", stacklevel=2)
                 enabled = False
-            elif device_type != "cpu":
+            elif device_type not in ("cpu", "cuda"):
                 warnings.warn(f"User provided device_type of '{device_type}', but "
                               f"{device_type.upper()} is not available. Disabling",
                               stacklevel=2)
                 enabled = False
-            elif self.fast_dtype not in (dt.bfloat16, dt.float16):
+            elif device_type == "cpu" and self.fast_dtype not in (dt.bfloat16, dt.float16):
                 warnings.warn("In CPU autocast, but the target dtype is not supported. "
                               "Disabling autocast.\nCPU Autocast only supports dtypes of "
                               f"{dt.bfloat16}, {dt.float16} currently.", stacklevel=2)

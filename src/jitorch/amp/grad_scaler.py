@@ -4,8 +4,12 @@ scale(loss) multiplies by the current scale (a float32 0-d tensor, as in PyTorch
 loss stays bfloat16); unscale_(optimizer) multiplies every gradient by the float32 reciprocal and
 records whether any is inf/nan; step(optimizer) unscales if needed and skips
 `optimizer.step()` when an inf/nan was found; update() backs the scale off after a skipped step
-and grows it after `growth_interval` clean steps (`torch._amp_update_scale_`'s rule). "cuda"
-on this CPU-only build warns and disables the scaler, as PyTorch does.
+and grows it after `growth_interval` clean steps (`torch._amp_update_scale_`'s rule).
+
+"cuda" runs where this process has CUDA (a GPU or the simulator): the scale lives on the device
+of the first output scaled (as PyTorch's), gradients are checked and unscaled on their own
+devices (one inf/nan flag per device), so models spread over devices work. Without CUDA,
+"cuda" warns and disables the scaler, as PyTorch's CPU-only build does.
 """
 from __future__ import annotations
 
@@ -32,8 +36,21 @@ def _refresh_per_optimizer_state() -> dict:
     return {"stage": OptState.READY, "found_inf_per_device": {}}
 
 
-def _scalar(v: float) -> Tensor:
-    return Tensor._make(np.array(v, dtype=np.float32))
+def _scalar(v: float, dev=None) -> Tensor:
+    """A float32 0-d tensor of `v` on `dev` (None: the CPU)."""
+    t = Tensor._make(np.array(v, dtype=np.float32))
+    return t if dev is None else t.to(dev)
+
+
+def _first_device(val):
+    """The device of the first tensor in `val` (a tensor or nested iterables)."""
+    if isinstance(val, Tensor):
+        return val.device
+    for v in val if isinstance(val, (list, tuple)) else ():
+        d = _first_device(v)
+        if d is not None:
+            return d
+    return None
 
 
 class GradScaler:
@@ -42,7 +59,8 @@ class GradScaler:
                  growth_interval: int = 2000, enabled: bool = True) -> None:
         self._device = device
         self._enabled = enabled
-        if device == "cuda" and enabled:
+        from .. import cuda
+        if device == "cuda" and enabled and not cuda.is_available():
             warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
                           "Disabling.", stacklevel=2)
             self._enabled = False
@@ -69,24 +87,22 @@ class GradScaler:
             raise AssertionError(f"Attempted {funcname} but _growth_tracker is None.  " + fix)
         return self._scale, self._growth_tracker
 
-    def _lazy_init_scale_growth_tracker(self) -> None:
-        self._scale = _scalar(self._init_scale)
+    def _lazy_init_scale_growth_tracker(self, dev=None) -> None:
+        self._scale = _scalar(self._init_scale, dev)
         self._growth_tracker = int(self._init_growth_tracker)
 
     def scale(self, outputs):
         """outputs * scale: a Tensor, or (nested) lists/tuples/iterables of Tensors."""
         if not self._enabled:
             return outputs
+        if self._scale is None:
+            self._lazy_init_scale_growth_tracker(_first_device(outputs))
         if isinstance(outputs, Tensor):
-            if self._scale is None:
-                self._lazy_init_scale_growth_tracker()
-            return outputs * self._scale
+            return outputs * self._scale.to(outputs.device)
 
         def apply_scale(val):
             if isinstance(val, Tensor):
-                if self._scale is None:
-                    self._lazy_init_scale_growth_tracker()
-                return val * self._scale
+                return val * self._scale.to(val.device)
             if isinstance(val, (list, tuple)):
                 return type(val)(apply_scale(v) for v in val)
             if hasattr(val, "__iter__"):
@@ -95,7 +111,10 @@ class GradScaler:
         return apply_scale(outputs)
 
     def _unscale_grads_(self, optimizer, inv_scale: Tensor, allow_fp16: bool) -> dict:
-        found = False
+        """Unscale every gradient on its device; {device name: 1.0 if an inf/nan was found
+        there, else 0.0} (a float32 0-d tensor on that device)."""
+        from .._device import backend_of
+        found, inv = {}, {}
         with grad_mode.no_grad():
             for group in optimizer.param_groups:
                 for param in group["params"]:
@@ -108,10 +127,15 @@ class GradScaler:
                     if not allow_fp16 and g.dtype is dt.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     # _amp_foreach_non_finite_check_and_unscale_: check, then always multiply
-                    if not np.isfinite(g._data.astype(g._dtype.compute, copy=False)).all():
-                        found = True
-                    g.mul_(inv_scale)
-        return {"cpu": _scalar(1.0 if found else 0.0)}
+                    dev = g.device
+                    if dev not in inv:
+                        inv[dev], found[dev] = inv_scale.to(dev), False
+                    xp = backend_of(g._device).xp
+                    if not bool(xp.isfinite(g._data.astype(g._dtype.compute, copy=False)).all()):
+                        found[dev] = True
+                    g.mul_(inv[dev])
+        return {str(d): _scalar(1.0 if f else 0.0, d) for d, f in found.items()} or \
+            {"cpu": _scalar(0.0)}
 
     def unscale_(self, optimizer) -> None:
         """Divide the optimizer's gradients by the scale (in place), checking for inf/nan."""
@@ -124,7 +148,7 @@ class GradScaler:
                                "last update().")
         if state["stage"] is OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
-        inv = np.float32(1.0 / np.float64(self._scale._data))  # double reciprocal, as PyTorch
+        inv = np.float32(1.0 / np.float64(self._scale.item()))  # double reciprocal, as PyTorch
         state["found_inf_per_device"] = self._unscale_grads_(optimizer, _scalar(inv), False)
         state["stage"] = OptState.UNSCALED
 
@@ -157,20 +181,20 @@ class GradScaler:
         self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, float):
-                self._scale = _scalar(new_scale)
+                self._scale = _scalar(new_scale, self._scale.device)
             else:
                 reason = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or "
                           "torch.FloatTensor with requires_grad=False.")
                 if not isinstance(new_scale, Tensor) or new_scale.numel() != 1 \
                         or new_scale.requires_grad:
                     raise AssertionError(reason)
-                self._scale = _scalar(float(new_scale.reshape(()).item()))
+                self._scale = _scalar(float(new_scale.reshape(()).item()), self._scale.device)
         else:
             found = [f for s in self._per_optimizer_states.values()
                      for f in s["found_inf_per_device"].values()]
             if len(found) == 0:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            scale = np.float32(self._scale._data)
+            scale = np.float32(self._scale.item())
             if sum(f.item() for f in found):  # _amp_update_scale_
                 scale = np.float32(scale * np.float32(self._backoff_factor))
                 self._growth_tracker = 0
@@ -183,7 +207,7 @@ class GradScaler:
                     self._growth_tracker = 0
                 else:
                     self._growth_tracker = successful
-            self._scale = _scalar(scale)
+            self._scale = _scalar(scale, self._scale.device)
         self._per_optimizer_states = defaultdict(_refresh_per_optimizer_state)
 
     def _get_scale_async(self):
@@ -237,7 +261,7 @@ class GradScaler:
                                "from a disabled instance of GradScaler.")
         self._init_scale = state_dict["scale"]
         if self._scale is not None:
-            self._scale = _scalar(state_dict["scale"])
+            self._scale = _scalar(state_dict["scale"], self._scale.device)
         self._growth_factor = state_dict["growth_factor"]
         self._backoff_factor = state_dict["backoff_factor"]
         self._growth_interval = state_dict["growth_interval"]

@@ -1,5 +1,6 @@
-"""`jitorch.backends.cuda`: CUDA is not built; `matmul`'s precision flags and the
-scaled-dot-product kernel switches are settable values with PyTorch's defaults."""
+"""`jitorch.backends.cuda`: `is_built()` answers whether this process has a cuda backend (CuPy
+on a GPU, or the simulator); `matmul`'s precision flags and the scaled-dot-product kernel
+switches are settable values with PyTorch's defaults."""
 
 
 class _Flags:
@@ -28,7 +29,9 @@ _sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 
 
 def is_built() -> bool:
-    return False
+    """True where this process has a cuda backend (CuPy on a GPU, or the simulator)."""
+    from .._device import cuda_backend
+    return cuda_backend() is not None
 
 
 def flash_sdp_enabled() -> bool:

@@ -1,92 +1,42 @@
-"""`jitorch.cuda.amp`: CUDA mixed precision as a CPU-only PyTorch build presents it. With no GPU
-both disable themselves with PyTorch's UserWarning: `autocast` is a no-op context (and
-decorator), and `GradScaler` passes losses and steps through unscaled, so training scripts that
-enable AMP only when CUDA is present, or always, run their float32 path unchanged."""
+"""`jitorch.cuda.amp`: PyTorch's CUDA spellings of `jitorch.amp` (`autocast("cuda")`,
+`GradScaler("cuda")`). With CUDA (a GPU or the simulator) they run; without it both disable
+themselves with PyTorch's UserWarning, so training scripts that enable AMP unconditionally run
+their float32 path unchanged, as on a CPU-only PyTorch build. (PyTorch 2.4+ also warns that
+these spellings are deprecated; jitorch does not.)"""
 from __future__ import annotations
 
 import functools
-import warnings
+
+from .. import _dtype as dt
+from ..amp import autocast_mode as _mode
+from ..amp import grad_scaler as _scaler
 
 __all__ = ["autocast", "GradScaler", "custom_fwd", "custom_bwd"]
 
 
-class autocast:
+class autocast(_mode.autocast):
     """`torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)`."""
 
-    def __init__(self, enabled: bool = True, dtype=None, cache_enabled: bool = True):
-        if enabled:
-            warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.",
-                          UserWarning, stacklevel=2)
-        self.fast_dtype = dtype
-        self._enabled = False
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with self:
-                return fn(*args, **kwargs)
-        return wrapped
+    def __init__(self, enabled: bool = True, dtype=dt.float16, cache_enabled: bool = True):
+        super().__init__("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
 
-class GradScaler:
-    """`torch.cuda.amp.GradScaler`: disabled without CUDA (PyTorch's CPU-only behaviour): the
-    loss is returned as it is, `step` is the optimizer's step, the scale stays 1."""
+class GradScaler(_scaler.GradScaler):
+    """`torch.cuda.amp.GradScaler`: `jitorch.amp.GradScaler("cuda", ...)`."""
 
     def __init__(self, init_scale=2.0 ** 16, growth_factor=2.0, backoff_factor=0.5,
                  growth_interval=2000, enabled=True):
-        if enabled:
-            warnings.warn("torch.cuda.amp.GradScaler is enabled, but CUDA is not available.  "
-                          "Disabling.", UserWarning, stacklevel=2)
-        self._enabled = False
-        self._init_scale, self._growth_factor = init_scale, growth_factor
-        self._backoff_factor, self._growth_interval = backoff_factor, growth_interval
-
-    def is_enabled(self) -> bool:
-        return self._enabled
-
-    def scale(self, outputs):
-        return outputs
-
-    def unscale_(self, optimizer) -> None:
-        return None
-
-    def step(self, optimizer, *args, **kwargs):
-        return optimizer.step(*args, **kwargs)
-
-    def update(self, new_scale=None) -> None:
-        return None
-
-    def get_scale(self) -> float:
-        return 1.0
-
-    def get_growth_factor(self) -> float:
-        return self._growth_factor
-
-    def get_backoff_factor(self) -> float:
-        return self._backoff_factor
-
-    def get_growth_interval(self) -> int:
-        return self._growth_interval
-
-    def state_dict(self) -> dict:
-        return {}
-
-    def load_state_dict(self, state_dict) -> None:
-        return None
+        super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)
 
 
 def custom_fwd(fwd=None, *, cast_inputs=None):
-    """Decorator for custom autograd Functions' forward: nothing to cast without autocast."""
+    """`torch.cuda.amp.custom_fwd`: `jitorch.amp.custom_fwd(device_type="cuda")`."""
     if fwd is None:
         return functools.partial(custom_fwd, cast_inputs=cast_inputs)
-    return fwd
+    return _mode.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
 
 
 def custom_bwd(bwd):
-    return bwd
+    return _mode.custom_bwd(bwd, device_type="cuda")

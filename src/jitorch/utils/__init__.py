@@ -1,5 +1,6 @@
 """`jitorch.utils`: utilities with PyTorch's names (`jitorch.utils.data`)."""
 from . import data  # noqa: F401
 from . import deterministic  # noqa: F401  (fill_uninitialized_memory)
+from . import dlpack  # noqa: F401  (from_dlpack, to_dlpack)
 
-__all__ = ["data", "deterministic"]
+__all__ = ["data", "deterministic", "dlpack"]

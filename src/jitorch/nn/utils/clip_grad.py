@@ -25,12 +25,14 @@ def _no_grad(func):
 @_no_grad
 def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = False,
                    foreach=None) -> Tensor:
-    """The norm of the tensors' norms: the norm of all of them as one vector."""
+    """The norm of the tensors' norms: the norm of all of them as one vector, on the first
+    tensor's device (PyTorch's: each norm is moved there, so tensors may span devices)."""
     tensors = [tensors] if isinstance(tensors, Tensor) else list(tensors)
     norm_type = float(norm_type)
     if len(tensors) == 0:
         return _jt.tensor(0.0)
-    norms = [_jt.linalg.vector_norm(g, norm_type) for g in tensors]
+    first = tensors[0].device
+    norms = [_jt.linalg.vector_norm(g, norm_type).to(first) for g in tensors]
     total_norm = _jt.linalg.vector_norm(_jt.stack(norms), norm_type)
     if error_if_nonfinite and bool(total_norm.isnan() | total_norm.isinf()):
         raise RuntimeError(
@@ -43,7 +45,8 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
 @_no_grad
 def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor,
                           foreach=None) -> None:
-    """Scale grads in place by min(max_norm / (total_norm + 1e-6), 1)."""
+    """Scale grads in place by min(max_norm / (total_norm + 1e-6), 1) (the coefficient moved
+    to each gradient's device)."""
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     grads = [p.grad for p in parameters if p.grad is not None]
@@ -52,7 +55,7 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm: Tensor,
         return
     clip_coef_clamped = _jt.clamp(max_norm / (total_norm + 1e-6), max=1.0)
     for g in grads:
-        g.mul_(clip_coef_clamped)
+        g.mul_(clip_coef_clamped.to(g.device))
 
 
 @_no_grad
