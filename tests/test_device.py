@@ -8,12 +8,14 @@ Run the cuda tier with `JITORCH_CUDA_SIM=1` (docs/cuda.md)."""
 import io
 import json
 import zipfile
+from typing import List
 
 import numpy as np
 import pytest
 
 import jitorch
 import jitorch.nn as nn
+from jitorch import Tensor
 from devices import CUDA, DEVICES
 
 
@@ -136,7 +138,7 @@ def test_scripted_function_runs_on_the_device(device):
         return z
     a, b = jitorch.randn(5), jitorch.randn(5)
     want = f(a, b)
-    reason = "compiling for CUDA is not implemented yet"  # (the interpreter runs the device's ops)
+    reason = "not hooked up yet"  # (the CUDA target's programs: the interpreter runs the device's ops)
     before = sum(n for r, n in jitorch.jit.stats().interpreted_reasons.items() if reason in r)
     got = f(a.to(device), b.to(device))
     assert got.device.type == device
@@ -146,6 +148,36 @@ def test_scripted_function_runs_on_the_device(device):
 
 
 # --- CUDA only -----------------------------------------------------------------------------------
+def test_programs_for_cuda_tensors_never_go_to_the_cpu_target(cuda, monkeypatch):
+    """Every program built for a call on CUDA tensors asks for the CUDA target: the autodiff
+    forward and backward graphs (whose value types come from type inference, not from the
+    arguments) and a step over lists of tensors (typed from the values) included. A CPU program
+    handed device arrays would fail on a GPU."""
+    from jitorch.script.runtime import programs
+    asked = []
+    real = programs.get_target
+    monkeypatch.setattr(programs, "get_target", lambda d: asked.append(d) or real(d))
+
+    @jitorch.jit.script
+    def loss(x, w):
+        return (x @ w).tanh().sum()
+
+    @jitorch.jit.script
+    def step(ps: List[Tensor], gs: List[Tensor], lr: float):
+        with jitorch.no_grad():
+            for i in range(len(ps)):
+                ps[i].sub_(gs[i] * lr)
+
+    x = jitorch.randn(4, 3, device=cuda)
+    w = jitorch.randn(3, 2, device=cuda, requires_grad=True)
+    loss(x, w).backward()
+    assert w.grad is not None and w.grad.device == w.device
+    p0 = w.detach().clone()
+    step([w], [w.grad], 0.5)
+    np.testing.assert_allclose(w.detach().cpu().numpy(), (p0 - w.grad * 0.5).cpu().numpy())
+    assert asked and all(d.startswith("cuda") for d in asked), asked
+
+
 def test_mixing_devices_raises_pytorchs_error(cuda):
     a, b = jitorch.ones(3, device=cuda), jitorch.ones(3)
     msg = ("Expected all tensors to be on the same device, but found at least two devices, "

@@ -30,6 +30,7 @@ import importlib
 
 from .. import ir
 from ..passes.capabilities import Capabilities
+from ..passes.types import devices_of
 from . import NotLowered
 
 KNOWN = ir.DEVICE_TYPES  # device types with a package under script/targets/
@@ -85,20 +86,7 @@ def get_target(device: str) -> Target:
 def device_of(types) -> str:
     """The one device of the tensors among `types` (IR types of a call's arguments, containers
     searched), 'cpu' when there are none; NotLowered when they are on several."""
-    found: set = set()
-
-    def walk(t):
-        if isinstance(t, ir.TensorType):
-            found.add(t.device)
-        elif isinstance(t, ir.TupleType):
-            for e in t.elems:
-                walk(e)
-        elif isinstance(t, (ir.ListType, ir.OptionalType)):
-            walk(t.elem)
-        elif isinstance(t, ir.DictType):
-            walk(t.value)
-    for t in types:
-        walk(t)
+    found = devices_of(types)
     if len(found) > 1:
         raise NotLowered(f"arguments on several devices ({', '.join(sorted(found))})")
     return found.pop() if found else "cpu"

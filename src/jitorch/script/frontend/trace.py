@@ -71,7 +71,7 @@ def active_tracer():
 
 def tensor_type(t: Tensor, symbolic: bool = False) -> ir.TensorType:
     shape = tuple(None if symbolic else s for s in t._data.shape)
-    return ir.TensorType(t._dtype, shape, requires_grad=t._requires_grad or None)
+    return ir.TensorType(t._dtype, shape, str(t._device), requires_grad=t._requires_grad or None)
 
 
 def value_type(x) -> ir.Type:

@@ -20,7 +20,7 @@ from ..._ops import infer, registry
 from .. import ir
 from ..ir.values import (_KINDS, const_value, data_info, leaf_kind, scalar_result,
                          size_rank)
-from ..ir.util import replace_many
+from ..ir.util import replace_many, walk_blocks
 from .simplify import _make_const, fold_if, fold_scalar
 
 # --- copying ------------------------------------------------------------------------------------
@@ -89,7 +89,62 @@ def specialize(graph: ir.Graph, arg_types, values: dict | None = None) -> ir.Gra
         replace_many(g, fixed)
         g.block.nodes[:0] = [v.node for v in fixed.values()]
     propagate_block(g.block)
+    stamp_device(one_device(arg_types), g)
     return g
+
+
+def devices_of(types) -> set:
+    """The devices of the tensors among `types` (IR types; containers searched)."""
+    found: set = set()
+
+    def visit(t):
+        if isinstance(t, ir.TensorType):
+            found.add(t.device)
+        elif isinstance(t, ir.TupleType):
+            for e in t.elems:
+                visit(e)
+        elif isinstance(t, (ir.ListType, ir.OptionalType)):
+            visit(t.elem)
+        elif isinstance(t, ir.DictType):
+            visit(t.value)
+    for t in types:
+        visit(t)
+    return found
+
+
+def one_device(types) -> str:
+    """The device of the tensors among `types`: "cpu" when there are none, or when they sit on
+    several devices (codegen/target.py refuses such a call, and the interpreter runs it)."""
+    found = devices_of(types)
+    return found.pop() if len(found) == 1 else "cpu"
+
+
+def _on_device(t, device: str):
+    if isinstance(t, ir.TensorType):
+        return t if t.device == device else ir.TensorType(t.dtype, t.shape, device,
+                                                          t.requires_grad)
+    if isinstance(t, ir.TupleType):
+        return ir.TupleType([_on_device(e, device) for e in t.elems])
+    if isinstance(t, ir.ListType):
+        return ir.ListType(_on_device(t.elem, device))
+    if isinstance(t, ir.OptionalType):
+        return ir.OptionalType(_on_device(t.elem, device))
+    return t
+
+
+def stamp_device(device: str, *graphs: ir.Graph) -> None:
+    """Every tensor value of `graphs` on `device` (nothing to do for the CPU, the types'
+    default): a program runs on the one device of its arguments (the target's invariant), while
+    the ops' type rules and autodiff's tracer know dtypes and ranks, not devices."""
+    if device == "cpu":
+        return
+    for g in graphs:
+        for block in walk_blocks(g.block):
+            for p in block.params:
+                p.type = _on_device(p.type, device)
+            for n in block.nodes:
+                for v in n.outputs:
+                    v.type = _on_device(v.type, device)
 
 
 UNKNOWN = ir.TensorType(None, None)

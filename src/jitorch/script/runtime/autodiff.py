@@ -28,6 +28,16 @@ from ..kernels.signals import RaiseInInterpreter
 from .entry import _boundary, _Entry
 
 
+def _differentiate(base: ir.Graph, args, **kw):
+    """autodiff.differentiate, its forward and backward on `base`'s device: the program runs
+    on the one device of its arguments, so both pick that device's target (passes/types.py)."""
+    from ..passes import autodiff, types as _types
+    d = autodiff.differentiate(base, args, **kw)
+    _types.stamp_device(_types.one_device([p.type for p in base.block.params]),
+                        d.forward, d.backward)
+    return d
+
+
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
     """Specialise and run the generic passes that come before autodiff (not fusion)."""
     from ..passes import types as _types
@@ -114,8 +124,7 @@ class AutodiffEntry:
         choice of symbolic sizes so saved layouts stay comparable). Holds self.lock."""
         d = self.diffs.get(sk)
         if d is None:
-            from ..passes.autodiff import differentiate
-            d = self.diffs[sk] = differentiate(self.base, args, symbolic=self.d.symbolic)
+            d = self.diffs[sk] = _differentiate(self.base, args, symbolic=self.d.symbolic)
         return d
 
     def _forward_for(self, sk, args):
@@ -234,7 +243,7 @@ def build(sf, arg_types, static, args):
     from ..passes import autodiff
     try:
         base = _pre_fusion(sf.graph, arg_types, static)
-        d = autodiff.differentiate(base, args)
+        d = _differentiate(base, args)
     except autodiff.NotDifferentiable as e:
         return None, f"autodiff: interpreted ({e})"
     except Exception as e:

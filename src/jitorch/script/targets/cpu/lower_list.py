@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ... import ir
 from ...codegen import NotLowered
+from ...codegen.emitter import np_type
 
 # ops whose result may share the input's memory in generated code
 _VIEWS = frozenset({"_index_view", "select", "view", "reshape", "transpose", "permute", "t",
@@ -424,6 +425,7 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
     The loop of lower_elementwise.py, except that a planned output's array is the element
     itself when the loop runs over exactly the element's shape (else a temporary copied in
     after the loop: a broadcast loop may read an element position after writing it)."""
+    from ...codegen import elementwise as ew
     from . import lower_elementwise as le
     block, inputs, outputs = n.blocks[0], list(n.inputs), list(n.outputs)
     rank = None
@@ -432,8 +434,8 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
         rank = t.ndim if rank is None else rank
         if t.ndim != rank:
             raise NotLowered("fused group outputs of different ranks")
-    tensor_in, local = le._group_inputs(em, block, inputs, rank)
-    deps = le._dependencies(block)
+    tensor_in, local = ew.group_inputs(em, block, inputs, rank)
+    deps = ew.dependencies(block)
     all_t = {p.uid for p, _, _ in tensor_in}
     param_of = {v.uid: p for p, v in zip(block.params, inputs)}
     dests = {}
@@ -460,7 +462,7 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
         renamed.append((p, xs, r))
         renamed_from[p.uid] = (orig, xs)
     tensor_in = renamed
-    sizes, mult = le._loop_shape(em, tensor_in, rank)
+    sizes, mult = ew.loop_shape(em, tensor_in, rank)
     out_names, after = [], []
     for j, r in enumerate(block.returns):
         t = em.tensor(r)
@@ -471,14 +473,14 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
         else:
             shape_parts, om = [], []
             for dd in range(rank):
-                sd = le.broadcast_size(em, [f"{xs}.shape[{dd - (rank - rr)}]"
+                sd = ew.broadcast_size(em, [f"{xs}.shape[{dd - (rank - rr)}]"
                                             for p, xs, rr in tensor_in
                                             if p.uid in dep and dd - (rank - rr) >= 0])
                 shape_parts.append(sd)
                 mm = em.fresh("m")
                 em.emit(f"{mm} = int({sd} != 1)")
                 om.append(mm)
-        alloc = f"np.empty(({''.join(s + ', ' for s in shape_parts)}), {le.np_type(t.dtype)})"
+        alloc = f"np.empty(({''.join(s + ', ' for s in shape_parts)}), {np_type(t.dtype)})"
         if j not in dests:
             em.emit(f"{o} = {alloc}")
             out_names.append((o, om))
@@ -520,8 +522,8 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
     for d in range(rank):
         em.emit(f"for {idx[d]} in range({sizes[d]}):")
         em.indent += 1
-    le._loads(em, tensor_in, local, mult, idx, rank)
-    le._members(em, block.nodes, local)
+    ew.loads(em, tensor_in, local, mult, idx, rank)
+    ew.members(em, block.nodes, local)
     for (o, om), r in zip(out_names, block.returns):
         if om is None:
             ix = ", ".join(idx) if rank else "()"
