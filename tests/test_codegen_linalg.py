@@ -79,10 +79,13 @@ def test_errors_have_pytorch_messages():
                                            r"\(3x4 and 3x5\)"):
         _f(*args)
     args = list(_args(np.random.default_rng(0), t.float32, 3, 4, 5))
-    args[3] = t.ones(6)  # v: v @ b2 is (6) @ (4, 5)
-    with pytest.raises(RuntimeError, match=r"size mismatch, got input \(5\), mat \(5x4\), "
-                                           r"vec \(6\)"):
+    args[3] = t.ones(6)  # v: v @ b2 is (6) @ (4, 5), the first product to fail
+    with pytest.raises(RuntimeError) as eager:
+        products(*args)
+    assert "cannot be multiplied (1x6 and 4x5)" in str(eager.value)
+    with pytest.raises(RuntimeError) as scripted:  # eager's class and message, compiled too
         _f(*args)
+    assert str(scripted.value).startswith(str(eager.value) + "\n  in scripted code at ")
     mm = t.jit.script(_mm)
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
                                            r"\(3x4 and 5x2\)"):
