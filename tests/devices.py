@@ -11,8 +11,8 @@ DEVICES = ("cpu", "cuda") if CUDA else ("cpu",)
 
 def header() -> str:
     if not CUDA:
-        return ("jitorch devices under test: cpu (cuda tier NOT active: no GPU, and "
-                "JITORCH_CUDA_SIM is not set)")
+        return ("jitorch devices under test: cpu (no GPU and JITORCH_CUDA_SIM unset: the cuda "
+                "cases run on the simulator in their own process, tests/test_cuda_sim_tier.py)")
     kind = "simulator" if jitorch.cuda.get_device_name().startswith("jitorch CUDA simulator") \
         else jitorch.cuda.get_device_name()
     return f"jitorch devices under test: cpu, cuda ({kind})"
