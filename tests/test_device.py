@@ -151,7 +151,8 @@ def test_scripted_function_runs_on_the_device(device):
 def test_programs_for_cuda_tensors_never_go_to_the_cpu_target(cuda, monkeypatch):
     """Every program built for a call on CUDA tensors asks for the CUDA target: the autodiff
     forward and backward graphs (whose value types come from type inference, not from the
-    arguments) and a step over lists of tensors (typed from the values) included. A CPU program
+    arguments), a step over lists of tensors (typed from the values) and the optimizers'
+    compiled step included. A CPU program
     handed device arrays would fail on a GPU."""
     from jitorch.script.runtime import programs
     asked = []
@@ -175,6 +176,11 @@ def test_programs_for_cuda_tensors_never_go_to_the_cpu_target(cuda, monkeypatch)
     p0 = w.detach().clone()
     step([w], [w.grad], 0.5)
     np.testing.assert_allclose(w.detach().cpu().numpy(), (p0 - w.grad * 0.5).cpu().numpy())
+    before = w.detach().clone()
+    opt = jitorch.optim.Adam([w], lr=0.1)  # the compiled optimizer step (its flat fast path
+    opt.step()                             # is a CPU-program path: never for device tensors)
+    assert w.device == before.device and not np.allclose(w.detach().cpu().numpy(),
+                                                         before.cpu().numpy())
     assert asked and all(d.startswith("cuda") for d in asked), asked
 
 

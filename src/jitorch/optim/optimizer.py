@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _fork
+from .._device import CPU
 from .._tensor import Tensor
 from ..autograd import enable_grad, no_grad
 from ..nn.modules._support import RemovableHandle
@@ -99,8 +100,9 @@ _EMPTY: dict = {}
 
 def _flat_chunks(params: list, args: tuple):
     """The call as chunks of flat arrays: -> (dtype, [(tuple per list..., scalars...)]) or None
-    when some tensor is not C-contiguous or the lists mix dtypes (then the tensors go as they
-    are). The update math is elementwise per index, so a flat view of each tensor gives the
+    when some tensor is not C-contiguous, is off the CPU (the chunks are re-wrapped as CPU
+    tensors and called through the CPU program directly) or the lists mix dtypes (then the
+    tensors go as they are, keyed on their device). The update math is elementwise per index, so a flat view of each tensor gives the
     same result with one array type for every shape (one compile, not one per rank)."""
     lists = [params] + [a for a in args if isinstance(a, list)]
     d0 = params[0]._dtype
@@ -111,7 +113,7 @@ def _flat_chunks(params: list, args: tuple):
             row = []
             for t in lst:
                 a = t._data
-                if t._dtype is not d0 or not a.flags.c_contiguous:
+                if t._dtype is not d0 or t._device is not CPU or not a.flags.c_contiguous:
                     return None
                 row.append(a if a.ndim == 1 else a.reshape(-1))
             done[id(lst)] = row
