@@ -84,6 +84,13 @@ def single_group(em: Emitter, n: ir.Node):
     if not fuse.fusible(n, em.capabilities):
         raise NotLowered(f"op {n.op}: elementwise op without a scalar form for these types "
                          f"on {em.target.name}")
+    block, ext = one_member_block(n)
+    return block, ext, list(n.outputs)
+
+
+def one_member_block(n: ir.Node):
+    """(block, external inputs) of a lone elementwise node seen as a fused group of one member:
+    its tensor inputs become the block's params (each once), scalar constants stay inline."""
     ext, params, vmap = [], [], {}
     for v in n.inputs:
         if v.uid in vmap:
@@ -98,7 +105,7 @@ def single_group(em: Emitter, n: ir.Node):
     # inner view of the node: same op, inputs renamed to the block params (constants stay)
     inner = ir.Node(n.op, [vmap.get(v.uid, v) for v in n.inputs], ())
     inner.outputs = list(n.outputs)
-    return ir.Block(params, [inner], list(n.outputs)), ext, list(n.outputs)
+    return ir.Block(params, [inner], list(n.outputs)), ext
 
 
 def group_rank(em: Emitter, block: ir.Block) -> int:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from ... import ir
 from ...codegen import NotLowered
+from ...codegen import elementwise as ew
 from ...codegen.emitter import np_type
 
 # ops whose result may share the input's memory in generated code
@@ -361,20 +362,8 @@ def _lower_fused_of(plan: _Direct):
 
 def _as_group(n: ir.Node) -> ir.Node:
     """A lone elementwise op as a prim::Fused node of one member (as lower_single sees it)."""
-    ext, params, vmap = [], [], {}
-    for v in n.inputs:
-        if v.uid in vmap:
-            continue
-        if v.node is not None and v.node.op == "prim::Constant" and \
-                not isinstance(v.type, ir.TensorType):
-            continue
-        p = ir.Value(v.type, v.name)
-        vmap[v.uid] = p
-        params.append(p)
-        ext.append(v)
-    inner = ir.Node(n.op, [vmap.get(v.uid, v) for v in n.inputs], ())
-    inner.outputs = list(n.outputs)
-    g = ir.Node("prim::Fused", (), (), blocks=[ir.Block(params, [inner], list(n.outputs))])
+    block, ext = ew.one_member_block(n)
+    g = ir.Node("prim::Fused", (), (), blocks=[block])
     g.inputs, g.outputs = ext, list(n.outputs)
     return g
 
@@ -425,7 +414,6 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
     The loop of lower_elementwise.py, except that a planned output's array is the element
     itself when the loop runs over exactly the element's shape (else a temporary copied in
     after the loop: a broadcast loop may read an element position after writing it)."""
-    from ...codegen import elementwise as ew
     from . import lower_elementwise as le
     block, inputs, outputs = n.blocks[0], list(n.inputs), list(n.outputs)
     rank = None
