@@ -2,7 +2,7 @@
 
 Each is what a careful human writes: `njit(nogil=True, error_model="numpy",
 fastmath={"reassoc", "contract"})`, explicit loops over C-contiguous float32 arrays, typed
-literals, outputs allocated by NumPy outside the kernel (NUMBA_NOTES: faster than np.empty
+literals, outputs allocated by NumPy outside the kernel (measured faster than np.empty
 inside), BLAS via np.dot. Numba has no SVML (float32 libm calls do not vectorise), so the
 transcendentals go through `tanh_fast`, a rational approximation (Eigen's; max abs error ~2e-7
 against np.tanh) that vectorises: sigmoid(v) = (1 + tanh(v/2)) / 2 exactly, and softmax's
