@@ -158,9 +158,9 @@ def main(epochs: int = 40, points: int = 3000, batch_size: int = 64, hidden: int
             print(f"JIT: {st.numba_compiles} programs compiled here, {st.disk_hits} loaded from "
                   f"the disk cache ({st.background_done} of them compiled by the background "
                   f"worker), {st.kernels['compiled']} kernels compiled, {st.kernels['disk']} "
-                  f"loaded, {st.kernels['shared']} shared; {st.memory_hits} calls served "
-                  f"compiled, {st.interpreted_runs} interpreted (while compiling, or for the "
-                  f"reasons given)"
+                  f"loaded, {st.kernels['shared']} shared; {st.calls - st.interpreted_runs} calls "
+                  f"served compiled, {st.interpreted_runs} interpreted (while compiling, or for "
+                  f"the reasons given)"
                   + (f" ({st.interpreted_reasons})" if st.interpreted_reasons else ""))
         else:  # the counters above mix targets: report what this function's programs are
             print(f"JIT: {st.calls} scripted calls, {st.interpreted_runs} of them run by the IR "

@@ -185,21 +185,25 @@ def _gpu_math(prog) -> None:
         sys.modules[cache.module_name(cache.prepare_source(src))].math = _GpuMath()
 
 
+def _lowered(all_cases, not_lowered: dict, failed: dict):
+    """(name, program, tensors, want) of each case the CUDA target lowers; the others go to
+    `not_lowered` (the target's refusal) or `failed` (anything else is a generator bug)."""
+    for name, graph, tensors, want in all_cases:
+        try:
+            yield name, lower(graph, tensors), tensors, want
+        except NotLowered as e:
+            not_lowered[name] = str(e)
+        except Exception as e:
+            failed[name] = f"generate: {type(e).__name__}: {e}"
+
+
 def run_sim():
     from numba import cuda
     assert cuda.simulator_enabled if hasattr(cuda, "simulator_enabled") else \
         os.environ.get("NUMBA_ENABLE_CUDASIM") == "1", "the sim tier needs NUMBA_ENABLE_CUDASIM=1"
     all_cases, entries = cases()
     matched, not_lowered, failed = [], {}, {}
-    for name, graph, tensors, want in all_cases:
-        try:
-            prog = lower(graph, tensors)
-        except NotLowered as e:
-            not_lowered[name] = str(e)
-            continue
-        except Exception as e:
-            failed[name] = f"generate: {type(e).__name__}: {e}"
-            continue
+    for name, prog, tensors, want in _lowered(all_cases, not_lowered, failed):
         try:
             mod, _ = cache.load_program(prog)
             _gpu_math(prog)
@@ -268,15 +272,7 @@ def run_ptx():
         return cres
 
     compiler.compile_cuda = recording
-    for name, graph, tensors, want in all_cases:
-        try:
-            prog = lower(graph, tensors)
-        except NotLowered as e:
-            not_lowered[name] = str(e)
-            continue
-        except Exception as e:
-            failed[name] = f"generate: {type(e).__name__}: {e}"
-            continue
+    for name, prog, tensors, want in _lowered(all_cases, not_lowered, failed):
         launches = []
         mod, _ = cache.load_program(prog)
         mod.alloc = np.empty  # host memory stands in for the device's: nothing launches

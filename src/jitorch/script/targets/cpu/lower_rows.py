@@ -25,9 +25,11 @@ gives 0 there).
 """
 from __future__ import annotations
 
+from ...._ops import registry
 from ... import ir
 from ...passes.fuse_rows import ROW_REDUCE
 from ...codegen import NotLowered
+from ...codegen.elementwise import scalar_expr
 from ...codegen.emitter import Emitter, np_type
 
 
@@ -319,8 +321,6 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         for line in lower_reduce.vector_combine(_op1(n), acc, v, d, flag):
             em.emit(line)
     for n, acc, d in sums:
-        from ...._ops import registry
-        from ...codegen.elementwise import scalar_expr
         x = n.inputs[0]
         _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
         e, xd = local[x.uid]
@@ -360,8 +360,6 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
         row_local[n.outputs[0].uid] = (acc, d)
         _store_row(em, plan, n.outputs[0], row_local, outs, idx)
     for n, acc, d in sums:
-        from ...._ops import registry
-        from ...codegen.elementwise import scalar_expr
         r = em.fresh("lse")
         lg = scalar_expr(em, registry.OPS["log"], d, {"input": acc}, {})
         em.emit(f"{r} = {np_type(d)}({lg} + {plan.lse_m[id(n)]})")
