@@ -15,6 +15,7 @@ import functools
 import numpy as np
 
 from ... import _dtype as dt
+from ..._device.backends import backend_of
 from ..._tensor import Tensor
 from ..ir import interpreter
 from .. import ir
@@ -226,6 +227,8 @@ def _entry_point(fn, xs):
 def _wrapper(ty):
     """A function that turns a program's output into the value of IR type `ty` (the hot case,
     an array of the right dtype, makes a Tensor without any conversion)."""
+    if isinstance(ty, ir.TensorType) and ty.dtype is not None and ty.device != "cpu":
+        return functools.partial(_on_device, d=ty.dtype, dev=_device(ty.device))
     if isinstance(ty, ir.TensorType) and ty.dtype is not None:
         d = ty.dtype
         npd = d.np
@@ -257,7 +260,25 @@ def _boundary(a):
     return a
 
 
+def _device(name: str):
+    from ..._device import as_device
+    return as_device(name)
+
+
+def _on_device(x, d, dev):
+    """A device program's output array (made on `dev`: kept there, never through the host) as
+    a Tensor of dtype `d` on `dev`, its memory accounted for on the device."""
+    if x.dtype != d.np:
+        x = x.astype(d.np)
+    t = Tensor._make(x, d)
+    t._device = dev
+    backend_of(dev).adopt(x, dev.index)
+    return t
+
+
 def _wrap(x, ty):
+    if isinstance(ty, ir.TensorType) and ty.device != "cpu" and ty.dtype is not None:
+        return _on_device(x, ty.dtype, _device(ty.device))
     if isinstance(ty, ir.TensorType):
         arr = x if type(x) is np.ndarray else np.asarray(x)
         d = ty.dtype if ty.dtype is not None else dt.from_numpy_dtype(arr.dtype)

@@ -1,13 +1,23 @@
-"""What generated CUDA entries import: output allocation and kernel launches.
+"""What generated CUDA entries import: allocation, kernel launches, library calls, host copies.
 
-`alloc(shape, dtype)` is the one place a CUDA program allocates (to be routed to the device
-memory pool when CUDA tensors land); under Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
-no GPU) device memory is NumPy arrays, so it returns one. `launch(kernel, n, args)` runs a
-grid-stride kernel over `n` elements: on a GPU 256 threads a block, at most MAX_BLOCKS blocks
-(the kernel's loop covers the rest); the simulator runs one Python thread per CUDA thread
-(about 0.15 ms each), so there the grid is clamped to 2 blocks of 32 threads.
+`alloc(shape, dtype)` is the one place a CUDA program allocates: from the `cuda` storage backend
+of the process (`_device/backends.py`: CuPy's caching pool on a GPU, so the memory statistics
+see it; NumPy arrays standing in for device memory on the simulator, registered with its pool
+model). `launch(kernel, n, args)` runs a grid-stride kernel over `n` elements: on a GPU 256
+threads a block, at most MAX_BLOCKS blocks (the kernel's loop covers the rest), on CuPy's
+current stream (never a host sync per launch); Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
+which JITORCH_CUDA_SIM=1 turns on) runs one Python thread per CUDA thread (about 0.15 ms
+each), so there the grid is clamped to 2 blocks of 32 threads.
+
+`implementation(name)` and `result(r)`: a registry op's implementation called on device arrays
+(library.py) and its result as an array, as eager's dispatch normalises it. `host_scalar` is
+the one device-to-host copy a program makes (a number read from a tensor), counted in
+`jit.stats()["host_copies"]`. `device_constant` puts a tensor constant on the device once per
+loaded module.
 """
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from numba import config, cuda
@@ -18,12 +28,30 @@ MAX_BLOCKS = 2 if SIMULATED else 65535
 if SIMULATED:
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
+from ...ir.interpreter import scalar_fn  # noqa: E402,F401 - the entries' scalar ops
+from .... import _dtype as _dt  # noqa: E402
+
+host_copies = itertools.count()  # device -> host copies made by programs (stats)
+
+
+def _backend():
+    from ...._device.backends import cuda_backend
+    return cuda_backend()
+
+
+def _index() -> int:
+    from ...._device import current_index
+    return current_index()
+
 
 def alloc(shape: tuple, dtype):
     """A new array of `shape` and `dtype` in device memory (uninitialised)."""
-    if SIMULATED:
+    b = _backend()
+    if b is None:  # the target's tests run kernels on the simulator without jitorch's cuda
         return np.empty(shape, dtype)
-    return cuda.device_array(shape, dtype)
+    out = b.xp.empty(shape, dtype)
+    b.adopt(out, _index())
+    return out
 
 
 def grid(n: int) -> tuple:
@@ -35,13 +63,64 @@ def launch(kernel, n: int, args: tuple) -> None:
     """Run `kernel` over `n` elements (none: no launch, CUDA refuses an empty grid)."""
     if n > 0:
         blocks, threads = grid(n)
-        kernel[blocks, threads](*(_device(a) for a in args))
+        if SIMULATED:
+            kernel[blocks, threads](*(_sim_device(a) for a in args))
+        else:
+            kernel[blocks, threads, _stream()](*args)
 
 
-def _device(a):
+def _stream():
+    """Numba's handle on CuPy's current stream (jitorch.cuda.current_stream)."""
+    import cupy
+    s = cupy.cuda.get_current_stream()
+    return cuda.external_stream(s.ptr) if s.ptr else 0
+
+
+def _sim_device(a):
     """Under the simulator a NumPy array IS device memory: wrapped as the simulator's device
     array, so the kernel reads it in place, through its strides (the simulator would copy a
     host array in and out, and refuses one that is not contiguous)."""
-    if SIMULATED and isinstance(a, np.ndarray) and a.ndim > 0:
+    if isinstance(a, np.ndarray) and a.ndim > 0:
         return FakeCUDAArray(a)
     return a
+
+
+def implementation(name: str):
+    from ...._ops import registry
+    return registry.OPS[name].impl
+
+
+def result(r):
+    """An op implementation's result as eager's dispatch takes it: tensors (factories) as their
+    arrays, NumPy scalars as 0-d arrays, containers element by element."""
+    from ...._tensor import Tensor
+    if isinstance(r, Tensor):
+        return r._data
+    if isinstance(r, np.generic):
+        return np.asarray(r)
+    if isinstance(r, (tuple, list)):
+        return type(r)(result(x) for x in r)
+    return r
+
+
+def host_scalar(x, kind):
+    """`x` (a device array or a number) as a Python number of `kind` ("int", "float", "bool",
+    None: its own), copied to the host."""
+    if hasattr(x, "ndim"):
+        next(host_copies)
+        x = x.item()
+    return {"int": int, "float": float, "bool": bool}.get(kind, lambda v: v)(x)
+
+
+def device_constant(arr: np.ndarray):
+    b = _backend()
+    return arr if b is None else b.from_host(arr, _index())
+
+
+def jdtype(np_type):
+    return _dt.from_numpy_dtype(np.dtype(np_type))
+
+
+def jdevice(name: str):
+    from ...._device import as_device
+    return as_device(name)

@@ -1,26 +1,33 @@
 """A CUDA program: the generated host entry that checks shapes, allocates and launches kernels.
 
 The entry is a plain Python function (a kernel launch is a host call; Numba's njit cannot make
-it), so it holds only what runs once per call: the broadcast checks and sizes of each group,
-its outputs' allocations (launch.alloc) and its launch (launch.launch). The compute is in the
-kernels (kernel.py), one per elementwise group, each in its own content-hashed module that the
-entry imports. What the graph holds besides elementwise groups, scalar constants and tensor and
-number inputs is not lowered yet: NotLowered names it and "cuda", and the runtime runs the
-graph in the interpreter with that reason.
+it), so it holds only what runs once per call: each elementwise group's broadcast checks,
+sizes, output allocations (launch.alloc) and launch (launch.launch, kernel.py: one numba.cuda
+kernel per group, each in its own content-hashed module that the entry imports); each other
+registry op's call to its implementation on the device arrays (library.py: matmul on cuBLAS,
+reductions, views, index ops); and the program's structure in Python (prims.py: lists, tuples,
+shapes, scalars, `if`/`while`). What it cannot lower raises NotLowered naming it and "cuda",
+and the runtime runs the graph in the interpreter with that reason.
+
+Programs that write their arguments return the written values as extra outputs (the IR's
+writes are functional) and the runtime copies them back (`ScriptFunction._write_back`); the
+runtime checks beforehand that written arguments share no memory (`checks_overlap` False).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...._tensor import Tensor
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.elementwise import single_group
 from ...codegen.emitter import Emitter, exception_classes
 from . import kernel
+from .library import lower_library
+from .prims import PRIMS, _alias, value
 from .target import CUDA
 
-_HEAD = "import numpy as np\nfrom jitorch.script.targets.cuda.launch import alloc, launch\n"
+_HEAD = ("import numpy as np\nfrom jitorch.script.targets.cuda.launch import (alloc, launch, "
+         "device_constant, host_scalar, implementation, jdevice, jdtype, result, scalar_fn)\n")
 
 
 @dataclass
@@ -29,7 +36,7 @@ class Program:
     entry: str
     output_types: list
     kernels: list = field(default_factory=list)  # sources of the kernel modules it imports
-    checks_overlap: bool = False  # (it writes no argument)
+    checks_overlap: bool = False  # the runtime checks written arguments (module docstring)
 
     def listing(self, entry_source: str) -> str:
         """`entry_source` followed by each kernel's module (`fn.code`)."""
@@ -43,28 +50,20 @@ class Program:
 
 def generate(graph: ir.Graph, written=()) -> Program:
     """The CUDA program of `graph` (fused by passes/fuse.py under CUDA's capabilities)."""
-    if written:
-        raise NotLowered("programs that write their arguments are not lowered on cuda yet")
     em = Emitter(CUDA)
     args = []
     for i, p in enumerate(graph.inputs):
         if isinstance(p.type, ir.TensorType):
             em.tensor(p)
-        elif not isinstance(p.type, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType)):
+        elif not isinstance(p.type, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType,
+                                     ir.ListType, ir.TupleType, ir.OptionalType)):
             raise NotLowered(f"input {i} of type {p.type} is not lowered on cuda")
         nm = literal.Ident(f"a{i}_")  # never the IR's value names (literal.py)
         args.append(nm)
         em.bind(p, nm)
     for n in graph.block.nodes:
         lower_node(em, n)
-    outs = []
-    for v in graph.outputs:
-        if v.uid in em.consts and em.consts[v.uid] is None:
-            outs.append("None")
-        elif v.uid in em.consts and not isinstance(em.consts[v.uid], (bool, int, float)):
-            raise NotLowered("a constant output is not lowered on cuda")
-        else:
-            outs.append(em.name(v))
+    outs = [value(em, v) for v in graph.outputs]
     head = _HEAD + "".join(g + "\n" for g in em.globals) + "".join(
         c + "\n" for c in exception_classes(em))
     src = head + "\n\n" + "def entry(" + ", ".join(args) + "):\n" + "\n".join(em.lines) + \
@@ -73,17 +72,38 @@ def generate(graph: ir.Graph, written=()) -> Program:
                    kernels=list(em.kernels.values()))
 
 
+def lower_block(em: Emitter, block: ir.Block, inputs, bound=None) -> list:
+    """Lower `block`'s nodes where `em` stands, its params bound to `bound` names (first) or
+    standing for `inputs`; -> its returned values."""
+    for k, p in enumerate(block.params):
+        if bound is not None and k < len(bound):
+            em.bind(p, bound[k])
+        else:
+            _alias(em, p, inputs[k])
+    for n in block.nodes:
+        lower_node(em, n)
+    return list(block.returns)
+
+
 def lower_node(em: Emitter, n: ir.Node) -> None:
-    if n.op == "prim::Constant":
-        value = n.attrs.get("value")
-        if isinstance(value, Tensor):
-            raise NotLowered("tensor constants are not lowered on cuda yet")
-        em.consts[n.output.uid] = value
-        return
+    from ...codegen.lowering import lowering_for
     if n.op == "prim::Fused":
+        if n.attrs.get("kind") not in (None, "elementwise"):
+            raise NotLowered(f"fused {n.attrs.get('kind')} groups are not lowered on cuda")
         kernel.lower_group(em, n.blocks[0], list(n.inputs), list(n.outputs))
         return
-    group = single_group(em, n) if not n.op.startswith("prim::") else None
-    if group is None:
+    prim = PRIMS.get(n.op)
+    if prim is not None:
+        prim(em, n)
+        return
+    if n.op.startswith("prim::"):
         raise NotLowered(f"op {n.op} is not lowered on cuda")
-    kernel.lower_group(em, *group)
+    fn = lowering_for(n.op, em.target)  # the target's own kernels (codegen/lowering.py)
+    if fn is not None:
+        fn(em, n)
+        return
+    group = single_group(em, n)
+    if group is not None:
+        kernel.lower_group(em, *group)
+        return
+    lower_library(em, n)

@@ -20,7 +20,7 @@ from ...codegen import NotLowered
 from ...codegen.target import Target
 from ...passes.capabilities import Capabilities
 
-RUNTIME_HOOKED_UP = False  # scripted calls on CUDA tensors run this target's programs
+RUNTIME_HOOKED_UP = True  # scripted calls on CUDA tensors run this target's programs
 
 CAPABILITIES = Capabilities(
     dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
