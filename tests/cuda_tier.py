@@ -71,13 +71,10 @@ def _cuda_type(x):
     return ir.TensorType(t.dtype, t.shape, "cuda") if isinstance(t, ir.TensorType) else t
 
 
-def _is_elementwise(graph) -> bool:
-    """Every compute node is an elementwise registry op with a scalar template."""
-    ops = [n.op for n in graph.nodes() if n.op not in STRUCTURAL and n.blocks == []]
-    ops = [op for op in ops if not op.startswith("prim::")]
-    return bool(ops) and all(
-        registry.OPS.get(op) is not None and registry.OPS[op].kind == "elementwise"
-        and registry.OPS[op].scalar for op in ops)
+def _computes(graph) -> bool:
+    """The graph runs at least one registry op (not only views of its inputs' constants)."""
+    return any(not n.op.startswith("prim::") and registry.OPS.get(n.op) is not None
+               for n in graph.nodes())
 
 
 def _leaves(x, acc):
@@ -114,7 +111,7 @@ def cases():
                     graph, want = trace_graph(call, tuple(tensors))
                 except Exception:
                     continue  # eager refuses this sample (the op tests cover that)
-                if not _is_elementwise(graph) or not _leaves(want, []):
+                if not _computes(graph) or not _leaves(want, []):
                     continue
                 entries.add(info.name)
                 # (an entry may be in the table twice: names made unique by their position)
@@ -134,7 +131,7 @@ def lower(graph, tensors):
     g = specialize(graph, [_cuda_type(t) for t in tensors])
     g.capabilities = get_target("cuda").capabilities
     g = pipeline.run(g)
-    return program.generate(g)  # (the Target's generate waits for the runtime hook-up)
+    return get_target("cuda").generate(g)
 
 
 def compare(got, want, what):
@@ -262,7 +259,7 @@ def run_ptx():
         raise SystemExit(f"PTX tier: NVVM is not available ({type(e).__name__}: {e}); "
                          "install it with `pip install nvidia-nvvm nvidia-cuda-nvrtc`")
     all_cases, entries = cases()
-    seen, kernels, not_lowered, failed, f32 = set(), 0, {}, {}, 0
+    seen, kernels, not_lowered, failed, f32, partial = set(), 0, {}, {}, 0, []
     real_compile_cuda = compiler.compile_cuda
     compiled = []
 
@@ -278,7 +275,12 @@ def run_ptx():
         mod.alloc = np.empty  # host memory stands in for the device's: nothing launches
         mod.launch = lambda kernel, n, args: launches.append((kernel, args))
         try:
-            getattr(mod, prog.entry)(*[t.numpy() for t in tensors])
+            try:
+                getattr(mod, prog.entry)(*[t.numpy() for t in tensors])
+            except Exception:  # noqa: BLE001 - the sim tier checks what the entry computes
+                # here no kernel runs: a library call fed a kernel's unwritten output may
+                # refuse it (cholesky of garbage); the kernels launched before are compiled
+                partial.append(name)
             for kernel, args in launches:
                 sig = tuple(typeof(a) for a in args)
                 key = (kernel.py_func.__module__, sig)
@@ -299,7 +301,8 @@ def run_ptx():
     return {"tier": "ptx", "cases": len(all_cases), "entries": len(entries),
             "entries_never_lowered": _never(all_cases, entries, not_lowered),
             "kernels_compiled": kernels, "kernels_checked_no_float64": f32,
-            "not_lowered": not_lowered, "failed": failed}
+            "entries_stopped_early": len(partial), "not_lowered": not_lowered,
+            "failed": failed}
 
 
 if __name__ == "__main__":

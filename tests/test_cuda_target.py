@@ -112,8 +112,8 @@ def test_spelling_refuses_what_it_cannot_spell_naming_op_and_cuda():
 
 def test_not_lowered_op_names_op_and_cuda():
     a = (t.randn(3, 4), t.randn(4, 5))
-    g, _ = trace_graph(lambda x, y: (x @ y).exp(), a)
-    with pytest.raises(NotLowered, match=r"matmul.*cuda"):
+    g, _ = trace_graph(lambda x, y: (x @ y).round(), a)
+    with pytest.raises(NotLowered, match=r"round.*cuda"):
         lower(g, list(a))
 
 
@@ -132,15 +132,15 @@ def test_kernels_are_named_by_what_they_compute_and_listed_in_code():
     assert lower(g3, list(a)).kernels != p1.kernels
 
 
-def test_the_cuda_target_is_chosen_by_device_but_not_hooked_up_to_the_runtime_yet():
-    """get_target gives the CUDA target; until CUDA tensors exist its `generate` (the runtime's
-    call) is NotLowered with the reason (targets/cuda/target.py RUNTIME_HOOKED_UP), so a
-    scripted call on CUDA tensors runs interpreted, never a half-connected program."""
+def test_the_cuda_target_is_chosen_by_device_and_generates_the_runtimes_program():
+    """get_target gives the CUDA target for any cuda device; its `generate` (the runtime's
+    call) gives a host entry that launches kernels and calls library implementations."""
     cuda = get_target("cuda:1")
     assert cuda.name == "cuda" and get_target("cuda") is cuda
     caps = cuda.capabilities
-    assert t.float32 in caps.dtypes and not caps.complex_dtypes and not caps.row_regions
-    a = (t.randn(2, 3),)
-    g, _ = trace_graph(lambda x: x.exp(), a)
-    with pytest.raises(NotLowered, match="cuda tensors are not hooked up yet"):
-        cuda.generate(g)
+    assert t.float32 in caps.dtypes and not caps.complex_dtypes
+    a = (t.randn(2, 3), t.randn(3, 4))
+    g, _ = trace_graph(lambda x, w: (x @ w).exp(), a)
+    prog = lower(g, list(a))
+    assert "def entry(" in prog.source and "launch(" in prog.source
+    assert "implementation('matmul')" in prog.source and len(prog.kernels) == 1

@@ -26,11 +26,17 @@ def test_the_cpu_target_is_chosen_by_device():
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
-def test_cuda_is_not_compiled_for_scripted_calls_yet_and_says_so(device):
-    """The CUDA target exists (tests/test_cuda_target.py) but the runtime hook-up waits for
-    CUDA tensors: its generate is NotLowered with the reason."""
-    with pytest.raises(NotLowered, match="cuda tensors are not hooked up yet"):
-        get_target(device).generate(None)
+def test_cuda_devices_get_the_cuda_target_which_generates_host_entries(device):
+    """Any cuda device compiles through the CUDA target (tests/test_cuda_target.py has its
+    kernels): a graph typed on that device gives a host entry that launches a kernel."""
+    from jitorch.script.passes import pipeline
+    cuda = get_target(device)
+    assert cuda.name == "cuda"
+    g, _ = trace_graph(_chain, (jitorch.randn(3),))
+    g = specialize(g, [ir.TensorType(dt.float32, (None,), "cuda:0")])
+    g.capabilities = cuda.capabilities
+    prog = cuda.generate(pipeline.run(g))
+    assert "def entry(" in prog.source and "launch(" in prog.source and prog.kernels
 
 
 def test_an_unknown_device_is_not_lowered():
@@ -138,9 +144,9 @@ def test_fusion_refuses_a_graph_that_names_no_target():
 
 # --- the device in the specialisation key ---------------------------------------------------------
 def test_a_tensor_on_another_device_gets_its_own_specialisation():
-    """The fast key and the checked key both read the device: a CUDA tensor (simulated: a
-    NumPy array whose device type says cuda) never reuses the CPU program, and runs in the
-    interpreter because the CUDA target is not hooked up to the runtime yet."""
+    """The fast key and the checked key both read the device: a tensor on a cuda device never
+    reuses the CPU program; mixing devices runs interpreted (eager raises or lifts 0-d
+    tensors), and all-cuda arguments get the CUDA target's program (a host entry)."""
     @jitorch.script
     def f(x, y):
         return (x * y + 1).tanh()
@@ -158,10 +164,11 @@ def test_a_tensor_on_another_device_gets_its_own_specialisation():
     assert list(new) == ["not lowered: arguments on several devices (cpu, cuda:0)"]
     yc = y.clone()
     yc._device = _fake_cuda
-    assert f(xc, yc).allclose(expected)
-    after = jitorch.jit.stats()["interpreted_reasons"]
-    assert any("cuda tensors are not hooked up yet" in r and n > before.get(r, 0)
-               for r, n in after.items())
+    from jitorch.script.runtime import programs
+    from jitorch.script.runtime.keys import _arg_type
+    # (the program is generated, not run: this process has no cuda device to run it on)
+    _, prog, reason = programs._lower(f.graph, [_arg_type(a, None, False) for a in (xc, yc)])
+    assert reason is None and "targets.cuda.launch import" in prog.source
     keys = {k for k in f._cache}
-    assert len(keys) == 3
+    assert len(keys) == 2
     assert np.allclose(f(x, y).numpy(), expected.numpy())

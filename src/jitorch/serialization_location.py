@@ -34,19 +34,6 @@ def check(map_location) -> None:
         device(v)  # parses, or raises PyTorch's RuntimeError for a bad device string
 
 
-def check_cpu_only(map_location, what: str = "jitorch.jit.load") -> None:
-    """For loaders that place everything on the CPU (scripted modules, until the CUDA target):
-    a `map_location` naming another device is refused, naming it."""
-    check(map_location)
-    if map_location is None or callable(map_location):
-        return
-    values = map_location.values() if isinstance(map_location, dict) else (map_location,)
-    for v in values:
-        if device(v).type != "cpu":
-            raise NotImplementedError(f"{what}: map_location={str(device(v))!r} is not "
-                                      f"supported yet (scripted modules load on the CPU)")
-
-
 def restore(t, location: str, map_location):
     """The loaded (host) tensor `t`, saved at `location`, placed as `map_location` says."""
     if callable(map_location):

@@ -223,7 +223,10 @@ class Adam(_Base):
     def _call(self, group, params, grads, states, step):
         exp_avgs, exp_avg_sqs = self._lists(states, "exp_avg", "exp_avg_sq")
         amsgrad = bool(group["amsgrad"])
-        maxs = self._lists(states, "max_exp_avg_sq")[0] if amsgrad else exp_avg_sqs
+        # without amsgrad the step never reads `maxs`: the gradients stand in (read-only), as in
+        # SGD, since a list aliasing a written one (exp_avg_sqs) would make the keyed compiled
+        # step (device tensors, strided ones) see overlapping arguments and run in place
+        maxs = self._lists(states, "max_exp_avg_sq")[0] if amsgrad else grads
         beta1, beta2 = group["betas"]
         wd = _f(group["weight_decay"])
         flags = (amsgrad, bool(group["maximize"]), wd != 0.0,

@@ -11,6 +11,7 @@ Owns:
 - `close_block(node, outer_values=None)`: turns the values that a node's blocks read from outside
   into explicit operands, per ir/__init__.py's conventions (captured values are appended to the
   node's inputs and, as new params, to every block of the node). Nested nodes are closed first.
+- `ends_in_raise(block)`: the block is an error branch (its nodes only build the message).
 - `is_pure(node)` / `IMPURE_*`: the single definition of which nodes have side effects or are
   nondeterministic; CSE and DCE both read it.
 """
@@ -300,3 +301,10 @@ def used_inputs(graph) -> frozenset:
                 walk(b)
     walk(graph.block)
     return frozenset(used)
+
+
+def ends_in_raise(b: ir.Block) -> bool:
+    """The block ends in a `raise` (its nodes only build the message or check more): an error
+    branch, which a code generator may hand to the interpreter when it cannot build the
+    message itself."""
+    return bool(b.nodes) and b.nodes[-1].op == "prim::Raise" and not b.returns

@@ -267,8 +267,10 @@ def _device(name: str):
 
 def _on_device(x, d, dev):
     """A device program's output array (made on `dev`: kept there, never through the host) as
-    a Tensor of dtype `d` on `dev`, its memory accounted for on the device."""
-    if x.dtype != d.np:
+    a Tensor of dtype `d` (None: the array's) on `dev`, its memory accounted for there."""
+    if d is None:
+        d = dt.from_numpy_dtype(x.dtype)
+    elif x.dtype != d.np:
         x = x.astype(d.np)
     t = Tensor._make(x, d)
     t._device = dev
@@ -277,7 +279,7 @@ def _on_device(x, d, dev):
 
 
 def _wrap(x, ty):
-    if isinstance(ty, ir.TensorType) and ty.device != "cpu" and ty.dtype is not None:
+    if isinstance(ty, ir.TensorType) and ty.device != "cpu":
         return _on_device(x, ty.dtype, _device(ty.device))
     if isinstance(ty, ir.TensorType):
         arr = x if type(x) is np.ndarray else np.asarray(x)

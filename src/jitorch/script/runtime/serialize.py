@@ -214,8 +214,12 @@ def _tree(mod) -> dict:
 
 # --- loading ------------------------------------------------------------------------------------
 def load(f, map_location=None, _extra_files=None):
-    serialization.location.check_cpu_only(map_location)  # "cpu" / device / dict / callable
+    serialization.location.check(map_location)  # "cpu" / device / dict / callable
+
     def reader(arc):
+        # each tensor (state and graph constants) goes where its saved device and
+        # `map_location` say, as jitorch.load places them (serialization_location.restore)
+        arc.map_location = map_location
         return _build(arc, map_location, _extra_files)
     return serialization.read_archive(f, reader, expected_format=FORMAT_NAME,
                                       what="jitorch.jit.load", max_version=FORMAT_VERSION)
@@ -279,8 +283,6 @@ def _build(arc, map_location, extra_files):
     _need(isinstance(consts, dict) and all(isinstance(v, list) for v in consts.values()),
           "the tensor tree's 'consts' is not {method: [tensors]}")
     state = obj["state"]
-    if map_location is not None and callable(map_location):
-        state = {k: (map_location(t, "cpu") or t) for k, t in state.items()}
     root = _LoadedModule.build(nn, meta.get("tree"), meta.get("class", "Module"))
     for path, t in state.items():
         _need(isinstance(path, str) and isinstance(t, Tensor), f"bad state entry {path!r}")

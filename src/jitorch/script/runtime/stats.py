@@ -43,6 +43,9 @@ class Stats(dict):
     "interpreted" or "not called", its number of programs, compile_wall_s, worker_cpu_s and
     the reasons of its interpreted programs; `tiers.function_report`).
 
+    host_copies: device-to-host copies made by CUDA programs (a number read from a device
+    tensor, e.g. control flow on a device value: targets/cuda/launch.host_scalar).
+
     spurious_errors ("function: error" -> calls): compiled programs that raised where the
     interpreter, rerunning the call for the user's error, raised nothing (`record_rerun`)."""
 
@@ -51,6 +54,13 @@ class Stats(dict):
             return self[name]
         except KeyError:
             raise AttributeError(name) from None
+
+
+def _host_copies() -> int:
+    """Device -> host copies CUDA programs made (a number read from a device tensor:
+    targets/cuda/launch.host_scalar), since the process started."""
+    launch = sys.modules.get("jitorch.script.targets.cuda.launch")  # (never imports Numba)
+    return 0 if launch is None else _value(launch.host_copies)
 
 
 class _Counters:
@@ -72,6 +82,7 @@ class _Counters:
         self.worker_wall_seconds = 0.0
         self.worker_cpu_seconds = 0.0
         self.spurious_errors: Counter = Counter()
+        self.host_copies_at_reset = _host_copies()
 
 
 _c = _Counters()
@@ -106,7 +117,8 @@ def snapshot() -> Stats:
                      worker_wall_seconds=_c.worker_wall_seconds,
                      worker_cpu_seconds=_c.worker_cpu_seconds,
                      spurious_errors=dict(_c.spurious_errors),
-                     functions=_function_reports(), kernels=_kernel_counts())
+                     functions=_function_reports(), kernels=_kernel_counts(),
+                     host_copies=_host_copies() - _c.host_copies_at_reset)
 
 
 def _function_reports() -> dict:

@@ -33,6 +33,7 @@ from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter
+from ...ir.util import ends_in_raise
 from . import kernel
 from .target import CPU
 
@@ -392,7 +393,7 @@ def _if(em: Emitter, n: ir.Node) -> None:
             rets = _run_sub_block(em, b, n.inputs[1:])
             _assign_outputs(em, outs, rets)
         except NotLowered:
-            if not _raises(b):
+            if not ends_in_raise(b):
                 raise
             # an error branch with a message the program cannot build (a repr, a slice of a
             # string): the interpreter re-runs the call and raises it (RaiseInInterpreter)
@@ -403,11 +404,6 @@ def _if(em: Emitter, n: ir.Node) -> None:
         em.indent -= 1
     for o, nm in zip(n.outputs, outs):
         em.bind(o, nm)
-
-
-def _raises(b: ir.Block) -> bool:
-    """The block ends in a `raise` (its nodes only build the message or check more)."""
-    return bool(b.nodes) and b.nodes[-1].op == "prim::Raise" and not b.returns
 
 
 def _check_runtime_type(em: Emitter, v: ir.Value) -> None:

@@ -90,10 +90,13 @@ def implementation(name: str):
     return registry.OPS[name].impl
 
 
-def result(r):
+def result(r, single: bool = False):
     """An op implementation's result as eager's dispatch takes it: tensors (factories) as their
-    arrays, NumPy scalars as 0-d arrays, containers element by element."""
+    arrays, NumPy scalars as 0-d arrays, containers element by element; with `single`, a
+    sequence's one element (library.py)."""
     from ...._tensor import Tensor
+    if single and isinstance(r, (tuple, list)):
+        r = r[0]
     if isinstance(r, Tensor):
         return r._data
     if isinstance(r, np.generic):

@@ -33,9 +33,10 @@ def lower_library(em: Emitter, n: ir.Node) -> None:
         raise NotLowered(f"op {n.op} moves data between devices")
     if op.extra.get("no_device"):
         raise NotLowered(f"op {n.op} does not run on cuda ({op.extra['no_device']})")
-    for o in n.outputs:
-        if isinstance(o.type, ir.TensorType):
-            em.tensor(o)  # a dtype the target holds (no complex, no half yet)
+    for o in n.outputs:  # (a rank or dtype known only at run time is fine on the host)
+        d = o.type.dtype if isinstance(o.type, ir.TensorType) else None
+        if d is not None and d not in em.capabilities.dtypes:
+            raise NotLowered(f"dtype {d} is not lowered on cuda yet")  # no complex, no half
     by_name = dict(zip(op.params, n.inputs))
     if op.kind == "factory":
         _check_factory_device(em, op, by_name)
@@ -46,7 +47,13 @@ def lower_library(em: Emitter, n: ir.Node) -> None:
         kw = [f"{a}={value(em, by_name[a])}" for a in op.attrs]
         call = f"{_impl_alias(em, op.name)}({', '.join(pos + kw)})"
     r = em.fresh("r")
-    em.emit(f"{r} = result({call})")
+    if len(n.outputs) == 1 and not isinstance(n.output.type, (ir.TupleType, ir.ListType,
+                                                                ir.AnyType)):
+        # an op that may give a sequence (split into one chunk, nonzero as a tuple) for a
+        # value the graph types as one: its element, as the interpreter takes it
+        em.emit(f"{r} = result({call}, single=True)")
+    else:
+        em.emit(f"{r} = result({call})")
     if len(n.outputs) == 1:
         em.bind(n.output, r)
         return

@@ -15,6 +15,7 @@ from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter
+from ...ir.util import ends_in_raise
 
 
 def _constant(em: Emitter, n: ir.Node) -> None:
@@ -102,11 +103,10 @@ def _to_scalar(em: Emitter, n: ir.Node) -> None:
     if kind not in ("int", "float", "bool", None):
         raise NotLowered(f"a tensor read as {kind} on cuda")
     x = n.inputs[0]
-    if not isinstance(x.type, ir.TensorType):
-        _bind_new(em, n.output, f"host_scalar({value(em, x)}, {literal.value(kind)})")
-        return
-    em.tensor(x)
-    _bind_new(em, n.output, f"host_scalar({em.name(x)}, {literal.value(kind)})")
+    if isinstance(x.type, ir.TensorType):
+        em.tensor(x)
+    k = "None" if kind is None else literal.text(kind)
+    _bind_new(em, n.output, f"host_scalar({value(em, x)}, {k})")
 
 
 def _if(em: Emitter, n: ir.Node) -> None:
@@ -123,9 +123,18 @@ def _if(em: Emitter, n: ir.Node) -> None:
         if k == 1:
             em.emit("else:")
         em.indent += 1
-        rets = lower_block(em, b, n.inputs[1:])
-        for o, r in zip(outs, rets):
-            em.emit(f"{o} = {value(em, r)}")
+        mark = len(em.lines)
+        try:
+            rets = lower_block(em, b, n.inputs[1:])
+            for o, r in zip(outs, rets):
+                em.emit(f"{o} = {value(em, r)}")
+        except NotLowered:
+            if not ends_in_raise(b):
+                raise
+            # an error branch whose message the entry cannot build (a repr, a slice of a
+            # string): the interpreter reruns the call and raises it at the user's line
+            del em.lines[mark:]
+            em.raise_in_interpreter()
         em.emit("pass")
         em.indent -= 1
     for o, nm in zip(n.outputs, outs):
@@ -196,7 +205,10 @@ def value(em: Emitter, v: ir.Value) -> str:
     if v.uid in em.consts:
         c = em.consts[v.uid]
         if isinstance(c, dt.dtype):
-            return f"jdtype({literal.dtype(c)})"
+            try:
+                return f"jdtype({literal.dtype(c)})"
+            except literal.LiteralError:
+                raise NotLowered(f"dtype {c} as a value on cuda (no NumPy spelling)") from None
         if isinstance(c, str):
             return literal.text(c)
         if isinstance(c, _device_type()):

@@ -6,21 +6,16 @@ CUDA reductions yet), so fusion forms only plain elementwise groups. Programs lo
 content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
 compiles each kernel for its argument types on its first launch in a process.
 
-The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
-work), the runtime's `generate` raises NotLowered, so a scripted call on CUDA tensors runs
-interpreted with that reason. The merge with CUDA tensors sets it True once `launch.alloc`
-allocates from the device pool and the runtime wraps the entry's outputs as CUDA tensors. Tests
-generate with `program.generate` and load with `kernels.cache.load_program` themselves, and run
-the programs on NumPy arrays under the simulator.
+The runtime (runtime/programs.py) asks this target for every call whose tensors are on a cuda
+device, and wraps the entry's outputs as tensors on that device (runtime/entry.py). Kernels are
+compiled by numba.cuda in the calling process on their first launch (the background compile
+worker builds CPU programs only).
 """
 from __future__ import annotations
 
 from .... import _dtype as dt
-from ...codegen import NotLowered
 from ...codegen.target import Target
 from ...passes.capabilities import Capabilities
-
-RUNTIME_HOOKED_UP = True  # scripted calls on CUDA tensors run this target's programs
 
 CAPABILITIES = Capabilities(
     dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
@@ -34,9 +29,6 @@ class CudaTarget(Target):
     lowering_modules = ()  # elementwise groups only, from the registry's templates
 
     def generate(self, graph, written=()):
-        if not RUNTIME_HOOKED_UP:
-            raise NotLowered("compiled programs for scripted calls on cuda tensors are not "
-                             "hooked up yet (targets/cuda/target.py RUNTIME_HOOKED_UP)")
         from .program import generate
         return generate(graph, written)
 
