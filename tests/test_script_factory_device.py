@@ -28,7 +28,7 @@ def cuda(request):
 
 MIXED = ("Expected all tensors to be on the same device, but found at least two devices, "
          "cuda:0 and cpu!")
-CUDA_DEV = torch.device("cuda")  # a global: `torch.device(...)` called in scripted code is a PythonOp
+CUDA_DEV = torch.device("cuda")  # a global: `torch.device(...)` in scripted code is a PythonOp
 
 
 def _same(got, want):
@@ -75,7 +75,7 @@ def test_scripted_losses_follow_eager_on_the_device(device):
     _same(ga, wa)
 
 
-# --- device= in scripted code ---------------------------------------------------------------------
+# --- device= in scripted code --------------------------------------------------------------------
 def made_on(x, n: int):
     a = torch.zeros(n, 2, device=x.device)
     b = torch.arange(n, device=x.device)
@@ -229,7 +229,7 @@ def test_backward_factories_are_made_on_the_programs_device(cuda):
     _same(got, want)
 
 
-# --- traced code ------------------------------------------------------------------------------------
+# --- traced code ---------------------------------------------------------------------------------
 def traced(x):
     return x + torch.full((5000,), 2.0, device=x.device)  # large: traced as its factory
 
@@ -246,7 +246,7 @@ def test_traced_factory_keeps_its_device(device):
         assert _interpreted() == before, _reasons()
 
 
-# --- jit.save / jit.load ----------------------------------------------------------------------------
+# --- jit.save / jit.load -------------------------------------------------------------------------
 class Placed(nn.Module):
     def forward(self, x):
         n = x.shape[0]

@@ -9,8 +9,8 @@ inputs: a constant, or `x.dtype` / `x.device` of a tensor (the type pass and `st
 fold those once the program's types are known). Whatever the frontend cannot prove static and
 acceptable (another run-time dtype or device, `requires_grad=True`, `out=`, a tensor fill
 value, an unknown size list, a device string eager cannot parse) stays the `prim::PythonOp` it
-was before, so eager raises its own error at run time. It also holds what a trace records for a large constant that a factory
-made (`traced_factory`).
+was before, so eager raises its own error at run time. It also holds what a trace records for
+a large constant that a factory made (`traced_factory`: on the traced tensor's device).
 """
 from __future__ import annotations
 

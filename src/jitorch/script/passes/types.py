@@ -11,7 +11,10 @@ size. Every tensor value then gets a dtype and rank where a rule knows them:
   arguments;
 - anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
   refuses them (NotLowered), so the interpreter runs the graph.
-Sizes stay None except for tensor constants (their shape is known).
+Sizes stay None except for tensor constants (their shape is known). Devices come last
+(`stamp_device`, after propagation and again after inlining): the program's device for its
+arguments, where eager makes it for a factory's result (`factory_device`), the operands' common
+device for a registry op; `x.device` then folds to a constant.
 """
 from __future__ import annotations
 
