@@ -107,7 +107,7 @@ def static_kwargs_and_sizes(x, n: int):
     c = torch.arange(n, device=CPU, dtype=torch.int32)
     d = torch.ones(n, dtype=float)
     e = torch.full((n,), 2, dtype=torch.bool)
-    f = torch.zeros(n, 2, dtype=x.dtype, device=x.device)  # compiled as x.new_zeros(n, 2)
+    f = torch.zeros(n, 2, dtype=x.dtype, device=x.device)  # x.dtype, x.device: constants
     g = torch.full((n,), 2, dtype=x.dtype)
     # size forms: one int, varargs, a list, a tuple, x.size(), x.shape
     h = torch.zeros(n)

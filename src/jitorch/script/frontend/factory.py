@@ -3,12 +3,14 @@
 The factories are registry ops (`_ops/factories.py`: IR params, type rule, eager semantics and
 the public signature `extra["stub"]` that calls are bound with). This module decides, per call,
 whether the call is static enough to become that node: the keywords that do not change the
-result on this CPU backend (`device`, `layout`, `pin_memory`, `memory_format`,
-`requires_grad=False`) are checked at compile time and left out of the IR. Whatever the frontend
-cannot prove static and acceptable (a run-time dtype, `requires_grad=True`, `out=`, a tensor
-fill value, an unknown size list) stays the `prim::PythonOp` it was before, so eager raises its
-own error at run time. It also holds what a trace records for a large constant that a factory
-made (`traced_factory`).
+result (`layout`, `pin_memory`, `memory_format`, `requires_grad=False`) are checked at compile
+time and left out of the IR; `dtype` and `device` become the node's `%dtype` and `%device`
+inputs: a constant, or `x.dtype` / `x.device` of a tensor (the type pass and `stamp_device`
+fold those once the program's types are known). Whatever the frontend cannot prove static and
+acceptable (another run-time dtype or device, `requires_grad=True`, `out=`, a tensor fill
+value, an unknown size list, a device string eager cannot parse) stays the `prim::PythonOp` it
+was before, so eager raises its own error at run time. It also holds what a trace records for
+a large constant that a factory made (`traced_factory`: on the traced tensor's device).
 """
 from __future__ import annotations
 
@@ -53,12 +55,12 @@ def traced_factory(tracer, x):
         return None
     d = x._dtype
     size = tracer.constant(tuple(int(s) for s in a.shape))
-    dtype = tracer.constant(d)
+    dtype, device = tracer.constant(d), tracer.constant(x._device, ir.DEVICE)
     if v == 0 or v == 1:
-        name, ins = ("zeros" if v == 0 else "ones"), [size, dtype]
+        name, ins = ("zeros" if v == 0 else "ones"), [size, dtype, device]
     else:
-        name, ins = "full", [size, tracer.constant(v), dtype]
-    n = ir.Node(name, ins, (ir.TensorType(d, a.shape),))
+        name, ins = "full", [size, tracer.constant(v), dtype, device]
+    n = ir.Node(name, ins, (ir.TensorType(d, a.shape, str(x._device)),))
     tracer.block.nodes.append(n)
     return n.output
 
@@ -100,12 +102,6 @@ def _tensor_attr(a, name: str):
     return None
 
 
-# `zeros(size, dtype=x.dtype)` is `x.new_zeros(size)`: the dtype then comes from x's type,
-# which the program is specialised on
-_AS_NEW = {"zeros": "new_zeros", "ones": "new_ones", "empty": "new_empty", "full": "new_full",
-           "tensor": "new_tensor"}
-
-
 def _static_kwargs_ok(name: str, args: dict) -> bool:
     """The keywords left out of the IR must be compile-time values eager accepts unchanged."""
     for k in ("out", "requires_grad", "pin_memory"):
@@ -116,19 +112,46 @@ def _static_kwargs_ok(name: str, args: dict) -> bool:
     for k in ("layout", "memory_format"):
         if k in args and not _static(args[k])[0]:
             return False
-    if "device" in args:
-        if _tensor_attr(args["device"], "device") is not None:
-            return True  # x.device: every tensor this backend sees is a CPU tensor
-        ok, v = _static(args["device"])
-        if not ok:
-            return False
-        from ..._device import as_device
-        try:
-            if v is not None and as_device(v).type != "cpu":
-                return False
-        except Exception:
-            return False
     return True
+
+
+def _dtype_value(st, name: str, a):
+    """The `%dtype` input: a constant dtype or None, or `x.dtype` of a tensor; None when the
+    call must stay a PythonOp (`a`: the argument, None when not given)."""
+    if _tensor_attr(a, "dtype") is not None:
+        return a
+    ok, d = _static(a) if a is not None else (True, None)
+    if not ok:
+        return None
+    if d is not None:
+        from ..._creation import _dtype_arg
+        try:
+            d = _dtype_arg(d, name)
+        except TypeError:
+            return None
+    return st.const(d, ir.DTYPE if d is not None else ir.NONE)
+
+
+def _device_value(st, a):
+    """The `%device` input: None, a constant `jitorch.device` (a string or index is parsed as
+    eager parses it, without asking whether the device exists: that is the run's business), or
+    `x.device` of a tensor; None when the call must stay a PythonOp (`a`: the argument, None
+    when not given)."""
+    if _tensor_attr(a, "device") is not None:
+        return a
+    ok, v = _static(a) if a is not None else (True, None)
+    if not ok:
+        return None
+    if v is None:
+        return st.const(None, ir.NONE)
+    from ..._device import device
+    if isinstance(v, bool) or not isinstance(v, (str, int, device)):
+        return None
+    try:
+        d = v if isinstance(v, device) else device(v)
+    except Exception:  # eager raises its own error for a malformed device
+        return None
+    return st.const(d, ir.DEVICE)
 
 
 def _number(st, a, kinds=(ir.IntType, ir.FloatType, ir.BoolType)):
@@ -193,20 +216,10 @@ def frontend_call(st, name: str, node, recv=None):
     extra = a.pop("kw", {})
     if set(extra) - {"size"} or not _static_kwargs_ok(name, a):
         return None
-    like = _tensor_attr(a["dtype"], "dtype") if "dtype" in a else None
-    if like is not None and name in _AS_NEW and recv is None:
-        name, recv, f = _AS_NEW[name], like, factory_op(_AS_NEW[name])
-        del a["dtype"]
-    ok, d = _static(a["dtype"]) if "dtype" in a else (True, None)
-    if not ok:
+    ins = {"dtype": _dtype_value(st, name, a.get("dtype")),
+           "device": _device_value(st, a.get("device"))}
+    if ins["dtype"] is None or ins["device"] is None:
         return None
-    if d is not None:
-        from ..._creation import _dtype_arg
-        try:
-            d = _dtype_arg(d, name)
-        except TypeError:
-            return None
-    ins = {"dtype": st.const(d, ir.DTYPE if d is not None else ir.NONE)}
     if "self" in f.params:
         ins["self"] = recv
     if "size" in f.params:

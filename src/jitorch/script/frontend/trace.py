@@ -43,7 +43,7 @@ import warnings
 
 import numpy as np
 
-from ... import _fork
+from ... import _device, _fork
 from ... import _dtype as dt
 from ... import _tensor
 from ..._ops import registry
@@ -89,6 +89,8 @@ def value_type(x) -> ir.Type:
         return ir.NONE
     if isinstance(x, dt.dtype):
         return ir.DTYPE
+    if isinstance(x, _device.device):
+        return ir.DEVICE
     if isinstance(x, tuple):
         return ir.TupleType([value_type(e) for e in x])
     if isinstance(x, list):

@@ -7,8 +7,8 @@ Owns `run(graph) -> graph` (rewrites in place). Calls to anything that is not a 
 callable) are left alone. A call chain deeper than `MAX_DEPTH` (recursion, which the language
 does not support) raises `InlineError`. The callee's value types are those of its own graph
 (often unspecialised); when the type-propagation pass exists, the inlined nodes and then the
-whole graph are re-typed from the caller's argument types, so later passes and the code
-generator see exact types.
+whole graph are re-typed from the caller's argument types (devices included:
+types.stamp_device), so later passes and the code generator see exact types.
 """
 from __future__ import annotations
 
@@ -26,10 +26,12 @@ class InlineError(RuntimeError):
 def run(graph: ir.Graph) -> ir.Graph:
     if _inline_block(graph.block, 0):
         # values downstream of a call were typed from the call's (often unknown) result types:
-        # re-propagate over the whole graph now that the callee's nodes are visible
-        from .types import propagate_block
+        # re-propagate over the whole graph now that the callee's nodes are visible, then give
+        # the values their devices again (the rules type dtypes and ranks only)
+        from .types import one_device, propagate_block, stamp_device
         try:
             propagate_block(graph.block)
+            stamp_device(one_device([p.type for p in graph.block.params]), graph)
         except Exception:  # best effort; the types pass owns its failures
             pass
     return graph

@@ -11,7 +11,10 @@ size. Every tensor value then gets a dtype and rank where a rule knows them:
   arguments;
 - anything else: tensor outputs become `TensorType(None, None)` (unknown), and the code generator
   refuses them (NotLowered), so the interpreter runs the graph.
-Sizes stay None except for tensor constants (their shape is known).
+Sizes stay None except for tensor constants (their shape is known). Devices come last
+(`stamp_device`, after propagation and again after inlining): the program's device for its
+arguments, where eager makes it for a factory's result (`factory_device`), the operands' common
+device for a registry op; `x.device` then folds to a constant.
 """
 from __future__ import annotations
 
@@ -133,18 +136,92 @@ def _on_device(t, device: str):
 
 
 def stamp_device(device: str, *graphs: ir.Graph) -> None:
-    """Every tensor value of `graphs` on `device` (nothing to do for the CPU, the types'
-    default): a program runs on the one device of its arguments (the target's invariant), while
-    the ops' type rules and autodiff's tracer know dtypes and ranks, not devices."""
-    if device == "cpu":
-        return
+    """The devices of `graphs`' tensor values, for a program that runs on `device` (the one
+    device of its arguments, the target's invariant; the ops' type rules and autodiff's tracer
+    know dtypes and ranks, not devices):
+    - a factory's result is where eager makes it (`factory_device`): `device=`, else the
+      tensor it follows (`new_*`, `*_like`), else the default device, whatever the program's;
+    - a registry op's results are on its tensor operands' common device, as eager's device
+      step decides it (`_device.transfer.common_device`: the first one off the CPU), so what
+      is computed from a factory's CPU result in a CUDA program stays on the CPU;
+    - everything else (arguments, prims, ops without tensor operands) is on `device`.
+    `x.device` of a tensor then folds to that device (a constant): the program is specialised
+    on its arguments' devices, and the targets see a factory's `%device` as a constant. A
+    factory placing its result on another device than the program's is never lowered (the
+    targets refuse it: the interpreter makes it where eager does, and raises eager's error
+    where devices mix)."""
     for g in graphs:
         for block in walk_blocks(g.block):
             for p in block.params:
                 p.type = _on_device(p.type, device)
             for n in block.nodes:
-                for v in n.outputs:
-                    v.type = _on_device(v.type, device)
+                _stamp_node(n, device)
+
+
+def _stamp_node(n: ir.Node, device: str) -> None:
+    if n.op == "prim::GetAttr" and n.attrs.get("name") == "device" and n.inputs and \
+            isinstance(n.inputs[0].type, ir.TensorType):
+        from ..._device import as_device
+        try:
+            _make_const(n, as_device(n.inputs[0].type.device))
+        except Exception:  # a device this process cannot hold: x.device stays a run-time read
+            pass
+        return
+    opdef = registry.OPS.get(n.op)
+    here = device
+    if opdef is not None and opdef.kind == "factory":
+        here = factory_device(n) or device
+    elif opdef is not None:
+        found = [v.type.device for v in n.inputs if isinstance(v.type, ir.TensorType)]
+        if found:
+            here = next((d for d in found if d != "cpu"), "cpu")
+    for v in n.outputs:
+        v.type = _on_device(v.type, here)
+
+
+def place_traced_factories(device: str, graph: ir.Graph) -> None:
+    """Factories of a graph autodiff traced on CPU stand-ins (its backward) on `device`: the
+    rules ran on NumPy arrays, so the factories they made say the CPU (or no device), where
+    eager runs a rule with the gradients' device as the default one and makes them there."""
+    if device == "cpu":
+        return
+    from ..._device import as_device
+    for block in walk_blocks(graph.block):
+        const = None
+        for n in list(block.nodes):
+            opdef = registry.OPS.get(n.op)
+            if opdef is None or opdef.kind != "factory" or "device" not in opdef.params:
+                continue
+            k = opdef.params.index("device")
+            ok, d = const_value(n.inputs[k])
+            if not ok or (d is not None and str(d) != "cpu"):
+                continue
+            if const is None:
+                const = ir.Node("prim::Constant", (), (ir.DEVICE,), {"value": as_device(device)})
+                block.nodes.insert(0, const)
+            n.inputs[k] = const.output
+
+
+def factory_device(n: ir.Node) -> str | None:
+    """The device factory node `n` makes its result on (`_ops/factories.placement`, from its
+    `%device` and the types of its inputs), or None when `%device` is a run-time value other
+    than a tensor's `x.device`."""
+    from ..._ops.factories import placement
+    opdef = registry.OPS[n.op]
+    by = dict(zip(opdef.params, n.inputs))
+    dev = by.get("device")
+    if dev is None:
+        return None
+    ok, d = const_value(dev)
+    if not ok:
+        src = dev.node
+        if src is not None and src.op == "prim::GetAttr" and src.attrs.get("name") == "device" \
+                and isinstance(src.inputs[0].type, ir.TensorType):
+            return src.inputs[0].type.device
+        return None
+    like = opdef.extra.get("like")
+    t = by[like].type if like is not None and d is None else None
+    return placement(d, t.device if isinstance(t, ir.TensorType) else None)
 
 
 UNKNOWN = ir.TensorType(None, None)
@@ -217,7 +294,10 @@ def propagate_node(n: ir.Node) -> None:
             _set(n, [elementwise_type(opdef, n.inputs)])
             return
         if opdef is not None and opdef.infer is not None:
-            _set(n, rule_types(opdef, n))
+            types = rule_types(opdef, n)
+            if opdef.kind == "factory":
+                types = [_on_device(t, factory_device(n) or "cpu") for t in types]
+            _set(n, types)
             return
     except Exception:  # a rule that cannot decide (unknown attr, eager would raise): unknown
         pass

@@ -33,8 +33,9 @@ def _differentiate(base: ir.Graph, args, **kw):
     on the one device of its arguments, so both pick that device's target (passes/types.py)."""
     from ..passes import autodiff, types as _types
     d = autodiff.differentiate(base, args, **kw)
-    _types.stamp_device(_types.one_device([p.type for p in base.block.params]),
-                        d.forward, d.backward)
+    device = _types.one_device([p.type for p in base.block.params])
+    _types.place_traced_factories(device, d.backward)
+    _types.stamp_device(device, d.forward, d.backward)
     return d
 
 

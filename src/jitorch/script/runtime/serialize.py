@@ -27,7 +27,7 @@ from . import load_schema, loadable
 from ..frontend.call import KwCall
 
 FORMAT_NAME = "jitorch.jit"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: factory nodes take `%device` (version 1 files load: `_factories_v1`)
 
 
 def _nodes(block):
@@ -247,9 +247,31 @@ def _parse_and_check(arc, meta) -> dict:
             g = parse_graph(text, positions=positions)
         except ParseError as e:
             raise _schema_error(f"{member}: {e}") from None
+        if arc.manifest.get("version") == 1:
+            _factories_v1(g.block)
         load_schema.check_graph(member, text, g, positions, info.get("python_ops", []))
         out[name] = (g, info)
     return out
+
+
+def _factories_v1(block) -> None:
+    """A version 1 archive's factory nodes have no `%device` (its last input since version 2):
+    that jitorch dropped `device=` (it only had CPU tensors), so each such node gets the None
+    it meant. Nodes of any other arity are left for the schema check to refuse."""
+    from ..._ops import registry
+    from .. import ir
+    out = []
+    for n in block.nodes:
+        op = registry.OPS.get(n.op)
+        if op is not None and op.kind == "factory" and op.params[-1] == "device" and \
+                len(n.inputs) == len(op.params) - 1 and not n.blocks:
+            none = ir.Node("prim::Constant", (), (ir.NONE,), {"value": None})
+            out.append(none)
+            n.inputs = list(n.inputs) + [none.output]
+        for b in n.blocks:
+            _factories_v1(b)
+        out.append(n)
+    block.nodes = out
 
 
 def _resolve_call(ref):

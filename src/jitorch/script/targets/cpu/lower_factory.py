@@ -7,7 +7,10 @@ argument eager validates is validated here too, with eager's exception type and 
 (negative sizes, arange's step and bounds, linspace's steps, eye's n/m), so the program never
 allocates a nonsense shape. Results are fresh C-contiguous arrays. Dtypes the CPU backend does not
 lower (complex, half) and `arange`/`linspace` of bool raise NotLowered: the interpreter runs
-the eager factory, which raises or computes as eager does.
+the eager factory, which raises or computes as eager does. So does a factory whose result is
+not on the CPU (`device="cuda"`, the default device set elsewhere, `x.device` of such a result:
+its type's device, passes/types.py `stamp_device`): every lowering here is registered through
+`_lowers`, which checks that first; the `%device` input is otherwise not read.
 """
 from __future__ import annotations
 
@@ -17,6 +20,24 @@ from ...ir.values import data_info
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter, np_type, typed_literal
 from ...codegen.lowering import lowers
+
+
+def _lowers(*names):
+    """`lowers(*names, target="cpu")` for factories placing their result on the CPU; a factory
+    making it on another device (or on one only known at run time) raises NotLowered."""
+    def deco(lower):
+        def checked(em: Emitter, n: ir.Node) -> None:
+            t = n.output.type
+            dev = n.inputs[len(n.inputs) - 1]  # %device, the last input of every factory
+            if not em.is_const(dev):
+                raise NotLowered(f"{n.op} on a device known only at run time")
+            if not isinstance(t, ir.TensorType) or t.device != "cpu":
+                raise NotLowered(f"{n.op} on device {getattr(t, 'device', '?')}: "
+                                 "the CPU program makes CPU tensors")
+            lower(em, n)
+        checked.__name__ = lower.__name__
+        return lowers(*names, target="cpu")(checked)
+    return deco
 
 
 def _tup(parts) -> str:
@@ -125,7 +146,7 @@ def _sized(fill):
     return lower
 
 
-@lowers("full", "new_full", target="cpu")
+@_lowers("full", "new_full")
 def lower_full(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     ins = n.inputs[1:] if n.op == "new_full" else n.inputs
@@ -150,7 +171,7 @@ def _float_expr(em: Emitter, v: ir.Value) -> str:
     return f"float({em.name(v)})"
 
 
-@lowers("arange", target="cpu")
+@_lowers("arange")
 def lower_arange(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -201,7 +222,7 @@ def _raise_fmt(em: Emitter, exc: str, fmt: str, args: list) -> str:
     return f"raise _{exc}({literal.text(fmt)}, {', '.join(f'float({a})' for a in args)})"
 
 
-@lowers("linspace", target="cpu")
+@_lowers("linspace")
 def lower_linspace(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     if d is dt.bool:
@@ -238,7 +259,7 @@ def lower_linspace(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, out)
 
 
-@lowers("eye", target="cpu")
+@_lowers("eye")
 def lower_eye(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     nn, m = n.inputs[:2]
@@ -254,7 +275,7 @@ def lower_eye(em: Emitter, n: ir.Node) -> None:
     em.emit(f"    {out}[{i}, {i}] = {typed_literal(1, d)}")
 
 
-@lowers("tensor", "new_tensor", target="cpu")
+@_lowers("tensor", "new_tensor")
 def lower_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     data = n.inputs[1] if n.op == "new_tensor" else n.inputs[0]
@@ -304,7 +325,7 @@ def _check_int_leaf(em: Emitter, x, d: dt.dtype) -> None:
     em.indent -= 1
 
 
-@lowers("scalar_tensor", target="cpu")
+@_lowers("scalar_tensor")
 def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     d = _out_dtype(em, n)
     v = _fill_expr(em, n.inputs[0], d)
@@ -313,10 +334,10 @@ def lower_scalar_tensor(em: Emitter, n: ir.Node) -> None:
     em.bind(n.output, f"{out}.reshape(())")
 
 
-lowers("zeros", "new_zeros", target="cpu")(_sized(0))
-lowers("empty", "new_empty", target="cpu")(_sized(EMPTY))
-lowers("ones", "new_ones", target="cpu")(_sized(1))
-lowers("zeros_like", target="cpu")(_like(0))
-lowers("empty_like", target="cpu")(_like(EMPTY))
-lowers("ones_like", target="cpu")(_like(1))
-lowers("full_like", target="cpu")(_like(None))
+_lowers("zeros", "new_zeros")(_sized(0))
+_lowers("empty", "new_empty")(_sized(EMPTY))
+_lowers("ones", "new_ones")(_sized(1))
+_lowers("zeros_like")(_like(0))
+_lowers("empty_like")(_like(EMPTY))
+_lowers("ones_like")(_like(1))
+_lowers("full_like")(_like(None))
