@@ -23,7 +23,10 @@ class InlineError(RuntimeError):
     pass
 
 
-def run(graph: ir.Graph) -> ir.Graph:
+def run(graph: ir.Graph, devices: bool = True) -> ir.Graph:
+    """`devices`: the graph is specialised on its arguments' devices (the pipeline's case), so
+    its values get theirs (`x.device` folds to a constant); False for a graph that must stay
+    device-neutral (the one jit.save writes: it may load on any device)."""
     if _inline_block(graph.block, 0):
         # values downstream of a call were typed from the call's (often unknown) result types:
         # re-propagate over the whole graph now that the callee's nodes are visible, then give
@@ -31,7 +34,8 @@ def run(graph: ir.Graph) -> ir.Graph:
         from .types import one_device, propagate_block, stamp_device
         try:
             propagate_block(graph.block)
-            stamp_device(one_device([p.type for p in graph.block.params]), graph)
+            if devices:
+                stamp_device(one_device([p.type for p in graph.block.params]), graph)
         except Exception:  # best effort; the types pass owns its failures
             pass
     return graph

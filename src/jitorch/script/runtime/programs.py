@@ -42,6 +42,9 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
         from ..passes import pipeline
         stage = "passes.pipeline.run"
         g = pipeline.run(g)
+        # the passes make nodes of their own (fusion groups, CSE'd and simplified ops), typed
+        # on the default device: each value's device again, by the same rules (types.py)
+        _types.stamp_device(_types.one_device(arg_types), g)
         stage = f"targets.{target.name}.generate"
         # the program checks that the arguments it writes share no memory (runtime/alias.py)
         return g, target.generate(g, written=tuple(getattr(graph, "mutated_inputs", None) or ())

@@ -162,7 +162,7 @@ def save(m, f, _extra_files=None):
     methods, members, consts = {}, {}, {}
     for name, meth in m._methods.items():
         v = meth._current()
-        g = inline.run(clone_graph(v.graph))
+        g = inline.run(clone_graph(v.graph), devices=False)  # x.device stays a read
         where = f"{m.original_name}.{name}"
         ops, tens = [], []
         for n in _nodes(g.block):

@@ -87,6 +87,8 @@ def lower_block(em: Emitter, block: ir.Block, inputs, bound=None) -> list:
 
 def lower_node(em: Emitter, n: ir.Node) -> None:
     from ...codegen.lowering import lowering_for
+    for o in n.outputs:
+        _on_this_device(o)
     if n.op == "prim::Fused":
         if n.attrs.get("kind") not in (None, "elementwise"):
             raise NotLowered(f"fused {n.attrs.get('kind')} groups are not lowered on cuda")
@@ -107,3 +109,12 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
         kernel.lower_group(em, *group)
         return
     lower_library(em, n)
+
+
+def _on_this_device(v: ir.Value) -> None:
+    """Every tensor a CUDA program makes lives on the device: a value the types put elsewhere
+    (a factory without `device=`, on the CPU as in eager) is the interpreter's, which mixes
+    devices as eager does (0-d CPU tensors) or raises PyTorch's error."""
+    t = v.type
+    if isinstance(t, ir.TensorType) and t.device.split(":")[0] != "cuda":
+        raise NotLowered(f"a tensor on {t.device} in a cuda program ({v})")
