@@ -7,10 +7,15 @@ cross-entropy, conv/pool, an RNN cell, attention, the optimizer steps) are the s
 every model of the same dtypes and ranks. Warming compiles them once per machine by running
 small instances of those layers through `jitorch.jit.script` (forward, backward and an
 optimizer step each); later models find them in the disk cache and compile only what is theirs.
-Sizes do not matter (kernels never depend on them), so the instances are tiny.
+Sizes do not matter (kernels never depend on them), so the instances are tiny. The workloads
+run in parallel processes (`jobs`), each printing a progress line when it finishes.
 """
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 
@@ -48,30 +53,98 @@ def _workloads():
             ("encoder", Classifier, encoder)]
 
 
-def warmup(verbose: bool = False) -> dict:
-    """Compile the generic kernels into the disk cache: {workload: seconds}. Blocks until
-    each workload's programs are compiled."""
+def names() -> list:
+    """The workloads' names, in the order they run."""
+    return [name for name, _, _ in _workloads()]
+
+
+def warm_one(name: str) -> dict:
+    """Run workload `name` in this process (forward, backward and an SGD and an Adam step,
+    twice each), its programs compiled before it returns: {"seconds", "cpu_seconds",
+    "kernels": this process's kernel counts}."""
     import jitorch
     from . import stats
+    by_name = {n: (wrap, build) for n, wrap, build in _workloads()}
+    if name not in by_name:
+        raise ValueError(f"unknown warmup workload {name!r} (one of {', '.join(by_name)})")
+    wrap, build = by_name[name]
+    t0, c0 = time.perf_counter(), time.process_time()
+    body, x, y = build()
+    model = jitorch.jit.script(wrap(body))
+    for make_opt in (lambda p: jitorch.optim.SGD(p, lr=0.01),
+                     lambda p: jitorch.optim.Adam(p, lr=0.01)):
+        opt = make_opt(model.parameters())
+        for _ in range(2):  # (the second step takes the compiled path where there is one)
+            opt.zero_grad()
+            loss = model(x, y)
+            loss.backward()
+            opt.step()
+    wait = getattr(jitorch.jit, "wait_compiled", None) or getattr(model, "wait_compiled", None)
+    if wait is not None:
+        wait()
+    return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+            "kernels": stats.snapshot().get("kernels", {})}
+
+
+def warmup(verbose: bool = False, jobs: int | None = None, only=None) -> dict:
+    """Compile the generic kernels into the disk cache: {workload: seconds}. Blocks until
+    each workload's programs are compiled.
+
+    `jobs` > 1 (default: the number of cores, at most one per workload) runs the workloads in
+    that many processes at once, each compiling into the shared disk cache (a kernel two of
+    them need is compiled by one and loaded by the other: kernels/cache.py); `jobs=1` runs them
+    here, one after the other. `only`: a subset of `names()`. `verbose` prints one progress line
+    per workload as it finishes."""
+    todo = list(only) if only else names()
+    for name in todo:
+        if name not in names():
+            raise ValueError(f"unknown warmup workload {name!r} (one of {', '.join(names())})")
+    if jobs is None:
+        jobs = min(len(todo), os.cpu_count() or 1)
     out = {}
-    for name, wrap, build in _workloads():
-        t0 = time.perf_counter()
-        body, x, y = build()
-        model = jitorch.jit.script(wrap(body))
-        for make_opt in (lambda p: jitorch.optim.SGD(p, lr=0.01),
-                         lambda p: jitorch.optim.Adam(p, lr=0.01)):
-            opt = make_opt(model.parameters())
-            for _ in range(2):  # (the second step takes the compiled path where there is one)
-                opt.zero_grad()
-                loss = model(x, y)
-                loss.backward()
-                opt.step()
-        wait = getattr(model, "wait_compiled", None)
-        if wait is not None:
-            wait()
-        out[name] = time.perf_counter() - t0
+    if jobs <= 1:
+        for k, name in enumerate(todo, 1):
+            r = warm_one(name)
+            out[name] = r["seconds"]
+            if verbose:
+                _progress(k, len(todo), name, r)
+        return out
+    return _in_processes(todo, jobs, verbose)
+
+
+def _progress(k: int, n: int, name: str, r: dict) -> None:
+    kc = r.get("kernels", {})
+    print(f"jitorch warmup [{k}/{n}] {name}: {r['seconds']:.1f} s ({r['cpu_seconds']:.1f} CPU-s),"
+          f" kernels compiled {kc.get('compiled', 0)}, loaded {kc.get('disk', 0)}", flush=True)
+
+
+def _in_processes(todo: list, jobs: int, verbose: bool) -> dict:
+    """Each workload in a child `python -m jitorch.jit warmup --child NAME` (at most `jobs` at
+    once), which prints its result as one JSON line."""
+    out, running, waiting, done = {}, {}, list(todo), 0
+    while waiting or running:
+        while waiting and len(running) < jobs:
+            name = waiting.pop(0)
+            running[name] = subprocess.Popen(
+                [sys.executable, "-m", "jitorch.jit", "warmup", "--child", name],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        name, proc = next(iter(running.items()))
+        for nm, p in running.items():  # whichever finished first
+            if p.poll() is not None:
+                name, proc = nm, p
+                break
+        else:
+            time.sleep(0.2)
+            continue
+        del running[name]
+        stdout, stderr = proc.communicate()
+        line = [ln for ln in stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not line:
+            raise RuntimeError(f"jitorch warmup: workload {name} failed "
+                               f"(exit {proc.returncode}):\n{stderr[-2000:]}")
+        r = json.loads(line[-1])
+        out[name] = r["seconds"]
+        done += 1
         if verbose:
-            k = stats.snapshot().get("kernels", {})
-            print(f"jitorch warmup: {name}: {out[name]:.1f} s (kernels so far: {k})",
-                  flush=True)
+            _progress(done, len(todo), name, r)
     return out

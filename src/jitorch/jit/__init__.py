@@ -13,12 +13,12 @@ import concurrent.futures
 import threading
 import typing
 
-from . import _fork, _threads
-from .script.api import script, trace  # noqa: F401
-from .script.frontend.trace import TracerWarning  # noqa: F401
-from .script.runtime.functions import ScriptFunction  # noqa: F401
-from .script.frontend.trace_check import TracingCheckError  # noqa: F401
-from .script.runtime import stats as _stats
+from .. import _fork, _threads
+from ..script.api import script, trace  # noqa: F401
+from ..script.frontend.trace import TracerWarning  # noqa: F401
+from ..script.runtime.functions import ScriptFunction  # noqa: F401
+from ..script.frontend.trace_check import TracingCheckError  # noqa: F401
+from ..script.runtime import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
            "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
@@ -39,13 +39,14 @@ def reset_stats() -> None:
     _stats.reset()
 
 
-def warmup(verbose: bool = False) -> dict:
+def warmup(verbose: bool = False, jobs: int | None = None, only=None) -> dict:
     """Compile the generic kernel library (Linear, activations, softmax/layernorm rows,
     cross-entropy, conv/pool, attention, optimizer steps) into the disk cache, so that a new
-    model compiles only its own kernels (script/runtime/warmup.py). Also `python -m jitorch.jit
-    warmup`."""
-    from .script.runtime.warmup import warmup as _warmup
-    return _warmup(verbose)
+    model compiles only its own kernels: {workload: seconds}. The workloads run in `jobs`
+    processes at once (default: one per core; 1: in this process); `only` picks some of them
+    (script/runtime/warmup.py). Also `python -m jitorch.jit warmup`."""
+    from ..script.runtime.warmup import warmup as _warmup
+    return _warmup(verbose, jobs, only)
 
 
 # --- fork / wait ----------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def fork(func, *args, **kwargs) -> Future:
     A fork from inside a forked task runs at once on that thread (waiting on a nested fork
     from a full pool would deadlock), and so does one made while `jit.trace` records (the
     trace must see the call: a scripted one becomes a call node, not a constant)."""
-    from .script.frontend.trace import active_tracer
+    from ..script.frontend.trace import active_tracer
     if getattr(_in_pool, "active", False) or active_tracer() is not None:
         fut = Future()
         try:
@@ -105,14 +106,14 @@ def wait(future):
 # --------------------
 def save(m, f, _extra_files=None):
     """Save a ScriptModule (IR text, JSON metadata, tensors; docs/serialization.md)."""
-    from .script.runtime import serialize
+    from ..script.runtime import serialize
     serialize.save(m, f, _extra_files)
 
 
 def load(f, map_location=None, _extra_files=None):
     """Load what `save` wrote: a runnable ScriptModule, without the model's Python source;
     nothing in the file is unpickled or executed."""
-    from .script.runtime import serialize
+    from ..script.runtime import serialize
     return serialize.load(f, map_location, _extra_files)
 
 
@@ -135,7 +136,7 @@ def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None
 
 def freeze(mod, preserved_attrs=None, optimize_numerics=True):
     """An eval-mode ScriptModule with its parameters folded (script/runtime/module.py `freeze`)."""
-    from .script.runtime import module
+    from ..script.runtime import module
     return module.freeze(mod, preserved_attrs, optimize_numerics)
 
 
@@ -159,7 +160,7 @@ def _fallback(name):
     if name == "Final":
         return typing.Final
     if name == "Error":
-        from .script.kernels.signals import ScriptRuntimeError
+        from ..script.kernels.signals import ScriptRuntimeError
         return ScriptRuntimeError
     if name == "ScriptError":
         return _FallbackScriptError
@@ -173,16 +174,16 @@ class _FallbackScriptError(Exception):
 def __getattr__(name):
     if name in _LANG:
         try:
-            from .script.frontend import lang
+            from ..script.frontend import lang
             val = getattr(lang, name)
         except (ImportError, AttributeError):
             return _fallback(name)
     elif name in ("ScriptModule", "script_method"):  # runtime/legacy.py (nn made on first use)
-        from .script.runtime import legacy
+        from ..script.runtime import legacy
         val = legacy.script_module_base() if name == "ScriptModule" else legacy.script_method
     elif name in ("ScriptError", "Error"):
         try:
-            from .script.ir import errors
+            from ..script.ir import errors
             val = getattr(errors, name)
         except (ImportError, AttributeError):
             return _fallback(name)
@@ -190,12 +191,3 @@ def __getattr__(name):
         raise AttributeError(f"module 'jitorch.jit' has no attribute '{name}'")
     globals()[name] = val  # the real one: cache it
     return val
-
-
-if __name__ == "__main__":  # python -m jitorch.jit warmup
-    import sys as _sys
-    if _sys.argv[1:] != ["warmup"]:
-        _sys.exit("usage: python -m jitorch.jit warmup")
-    import jitorch.jit as _jit  # the package's module (this file runs as __main__)
-    _t = _jit.warmup(verbose=True)
-    print(f"jitorch warmup: done in {sum(_t.values()):.1f} s")

@@ -1,0 +1,58 @@
+"""`jitorch.jit.warmup` and `python -m jitorch.jit warmup` (issue 17 item 7): the command runs
+without runpy's warning, validates its workloads, reports progress per workload, and runs the
+workloads in parallel processes whose failures are reported with the child's error. (Compiling
+the real library takes minutes: tests use a tiny workload in process, and the child protocol
+with a failing child.)"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import jitorch
+from jitorch.script.runtime import warmup
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _run(*args):
+    env = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    return subprocess.run([sys.executable, "-W", "error::RuntimeWarning", "-m", "jitorch.jit",
+                           *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_the_command_runs_without_runpys_warning_and_checks_its_arguments():
+    r = _run("--help")
+    assert r.returncode == 0 and "warmup" in r.stdout, r.stderr
+    assert "RuntimeWarning" not in r.stderr
+    r = _run("warmup", "--only", "mlp,nope")
+    assert r.returncode == 2 and "unknown warmup workload 'nope'" in r.stderr
+    assert "mlp, cnn, encoder" in r.stderr
+
+
+def test_unknown_workloads_raise_valueerror():
+    with pytest.raises(ValueError, match="unknown warmup workload 'rnn'"):
+        jitorch.jit.warmup(only=["rnn"])
+
+
+def test_a_workload_runs_here_with_a_progress_line(monkeypatch, capsys):
+    nn = jitorch.nn
+
+    def tiny():
+        return nn.Sequential(nn.Linear(3, 2)), jitorch.randn(4, 3), jitorch.randint(0, 2, (4,))
+
+    real = warmup._workloads
+    monkeypatch.setattr(warmup, "_workloads",
+                        lambda: [("tiny", real()[0][1], tiny)] + real())
+    times = jitorch.jit.warmup(verbose=True, jobs=1, only=["tiny"])
+    assert list(times) == ["tiny"] and times["tiny"] > 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("jitorch warmup [1/1] tiny: ") and "kernels compiled" in line
+
+
+def test_a_failing_child_is_reported_with_its_error():
+    with pytest.raises(RuntimeError, match=r"workload nope failed \(exit 1\)") as e:
+        warmup._in_processes(["nope"], jobs=2, verbose=False)
+    assert "unknown warmup workload 'nope'" in str(e.value)
