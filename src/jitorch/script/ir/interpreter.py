@@ -94,14 +94,41 @@ def scalar_fn(name: str):
 
 
 def call_registry_op(name: str, vals: list):
+    """Registry op `name` on `vals` (one per IR input, in the op's `params` order), through
+    eager dispatch: its tensors positional, its attributes by keyword."""
     op = registry.OPS[name]
-    by_name = dict(zip(op.params, vals))
-    slots = tuple(by_name[t] for t in op.tensors)
-    attrs = {a: by_name[a] for a in op.attrs}
+    cached = _callers.get(name)
+    if cached is None or cached[0] is not op:
+        cached = _callers[name] = (op, _caller(op))
+    return cached[1](vals)
+
+
+_callers: dict = {}  # op name -> (OpDef, call(vals)): the slots' positions worked out once
+
+
+def _caller(op):
+    """`call(vals)` for `op`: what `call_registry_op` does, with the positions of its tensors
+    and attributes among the IR inputs precomputed (the interpreter's per-node cost is mostly
+    this bookkeeping: a dict of params per call cost about a fifth of an interpreted node)."""
+    pos = {p: i for i, p in enumerate(op.params)}
+    tensors = tuple(pos[t] for t in op.tensors)
+    attrs = tuple((a, pos[a]) for a in op.attrs)
+    n_params = len(op.params)
     check = op.extra.get("check")  # a value check of the public function (binary.guard)
-    if check is not None:
-        check(*slots, **attrs)
-    return registry.dispatch(op, slots, attrs)
+    dispatch = registry.dispatch
+
+    def call(vals):
+        if len(vals) != n_params:  # (a malformed node: the error names the missing param)
+            by_name = dict(zip(op.params, vals))
+            slots = tuple(by_name[t] for t in op.tensors)
+            kw = {a: by_name[a] for a in op.attrs}
+        else:
+            slots = tuple([vals[i] for i in tensors])
+            kw = {a: vals[i] for a, i in attrs}
+        if check is not None:
+            check(*slots, **kw)
+        return dispatch(op, slots, kw)
+    return call
 
 
 def run_graph(graph: ir.Graph, args) -> list:
@@ -120,9 +147,24 @@ def run_graph(graph: ir.Graph, args) -> list:
 def run_block(block: ir.Block, args: list, env: dict) -> list:
     for p, a in zip(block.params, args):
         env[p.uid] = a
+    ops = registry.OPS
     for n in block.nodes:
+        op = n.op
+        if op == "prim::Constant":  # the commonest node: nothing to call, nothing can raise
+            env[n.outputs[0].uid] = n.attrs["value"]
+            continue
         try:
-            outs = _execute(n, [env[v.uid] for v in n.inputs], env)
+            vals = [env[v.uid] for v in n.inputs]
+            c = _callers.get(op)
+            if c is not None and c[0] is ops.get(op) and len(n.outputs) == 1:
+                # a registry op seen before (the hot case): its call straight from here
+                r = c[1](vals)
+                if type(r) is Tensor:
+                    env[n.outputs[0].uid] = r
+                    continue
+                outs = _registry_result(n, r)
+            else:
+                outs = _execute(n, vals, env)
         except ScriptRuntimeError as e:
             if n.loc is not None and n.op == "prim::CallFunction" and \
                     in_library(getattr(e, "script_loc", None)):  # name the user's call
@@ -143,6 +185,16 @@ def run_block(block: ir.Block, args: list, env: dict) -> list:
             for v, o in zip(n.outputs, outs):
                 env[v.uid] = o
     return [env[v.uid] for v in block.returns]
+
+
+def _registry_result(n: ir.Node, r):
+    """A registry op's result as `n`'s outputs take it."""
+    if isinstance(r, list) and len(n.outputs) > 1:
+        return tuple(r)
+    if isinstance(r, tuple) and len(n.outputs) == 1 and not isinstance(
+            n.outputs[0].type, (ir.TupleType, ir.ListType, ir.AnyType)):
+        return r[0]  # a multi-output op that gave one element (split into one chunk)
+    return r
 
 
 def _single(n: ir.Node, r):
@@ -168,13 +220,7 @@ def _execute(n: ir.Node, vals: list, env: dict):
         fac = registry.OPS.get(op)
         if fac is not None and fac.kind == "factory":
             return fac.impl(*vals)
-        r = call_registry_op(op, vals)
-        if isinstance(r, list) and len(n.outputs) > 1:
-            return tuple(r)
-        if isinstance(r, tuple) and len(n.outputs) == 1 and not isinstance(
-                n.outputs[0].type, (ir.TupleType, ir.ListType, ir.AnyType)):
-            return r[0]  # a multi-output op that gave one element (split into one chunk)
-        return r
+        return _registry_result(n, call_registry_op(op, vals))
     if op == "prim::Constant":
         return n.attrs["value"]
     if op == "prim::ListConstruct":
