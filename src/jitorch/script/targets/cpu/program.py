@@ -33,7 +33,7 @@ from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter
-from ...ir.util import ends_in_raise
+from ...codegen.control import lower_if
 from . import kernel
 from .target import CPU
 
@@ -374,36 +374,10 @@ def _assign_outputs(em: Emitter, outs, rets) -> None:
 
 
 def _if(em: Emitter, n: ir.Node) -> None:
-    cond = n.inputs[0]
-    if em.is_const(cond):  # a static branch: lower only the taken block
-        rets = _run_sub_block(em, n.blocks[0 if em.const(cond) else 1], n.inputs[1:])
-        for o, r in zip(n.outputs, rets):
-            _alias(em, o, r)
-        return
-    for o in n.outputs:
-        _check_runtime_type(em, o)
-    outs = [em.fresh("r") for _ in n.outputs]
-    em.emit(f"if {em.name(cond)}:")
-    for k, b in enumerate(n.blocks):
-        if k == 1:
-            em.emit("else:")
-        em.indent += 1
-        mark = len(em.lines)
-        try:
-            rets = _run_sub_block(em, b, n.inputs[1:])
-            _assign_outputs(em, outs, rets)
-        except NotLowered:
-            if not ends_in_raise(b):
-                raise
-            # an error branch with a message the program cannot build (a repr, a slice of a
-            # string): the interpreter re-runs the call and raises it (RaiseInInterpreter)
-            del em.lines[mark:]
-            em.raise_in_interpreter()
-        if not outs:
-            em.emit("pass")
-        em.indent -= 1
-    for o, nm in zip(n.outputs, outs):
-        em.bind(o, nm)
+    if not em.is_const(n.inputs[0]):
+        for o in n.outputs:
+            _check_runtime_type(em, o)
+    lower_if(em, n, _run_sub_block, _assign_outputs, _alias, lambda e, c: e.name(c))
 
 
 def _check_runtime_type(em: Emitter, v: ir.Value) -> None:

@@ -15,7 +15,7 @@ from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter
-from ...ir.util import ends_in_raise
+from ...codegen.control import lower_if
 
 
 def _constant(em: Emitter, n: ir.Node) -> None:
@@ -111,34 +111,12 @@ def _to_scalar(em: Emitter, n: ir.Node) -> None:
 
 def _if(em: Emitter, n: ir.Node) -> None:
     from .program import lower_block
-    cond = n.inputs[0]
-    if em.is_const(cond):  # a static branch: only the taken block
-        rets = lower_block(em, n.blocks[0 if em.const(cond) else 1], n.inputs[1:])
-        for o, r in zip(n.outputs, rets):
-            _alias(em, o, r)
-        return
-    outs = [em.fresh("r") for _ in n.outputs]
-    em.emit(f"if {value(em, cond)}:")
-    for k, b in enumerate(n.blocks):
-        if k == 1:
-            em.emit("else:")
-        em.indent += 1
-        mark = len(em.lines)
-        try:
-            rets = lower_block(em, b, n.inputs[1:])
-            for o, r in zip(outs, rets):
-                em.emit(f"{o} = {value(em, r)}")
-        except NotLowered:
-            if not ends_in_raise(b):
-                raise
-            # an error branch whose message the entry cannot build (a repr, a slice of a
-            # string): the interpreter reruns the call and raises it at the user's line
-            del em.lines[mark:]
-            em.raise_in_interpreter()
-        em.emit("pass")
-        em.indent -= 1
-    for o, nm in zip(n.outputs, outs):
-        em.bind(o, nm)
+    lower_if(em, n, lower_block, _assign, _alias, value)
+
+
+def _assign(em: Emitter, names, values) -> None:
+    for nm, v in zip(names, values):
+        em.emit(f"{nm} = {value(em, v)}")
 
 
 def _loop(em: Emitter, n: ir.Node) -> None:
