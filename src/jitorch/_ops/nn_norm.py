@@ -57,9 +57,42 @@ def _norm_dims(normalized_shape):
 @composite(static=("normalized_shape", "eps"))
 def _layer_norm(normalized_shape, eps):
     dims = _norm_dims(normalized_shape)
+    shape = _shape_list(normalized_shape)
+    k = len(shape)
+    inner = ", ".join(str(s) for s in shape)
     eps = float(eps)
 
     def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
+        # the checks live in the body, so eager, interpreted and compiled code raise alike
+        # (a library helper would be a Python call to the script frontend: written out here)
+        bad = input.dim() < k
+        for j in range(k):
+            if not bad:
+                if input.size(j - k) != shape[j]:
+                    bad = True
+        if bad:
+            raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                               f"[*, {inner}], but got input of size{list(input.shape)}")
+        if weight is not None:
+            bad = weight.dim() != k
+            for j in range(k):
+                if not bad:
+                    if weight.size(j) != shape[j]:
+                        bad = True
+            if bad:
+                raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, "
+                                   f"but got weight of shape {list(weight.shape)} and "
+                                   f"normalized_shape = {shape}")
+        if bias is not None:
+            bad = bias.dim() != k
+            for j in range(k):
+                if not bad:
+                    if bias.size(j) != shape[j]:
+                        bad = True
+            if bad:
+                raise RuntimeError(f"Expected bias to be of same shape as normalized_shape, "
+                                   f"but got bias of shape {list(bias.shape)} and "
+                                   f"normalized_shape = {shape}")
         mean = input.mean(dims, True)
         xc = input - mean
         y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
@@ -159,10 +192,7 @@ def _batch_norm(training, eps, has_mean, has_var):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(x - mean) / sqrt(var + eps) * weight + bias over the last len(normalized_shape) dims
     (biased variance)."""
-    shape, _ = _check_normalized(input, normalized_shape)
-    _check_affine("weight", weight, shape)
-    _check_affine("bias", bias, shape)
-    return _layer_norm.body(normalized_shape, eps)(input, weight, bias)
+    return _layer_norm.body(normalized_shape, eps)(input, weight, bias)  # (checks included)
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):

@@ -16,6 +16,7 @@ from .. import ir
 from .alias import LoopEntry
 from .loops import LoopExit, _exits, _has_return
 from .state import UNHANDLED
+from ..kernels.signals import in_library
 
 
 _UNSUPPORTED = {
@@ -350,7 +351,10 @@ class StmtBuilder:
             st.fail("raise needs an exception class or a call of one", s.exc)
         parts = self.message_parts(args[0]) if args else []
         st.cur = s
-        st.emit("prim::Raise", parts, (), {"exc": exc.__name__})
+        attrs = {"exc": exc.__name__}
+        if in_library(st.loc()):  # jitorch's own check (a composite's): eager's plain message
+            attrs["library"] = True
+        st.emit("prim::Raise", parts, (), attrs)
 
     def message_parts(self, node) -> list:
         """A message expression as the values whose str() joined make it (f-strings split)."""

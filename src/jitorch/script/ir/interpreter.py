@@ -272,8 +272,10 @@ def _execute(n: ir.Node, vals: list, env: dict):
         cls = getattr(builtins, exc, None)
         if not (isinstance(cls, type) and issubclass(cls, Exception)):
             cls = ScriptRuntimeError
-        # `raise ValueError(...)` is a ValueError and a jit.Error, as the compiled one is
-        raise located(cls, n.loc, f"{exc}: {msg}")
+        # `raise ValueError(...)` is a ValueError and a jit.Error, as the compiled one is;
+        # a check of jitorch's own code (attrs["library"]: a composite's) raises eager's
+        # message at the user's call, the user's raise says its class as TorchScript's does
+        raise located(cls, n.loc, msg if n.attrs.get("library") else f"{exc}: {msg}")
     if op == "prim::Fused":
         return _single(n, run_block(n.blocks[0], vals, env))
     raise NotImplementedError(f"jitorch interpreter: no rule for {op}")

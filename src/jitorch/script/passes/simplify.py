@@ -10,6 +10,7 @@ Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
   when x is a tensor of known dtype and rank and the result has the same dtype and rank (so
   promotion and broadcasting are unchanged), and not when that would make a graph output alias
   a graph input or when an in-place op uses either value;
+- `x.is_floating_point()` / `x.is_complex()` on a tensor of known dtype -> a constant;
 - `prim::If` on a constant condition -> the taken block's body;
 - `prim::Loop` whose trip count is 0 or whose initial condition is False -> its initial values;
 - `prim::TupleIndex` / `prim::TupleUnpack` of a `prim::TupleConstruct` or tuple constant -> the
@@ -33,6 +34,8 @@ from ..ir.interpreter import SCALAR_OPS, call_registry_op
 from ..ir.util import inline_block, is_inplace, node_is_pure, replace_many, uses
 
 FOLD_MAX_ELEMENTS = 64
+_DTYPE_QUERIES = {"is_floating_point": lambda d: d.is_floating_point,
+                  "is_complex": lambda d: d.is_complex}
 MAX_ROUNDS = 20
 
 _IDENTITY = {  # op -> [(operand index of x, operand index of the constant, neutral value)]
@@ -171,6 +174,8 @@ class _Simplifier:
                 _make_const(n, t.item())
                 return [n]
             return None
+        if op == "prim::PythonOp":
+            return self.fold_dtype_query(n)
         if op.startswith("prim::") or not node_is_pure(n):
             return None
         if op in ("t", "transpose"):
@@ -182,6 +187,19 @@ class _Simplifier:
 
     def fold_scalar(self, n: ir.Node):
         return fold_scalar(n)
+
+    def fold_dtype_query(self, n: ir.Node):
+        """`x.is_floating_point()` / `x.is_complex()` (a method call the frontend keeps as a
+        Python call) on a tensor whose dtype the specialisation knows: its answer. Library
+        composites check their inputs' dtypes this way, as TorchScript folds them."""
+        query = _DTYPE_QUERIES.get(n.attrs.get("name"))
+        if query is None or len(n.inputs) != 1 or len(n.outputs) != 1:
+            return None
+        t = n.inputs[0].type
+        if not isinstance(t, ir.TensorType) or t.dtype is None:
+            return None
+        _make_const(n, bool(query(t.dtype)))
+        return [n]
 
     def fold_op(self, n: ir.Node):
         if len(n.outputs) != 1 or registry._mode_state.stack:

@@ -40,7 +40,7 @@ LOADABLE_PRIMS = frozenset({
     "prim::GetAttr", "prim::PythonOp", "prim::Raise", "prim::Assert", "prim::Print",
     "prim::ScalarOp", "prim::TensorToScalar"})
 _ATTRS = {"prim::Constant": {"value"}, "prim::GetAttr": {"name"}, "prim::ScalarOp": {"fn"},
-          "prim::PythonOp": {"fn", "name", "gil"}, "prim::Raise": {"exc"},
+          "prim::PythonOp": {"fn", "name", "gil"}, "prim::Raise": {"exc", "library"},
           "prim::TensorToScalar": {"type"}}
 _REQUIRED = {"prim::Constant": ("value",), "prim::GetAttr": ("name",), "prim::ScalarOp": ("fn",),
              "prim::PythonOp": ("fn",)}
@@ -237,6 +237,8 @@ def _check_attrs(n: ir.Node, fail, refs: list) -> None:
         exc = a.get("exc")
         if not (type(exc) is str and exc.isidentifier() and len(exc) <= 100):
             fail(n, "exc is not the name of an exception class")
+        if a.get("library", True) is not True:
+            fail(n, "library is not True")
     elif op == "prim::TensorToScalar":
         if a.get("type") not in (None, "int", "float", "bool"):
             fail(n, f"type={_show(a.get('type'))} (expected None, 'int', 'float' or 'bool')")

@@ -261,6 +261,8 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
         return
     if fn in ("getitem", "len") and _shape_op(em, n, fn):
         return
+    if fn == "getitem" and _const_ints_at(em, n):
+        return
     if fn in ("getitem", "len") and n.inputs and isinstance(n.inputs[0].type, ir.ListType):
         from . import lower_list  # a List[Tensor] argument
         if (lower_list.getitem if fn == "getitem" else lower_list.length)(em, n):
@@ -273,6 +275,20 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
     out = em.fresh("s")
     em.emit(f"{out} = {expr}")
     em.bind(n.output, out)
+
+
+def _const_ints_at(em: Emitter, n: ir.Node) -> bool:
+    """`c[i]` of a constant list of ints at a run-time index (a composite's static shape read
+    in a loop, `shape[j]`): a tuple literal indexed at run time (Numba bounds-checks it)."""
+    seq, i = n.inputs
+    if not em.is_const(seq) or not isinstance(i.type, ir.IntType):
+        return False
+    c = em.const(seq)
+    if not isinstance(c, (list, tuple)) or not c or \
+            any(type(x) is not int for x in c):
+        return False
+    _bind_new(em, n.output, f"{literal.value(tuple(c))}[{em.name(i)}]")
+    return True
 
 
 def _getattr(em: Emitter, n: ir.Node) -> None:
@@ -424,7 +440,7 @@ def _raise(em: Emitter, n: ir.Node) -> None:
     """`raise E(f"...")` in scripted code: E's message from constant strings and run-time ints.
     The class raised is also a `jitorch.jit.Error`, as the interpreter's is."""
     exc = literal.exception(n.attrs.get("exc", "RuntimeError"))
-    parts = [f"{exc}: "]
+    parts = [] if n.attrs.get("library") else [f"{exc}: "]  # (the interpreter's rule)
     for v in n.inputs:
         if em.is_const(v):
             c = em.const(v)

@@ -1,0 +1,80 @@
+"""A library composite's check raises the same error eagerly, interpreted and compiled (issue 17
+item 6): its checks live in its body (script subset), so a compiled program makes them too
+instead of computing a wrong result, and a check of jitorch's own code raises eager's plain
+message at the user's call (a user's `raise` keeps TorchScript's "Exc: " prefix)."""
+from __future__ import annotations
+
+import pytest
+
+import jitorch
+import jitorch.nn.functional as F
+from jitorch.script.ir import interpreter
+
+
+@jitorch.jit.script
+def _ln(x, w, b):
+    return F.layer_norm(x, (4,), w, b)
+
+
+@jitorch.jit.script
+def _ln2(x):
+    return F.layer_norm(x, (3, 4))
+
+
+def _eager_ln(x, w, b):
+    return F.layer_norm(x, (4,), w, b)
+
+
+BAD = [
+    ((3, 5), (4,), (4,), "Given normalized_shape=[4], expected input with shape [*, 4], but got "
+                         "input of size[3, 5]"),
+    ((3, 4), (5,), (4,), "Expected weight to be of same shape as normalized_shape, but got "
+                         "weight of shape [5] and normalized_shape = [4]"),
+    ((3, 4), (4,), (2, 4), "Expected bias to be of same shape as normalized_shape, but got bias "
+                           "of shape [2, 4] and normalized_shape = [4]"),
+    ((), (4,), (4,), "Given normalized_shape=[4], expected input with shape [*, 4], but got "
+                     "input of size[]"),
+]
+
+
+@pytest.mark.parametrize("xs, ws, bs, message", BAD)
+def test_layer_norm_checks_raise_eagers_error_in_every_tier(xs, ws, bs, message):
+    args = (jitorch.randn(xs), jitorch.randn(ws), jitorch.randn(bs))
+    _ln(jitorch.randn(3, 4), jitorch.randn(4), jitorch.randn(4))  # the compiled program exists
+    with pytest.raises(RuntimeError) as eager:
+        _eager_ln(*args)
+    assert str(eager.value) == message
+    for tier in ("compiled", "interpreted"):
+        run = _ln if tier == "compiled" else (
+            lambda *a: interpreter.run_graph(_ln.graph, list(a)))
+        with pytest.raises(RuntimeError) as got:
+            run(*args)
+        first = str(got.value).splitlines()[0]
+        assert first == message, tier  # eager's message, no "RuntimeError: " prefix
+        if tier == "compiled":  # located at the user's call, not in jitorch's sources
+            assert "test_composite_errors.py" in str(got.value)
+
+
+def test_layer_norm_over_two_dims_checks_and_stays_compiled():
+    before = dict(jitorch.jit.stats().interpreted_reasons)
+    y = _ln2(jitorch.randn(2, 3, 4))
+    assert y.shape == (2, 3, 4)
+    assert jitorch.jit.stats().interpreted_reasons == before  # the checks compile
+    with pytest.raises(RuntimeError, match=r"^Given normalized_shape=\[3, 4\], expected input "
+                                           r"with shape \[\*, 3, 4\], but got input of "
+                                           r"size\[2, 4, 3\]"):
+        _ln2(jitorch.randn(2, 4, 3))
+
+
+def test_dtype_queries_fold_so_a_checked_function_compiles():
+    @jitorch.jit.script
+    def f(x):
+        if not x.is_floating_point() or x.is_complex():
+            raise TypeError("expected a real floating point tensor")
+        return x * 2
+
+    before = dict(jitorch.jit.stats().interpreted_reasons)
+    assert f(jitorch.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    assert jitorch.jit.stats().interpreted_reasons == before
+    with pytest.raises(TypeError, match="^TypeError: expected a real floating point tensor"):
+        f(jitorch.arange(3))  # a user's raise: TorchScript's "Exc: message"
