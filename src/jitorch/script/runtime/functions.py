@@ -55,7 +55,7 @@ from . import alias, stats, tiers
 from .keys import _any_rg, _arg_type, _describe_key_part, _make_fast_key, _other_key, \
     _type_name
 from .programs import build_entry, first_call
-from .entry import _Entry, _interp
+from .entry import NotReady, _Entry, _interp
 
 
 
@@ -312,7 +312,8 @@ class ScriptFunction:
                             entry.runner(args, self._tuple_out)
                     outs = entry.run(args)
                 else:
-                    stats.record_call(hit=True, interpreted=_interp(entry))
+                    stats.record_call(hit=True, interpreted=_interp(entry),
+                                      compiling=tiers.while_compiling(entry))
                     outs = self._run(entry, args)
             if self._mutated:
                 outs = self._write_back(orig, outs, args)
@@ -336,11 +337,14 @@ class ScriptFunction:
         so each op gets the casts its declaration asks for (registry ops through eager
         dispatch, library composites at their prim::CallFunction): eager autocast's results
         and gradients. Compiled programs do not lower bfloat16/float16 yet."""
-        stats.record_call(hit=True, interpreted=True)
+        stats.record_call(hit=True, interpreted=False)  # (_raise_interpreted counts the run)
         self.autocast_reason = AUTOCAST_REASON
         return self._raise_interpreted(args, kwargs)
 
     def _raise_interpreted(self, args, kwargs, signal=None):
+        """Run a call (counted in `calls` already) in the interpreter: a program handed it
+        over (`signal`), or autocast."""
+        stats.record_interpreted(compiling=isinstance(signal, NotReady))
         args = self._bind(args, dict(kwargs))
         if isinstance(signal, ProgramFailed) and any(
                 isinstance(args[i], (list, tuple)) for i in self._mutated):
@@ -348,7 +352,7 @@ class ScriptFunction:
             # second run would write them twice, so its own error stands (not located)
             raise signal.error
         if self._mutated:  # writes in place: eager's result, aliasing arguments included
-            outs = self._in_place(args)
+            outs = self._in_place(args, count=False)
         else:
             outs = interpreter.run_graph(self.graph, args)
         stats.record_rerun(self.name, signal)  # (reached only when eager raises nothing)
@@ -360,11 +364,12 @@ class ScriptFunction:
         if self._mutated and alias.overlap(args, self._mutated, self._read):
             raise ArgumentsOverlap()
 
-    def _in_place(self, args):
+    def _in_place(self, args, count: bool = True):
         """This call through the interpreter over the frontend's graph, every write done in
         place in the arguments' memory (runtime/alias.py): eager's semantics when arguments share
-        memory."""
-        stats.record_call(hit=True, interpreted=True)
+        memory. `count`: False where the caller counted the call already."""
+        if count:
+            stats.record_call(hit=True, interpreted=True)
         return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
 
     def _refuse_writes(self, args) -> bool:
@@ -440,17 +445,25 @@ class ScriptFunction:
         with lock:
             entry = self._cache.get(key)
             if entry is not None:  # another thread built it while we waited
-                stats.record_call(hit=True, interpreted=_interp(entry))
+                stats.record_call(hit=True, interpreted=_interp(entry),
+                                  compiling=tiers.while_compiling(entry))
                 return self._run(entry, args)
             t0 = time.perf_counter()
             epoch = _settings.epoch[0]
             why = self._why(key)
-            entry, outs, how = self._build(key, args, need_grad)
+            try:
+                entry, outs, how = self._build(key, args, need_grad)
+            except RaiseInInterpreter:
+                # the first call's program handed it to the interpreter (which runs and
+                # counts it: _raise_interpreted); the call itself is counted here
+                stats.record_call(hit=False, interpreted=False)
+                raise
             dt_s = time.perf_counter() - t0
             prog = entry if entry.autodiff is None else entry.autodiff.fwd
             prog.build_s += dt_s
             stats.record_compile(dt_s, how=how, reason=entry.reason)
-            stats.record_call(hit=False, interpreted=_interp(entry))
+            stats.record_call(hit=False, interpreted=_interp(entry),
+                              compiling=tiers.while_compiling(entry))
             stats.log_compile(self.name, why, how, dt_s, entry.reason)
             if _settings.epoch[0] == epoch:  # else built under a setting changed since: dropped
                 self._cache[key] = entry
