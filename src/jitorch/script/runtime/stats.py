@@ -60,6 +60,12 @@ class Stats(dict):
         except KeyError:
             raise AttributeError(name) from None
 
+    def calls_by_tier(self) -> str:
+        """The calls by the tier that ran them, in one line (what the examples print)."""
+        return (f"{self['calls']} scripted calls: {self['compiled_runs']} compiled, "
+                f"{self['interpreted_runs']} interpreted ({self['interpreted_while_compiling']}"
+                " of them while compiling in the background)")
+
 
 class _Counters:
     def __init__(self):
