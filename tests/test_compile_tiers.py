@@ -271,20 +271,26 @@ def test_a_call_the_worker_still_compiles_an_overload_for_counts_as_interpreted(
                               "interpreted_while_compiling": 0}
 
 
-def test_a_call_handed_back_to_the_interpreter_is_counted_once():
-    # a compiled program that fails (a shape error) hands the call to the interpreter, which
-    # raises eager's located error: one call, interpreted (not also compiled)
+def test_calls_a_program_hands_to_the_interpreter_are_counted_once():
+    # arguments that share memory with a written one: the interpreter runs the call in place
+    # (eager's result), one call, interpreted
     @jt.jit.script
-    def bad_shapes_fn(x, y):
-        return x * 2.0 + y
+    def alias_fn(x, y):
+        x.add_(y)
+        return x * 2.0
 
-    a = jt.ones(3)
-    bad_shapes_fn(a, a)
+    a, b = jt.ones(4), jt.ones(4)
+    alias_fn(a, b)
     assert jt.jit.wait_compiled(timeout=WAIT)
-    bad_shapes_fn(a, a)  # compiled now (and its fast path is set up)
+    alias_fn(a, b)  # compiled now
+    before = _counts()
+    np.testing.assert_array_equal(alias_fn(b, b).numpy(), [4.0] * 4)
+    assert _delta(before) == {"calls": 1, "compiled_runs": 0, "interpreted_runs": 1,
+                              "interpreted_while_compiling": 0}
+    # a compiled program that finds the user's error (shapes): the interpreter only raises it
+    # with the user's line; one call, the program's
     before = _counts()
     with pytest.raises(RuntimeError):
-        bad_shapes_fn(jt.ones(3), jt.ones(4))
-    d = _delta(before)
-    assert d == {"calls": 1, "compiled_runs": 0, "interpreted_runs": 1,
-                 "interpreted_while_compiling": 0}, d
+        alias_fn(jt.ones(3), jt.ones(4))
+    assert _delta(before) == {"calls": 1, "compiled_runs": 1, "interpreted_runs": 0,
+                              "interpreted_while_compiling": 0}

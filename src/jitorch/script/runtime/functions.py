@@ -343,8 +343,13 @@ class ScriptFunction:
 
     def _raise_interpreted(self, args, kwargs, signal=None):
         """Run a call (counted in `calls` already) in the interpreter: a program handed it
-        over (`signal`), or autocast."""
-        stats.record_interpreted(compiling=isinstance(signal, NotReady))
+        over (`signal`), or autocast (None). Counted as an interpreted run where no program
+        ran it (NotReady: its overload compiles; autocast) or where the interpreter's result
+        is the call's; a call whose program failed and whose rerun raises the user's error
+        stays counted as the program's (the interpreter only located that error)."""
+        ran = signal is None or isinstance(signal, NotReady)
+        if ran:
+            stats.record_interpreted(compiling=signal is not None)
         args = self._bind(args, dict(kwargs))
         if isinstance(signal, ProgramFailed) and any(
                 isinstance(args[i], (list, tuple)) for i in self._mutated):
@@ -355,6 +360,8 @@ class ScriptFunction:
             outs = self._in_place(args, count=False)
         else:
             outs = interpreter.run_graph(self.graph, args)
+        if not ran:
+            stats.record_interpreted()
         stats.record_rerun(self.name, signal)  # (reached only when eager raises nothing)
         return self._finish(outs)
 

@@ -39,8 +39,9 @@ class Stats(dict):
     optimizers' direct calls of their compiled steps) == compiled_runs (run by a compiled
     program) + interpreted_runs (run by the IR interpreter, for whatever reason: while the
     program compiles, for a reason in interpreted_reasons, under autocast, arguments that
-    share memory, or a program that handed the call back to the interpreter to raise the
-    located error). interpreted_while_compiling: those of interpreted_runs whose program was
+    share memory, a program that handed the call to the interpreter, which returned its
+    result; a program that found the user's error, which the interpreter then raised with its
+    location, ran the call: compiled). interpreted_while_compiling: those of interpreted_runs whose program was
     compiling in the background meanwhile (`jitorch.jit.wait_compiled()` ends that tier).
 
     The background compile (runtime/tiers.py): background_compiles (programs sent to the compile
