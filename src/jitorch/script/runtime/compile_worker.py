@@ -43,11 +43,13 @@ changes), finishing only the jobs it had received. A detached worker lives at mo
 to a temporary name and renames it, and jitorch checksums them, kernels/numba_cache.py, so a
 worker stopped or killed at any point leaves no damaged file, at worst a missing one).
 
-Two processes never compile the same program or kernel: `compile_job` holds an exclusive
+Two workers (two processes running one program, or a run and the detached worker of the run
+before) never compile the same program or kernel module twice: `compile_job` holds an exclusive
 `flock` on `<cache dir>/compile-locks/<module>.lock` for the entry module and each kernel module
 it calls (taken in name order, so two workers cannot deadlock) while Numba compiles; a second
 worker waits there, then finds the overloads in the disk cache and loads them. A lock dies with
-its process (the kernel releases a dead process's flocks), so none is ever left stale.
+its process (the kernel releases a dead process's flocks), so none is ever left stale. (A
+compile in the calling process itself, JITORCH_COMPILE=sync, takes no lock.)
 
 Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker exits mid-job) or
 "hang" (it sleeps past any timeout), read by the caller when a job is sent.
