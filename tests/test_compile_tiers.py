@@ -294,3 +294,20 @@ def test_calls_a_program_hands_to_the_interpreter_are_counted_once():
         alias_fn(jt.ones(3), jt.ones(4))
     assert _delta(before) == {"calls": 1, "compiled_runs": 1, "interpreted_runs": 0,
                               "interpreted_while_compiling": 0}
+
+
+def test_a_first_call_with_aliased_written_arguments_counts_as_while_compiling():
+    # interpreted in place because its program is not compiled yet (a compiled program checks
+    # the overlap itself): the interpreter runs it while compiling
+    @jt.jit.script
+    def alias_first_fn(x, y):
+        x.add_(y)
+        return x * 3.0
+
+    a = jt.ones(4)
+    before = _counts()
+    np.testing.assert_array_equal(alias_first_fn(a, a).numpy(), [6.0] * 4)
+    d = _delta(before)
+    assert d == {"calls": 1, "compiled_runs": 0, "interpreted_runs": 1,
+                 "interpreted_while_compiling": 1}, d
+    assert jt.jit.wait_compiled(timeout=WAIT)

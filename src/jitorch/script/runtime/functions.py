@@ -294,7 +294,8 @@ class ScriptFunction:
                 if eager or (need_grad or entry is not None and (
                         entry.kind != "compiled" or not entry.checks_overlap)) and \
                         alias.overlap(args, self._mutated, self._read):
-                    return self._finish(self._in_place(args))
+                    return self._finish(self._in_place(
+                        args, compiling=entry is not None and tiers.while_compiling(entry)))
                 if need_grad:
                     args = self._clone_written(args)
             if entry is None:
@@ -344,12 +345,14 @@ class ScriptFunction:
     def _raise_interpreted(self, args, kwargs, signal=None):
         """Run a call (counted in `calls` already) in the interpreter: a program handed it
         over (`signal`), or autocast (None). Counted as an interpreted run where no program
-        ran it (NotReady: its overload compiles; autocast) or where the interpreter's result
-        is the call's; a call whose program failed and whose rerun raises the user's error
-        stays counted as the program's (the interpreter only located that error)."""
-        ran = signal is None or isinstance(signal, NotReady)
+        ran it (NotReady: its overload compiles; a first call's arguments that share memory
+        while its program compiles, `while_compiling`, set by `_miss`; autocast) or where the
+        interpreter's result is the call's; a call whose program failed and whose rerun raises
+        the user's error stays counted as the program's (the interpreter only located it)."""
+        compiling = isinstance(signal, NotReady) or getattr(signal, "while_compiling", False)
+        ran = signal is None or compiling
         if ran:
-            stats.record_interpreted(compiling=signal is not None)
+            stats.record_interpreted(compiling=compiling)
         args = self._bind(args, dict(kwargs))
         if isinstance(signal, ProgramFailed) and any(
                 isinstance(args[i], (list, tuple)) for i in self._mutated):
@@ -371,12 +374,13 @@ class ScriptFunction:
         if self._mutated and alias.overlap(args, self._mutated, self._read):
             raise ArgumentsOverlap()
 
-    def _in_place(self, args, count: bool = True):
+    def _in_place(self, args, count: bool = True, compiling: bool = False):
         """This call through the interpreter over the frontend's graph, every write done in
         place in the arguments' memory (runtime/alias.py): eager's semantics when arguments share
-        memory. `count`: False where the caller counted the call already."""
+        memory. `count`: False where the caller counted the call already; `compiling`: its
+        program compiles in the background (stats)."""
         if count:
-            stats.record_call(hit=True, interpreted=True)
+            stats.record_call(hit=True, interpreted=True, compiling=compiling)
         return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
 
     def _refuse_writes(self, args) -> bool:
@@ -460,10 +464,13 @@ class ScriptFunction:
             why = self._why(key)
             try:
                 entry, outs, how = self._build(key, args, need_grad)
-            except RaiseInInterpreter:
+            except RaiseInInterpreter as e:
                 # the first call's program handed it to the interpreter (which runs and
-                # counts it: _raise_interpreted); the call itself is counted here
+                # counts it: _raise_interpreted), or its arguments share memory while the
+                # program compiles (`_build`); the call itself is counted here
                 stats.record_call(hit=False, interpreted=False)
+                entry = self._cache.get(key)
+                e.while_compiling = entry is not None and tiers.while_compiling(entry)
                 raise
             dt_s = time.perf_counter() - t0
             prog = entry if entry.autodiff is None else entry.autodiff.fwd
