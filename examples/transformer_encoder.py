@@ -9,14 +9,19 @@ positions + `nn.Linear` head; cross entropy, `optim.AdamW`.
 
 1. `jitorch.jit.script(model)` compiles the forward; `loss.backward()` runs the compiled
    backward (the first step compiles both, later steps reuse them: parameters are program
-   arguments). One progress line per epoch; the test accuracy is checked against `--goal`.
+   arguments). Numba compiles in a background worker while the first step runs interpreted;
+   the training waits for it after the first step (`jitorch.jit.wait_compiled()`), so the
+   steps it times are compiled, and says which tier ran the calls (`jitorch.jit.stats()`; a
+   second run loads every program from the disk cache). One progress line per epoch; the test
+   accuracy is checked against `--goal`.
 2. `jitorch.jit.save(scripted.eval() ...)` writes one archive (IR text + JSON + tensors, no
    pickle: docs/serialization.md).
 3. `python examples/transformer_encoder.py --serve model.jtz` is started as a subprocess: it
    loads the archive and answers one JSON request per stdin line (`{"tokens": [...]}` ->
-   `{"label": k, "p": [...]}`) with the compiled program, batch 1, no gradient. The parent sends
-   the test set, checks every served answer equals its own in-process prediction and prints
-   the served accuracy and the server's median latency.
+   `{"label": k, "p": [...]}`) with the compiled program, batch 1, no gradient (it waits for the
+   compile after its first request). The parent sends the test set, checks every served answer
+   equals its own in-process prediction and prints the served accuracy, the server's median
+   latency and which tier ran its calls.
 
     python examples/transformer_encoder.py [--epochs 4] [--layers 2] [--d-model 32] [--eager]
 """
@@ -61,7 +66,8 @@ class Classifier(nn.Module):
 
 
 def train(model, run, x, y, epochs, batch, lr, log=print):
-    """`run` is the scripted module (or the eager one): it shares `model`'s parameters."""
+    """`run` is the scripted module (or the eager one): it shares `model`'s parameters. ->
+    the time of each step (after the first, the compiled programs': see the module doc)."""
     opt = optim.AdamW(model.parameters(), lr=lr)
     gen = jitorch.Generator().manual_seed(0)
     step_times = []
@@ -76,6 +82,10 @@ def train(model, run, x, y, epochs, batch, lr, log=print):
             loss.backward()
             opt.step()
             step_times.append(time.perf_counter() - t0)
+            if len(step_times) == 1 and run is not model:
+                t1 = time.perf_counter()
+                jitorch.jit.wait_compiled()  # the first step started every compile
+                log(f"waited {time.perf_counter() - t1:.1f} s for the compiled programs")
             total += loss.item()
         log(f"epoch {epoch + 1:2d}  loss {total / (x.shape[0] // batch):.4f}")
     return step_times
@@ -99,9 +109,13 @@ def serve(path: str) -> None:
             p = model(tokens).softmax(-1)[0]
         latencies.append(time.perf_counter() - t0)
         print(json.dumps({"label": int(p.argmax().item()), "p": p.tolist()}), flush=True)
-    reasons = jitorch.jit.stats()["interpreted_reasons"]
+        if len(latencies) == 1:
+            jitorch.jit.wait_compiled()  # the later requests run the compiled program
+    st = jitorch.jit.stats()
     med = float(np.median(latencies[1:] or latencies)) * 1e6 if latencies else 0.0
-    print(json.dumps({"done": len(latencies), "median_us": med, "interpreted": reasons}),
+    print(json.dumps({"done": len(latencies), "median_us": med,
+                      "interpreted": st.interpreted_reasons, "calls": st.calls,
+                      "compiled_runs": st.compiled_runs, "tiers": st.calls_by_tier()}),
           flush=True)
 
 
@@ -133,7 +147,9 @@ def main(epochs=4, n_train=2048, n_test=256, seq=9, d_model=32, layers=2, batch=
         f"first step {steps[0] * 1e3:.0f} ms incl. compiles, then median "
         f"{np.median(steps[1:]) * 1e3:.2f} ms/step)")
     if not eager:  # what ran compiled (a program too large to compile quickly is interpreted)
-        log(f"interpreted: {jitorch.jit.stats()['interpreted_reasons'] or 'nothing'}")
+        st = jitorch.jit.stats()
+        log(f"{st.calls_by_tier()}; interpreted for a reason: "
+            f"{st.interpreted_reasons or 'nothing'}")
     model.eval()
     probs = predict(run, xt)
     acc = (probs.argmax(1) == yt).float().mean().item()
@@ -156,8 +172,8 @@ def main(epochs=4, n_train=2048, n_test=256, seq=9, d_model=32, layers=2, batch=
     assert np.allclose(served_p, probs.numpy(), atol=1e-5), "served probabilities differ"
     served_acc = float((served == yt.numpy()).mean())
     log(f"served {summary['done']} requests: accuracy {served_acc:.3f}, median latency "
-        f"{summary['median_us']:.0f} us/request (batch 1), interpreted: "
-        f"{summary['interpreted'] or 'none'}")
+        f"{summary['median_us']:.0f} us/request (batch 1); server: {summary['tiers']}, "
+        f"interpreted for a reason: {summary['interpreted'] or 'none'}")
     return acc, served_acc, summary
 
 

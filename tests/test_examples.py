@@ -41,6 +41,10 @@ def test_train_mlp_example_scripted(capsys):
                                  scripted=True)
     out = capsys.readouterr().out
     assert "train step (scripted)" in out and "same predictions" in out
+    st = jitorch.jit.stats()
+    # what it says ran compiled is what the counters say (the tests compile in the call,
+    # JITORCH_COMPILE=sync: every call)
+    assert f"; {st.calls_by_tier()}" in out and st.compiled_runs == st.calls > 0
     assert " 0 interpreted" in out and "graph @" in out  # the JIT ran it and shows its IR
     assert acc > 0.7
 
@@ -67,6 +71,7 @@ def test_train_char_lstm_example(capsys):
     assert len(losses) == 3 and losses[-1] < losses[0]  # the loss falls
     sample = next(ln for ln in out.splitlines() if ln.startswith("sample:"))
     assert len(eval(sample[len("sample:"):])) == len("Four score") + 20
+    assert out.splitlines()[-1] == jitorch.jit.stats().calls_by_tier()
 
 
 def test_transformer_encoder_example(capsys):
@@ -80,3 +85,6 @@ def test_transformer_encoder_example(capsys):
     assert out.count("epoch") == 2 and "saved" in out
     assert acc > 0.7 and abs(served_acc - acc) < 1e-6  # served answers = in-process ones
     assert summary["done"] == 48 and summary["interpreted"] == {}  # compiled in the server
+    # (the tests compile in the call, JITORCH_COMPILE=sync: every request ran compiled)
+    assert summary["calls"] == summary["compiled_runs"] == 48
+    assert f"server: {summary['tiers']}," in out

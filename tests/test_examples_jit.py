@@ -28,6 +28,8 @@ def test_quickstart(capsys):
     assert err < 1e-5
     assert "graph (as scripted):" in out and "tanh" in out
     assert "generated code" in out
+    assert "same program (0 new compiles)" in out
+    assert out.splitlines()[-1] == jitorch.jit.stats().calls_by_tier()  # what ran the calls
     # another new size: still no compile
     before = compiles()
     y = mod.gelu_bias(jitorch.randn(5, 64), jitorch.randn(64))
@@ -44,6 +46,7 @@ def test_custom_rnn(capsys):
     line = next(ln for ln in out.splitlines() if ln.startswith("new sizes"))
     before, after = line.rsplit(" ", 1)[1].split("/")
     assert before == after  # a longer sequence / bigger batch reuses the program
+    assert out.splitlines()[-1] == jitorch.jit.stats().calls_by_tier()
 
 
 def test_serve_threads(capsys):
@@ -52,6 +55,7 @@ def test_serve_threads(capsys):
     out = capsys.readouterr().out
     assert set(res) == {1, 2} and all(v > 0 for v in res.values())
     assert "threads 2:" in out
+    assert out.splitlines()[-1] == jitorch.jit.stats().calls_by_tier()
     # every thread got the right answer: compare one scripted call with eager
     x = jitorch.randn(3, 784)
     params = mod.make_params()
@@ -67,3 +71,7 @@ def test_fft_filter(capsys):
     assert "np.fft.rfftn" in out and "np.fft.irfftn" in out
     assert r["diff"] < 1e-5
     assert r["after"] < r["before"] / 3  # most of the noise is gone
+    st = r["stats"]  # (taken after the example's calls: it resets the counters first)
+    assert st.calls == 2 and st.compiled_runs >= 1  # the second call ran compiled
+    assert f"; {st.calls_by_tier()}" in out
+    assert jitorch.jit.stats().calls_by_tier() == st.calls_by_tier()

@@ -4,6 +4,8 @@ import re
 
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+import jitorch
+
 from test_examples import load
 
 
@@ -17,6 +19,8 @@ def test_profile_model_example(capsys, tmp_path):
     assert names.count("script::forward") == 3 and names.count("batch") == 3
     assert names.count("classifier") == 3  # the record_function marker inside scripted code
     assert any(n.startswith("aten::") for n in names)
+    assert out.splitlines()[-1] == jitorch.jit.stats().calls_by_tier()
+    assert re.search(r"^compile::forward: first call -> ", out, re.M)  # the first call's
 
 
 def test_train_mlp_logs_to_tensorboard(capsys, tmp_path):

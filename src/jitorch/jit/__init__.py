@@ -21,18 +21,31 @@ from ..script.frontend.trace_check import TracingCheckError  # noqa: F401
 from ..script.runtime import stats as _stats
 
 __all__ = ["script", "trace", "ScriptFunction", "ScriptError", "Error", "annotate", "ignore",
-           "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats",
+           "unused", "is_scripting", "export", "Final", "fork", "wait", "stats", "reset_stats", "wait_compiled",
            "save", "load", "freeze", "trace_module", "TracerWarning", "TracingCheckError", "Future", "warmup",
            "ScriptModule", "script_method"]
 
 
 def stats():
     """Compile statistics for this process: compiles, numba_compiles, disk_hits, memory_hits,
-    interpreted_runs, interpreted_reasons, compile_seconds, calls, the background compile's
-    counters and `functions` (per function its tier and compile seconds; see
-    `jitorch.script.runtime.stats.Stats`) (a dict with attribute access). `JITORCH_LOG=compile`
-    prints each compile as it happens."""
+    interpreted_reasons, compile_seconds; calls by the tier that ran them (calls ==
+    compiled_runs + interpreted_runs; interpreted_while_compiling of those interpreted ran
+    while the program compiled in the background); the background compile's counters and
+    `functions` (per function its tier and compile seconds; see
+    `jitorch.script.runtime.stats.Stats`) (a dict with attribute access). `memory_hits` is the
+    in-memory specialisation cache's hits, whatever tier ran the call: not compiled calls.
+    `JITORCH_LOG=compile` prints each compile as it happens."""
     return _stats.snapshot()
+
+
+def wait_compiled(timeout: float | None = None) -> bool:
+    """Wait until every compile this process started in the background is done (each program
+    of every scripted function and module, the optimizers' compiled steps included, then
+    compiled or settled interpreted with its reason in `stats()`): the next calls run the
+    compiled programs. False if `timeout` seconds passed first. Time scripted code after it:
+    before, calls may run in the interpreter (`stats().interpreted_while_compiling`)."""
+    from .script.runtime import tiers
+    return tiers.wait_all(timeout)
 
 
 def reset_stats() -> None:

@@ -28,6 +28,29 @@ the jobs it inherited unanswered again (`_fork.in_child`). A job that exceeds
 a fresh worker. A job never hangs its caller: its `done` event is always set, with
 `result["ok"]` False and a `reason` on failure.
 
+The worker finishes its work when its caller exits. A short process (a script, a test, an
+example) often ends before its compiles do; if they died with it, no run of the program would
+ever be compiled. So at the caller's exit (`atexit`: `_Service.detach`) the jobs not answered
+yet (the one the worker is compiling and those still queued) are handed to the worker, its
+stdin is closed, and the caller says once on stderr how many there are, the worker's pid and
+the cache directory they go to. The worker then "detaches" (`_Detached`): it lowers its
+priority (nice +10), sends its prints to /dev/null (so nothing waiting on the caller's stderr,
+a pipe or a terminal, waits on it), finishes every job it was given, writing each into the disk
+cache, and exits; the next run of the program loads them compiled. It detaches the same way
+when its caller dies without exiting (killed, crashed: the pipe closes, or its parent pid
+changes), finishing only the jobs it had received. A detached worker lives at most
+`JITORCH_COMPILE_TIMEOUT` seconds more (a watchdog `os._exit`s it; Numba writes every cache file
+to a temporary name and renames it, and jitorch checksums them, kernels/numba_cache.py, so a
+worker stopped or killed at any point leaves no damaged file, at worst a missing one).
+
+Two workers (two processes running one program, or a run and the detached worker of the run
+before) never compile the same program or kernel module twice: `compile_job` holds an exclusive
+`flock` on `<cache dir>/compile-locks/<module>.lock` for the entry module and each kernel module
+it calls (taken in name order, so two workers cannot deadlock) while Numba compiles; a second
+worker waits there, then finds the overloads in the disk cache and loads them. A lock dies with
+its process (the kernel releases a dead process's flocks), so none is ever left stale. (A
+compile in the calling process itself, JITORCH_COMPILE=sync, takes no lock.)
+
 Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker exits mid-job) or
 "hang" (it sleeps past any timeout), read by the caller when a job is sent.
 """
@@ -35,8 +58,10 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import os
 import pickle
+import queue
 import select
 import struct
 import subprocess
@@ -96,6 +121,7 @@ class _Service:
         self._wake = _fork.condition(self._lock)
         self._thread: threading.Thread | None = None
         self.proc: subprocess.Popen | None = None
+        self._inflight: Job | None = None  # the job the worker has (sent, not answered)
         self.starts = 0  # worker processes started (tests, stats)
 
     def submit(self, key, payload) -> Job:
@@ -116,40 +142,66 @@ class _Service:
         with self._lock:
             return len(self._jobs)
 
+    def pending_jobs(self) -> list:
+        """The jobs not answered yet (queued or compiling), oldest first."""
+        with self._lock:
+            return list(self._jobs.values())
+
     def _loop(self):
         while True:
             with self._lock:
                 while not self._queue:
                     self._wake.wait()
                 job = self._queue.popleft()
-            try:
-                result = self._run(job)
-            except BaseException as e:  # noqa: BLE001 - a job must always finish
-                result = _failed(f"compile worker error: {type(e).__name__}: {e}")
+                # sent under the lock: `detach` (at exit) sends the queued jobs after this one
+                try:
+                    proc, result = self._dispatch(job)
+                except BaseException as e:  # noqa: BLE001 - a job must always finish
+                    proc, result = None, _failed(f"compile worker error: {type(e).__name__}: "
+                                                 f"{e}")
+                if result is None:
+                    self._inflight = job
+            if result is None:
+                try:
+                    result = self._await(job, proc)
+                except BaseException as e:  # noqa: BLE001 - a job must always finish
+                    result = _failed(f"compile worker error: {type(e).__name__}: {e}")
             with self._lock:
                 self._jobs.pop(job.key, None)
+                if self._inflight is job:
+                    self._inflight = None
             job._finish(result)
 
-    def _run(self, job: Job) -> dict:
+    def _dispatch(self, job: Job):
+        """Send `job` to the worker (started if needed): (worker, None), or (None, the failed
+        result) when no worker could take it. Called under `_lock`."""
         try:
             proc = self._ensure_worker()
         except OSError as e:
-            return _failed(f"the compile worker could not start: {type(e).__name__}: {e}")
-        payload = dict(job.payload, fault=os.environ.get("JITORCH_COMPILE_WORKER_FAULT", ""))
+            return None, _failed(f"the compile worker could not start: {type(e).__name__}: {e}")
+        try:
+            _send(proc.stdin, _payload(job))
+        except (OSError, ValueError) as e:  # it died before reading (a closed pipe)
+            code = self._kill(proc)
+            return None, _failed(f"the compile worker died (exit code {code}; "
+                                 f"{type(e).__name__})")
+        job.sent = time.perf_counter()
+        return proc, None
+
+    def _await(self, job: Job, proc) -> dict:
+        """The worker's answer to `job` (sent to `proc`), or the failure: it timed out
+        (`JITORCH_COMPILE_TIMEOUT`: then it is killed) or died."""
         timeout = job_timeout()
         try:
-            _send(proc.stdin, payload)
-            job.sent = time.perf_counter()
-            reply = _receive(proc.stdout, time.monotonic() + timeout)
+            return _receive(proc.stdout, time.monotonic() + timeout)
         except TimeoutError:
             self._kill(proc)
             return _failed(f"the compile worker timed out after {timeout:g} s "
                            "(JITORCH_COMPILE_TIMEOUT); it was stopped")
-        except (EOFError, OSError, pickle.UnpicklingError) as e:
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError) as e:
             code = self._kill(proc)
             return _failed(f"the compile worker died (exit code {code}; {type(e).__name__}"
                            f"{': ' + str(e) if str(e) else ''})")
-        return reply
 
     def _ensure_worker(self) -> subprocess.Popen:
         proc = self.proc
@@ -191,6 +243,7 @@ class _Service:
         jobs not answered yet again, from a thread and a worker of this process, so that the
         child's entries waiting on them still finish."""
         proc, self.proc = self.proc, None
+        self._inflight = None
         if proc is not None:
             for f in (proc.stdin, proc.stdout):
                 try:
@@ -211,6 +264,47 @@ class _Service:
         proc = self.proc
         if proc is not None:
             self._kill(proc)
+
+    def detach(self) -> int:
+        """At the caller's exit (atexit): hand every job not answered yet to the worker,
+        which finishes them into the disk cache after this process is gone (see the module
+        doc), and say so once on stderr; with none, stop the worker. -> how many it got."""
+        with self._lock:
+            queued = list(self._queue)
+            self._queue.clear()  # (the queue thread sends nothing after this)
+            proc = self.proc
+            alive = proc is not None and proc.poll() is None
+            jobs = ([self._inflight] if alive and self._inflight is not None else []) + queued
+            if not jobs:
+                proc = None
+            else:
+                try:
+                    if queued:
+                        proc = self._ensure_worker()
+                        for job in queued:
+                            _send(proc.stdin, _payload(job))
+                    proc.stdin.close()  # end of jobs: the worker detaches and finishes them
+                except (OSError, ValueError):
+                    jobs = []  # the worker is gone: nothing will finish
+        if not jobs:
+            self.shutdown()
+            return 0
+        dirs = sorted({j.payload.get("cache_dir") or "(in memory)" for j in jobs})
+        n = len(jobs)
+        print(f"jitorch: {n} compile{'s' if n != 1 else ''} still pending at exit: the compile "
+              f"worker (pid {proc.pid}) finishes {'them' if n != 1 else 'it'} in the "
+              f"background at low priority (for at most {job_timeout():g} s, "
+              f"JITORCH_COMPILE_TIMEOUT) and saves {'them' if n != 1 else 'it'} to the cache "
+              f"directory {', '.join(dirs)}; the next run of this program loads "
+              f"{'them' if n != 1 else 'it'} compiled", file=sys.stderr, flush=True)
+        if self.proc is proc:  # (a later job, if any, starts a fresh worker)
+            self.proc = None
+        return n
+
+
+def _payload(job: Job) -> dict:
+    """What is sent to the worker for `job` (the fault injection read as it is sent)."""
+    return dict(job.payload, fault=os.environ.get("JITORCH_COMPILE_WORKER_FAULT", ""))
 
 
 def _failed(reason: str, numba_error: bool = False) -> dict:
@@ -255,7 +349,7 @@ def submit(key, payload) -> Job:
     return _service.submit(key, payload)
 
 
-atexit.register(_service.shutdown)
+atexit.register(_service.detach)
 _fork.in_child(_service._after_fork)
 
 
@@ -298,7 +392,8 @@ def compile_job(job: dict) -> dict:
     fn = getattr(mod, job["entry"])
     before = cache.dispatcher_counts(fn)
     try:
-        fn.compile(job["sig"])
+        with _compile_locks(job.get("cache_dir"), names):  # (after them: maybe on disk now)
+            fn.compile(job["sig"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
         from numba.core.errors import NumbaError
         text = str(e).strip()
@@ -311,35 +406,119 @@ def compile_job(job: dict) -> dict:
             "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
 
 
-def _exit_with_parent(parent: int) -> None:
-    """A caller that died (killed, crashed) closes the pipe, but a compile may run for minutes
-    before the worker reads it again: leave as soon as the parent is gone (the worker is then
-    re-parented; `parent` comes from the caller, which may have died while we started)."""
+@contextlib.contextmanager
+def _compile_locks(cache_dir, names):
+    """Hold `<cache_dir>/compile-locks/<name>.lock` exclusively for each module of `names`, in
+    name order (see the module doc): one compile of a program or kernel at a time across
+    processes. Without a usable directory (or flock) it compiles unlocked."""
+    held = []
+    try:
+        if cache_dir:
+            import fcntl
+            d = os.path.join(cache_dir, "compile-locks")
+            try:
+                os.makedirs(d, exist_ok=True)
+                for name in sorted(set(names)):
+                    fd = os.open(os.path.join(d, name + ".lock"),
+                                 os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+                    held.append(fd)
+                    fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:
+                pass  # a read-only or vanished directory: compile as without a lock
+        yield
+    finally:
+        for fd in held:
+            os.close(fd)  # (closing releases the flock)
+
+
+class _Detached:
+    """The worker's state once its caller is gone (see the module doc): set once, by the
+    thread that notices (the stdin reader at end of file, or the parent watcher)."""
+
+    def __init__(self, main_tid: int):
+        self._lock = _fork.lock()
+        self.main_tid = main_tid
+        self.is_set = False
+
+    def set(self) -> None:
+        with self._lock:
+            if self.is_set:
+                return
+            self.is_set = True
+        try:
+            # Linux: a thread's own priority (the main thread compiles); elsewhere the process's
+            who = self.main_tid if sys.platform.startswith("linux") else 0
+            os.setpriority(os.PRIO_PROCESS, who,
+                           min(19, os.getpriority(os.PRIO_PROCESS, who) + 10))
+        except (OSError, AttributeError):
+            pass  # (not permitted or not supported: it compiles at the priority it has)
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 1)  # the caller's stderr is its user's: nothing more goes there, and
+            os.dup2(null, 2)  # a reader waiting for that pipe to close is not kept waiting
+            os.close(null)
+        except OSError:
+            pass
+        deadline = time.monotonic() + job_timeout()
+        threading.Thread(target=_exit_at, args=(deadline,), daemon=True).start()
+
+
+def _exit_at(deadline: float) -> None:
+    """A detached worker's bound: JITORCH_COMPILE_TIMEOUT seconds after its caller left."""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            os._exit(0)
+        time.sleep(min(left, 1.0))
+
+
+def _watch_parent(parent: int, detached: _Detached) -> None:
+    """A caller that died (killed, crashed) closes the pipe, but if something else holds it
+    open the reader never sees its end: detach as soon as the parent is gone too (the worker
+    is then re-parented; `parent` comes from the caller, which may have died while we
+    started)."""
     while os.getppid() == parent:
         time.sleep(1.0)
-    os._exit(0)
+    detached.set()
+
+
+def _read_jobs(inp, jobs, detached: _Detached) -> None:
+    """Move the caller's messages into `jobs` as they come (so the caller's writes never wait
+    on a compile); at the end of the pipe, None, and the worker detaches."""
+    try:
+        while True:
+            jobs.put(_receive(inp, None))
+    except (EOFError, OSError, ValueError, pickle.UnpicklingError):
+        pass  # the caller closed the pipe: it exited, or died
+    detached.set()
+    jobs.put(None)
 
 
 def _main() -> None:
     import signal
     # Ctrl-C in a terminal reaches the whole process group: it is meant for the caller (which
-    # may catch it and go on), not for a compile it would turn into a failure
+    # may catch it and go on), not for a compile it would turn into a failure; nor does a
+    # closed terminal end the jobs a caller handed over (the timeout bounds the worker)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     parent = int(os.environ.get("_JITORCH_COMPILE_PARENT") or os.getppid())
-    threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True).start()
+    detached = _Detached(threading.get_native_id())
     out = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints (Numba warnings, user code) go to stderr, never into a message
     sys.stdout = sys.stderr
-    inp = sys.stdin.buffer
+    jobs: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read_jobs, args=(sys.stdin.buffer, jobs, detached),
+                     daemon=True).start()
+    threading.Thread(target=_watch_parent, args=(parent, detached), daemon=True).start()
     while True:
-        try:
-            job = _receive(inp, None)
-        except (EOFError, OSError):
-            return  # the caller closed the pipe or exited
+        job = jobs.get()
+        if job is None:
+            return  # every job the caller sent is done
         try:
             reply = compile_job(job)
         except BaseException as e:  # noqa: BLE001 - answer, then keep serving
             reply = _failed(f"the compile worker failed: {type(e).__name__}: {e}")
-        _send(out, reply)
-
-
+        try:
+            _send(out, reply)
+        except OSError:
+            pass  # the caller is gone: what it asked for is in the disk cache all the same

@@ -55,7 +55,7 @@ from . import alias, stats, tiers
 from .keys import _any_rg, _arg_type, _describe_key_part, _make_fast_key, _other_key, \
     _type_name
 from .programs import build_entry, first_call
-from .entry import _Entry, _interp
+from .entry import NotReady, _Entry, _interp
 
 
 
@@ -294,7 +294,8 @@ class ScriptFunction:
                 if eager or (need_grad or entry is not None and (
                         entry.kind != "compiled" or not entry.checks_overlap)) and \
                         alias.overlap(args, self._mutated, self._read):
-                    return self._finish(self._in_place(args))
+                    return self._finish(self._in_place(
+                        args, compiling=entry is not None and tiers.while_compiling(entry)))
                 if need_grad:
                     args = self._clone_written(args)
             if entry is None:
@@ -312,7 +313,8 @@ class ScriptFunction:
                             entry.runner(args, self._tuple_out)
                     outs = entry.run(args)
                 else:
-                    stats.record_call(hit=True, interpreted=_interp(entry))
+                    stats.record_call(hit=True, interpreted=_interp(entry),
+                                      compiling=tiers.while_compiling(entry))
                     outs = self._run(entry, args)
             if self._mutated:
                 outs = self._write_back(orig, outs, args)
@@ -336,11 +338,21 @@ class ScriptFunction:
         so each op gets the casts its declaration asks for (registry ops through eager
         dispatch, library composites at their prim::CallFunction): eager autocast's results
         and gradients. Compiled programs do not lower bfloat16/float16 yet."""
-        stats.record_call(hit=True, interpreted=True)
+        stats.record_call(hit=True, interpreted=False)  # (_raise_interpreted counts the run)
         self.autocast_reason = AUTOCAST_REASON
         return self._raise_interpreted(args, kwargs)
 
     def _raise_interpreted(self, args, kwargs, signal=None):
+        """Run a call (counted in `calls` already) in the interpreter: a program handed it
+        over (`signal`), or autocast (None). Counted as an interpreted run where no program
+        ran it (NotReady: its overload compiles; a first call's arguments that share memory
+        while its program compiles, `while_compiling`, set by `_miss`; autocast) or where the
+        interpreter's result is the call's; a call whose program failed and whose rerun raises
+        the user's error stays counted as the program's (the interpreter only located it)."""
+        compiling = isinstance(signal, NotReady) or getattr(signal, "while_compiling", False)
+        ran = signal is None or compiling
+        if ran:
+            stats.record_interpreted(compiling=compiling)
         args = self._bind(args, dict(kwargs))
         if isinstance(signal, ProgramFailed) and any(
                 isinstance(args[i], (list, tuple)) for i in self._mutated):
@@ -348,9 +360,11 @@ class ScriptFunction:
             # second run would write them twice, so its own error stands (not located)
             raise signal.error
         if self._mutated:  # writes in place: eager's result, aliasing arguments included
-            outs = self._in_place(args)
+            outs = self._in_place(args, count=False)
         else:
             outs = interpreter.run_graph(self.graph, args)
+        if not ran:
+            stats.record_interpreted()
         stats.record_rerun(self.name, signal)  # (reached only when eager raises nothing)
         return self._finish(outs)
 
@@ -360,11 +374,13 @@ class ScriptFunction:
         if self._mutated and alias.overlap(args, self._mutated, self._read):
             raise ArgumentsOverlap()
 
-    def _in_place(self, args):
+    def _in_place(self, args, count: bool = True, compiling: bool = False):
         """This call through the interpreter over the frontend's graph, every write done in
         place in the arguments' memory (runtime/alias.py): eager's semantics when arguments share
-        memory."""
-        stats.record_call(hit=True, interpreted=True)
+        memory. `count`: False where the caller counted the call already; `compiling`: its
+        program compiles in the background (stats)."""
+        if count:
+            stats.record_call(hit=True, interpreted=True, compiling=compiling)
         return self._write_back(args, alias.run_in_place(self.graph, args), args, in_place=True)
 
     def _refuse_writes(self, args) -> bool:
@@ -440,17 +456,28 @@ class ScriptFunction:
         with lock:
             entry = self._cache.get(key)
             if entry is not None:  # another thread built it while we waited
-                stats.record_call(hit=True, interpreted=_interp(entry))
+                stats.record_call(hit=True, interpreted=_interp(entry),
+                                  compiling=tiers.while_compiling(entry))
                 return self._run(entry, args)
             t0 = time.perf_counter()
             epoch = _settings.epoch[0]
             why = self._why(key)
-            entry, outs, how = self._build(key, args, need_grad)
+            try:
+                entry, outs, how = self._build(key, args, need_grad)
+            except RaiseInInterpreter as e:
+                # the first call's program handed it to the interpreter (which runs and
+                # counts it: _raise_interpreted), or its arguments share memory while the
+                # program compiles (`_build`); the call itself is counted here
+                stats.record_call(hit=False, interpreted=False)
+                entry = self._cache.get(key)
+                e.while_compiling = entry is not None and tiers.while_compiling(entry)
+                raise
             dt_s = time.perf_counter() - t0
             prog = entry if entry.autodiff is None else entry.autodiff.fwd
             prog.build_s += dt_s
             stats.record_compile(dt_s, how=how, reason=entry.reason)
-            stats.record_call(hit=False, interpreted=_interp(entry))
+            stats.record_call(hit=False, interpreted=_interp(entry),
+                              compiling=tiers.while_compiling(entry))
             stats.log_compile(self.name, why, how, dt_s, entry.reason)
             if _settings.epoch[0] == epoch:  # else built under a setting changed since: dropped
                 self._cache[key] = entry

@@ -29,11 +29,20 @@ class Stats(dict):
 
     Keys: compiles (programs built: code generated and loaded, plus interpreted fallbacks),
     numba_compiles (programs Numba compiled from source), disk_hits (programs Numba loaded
-    from its on-disk cache), memory_hits (calls served by an existing specialisation),
-    interpreted_runs (calls run by the IR interpreter), interpreted_reasons (reason -> number of
-    specialisations that fell back for it), compile_seconds (total time spent building
-    specialisations), calls (all calls through ScriptFunctions), kernels (kernel overloads
+    from its on-disk cache), memory_hits (calls that found their specialisation in the
+    in-memory cache, whatever tier then ran them: a cache hit, not a compiled call),
+    interpreted_reasons (reason -> number of specialisations that fell back for it),
+    compile_seconds (total time spent building specialisations), kernels (kernel overloads
     compiled / loaded from disk / shared with another call site, kernels/kernel_call.py).
+
+    Calls by the tier that ran them: calls (all calls through ScriptFunctions, and the
+    optimizers' direct calls of their compiled steps) == compiled_runs (run by a compiled
+    program) + interpreted_runs (run by the IR interpreter, for whatever reason: while the
+    program compiles, for a reason in interpreted_reasons, under autocast, arguments that
+    share memory, a program that handed the call to the interpreter, which returned its
+    result; a program that found the user's error, which the interpreter then raised with its
+    location, ran the call: compiled). interpreted_while_compiling: those of interpreted_runs whose program was
+    compiling in the background meanwhile (`jitorch.jit.wait_compiled()` ends that tier).
 
     The background compile (runtime/tiers.py): background_compiles (programs sent to the compile
     worker), background_done (of those, loaded compiled afterwards), background_failed (left
@@ -55,6 +64,12 @@ class Stats(dict):
         except KeyError:
             raise AttributeError(name) from None
 
+    def calls_by_tier(self) -> str:
+        """The calls by the tier that ran them, in one line (what the examples print)."""
+        return (f"{self['calls']} scripted calls: {self['compiled_runs']} compiled, "
+                f"{self['interpreted_runs']} interpreted ({self['interpreted_while_compiling']}"
+                " of them while compiling in the background)")
+
 
 def _host_copies() -> int:
     """Device -> host copies CUDA programs made (a number read from a device tensor:
@@ -73,6 +88,7 @@ class _Counters:
         self.disk_hits = 0
         self.memory_hits = itertools.count()
         self.interpreted_runs = itertools.count()
+        self.interpreted_while_compiling = itertools.count()
         self.interpreted_reasons: Counter = Counter()
         self.compile_seconds = 0.0
         self.calls = itertools.count()
@@ -94,6 +110,12 @@ def register_function(sf) -> None:
         _functions.add(sf)
 
 
+def functions() -> list:
+    """Every live ScriptFunction of the process."""
+    with _lock:
+        return list(_functions)
+
+
 def forget_specialisations() -> None:
     """Every ScriptFunction drops its specialisations; each rebuilds them on its next call
     (what a process-wide setting that programs bake in needs when it changes: jitorch/_settings.py).
@@ -106,19 +128,24 @@ def forget_specialisations() -> None:
 
 def snapshot() -> Stats:
     with _lock:
-        return Stats(compiles=_c.compiles, numba_compiles=_c.numba_compiles,
-                     disk_hits=_c.disk_hits, memory_hits=_value(_c.memory_hits),
-                     interpreted_runs=_value(_c.interpreted_runs),
-                     interpreted_reasons=dict(_c.interpreted_reasons),
-                     compile_seconds=_c.compile_seconds, calls=_value(_c.calls),
-                     background_compiles=_c.background_compiles,
-                     background_done=_c.background_done,
-                     background_failed=_c.background_failed,
-                     worker_wall_seconds=_c.worker_wall_seconds,
-                     worker_cpu_seconds=_c.worker_cpu_seconds,
-                     spurious_errors=dict(_c.spurious_errors),
-                     functions=_function_reports(), kernels=_kernel_counts(),
-                     host_copies=_host_copies() - _c.host_copies_at_reset)
+        st = Stats(compiles=_c.compiles, numba_compiles=_c.numba_compiles,
+                   disk_hits=_c.disk_hits, memory_hits=_value(_c.memory_hits),
+                   interpreted_runs=_value(_c.interpreted_runs),
+                   interpreted_while_compiling=_value(_c.interpreted_while_compiling),
+                   interpreted_reasons=dict(_c.interpreted_reasons),
+                   compile_seconds=_c.compile_seconds, calls=_value(_c.calls),
+                   background_compiles=_c.background_compiles,
+                   background_done=_c.background_done,
+                   background_failed=_c.background_failed,
+                   worker_wall_seconds=_c.worker_wall_seconds,
+                   worker_cpu_seconds=_c.worker_cpu_seconds,
+                   spurious_errors=dict(_c.spurious_errors),
+                   functions=_function_reports(), kernels=_kernel_counts(),
+                   host_copies=_host_copies() - _c.host_copies_at_reset)
+    # every interpreted call is counted as such (at most once), so the rest ran compiled
+    # (counted so, rather than once more on the compiled call path, which stays this cheap)
+    st["compiled_runs"] = st["calls"] - st["interpreted_runs"]
+    return st
 
 
 def _function_reports() -> dict:
@@ -207,13 +234,28 @@ def record_rerun(name: str, signal) -> None:
             _c.spurious_errors[f"{name}: {type(e).__name__}: {first}"] += 1
 
 
-def record_call(*, hit: bool, interpreted: bool) -> None:
+def record_call(*, hit: bool, interpreted: bool, compiling: bool = False) -> None:
+    """One call: `hit` found its specialisation in memory; `interpreted`: the interpreter runs
+    it (`compiling`: while its program compiles in the background). A call counted here as not
+    interpreted that a program then hands to the interpreter is counted by
+    `record_interpreted` as well."""
     c = _c
     next(c.calls)
     if hit:
         next(c.memory_hits)
     if interpreted:
         next(c.interpreted_runs)
+        if compiling:
+            next(c.interpreted_while_compiling)
+
+
+def record_interpreted(*, compiling: bool = False) -> None:
+    """A call counted by `record_call` (or the compiled call path) as compiled that the
+    interpreter ran after all (the program handed it over: kernels/signals.py; `compiling`:
+    NotReady, its overload compiles in the background)."""
+    next(_c.interpreted_runs)
+    if compiling:
+        next(_c.interpreted_while_compiling)
 
 
 def log_compile(name: str, why: str, how: str, seconds: float, reason: str | None = None) -> None:

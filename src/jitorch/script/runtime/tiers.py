@@ -2,7 +2,14 @@
 
 Owns `JITORCH_COMPILE` ("background", the default, or "sync"), the decision at a compiled
 entry's first call (`start`), the switch to the compiled program (`switch`), `wait` (behind
-`ScriptFunction.wait_compiled`) and the per-function tier report of `jitorch.jit.stats()`.
+`ScriptFunction.wait_compiled`), `wait_all` (behind `jitorch.jit.wait_compiled`: every pending
+compile of the process) and the per-function tier report of `jitorch.jit.stats()`.
+
+A call is counted in `jitorch.jit.stats()` by the tier that ran it (runtime/stats.py):
+compiled_runs, or interpreted_runs, of which interpreted_while_compiling are the calls the
+interpreter ran while the program compiled here (`while_compiling`). The worker outlives its
+caller (runtime/compile_worker.py): what a short process leaves compiling, the next run loads
+compiled from the disk cache.
 
 An `_Entry` (runtime/entry.py) moves through these tiers:
 - "interpreted-while-compiling": its program is generated and its module imported (cheap: no
@@ -251,6 +258,27 @@ def wait(entries, timeout: float | None = None) -> bool:
             except NotReady:
                 pass  # the worker failed: settled interpreted for these types
     return True
+
+
+def wait_all(timeout: float | None = None) -> bool:
+    """`jitorch.jit.wait_compiled`: wait until nothing this process sent to the compile worker
+    is pending: the programs of every ScriptFunction (the optimizers' compiled steps are
+    ScriptFunctions too), each then compiled or settled interpreted, and any job no function
+    holds any more (a specialisation dropped meanwhile: its program still lands in the disk
+    cache). True, or False when `timeout` seconds passed first."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    entries = [e for sf in stats.functions() for e in sf._entries()]
+    left = None if deadline is None else max(0.0, deadline - time.monotonic())
+    if not wait(entries, left):
+        return False
+    return all(_wait_job(job, deadline) for job in compile_worker.service().pending_jobs())
+
+
+def while_compiling(entry) -> bool:
+    """Does an interpreted call of `entry` (a specialisation: its forward, for an autodiff
+    pair) run because its program compiles in the background?"""
+    e = entry.autodiff.fwd if entry.autodiff is not None else entry
+    return getattr(e, "pending", None) is not None
 
 
 def _wait_job(job, deadline) -> bool:
