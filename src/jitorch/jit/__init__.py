@@ -44,7 +44,7 @@ def wait_compiled(timeout: float | None = None) -> bool:
     compiled or settled interpreted with its reason in `stats()`): the next calls run the
     compiled programs. False if `timeout` seconds passed first. Time scripted code after it:
     before, calls may run in the interpreter (`stats().interpreted_while_compiling`)."""
-    from .script.runtime import tiers
+    from ..script.runtime import tiers
     return tiers.wait_all(timeout)
 
 
