@@ -78,3 +78,49 @@ def test_dtype_queries_fold_so_a_checked_function_compiles():
     assert jitorch.jit.stats().interpreted_reasons == before
     with pytest.raises(TypeError, match="^TypeError: expected a real floating point tensor"):
         f(jitorch.arange(3))  # a user's raise: TorchScript's "Exc: message"
+
+
+@jitorch.jit.script
+def _rms(x, w):
+    return F.rms_norm(x, (4,), w, 1e-6)
+
+
+@jitorch.jit.script
+def _gn(x, w, b):
+    return F.group_norm(x, 2, w, b, 1e-5)
+
+
+OTHER = [
+    (_rms, lambda x, w: F.rms_norm(x, (4,), w, 1e-6), [(3, 5), (4,)],
+     "Given normalized_shape=[4], expected input with shape [*, 4], but got input of size[3, 5]"),
+    (_rms, lambda x, w: F.rms_norm(x, (4,), w, 1e-6), [(3, 4), (2,)],
+     "Expected weight to be of same shape as normalized_shape, but got weight of shape [2] and "
+     "normalized_shape = [4]"),
+    (_gn, lambda x, w, b: F.group_norm(x, 2, w, b, 1e-5), [(2, 3, 5), (3,), (3,)],
+     "Expected number of channels in input to be divisible by num_groups, but got input of "
+     "shape [2, 3, 5] and num_groups=2"),
+    (_gn, lambda x, w, b: F.group_norm(x, 2, w, b, 1e-5), [(2, 4, 5), (3,), (4,)],
+     "Expected weight to be a vector of size equal to the number of channels in input, but got "
+     "weight of shape [3] and input of shape [2, 4, 5]"),
+    (_gn, lambda x, w, b: F.group_norm(x, 2, w, b, 1e-5), [(2, 4, 5), (4,), (1, 4)],
+     "Expected bias to be a vector of size equal to the number of channels in input, but got "
+     "bias of shape [1, 4] and input of shape [2, 4, 5]"),
+    (_gn, lambda x, w, b: F.group_norm(x, 2, w, b, 1e-5), [(4,), (4,), (4,)],
+     "Expected at least 2 dimensions for input tensor but received 1"),
+]
+
+
+@pytest.mark.parametrize("scripted, eager, shapes, message", OTHER)
+def test_norm_checks_raise_eagers_error_compiled(scripted, eager, shapes, message):
+    good = [jitorch.randn(2, 4, 5), jitorch.randn(4), jitorch.randn(4)][:len(shapes)] \
+        if scripted is _gn else [jitorch.randn(3, 4), jitorch.randn(4)]
+    before = dict(jitorch.jit.stats().interpreted_reasons)
+    scripted(*good)  # compiled, checks included
+    assert jitorch.jit.stats().interpreted_reasons == before
+    args = [jitorch.randn(s) for s in shapes]
+    with pytest.raises(RuntimeError) as e:
+        eager(*args)
+    assert str(e.value) == message
+    with pytest.raises(RuntimeError) as s:
+        scripted(*args)
+    assert str(s.value).splitlines()[0] == message

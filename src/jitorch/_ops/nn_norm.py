@@ -9,13 +9,13 @@ Shape errors use PyTorch's messages.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional
 
 from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from ..autograd import grad_mode
-from .composite import Unsupported, composite, expose
+from .composite import Unsupported, body_helper, composite, expose
 
 __all__: list = []  # reached through jitorch.nn.functional
 
@@ -26,26 +26,20 @@ def _shape_list(shape) -> list:
     return [int(s) for s in shape]
 
 
-def _check_affine(name, t, shape):
-    if t is not None and list(t.shape) != shape:
-        raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
-                           f"{name} of shape {list(t.shape)} and normalized_shape = {shape}")
-
-
-def _check_normalized(input, normalized_shape):
-    shape = _shape_list(normalized_shape)
-    k = len(shape)
-    if k == 0:
-        raise RuntimeError("Expected normalized_shape to be at least 1-dimensional, i.e., "
-                           "containing at least one element, but got normalized_shape = []")
-    if input.ndim < k or list(input.shape[input.ndim - k:]) != shape:
-        inner = ", ".join(str(s) for s in shape)
-        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
-                           f"[*, {inner}], but got input of size{list(input.shape)}")
-    return shape, tuple(range(-k, 0))
-
-
 # --- the bodies (script subset; the statics are closure constants) ------------------------------
+@body_helper
+def _sizes_differ(t: Tensor, shape: List[int], trailing: bool) -> bool:
+    """`t`'s sizes are not `shape`: its last len(shape) sizes (`trailing`: t may have more
+    dims before them), or all of them."""
+    k = len(shape)
+    differ = t.dim() < k if trailing else t.dim() != k
+    for j in range(k):
+        if not differ:
+            if t.size(j - k) != shape[j]:
+                differ = True
+    return differ
+
+
 def _norm_dims(normalized_shape):
     shape = _shape_list(normalized_shape)
     if not shape:
@@ -64,32 +58,16 @@ def _layer_norm(normalized_shape, eps):
 
     def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
         # the checks live in the body, so eager, interpreted and compiled code raise alike
-        # (a library helper would be a Python call to the script frontend: written out here)
-        bad = input.dim() < k
-        for j in range(k):
-            if not bad:
-                if input.size(j - k) != shape[j]:
-                    bad = True
-        if bad:
+        if _sizes_differ(input, shape, True):
             raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
                                f"[*, {inner}], but got input of size{list(input.shape)}")
         if weight is not None:
-            bad = weight.dim() != k
-            for j in range(k):
-                if not bad:
-                    if weight.size(j) != shape[j]:
-                        bad = True
-            if bad:
+            if _sizes_differ(weight, shape, False):
                 raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, "
                                    f"but got weight of shape {list(weight.shape)} and "
                                    f"normalized_shape = {shape}")
         if bias is not None:
-            bad = bias.dim() != k
-            for j in range(k):
-                if not bad:
-                    if bias.size(j) != shape[j]:
-                        bad = True
-            if bad:
+            if _sizes_differ(bias, shape, False):
                 raise RuntimeError(f"Expected bias to be of same shape as normalized_shape, "
                                    f"but got bias of shape {list(bias.shape)} and "
                                    f"normalized_shape = {shape}")
@@ -107,11 +85,21 @@ def _layer_norm(normalized_shape, eps):
 @composite(static=("normalized_shape", "eps"))
 def _rms_norm(normalized_shape, eps):
     dims = _norm_dims(normalized_shape)
+    shape = _shape_list(normalized_shape)
+    inner = ", ".join(str(s) for s in shape)
     if eps is None:  # the input dtype's epsilon: eager resolves it before the body
         raise Unsupported("rms_norm(eps=None)")
     eps = float(eps)
 
     def body(input, weight: Optional[Tensor] = None):
+        if _sizes_differ(input, shape, True):
+            raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                               f"[*, {inner}], but got input of size{list(input.shape)}")
+        if weight is not None:
+            if _sizes_differ(weight, shape, False):
+                raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, "
+                                   f"but got weight of shape {list(weight.shape)} and "
+                                   f"normalized_shape = {shape}")
         y = input * ((input * input).mean(dims, True) + eps).rsqrt()
         if weight is not None:
             y = y * weight
@@ -129,9 +117,26 @@ def _group_norm(num_groups, eps):
     eps = float(eps)
 
     def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
+        if input.dim() < 2:
+            raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                               f"{input.dim()}")
         # (N, C, *) viewed as (N, G, m) and (N, C, m): no branch on the rank
         n = input.size(0)
         c = input.size(1)
+        if c % num_groups != 0:
+            raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                               f"num_groups, but got input of shape {list(input.shape)} and "
+                               f"num_groups={num_groups}")
+        if weight is not None:
+            if weight.dim() != 1 or weight.size(0) != c:
+                raise RuntimeError(f"Expected weight to be a vector of size equal to the number "
+                                   f"of channels in input, but got weight of shape "
+                                   f"{list(weight.shape)} and input of shape {list(input.shape)}")
+        if bias is not None:
+            if bias.dim() != 1 or bias.size(0) != c:
+                raise RuntimeError(f"Expected bias to be a vector of size equal to the number "
+                                   f"of channels in input, but got bias of shape "
+                                   f"{list(bias.shape)} and input of shape {list(input.shape)}")
         x = input.reshape([n, num_groups, -1])
         xc = x - x.mean(-1, True)
         y = (xc * ((xc * xc).mean(-1, True) + eps).rsqrt()).reshape([n, c, -1])
@@ -198,8 +203,6 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """x / sqrt(mean(x^2) + eps) * weight over the last len(normalized_shape) dims; eps=None
     means the input dtype's machine epsilon."""
-    shape, _ = _check_normalized(input, normalized_shape)
-    _check_affine("weight", weight, shape)
     if eps is None:
         eps = dt.finfo(input.dtype).eps if input.dtype.is_floating_point else \
             dt.finfo(dt.get_default_dtype()).eps
@@ -209,19 +212,6 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 @_autocast.policy({"cuda": "fp32"})
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
     """Normalise (N, C, *) over groups of C // num_groups channels (and all spatial dims)."""
-    if input.ndim < 2:
-        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
-                           f"{input.ndim}")
-    c = input.shape[1]
-    if num_groups <= 0 or c % num_groups:
-        raise RuntimeError(f"Expected number of channels in input to be divisible by "
-                           f"num_groups, but got input of shape {list(input.shape)} and "
-                           f"num_groups={num_groups}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (t.ndim != 1 or t.shape[0] != c):
-            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
-                               f"channels in input, but got {name} of shape {list(t.shape)} "
-                               f"and input of shape {list(input.shape)}")
     return _group_norm.body(num_groups, eps)(input, weight, bias)
 
 

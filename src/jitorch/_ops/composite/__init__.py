@@ -14,6 +14,8 @@ as a `Composite`, the way `optim/functional.py` declares its step forms:
   that need the tensors (shapes, dtypes; PyTorch's messages), then runs
   `COMPOSITE.body(statics)(tensors)` eagerly: the same ops, so eager values and gradients are
   the body's.
+- `body_helper` marks a script-subset function several bodies call (a shared check): scripted
+  code inlines it like a user's function.
 - `expose(composite, public_fn)` tells the script frontend that a call of `public_fn` is that
   composite: it binds the call to the public signature, reads the statics by name (they must be
   constants at the call site), calls the same factory and inlines the body's graph
@@ -31,7 +33,7 @@ from typing import Callable, Optional
 
 from ... import _fork
 
-__all__ = ["Composite", "Unsupported", "composite", "expose", "composite_of"]
+__all__ = ["Composite", "Unsupported", "composite", "expose", "composite_of", "body_helper"]
 
 
 class Unsupported(Exception):
@@ -92,6 +94,14 @@ def expose(comp: Composite, *fns, ignore: tuple = ()) -> None:
     nothing the body computes (`_stacklevel`)."""
     for fn in fns:
         _EXPOSED[fn] = (comp, tuple(ignore))
+
+
+def body_helper(fn):
+    """Decorator: a function in the script subset that composite bodies share (a check written
+    once for several bodies). The script frontend compiles a call of it into the calling body,
+    as it does a user's function (jitorch's other functions are Python calls to it)."""
+    fn._jitorch_body_helper = True
+    return fn
 
 
 def composite_of(fn):

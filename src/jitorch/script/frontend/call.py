@@ -314,6 +314,8 @@ class CallBuilder:
         if fname is not None:  # zeros(B, H), arange(n), ...: a factory node
             r = factories.frontend_call(st, fname, node)
             return r if r is not None else self.library_call(obj, node)
+        if getattr(obj, "_jitorch_body_helper", False) and inspect.isfunction(obj):
+            return self.function_call(obj, node)  # a check composite bodies share (_ops)
         mod = getattr(obj, "__module__", "") or ""
         if mod == "jitorch" or mod.startswith("jitorch.") or mod.startswith("torch"):
             st.evaluated = None
