@@ -124,3 +124,30 @@ def test_norm_checks_raise_eagers_error_compiled(scripted, eager, shapes, messag
     with pytest.raises(RuntimeError) as s:
         scripted(*args)
     assert str(s.value).splitlines()[0] == message
+
+
+@jitorch.jit.script
+def _softmax_last(x):
+    return F.softmax(x, -1)
+
+
+@jitorch.jit.script
+def _log_softmax_3(x):
+    return F.log_softmax(x, 3)
+
+
+def test_softmax_checks_dtype_and_dim_in_every_tier_and_compiles_otherwise():
+    before = dict(jitorch.jit.stats().interpreted_reasons)
+    _softmax_last(jitorch.randn(2, 3))  # the checks fold away: compiled
+    assert jitorch.jit.stats().interpreted_reasons == before
+    cases = [(_softmax_last, lambda x: F.softmax(x, -1), jitorch.arange(6).reshape(2, 3),
+              NotImplementedError, "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
+             (_log_softmax_3, lambda x: F.log_softmax(x, 3), jitorch.randn(2, 3), IndexError,
+              "Dimension out of range (expected to be in range of [-2, 1], but got 3)")]
+    for scripted, eager, x, exc, message in cases:
+        with pytest.raises(exc) as e:
+            eager(x)
+        assert str(e.value) == message
+        with pytest.raises(exc) as s:  # was a float result for the int input (no check)
+            scripted(x)
+        assert str(s.value).splitlines()[0] == message

@@ -25,7 +25,7 @@ from .. import _autocast
 from .. import _dtype as dt
 from .._tensor import Tensor
 from . import infer
-from .composite import composite, expose
+from .composite import body_helper, composite, expose
 from .registry import RULES, _pt_name, defop
 from .ternary import where
 
@@ -365,6 +365,18 @@ def _check_dim(dim):
         raise TypeError(f"softmax(): argument 'dim' must be int, not {type(dim).__name__}")
 
 
+@body_helper
+def _check_softmax_input(input: Tensor, dim: int, kernel: str) -> None:
+    """PyTorch's checks of a softmax's input, in its order and words, in the body (so compiled
+    code makes them: both fold away once the program knows the dtype and rank)."""
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_pt_name(input.dtype)}'")
+    nd = max(input.dim(), 1)
+    if dim < -nd or dim >= nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
+                         f"but got {dim})")
+
+
 @composite(static=("dim", "dtype"))
 def _softmax(dim, dtype):
     _check_dim(dim)
@@ -372,6 +384,7 @@ def _softmax(dim, dtype):
     def body(input):
         if dtype is not None:
             input = input.to(dtype)
+        _check_softmax_input(input, dim, "softmax_lastdim_kernel_impl")
         e = (input - _max_shift(input, dim, True)).exp()
         return e / e.sum(dim, True)
     return body
@@ -384,6 +397,7 @@ def _log_softmax(dim, dtype):
     def body(input):
         if dtype is not None:
             input = input.to(dtype)
+        _check_softmax_input(input, dim, "log_softmax_lastdim_kernel_impl")
         s = input - _max_shift(input, dim, True)
         return s - s.exp().sum(dim, True).log()
     return body
@@ -396,47 +410,36 @@ def _softmin(dim, dtype):
     def body(input):
         if dtype is not None:
             input = input.to(dtype)
-        x = -input
+        x = -input  # (PyTorch's error for negating a bool tensor comes first)
+        _check_softmax_input(input, dim, "softmax_lastdim_kernel_impl")
         e = (x - _max_shift(x, dim, True)).exp()
         return e / e.sum(dim, True)
     return body
 
 
-def _run_softmax(form, input, dim, dtype, kernel):
-    """The eager checks (PyTorch's order and messages), then the body."""
+def _run_softmax(form, input, dim, dtype):
+    """The argument's type check (Python's business), then the body (the other checks)."""
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
-    if dtype is not None:
-        input = input.to(dtype)  # the body's own `to(dtype)` then returns the tensor itself
-    d = input.dtype
-    if form is _softmin and d == dt.bool:
-        input.neg()  # softmin is softmax(-x): PyTorch's error for negating a bool tensor
-    if not d.is_floating_point:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_pt_name(d)}\'')
-    body = form.body(dim, dtype)
-    nd = max(input.ndim, 1)
-    if not -nd <= dim < nd:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, {nd - 1}], "
-                         f"but got {dim})")
-    return body(input)
+    return form.body(dim, dtype)(input)
 
 
 @_autocast.policy({"cuda": "fp32"})
 def softmax(input, dim, dtype=None):
     """exp(x) / sum(exp(x)) along `dim` (computed as exp(x - max) / sum(exp(x - max)))."""
-    return _run_softmax(_softmax, input, dim, dtype, "softmax_lastdim_kernel_impl")
+    return _run_softmax(_softmax, input, dim, dtype)
 
 
 @_autocast.policy({"cuda": "fp32"})
 def log_softmax(input, dim, dtype=None):
     """x - log(sum(exp(x))) along `dim` (computed as s - log(sum(exp(s))), s = x - max)."""
-    return _run_softmax(_log_softmax, input, dim, dtype, "log_softmax_lastdim_kernel_impl")
+    return _run_softmax(_log_softmax, input, dim, dtype)
 
 
 def softmin(input, dim, dtype=None):
     """softmax(-x) along `dim`."""
-    return _run_softmax(_softmin, input, dim, dtype, "softmax_lastdim_kernel_impl")
+    return _run_softmax(_softmin, input, dim, dtype)
 
 
 def _softmax_method(self, dim, dtype=None):
