@@ -151,3 +151,19 @@ def test_softmax_checks_dtype_and_dim_in_every_tier_and_compiles_otherwise():
         with pytest.raises(exc) as s:  # was a float result for the int input (no check)
             scripted(x)
         assert str(s.value).splitlines()[0] == message
+
+
+@jitorch.jit.script
+def _cos(a, b):
+    return F.cosine_similarity(a, b)
+
+
+def test_cosine_similarity_refuses_integer_inputs_compiled_as_eager():
+    x = jitorch.arange(6).reshape(2, 3)
+    message = "expected common dtype to be floating point, yet common dtype is Long"
+    with pytest.raises(RuntimeError) as e:
+        F.cosine_similarity(x, x)
+    assert str(e.value) == message
+    with pytest.raises(RuntimeError) as s:
+        _cos(x, x)
+    assert str(s.value).splitlines()[0] == message

@@ -23,11 +23,6 @@ _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
           "donot_use_mm_for_euclid_dist")
 
 
-def _broadcast(x1, x2):
-    from .shape import broadcast_tensors
-    return broadcast_tensors(x1, x2)
-
-
 @composite(static=("dim", "eps"))
 def _cosine_similarity(dim, eps):
     if isinstance(dim, bool) or not isinstance(dim, int):
@@ -36,6 +31,11 @@ def _cosine_similarity(dim, eps):
     eps2 = float(eps) * float(eps)  # sqrt(max(s, eps^2)) == max(sqrt(s), eps)
 
     def body(x1, x2):
+        # PyTorch's checks, in the body so that compiled code makes them (the dtype test folds)
+        if not (x1.is_floating_point() or x1.is_complex() or x2.is_floating_point()
+                or x2.is_complex()):
+            raise RuntimeError(f"expected common dtype to be floating point, yet common dtype "
+                               f"is {_common_name(x1, x2)}")
         both = x1 * x2  # the broadcast shape (PyTorch broadcasts before the norms)
         a = x1.expand_as(both)
         b = x2.expand_as(both)
@@ -48,12 +48,12 @@ def _cosine_similarity(dim, eps):
 @_autocast.policy({"cuda": "fp32"})
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """sum((x1 / max(|x1|, eps)) * (x2 / max(|x2|, eps)), dim) on the broadcast pair."""
-    common = dt.promote_types(x1.dtype, x2.dtype)
-    if not (common.is_floating_point or common.is_complex):
-        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
-                           f"{_legacy(common)}")
-    _broadcast(x1, x2)  # PyTorch's size-mismatch message
-    return _cosine_similarity.body(dim, eps)(x1, x2)
+    return _cosine_similarity.body(dim, eps)(x1, x2)  # (its checks included)
+
+
+def _common_name(x1, x2) -> str:
+    """The legacy name of the two tensors' common dtype (a message part)."""
+    return _legacy(dt.promote_types(x1.dtype, x2.dtype))
 
 
 def _legacy(d):

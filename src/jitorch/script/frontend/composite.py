@@ -22,7 +22,8 @@ The losses' class targets go through `_class_index` (_ops/nn_loss.py), which che
 nll_loss / cross_entropy do (dtype, shape, weight size, every target in range or ignore_index:
 IndexError "Target N is out of bounds.") and is compiled with those checks.
 A composite whose checks live in its body (layer_norm, rms_norm, group_norm: shapes of the
-input, weight and bias; the softmax family: float input, dim in range; shared checks are
+input, weight and bias; the softmax family: float input, dim in range; cosine_similarity:
+a float common dtype; shared checks are
 `@body_helper` functions the body calls) raises eager's error in every tier (a `raise` in
 jitorch's own source is marked `library`: eager's plain message at the user's call); checks on
 dtypes and ranks fold away once the program knows them. Known gaps: the pointwise losses'
