@@ -15,7 +15,7 @@ views the input as (N, C, m), so one program serves every size.
 
 Anything a body does not cover (a non-constant static argument, a factory that raises for the
 statics, a public parameter outside the statics and the body's parameters given a non-default
-value, or the composite's `script_unsupported` reason: random dropout, running statistics updated
+value, or the composite's `script_unsupported` reason: running statistics updated
 in place, ...) returns None and the caller keeps the `prim::PythonOp` path, which is exactly
 eager (errors included, at run time).
 The losses' class targets go through `_class_index` (_ops/nn_loss.py), which checks them as eager
