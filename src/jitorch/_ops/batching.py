@@ -308,9 +308,9 @@ LEADING = Rule("leading", _leading)
 
 
 def _random_same(b, op, slots, attrs):
-    """Random ops drawing a tensor shaped like their input (dropout's mask): one draw for the
-    logical shape, shared by every sample (vmap's randomness="same"); the mode refuses the
-    draw in randomness="error"."""
+    """Random ops drawing a tensor shaped like their input (dropout's mask): the mode refuses
+    the draw in randomness="error" (PyTorch's error); otherwise one draw for the logical
+    shape, shared by every sample (what randomness="same" means)."""
     b.random_op(op.name)
     x = slots[0]
     sample = b.phys(x)[0] if b.batched(x) else x
