@@ -53,6 +53,22 @@ def test_philox_known_answers():
         assert tuple(int(w) for w in philox4x32(*map(u, c), *map(u, k))) == want
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_numpy_and_the_kernel_draw_the_same_masks(dtype):
+    # eager code draws with NumPy until Numba is loaded, then with the programs' kernel
+    from jitorch import _philox
+    _philox.fill_dropout_mask  # noqa: B018 (loads Numba: dropout_mask takes the kernel)
+    for n, p in ((1, 0.5), (6, 0.1), (1023, 0.35), (4096, 0.9)):
+        jitorch.manual_seed(4)
+        a = _philox.numpy_dropout_mask((n,), p, dtype)
+        st = _state()
+        jitorch.manual_seed(4)
+        b = _philox.dropout_mask((n,), p, dtype)
+        assert a.dtype == b.dtype == dtype
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(st, _state())
+
+
 def test_dropout_module_compiles_forward_and_backward_like_eager():
     jitorch.manual_seed(0)
     m = _Net()
