@@ -118,15 +118,20 @@ def test_compiled_mask_is_eagers_bit_for_bit(dtype, shape):
 def test_two_calls_draw_different_masks_and_a_seed_repeats_them():
     @jit.script
     def f(x):
-        return F.dropout(x, 0.5) + F.dropout(x, 0.5)
+        return F.dropout(x, 0.5) * 3.0 + F.dropout(x, 0.5)
+
+    def eager(x):
+        return F.dropout(x, 0.5) * 3.0 + F.dropout(x, 0.5)
     x = jitorch.ones(64, 32)
     jitorch.manual_seed(3)
     a, b = f(x), f(x)
     assert not jitorch.equal(a, b)
-    # the two masks of one call differ too: the sum has 0, 2 and 4
-    assert set(np.unique(a.numpy()).tolist()) == {0.0, 2.0, 4.0}
+    # the two masks of one call differ too, and are drawn in the program's order
+    assert set(np.unique(a.numpy()).tolist()) == {0.0, 2.0, 6.0, 8.0}
     jitorch.manual_seed(3)
     assert jitorch.equal(f(x), a) and jitorch.equal(f(x), b)
+    jitorch.manual_seed(3)
+    assert jitorch.equal(eager(x), a) and jitorch.equal(eager(x), b)
     kept = (a.numpy() != 0).mean()
     assert 0.7 < kept < 0.8  # 1 - 0.5 ** 2
     _compiled()
@@ -265,3 +270,28 @@ def test_a_random_op_that_is_not_compiled_is_named_in_the_reason(monkeypatch):
     normal(jitorch.ones(3))  # the code generator's
     reasons = " | ".join(jit.stats().interpreted_reasons)
     assert "'rand_like'" in reasons and "'randn'" in reasons, reasons
+
+
+def test_trace_records_the_mask_and_save_load_keep_it(tmp_path):
+    import warnings
+    jitorch.manual_seed(0)
+    m = _Net(0.5)
+    x = jitorch.randn(4, 8)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        tm = jit.trace(m, (x,))
+    msgs = [str(i.message) for i in w]
+    assert any(s.startswith("Trace had nondeterministic nodes. Did you forget call .eval() on "
+                            "your model? Nodes:\n\t_dropout_mask") for s in msgs), msgs
+    sm = jit.script(m)
+    jit.save(sm, str(tmp_path / "m.pt"))
+    lm = jit.load(str(tmp_path / "m.pt"))
+    outs = []
+    for f in (tm, lm, m):  # a new mask per call, the same after the same seed
+        jitorch.manual_seed(8)
+        outs.append((f(x).detach().numpy(), f(x).detach().numpy()))
+    for a, b in outs:
+        assert not np.array_equal(a == 0, b == 0)
+        np.testing.assert_array_equal(a == 0, outs[-1][0] == 0)
+        np.testing.assert_allclose(a, outs[-1][0], rtol=1e-6, atol=1e-7)
+    _compiled()
