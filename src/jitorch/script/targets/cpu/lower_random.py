@@ -34,6 +34,8 @@ def lower_dropout_mask(em: Emitter, n: ir.Node) -> None:
     import_kernels(em, _philox.__name__, "fill_dropout_mask")
     out = em.fresh("dm")
     em.emit(f"{out} = np.empty({em.name(x)}.shape, {np_type(t.dtype)})")
-    em.emit(f"fill_dropout_mask({out}.reshape({out}.size), {_philox.dropout_threshold(pv)}, "
+    # (typed values, not literals: a literal int would make Numba compile the kernel per p)
+    em.emit(f"fill_dropout_mask({out}.reshape({out}.size), "
+            f"{typed_literal(_philox.dropout_threshold(pv), dt.int64)}, "
             f"{typed_literal(_philox.dropout_scale(pv), t.dtype)})")
     em.bind(n.output, out)
