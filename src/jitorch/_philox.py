@@ -4,9 +4,9 @@ masks whichever tier runs a call.
 
 Owns the algorithm (`philox4x32`, written once over uint64 values: NumPy runs it on arrays in
 eager code, Numba compiles the same function for scalars inside kernels, as numba.cuda can),
-the stream's layout (`draw`/`dropout_mask`: which counter each element uses), the position in
-the stream (`reserve`), and the compiled kernels programs call (`fill_dropout_mask`, made on
-first use so that importing jitorch never imports Numba).
+the stream's layout (`draw`, `dropout_mask`, `numpy_dropout_mask`: which counter each element
+uses), the position in the stream (`reserve`), and the compiled kernels programs call
+(`fill_dropout_mask`, made on first use so that importing jitorch never imports Numba).
 
 The stream: a Generator holds a Philox state `(seed, offset)` (a uint64[2] array, `_philox`)
 next to its PCG64 stream (jitorch/_random.py, which `rand`/`randn`/... keep drawing from);
@@ -22,9 +22,10 @@ element is `1 / (1 - p)` in the mask's dtype.
 Compiled programs read the DEFAULT generator's state through an LLVM symbol
 (`jitorch_philox_state`, bound to that generator's array when the kernels are first made) and
 advance its offset with an atomic add, so concurrent compiled calls never share numbers, and
-programs stay free of addresses (Numba's disk cache keeps them across processes). Eager draws
-advance it under the generator's lock (a draw racing a compiled call on another thread may
-overlap it). The compiler's own example runs (autodiff tracing, script/runtime/autodiff.py)
+programs stay free of addresses (Numba's disk cache keeps them across processes). Eager masks
+come from the same kernel once Numba is loaded; before that, NumPy draws them and advances the
+offset under the generator's lock (such a draw racing a compiled call on another thread could
+overlap it; the compiled call itself loaded Numba, so later eager draws are atomic too). The compiler's own example runs (autodiff tracing, script/runtime/autodiff.py)
 draw inside `scratch()`, which leaves the generator untouched.
 
 Not here: `rand`/`randn`/`bernoulli`/... keep PCG64 (their CPU streams follow PyTorch's seeding
@@ -151,12 +152,13 @@ def numpy_dropout_mask(shape, p: float, np_dtype, generator=None) -> np.ndarray:
 
 
 # --- compiled kernels (made on first use: Numba is imported then) -------------------------------
+_reserve = None  # the intrinsic (seed, offset) = fetch-and-add of the offset: made by _kernels
 def _fill_dropout_mask(out, thr, scale):
     """Compiled: `out` (a C-contiguous 1-D array) gets the next dropout mask of the default
     generator's stream; `thr` is `dropout_threshold(p)`, `scale` the kept value in out's dtype."""
     n = out.size
     nb = (n + 3) // 4
-    seed, off = _reserve(np.uint64(nb))  # noqa: F821 (made with the kernels: _kernels)
+    seed, off = _reserve(np.uint64(nb))
     k0 = seed & _LO
     k1 = seed >> _S32
     t = np.uint64(thr)
