@@ -5,7 +5,8 @@
 `_random_inplace.py`.
 
 Invariants: every draw comes from a `Generator` (the `generator=` argument, else the default
-one), each backed by NumPy's PCG64, so equal seeds give equal numbers; the numbers themselves
+one), each backed by NumPy's PCG64 (and, for dropout masks, a Philox stream keyed by the same
+seed: jitorch/_philox.py), so equal seeds give equal numbers; the numbers themselves
 differ from PyTorch's (a different bit generator). Like PyTorch, a fresh generator starts from
 seed 67280421310721, so an unseeded program is still reproducible. Samples are drawn in the
 target dtype's precision (`rand` in float16 has 11 random bits, as in PyTorch) so that
@@ -62,6 +63,9 @@ class Generator:
     def __init__(self, device="cpu"):
         self._device = as_device(device)
         self._lock = _fork.lock()
+        # the Philox stream's (seed, offset) (jitorch/_philox.py: dropout masks); written in
+        # place, never replaced: compiled code reads the default generator's array by address
+        self._philox = np.zeros(2, dtype=np.uint64)
         self.manual_seed(_DEFAULT_SEED)
         _generators.add(self)
 
@@ -84,13 +88,20 @@ class Generator:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = _fork.lock()
+        # its own Philox state (a shallow copy would share the array); an older pickle: offset 0
+        self._philox = np.array(state.get("_philox", (self._seed, 0)), dtype=np.uint64)
         _generators.add(self)
 
     def _install(self, seed: int, bitgen) -> None:
         """Make (seed, bitgen) the generator's state: `_rng` last, in one assignment, so that a
         draw on another thread uses the old stream or the new one, never a mix."""
+        self._install_offset(seed, bitgen, 0)
+
+    def _install_offset(self, seed: int, bitgen, offset: int) -> None:
+        """`_install`, with the Philox stream at `offset` under key `seed`."""
         with self._lock:
             self._seed, self._bitgen = seed, bitgen
+            self._philox[0], self._philox[1] = seed, offset
             self._rng = np.random.Generator(bitgen)
 
     def seed(self) -> int:
@@ -103,16 +114,19 @@ class Generator:
         return self._seed
 
     def get_state(self) -> Tensor:
-        """The full state as a uint8 tensor (seed, PCG64 state and increment, buffered bits)."""
+        """The full state as a uint8 tensor (seed, PCG64 state and increment, buffered bits,
+        the Philox stream's offset)."""
         with self._lock:
             seed, bitgen = self._seed, self._bitgen
+            offset = int(self._philox[1])
             with bitgen.lock:  # (held by a draw: never a state halfway through one)
                 st = bitgen.state
         raw = (seed.to_bytes(8, "little")
                + st["state"]["state"].to_bytes(16, "little")
                + st["state"]["inc"].to_bytes(16, "little")
                + builtins.int(st["has_uint32"]).to_bytes(1, "little")
-               + builtins.int(st["uinteger"]).to_bytes(4, "little"))
+               + builtins.int(st["uinteger"]).to_bytes(4, "little")
+               + offset.to_bytes(8, "little"))
         return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy(), dt.uint8)
 
     def set_state(self, new_state) -> "Generator":
@@ -130,7 +144,8 @@ class Generator:
             "state": {"state": builtins.int.from_bytes(raw[8:24], "little"),
                       "inc": builtins.int.from_bytes(raw[24:40], "little")},
             "has_uint32": raw[40], "uinteger": builtins.int.from_bytes(raw[41:45], "little")}
-        self._install(builtins.int.from_bytes(raw[:8], "little"), bitgen)
+        self._install_offset(builtins.int.from_bytes(raw[:8], "little"), bitgen,
+                             builtins.int.from_bytes(raw[45:53], "little"))
         return self
 
     def clone_state(self) -> "Generator":
@@ -141,7 +156,7 @@ class Generator:
         return f"<jitorch.Generator object at {hex(id(self))}>"
 
 
-_STATE_BYTES = 45
+_STATE_BYTES = 53
 _generators: "weakref.WeakSet" = weakref.WeakSet()  # every Generator, for _after_fork
 default_generator = Generator()
 

@@ -307,6 +307,19 @@ def _leading(b, op, slots, attrs):
 LEADING = Rule("leading", _leading)
 
 
+def _random_same(b, op, slots, attrs):
+    """Random ops drawing a tensor shaped like their input (dropout's mask): the mode refuses
+    the draw in randomness="error" (PyTorch's error); otherwise one draw for the logical
+    shape, shared by every sample (what randomness="same" means)."""
+    b.random_op(op.name)
+    x = slots[0]
+    sample = b.phys(x)[0] if b.batched(x) else x
+    return dispatch(op, (sample,) + tuple(slots[1:]), attrs)
+
+
+RANDOM_SAME = Rule("random_same", _random_same, unbatched=True)
+
+
 def fold(rank):
     """nn ops over (N, C, *spatial) inputs of rank `rank` (or unbatched, rank - 1): the vmap
     batch folds into N and unfolds after."""

@@ -1,7 +1,7 @@
 """The rest of `jitorch.nn.functional`'s core: linear, dropout, one_hot and embedding.
 
-linear and dropout are composites of registry ops (matmul + add; a random mask from jitorch's
-default generator times the input). one_hot and embedding are primitives: one_hot is an integer
+linear and dropout are composites of registry ops (matmul + add; the input times a random
+mask, `_dropout_mask`, drawn from the default generator's Philox stream: jitorch/_philox.py). one_hot and embedding are primitives: one_hot is an integer
 op without gradient, embedding a gather of rows whose VJP scatters the gradient back and leaves
 the `padding_idx` row without gradient (PyTorch's `embedding_backward`).
 """
@@ -15,7 +15,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
 from .registry import _pt_name, defop
-from .batching import LEADING
+from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
 
@@ -44,11 +44,35 @@ def linear(input, weight, bias=None):
     return _linear.body()(input, weight, bias)
 
 
-def _dropout_random(p, training, inplace):
-    return "random dropout" if training and p != 0 else None  # eager's generator draws the mask
+def _dropout_mask_impl(input, p):
+    """A dropout mask shaped like `input`: 1 / (1 - p) where kept, else 0 (jitorch's Philox
+    stream, jitorch/_philox.py), in input's dtype (the default dtype for non-float inputs);
+    made on the host and moved to input's device when it lives elsewhere."""
+    from .. import _philox
+    d = dt.from_numpy_dtype(input.dtype)
+    out_d = d if d.category == dt.FLOAT else dt.get_default_dtype()
+    mask = _philox.dropout_mask(input.shape, float(p), out_d.np)
+    if type(input) is not np.ndarray:  # a device array (CuPy): the mask goes there
+        from .._device.backends import cuda_backend
+        return cuda_backend().from_host(mask, input.device.id)
+    return mask
 
 
-@composite(static=("p", "training", "inplace"), script_unsupported=_dropout_random)
+def _dropout_mask_infer(a):
+    t = a.tensor(0)
+    if t.dtype is None or t.dtype.category != dt.FLOAT:
+        raise infer.Unknown("_dropout_mask of a non-float input")
+    return t
+
+
+# the mask of F.dropout: a random op (the IR's purity rules keep every call: ir/util.py); one
+# mask per call whatever the vmap batch (randomness="same"; "error" refuses it)
+_dropout_mask = defop("_dropout_mask", _dropout_mask_impl, tensors=("input",), kind="other",
+                      nondiff=True, method=False, function=False, infer=_dropout_mask_infer,
+                      batch=RANDOM_SAME)
+
+
+@composite(static=("p", "training", "inplace"))
 def _dropout(p, training, inplace):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -56,23 +80,30 @@ def _dropout(p, training, inplace):
         def identity(input):
             return input
         return identity
-
-    def body(input):  # (eager only: script_unsupported)
-        from .._random import rand_like
-        if p == 1:
-            scale = input * 0
-        else:
-            keep = rand_like(input) >= p
-            scale = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    if p == 1:  # every element dropped (no draw), as PyTorch
         if inplace:
-            return input.mul_(scale) if p != 1 else input.mul_(0)
-        return input * scale if p != 1 else scale
+            def zero_(input):
+                return input.mul_(0)
+            return zero_
+
+        def zero(input):
+            return input * 0
+        return zero
+    if inplace:
+        def body_(input):
+            return input.mul_(_dropout_mask(input, p))
+        return body_
+
+    def body(input):
+        return input * _dropout_mask(input, p)
     return body
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability p and scale the rest by 1 / (1 - p) (jitorch's default
-    generator); the input itself when not training or p == 0."""
+    """Zero each element with probability p and scale the rest by 1 / (1 - p); the input
+    itself when not training or p == 0. The mask comes from jitorch's Philox stream of the
+    default generator (jitorch/_philox.py): scripted code, compiled or interpreted, draws the
+    same masks as eager code after the same `manual_seed`."""
     return _dropout.body(p, training, inplace)(input)
 
 

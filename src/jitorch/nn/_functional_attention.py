@@ -80,9 +80,7 @@ def _mha_in_place(embed_dim, num_heads, add_zero_attn, dropout_p, training, sepa
                   has_bias_k, has_bias_v, has_static_k, has_static_v, layer):
     if has_bias_k or has_bias_v or add_zero_attn:
         return "bias_k / bias_v / add_zero_attn"  # rare variants: a Python call
-    if training and dropout_p > 0:
-        return "random dropout"  # the random mask stays with eager's generator
-    return None
+    return None  # (attention dropout compiles: F.dropout's mask, jitorch/_philox.py)
 
 
 @composite(static=("embed_dim_to_check", "num_heads", "add_zero_attn", "dropout_p", "training",

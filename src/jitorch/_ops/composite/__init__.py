@@ -24,7 +24,7 @@ as a `Composite`, the way `optim/functional.py` declares its step forms:
 
 When the call cannot be compiled (a static that is not a constant, a factory that raises for it,
 a public parameter outside the statics and the body's parameters given a non-default value, or
-`script_unsupported(*statics)` naming a reason: random dropout, running statistics updated in
+`script_unsupported(*statics)` naming a reason: running statistics updated in
 place), the frontend keeps the call as a Python op, which is exactly eager, errors included.
 """
 from __future__ import annotations

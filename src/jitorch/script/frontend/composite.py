@@ -15,7 +15,7 @@ views the input as (N, C, m), so one program serves every size.
 
 Anything a body does not cover (a non-constant static argument, a factory that raises for the
 statics, a public parameter outside the statics and the body's parameters given a non-default
-value, or the composite's `script_unsupported` reason: random dropout, running statistics updated
+value, or the composite's `script_unsupported` reason: running statistics updated
 in place, ...) returns None and the caller keeps the `prim::PythonOp` path, which is exactly
 eager (errors included, at run time).
 The losses' class targets go through `_class_index` (_ops/nn_loss.py), which checks them as eager
@@ -169,11 +169,15 @@ def compile_call(st, fn, node, recv=None):
             ins.append(a)
     st.cur = node
     st.evaluated = None
+    start = len(st.block.nodes)
     attrs = {"fn": g, "composite": body}
     if getattr(fn, "autocast", None):  # its autocast policy (_autocast.policy), for the
         attrs["autocast"] = fn.autocast  # interpreter inside jitorch.autocast
     n = st.emit("prim::CallFunction", ins, [v.type for v in g.outputs], attrs)
     if getattr(res, "returns_tuple", False):  # the graph returns the tuple's elements
-        return st.emit("prim::TupleConstruct", list(n.outputs),
-                       (ir.TupleType([v.type for v in n.outputs]),)).output
-    return n.outputs[0]
+        r = st.emit("prim::TupleConstruct", list(n.outputs),
+                    (ir.TupleType([v.type for v in n.outputs]),)).output
+    else:
+        r = n.outputs[0]
+    # a body that writes its arguments (`inplace=True`: x.mul_(mask)) writes the caller's
+    return st.writes.call_writes(start, r, node)

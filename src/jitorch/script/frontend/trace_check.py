@@ -7,7 +7,8 @@ is how a branch on a tensor's data shows; the message names the data-dependent P
 that came out differently) raises `TracingCheckError` ("Tracing failed sanity checks!\\nERROR: Graphs differed across
 invocations!" with the diff); when the graphs agree, the traced function's outputs are compared
 with the Python function's, and a mismatch warns `TracerWarning` ("Output nr 1. of the traced
-function does not match the corresponding output of the Python function. ...").
+function does not match the corresponding output of the Python function. ...", after "Trace had
+nondeterministic nodes. ..." when the trace holds random ops, such as a training-mode dropout).
 """
 from __future__ import annotations
 
@@ -221,6 +222,7 @@ def check_trace(graph, retrace, call_traced, check_inputs, tolerance: float) -> 
     again and returns (graph, the Python function's result); `call_traced(args)` runs the trace.
     Raises TracingCheckError when the program differs, warns TracerWarning when its outputs
     do."""
+    warned = False
     for ci in check_inputs:
         ci = as_inputs(ci)
         g2, want = retrace(_clone(ci))
@@ -242,6 +244,23 @@ def check_trace(graph, retrace, call_traced, check_inputs, tolerance: float) -> 
         for i, (g, w) in enumerate(zip(gl, wl)):
             err = _compare(g, w, tolerance)
             if err is not None:
+                if not warned:  # (once per trace, as PyTorch)
+                    warned = _warn_nondeterministic(graph)
                 warnings.warn(f"Output nr {i + 1}. of the traced function does not match the "
                               "corresponding output of the Python function. Detailed error:\n"
                               f"{err}", _trace.TracerWarning, stacklevel=4)
+
+
+def _warn_nondeterministic(graph) -> bool:
+    """PyTorch's warning before an output mismatch when the trace holds random nodes (a model
+    traced in training mode records its dropout masks: ir/util.py `is_random`); whether it
+    warned."""
+    from ..ir import util as ir_util
+    nodes = [n for n in ir_util.all_nodes(graph.block) if ir_util.is_random(n.op)]
+    if nodes:
+        warnings.warn("Trace had nondeterministic nodes. Did you forget call .eval() on your "
+                      "model? Nodes:\n" + "\n".join(f"\t{n.op}" for n in nodes[:20]) +
+                      "\nThis may cause errors in trace checking. To disable trace checking, "
+                      "pass check_trace=False to torch.jit.trace()", _trace.TracerWarning,
+                      stacklevel=5)
+    return bool(nodes)

@@ -14,6 +14,8 @@ Owns:
 - `ends_in_raise(block)`: the block is an error branch (its nodes only build the message).
 - `is_pure(node)` / `IMPURE_*`: the single definition of which nodes have side effects or are
   nondeterministic; CSE and DCE both read it.
+- `describe(node)`: how a reason for interpreting a graph names a node (the op; a Python
+  call's function).
 """
 from __future__ import annotations
 
@@ -48,6 +50,18 @@ def node_is_pure(node: ir.Node) -> bool:
     """No side effect and deterministic, ignoring sub-blocks (see `is_pure`)."""
     op = node.op
     return not (op in IMPURE_PRIMS or is_inplace(op) or is_random(op))
+
+
+def describe(node: ir.Node) -> str:
+    """A node as the reasons for running a graph interpreted name it: its op, and for a Python
+    call or a call of a graph the function it calls (a reason always names the op)."""
+    if node.op == "prim::PythonOp":
+        return f"'prim::PythonOp' calling {node.attrs.get('name')!r} (a Python call)"
+    if node.op == "prim::CallFunction":
+        name = getattr(node.attrs.get("fn"), "name", None)
+        if name:
+            return f"'prim::CallFunction' of {name!r}"
+    return f"'{node.op}'"
 
 
 def is_pure(node: ir.Node) -> bool:

@@ -70,6 +70,7 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd.graph import _fit
 from ..ir import interpreter
+from ..ir import util as ir_util
 from .. import ir
 from ..._ops.factories import is_factory
 from ..frontend.trace import Tracer
@@ -148,7 +149,8 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
         return autodiff_control.differentiate(graph, args, requires_grad, check_generic)
     for n in graph.nodes():
         if n.op in _REJECT or n.blocks:
-            raise NotDifferentiable(f"'{n.op}' is not differentiated by the compiler")
+            raise NotDifferentiable(f"{ir_util.describe(n)} is not differentiated by the "
+                                    "compiler")
     if requires_grad is None:
         requires_grad = [isinstance(a, Tensor) and a._requires_grad for a in args]
         if not any(requires_grad):

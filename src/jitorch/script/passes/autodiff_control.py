@@ -51,6 +51,7 @@ from ... import _dtype as dt
 from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
+from ..ir import util as ir_util
 from . import autodiff as ad
 from .autodiff import NotDifferentiable
 from .autodiff_control_build import _Builder
@@ -89,7 +90,8 @@ def _check_rejects(block: ir.Block) -> None:
             continue  # a check that raises: copied into the forward as it is (build)
         if n.op in ("prim::CallFunction", "prim::Fused") or (
                 n.op == "prim::PythonOp" and not _tensor_free(n)):
-            raise NotDifferentiable(f"'{n.op}' is not differentiated by the compiler")
+            raise NotDifferentiable(f"{ir_util.describe(n)} is not differentiated by the "
+                                    "compiler")
         for b in n.blocks:
             _check_rejects(b)
 

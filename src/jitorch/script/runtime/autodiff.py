@@ -30,9 +30,12 @@ from .entry import _boundary, _Entry
 
 def _differentiate(base: ir.Graph, args, **kw):
     """autodiff.differentiate, its forward and backward on `base`'s device: the program runs
-    on the one device of its arguments, so both pick that device's target (passes/types.py)."""
+    on the one device of its arguments, so both pick that device's target (passes/types.py).
+    Random ops in its example runs (dropout masks) leave the generator as it was."""
     from ..passes import autodiff, types as _types
-    d = autodiff.differentiate(base, args, **kw)
+    from ... import _philox
+    with _philox.scratch():  # its example runs draw no numbers from the user's stream
+        d = autodiff.differentiate(base, args, **kw)
     device = _types.one_device([p.type for p in base.block.params])
     _types.place_traced_factories(device, d.backward)
     _types.stamp_device(device, d.forward, d.backward)
