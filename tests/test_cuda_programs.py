@@ -34,9 +34,9 @@ class MLP(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self):
+    def __init__(self, dropout=0.0):
         super().__init__()
-        self.layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,
+        self.layer = nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=dropout,
                                                 batch_first=True)
 
     def forward(self, x):
@@ -56,10 +56,16 @@ def _train(model, inputs, opt_cls, steps=3, **opt_kw):
     return sm, losses
 
 
-def _on_device_nothing_interpreted(model, inputs, device, opt_cls, **opt_kw):
-    """(cpu run, device run) of the same train step; asserts the device run was compiled."""
+def _on_device_nothing_interpreted(model, inputs, device, opt_cls, before_each=None,
+                                   **opt_kw):
+    """(cpu run, device run) of the same train step; asserts the device run was compiled.
+    `before_each()` runs before each of the two runs (reseeding)."""
     cpu_model = copy.deepcopy(model)
+    if before_each is not None:
+        before_each()
     cpu_sm, cpu_losses = _train(cpu_model, inputs, opt_cls, **opt_kw)
+    if before_each is not None:
+        before_each()
     before = jitorch.jit.stats()
     dev_sm, dev_losses = _train(model.to(device), [x.to(device) for x in inputs], opt_cls,
                                 **opt_kw)
@@ -89,10 +95,18 @@ def test_scripted_mlp_train_step_gives_the_cpus_weights_with_nothing_interpreted
     assert "implementation('matmul')" in code  # (cuBLAS on a GPU)
 
 
-def test_scripted_transformer_encoder_layer_train_step_on_the_device(cuda):
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_scripted_transformer_encoder_layer_train_step_on_the_device(cuda, dropout):
+    """With dropout in training mode too: the masks come from jitorch's Philox stream, so the
+    device run draws the CPU run's masks after the same manual_seed (docs/random.md)."""
     jitorch.manual_seed(0)
-    _on_device_nothing_interpreted(Encoder(), [jitorch.randn(2, 5, 16)], cuda,
-                                   jitorch.optim.SGD, lr=0.05)
+    model, x = Encoder(dropout), jitorch.randn(2, 5, 16)
+    state = jitorch.random.get_rng_state()
+
+    def reseed():
+        jitorch.random.set_rng_state(state)
+    _on_device_nothing_interpreted(model, [x], cuda, jitorch.optim.SGD, before_each=reseed,
+                                   lr=0.05)
 
 
 def test_a_program_that_writes_its_argument_writes_the_device_tensor(cuda):
