@@ -107,28 +107,32 @@ _callers: dict = {}  # op name -> (OpDef, call(vals)): the slots' positions work
 
 
 def _caller(op):
-    """`call(vals)` for `op`: what `call_registry_op` does, with the positions of its tensors
-    and attributes among the IR inputs precomputed (the interpreter's per-node cost is mostly
-    this bookkeeping: a dict of params per call cost about a fifth of an interpreted node)."""
+    """`call(vals)` for `op`: what `call_registry_op` does, unrolled for the op's parameters
+    (the interpreter's per-node cost is mostly this bookkeeping: a dict of params per call cost
+    about a fifth of an interpreted node; generated once per op from its declaration, whose
+    parameter names are the registry's identifiers, never text from a graph)."""
     pos = {p: i for i, p in enumerate(op.params)}
-    tensors = tuple(pos[t] for t in op.tensors)
-    attrs = tuple((a, pos[a]) for a in op.attrs)
     n_params = len(op.params)
+    slots = "".join(f"v[{pos[t]}], " for t in op.tensors)
+    attrs = ", ".join(f"{a!r}: v[{pos[a]}]" for a in op.attrs)
     check = op.extra.get("check")  # a value check of the public function (binary.guard)
-    dispatch = registry.dispatch
+    ns = {"_op": op, "_dispatch": registry.dispatch, "_check": check, "_slow": _call_by_name}
+    body = (f"    s = ({slots})\n    a = {{{attrs}}}\n    _check(*s, **a)\n"
+            "    return _dispatch(_op, s, a)\n") if check is not None else \
+        f"    return _dispatch(_op, ({slots}), {{{attrs}}})\n"
+    exec(f"def call(v):\n    if len(v) != {n_params}:\n        return _slow(_op, v)\n{body}", ns)
+    return ns["call"]
 
-    def call(vals):
-        if len(vals) != n_params:  # (a malformed node: the error names the missing param)
-            by_name = dict(zip(op.params, vals))
-            slots = tuple(by_name[t] for t in op.tensors)
-            kw = {a: by_name[a] for a in op.attrs}
-        else:
-            slots = tuple([vals[i] for i in tensors])
-            kw = {a: vals[i] for a, i in attrs}
-        if check is not None:
-            check(*slots, **kw)
-        return dispatch(op, slots, kw)
-    return call
+
+def _call_by_name(op, vals):
+    """A node whose inputs do not match the op's parameters: the error names the missing one."""
+    by_name = dict(zip(op.params, vals))
+    slots = tuple(by_name[t] for t in op.tensors)
+    attrs = {a: by_name[a] for a in op.attrs}
+    check = op.extra.get("check")
+    if check is not None:
+        check(*slots, **attrs)
+    return registry.dispatch(op, slots, attrs)
 
 
 def run_graph(graph: ir.Graph, args) -> list:
