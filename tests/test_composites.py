@@ -51,7 +51,8 @@ def test_scripted_call_compiles_the_body_or_raises_eagers_error():
         return scaled(x, -1.0)
     fs, bads = jitorch.jit.script(f), jitorch.jit.script(bad)
     x = jitorch.randn(5)
-    np.testing.assert_allclose(fs(x).numpy(), f(x).numpy(), rtol=1e-6)
+    # (a compiled x * k + 1 may round once where eager rounds twice: near 0, atol says so)
+    np.testing.assert_allclose(fs(x).numpy(), f(x).numpy(), rtol=1e-6, atol=1e-6)
     g = str(fs.graph)
     assert "prim::CallFunction[fn=@scaled, composite=@scaled]" in g  # the body, specialised
     assert "prim::PythonOp" not in g  # when the inline pass inlines it
