@@ -14,9 +14,12 @@ The host entry runs on the CPU with its launches recorded instead of made, so ea
 compiled for the very argument types the entry passes.
 
 Cases: each OpInfo entry (tests/opinfo.py) whose traced sample lowers to elementwise ops with
-scalar templates, for float32 and one integer dtype where it takes them, on its samples of at
-most MAX_ELEMS elements; plus broadcasting, non-contiguous, 0-d, a group with an output of
-its own shape, and two fused chains (GELU with tanh, bias + relu). Prints one JSON line.
+scalar templates or to ops the CUDA target lowers to kernels of its own (reductions,
+targets/cuda/reduce.py), for float32 and one integer dtype where it takes them, on its samples
+of at most MAX_ELEMS elements; plus broadcasting, non-contiguous, 0-d, a group with an output
+of its own shape, two fused chains (GELU with tanh, bias + relu), and reductions (rows longer
+than a block, more outputs than blocks, non-contiguous, NaN, int/bool, dtype=, empty dims, the
+softmax shift). Prints one JSON line.
 """
 from __future__ import annotations
 
@@ -36,13 +39,14 @@ sys.path.insert(0, HERE)
 import jitorch  # noqa: E402
 from jitorch._ops import registry  # noqa: E402
 from jitorch.script import ir  # noqa: E402
-from jitorch.script.codegen import NotLowered  # noqa: E402
+from jitorch.script.codegen import NotLowered, lowering  # noqa: E402
 from jitorch.script.codegen.target import get_target  # noqa: E402
 from jitorch.script.kernels import cache  # noqa: E402
 from jitorch.script.targets.cuda import program  # noqa: E402
 from jitorch.script.frontend.trace import trace_graph, value_type  # noqa: E402
 from jitorch.script.passes import pipeline  # noqa: E402
 from jitorch.script.passes.types import specialize  # noqa: E402
+from jitorch._ops.nn_activation import _max_shift  # noqa: E402
 
 MAX_ELEMS = 300  # the simulator runs one Python thread per CUDA thread
 DTYPES = (jitorch.float32, jitorch.int32, jitorch.int64)  # float32, then the first int it takes
@@ -63,6 +67,33 @@ def _extra_cases():
          (R(1, 4), R(3, 4))),
         ("int_chain", lambda x, y: (x * 3 + y) // 2, (jitorch.arange(12).reshape(3, 4),
                                                        jitorch.arange(1, 5))),
+        *_reduction_cases(),
+    ]
+
+
+def _reduction_cases():
+    R = jitorch.randn
+    nan = R(5, 3, 4)
+    nan[1, 2, 3] = nan[3, 0, 0] = float("nan")
+    ints = jitorch.arange(-30, 30).reshape(3, 4, 5).to(jitorch.int32)
+    return [
+        # rows longer than a block (32 threads on the simulator), more outputs than blocks
+        ("reduce_sum_chain", lambda x: ((x * 2).sum(1), x.mean(-1), x.sum()), (R(5, 70),)),
+        ("reduce_dims", lambda x: (x.sum((0, 2), keepdim=True), x.prod(1), x.amax(-1),
+                                   x.amin((0, 1)), x.mean(dim=None)), (R(3, 4, 5),)),
+        ("non_contiguous_reduce", lambda x: (x.sum(0), x.amax((1, 2), keepdim=True),
+                                             x.mean(1)), (R(5, 4, 6).transpose(0, 2)[1:],)),
+        ("reduce_nan", lambda x: (x.amax(1), x.amin((0, 2)), x.amax(), x.max(), x.min()),
+         (nan,)),
+        ("reduce_int", lambda x: (x.sum(1), x.prod(-1), x.amax((0, 2)), x.amin(), x.max(),
+                                  (x > 0).sum((0, 1)), x.to(jitorch.uint8).amin(2)), (ints,)),
+        ("reduce_dtype", lambda x: (x.sum(-1, dtype=jitorch.float64),
+                                    x.mean(0, dtype=jitorch.float64),
+                                    x.prod(1, dtype=jitorch.float64)), (R(4, 6),)),
+        ("reduce_0d", lambda x: (x.sum(), x.amax(0), x.mean(0, keepdim=True)), (R(()),)),
+        ("reduce_empty", lambda x: (x.sum(1), x.prod(1), x.mean(1), x.amax(0),
+                                    _max_shift(x, 1, True)), (R(2, 0, 3),)),
+        ("reduce_softmax_shift", lambda x: (x - _max_shift(x, -1, True)).exp(), (R(6, 9),)),
     ]
 
 
@@ -71,13 +102,17 @@ def _cuda_type(x):
     return ir.TensorType(t.dtype, t.shape, "cuda") if isinstance(t, ir.TensorType) else t
 
 
-def _is_elementwise(graph) -> bool:
-    """Every compute node is an elementwise registry op with a scalar template."""
+def _is_kernels(graph) -> bool:
+    """Every compute node is an elementwise registry op with a scalar template, or an op the
+    CUDA target lowers to a kernel of its own (its entries in the lowering table)."""
+    lowering.table("cuda")  # imports the target's lowering modules
+    own = {op for op, target in lowering.TABLE if target == "cuda"}
     ops = [n.op for n in graph.nodes() if n.op not in STRUCTURAL and n.blocks == []]
     ops = [op for op in ops if not op.startswith("prim::")]
     return bool(ops) and all(
-        registry.OPS.get(op) is not None and registry.OPS[op].kind == "elementwise"
-        and registry.OPS[op].scalar for op in ops)
+        registry.OPS.get(op) is not None and (op in own or registry.OPS[op].kind ==
+                                              "elementwise" and registry.OPS[op].scalar)
+        for op in ops)
 
 
 def _leaves(x, acc):
@@ -114,7 +149,7 @@ def cases():
                     graph, want = trace_graph(call, tuple(tensors))
                 except Exception:
                     continue  # eager refuses this sample (the op tests cover that)
-                if not _is_elementwise(graph) or not _leaves(want, []):
+                if not _is_kernels(graph) or not _leaves(want, []):
                     continue
                 entries.add(info.name)
                 # (an entry may be in the table twice: names made unique by their position)
@@ -276,7 +311,7 @@ def run_ptx():
         launches = []
         mod, _ = cache.load_program(prog)
         mod.alloc = np.empty  # host memory stands in for the device's: nothing launches
-        mod.launch = lambda kernel, n, args: launches.append((kernel, args))
+        mod.launch = mod.launch_blocks = lambda kernel, n, args: launches.append((kernel, args))
         try:
             getattr(mod, prog.entry)(*[t.numpy() for t in tensors])
             for kernel, args in launches:

@@ -32,7 +32,9 @@ from jitorch.script.targets.cuda import spelling  # noqa: E402
 
 # the cases each tier must run to the end (tests/cuda_tier.py _extra_cases)
 EXTRA = ("gelu_tanh_chain", "bias_relu_chain", "broadcast_add", "non_contiguous_exp",
-         "non_contiguous_binary", "zero_d", "own_shape_output")
+         "non_contiguous_binary", "zero_d", "own_shape_output", "reduce_sum_chain",
+         "reduce_dims", "non_contiguous_reduce", "reduce_nan", "reduce_int", "reduce_dtype",
+         "reduce_0d", "reduce_empty", "reduce_softmax_shift")
 
 
 def _tier(mode: str, sim: bool) -> dict:

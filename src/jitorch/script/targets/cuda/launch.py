@@ -5,7 +5,8 @@ of the process (`_device/backends.py`: CuPy's caching pool on a GPU, so the memo
 see it; NumPy arrays standing in for device memory on the simulator, registered with its pool
 model). `launch(kernel, n, args)` runs a grid-stride kernel over `n` elements: on a GPU 256
 threads a block, at most MAX_BLOCKS blocks (the kernel's loop covers the rest), on CuPy's
-current stream (never a host sync per launch); Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
+current stream (never a host sync per launch); `launch_blocks(kernel, n, args)` runs a kernel
+with a block per unit of work (reductions: a block per output element); Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
 which JITORCH_CUDA_SIM=1 turns on) runs one Python thread per CUDA thread (about 0.15 ms
 each), so there the grid is clamped to 2 blocks of 32 threads.
 
@@ -62,11 +63,23 @@ def grid(n: int) -> tuple:
 def launch(kernel, n: int, args: tuple) -> None:
     """Run `kernel` over `n` elements (none: no launch, CUDA refuses an empty grid)."""
     if n > 0:
-        blocks, threads = grid(n)
-        if SIMULATED:
-            kernel[blocks, threads](*(_sim_device(a) for a in args))
-        else:
-            kernel[blocks, threads, _stream()](*args)
+        _run(kernel, grid(n), args)
+
+
+def launch_blocks(kernel, n: int, args: tuple) -> None:
+    """Run `kernel` with a block of THREADS threads for each of `n` units of work (a
+    reduction's output elements, reduce.py): at most MAX_BLOCKS blocks, whose block-stride
+    loop covers the rest; none: no launch."""
+    if n > 0:
+        _run(kernel, (min(n, MAX_BLOCKS), THREADS), args)
+
+
+def _run(kernel, shape: tuple, args: tuple) -> None:
+    blocks, threads = shape
+    if SIMULATED:
+        kernel[blocks, threads](*(_sim_device(a) for a in args))
+    else:
+        kernel[blocks, threads, _stream()](*args)
 
 
 def _stream():

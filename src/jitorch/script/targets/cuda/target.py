@@ -1,9 +1,9 @@
 """The CUDA Target: what the CUDA code generator lowers and how its programs load.
 
 Capabilities: bool, uint8, int8..int64, float32, float64 (what numba.cuda kernels index and
-compute; no complex yet, no float16/bfloat16); no row regions and no reduction prologues (no
-CUDA reductions yet), so fusion forms only plain elementwise groups. Programs load through the
-content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
+compute; no complex yet, no float16/bfloat16); no row regions and no reduction prologues (a
+reduction is a kernel of its own, reduce.py), so fusion forms only plain elementwise groups.
+Programs load through the content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
 compiles each kernel for its argument types on its first launch in a process.
 
 The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
@@ -31,7 +31,8 @@ CAPABILITIES = Capabilities(
 class CudaTarget(Target):
     name = "cuda"
     capabilities = CAPABILITIES
-    lowering_modules = ()  # elementwise groups only, from the registry's templates
+    # its own kernels beyond the elementwise groups (those come from the registry's templates)
+    lowering_modules = ("jitorch.script.targets.cuda.reduce",)
 
     def generate(self, graph, written=()):
         if not RUNTIME_HOOKED_UP:
