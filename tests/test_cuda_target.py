@@ -134,6 +134,25 @@ def test_kernels_are_named_by_what_they_compute_and_listed_in_code():
     assert lower(g3, list(a)).kernels != p1.kernels
 
 
+def test_reductions_are_kernels_named_by_what_they_compute():
+    """A reduction is a kernel of the CUDA target (targets/cuda/reduce.py), not a call of its
+    implementation: a block per output element, a tree in shared memory; its source is
+    canonical, so the same reduction in two programs is one kernel module."""
+    a = (t.randn(5, 8),)
+    p1 = lower(trace_graph(lambda x: x.sum(1), a)[0], list(a))
+    p2 = lower(trace_graph(lambda y: y.sum(-1), a)[0], list(a))
+    assert len(p1.kernels) == 1 and p1.kernels == p2.kernels
+    src = p1.kernels[0]
+    assert "cuda.shared.array(" in src and "cuda.syncthreads()" in src and "np.inf" not in src
+    assert "launch_blocks(" in p1.source and "_op_sum(" in p1.source  # (the empty case's call)
+    for other in (lambda x: x.sum(0), lambda x: x.amax(1), lambda x: x.mean(1),
+                  lambda x: x.sum(1, dtype=t.float64)):
+        assert lower(trace_graph(other, a)[0], list(a)).kernels != p1.kernels
+    g, _ = trace_graph(lambda x: x.mean(1), a)  # eager raises for integers: not lowered
+    with pytest.raises(NotLowered, match=r"mean of an integer tensor on cuda"):
+        lower(g, [t.arange(6).reshape(2, 3)])
+
+
 def test_the_cuda_target_is_chosen_by_device_but_not_hooked_up_to_the_runtime_yet():
     """get_target gives the CUDA target; until CUDA tensors exist its `generate` (the runtime's
     call) is NotLowered with the reason (targets/cuda/target.py RUNTIME_HOOKED_UP), so a

@@ -52,7 +52,6 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
     op = COMPUTES[n.op]
     x = n.inputs[0]
     t = em.tensor(x)
-    out_t = em.tensor(n.outputs[0])
     if n.op in ("max", "min"):
         if len(n.inputs) != 1:
             raise NotLowered(f"op {n.op} with {len(n.inputs)} inputs on cuda")
@@ -70,7 +69,7 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
         raise NotLowered(f"op {n.op}: mean of an integer tensor on cuda")
     if op == "mean" and acc.category != dt.FLOAT:
         raise NotLowered(f"op {n.op}: mean to an integer dtype on cuda")
-    if acc is not out_t.dtype:
+    if acc is not em.tensor(n.outputs[0]).dtype:
         raise NotLowered(f"op {n.op}: result dtype mismatch on cuda")
     try:
         dims = norm_dims(dim, t.ndim)
