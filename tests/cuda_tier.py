@@ -68,6 +68,46 @@ def _extra_cases():
         ("int_chain", lambda x, y: (x * 3 + y) // 2, (jitorch.arange(12).reshape(3, 4),
                                                        jitorch.arange(1, 5))),
         *_reduction_cases(),
+        *_row_cases(),
+    ]
+
+
+def _softmax(x):
+    e = (x - _max_shift(x, -1, True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _layer_norm(x, w, b):
+    c = x - x.mean(-1, keepdim=True)
+    return c * ((c * c).mean(-1, keepdim=True) + 1e-5).rsqrt() * w + b
+
+
+def _row_outputs(x):  # per-row values returned from a region, NaN winning in amax/amin
+    m = x.mean(-1, True)
+    a = x.amax(-1, True)
+    return x - m, m, (x - a).exp(), a * 2, x.amin(-1, True) - x
+
+
+def _row_cases():
+    """Row regions (passes/fuse_rows.py, targets/cuda/rows.py: a block per row)."""
+    R = jitorch.randn
+    nan = R(4, 9)
+    nan[1, 3] = float("nan")
+    return [
+        ("rows_softmax", lambda x: (_softmax(x), x - _max_shift(x, -1, True) -
+                                    (x - _max_shift(x, -1, True)).exp().sum(-1, True).log()),
+         (R(5, 70),)),  # rows longer than a block
+        ("rows_layer_norm", _layer_norm, (R(3, 4, 33), R(33), R(33))),
+        ("rows_layer_norm_f64", _layer_norm, (R(4, 20).double(), R(20).double(),
+                                              R(20).double())),
+        ("rows_rms_norm", lambda x, w: x * ((x * x).mean(-1, keepdim=True) + 1e-6).rsqrt() * w,
+         (R(6, 10), R(10))),
+        ("rows_logsumexp", lambda x: x - jitorch.logsumexp(x, -1, keepdim=True), (R(3, 40),)),
+        ("rows_row_outputs", _row_outputs, (nan,)),
+        ("rows_broadcast_row", lambda x, s, z: (x * z - (s * 2).sum(-1, keepdim=True),
+                                                x - (x * z).amax(-1, keepdim=True)),
+         (R(4, 7), R(4, 1), R(()))),
+        ("non_contiguous_rows", _softmax, (R(9, 6).t(),)),
     ]
 
 

@@ -34,7 +34,9 @@ from jitorch.script.targets.cuda import spelling  # noqa: E402
 EXTRA = ("gelu_tanh_chain", "bias_relu_chain", "broadcast_add", "non_contiguous_exp",
          "non_contiguous_binary", "zero_d", "own_shape_output", "reduce_sum_chain",
          "reduce_dims", "non_contiguous_reduce", "reduce_nan", "reduce_int", "reduce_dtype",
-         "reduce_0d", "reduce_empty", "reduce_softmax_shift")
+         "reduce_0d", "reduce_empty", "reduce_softmax_shift", "rows_softmax", "rows_layer_norm",
+         "rows_layer_norm_f64", "rows_rms_norm", "rows_logsumexp", "rows_row_outputs",
+         "rows_broadcast_row", "non_contiguous_rows")
 
 
 def _tier(mode: str, sim: bool) -> dict:
@@ -160,7 +162,7 @@ def test_the_cuda_target_is_chosen_by_device_but_not_hooked_up_to_the_runtime_ye
     cuda = get_target("cuda:1")
     assert cuda.name == "cuda" and get_target("cuda") is cuda
     caps = cuda.capabilities
-    assert t.float32 in caps.dtypes and not caps.complex_dtypes and not caps.row_regions
+    assert t.float32 in caps.dtypes and not caps.complex_dtypes and caps.row_regions
     a = (t.randn(2, 3),)
     g, _ = trace_graph(lambda x: x.exp(), a)
     with pytest.raises(NotLowered, match="cuda tensors are not hooked up yet"):

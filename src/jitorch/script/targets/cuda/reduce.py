@@ -128,16 +128,10 @@ def kernel_source(op: str, in_d: dt.dtype, acc: dt.dtype, rank: int, kept: list,
     lines.append("        for j in range(t + nt, p3, nt):")
     _split(lines, 3, "j", "r", red, red_sizes, idx)
     lines.append(f"            v = {_load(in_d, acc, rank, idx)}")
-    lines += ["            " + ln for ln in _combine(op, acc, "acc", "v")]
+    lines += ["            " + ln for ln in combine(op, acc, "acc", "v")]
     lines.append("        sh[t] = acc")
     lines.append("    cuda.syncthreads()")
-    s = threads // 2
-    while s:
-        lines.append(f"    if t < {s} and t + {s} < nv:")
-        lines.append(f"        w = sh[t + {s}]")
-        lines += ["        " + ln for ln in _combine(op, acc, "sh[t]", "w")]
-        lines.append("    cuda.syncthreads()")
-        s //= 2
+    lines += ["    " + ln for ln in tree(op, acc, "sh", "nv", "w")]
     lines.append("    if t == 0:")
     res = f"sh[0] / {np_type(acc)}(p3)" if op == "mean" else "sh[0]"
     lines.append(f"        p0[o] = {res}")
@@ -164,7 +158,21 @@ def _load(in_d: dt.dtype, acc: dt.dtype, rank: int, idx: dict) -> str:
     return load if in_d is acc else f"{np_type(acc)}({load})"
 
 
-def _combine(op: str, acc: dt.dtype, into: str, v: str) -> list:
+def tree(op: str, acc: dt.dtype, sh: str, nv: str, w: str) -> list:
+    """Lines of the block's tree reduction of the shared array `sh` into `sh[0]` (thread `t`;
+    the slots below `nv` hold partial results, each thread its own; `w`: a local name), a
+    `cuda.syncthreads()` after each step. Unrolled over the block size (launch.THREADS)."""
+    lines, s = [], launch.THREADS // 2
+    while s:
+        lines.append(f"if t < {s} and t + {s} < {nv}:")
+        lines.append(f"    {w} = {sh}[t + {s}]")
+        lines += ["    " + ln for ln in combine(op, acc, f"{sh}[t]", w)]
+        lines.append("cuda.syncthreads()")
+        s //= 2
+    return lines
+
+
+def combine(op: str, acc: dt.dtype, into: str, v: str) -> list:
     """Lines folding `v` into `into` (NaN wins for float amax/amin: `v != v`)."""
     if op in ("sum", "mean"):
         return [f"{into} = {into} + {v}"]

@@ -1,8 +1,9 @@
 """The CUDA Target: what the CUDA code generator lowers and how its programs load.
 
 Capabilities: bool, uint8, int8..int64, float32, float64 (what numba.cuda kernels index and
-compute; no complex yet, no float16/bfloat16); no row regions and no reduction prologues (a
-reduction is a kernel of its own, reduce.py), so fusion forms only plain elementwise groups.
+compute; no complex yet, no float16/bfloat16); row regions (softmax, layer norm: a kernel with a
+block per row, rows.py) but no reduction prologues (a reduction is a kernel of its own,
+reduce.py), so fusion forms elementwise groups and row regions.
 Programs load through the content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
 compiles each kernel for its argument types on its first launch in a process.
 
@@ -25,7 +26,7 @@ RUNTIME_HOOKED_UP = True  # scripted calls on CUDA tensors run this target's pro
 CAPABILITIES = Capabilities(
     dtypes=frozenset({dt.bool, dt.uint8, dt.int8, dt.int16, dt.int32, dt.int64, dt.float32,
                       dt.float64}),
-    complex_dtypes=frozenset(), row_regions=False, reduction_prologues=False)
+    complex_dtypes=frozenset(), row_regions=True, reduction_prologues=False)
 
 
 class CudaTarget(Target):
