@@ -27,11 +27,15 @@ def run(graph: ir.Graph) -> ir.Graph:
     if _inline_block(graph.block, 0):
         # values downstream of a call were typed from the call's (often unknown) result types:
         # re-propagate over the whole graph now that the callee's nodes are visible
-        from .types import propagate_block
+        from .types import one_device, propagate_block, stamp_device
         try:
             propagate_block(graph.block)
         except Exception:  # best effort; the types pass owns its failures
             pass
+        # the type rules know dtypes and ranks, not devices: the re-typed values sit on the
+        # program's device again (as types.specialize stamps them), or a composite's results
+        # (F.softmax on cuda) would be typed, and returned, as cpu tensors
+        stamp_device(one_device([p.type for p in graph.block.params]), graph)
     return graph
 
 
