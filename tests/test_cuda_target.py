@@ -155,6 +155,25 @@ def test_reductions_are_kernels_named_by_what_they_compute():
         lower(g, [t.arange(6).reshape(2, 3)])
 
 
+def test_row_regions_are_one_kernel_with_a_block_per_row():
+    """A softmax (passes/fuse_rows.py: a row region) is one kernel of the CUDA target
+    (targets/cuda/rows.py), canonical like the others: the same region in two programs is one
+    kernel module."""
+    from jitorch._ops.nn_activation import _max_shift
+
+    def softmax(x):
+        e = (x - _max_shift(x, -1, True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    a = (t.randn(4, 9),)
+    p1 = lower(trace_graph(softmax, a)[0], list(a))
+    p2 = lower(trace_graph(lambda y: softmax(y), a)[0], list(a))
+    assert len(p1.kernels) == 1 and p1.kernels == p2.kernels
+    src = p1.kernels[0]
+    assert "cuda.blockIdx.x" in src and "cuda.shared.array(" in src and "np.inf" not in src
+    assert p1.source.count("launch_blocks(") == 1 and "launch(" not in p1.source
+
+
 def test_the_cuda_target_is_chosen_by_device_but_not_hooked_up_to_the_runtime_yet():
     """get_target gives the CUDA target; until CUDA tensors exist its `generate` (the runtime's
     call) is NotLowered with the reason (targets/cuda/target.py RUNTIME_HOOKED_UP), so a

@@ -6,9 +6,9 @@ see it; NumPy arrays standing in for device memory on the simulator, registered 
 model). `launch(kernel, n, args)` runs a grid-stride kernel over `n` elements: on a GPU 256
 threads a block, at most MAX_BLOCKS blocks (the kernel's loop covers the rest), on CuPy's
 current stream (never a host sync per launch); `launch_blocks(kernel, n, args)` runs a kernel
-with a block per unit of work (reductions: a block per output element); Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1,
-which JITORCH_CUDA_SIM=1 turns on) runs one Python thread per CUDA thread (about 0.15 ms
-each), so there the grid is clamped to 2 blocks of 32 threads.
+with a block per unit of work (a reduction's output element, a row region's row). Numba's CUDA
+simulator (NUMBA_ENABLE_CUDASIM=1, which JITORCH_CUDA_SIM=1 turns on) runs one Python thread
+per CUDA thread (about 0.15 ms each), so there the grid is clamped to 2 blocks of 32 threads.
 
 `implementation(name)` and `result(r)`: a registry op's implementation called on device arrays
 (library.py) and its result as an array, as eager's dispatch normalises it. `host_scalar` is
@@ -68,8 +68,8 @@ def launch(kernel, n: int, args: tuple) -> None:
 
 def launch_blocks(kernel, n: int, args: tuple) -> None:
     """Run `kernel` with a block of THREADS threads for each of `n` units of work (a
-    reduction's output elements, reduce.py): at most MAX_BLOCKS blocks, whose block-stride
-    loop covers the rest; none: no launch."""
+    reduction's output elements, reduce.py; a row region's rows, rows.py): at most MAX_BLOCKS
+    blocks, whose block-stride loop covers the rest; none: no launch."""
     if n > 0:
         _run(kernel, (min(n, MAX_BLOCKS), THREADS), args)
 

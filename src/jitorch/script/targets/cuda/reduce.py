@@ -103,7 +103,8 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
                            list(dims))
     if _LAUNCH not in em.globals:
         em.globals.append(_LAUNCH)
-    em.emit(f"launch_blocks({kernel_alias(em, source)}, {nout}, ({''.join(a + ', ' for a in args)}))")
+    em.emit(f"launch_blocks({kernel_alias(em, source)}, {nout}, "
+            f"({''.join(a + ', ' for a in args)}))")
     em.indent -= 1
     em.bind(n.output, out)
 

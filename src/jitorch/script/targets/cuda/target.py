@@ -3,9 +3,9 @@
 Capabilities: bool, uint8, int8..int64, float32, float64 (what numba.cuda kernels index and
 compute; no complex yet, no float16/bfloat16); row regions (softmax, layer norm: a kernel with a
 block per row, rows.py) but no reduction prologues (a reduction is a kernel of its own,
-reduce.py), so fusion forms elementwise groups and row regions.
-Programs load through the content-hashed module cache (kernels/cache.py: kernel modules first, then the entry); numba.cuda
-compiles each kernel for its argument types on its first launch in a process.
+reduce.py), so fusion forms elementwise groups and row regions. Programs load through the
+content-hashed module cache (kernels/cache.py: kernel modules first, then the entry);
+numba.cuda compiles each kernel for its argument types on its first launch in a process.
 
 The runtime hook-up is not made yet (RUNTIME_HOOKED_UP): until CUDA tensors exist (the device
 work), the runtime's `generate` raises NotLowered, so a scripted call on CUDA tensors runs
