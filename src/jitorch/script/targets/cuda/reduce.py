@@ -25,13 +25,16 @@ first; the block size as a literal), so its module is named by the hash of what 
 
 Not lowered (NotLowered names the op and "cuda"; the interpreter gives eager's result or
 error): mean of an integer tensor or to an integer `dtype=` (eager raises), prod over a list of
-dims (eager takes one), dims out of range, dims/keepdim/dtype that are not constants.
+dims (eager takes one), dims out of range, dims/keepdim/dtype that are not constants. A float
+input reduced to an integer `dtype=` is a call of the implementation (library.py): NumPy's
+float -> int cast checks its range in float64.
 """
 from __future__ import annotations
 
 from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered
+from ...codegen.casts import cast
 from ...codegen.emitter import Emitter, np_type
 from ...codegen.lowering import lowers
 from ...passes.types import norm_dims, reduction_dtype
@@ -75,6 +78,11 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
         dims = norm_dims(dim, t.ndim)
     except IndexError:
         raise NotLowered(f"op {n.op}: dim {dim} out of range on cuda")
+    if t.dtype.category == dt.FLOAT and acc.category != dt.FLOAT:
+        # a float input summed as integers (`dtype=torch.int32`, rare): NumPy's astype range
+        # check (codegen/casts.py) compares in float64, which a float32 kernel must not do
+        lower_library(em, n)
+        return
 
     xs, r = em.name(x), t.ndim
     if r == 0:  # one element: its rank-1 view reduced over its one dim
@@ -125,10 +133,10 @@ def kernel_source(op: str, in_d: dt.dtype, acc: dt.dtype, rank: int, kept: list,
     _split(lines, 1, "o", "k", kept, kept_sizes, idx)
     lines.append("    if t < p3:")
     _split(lines, 2, "t", "r", red, red_sizes, idx)
-    lines.append(f"        acc = {_load(in_d, acc, rank, idx)}")
+    lines += ["        " + ln for ln in _load("acc", in_d, acc, rank, idx)]
     lines.append("        for j in range(t + nt, p3, nt):")
     _split(lines, 3, "j", "r", red, red_sizes, idx)
-    lines.append(f"            v = {_load(in_d, acc, rank, idx)}")
+    lines += ["            " + ln for ln in _load("v", in_d, acc, rank, idx)]
     lines += ["            " + ln for ln in combine(op, acc, "acc", "v")]
     lines.append("        sh[t] = acc")
     lines.append("    cuda.syncthreads()")
@@ -154,9 +162,12 @@ def _split(lines: list, depth: int, flat: str, prefix: str, dims: list, sizes: l
         idx[dims[0]] = rest
 
 
-def _load(in_d: dt.dtype, acc: dt.dtype, rank: int, idx: dict) -> str:
+def _load(name: str, in_d: dt.dtype, acc: dt.dtype, rank: int, idx: dict) -> list:
+    """Lines setting `name` to the input's element at `idx`, in the accumulation dtype."""
     load = f"p1[{', '.join(idx[d] for d in range(rank))}]"
-    return load if in_d is acc else f"{np_type(acc)}({load})"
+    if in_d is acc:
+        return [f"{name} = {load}"]
+    return [f"{name} = {cast(load, in_d, acc)}"]  # (never float -> int: lower_reduction)
 
 
 def tree(op: str, acc: dt.dtype, sh: str, nv: str, w: str) -> list:
