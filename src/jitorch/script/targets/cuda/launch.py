@@ -19,12 +19,16 @@ loaded module.
 from __future__ import annotations
 
 import itertools
+import sys
 
 import numpy as np
 from numba import config, cuda
 
 SIMULATED = bool(config.ENABLE_CUDASIM)
 THREADS = 32 if SIMULATED else 256
+# threads a block of `launch_blocks` (a power of two): on the simulator every
+# `cuda.syncthreads()` of a block waits on each of its Python threads
+BLOCK_THREADS = 8 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 65535
 if SIMULATED:
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
@@ -67,11 +71,21 @@ def launch(kernel, n: int, args: tuple) -> None:
 
 
 def launch_blocks(kernel, n: int, args: tuple) -> None:
-    """Run `kernel` with a block of THREADS threads for each of `n` units of work (a
+    """Run `kernel` with a block of BLOCK_THREADS threads for each of `n` units of work (a
     reduction's output elements, reduce.py; a row region's rows, rows.py): at most MAX_BLOCKS
     blocks, whose block-stride loop covers the rest; none: no launch."""
     if n > 0:
-        _run(kernel, (min(n, MAX_BLOCKS), THREADS), args)
+        if not SIMULATED:
+            _run(kernel, (min(n, MAX_BLOCKS), BLOCK_THREADS), args)
+            return
+        # the simulator's block polls its threads holding the GIL: each `cuda.syncthreads()`
+        # would wait for Python's thread switch interval (5 ms) several times
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(1e-5)
+        try:
+            _run(kernel, (min(n, MAX_BLOCKS), BLOCK_THREADS), args)
+        finally:
+            sys.setswitchinterval(interval)
 
 
 def _run(kernel, shape: tuple, args: tuple) -> None:

@@ -120,7 +120,7 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
 def kernel_source(op: str, in_d: dt.dtype, acc: dt.dtype, rank: int, kept: list,
                   red: list) -> str:
     """The kernel module's source (parameters in the module docstring's order)."""
-    threads = launch.THREADS  # the block size launch_blocks uses: a power of two
+    threads = launch.BLOCK_THREADS  # the block size launch_blocks uses: a power of two
     kept_sizes = [f"p{4 + k}" for k in range(len(kept[1:]))]
     red_sizes = [f"p{4 + len(kept_sizes) + k}" for k in range(len(red[1:]))]
     n_params = 4 + len(kept_sizes) + len(red_sizes)
@@ -173,8 +173,8 @@ def _load(name: str, in_d: dt.dtype, acc: dt.dtype, rank: int, idx: dict) -> lis
 def tree(op: str, acc: dt.dtype, sh: str, nv: str, w: str) -> list:
     """Lines of the block's tree reduction of the shared array `sh` into `sh[0]` (thread `t`;
     the slots below `nv` hold partial results, each thread its own; `w`: a local name), a
-    `cuda.syncthreads()` after each step. Unrolled over the block size (launch.THREADS)."""
-    lines, s = [], launch.THREADS // 2
+    `cuda.syncthreads()` after each step. Unrolled over the block size (launch.BLOCK_THREADS)."""
+    lines, s = [], launch.BLOCK_THREADS // 2
     while s:
         lines.append(f"if t < {s} and t + {s} < {nv}:")
         lines.append(f"    {w} = {sh}[t + {s}]")

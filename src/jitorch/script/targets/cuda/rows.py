@@ -216,7 +216,7 @@ class _Kernel:
             ke.indent -= 1
         if ke.globals or ke.helpers or ke.exceptions or ke.scripted_raises:
             raise NotLowered("a cuda row kernel needs module-level names (helpers, raises)")
-        head = [f"{nm} = cuda.shared.array({launch.THREADS}, {np_type(d)})"
+        head = [f"{nm} = cuda.shared.array({launch.BLOCK_THREADS}, {np_type(d)})"
                 for d, nm in self.shared.items()]
         lines = ["    " + h for h in head] + ke.lines[body_at:]
         params = ", ".join(f"p{k}" for k in range(self.n))
