@@ -31,7 +31,30 @@ THREADS = 32 if SIMULATED else 256
 BLOCK_THREADS = 8 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 65535
 if SIMULATED:
+    import threading
+
+    from numba.cuda.simulator import kernelapi as _sim_api
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    _SHARED_LOCK = threading.Lock()
+
+    def _shared_array(self, shape, dtype, alignment=None):
+        """The simulator's `cuda.shared.array` (a launch's arrays are keyed by the line that
+        makes them), made under a lock: without one, two Python threads of a block could each
+        make their own array and read slots the other wrote (reduce.py, rows.py)."""
+        if shape == 0 or alignment is not None or not isinstance(dtype, (type, np.dtype)):
+            # dynamic shared memory, alignment, a Numba type: as Numba does
+            return _sim_make_shared(self, shape, dtype, alignment)
+        caller = sys._getframe(1)
+        key = (caller.f_code.co_filename, caller.f_lineno)
+        with _SHARED_LOCK:
+            res = self._allocations.get(key)
+            if res is None:
+                res = self._allocations[key] = np.empty(shape, np.dtype(dtype))
+        return res
+
+    _sim_make_shared = _sim_api.FakeCUDAShared.array
+    _sim_api.FakeCUDAShared.array = _shared_array
 
 from ...ir.interpreter import scalar_fn  # noqa: E402,F401 - the entries' scalar ops
 from .... import _dtype as _dt  # noqa: E402

@@ -109,12 +109,18 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
     args = [f"{out}.reshape(-1)", xs, nout, cnt] + kept[1:] + red[1:]
     source = kernel_source(op, t.dtype, acc, r, [d for d in range(r) if d not in dims],
                            list(dims))
-    if _LAUNCH not in em.globals:
-        em.globals.append(_LAUNCH)
-    em.emit(f"launch_blocks({kernel_alias(em, source)}, {nout}, "
-            f"({''.join(a + ', ' for a in args)}))")
+    emit_launch(em, source, nout, args)
     em.indent -= 1
     em.bind(n.output, out)
+
+
+def emit_launch(em: Emitter, source: str, n: str, args: list) -> None:
+    """Emit the launch of the kernel of `source` with a block for each of `n` units of work
+    (launch.launch_blocks), its parameters `args` (host expressions, in order)."""
+    if _LAUNCH not in em.globals:
+        em.globals.append(_LAUNCH)
+    em.emit(f"launch_blocks({kernel_alias(em, source)}, {n}, "
+            f"({''.join(a + ', ' for a in args)}))")
 
 
 def kernel_source(op: str, in_d: dt.dtype, acc: dt.dtype, rank: int, kept: list,

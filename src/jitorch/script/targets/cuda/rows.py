@@ -31,11 +31,8 @@ from ...codegen.elementwise import broadcast_size, emit_member, loop_shape, scal
 from ...codegen.emitter import Emitter, np_type, typed_literal
 from ...passes.fuse_rows import ROW_REDUCE
 from . import launch
-from .kernel import KERNEL_HEAD, kernel_alias
-from .reduce import combine, tree
-
-_LAUNCH = "from jitorch.script.targets.cuda.launch import launch_blocks"
-
+from .kernel import KERNEL_HEAD
+from .reduce import combine, emit_launch, tree
 
 class _Plan:
     """The region's values: full or per-row, dtype, and which tensor inputs each depends on
@@ -134,10 +131,7 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
     args += [nrows] + sizes[1:-1] + [sizes[-1]] + lengths
     args += [m for p, _, _ in plan.ext for m in mult[p.uid]] + [m for _, om in outs for m in om]
     source = _Kernel(em, plan, len(outs)).source()
-    if _LAUNCH not in em.globals:
-        em.globals.append(_LAUNCH)
-    em.emit(f"launch_blocks({kernel_alias(em, source)}, {nrows}, "
-            f"({''.join(a + ', ' for a in args)}))")
+    emit_launch(em, source, nrows, args)
     for (o, _), v in zip(outs, outputs):
         em.bind(v, o)
 
