@@ -13,10 +13,13 @@ float64 must type no variable as float64 (a float64 literal in float32 code comp
 The host entry runs on the CPU with its launches recorded instead of made, so each kernel is
 compiled for the very argument types the entry passes.
 
-Cases: each OpInfo entry (tests/opinfo.py) whose traced sample lowers to elementwise ops with
-scalar templates, for float32 and one integer dtype where it takes them, on its samples of at
-most MAX_ELEMS elements; plus broadcasting, non-contiguous, 0-d, a group with an output of
-its own shape, and two fused chains (GELU with tanh, bias + relu). Prints one JSON line.
+Cases: each OpInfo entry (tests/opinfo.py) whose traced sample runs a registry op (kernels of
+the target: elementwise groups, reductions and row regions; every other op a library call,
+targets/cuda/library.py), for float32 and one integer dtype where it takes them, on its samples
+of at most MAX_ELEMS elements; plus broadcasting, non-contiguous, 0-d, a group with an output
+of its own shape, two fused chains (GELU with tanh, bias + relu), and reductions (rows longer
+than a block, more outputs than blocks, non-contiguous, NaN, int/bool, dtype=, empty dims, the
+softmax shift). Prints one JSON line.
 """
 from __future__ import annotations
 
@@ -43,6 +46,7 @@ from jitorch.script.targets.cuda import program  # noqa: E402
 from jitorch.script.frontend.trace import trace_graph, value_type  # noqa: E402
 from jitorch.script.passes import pipeline  # noqa: E402
 from jitorch.script.passes.types import specialize  # noqa: E402
+from jitorch._ops.nn_activation import _max_shift  # noqa: E402
 
 MAX_ELEMS = 300  # the simulator runs one Python thread per CUDA thread
 DTYPES = (jitorch.float32, jitorch.int32, jitorch.int64)  # float32, then the first int it takes
@@ -63,6 +67,74 @@ def _extra_cases():
          (R(1, 4), R(3, 4))),
         ("int_chain", lambda x, y: (x * 3 + y) // 2, (jitorch.arange(12).reshape(3, 4),
                                                        jitorch.arange(1, 5))),
+        *_reduction_cases(),
+        *_row_cases(),
+    ]
+
+
+def _softmax(x):
+    e = (x - _max_shift(x, -1, True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _layer_norm(x, w, b):
+    c = x - x.mean(-1, keepdim=True)
+    return c * ((c * c).mean(-1, keepdim=True) + 1e-5).rsqrt() * w + b
+
+
+def _row_outputs(x):  # per-row values returned from a region, NaN winning in amax/amin
+    m = x.mean(-1, True)
+    a = x.amax(-1, True)
+    return x - m, m, (x - a).exp(), a * 2, x.amin(-1, True) - x
+
+
+def _row_cases():
+    """Row regions (passes/fuse_rows.py, targets/cuda/rows.py: a block per row)."""
+    R = jitorch.randn
+    nan = R(4, 9)
+    nan[1, 3] = float("nan")
+    return [
+        ("rows_softmax", lambda x: (_softmax(x), x - _max_shift(x, -1, True) -
+                                    (x - _max_shift(x, -1, True)).exp().sum(-1, True).log()),
+         (R(5, 70),)),  # rows longer than a block
+        ("rows_layer_norm", _layer_norm, (R(3, 4, 33), R(33), R(33))),
+        ("rows_layer_norm_f64", _layer_norm, (R(4, 20).double(), R(20).double(),
+                                              R(20).double())),
+        ("rows_rms_norm", lambda x, w: x * ((x * x).mean(-1, keepdim=True) + 1e-6).rsqrt() * w,
+         (R(6, 10), R(10))),
+        ("rows_logsumexp", lambda x: x - jitorch.logsumexp(x, -1, keepdim=True), (R(3, 40),)),
+        ("rows_row_outputs", _row_outputs, (nan,)),
+        ("rows_broadcast_row", lambda x, s, z: (x * z - (s * 2).sum(-1, keepdim=True),
+                                                x - (x * z).amax(-1, keepdim=True)),
+         (R(4, 7), R(4, 1), R(()))),
+        ("non_contiguous_rows", _softmax, (R(9, 6).t(),)),
+    ]
+
+
+def _reduction_cases():
+    R = jitorch.randn
+    nan = R(5, 3, 4)
+    nan[1, 2, 3] = nan[3, 0, 0] = float("nan")
+    ints = jitorch.arange(-30, 30).reshape(3, 4, 5).to(jitorch.int32)
+    return [
+        # rows longer than a block (32 threads on the simulator), more outputs than blocks
+        ("reduce_sum_chain", lambda x: ((x * 2).sum(1), x.mean(-1), x.sum()), (R(5, 70),)),
+        ("reduce_dims", lambda x: (x.sum((0, 2), keepdim=True), x.prod(1), x.amax(-1),
+                                   x.amin((0, 1)), x.mean(dim=None)), (R(3, 4, 5),)),
+        ("non_contiguous_reduce", lambda x: (x.sum(0), x.amax((1, 2), keepdim=True),
+                                             x.mean(1)), (R(5, 4, 6).transpose(0, 2)[1:],)),
+        ("reduce_nan", lambda x: (x.amax(1), x.amin((0, 2)), x.amax(), x.max(), x.min()),
+         (nan,)),
+        ("reduce_int", lambda x: (x.sum(1), x.prod(-1), x.amax((0, 2)), x.amin(), x.max(),
+                                  (x > 0).sum((0, 1)), x.to(jitorch.uint8).amin(2)), (ints,)),
+        ("reduce_dtype", lambda x: (x.sum(-1, dtype=jitorch.float64),
+                                    x.mean(0, dtype=jitorch.float64),
+                                    x.prod(1, dtype=jitorch.float64),
+                                    (x * 100).sum(1, dtype=jitorch.int32)), (R(4, 6),)),
+        ("reduce_0d", lambda x: (x.sum(), x.amax(0), x.mean(0, keepdim=True)), (R(()),)),
+        ("reduce_empty", lambda x: (x.sum(1), x.prod(1), x.mean(1), x.amax(0),
+                                    _max_shift(x, 1, True)), (R(2, 0, 3),)),
+        ("reduce_softmax_shift", lambda x: (x - _max_shift(x, -1, True)).exp(), (R(6, 9),)),
     ]
 
 
@@ -273,7 +345,7 @@ def run_ptx():
         launches = []
         mod, _ = cache.load_program(prog)
         mod.alloc = np.empty  # host memory stands in for the device's: nothing launches
-        mod.launch = lambda kernel, n, args: launches.append((kernel, args))
+        mod.launch = mod.launch_blocks = lambda kernel, n, args: launches.append((kernel, args))
         try:
             try:
                 getattr(mod, prog.entry)(*[t.numpy() for t in tensors])

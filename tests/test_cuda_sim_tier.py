@@ -19,7 +19,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # the files whose tests take the `device`/`cuda` fixtures or claim cuda in the OpInfo table
 SIM_TIER_FILES = ("test_device.py", "test_ops_generic.py", "test_dlpack.py",
                   "test_device_multi.py", "test_autocast_cuda.py", "test_examples.py",
-                  "test_gpu_check.py", "test_script_factory_device.py", "test_cuda_programs.py")
+                  "test_gpu_check.py", "test_script_factory_device.py", "test_cuda_programs.py",
+                  "test_cuda_reduce.py", "test_cuda_rows.py")
 
 
 def test_cuda_simulator_tier_passes():

@@ -32,7 +32,11 @@ from jitorch.script.targets.cuda import spelling  # noqa: E402
 
 # the cases each tier must run to the end (tests/cuda_tier.py _extra_cases)
 EXTRA = ("gelu_tanh_chain", "bias_relu_chain", "broadcast_add", "non_contiguous_exp",
-         "non_contiguous_binary", "zero_d", "own_shape_output")
+         "non_contiguous_binary", "zero_d", "own_shape_output", "reduce_sum_chain",
+         "reduce_dims", "non_contiguous_reduce", "reduce_nan", "reduce_int", "reduce_dtype",
+         "reduce_0d", "reduce_empty", "reduce_softmax_shift", "rows_softmax", "rows_layer_norm",
+         "rows_layer_norm_f64", "rows_rms_norm", "rows_logsumexp", "rows_row_outputs",
+         "rows_broadcast_row", "non_contiguous_rows")
 
 
 def _tier(mode: str, sim: bool) -> dict:
@@ -132,13 +136,51 @@ def test_kernels_are_named_by_what_they_compute_and_listed_in_code():
     assert lower(g3, list(a)).kernels != p1.kernels
 
 
+def test_reductions_are_kernels_named_by_what_they_compute():
+    """A reduction is a kernel of the CUDA target (targets/cuda/reduce.py), not a call of its
+    implementation: a block per output element, a tree in shared memory; its source is
+    canonical, so the same reduction in two programs is one kernel module."""
+    a = (t.randn(5, 8),)
+    p1 = lower(trace_graph(lambda x: x.sum(1), a)[0], list(a))
+    p2 = lower(trace_graph(lambda y: y.sum(-1), a)[0], list(a))
+    assert len(p1.kernels) == 1 and p1.kernels == p2.kernels
+    src = p1.kernels[0]
+    assert "cuda.shared.array(" in src and "cuda.syncthreads()" in src and "np.inf" not in src
+    assert "launch_blocks(" in p1.source and "_op_sum(" in p1.source  # (the empty case's call)
+    for other in (lambda x: x.sum(0), lambda x: x.amax(1), lambda x: x.mean(1),
+                  lambda x: x.sum(1, dtype=t.float64)):
+        assert lower(trace_graph(other, a)[0], list(a)).kernels != p1.kernels
+    g, _ = trace_graph(lambda x: x.mean(1), a)  # eager raises for integers: not lowered
+    with pytest.raises(NotLowered, match=r"mean of an integer tensor on cuda"):
+        lower(g, [t.arange(6).reshape(2, 3)])
+
+
+def test_row_regions_are_one_kernel_with_a_block_per_row():
+    """A softmax (passes/fuse_rows.py: a row region) is one kernel of the CUDA target
+    (targets/cuda/rows.py), canonical like the others: the same region in two programs is one
+    kernel module."""
+    from jitorch._ops.nn_activation import _max_shift
+
+    def softmax(x):
+        e = (x - _max_shift(x, -1, True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    a = (t.randn(4, 9),)
+    p1 = lower(trace_graph(softmax, a)[0], list(a))
+    p2 = lower(trace_graph(lambda y: softmax(y), a)[0], list(a))
+    assert len(p1.kernels) == 1 and p1.kernels == p2.kernels
+    src = p1.kernels[0]
+    assert "cuda.blockIdx.x" in src and "cuda.shared.array(" in src and "np.inf" not in src
+    assert p1.source.count("launch_blocks(") == 1 and "launch(" not in p1.source
+
+
 def test_the_cuda_target_is_chosen_by_device_and_generates_the_runtimes_program():
     """get_target gives the CUDA target for any cuda device; its `generate` (the runtime's
     call) gives a host entry that launches kernels and calls library implementations."""
     cuda = get_target("cuda:1")
     assert cuda.name == "cuda" and get_target("cuda") is cuda
     caps = cuda.capabilities
-    assert t.float32 in caps.dtypes and not caps.complex_dtypes
+    assert t.float32 in caps.dtypes and not caps.complex_dtypes and caps.row_regions
     a = (t.randn(2, 3), t.randn(3, 4))
     g, _ = trace_graph(lambda x, w: (x @ w).exp(), a)
     prog = lower(g, list(a))

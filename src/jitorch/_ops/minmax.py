@@ -144,12 +144,12 @@ _max_all = defop("max", _full(np.max, "max"), kind="reduction", function=False, 
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
                                                               False), interpreted=_NOT_YET,
-                 batch=via("amax"))
+                 batch=via("amax"), infer=infer.ranked(0))
 _min_all = defop("min", _full(np.min, "min"), kind="reduction", function=False, method=False,
                  vjp=lambda g, input, result: _even_vjp(g, input, result, None, False),
                  jvp=lambda t_input, input, result: _even_jvp(t_input, input, result, None,
                                                               False), interpreted=_NOT_YET,
-                 batch=via("amin"))
+                 batch=via("amin"), infer=infer.ranked(0))
 
 
 def _arg_extreme(np_arg, input, axis, keepdim):

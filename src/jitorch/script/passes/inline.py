@@ -30,14 +30,15 @@ def run(graph: ir.Graph, devices: bool = True) -> ir.Graph:
     if _inline_block(graph.block, 0):
         # values downstream of a call were typed from the call's (often unknown) result types:
         # re-propagate over the whole graph now that the callee's nodes are visible, then give
-        # the values their devices again (the rules type dtypes and ranks only)
+        # the values their devices again (the rules type dtypes and ranks only: a composite's
+        # results, F.softmax on cuda, would be typed and returned as cpu tensors)
         from .types import one_device, propagate_block, stamp_device
         try:
             propagate_block(graph.block)
-            if devices:
-                stamp_device(one_device([p.type for p in graph.block.params]), graph)
         except Exception:  # best effort; the types pass owns its failures
             pass
+        if devices:
+            stamp_device(one_device([p.type for p in graph.block.params]), graph)
     return graph
 
 

@@ -25,8 +25,9 @@ from ...codegen.elementwise import (dependencies, group_inputs, group_rank, load
                                     members, output_shape)
 from ...codegen.emitter import Emitter, np_type
 
-# the compiler of the kernel is part of what the module's name hashes
-_HEAD = f"# numba-cuda {numba_cuda.__version__}\nimport math\nimport numpy as np\n" \
+# the head of every kernel module (reduce.py too); the compiler of the kernel is part of what
+# the module's name hashes
+KERNEL_HEAD = f"# numba-cuda {numba_cuda.__version__}\nimport math\nimport numpy as np\n" \
         "from numba import cuda\n\n\n@cuda.jit\n"
 
 
@@ -95,7 +96,7 @@ def kernel_source(em, block, tensor_in, local, total, sizes, mult, outs, rank):
     if ke.globals or ke.helpers or ke.exceptions or ke.scripted_raises:
         raise NotLowered("a cuda kernel needs module-level names (helpers, raises)")
     params = ", ".join(f"p{j}" for j in range(len(args)))
-    return _HEAD + f"def kernel({params}):\n" + "\n".join(ke.lines) + "\n", args
+    return KERNEL_HEAD + f"def kernel({params}):\n" + "\n".join(ke.lines) + "\n", args
 
 
 def kernel_alias(em: Emitter, source: str) -> str:

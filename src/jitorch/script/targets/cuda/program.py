@@ -21,7 +21,7 @@ from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.elementwise import single_group
 from ...codegen.emitter import Emitter, exception_classes
-from . import kernel
+from . import kernel, rows
 from .library import lower_library
 from .prims import PRIMS, _alias, value
 from .target import CUDA
@@ -90,6 +90,9 @@ def lower_node(em: Emitter, n: ir.Node) -> None:
     for o in n.outputs:
         _on_this_device(o)
     if n.op == "prim::Fused":
+        if n.attrs.get("kind") == "rows":  # a block per row (rows.py)
+            rows.lower_rows(em, n.blocks[0], list(n.inputs), list(n.outputs))
+            return
         if n.attrs.get("kind") not in (None, "elementwise"):
             raise NotLowered(f"fused {n.attrs.get('kind')} groups are not lowered on cuda")
         kernel.lower_group(em, n.blocks[0], list(n.inputs), list(n.outputs))
