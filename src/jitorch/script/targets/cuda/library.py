@@ -7,7 +7,8 @@ device step of dispatch (`_device/transfer.dispatch_on`); a CUDA program's host 
 directly, with the arrays it holds and the node's attributes, as eager's dispatch does for a
 non-elementwise op (`registry.dispatch`: tensors positional, attributes by keyword, lists of
 tensors as lists of arrays), so values, dtypes and errors are eager's. What fuses runs in the
-target's own kernels (kernel.py: elementwise groups); a node here is one library call.
+target's own kernels (kernel.py: elementwise groups; reduce.py, rows.py: reductions and row
+regions); a node here is one library call.
 
 Not lowered here (NotLowered names the op and why): elementwise ops (kernels only: one without a
 CUDA spelling stays interpreted, spelling.py), ops that move data between devices

@@ -3,9 +3,10 @@
 The entry is a plain Python function (a kernel launch is a host call; Numba's njit cannot make
 it), so it holds only what runs once per call: each elementwise group's broadcast checks,
 sizes, output allocations (launch.alloc) and launch (launch.launch, kernel.py: one numba.cuda
-kernel per group, each in its own content-hashed module that the entry imports); each other
-registry op's call to its implementation on the device arrays (library.py: matmul on cuBLAS,
-reductions, views, index ops); and the program's structure in Python (prims.py: lists, tuples,
+kernel per group, each in its own content-hashed module that the entry imports); reductions and
+row regions (softmax, layer norm) as kernels with a block per output or row (reduce.py,
+rows.py, launch.launch_blocks); each other registry op's call to its implementation on the
+device arrays (library.py: matmul on cuBLAS, views, index ops); and the program's structure in Python (prims.py: lists, tuples,
 shapes, scalars, `if`/`while`). What it cannot lower raises NotLowered naming it and "cuda",
 and the runtime runs the graph in the interpreter with that reason.
 
