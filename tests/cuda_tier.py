@@ -67,6 +67,9 @@ def _extra_cases():
          (R(1, 4), R(3, 4))),
         ("int_chain", lambda x, y: (x * 3 + y) // 2, (jitorch.arange(12).reshape(3, 4),
                                                        jitorch.arange(1, 5))),
+        # the dropout mask's Philox kernel (targets/cuda/random.py): eager's mask, seed 0
+        ("dropout_mask", lambda x: jitorch.nn.functional.dropout(x, 0.3, True) * 2,
+         (R(5, 11),)),
         *_reduction_cases(),
         *_row_cases(),
     ]
@@ -180,6 +183,7 @@ def cases():
 
                 tensors = [a for a in args if isinstance(a, jitorch.Tensor)]
                 try:
+                    jitorch.manual_seed(0)  # random ops (dropout): the run reseeds alike
                     graph, want = trace_graph(call, tuple(tensors))
                 except Exception:
                     continue  # eager refuses this sample (the op tests cover that)
@@ -192,6 +196,7 @@ def cases():
     for name, fn, args in _extra_cases():
         if name.startswith("non_contiguous"):  # what the case is about
             assert not args[0].numpy().flags.c_contiguous
+        jitorch.manual_seed(0)
         graph, want = trace_graph(fn, args)
         out.append((name, graph, list(args), _leaves(want, [])))
     return out, sorted(entries)
@@ -276,6 +281,7 @@ def run_sim():
         try:
             mod, _ = cache.load_program(prog)
             _gpu_math(prog)
+            jitorch.manual_seed(0)  # the masks of the eager run (jitorch/_philox.py)
             got = getattr(mod, prog.entry)(*[t.numpy() for t in tensors])
             compare(got, want, name)
             matched.append(name)

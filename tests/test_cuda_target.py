@@ -36,7 +36,7 @@ EXTRA = ("gelu_tanh_chain", "bias_relu_chain", "broadcast_add", "non_contiguous_
          "reduce_dims", "non_contiguous_reduce", "reduce_nan", "reduce_int", "reduce_dtype",
          "reduce_0d", "reduce_empty", "reduce_softmax_shift", "rows_softmax", "rows_layer_norm",
          "rows_layer_norm_f64", "rows_rms_norm", "rows_logsumexp", "rows_row_outputs",
-         "rows_broadcast_row", "non_contiguous_rows")
+         "rows_broadcast_row", "non_contiguous_rows", "dropout_mask")
 
 
 def _tier(mode: str, sim: bool) -> dict:

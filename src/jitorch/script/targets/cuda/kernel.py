@@ -27,8 +27,9 @@ from ...codegen.emitter import Emitter, np_type
 
 # the head of every kernel module (reduce.py too); the compiler of the kernel is part of what
 # the module's name hashes
-KERNEL_HEAD = f"# numba-cuda {numba_cuda.__version__}\nimport math\nimport numpy as np\n" \
-        "from numba import cuda\n\n\n@cuda.jit\n"
+KERNEL_IMPORTS = f"# numba-cuda {numba_cuda.__version__}\nimport math\nimport numpy as np\n" \
+    "from numba import cuda\n"
+KERNEL_HEAD = KERNEL_IMPORTS + "\n\n@cuda.jit\n"  # (then the kernel's `def`)
 
 
 def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:

@@ -28,7 +28,8 @@ class CudaTarget(Target):
     name = "cuda"
     capabilities = CAPABILITIES
     # its own kernels beyond the elementwise groups (those come from the registry's templates)
-    lowering_modules = ("jitorch.script.targets.cuda.reduce",)
+    lowering_modules = ("jitorch.script.targets.cuda.reduce",
+                        "jitorch.script.targets.cuda.random")
 
     def generate(self, graph, written=()):
         from .program import generate
