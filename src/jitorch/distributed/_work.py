@@ -32,10 +32,14 @@ _MAX_SLEEP_S = 2e-3  # the backoff's cap: the most latency polling adds to a lon
 class DistError(RuntimeError):
     """`torch.distributed.DistError`: the base of the distributed errors."""
 
+    __module__ = "jitorch.distributed"
+
 
 class DistBackendError(DistError):
     """`torch.distributed.DistBackendError`: the backend failed (here: a collective or a
     point-to-point operation did not complete before its deadline)."""
+
+    __module__ = "jitorch.distributed"
 
 
 def abort_job(code: int = 1) -> None:
@@ -94,8 +98,11 @@ def _timed_out(name: str, timeout_s: float, rank: int) -> DistBackendError:
         f"[Rank {rank}] Watchdog caught collective operation timeout: {name} ran for "
         f"{int(timeout_s * 1000)} milliseconds before timing out (the process group's timeout "
         f"is {timeout_s:g} s). Another rank did not join the operation; aborting the job.")
-    sys.stderr.write(f"jitorch.distributed: {err}\n")
-    timer = threading.Timer(_ABORT_GRACE_S, abort_job, args=(1,))
+
+    def abort_anyway():  # user code caught the error: the peers are still stuck, end the job
+        sys.stderr.write(f"jitorch.distributed: aborting the job after {err}\n")
+        abort_job(1)
+    timer = threading.Timer(_ABORT_GRACE_S, abort_anyway)
     timer.daemon = True
     timer.start()
     return err
