@@ -3,6 +3,7 @@ that crashes once is restarted with the whole job and resumes from its checkpoin
 that leaves early with os._exit(0) (mpiexec then exits 0) still counts as a failure."""
 import sys
 
+import jitorch
 from jitorch.distributed import run as launcher
 from dist_jobs import run
 
@@ -71,3 +72,14 @@ def test_mpiexec_command_lines(tmp_path):
     ompi = launcher.command(args, "mpiexec", open_mpi=True)
     assert ["--hostfile", str(hosts), "--map-by", "ppr:2:node", "-n", "4"] == \
         ompi[ompi.index("--hostfile"):ompi.index("-n") + 2]
+
+
+def test_ddp_example_trains_on_two_ranks(tmp_path):
+    example = launcher.__file__.rsplit("/src/", 1)[0] + "/examples/ddp_train.py"
+    ckpt = tmp_path / "ckpt"
+    cmd = [sys.executable, "-m", "jitorch.distributed.run", "--nproc-per-node", "2", example,
+           "--points", "256", "--checkpoint", str(ckpt)]
+    p = run(cmd + ["--epochs", "2"])
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "2 rank(s): accuracy" in p.stdout and "the replicas agree" in p.stdout
+    assert sorted(jitorch.load(ckpt)) == ["epoch", "model", "opt"]
