@@ -418,9 +418,13 @@ def _average(a: np.ndarray, n: int) -> None:
 
 
 def _finisher(*steps):
-    """One callable running the non-None steps in order."""
+    """One callable running the non-None steps in order (a Work's completion step)."""
     steps = [s for s in steps if s is not None]
-    return (lambda: [s() for s in steps] and None) if steps else None
+
+    def finish():
+        for step in steps:
+            step()
+    return finish if steps else None
 
 
 def _written(*tensors):
@@ -764,11 +768,11 @@ def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
     status = MPI.Status()
     req = pg._comm.Irecv(_raw(buf), peer, tag)
 
+    copy_back = _finisher(back, _written(tensor))
+
     def finish():
-        for step in (back, _written(tensor)):
-            if step is not None:
-                step()
-        return pg._ranks[status.Get_source()]
+        copy_back()
+        return pg._ranks[status.Get_source()]  # the sender, for recv() and source_rank()
     return pg._work("recv", [req], finish, [tensor], statuses=[status])
 
 
