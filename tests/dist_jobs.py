@@ -3,6 +3,7 @@ this interpreter, this tree's sources) from a subprocess with a hard timeout."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 
@@ -34,4 +35,6 @@ def mpi_job(tmp_path, source: str, n: int, *args, timeout: float = 90, name="job
 
 
 def ok_lines(p: subprocess.CompletedProcess) -> list[str]:
-    return sorted(ln for ln in p.stdout.splitlines() if ln.startswith("OK"))
+    """The `[OK ...]` marks the ranks printed, sorted, as "OK ..." (mpiexec merges the ranks'
+    output in chunks, so two ranks' lines can arrive joined: marks are found, not lines)."""
+    return sorted("OK" + m for m in re.findall(r"\[OK([^\]]*)\]", p.stdout))

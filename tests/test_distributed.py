@@ -265,7 +265,7 @@ else:
            jitorch.zeros(1), [jitorch.zeros(1)] * n, dst=0)
 dist.destroy_process_group()
 assert not dist.is_initialized()
-print(f"OK {r}")
+print(f"[OK {r}]")
 '''
 
 
@@ -312,7 +312,7 @@ dist.destroy_process_group()
 assert not dist.is_initialized()
 dist.init_process_group("mpi")  # again, after destroy
 assert dist.get_world_size() == 1
-print("OK")
+print("[OK]")
 '''
 
 

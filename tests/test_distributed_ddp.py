@@ -96,7 +96,7 @@ for it in range(5):
     opt_d.step()
     for a, b in zip(local.parameters(), mod.parameters()):
         worst = max(worst, float((a - b).abs().max()))
-print(f"OK {r} {worst:.3g}")
+print(f"[OK {r} {worst:.3g}]")
 
 # DistributedSampler with the group's defaults: the ranks' shares cover the dataset
 s = DistributedSampler(range(7), shuffle=True, seed=3)
@@ -160,7 +160,7 @@ for bad, exc, msg in ((lambda: DDP(nn.ReLU()), RuntimeError, "doesn't have any p
         raise AssertionError(msg)
     except exc as e:
         assert msg in str(e), str(e)
-print("OK")
+print("[OK]")
 '''
 
 
