@@ -17,9 +17,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import uuid
 
 from ._worker import MARKERS_ENV, marker_path
@@ -97,8 +100,14 @@ def command(args, mpiexec: str, open_mpi: bool) -> list[str]:
     return cmd + [args.training_script, *args.training_script_args]
 
 
+def _exit_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _exit_on_sigterm)
     mpiexec = find_mpiexec(args.mpiexec)
     open_mpi = _is_open_mpi(mpiexec)
     world = args.nproc_per_node * (len(_hosts(args.hostfile)) if args.hostfile else 1)
@@ -112,8 +121,10 @@ def main(argv=None) -> int:
             env[MARKERS_ENV] = markers
             proc = subprocess.Popen(command(args, mpiexec, open_mpi), env=env)
             try:
-                rc = proc.wait()
-            except BaseException:
+                while proc.poll() is None:
+                    time.sleep(args.monitor_interval)
+                rc = proc.returncode
+            except BaseException:  # Ctrl-C, or SIGTERM (below): take the ranks down with us
                 proc.terminate()  # both mpiexecs clean up their ranks on SIGTERM
                 proc.wait()
                 raise

@@ -130,7 +130,6 @@ class DistributedDataParallel(Module):
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
                  mixed_precision=None, device_mesh=None):
         super().__init__()
-        from ... import distributed as dist
         from ...distributed.distributed_c10d import _resolve
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
