@@ -24,6 +24,7 @@ import time
 
 __all__ = ["DistBackendError", "DistError", "Work", "abort_job", "install_fault_hooks"]
 
+_FORWARD_OUTPUT_S = 0.3
 _ABORT_GRACE_S = 3.0  # a caught DistBackendError still ends the job this many seconds later
 # MPI progresses a nonblocking operation only inside MPI calls, on every rank, so a rank that
 # sleeps stalls its peers too (a 50 us sleep made a 4 KB all-reduce 30x slower): poll without
@@ -55,6 +56,9 @@ def abort_job(code: int = 1) -> None:
             stream.flush()
         except Exception:  # noqa: BLE001 - a closed stream must not stop the abort
             pass
+    # mpiexec's proxy kills every rank, and exits, as soon as it hears of the abort: give it a
+    # moment to forward what this rank just wrote (the error saying why), or it can be lost
+    time.sleep(_FORWARD_OUTPUT_S)
     try:
         from mpi4py import MPI
         if MPI.Is_initialized() and not MPI.Is_finalized():
