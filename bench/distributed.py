@@ -60,7 +60,7 @@ def ddp_step_us_per_sample(dist, global_batch: int, steps: int, use_ddp: bool) -
     import jitorch
     from jitorch import nn, optim
     from jitorch.nn.parallel import DistributedDataParallel as DDP
-    n, r = dist.get_world_size(), dist.get_rank()
+    n = dist.get_world_size()
     jitorch.manual_seed(0)
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
