@@ -253,6 +253,10 @@ class Tensor:
         from .autograd.graph import register_tensor_hook
         return register_tensor_hook(self, hook)
 
+    def register_post_accumulate_grad_hook(self, hook):
+        from .autograd.graph import register_post_accumulate_grad_hook
+        return register_post_accumulate_grad_hook(self, hook)
+
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
         from .autograd.engine import backward
         backward((self,), None if gradient is None else (gradient,), retain_graph,

@@ -172,11 +172,12 @@ def _no_complex(name):
 class AccumulateGrad(Node):
     """Writes (or adds to) a leaf's `.grad`."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "post_hooks")
 
     def __init__(self, variable: Tensor):
         super().__init__()
         self.variable = variable
+        self.post_hooks = None  # Tensor.register_post_accumulate_grad_hook: fn(variable)
         self.next_edges = ()
         self.out_meta = ((variable._data.shape, variable._dtype),)
 
@@ -199,6 +200,9 @@ class AccumulateGrad(Node):
         else:
             var._grad._data += g._data
             var._grad._version[0] += 1
+        if self.post_hooks:
+            for hook in list(self.post_hooks):
+                hook(var)
 
 
 def _layout(a: np.ndarray) -> str:
@@ -302,6 +306,20 @@ def register_tensor_hook(t: Tensor, hook):
     node.tensor_hooks = node.tensor_hooks or {}
     node.tensor_hooks.setdefault(t._output_nr, []).append(hook)
     return _RemovableHandle(node, "tensor_hooks", hook, t._output_nr)
+
+
+def register_post_accumulate_grad_hook(t: Tensor, hook):
+    """`hook(t)` runs each time backward has accumulated a gradient into leaf `t`'s `.grad`."""
+    if t._grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    acc, _ = edge_of(t)
+    t._hooks = acc  # keep the accumulator (and so its hooks) alive with the tensor
+    if acc.post_hooks is None:
+        acc.post_hooks = []
+    acc.post_hooks.append(hook)
+    return _RemovableHandle(acc, "post_hooks", hook)
 
 
 def retain_grad(t: Tensor) -> None:

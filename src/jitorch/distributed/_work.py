@@ -1,0 +1,200 @@
+"""Work handles, collective deadlines and job-wide faults for `jitorch.distributed`.
+
+Owns three things every operation in distributed_c10d shares:
+  * `Work`: what an `async_op=True` call returns (and what a blocking call waits on at once):
+    the started nonblocking MPI requests plus a `finish` step that runs once they complete
+    (copying a staged buffer back into a non-contiguous tensor, dividing for AVG, ...).
+  * the deadline: MPI has no timeout on a collective, so a Work is completed by polling
+    `Request.Testall` with a growing sleep until the group's `timeout` passes; then a
+    `DistBackendError` naming the operation is raised and the job is aborted (PyTorch's NCCL
+    watchdog with async error handling): the same exception, uncaught, aborts at once through the
+    excepthook below, and a daemon timer aborts after `_ABORT_GRACE_S` seconds if user code
+    catches it, because the peers are stuck in the collective and cannot recover.
+  * job teardown: MPI jobs hang when one rank dies with an exception (the others wait in a
+    collective and the dying rank waits in `MPI_Finalize`), so `install_fault_hooks` (called by
+    `init_process_group`) makes an uncaught exception call `MPI_Abort` on COMM_WORLD. MPICH's
+    Abort can return to its caller, so `abort_job` always ends with `os._exit`.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+__all__ = ["DistBackendError", "DistError", "Work", "abort_job", "install_fault_hooks"]
+
+_FORWARD_OUTPUT_S = 0.3
+_ABORT_GRACE_S = 3.0  # a caught DistBackendError still ends the job this many seconds later
+# MPI progresses a nonblocking operation only inside MPI calls, on every rank, so a rank that
+# sleeps stalls its peers too (a 50 us sleep made a 4 KB all-reduce 30x slower): poll without
+# sleeping for this long, as a blocking MPI call itself spins, which covers collectives up to
+# tens of MB; then back off with sleeps, so a long wait for a late rank costs no CPU
+_SPIN_S = 0.05
+_MIN_SLEEP_S = 5e-5
+_MAX_SLEEP_S = 2e-3  # the backoff's cap: the most latency polling adds to a long wait
+
+
+class DistError(RuntimeError):
+    """`torch.distributed.DistError`: the base of the distributed errors."""
+
+    __module__ = "jitorch.distributed"
+
+
+class DistBackendError(DistError):
+    """`torch.distributed.DistBackendError`: the backend failed (here: a collective or a
+    point-to-point operation did not complete before its deadline)."""
+
+    __module__ = "jitorch.distributed"
+
+
+def abort_job(code: int = 1) -> None:
+    """End every rank of the job: `MPI_Abort` on COMM_WORLD, then `os._exit` (MPICH's Abort may
+    return to the caller, leaving this rank alive)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - a closed stream must not stop the abort
+            pass
+    # mpiexec's proxy kills every rank, and exits, as soon as it hears of the abort: give it a
+    # moment to forward what this rank just wrote (the error saying why), or it can be lost
+    time.sleep(_FORWARD_OUTPUT_S)
+    try:
+        from mpi4py import MPI
+        if MPI.Is_initialized() and not MPI.Is_finalized():
+            MPI.COMM_WORLD.Abort(code)
+    finally:
+        os._exit(code)
+
+
+def _world_size() -> int:
+    from mpi4py import MPI
+    if not MPI.Is_initialized() or MPI.Is_finalized():
+        return 1
+    return MPI.COMM_WORLD.Get_size()
+
+
+_installed = False
+
+
+def install_fault_hooks() -> None:
+    """Make an uncaught exception in the main thread abort the whole job (after printing it as
+    Python would) instead of leaving the other ranks waiting forever."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    previous = sys.excepthook
+
+    def excepthook(tp, value, tb):
+        previous(tp, value, tb)
+        if _world_size() > 1:
+            rank = _world_rank()
+            sys.stderr.write(f"jitorch.distributed: rank {rank} raised {tp.__name__}; "
+                             f"aborting the job\n")
+            abort_job(1)
+
+    sys.excepthook = excepthook
+
+
+def _world_rank() -> int:
+    from mpi4py import MPI
+    return MPI.COMM_WORLD.Get_rank()
+
+
+def _timed_out(name: str, timeout_s: float, rank: int) -> DistBackendError:
+    err = DistBackendError(
+        f"[Rank {rank}] Watchdog caught collective operation timeout: {name} ran for "
+        f"{int(timeout_s * 1000)} milliseconds before timing out (the process group's timeout "
+        f"is {timeout_s:g} s). Another rank did not join the operation; aborting the job.")
+
+    def abort_anyway():  # user code caught the error: the peers are still stuck, end the job
+        sys.stderr.write(f"jitorch.distributed: aborting the job after {err}\n")
+        abort_job(1)
+    timer = threading.Timer(_ABORT_GRACE_S, abort_anyway)
+    timer.daemon = True
+    timer.start()
+    return err
+
+
+def wait_requests(reqs, name: str, timeout_s: float, rank: int, statuses=None) -> None:
+    """Complete `reqs` (mpi4py Requests; `statuses` receives theirs) or raise DistBackendError
+    after `timeout_s` seconds."""
+    from mpi4py import MPI
+    if not reqs or MPI.Request.Testall(reqs, statuses):
+        return
+    start = time.perf_counter()
+    deadline = start + timeout_s
+    sleep = 0.0
+    while not MPI.Request.Testall(reqs, statuses):
+        now = time.perf_counter()
+        if now >= deadline:
+            raise _timed_out(name, timeout_s, rank)
+        if now - start > _SPIN_S:
+            sleep = min(_MAX_SLEEP_S, max(_MIN_SLEEP_S, sleep * 2), deadline - now)
+            time.sleep(sleep)
+
+
+class Work:
+    """`torch.distributed.Work`: an operation in flight. `wait()` completes it (raising
+    DistBackendError at the deadline), `is_completed()` polls without blocking."""
+
+    def __init__(self, name: str, reqs, timeout_s: float, rank: int, finish=None, result=None,
+                 statuses=None):
+        self._name = name
+        self._reqs = list(reqs)
+        self._statuses = statuses
+        self._timeout_s = timeout_s
+        self._rank = rank
+        self._finish = finish
+        self._result = result if result is not None else []
+        self._done = False
+        self._value = None
+
+    def _complete(self) -> None:
+        self._done = True
+        self._reqs = []
+        if self._finish is not None:
+            self._value = self._finish()
+            self._finish = None
+
+    def wait(self, timeout=None) -> bool:
+        """Block until the operation completed; `timeout` (a timedelta or seconds) overrides the
+        group's."""
+        if not self._done:
+            t = self._timeout_s if timeout is None else _seconds(timeout)
+            wait_requests(self._reqs, self._name, t, self._rank, self._statuses)
+            self._complete()
+        return True
+
+    def is_completed(self) -> bool:
+        if not self._done:
+            from mpi4py import MPI
+            if not self._reqs or MPI.Request.Testall(self._reqs, self._statuses):
+                self._complete()
+        return self._done
+
+    def is_success(self) -> bool:
+        return self.is_completed()
+
+    def exception(self):
+        return None
+
+    def result(self):
+        """The output tensors (PyTorch's `Work.result()`)."""
+        self.wait()
+        return self._result
+
+    def source_rank(self) -> int:
+        """The sender of a completed `irecv` (its global rank)."""
+        self.wait()
+        if self._value is None:
+            raise RuntimeError("source_rank() is only valid for recv operations")
+        return self._value
+
+    def __repr__(self):
+        return f"<Work {self._name} completed={self._done}>"
+
+
+def _seconds(timeout) -> float:
+    return timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)

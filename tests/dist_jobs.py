@@ -1,0 +1,40 @@
+"""Helpers for the jitorch.distributed tests: run a small MPI job (the shared venv's mpiexec,
+this interpreter, this tree's sources) from a subprocess with a hard timeout."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import jitorch
+
+SRC = os.path.dirname(os.path.dirname(jitorch.__file__))
+MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+
+
+def env(**extra) -> dict:
+    e = dict(os.environ, PYTHONPATH=SRC + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID", "JITORCH_RUN_MARKERS"):
+        e.pop(k, None)
+    e.update(extra)
+    return e
+
+
+def run(cmd, timeout: float = 90, **kw) -> subprocess.CompletedProcess:
+    """Run `cmd`; a hang fails the test (subprocess.TimeoutExpired) instead of the suite."""
+    return subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def mpi_job(tmp_path, source: str, n: int, *args, timeout: float = 90, name="job.py"):
+    """`mpiexec -n n python <source as a file> args...`"""
+    script = tmp_path / name
+    script.write_text(source)
+    return run([MPIEXEC, "-n", str(n), sys.executable, str(script), *map(str, args)],
+               timeout=timeout)
+
+
+def ok_lines(p: subprocess.CompletedProcess) -> list[str]:
+    """The `[OK ...]` marks the ranks printed, sorted, as "OK ..." (mpiexec merges the ranks'
+    output in chunks, so two ranks' lines can arrive joined: marks are found, not lines)."""
+    return sorted("OK" + m for m in re.findall(r"\[OK([^\]]*)\]", p.stdout))
