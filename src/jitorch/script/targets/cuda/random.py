@@ -27,8 +27,9 @@ _philox = cuda.jit(device=True)(_philox_py)
 
 
 @cuda.jit
-def kernel(p0, p1, p2, p3, p4, p5):
-    # p0: the flat mask, p1: its size, p2: seed, p3: offset, p4: threshold, p5: kept value
+def kernel(p0, p1, p2, p3, p4, p5, p6):
+    # p0: the flat mask, p1: its size, p2: seed, p3: offset, p4: threshold, p5: kept value,
+    # p6: zero (both in the mask's dtype: no float64 literal in a float32 kernel)
     k0 = np.uint64(p2) & np.uint64(0xFFFFFFFF)
     k1 = np.uint64(p2) >> np.uint64(32)
     for i in range(cuda.grid(1), p1, cuda.gridsize(1)):
@@ -37,7 +38,7 @@ def kernel(p0, p1, p2, p3, p4, p5):
                                  np.uint64(0), k0, k1)
         r = i % 4
         w = w0 if r == 0 else (w1 if r == 1 else (w2 if r == 2 else w3))
-        p0[i] = p5 if (w >> np.uint64(8)) < np.uint64(p4) else p5 * 0
+        p0[i] = p5 if (w >> np.uint64(8)) < np.uint64(p4) else p6
 """
 
 
@@ -55,7 +56,8 @@ def lower_dropout_mask(em: Emitter, n: ir.Node) -> None:
     em.emit(f"{seed}, {off} = _ph_reserve(_ph_blocks({total}))")
     em.emit(f"{flat} = alloc(({total}, ), {np_type(t.dtype)})")
     em.emit(f"launch({kernel_alias(em, _MASK_KERNEL)}, {total}, ({flat}, {total}, {seed}, "
-            f"{off}, _ph_thr({pv}), {np_type(t.dtype)}(_ph_scale({pv}))))")
+            f"{off}, _ph_thr({pv}), {np_type(t.dtype)}(_ph_scale({pv})), "
+            f"{np_type(t.dtype)}(0)))")
     em.emit(f"{out} = {flat}.reshape({xs}.shape)")
     em.bind(n.output, out)
 
