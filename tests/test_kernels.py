@@ -164,3 +164,43 @@ def test_cached_entry_with_a_lost_kernel_cache_recompiles(tmp_path):
         p.unlink()
     third = _child(tmp_path)  # must not call a kernel that this process never registered
     assert third["ok"] and third["disk_hits"] == 0 and third["kernels"]["compiled"] >= 1
+
+
+def product_plain(x, w):
+    return (x * 2.0) @ w
+
+
+def product_transposed(x, w):
+    return (x * 2.0) @ w.t()
+
+
+def test_matrix_products_call_the_float_path_through_a_symbol():
+    """blas._float_mm is compiled once per dtype and process and called through a symbol
+    (kernel_call.library): a kernel that multiplies, whatever its layouts, never has the
+    library's code linked into it (Numba would optimise it again inside every such kernel)."""
+    from jitorch.script.targets.cpu import blas
+    x = jitorch.randn(3, 5, dtype=jitorch.float64)
+    w = jitorch.randn(5, 4, dtype=jitorch.float64)
+    f, g = jitorch.jit.script(product_plain), jitorch.jit.script(product_transposed)
+    np.testing.assert_allclose(f(x, w).numpy(), product_plain(x, w).numpy(), rtol=1e-12)
+    before = dict(kernel_call.library_counts)
+    wt = w.t().contiguous()  # (4, 5): g multiplies by a transposed (F-ordered) view of it
+    np.testing.assert_allclose(g(x, wt).numpy(), product_transposed(x, wt).numpy(), rtol=1e-12)
+    # the second layout reused the float64 float path this process already had
+    assert kernel_call.library_counts["compiled"] == before["compiled"]
+    assert kernel_call.library_counts["disk"] == before["disk"]
+    ident = blas._float_mm_by_symbol.library_id
+    symbols = {s for (key, _), (s, _) in kernel_call._bound.items() if key == ident}
+    assert symbols  # (one per dtype this process multiplied in)
+    a = x.numpy()
+    for prog, b in ((_program(f, x, w), w.numpy()), (_program(g, x, wt), wt.numpy().T)):
+        srcs = [k for k in prog.kernels if "matmul2(" in k]
+        assert len(srcs) == 1
+        ns: dict = {}  # a fresh dispatcher (the source says cache=False): compiled here
+        exec(compile(srcs[0], "<kernel>", "exec"), ns)
+        np.testing.assert_allclose(ns["kernel"](a, b), a @ b, rtol=1e-12)
+        (cres,) = ns["kernel"].overloads.values()
+        llvm = cres.library.get_llvm_str()
+        assert any(s in llvm for s in symbols)  # called by its symbol...
+        assert not re.search(r"define[^\n]*_float_mm", llvm)  # ...not linked in
+

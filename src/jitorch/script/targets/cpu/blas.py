@@ -41,6 +41,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ...kernels import kernel_call
+
 with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
@@ -440,12 +442,21 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     return ta_.size + tb_.size
 
 
+# The float path, called through a symbol (kernels/kernel_call.py): compiled once per dtype and
+# process, never linked into (and optimised again inside) each kernel that multiplies, nor once
+# more per layout of the typed entry points below. Those entry points call a symbol, so they are
+# not cached on their own (only inside a generated kernel, whose cache registers the symbol
+# first: numba_cache.EntryCache); they are thin.
+_float_mm_by_symbol = kernel_call.library(_float_mm)
+_CALLER_OPTS = dict(_OPTS, cache=False)
+
+
 def _kernel(a, b, c, accumulate):
     """Typed per dtype (overload below): the float path, or loops for other dtypes."""
     raise NotImplementedError("only callable from njit code")
 
 
-@overload(_kernel, jit_options=_OPTS)
+@overload(_kernel, jit_options=_CALLER_OPTS)
 def _kernel_ov(a, b, c, accumulate):
     if c.dtype not in (types.float32, types.float64) or a.dtype != c.dtype or \
             b.dtype != c.dtype:
@@ -457,13 +468,14 @@ def _kernel_ov(a, b, c, accumulate):
                   c.strides[1]):
             if s % isz != 0:
                 raise ValueError("mm_into: strides must be multiples of the item size")
-        _float_mm(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data, b.strides[0],
-                  b.strides[1], c.ctypes.data, c.strides[0], c.strides[1], a.shape[0],
-                  c.shape[1], a.shape[1], accumulate, _zero_of(c))
+        _float_mm_by_symbol(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data,
+                            b.strides[0], b.strides[1], c.ctypes.data, c.strides[0],
+                            c.strides[1], a.shape[0], c.shape[1], a.shape[1], accumulate,
+                            _zero_of(c))
     return impl
 
 
-@njit(**_OPTS)
+@njit(**_CALLER_OPTS)
 def mm_into(a, b, c, accumulate):
     """c = a @ b (accumulate: c += a @ b) for 2-D a (M, K), b (K, N), c (M, N)."""
     m, k = a.shape
@@ -475,7 +487,7 @@ def mm_into(a, b, c, accumulate):
     _kernel(a, b, c, accumulate)
 
 
-@njit(**_OPTS)
+@njit(**_CALLER_OPTS)
 def matmul2(a, b):
     """A new C-contiguous a @ b for 2-D operands."""
     c = np.empty((a.shape[0], b.shape[1]), a.dtype)
