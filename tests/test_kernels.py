@@ -204,3 +204,30 @@ def test_matrix_products_call_the_float_path_through_a_symbol():
         assert any(s in llvm for s in symbols)  # called by its symbol...
         assert not re.search(r"define[^\n]*_float_mm", llvm)  # ...not linked in
 
+
+def narrow_product(x):
+    a, b = x.narrow(1, 0, 3), x.narrow(1, 3, 3)
+    return (a * b.tanh()).sum()
+
+
+def test_narrow_backward_copies_with_loops():
+    """The VJP of narrow writes the grad into its slice with a loop nest: an array-to-
+    array slice assignment would compile Numba's broadcasting setitem (~2 CPU-s a kernel)."""
+    from jitorch.script.kernels import cache
+    f = jitorch.jit.script(narrow_product)
+    x = jitorch.randn(4, 6, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    f(x).backward()
+    narrow_product(xr).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-6)
+    srcs = []
+    for name in list(cache._loaded):
+        path = getattr(cache.loaded(name), "__file__", None)
+        if path:
+            with open(path) as fh:
+                src = fh.read()
+            if "narrow backward" in src:
+                srcs.append(src)
+    assert srcs
+    for src in srcs:
+        assert not re.search(r"^\s*\w+\[.*:.*\] = \w+\s*$", src, re.M), src  # x[a:b] = y
