@@ -174,10 +174,11 @@ def product_transposed(x, w):
     return (x * 2.0) @ w.t()
 
 
-def test_matrix_products_call_the_float_path_through_a_symbol():
-    """blas._float_mm is compiled once per dtype and process and called through a symbol
-    (kernel_call.library): a kernel that multiplies, whatever its layouts, never has the
-    library's code linked into it (Numba would optimise it again inside every such kernel)."""
+def test_matrix_products_call_the_blas_library_through_symbols():
+    """blas.py's entry points and float path are compiled once per dtype and process and
+    called through symbols (kernel_call.library; float operands of any layout as 'A'): a
+    kernel that multiplies never has the library's code linked into it (Numba would optimise
+    it again inside every such kernel), and a new layout compiles the kernel alone."""
     from jitorch.script.targets.cpu import blas
     x = jitorch.randn(3, 5, dtype=jitorch.float64)
     w = jitorch.randn(5, 4, dtype=jitorch.float64)
@@ -186,12 +187,13 @@ def test_matrix_products_call_the_float_path_through_a_symbol():
     before = dict(kernel_call.library_counts)
     wt = w.t().contiguous()  # (4, 5): g multiplies by a transposed (F-ordered) view of it
     np.testing.assert_allclose(g(x, wt).numpy(), product_transposed(x, wt).numpy(), rtol=1e-12)
-    # the second layout reused the float64 float path this process already had
+    # the second layout reused the float64 library code this process already had
     assert kernel_call.library_counts["compiled"] == before["compiled"]
     assert kernel_call.library_counts["disk"] == before["disk"]
-    ident = blas._float_mm_by_symbol.library_id
-    symbols = {s for (key, _), (s, _) in kernel_call._bound.items() if key == ident}
-    assert symbols  # (one per dtype this process multiplied in)
+    ident = blas.matmul2_by_symbol.library_id
+    symbols = {s for (key, tys), (s, _) in kernel_call._bound.items()
+               if key == ident and str(tys[0].dtype) == "float64"}
+    assert len(symbols) == 1  # one float64 overload ('A' operands) for both layouts
     a = x.numpy()
     for prog, b in ((_program(f, x, w), w.numpy()), (_program(g, x, wt), wt.numpy().T)):
         srcs = [k for k in prog.kernels if "matmul2(" in k]
@@ -202,7 +204,8 @@ def test_matrix_products_call_the_float_path_through_a_symbol():
         (cres,) = ns["kernel"].overloads.values()
         llvm = cres.library.get_llvm_str()
         assert any(s in llvm for s in symbols)  # called by its symbol...
-        assert not re.search(r"define[^\n]*_float_mm", llvm)  # ...not linked in
+        for fn in ("matmul2", "mm_into", "_float_mm", "_small"):  # ...nothing linked in
+            assert not re.search(rf"define[^\n]*{fn}", llvm), fn
 
 
 def narrow_product(x):

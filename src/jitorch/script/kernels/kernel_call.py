@@ -173,12 +173,15 @@ def ensure(symbol: str) -> bool:
     return False
 
 
-def library(disp):
+def library(disp, canonical=None):
     """An intrinsic that njit code calls as it would call `disp` (a jitorch library njit
     dispatcher with `cache=True`), through a symbol: `disp` is compiled once per argument
     types and process, never linked into (and optimised again inside) its callers. The
     library's id names its module, function and the module file's content, so a changed
-    library never matches a cached caller's symbol (the caller is compiled again)."""
+    library never matches a cached caller's symbol (the caller is compiled again).
+    `canonical(argument types) -> argument types` may map the caller's types to ones with the
+    same data model that `disp` is compiled for instead (an array of any layout as 'A': one
+    compile serves every layout, where the library reads strides at run time anyway)."""
     import inspect
     py = disp.py_func
     try:
@@ -196,7 +199,8 @@ def library(disp):
     ns: dict = {}
     exec(f"def call_library(typingctx{', ' if n else ''}{params}):\n"
          f"    return _typer(({params}{',' if n == 1 else ''}))\n",
-         {"_typer": lambda args: _typer_by(lambda tys: _bind_library(ident, tys), args)}, ns)
+         {"_typer": lambda args: _typer_by(lambda tys: _bind_library(ident, tys), args,
+                                           canonical)}, ns)
     fn = intrinsic(ns["call_library"])
     fn.library_id = ident
     return fn
@@ -218,10 +222,14 @@ def _typer(module: str, args: tuple):
     return _typer_by(lambda tys: _bind(module, tys), args)
 
 
-def _typer_by(bind, args: tuple):
+def _typer_by(bind, args: tuple, canonical=None):
     """The typing of a call through a symbol: `bind(argument types)` -> (symbol, return type)
-    compiles the callee; the codegen calls the symbol with Numba's calling convention."""
+    compiles the callee (for `canonical(types)` when given: types of the same data model, so
+    the caller's values are passed as they are); the codegen calls the symbol with Numba's
+    calling convention."""
     argtys = tuple(types.unliteral(t) for t in args)
+    if canonical is not None:
+        argtys = canonical(argtys)
     symbol, ret = bind(argtys)
 
     def codegen(context, builder, sig, llargs):

@@ -219,11 +219,12 @@ def guard(module) -> None:
 
 
 def guard_dispatcher(disp) -> None:
-    """A GuardedCache (Numba's file format) for a jitorch library dispatcher that code calls
-    through a symbol (kernel_call.library): a damaged file is dropped and compiled again."""
+    """An EntryCache (Numba's file format) for a jitorch library dispatcher that code calls
+    through a symbol (kernel_call.library): a damaged file is dropped and compiled again, and
+    a library function that itself calls symbols is loaded only once they are registered."""
     if type(getattr(disp, "_cache", None)) is FunctionCache:
         try:
-            disp._cache = GuardedCache(disp.py_func, sealed=False)
+            disp._cache = EntryCache(disp.py_func, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 

@@ -46,7 +46,8 @@ from ...kernels import kernel_call
 with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
-__all__ = ["mm_into", "matmul2", "SOURCE_HASH", "SMALL_M"]
+__all__ = ["mm_into", "matmul2", "mm_into_by_symbol", "matmul2_by_symbol", "SOURCE_HASH",
+           "SMALL_M"]
 
 _FEAT = llb.get_host_cpu_features()
 if _FEAT.get("avx512f"):
@@ -444,11 +445,8 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
 
 # The float path, called through a symbol (kernels/kernel_call.py): compiled once per dtype and
 # process, never linked into (and optimised again inside) each kernel that multiplies, nor once
-# more per layout of the typed entry points below. Those entry points call a symbol, so they are
-# not cached on their own (only inside a generated kernel, whose cache registers the symbol
-# first: numba_cache.EntryCache); they are thin.
+# more per layout of the typed entry points below.
 _float_mm_by_symbol = kernel_call.library(_float_mm)
-_CALLER_OPTS = dict(_OPTS, cache=False)
 
 
 def _kernel(a, b, c, accumulate):
@@ -456,7 +454,7 @@ def _kernel(a, b, c, accumulate):
     raise NotImplementedError("only callable from njit code")
 
 
-@overload(_kernel, jit_options=_CALLER_OPTS)
+@overload(_kernel, jit_options=_OPTS)
 def _kernel_ov(a, b, c, accumulate):
     if c.dtype not in (types.float32, types.float64) or a.dtype != c.dtype or \
             b.dtype != c.dtype:
@@ -475,7 +473,7 @@ def _kernel_ov(a, b, c, accumulate):
     return impl
 
 
-@njit(**_CALLER_OPTS)
+@njit(**_OPTS)
 def mm_into(a, b, c, accumulate):
     """c = a @ b (accumulate: c += a @ b) for 2-D a (M, K), b (K, N), c (M, N)."""
     m, k = a.shape
@@ -487,9 +485,27 @@ def mm_into(a, b, c, accumulate):
     _kernel(a, b, c, accumulate)
 
 
-@njit(**_CALLER_OPTS)
+@njit(**_OPTS)
 def matmul2(a, b):
     """A new C-contiguous a @ b for 2-D operands."""
     c = np.empty((a.shape[0], b.shape[1]), a.dtype)
     mm_into(a, b, c, False)
     return c
+
+
+def _float_any_layout(argtys: tuple) -> tuple:
+    """Float operands of any layout as 'A' arrays (the float path reads addresses and strides
+    at run time: one compile per dtype serves every layout); integer operands keep their
+    types (their loops are faster typed as contiguous)."""
+    arrays = [t for t in argtys if isinstance(t, types.Array)]
+    if any(t.dtype not in (types.float32, types.float64) for t in arrays):
+        return argtys
+    return tuple(types.Array(t.dtype, t.ndim, "A") if isinstance(t, types.Array) else t
+                 for t in argtys)
+
+
+# What generated kernels call (lower_linalg.py): the entry points through symbols, so their code
+# (and the float path's) is never linked into a kernel, and a new layout of a kernel compiles the
+# kernel alone. Cached with the symbols they call (numba_cache.EntryCache).
+mm_into_by_symbol = kernel_call.library(mm_into, _float_any_layout)
+matmul2_by_symbol = kernel_call.library(matmul2, _float_any_layout)
