@@ -234,3 +234,58 @@ def test_narrow_backward_copies_with_loops():
     assert srcs
     for src in srcs:
         assert not re.search(r"^\s*\w+\[.*:.*\] = \w+\s*$", src, re.M), src  # x[a:b] = y
+
+
+_COUNT_CHILD = textwrap.dedent("""
+    import collections, json
+    from numba.core import event
+    import jitorch
+    import jitorch.nn.functional as F
+
+    compiled = collections.Counter()  # Numba functions compiled (not loaded from disk)
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            py = ev.data["dispatcher"].py_func
+            compiled[f"{py.__module__}.{py.__qualname__}"] += 1
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Count())
+
+    def step(x, w1, b1, w2, y):
+        h = (x @ w1.t() + b1).relu()
+        return F.cross_entropy(h.narrow(1, 0, 8) @ w2, y)
+
+    f = jitorch.jit.script(step)
+    x, y = jitorch.randn(4, 6), jitorch.tensor([0, 1, 2, 1])
+    ws = [jitorch.randn(*s, requires_grad=True) for s in ((12, 6), (12,), (8, 3))]
+    f(x, *ws, y).backward()
+    s = jitorch.jit.stats()
+    print(json.dumps({"compiled": compiled, "interpreted": s["interpreted_reasons"]}))
+""")
+
+
+def test_numba_functions_a_train_step_compiles(tmp_path):
+    """What a cold train step compiles, counted (fresh caches, a process of its own): the BLAS
+    glue once per dtype whatever the layouts (it is called through symbols), no string
+    formatting helpers (an array slice assignment in narrow's backward compiled Numba's
+    unicode and repr code), and kernels at most once per layout they are called with."""
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "j"),
+               NUMBA_CACHE_DIR=str(tmp_path / "n"), JITORCH_COMPILE="sync")
+    script = tmp_path / "child_count.py"
+    script.write_text(_COUNT_CHILD)
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["interpreted"] == {}
+    got = out["compiled"]
+    blas = "jitorch.script.targets.cpu.blas."
+    # forward x @ w1.t(), h @ w2; backward products of transposed views: 4+ layouts, float32
+    assert got.get(blas + "matmul2", 0) == 1 and got.get(blas + "_float_mm", 0) == 1, got
+    assert got.get(blas + "mm_into", 0) == 1, got
+    assert not [k for k in got if k.startswith("numba.cpython.unicode")], got
+    # every fastmath function it uses, compiled once (not typed again per call site)
+    assert all(n == 1 for k, n in got.items() if ".fastmath." in k), got
