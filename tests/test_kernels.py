@@ -140,9 +140,9 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(tmp_path):
+def _child(tmp_path, extra_env=None):
     cache_dir = tmp_path / "cache"
-    env = dict(os.environ, JITORCH_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(cache_dir), **(extra_env or {}))
     env["JITORCH_COMPILE"] = "sync"
     script = tmp_path / "child_kernels.py"  # (scripting needs the function's source file)
     script.write_text(_CHILD)
@@ -289,3 +289,20 @@ def test_numba_functions_a_train_step_compiles(tmp_path):
     assert not [k for k in got if k.startswith("numba.cpython.unicode")], got
     # every fastmath function it uses, compiled once (not typed again per call site)
     assert all(n == 1 for k, n in got.items() if ".fastmath." in k), got
+
+
+def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):
+    """A cached kernel whose machine code calls blas.py through symbols is loaded only after
+    those symbols are registered: with the library's disk cache gone it is compiled again
+    (never a call to an address this process did not register)."""
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    first = _child(tmp_path, env)
+    assert first["ok"] and first["kernels"]["compiled"] >= 1
+    second = _child(tmp_path, env)
+    assert second["ok"] and second["disk_hits"] == 1 and second["kernels"]["compiled"] == 0
+    lib = [p for p in (tmp_path / "numba").rglob("*") if p.is_file() and "blas" in p.name]
+    assert lib
+    for p in lib:
+        p.unlink()
+    third = _child(tmp_path, env)
+    assert third["ok"] and third["kernels"]["compiled"] >= 1
