@@ -20,9 +20,11 @@ overload is saved with the list of symbols it calls (`symbols_of`, read from its
 loaded only after `ensure(symbol)` succeeded for each (the kernel's overload for those types
 loaded from its own disk cache, or the entry is compiled afresh: numba_cache.EntryCache).
 
-Library code the same way (`library(dispatcher)`): a jitorch library function that kernels reach
-(BLAS glue: targets/cpu/blas.py's `_float_mm`) is called through a symbol
-`jitorch_l_<library id>_<types hash>` instead of being linked in. Why: a linked callee's LLVM
+Library code the same way (`library(dispatcher, canonical)`): a jitorch library function that
+generated code reaches (targets/cpu/blas.py's entry points and float path, overlap_lib.py's
+shared-memory check) is called through a symbol `jitorch_l_<library id>_<types hash>` instead of
+being linked in, compiled for `canonical` argument types where given (arrays of any layout as
+'A': one overload serves every layout). Why: a linked callee's LLVM
 module is optimised and turned into machine code again inside every caller, and once more for
 every layout of its thin typed wrappers; on an MLP train step the matrix product kernels cost
 6.6 CPU-s that way, of which one compile of the library per dtype is ~1.4 s. Through a symbol

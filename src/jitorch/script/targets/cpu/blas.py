@@ -13,7 +13,9 @@ from the run-time sizes and strides:
   the host at import: AVX-512 6 x 4 vectors of 16 floats (24 of the 32 zmm registers),
   AVX2/FMA 6 x 2 x 8, else SSE width. K runs in blocks of KC so that the B panel stays in L1.
   The kernel and the BLAS path work on addresses and strides (typed only by dtype: compiled
-  once per dtype, `cache=True`); only the thin entry points are typed per layout.
+  once per dtype, `cache=True`); only the thin entry points are typed per layout, and
+  generated kernels call those through symbols with float operands as 'A' arrays
+  (`mm_into_by_symbol`, `matmul2_by_symbol`: compiled once per dtype, never inside a kernel).
   Measured single-threaded (2-core Sapphire Rapids, SciPy's OpenBLAS 0.3.30 SkylakeX kernel,
   quiet machine): (32, 784) @ (784, 256) 101-115 us vs 158-221 us for `np.dot` (OpenBLAS
   packs all of W on every call; PyTorch's MKL: 82-107 us), (32, 128) @ (128, 512) 30-38 vs
