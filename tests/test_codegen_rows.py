@@ -204,6 +204,29 @@ def test_log_softmax_via_logsumexp():
     _check("log_softmax_lse", np.zeros((3, 0)), np.zeros(0))  # empty rows: -inf
 
 
+def _max_then_min(x):
+    return x.amax(-1) - x.amin(-1)
+
+
+def test_row_helpers_are_library_code_compiled_once():
+    # the unrolled row reductions live in row_helpers.py (compiled once per process and dtype,
+    # cached), not in each kernel module that calls them (typed and compiled again per module)
+    from jitorch.script.targets.cpu import row_helpers
+    f = t.jit.trace(_extremes, (t.randn(3, 4, 5),))
+    g = t.jit.trace(_max_then_min, (t.randn(2, 7),))
+    x, y = t.randn(3, 4, 5), t.randn(2, 7)
+    f(x)
+    compiled = {k: len(v.overloads) for k, v in (("amax", row_helpers._row_amax),
+                                                  ("amin", row_helpers._row_amin))}
+    np.testing.assert_array_equal(g(y).numpy(), _max_then_min(y).numpy())
+    assert f.stats["interpreted"] == {} and g.stats["interpreted"] == {}
+    for fn in (f, g):
+        assert "_row_amax(" in fn.code and "def _row_amax" not in fn.code
+    assert compiled["amax"] >= 1 and compiled["amin"] >= 1
+    assert {k: len(v.overloads) for k, v in (("amax", row_helpers._row_amax),
+                                             ("amin", row_helpers._row_amin))} == compiled
+
+
 def _extremes(x):
     return x.amax(-1), x.amin(-1, keepdim=True), x.amax(1)
 

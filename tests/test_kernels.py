@@ -140,9 +140,9 @@ _CHILD = textwrap.dedent("""
 """)
 
 
-def _child(tmp_path):
+def _child(tmp_path, extra_env=None):
     cache_dir = tmp_path / "cache"
-    env = dict(os.environ, JITORCH_CACHE_DIR=str(cache_dir))
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(cache_dir), **(extra_env or {}))
     env["JITORCH_COMPILE"] = "sync"
     script = tmp_path / "child_kernels.py"  # (scripting needs the function's source file)
     script.write_text(_CHILD)
@@ -164,3 +164,145 @@ def test_cached_entry_with_a_lost_kernel_cache_recompiles(tmp_path):
         p.unlink()
     third = _child(tmp_path)  # must not call a kernel that this process never registered
     assert third["ok"] and third["disk_hits"] == 0 and third["kernels"]["compiled"] >= 1
+
+
+def product_plain(x, w):
+    return (x * 2.0) @ w
+
+
+def product_transposed(x, w):
+    return (x * 2.0) @ w.t()
+
+
+def test_matrix_products_call_the_blas_library_through_symbols():
+    """blas.py's entry points and float path are compiled once per dtype and process and
+    called through symbols (kernel_call.library; float operands of any layout as 'A'): a
+    kernel that multiplies never has the library's code linked into it (Numba would optimise
+    it again inside every such kernel), and a new layout compiles the kernel alone."""
+    from jitorch.script.targets.cpu import blas
+    x = jitorch.randn(3, 5, dtype=jitorch.float64)
+    w = jitorch.randn(5, 4, dtype=jitorch.float64)
+    f, g = jitorch.jit.script(product_plain), jitorch.jit.script(product_transposed)
+    np.testing.assert_allclose(f(x, w).numpy(), product_plain(x, w).numpy(), rtol=1e-12)
+    before = dict(kernel_call.library_counts)
+    wt = w.t().contiguous()  # (4, 5): g multiplies by a transposed (F-ordered) view of it
+    np.testing.assert_allclose(g(x, wt).numpy(), product_transposed(x, wt).numpy(), rtol=1e-12)
+    # the second layout reused the float64 library code this process already had
+    assert kernel_call.library_counts["compiled"] == before["compiled"]
+    assert kernel_call.library_counts["disk"] == before["disk"]
+    ident = blas.matmul2_by_symbol.library_id
+    symbols = {s for (key, tys), (s, _) in kernel_call._bound.items()
+               if key == ident and str(tys[0].dtype) == "float64"}
+    assert len(symbols) == 1  # one float64 overload ('A' operands) for both layouts
+    a = x.numpy()
+    for prog, b in ((_program(f, x, w), w.numpy()), (_program(g, x, wt), wt.numpy().T)):
+        srcs = [k for k in prog.kernels if "matmul2(" in k]
+        assert len(srcs) == 1
+        ns: dict = {}  # a fresh dispatcher (the source says cache=False): compiled here
+        exec(compile(srcs[0], "<kernel>", "exec"), ns)
+        np.testing.assert_allclose(ns["kernel"](a, b), a @ b, rtol=1e-12)
+        (cres,) = ns["kernel"].overloads.values()
+        llvm = cres.library.get_llvm_str()
+        assert any(s in llvm for s in symbols)  # called by its symbol...
+        for fn in ("matmul2", "mm_into", "_float_mm", "_small"):  # ...nothing linked in
+            assert not re.search(rf"define[^\n]*{fn}", llvm), fn
+
+
+def narrow_product(x):
+    a, b = x.narrow(1, 0, 3), x.narrow(1, 3, 3)
+    return (a * b.tanh()).sum()
+
+
+def test_narrow_backward_copies_with_loops():
+    """The VJP of narrow writes the grad into its slice with a loop nest: an array-to-
+    array slice assignment would compile Numba's broadcasting setitem (~2 CPU-s a kernel)."""
+    from jitorch.script.kernels import cache
+    f = jitorch.jit.script(narrow_product)
+    x = jitorch.randn(4, 6, requires_grad=True)
+    xr = x.detach().clone().requires_grad_(True)
+    f(x).backward()
+    narrow_product(xr).backward()
+    np.testing.assert_allclose(x.grad.numpy(), xr.grad.numpy(), rtol=1e-5, atol=1e-6)
+    srcs = []
+    for name in list(cache._loaded):
+        path = getattr(cache.loaded(name), "__file__", None)
+        if path:
+            with open(path) as fh:
+                src = fh.read()
+            if "narrow backward" in src:
+                srcs.append(src)
+    assert srcs
+    for src in srcs:
+        assert not re.search(r"^\s*\w+\[.*:.*\] = \w+\s*$", src, re.M), src  # x[a:b] = y
+
+
+_COUNT_CHILD = textwrap.dedent("""
+    import collections, json
+    from numba.core import event
+    import jitorch
+    import jitorch.nn.functional as F
+
+    compiled = collections.Counter()  # Numba functions compiled (not loaded from disk)
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            py = ev.data["dispatcher"].py_func
+            compiled[f"{py.__module__}.{py.__qualname__}"] += 1
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Count())
+
+    def step(x, w1, b1, w2, y):
+        h = (x @ w1.t() + b1).relu()
+        return F.cross_entropy(h.narrow(1, 0, 8) @ w2, y)
+
+    f = jitorch.jit.script(step)
+    x, y = jitorch.randn(4, 6), jitorch.tensor([0, 1, 2, 1])
+    ws = [jitorch.randn(*s, requires_grad=True) for s in ((12, 6), (12,), (8, 3))]
+    f(x, *ws, y).backward()
+    s = jitorch.jit.stats()
+    print(json.dumps({"compiled": compiled, "interpreted": s["interpreted_reasons"]}))
+""")
+
+
+def test_numba_functions_a_train_step_compiles(tmp_path):
+    """What a cold train step compiles, counted (fresh caches, a process of its own): the BLAS
+    glue once per dtype whatever the layouts (it is called through symbols), no string
+    formatting helpers (an array slice assignment in narrow's backward compiled Numba's
+    unicode and repr code), and kernels at most once per layout they are called with."""
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "j"),
+               NUMBA_CACHE_DIR=str(tmp_path / "n"), JITORCH_COMPILE="sync")
+    script = tmp_path / "child_count.py"
+    script.write_text(_COUNT_CHILD)
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["interpreted"] == {}
+    got = out["compiled"]
+    blas = "jitorch.script.targets.cpu.blas."
+    # forward x @ w1.t(), h @ w2; backward products of transposed views: 4+ layouts, float32
+    assert got.get(blas + "matmul2", 0) == 1 and got.get(blas + "_float_mm", 0) == 1, got
+    assert got.get(blas + "mm_into", 0) == 1, got
+    assert not [k for k in got if k.startswith("numba.cpython.unicode")], got
+    # every fastmath function it uses, compiled once (not typed again per call site)
+    assert all(n == 1 for k, n in got.items() if ".fastmath." in k), got
+
+
+def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):
+    """A cached kernel whose machine code calls blas.py through symbols is loaded only after
+    those symbols are registered: with the library's disk cache gone it is compiled again
+    (never a call to an address this process did not register)."""
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    first = _child(tmp_path, env)
+    assert first["ok"] and first["kernels"]["compiled"] >= 1
+    second = _child(tmp_path, env)
+    assert second["ok"] and second["disk_hits"] == 1 and second["kernels"]["compiled"] == 0
+    lib = [p for p in (tmp_path / "numba").rglob("*") if p.is_file() and "blas" in p.name]
+    assert lib
+    for p in lib:
+        p.unlink()
+    third = _child(tmp_path, env)
+    assert third["ok"] and third["kernels"]["compiled"] >= 1

@@ -231,6 +231,37 @@ def test_disjoint_and_read_only_sharing_stay_compiled():
     assert t.jit.stats().interpreted_runs == runs + 1
 
 
+def test_the_overlap_check_is_library_code_compiled_once():
+    # the check's helpers are overlap_lib.py's, called through symbols: a second program that
+    # writes an argument compiles none of them again (emitted into each program's module they
+    # were ~1.5 CPU-s per program), and put() serves arrays of any layout with one overload
+    from jitorch.script.targets.cpu import overlap_lib
+
+    @t.jit.script
+    def g1(a, x):
+        a.add_(x)
+        return a * 2.0
+
+    @t.jit.script
+    def g2(a, x, y):
+        a.mul_(x).sub_(y)
+        return y + 1.0
+
+    base = t.arange(12.0).reshape(3, 4)
+    g1(t.zeros(4), base[1])
+    counts = [len(f.overloads) for f in (overlap_lib._jt_rows, overlap_lib._jt_put,
+                                         overlap_lib._jt_meet)]
+    a = t.ones(3, 4)
+    _same(g2(a, base.t().contiguous().t(), base), base + 1.0)  # (x: another layout)
+    _same(a, t.zeros(3, 4))
+    assert not _interpreted(g1) and not _interpreted(g2)
+    assert "_jt_meet" in g2.code and "def _jt_meet" not in g2.code
+    assert [len(f.overloads) for f in (overlap_lib._jt_rows, overlap_lib._jt_put,
+                                       overlap_lib._jt_meet)] == counts  # none compiled again
+    assert all(n >= 1 for n in counts)
+    assert {str(sig[2].layout) for sig in overlap_lib._jt_put.overloads} == {"A"}
+
+
 def f_list(xs: List[t.Tensor], y):
     for i in range(len(xs)):
         xs[i].add_(y)

@@ -19,6 +19,18 @@ symbol: loading one whose symbols are not registered would call a null address. 
 overload is saved with the list of symbols it calls (`symbols_of`, read from its LLVM IR), and
 loaded only after `ensure(symbol)` succeeded for each (the kernel's overload for those types
 loaded from its own disk cache, or the entry is compiled afresh: numba_cache.EntryCache).
+
+Library code the same way (`library(dispatcher, canonical)`): a jitorch library function that
+generated code reaches (targets/cpu/blas.py's entry points and float path, overlap_lib.py's
+shared-memory check) is called through a symbol `jitorch_l_<library id>_<types hash>` instead of
+being linked in, compiled for `canonical` argument types where given (arrays of any layout as
+'A': one overload serves every layout). Why: a linked callee's LLVM
+module is optimised and turned into machine code again inside every caller, and once more for
+every layout of its thin typed wrappers; on an MLP train step the matrix product kernels cost
+6.6 CPU-s that way, of which one compile of the library per dtype is ~1.4 s. Through a symbol
+the library is compiled once per signature and process (and cached on disk: it must be
+`cache=True`), and what links it is a call. Code that calls a library symbol is cached only by
+an `EntryCache` (a generated module's functions), so it is never loaded before the symbol is.
 """
 from __future__ import annotations
 
@@ -35,11 +47,14 @@ from numba.extending import intrinsic
 from ... import _fork
 from .log import log_enabled
 
-_lock = _fork.lock()
-_bound: dict = {}  # (module, argument types) -> (symbol, return type)
+# re-entrant: binding a kernel compiles it, and its typing may bind a library function
+_lock = _fork.rlock()
+_bound: dict = {}  # (module or library id, argument types) -> (symbol, return type)
+_libraries: dict = {}  # library id -> the dispatcher `library()` made callable by symbol
 # what the kernels of this process came from: "compiled", "disk" (Numba's cache) and "memory"
 # (an overload this process had already: a kernel shared by two call sites or programs)
 counts = {"compiled": 0, "disk": 0, "memory": 0}
+library_counts = {"compiled": 0, "disk": 0, "memory": 0}  # the same, of library functions
 
 
 def _bind(module: str, argtys: tuple):
@@ -59,25 +74,47 @@ def _bind(module: str, argtys: tuple):
         mod = cache.load_named(module)
         if mod is None:
             raise RuntimeError(f"kernel module {module} is not in the cache directory")
-        disp = mod.kernel
-        st = disp.stats
-        hits = sum(st.cache_hits.values())
-        t0 = time.process_time()
-        disp.compile(argtys)
-        how = "disk" if sum(st.cache_hits.values()) > hits else "compiled"
-        counts[how] += 1
-        _log(module, how, time.process_time() - t0)
-        cres = disp.overloads[argtys]
-        addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
-        symbol = f"jitorch_k_{module}_{_tag(argtys)}"
-        _llb.add_symbol(symbol, addr)
-        got = _bound[key] = (symbol, cres.signature.return_type)
+        got = _bound[key] = _register(mod.kernel, argtys, f"jitorch_k_{module}_{_tag(argtys)}",
+                                      counts, f"kernel {module}")
         return got
 
 
-def _log(module: str, how: str, cpu_s: float) -> None:
+def _bind_library(ident: str, argtys: tuple):
+    """(symbol, return type) of library function `ident` (library()) compiled for `argtys`."""
+    key = (ident, argtys)
+    got = _bound.get(key)
+    if got is not None:
+        library_counts["memory"] += 1
+        return got
+    with _lock:
+        got = _bound.get(key)
+        if got is None:
+            disp = _libraries[ident]
+            got = _bound[key] = _register(
+                disp, argtys, f"jitorch_l_{ident}_{_tag(argtys)}", library_counts,
+                f"library {disp.py_func.__module__}.{disp.py_func.__qualname__}")
+        return got
+
+
+def _register(disp, argtys: tuple, symbol: str, tally: dict, what: str):
+    """Compile (or load from its disk cache) `disp` for `argtys` and give the machine code's
+    address the name `symbol`; -> (symbol, return type)."""
+    st = disp.stats
+    hits = sum(st.cache_hits.values())
+    t0 = time.process_time()
+    disp.compile(argtys)
+    how = "disk" if sum(st.cache_hits.values()) > hits else "compiled"
+    tally[how] += 1
+    _log(what, how, time.process_time() - t0)
+    cres = disp.overloads[argtys]
+    addr = cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name)
+    _llb.add_symbol(symbol, addr)
+    return symbol, cres.signature.return_type
+
+
+def _log(what: str, how: str, cpu_s: float) -> None:
     if log_enabled("compile"):
-        print(f"jitorch: kernel {module}: {'compiled' if how == 'compiled' else 'loaded'} in "
+        print(f"jitorch: {what}: {'compiled' if how == 'compiled' else 'loaded'} in "
               f"{cpu_s * 1e3:.0f} ms CPU", file=sys.stderr, flush=True)
 
 
@@ -90,6 +127,8 @@ def forget(module: str) -> None:
 
 
 _SYMBOL = re.compile(r"jitorch_k_(_jitorch_prog_[0-9a-f]{24})_([0-9a-f]{16})")
+_LIB_SYMBOL = re.compile(r"jitorch_l_([0-9a-f]{16})_([0-9a-f]{16})")
+_ANY_SYMBOL = re.compile(f"{_SYMBOL.pattern}|{_LIB_SYMBOL.pattern}")
 
 
 def _tag(argtys) -> str:
@@ -97,36 +136,76 @@ def _tag(argtys) -> str:
 
 
 def symbols_of(llvm_ir: str) -> list:
-    """The kernel symbols an entry's LLVM IR calls."""
-    return sorted({m.group(0) for m in _SYMBOL.finditer(llvm_ir)})
+    """The kernel and library symbols an entry's (or a kernel's) LLVM IR calls."""
+    return sorted({m.group(0) for m in _ANY_SYMBOL.finditer(llvm_ir)})
 
 
 def ensure(symbol: str) -> bool:
-    """Register `symbol` (a kernel overload) from the kernel's disk cache if this process does
-    not have it yet; False when that is not possible (the kernel's module is not loaded or
-    its cache holds no overload for those types)."""
-    m = _SYMBOL.fullmatch(symbol)
-    if m is None:
-        return False
-    module, tag = m.groups()
+    """Register `symbol` (a kernel or library overload) from its disk cache if this process
+    does not have it yet; False when that is not possible (the kernel's module is not loaded,
+    the library not imported, or its cache holds no overload for those types)."""
     if any(s == symbol for s, _ in _bound.values()):
         return True
-    from . import cache
-    disp = getattr(cache.load_named(module), "kernel", None)
+    m = _SYMBOL.fullmatch(symbol)
+    if m is not None:
+        module, tag = m.groups()
+        from . import cache
+        disp = getattr(cache.load_named(module), "kernel", None)
+        bind = lambda sig: _bind(module, sig)  # noqa: E731
+    else:
+        m = _LIB_SYMBOL.fullmatch(symbol)
+        if m is None:
+            return False
+        ident, tag = m.groups()
+        disp = _libraries.get(ident)  # (imported by the module that calls it)
+        bind = lambda sig: _bind_library(ident, sig)  # noqa: E731
     try:
         from numba.core.registry import cpu_target
         magic = cpu_target.target_context.codegen().magic_tuple()
         index = disp._cache._cache_file._load_index()
-        sigs = [k[0] for k in index if k[1] == magic]
+        sigs = [tuple(k[0]) for k in index if k[1] == magic]
     except Exception:  # noqa: BLE001 - no cache, a damaged index: not available
         return False
     for sig in sigs:
-        if _tag(tuple(sig)) == tag:
+        if _tag(sig) == tag:
             try:
-                return _bind(module, tuple(sig))[0] == symbol
-            except Exception:  # noqa: BLE001 - the kernel cannot be had: compile the entry
+                return bind(sig)[0] == symbol
+            except Exception:  # noqa: BLE001 - it cannot be had: compile the caller
                 return False
     return False
+
+
+def library(disp, canonical=None):
+    """An intrinsic that njit code calls as it would call `disp` (a jitorch library njit
+    dispatcher with `cache=True`), through a symbol: `disp` is compiled once per argument
+    types and process, never linked into (and optimised again inside) its callers. The
+    library's id names its module, function and the module file's content, so a changed
+    library never matches a cached caller's symbol (the caller is compiled again).
+    `canonical(argument types) -> argument types` may map the caller's types to ones with the
+    same data model that `disp` is compiled for instead (an array of any layout as 'A': one
+    compile serves every layout, where the library reads strides at run time anyway)."""
+    import inspect
+    py = disp.py_func
+    try:
+        with open(inspect.getsourcefile(py), "rb") as f:
+            content = hashlib.sha256(f.read()).hexdigest()
+    except (OSError, TypeError):
+        content = "?"
+    ident = hashlib.sha256(f"{py.__module__}.{py.__qualname__}:{content}".encode()) \
+        .hexdigest()[:16]
+    _libraries[ident] = disp
+    from .numba_cache import guard_dispatcher
+    guard_dispatcher(disp)
+    n = len(inspect.signature(py).parameters)
+    params = ", ".join(f"a{i}" for i in range(n))
+    ns: dict = {}
+    exec(f"def call_library(typingctx{', ' if n else ''}{params}):\n"
+         f"    return _typer(({params}{',' if n == 1 else ''}))\n",
+         {"_typer": lambda args: _typer_by(lambda tys: _bind_library(ident, tys), args,
+                                           canonical)}, ns)
+    fn = intrinsic(ns["call_library"])
+    fn.library_id = ident
+    return fn
 
 
 def caller(module: str, nargs: int):
@@ -142,8 +221,18 @@ def caller(module: str, nargs: int):
 
 
 def _typer(module: str, args: tuple):
+    return _typer_by(lambda tys: _bind(module, tys), args)
+
+
+def _typer_by(bind, args: tuple, canonical=None):
+    """The typing of a call through a symbol: `bind(argument types)` -> (symbol, return type)
+    compiles the callee (for `canonical(types)` when given: types of the same data model, so
+    the caller's values are passed as they are); the codegen calls the symbol with Numba's
+    calling convention."""
     argtys = tuple(types.unliteral(t) for t in args)
-    symbol, ret = _bind(module, argtys)
+    if canonical is not None:
+        argtys = canonical(argtys)
+    symbol, ret = bind(argtys)
 
     def codegen(context, builder, sig, llargs):
         fnty = context.call_conv.get_function_type(ret, argtys)

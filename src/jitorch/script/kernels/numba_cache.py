@@ -154,7 +154,8 @@ class GuardedCache(FunctionCache):
 
 
 class EntryCache(GuardedCache):
-    """The cache of an entry that calls kernels through symbols (kernels/kernel_call.py): an
+    """The cache of an entry that calls kernels, or a kernel that calls library functions,
+    through symbols (kernels/kernel_call.py): an
     overload is saved with the list of symbols its machine code calls (`<index>.<sig>.needs`,
     one symbol a line, written before the data), and loaded only when each of them could be
     registered first; otherwise it is a miss and Numba compiles the entry afresh (whose
@@ -208,10 +209,22 @@ def guard(module) -> None:
         owner = getattr(v.py_func, "__module__", "") or ""
         if owner != module.__name__ and not owner.startswith("jitorch."):
             continue
-        calls_kernels = owner == module.__name__ and "caller" in vars(module)  # kernel_call.py
+        # the module's own functions may call kernels or library code through symbols
+        # (kernel_call.py), directly or inside a library function linked into them
+        own = owner == module.__name__
         try:
-            v._cache = (EntryCache if calls_kernels else GuardedCache)(
-                v.py_func, sealed=owner == module.__name__)
+            v._cache = (EntryCache if own else GuardedCache)(v.py_func, sealed=own)
+        except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
+            pass
+
+
+def guard_dispatcher(disp) -> None:
+    """An EntryCache (Numba's file format) for a jitorch library dispatcher that code calls
+    through a symbol (kernel_call.library): a damaged file is dropped and compiled again, and
+    a library function that itself calls symbols is loaded only once they are registered."""
+    if type(getattr(disp, "_cache", None)) is FunctionCache:
+        try:
+            disp._cache = EntryCache(disp.py_func, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 

@@ -13,7 +13,9 @@ from the run-time sizes and strides:
   the host at import: AVX-512 6 x 4 vectors of 16 floats (24 of the 32 zmm registers),
   AVX2/FMA 6 x 2 x 8, else SSE width. K runs in blocks of KC so that the B panel stays in L1.
   The kernel and the BLAS path work on addresses and strides (typed only by dtype: compiled
-  once per dtype, `cache=True`); only the thin entry points are typed per layout.
+  once per dtype, `cache=True`); only the thin entry points are typed per layout, and
+  generated kernels call those through symbols with float operands as 'A' arrays
+  (`mm_into_by_symbol`, `matmul2_by_symbol`: compiled once per dtype, never inside a kernel).
   Measured single-threaded (2-core Sapphire Rapids, SciPy's OpenBLAS 0.3.30 SkylakeX kernel,
   quiet machine): (32, 784) @ (784, 256) 101-115 us vs 158-221 us for `np.dot` (OpenBLAS
   packs all of W on every call; PyTorch's MKL: 82-107 us), (32, 128) @ (128, 512) 30-38 vs
@@ -41,10 +43,13 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
+from ...kernels import kernel_call
+
 with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
-__all__ = ["mm_into", "matmul2", "SOURCE_HASH", "SMALL_M"]
+__all__ = ["mm_into", "matmul2", "mm_into_by_symbol", "matmul2_by_symbol", "SOURCE_HASH",
+           "SMALL_M"]
 
 _FEAT = llb.get_host_cpu_features()
 if _FEAT.get("avx512f"):
@@ -440,6 +445,12 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     return ta_.size + tb_.size
 
 
+# The float path, called through a symbol (kernels/kernel_call.py): compiled once per dtype and
+# process, never linked into (and optimised again inside) each kernel that multiplies, nor once
+# more per layout of the typed entry points below.
+_float_mm_by_symbol = kernel_call.library(_float_mm)
+
+
 def _kernel(a, b, c, accumulate):
     """Typed per dtype (overload below): the float path, or loops for other dtypes."""
     raise NotImplementedError("only callable from njit code")
@@ -457,9 +468,10 @@ def _kernel_ov(a, b, c, accumulate):
                   c.strides[1]):
             if s % isz != 0:
                 raise ValueError("mm_into: strides must be multiples of the item size")
-        _float_mm(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data, b.strides[0],
-                  b.strides[1], c.ctypes.data, c.strides[0], c.strides[1], a.shape[0],
-                  c.shape[1], a.shape[1], accumulate, _zero_of(c))
+        _float_mm_by_symbol(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data,
+                            b.strides[0], b.strides[1], c.ctypes.data, c.strides[0],
+                            c.strides[1], a.shape[0], c.shape[1], a.shape[1], accumulate,
+                            _zero_of(c))
     return impl
 
 
@@ -481,3 +493,21 @@ def matmul2(a, b):
     c = np.empty((a.shape[0], b.shape[1]), a.dtype)
     mm_into(a, b, c, False)
     return c
+
+
+def _float_any_layout(argtys: tuple) -> tuple:
+    """Float operands of any layout as 'A' arrays (the float path reads addresses and strides
+    at run time: one compile per dtype serves every layout); integer operands keep their
+    types (their loops are faster typed as contiguous)."""
+    arrays = [t for t in argtys if isinstance(t, types.Array)]
+    if any(t.dtype not in (types.float32, types.float64) for t in arrays):
+        return argtys
+    return tuple(types.Array(t.dtype, t.ndim, "A") if isinstance(t, types.Array) else t
+                 for t in argtys)
+
+
+# What generated kernels call (lower_linalg.py): the entry points through symbols, so their code
+# (and the float path's) is never linked into a kernel, and a new layout of a kernel compiles the
+# kernel alone. Cached with the symbols they call (numba_cache.EntryCache).
+mm_into_by_symbol = kernel_call.library(mm_into, _float_any_layout)
+matmul2_by_symbol = kernel_call.library(matmul2, _float_any_layout)

@@ -11,9 +11,13 @@ Arguments must be float32 scalars (other types are a Numba TypingError, on purpo
 should keep using libm, which Numba runs as fast as NumPy); cast with np.float32(...) first.
 
 Use from generated code: call them from an `njit(nogil=True, error_model="numpy",
-fastmath={"reassoc", "contract"})` loop (they are `njit(inline="always")`, so Numba inlines them
-at IR level and they are lowered with the caller's flags). They are written to stay accurate
-under those flags: the order-sensitive steps (the "shifter" rounding and Cody-Waite argument
+fastmath={"reassoc", "contract"})` loop. They are plain `njit` functions (`cache=True`),
+compiled once per process (or loaded from disk) and linked into the caller, where LLVM inlines
+and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
+at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
+one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
+float32 elements: within 5% either way). Their private helpers are still IR-inlined into them,
+once. They are written to stay accurate under the caller's flags too: the order-sensitive steps (the "shifter" rounding and Cody-Waite argument
 reduction, 2**n * s + (2**n - 1)) are emitted by `@intrinsic`s whose instructions carry the
 harmless "contract" flag, which Numba's fastmath pass then leaves alone (it only flags
 instructions that have none); log, erf and gelu_tanh run their critical combinations in float64
@@ -258,7 +262,7 @@ def _exp_nn(xd):
 
 # --- public functions ---------------------------------------------------------------------
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def exp_f32(x):
     """exp(x) for float32 x; max error 1 ulp. All float32 (no float64 on the way)."""
     # exp(88.8) > FLT_MAX, exp(-104) < FLT_TRUE_MIN / 2: the clamp only keeps n in range.
@@ -271,7 +275,7 @@ def exp_f32(x):
     return _mul_add(pw, _expm1_poly(r), pw) * (np.float32(2.0) if high else _TWO_M64)
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def log_f32(x):
     """log(x) for float32 x; max error 1 ulp."""
     # Subnormals: scale into the normal range first (select, not branch).
@@ -300,7 +304,7 @@ def log_f32(x):
     return x if x != x else r
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def tanh_f32(x):
     """tanh(x) for float32 x; max error 2 ulp. One branch-free formula, all float32:
     tanh(|x|) = -m / (m + 2) with m = expm1(-2|x|) in [-1, 0] (no cancellation anywhere: m is
@@ -314,7 +318,7 @@ def tanh_f32(x):
     return np.copysign(m / (m + np.float32(2.0)), x)
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def sigmoid_f32(x):
     """1 / (1 + exp(-x)) for float32 x; max error 2 ulp. All float32. With e = exp(-|x|) in
     (0, 1] (never overflows): 1 / (1 + e) for x >= 0; for x < 0, e / (1 + e) computed as
@@ -329,7 +333,7 @@ def sigmoid_f32(x):
     return (v * pw) * _TWO_M64 if neg else v
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def erf_f32(x):
     """erf(x) for float32 x; max error 1 ulp. Polynomials fitted for this module (see the
     docstring) and evaluated in float64."""
@@ -362,7 +366,7 @@ def erf_f32(x):
     return small if abs(x) < np.float32(0.921875) else big
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
+@njit(fastmath=_F32, error_model="numpy", cache=True)
 def gelu_tanh_f32(x):
     """0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3))) for float32 x (PyTorch's
     gelu(approximate="tanh")); max error 1 ulp. Computed as x / (1 + exp(-2u))."""

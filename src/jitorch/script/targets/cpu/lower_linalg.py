@@ -1,6 +1,7 @@
 """Lowering of matmul / mm / bmm / addmm to `targets/cpu/blas.py` (inside njit, without the GIL).
 
-Every product becomes `mm_into(a, b, c, accumulate)` or `matmul2(a, b)` on 2-D views: blas.py
+Every product becomes `mm_into(a, b, c, accumulate)` or `matmul2(a, b)` on 2-D views (blas.py's
+functions called through symbols: compiled once per dtype, never inside each kernel): blas.py
 chooses per call, from the run-time sizes and strides, between its register-tiled small-M kernel,
 BLAS gemm/gemv with transpose flags (a transposed view such as `x @ w.t()` is never copied) and
 integer loops. Vectors become 1-row/1-column views (`v[None, :]`), batched products loop over
@@ -23,7 +24,9 @@ BLAS_MODULE = "jitorch.script.targets.cpu.blas"
 
 def _import(em: Emitter) -> None:
     from . import blas
-    line = f"from {BLAS_MODULE} import matmul2, mm_into  # blas {blas.SOURCE_HASH}"
+    # (through symbols: blas.py's code is compiled once, never inside each kernel)
+    line = f"from {BLAS_MODULE} import matmul2_by_symbol as matmul2, " \
+        f"mm_into_by_symbol as mm_into  # blas {blas.SOURCE_HASH}"
     if line not in em.globals:
         em.globals.append(line)
 

@@ -381,36 +381,12 @@ def _via_buffer(n, plan, bufs, scratch, uniform, level) -> bool:
                                 plan.level[x.uid] == level)
 
 
-_ROW_HELPER = """
-{decorator}
-def _row_{op}(b, n):
-    # n >= 1 (checked by the caller); eight independent chains: ILP where LLVM does not
-    # vectorise an {op} reduction
-    a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = b[0]
-    k = 0
-    while k + 8 <= n:
-        a0 = {f}(a0, b[k])
-        a1 = {f}(a1, b[k + 1])
-        a2 = {f}(a2, b[k + 2])
-        a3 = {f}(a3, b[k + 3])
-        a4 = {f}(a4, b[k + 4])
-        a5 = {f}(a5, b[k + 5])
-        a6 = {f}(a6, b[k + 6])
-        a7 = {f}(a7, b[k + 7])
-        k += 8
-    while k < n:
-        a0 = {f}(a0, b[k])
-        k += 1
-    return {f}({f}({f}(a0, a1), {f}(a2, a3)), {f}({f}(a4, a5), {f}(a6, a7)))
-"""
-
-
 def _row_helper(em, op: str) -> str:
-    from .program import DECORATOR
+    """The name of row_helpers.py's unrolled `op` reduction, imported into `em`'s module."""
     name = f"_row_{op}"
-    if not any(g.lstrip().startswith(DECORATOR + "\ndef " + name) for g in em.globals):
-        em.globals.append(_ROW_HELPER.format(decorator=DECORATOR, op=op,
-                                             f="max" if op == "amax" else "min"))
+    line = f"from jitorch.script.targets.cpu.row_helpers import {name}"
+    if line not in em.globals:
+        em.globals.append(line)
     return name
 
 

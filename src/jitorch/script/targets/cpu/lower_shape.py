@@ -498,7 +498,9 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
 @lowers("_narrow_backward", target="cpu")
 def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     """The VJP of narrow/chunk/split: zeros of the input's shape, the grad written at
-    [start, start + grad.shape[dim]) along dim (shapes checked, then a slice assignment)."""
+    [start, start + grad.shape[dim]) along dim (shapes checked, then a loop nest into that
+    slice: an array-to-array slice assignment compiles Numba's broadcasting setitem, with its
+    string formatting of error messages, 1.6-2.2 CPU-s per kernel on an encoder's backward)."""
     g = n.inputs[0]
     r = em.tensor(g).ndim
     parts = _runtime_sizes(em, n.inputs[1])
@@ -523,7 +525,10 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     em.indent -= 1
     idx = [":"] * r
     idx[d] = f"{start}:{start} + {gs}.shape[{d}]"
-    em.emit(f"{out}[{', '.join(idx)}] = {gs}")
+    from .lower_list import copy_into
+    dst = em.fresh("nbv")
+    em.emit(f"{dst} = {out}[{', '.join(idx)}]")
+    copy_into(em, dst, gs, r)
     em.bind(n.outputs[0], out)
 
 
