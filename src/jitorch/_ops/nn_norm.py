@@ -40,6 +40,23 @@ def _sizes_differ(t: Tensor, shape: List[int], trailing: bool) -> bool:
     return differ
 
 
+@body_helper
+def _check_normalized(input: Tensor, shape: List[int], inner: str) -> None:
+    """PyTorch's check of a norm's input against `normalized_shape` (`inner`: its sizes as
+    the message writes them)."""
+    if _sizes_differ(input, shape, True):
+        raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
+                           f"[*, {inner}], but got input of size{list(input.shape)}")
+
+
+@body_helper
+def _check_affine(t: Tensor, name: str, shape: List[int]) -> None:
+    """PyTorch's check of a norm's `weight` or `bias` (`name`) against `normalized_shape`."""
+    if _sizes_differ(t, shape, False):
+        raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                           f"{name} of shape {list(t.shape)} and normalized_shape = {shape}")
+
+
 def _norm_dims(normalized_shape):
     shape = _shape_list(normalized_shape)
     if not shape:
@@ -58,19 +75,11 @@ def _layer_norm(normalized_shape, eps):
 
     def body(input, weight: Optional[Tensor] = None, bias: Optional[Tensor] = None):
         # the checks live in the body, so eager, interpreted and compiled code raise alike
-        if _sizes_differ(input, shape, True):
-            raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
-                               f"[*, {inner}], but got input of size{list(input.shape)}")
+        _check_normalized(input, shape, inner)
         if weight is not None:
-            if _sizes_differ(weight, shape, False):
-                raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, "
-                                   f"but got weight of shape {list(weight.shape)} and "
-                                   f"normalized_shape = {shape}")
+            _check_affine(weight, "weight", shape)
         if bias is not None:
-            if _sizes_differ(bias, shape, False):
-                raise RuntimeError(f"Expected bias to be of same shape as normalized_shape, "
-                                   f"but got bias of shape {list(bias.shape)} and "
-                                   f"normalized_shape = {shape}")
+            _check_affine(bias, "bias", shape)
         mean = input.mean(dims, True)
         xc = input - mean
         y = xc * ((xc * xc).mean(dims, True) + eps).rsqrt()
@@ -92,14 +101,9 @@ def _rms_norm(normalized_shape, eps):
     eps = float(eps)
 
     def body(input, weight: Optional[Tensor] = None):
-        if _sizes_differ(input, shape, True):
-            raise RuntimeError(f"Given normalized_shape={shape}, expected input with shape "
-                               f"[*, {inner}], but got input of size{list(input.shape)}")
+        _check_normalized(input, shape, inner)
         if weight is not None:
-            if _sizes_differ(weight, shape, False):
-                raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, "
-                                   f"but got weight of shape {list(weight.shape)} and "
-                                   f"normalized_shape = {shape}")
+            _check_affine(weight, "weight", shape)
         y = input * ((input * input).mean(dims, True) + eps).rsqrt()
         if weight is not None:
             y = y * weight
