@@ -31,12 +31,11 @@ THREADS = 32 if SIMULATED else 256
 BLOCK_THREADS = 8 if SIMULATED else 256
 MAX_BLOCKS = 2 if SIMULATED else 65535
 if SIMULATED:
-    import threading
-
     from numba.cuda.simulator import kernelapi as _sim_api
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
-    _SHARED_LOCK = threading.Lock()
+    from .... import _fork
+    _SHARED_LOCK = _fork.lock()  # (released in a forked child, as every jitorch lock)
 
     def _shared_array(self, shape, dtype, alignment=None):
         """The simulator's `cuda.shared.array` (a launch's arrays are keyed by the line that
