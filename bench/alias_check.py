@@ -34,7 +34,7 @@ pin_threads(1)
 def _programs(sf, args):
     """(entry point with the check, entry point without it) of sf's compiled program for args."""
     from jitorch.script.kernels import cache
-    from jitorch.script.runtime import functions as runtime
+    from jitorch.script.runtime import entry as runtime  # (_boundary lives there)
     from jitorch.script.targets.cpu import program as cpu
     sf(*args)  # compile the real specialisation (checks on)
     key, _ = sf._key(list(args))
