@@ -125,9 +125,12 @@ def _in_processes(todo: list, jobs: int, verbose: bool) -> dict:
     while waiting or running:
         while waiting and len(running) < jobs:
             name = waiting.pop(0)
+            # each child compiles in its own process (sync): its CPU seconds and kernel counts
+            # are the compile's, not a background worker's
             running[name] = subprocess.Popen(
                 [sys.executable, "-m", "jitorch.jit", "warmup", "--child", name],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=dict(os.environ, JITORCH_COMPILE="sync"))
         name, proc = next(iter(running.items()))
         for nm, p in running.items():  # whichever finished first
             if p.poll() is not None:
