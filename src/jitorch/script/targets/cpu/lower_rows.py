@@ -31,6 +31,7 @@ from ...passes.fuse_rows import ROW_REDUCE
 from ...codegen import NotLowered
 from ...codegen.elementwise import scalar_expr
 from ...codegen.emitter import Emitter, np_type
+from ...codegen.rows import RowPlan, output_shape
 
 
 def is_rows(block: ir.Block) -> bool:
@@ -39,84 +40,26 @@ def is_rows(block: ir.Block) -> bool:
     return any(v.uid in red for n in block.nodes for v in n.inputs)
 
 
-class _Plan:
-    """Per-value facts of a row region: full/per-row, level, input dependencies."""
+class _Plan(RowPlan):
+    """The region's values (codegen/rows.RowPlan) and the CPU's schedule of them: each value's
+    level (the pass it is computed in), the pass of each reduction of a full value, and the
+    full values a later pass reads (kept in a row buffer on the uniform path)."""
 
     def __init__(self, em: Emitter, block: ir.Block, inputs: list):
-        self.block = block
-        self.consts = dict(em.consts)
-        self.ext = []       # (param, array name, ndim) of tensor inputs
-        self.scalars = {}   # param uid -> (name, dtype)
-        self.full = {}      # value uid -> bool
-        self.level = {}     # value uid -> level
-        self.deps = {}      # value uid -> {param uid: read along the row?}
-        self.dtype = {}
+        super().__init__(em, block, inputs)
+        self.level = {p.uid: 0 for p in block.params}  # value uid -> level
         self.red_pass = {}  # id(reduction node with a full input) -> its pass
         self.lse_pass = {}  # id(logsumexp node) -> the pass of its sum (its max: red_pass)
         self.lse_m = {}     # id(logsumexp node) -> name of its row's (finite) max
-        rank = None
-        for n in block.nodes:
-            if n.op in ROW_REDUCE:
-                rank = em.tensor(n.inputs[0]).ndim
-                break
-        if not rank:
-            raise NotLowered("row region without a reduction")
-        self.rank = rank
-        for p, v in zip(block.params, inputs):
-            if isinstance(v.type, ir.TensorType):
-                t = em.tensor(v)
-                if t.ndim > rank:
-                    raise NotLowered("row region input of higher rank than the region")
-                self.ext.append((p, em.name(v), t.ndim))
-                self.full[p.uid] = t.ndim > 0
-                self.deps[p.uid] = {p.uid: t.ndim > 0}
-                self.dtype[p.uid] = t.dtype
-            elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-                from ...codegen.casts import scalar_dtype
-                self.scalars[p.uid] = (em.name(v), scalar_dtype(v.type))
-                self.full[p.uid] = False
-                self.deps[p.uid] = {}
-            else:
-                raise NotLowered(f"row region input of type {v.type}")
-            self.level[p.uid] = 0
-        self.nodes = []
-        for n in block.nodes:
-            if n.op == "prim::Constant":
-                self.consts[n.output.uid] = n.attrs.get("value")
-                continue
-            self.nodes.append(n)
-            ins = [v for v in n.inputs if v.uid not in self.consts]
-            for v in ins:
-                if v.uid not in self.full:
-                    raise NotLowered(f"row region member reads {v} from outside")
-            o = n.outputs[0]
-            self.dtype[o.uid] = em.tensor(o).dtype
-            lvl = max([self.level[v.uid] for v in ins], default=0)
-            dep: dict = {}
-            for v in ins:
-                for k, f in self.deps[v.uid].items():
-                    dep[k] = dep.get(k, False) or f
-            if n.op in ROW_REDUCE:
-                x = n.inputs[0]
-                if em.tensor(x).ndim != rank:
-                    raise NotLowered("row region reductions of different ranks")
-                if self.full[x.uid]:
-                    self.red_pass[id(n)] = lvl
-                    if n.op == "logsumexp":  # a max pass, then a sum of exp(x - max) pass
-                        lvl += 1
-                        self.lse_pass[id(n)] = lvl
+        for n in self.nodes:
+            lvl = max([self.level[v.uid] for v in self.operands(n)], default=0)
+            if n.op in ROW_REDUCE and self.full[n.inputs[0].uid]:
+                self.red_pass[id(n)] = lvl
+                if n.op == "logsumexp":  # a max pass, then a sum of exp(x - max) pass
                     lvl += 1
-                self.full[o.uid] = False
-                dep = {k: False for k in dep}
-            else:
-                self.full[o.uid] = any(self.full[v.uid] for v in ins)
-            self.level[o.uid] = lvl
-            self.deps[o.uid] = dep
-        self.returns = list(block.returns)
-        for r in self.returns:
-            if r.uid not in self.dtype or em.tensor(r).ndim != rank:
-                raise NotLowered("row region returns a value it does not compute")
-        # full values a later pass reads: kept in a row buffer on the uniform path
+                    self.lse_pass[id(n)] = lvl
+                lvl += 1
+            self.level[n.outputs[0].uid] = lvl
         self.buffered = []
         seen = set()
         for n in self.nodes:
@@ -163,20 +106,9 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
 
 def _alloc_outputs(em, plan: _Plan, sizes) -> list:
     """Each returned value: allocated with the broadcast shape of what it depends on."""
-    from ...codegen.elementwise import broadcast_size
-    rank = plan.rank
     outs = []
     for r in plan.returns:
-        dep = plan.deps[r.uid]
-        parts, om = [], []
-        for d in range(rank):
-            sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]" for p, x, rr in plan.ext
-                                     if p.uid in dep and d - (rank - rr) >= 0 and
-                                     (d < rank - 1 or dep[p.uid])])
-            parts.append(sd)
-            m = em.fresh("m")
-            em.emit(f"{m} = int({sd} != 1)")
-            om.append(m)
+        parts, om = output_shape(em, plan, r)
         o = em.fresh("out")
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in parts)}), "
                 f"{np_type(plan.dtype[r.uid])})")
@@ -193,7 +125,7 @@ def _open_rows(em, rank, sizes) -> list:
 
 
 def _row_locals(em, plan: _Plan, mult, idx) -> dict:
-    local = dict(plan.scalars)
+    local = {p.uid: (nm, d) for p, nm, d in plan.scalars}
     for p, x, r in plan.ext:
         if r == 0:
             nm = em.fresh("x")

@@ -26,77 +26,20 @@ from __future__ import annotations
 from ...._ops import registry
 from ... import ir
 from ...codegen import NotLowered, literal
-from ...codegen.casts import cast, scalar_dtype
+from ...codegen.casts import cast
 from ...codegen.elementwise import broadcast_size, emit_member, loop_shape, scalar_expr
+from ...codegen.rows import RowPlan, output_shape
 from ...codegen.emitter import Emitter, np_type, typed_literal
 from ...passes.fuse_rows import ROW_REDUCE
 from . import launch
 from .kernel import KERNEL_HEAD
 from .reduce import combine, emit_launch, tree
 
-class _Plan:
-    """The region's values: full or per-row, dtype, and which tensor inputs each depends on
-    (param uid -> read along the row?)."""
-
-    def __init__(self, em: Emitter, block: ir.Block, inputs: list):
-        self.consts = dict(em.consts)
-        self.ext = []       # (param, host array name, ndim) of tensor inputs
-        self.scalars = []   # (param, host name, dtype) of number inputs
-        self.full, self.deps, self.dtype = {}, {}, {}
-        self.rank = next((em.tensor(n.inputs[0]).ndim for n in block.nodes
-                          if n.op in ROW_REDUCE), None)
-        if not self.rank:
-            raise NotLowered("row region without a reduction on cuda")
-        for p, v in zip(block.params, inputs):
-            if isinstance(v.type, ir.TensorType):
-                t = em.tensor(v)
-                if t.ndim > self.rank:
-                    raise NotLowered("row region input of higher rank than the region on cuda")
-                self.ext.append((p, em.name(v), t.ndim))
-                self.full[p.uid] = t.ndim > 0
-                self.deps[p.uid] = {p.uid: t.ndim > 0}
-                self.dtype[p.uid] = t.dtype
-            elif isinstance(v.type, (ir.IntType, ir.FloatType, ir.BoolType)):
-                self.scalars.append((p, em.name(v), scalar_dtype(v.type)))
-                self.full[p.uid], self.deps[p.uid] = False, {}
-            else:
-                raise NotLowered(f"row region input of type {v.type} on cuda")
-        self.nodes = []
-        for n in block.nodes:
-            if n.op == "prim::Constant":
-                self.consts[n.output.uid] = n.attrs.get("value")
-                continue
-            self.nodes.append(n)
-            ins = [v for v in n.inputs if v.uid not in self.consts]
-            if any(v.uid not in self.full for v in ins):
-                raise NotLowered("row region member reads a value from outside on cuda")
-            o = n.outputs[0]
-            self.dtype[o.uid] = em.tensor(o).dtype
-            dep: dict = {}
-            for v in ins:
-                for k, f in self.deps[v.uid].items():
-                    dep[k] = dep.get(k, False) or f
-            if n.op in ROW_REDUCE:
-                if em.tensor(n.inputs[0]).ndim != self.rank:
-                    raise NotLowered("row region reductions of different ranks on cuda")
-                self.full[o.uid] = False
-                dep = {k: False for k in dep}
-            else:
-                self.full[o.uid] = any(self.full[v.uid] for v in ins)
-            self.deps[o.uid] = dep
-        self.returns = list(block.returns)
-        for r in self.returns:
-            if r.node is None or r.uid not in self.dtype or em.tensor(r).ndim != self.rank:
-                raise NotLowered("row region returns a value it does not compute on cuda")
-
-    def passes(self) -> list:
-        """The reductions of full values, in order: each is a pass over the row."""
-        return [n for n in self.nodes if n.op in ROW_REDUCE and self.full[n.inputs[0].uid]]
-
-
 def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> None:
     """Emit the host part of the region into `em` and import its kernel into the entry."""
-    plan = _Plan(em, block, inputs)
+    plan = RowPlan(em, block, inputs)
+    if any(r.node is None for r in plan.returns):  # (an input returned as it is)
+        raise NotLowered("row region returns a value it does not compute on cuda")
     rank = plan.rank
     sizes, mult = loop_shape(em, plan.ext, rank, rows=True)
     lengths = []  # each pass's row length: the broadcast of what its input reads along the row
@@ -111,16 +54,7 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
         em.indent -= 1
     outs = []
     for r in plan.returns:
-        dep = plan.deps[r.uid]
-        shape, om = [], []
-        for d in range(rank):
-            sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]" for p, x, rr in plan.ext
-                                     if p.uid in dep and d - (rank - rr) >= 0 and
-                                     (d < rank - 1 or dep[p.uid])])
-            shape.append(sd)
-            m = em.fresh("m")
-            em.emit(f"{m} = int({sd} != 1)")
-            om.append(m)
+        shape, om = output_shape(em, plan, r)
         o = em.fresh("out")
         em.emit(f"{o} = alloc(({''.join(s + ', ' for s in shape)}), "
                 f"{np_type(plan.dtype[r.uid])})")
@@ -139,7 +73,7 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
 class _Kernel:
     """The kernel's source: its parameters named in the order of `lower_rows`' arguments."""
 
-    def __init__(self, em: Emitter, plan: _Plan, n_out: int):
+    def __init__(self, em: Emitter, plan: RowPlan, n_out: int):
         self.plan, self.rank = plan, plan.rank
         self.ke = ke = Emitter(em.target)
         ke.consts = dict(plan.consts)
