@@ -57,27 +57,19 @@ if SIMULATED:
 
 from ...ir.interpreter import scalar_fn  # noqa: E402,F401 - the entries' scalar ops
 from .... import _dtype as _dt  # noqa: E402
+from ...._device import current_index  # noqa: E402
+from ...._device.backends import cuda_backend  # noqa: E402
 
 host_copies = itertools.count()  # device -> host copies made by programs (stats)
 
 
-def _backend():
-    from ...._device.backends import cuda_backend
-    return cuda_backend()
-
-
-def _index() -> int:
-    from ...._device import current_index
-    return current_index()
-
-
 def alloc(shape: tuple, dtype):
     """A new array of `shape` and `dtype` in device memory (uninitialised)."""
-    b = _backend()
+    b = cuda_backend()  # (decided once per process)
     if b is None:  # the target's tests run kernels on the simulator without jitorch's cuda
         return np.empty(shape, dtype)
     out = b.xp.empty(shape, dtype)
-    b.adopt(out, _index())
+    b.adopt(out, current_index())
     return out
 
 
@@ -165,8 +157,8 @@ def host_scalar(x, kind):
 
 
 def device_constant(arr: np.ndarray):
-    b = _backend()
-    return arr if b is None else b.from_host(arr, _index())
+    b = cuda_backend()
+    return arr if b is None else b.from_host(arr, current_index())
 
 
 def jdtype(np_type):
