@@ -17,7 +17,7 @@ import numpy as np
 from ... import _dtype as dt
 from ..._device.backends import backend_of
 from ..._tensor import Tensor
-from ..ir import interpreter
+from ..ir import graph_to_python
 from .. import ir
 from ..kernels.signals import RaiseInInterpreter, program_failed
 
@@ -44,7 +44,7 @@ class _Entry:
     `ScriptFunction._refuse_writes`)."""
 
     __slots__ = ("kind", "fn", "graph", "source", "out_types", "reason", "wraps", "autodiff",
-                 "eps", "checks_overlap", "origin", "pending", "build_s", "worker_s")
+                 "eps", "checks_overlap", "origin", "pending", "build_s", "worker_s", "interpret")
 
     def __init__(self, kind, graph, *, fn=None, source=None, out_types=None, reason=None,
                  autodiff=None, checks_overlap=False, origin=None):
@@ -61,14 +61,16 @@ class _Entry:
         self.origin, self.pending = origin, None
         self.build_s = 0.0  # seconds spent building it in this process (stats)
         self.worker_s = (0.0, 0.0)  # the compile worker's (wall, CPU) seconds for it
+        # the interpreter tier on `graph`: walked once, then run as Python source
+        self.interpret = graph_to_python.Runner(graph)
 
     def run(self, args):
         """Run with Tensors/scalars in; returns the list of outputs (Tensors/scalars)."""
         if self.kind == "interpreted":
             if self.pending is None:
-                return interpreter.run_graph(self.graph, args)
+                return self.interpret(args)
             if not _switch(self):
-                return _stand_in(interpreter.run_graph(self.graph, args), args)
+                return _stand_in(self.interpret(args), args)
         res = self.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
         if type(res) is not tuple:
             res = (res,)

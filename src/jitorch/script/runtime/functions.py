@@ -48,7 +48,7 @@ from ...autograd import grad_mode
 from ...autograd.inplace import check_inplace_allowed, check_writable, rebase_history
 from .. import ir
 from ..frontend.trace import _active_count as _tracers, active_tracer as _active_tracer
-from ..ir import interpreter
+from ..ir import graph_to_python, interpreter
 from ..ir.util import used_inputs
 from ..kernels.signals import ArgumentsOverlap, ProgramFailed, RaiseInInterpreter
 from . import alias, stats, tiers
@@ -82,6 +82,9 @@ class ScriptFunction(FunctionInfo):
                  static_args=(), defaults=None, signature=None, kind: str = "script",
                  tuple_out: bool = False, owner=None):
         self.graph = graph
+        # calls run interpreted (autocast, while a program compiles): walked once, then as
+        # Python source (ir/graph_to_python.py)
+        self._interpret = graph_to_python.Runner(graph)
         self.__wrapped__ = fn
         self.name = name or graph.name
         self.__name__ = self.name
@@ -359,7 +362,9 @@ class ScriptFunction(FunctionInfo):
             raise signal.error
         if self._mutated:  # writes in place: eager's result, aliasing arguments included
             outs = self._in_place(args, count=False)
-        else:
+        elif ran:
+            outs = self._interpret(args)
+        else:  # a rerun that locates the program's error: one walk
             outs = interpreter.run_graph(self.graph, args)
         if not ran:
             stats.record_interpreted()
