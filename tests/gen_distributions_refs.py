@@ -29,6 +29,11 @@ def attempt(fn):
         return type(e).__name__
 
 
+def one_batch(d, value):
+    """The last of the values when they carry a sample dim (so they broadcast once expanded)."""
+    return value[-1] if value.dim() > len(d.batch_shape) + len(d.event_shape) else value
+
+
 def main():
     torch.set_default_dtype(torch.float64)
     out = {"cases": {}, "kl": {}, "invalid": {}}
@@ -39,7 +44,7 @@ def main():
                "sample_shape": list(d.sample((3,)).shape),
                "expand_shape": list(d.expand((4,) + tuple(d.batch_shape)).batch_shape),
                "expand_log_prob": attempt(lambda: d.expand((4,) + tuple(d.batch_shape))
-                                          .log_prob(value)),
+                                          .log_prob(one_batch(d, value))),
                "log_prob": attempt(lambda: d.log_prob(value)),
                "cdf": attempt(lambda: d.cdf(value))}
         for prop in PROPERTIES:
