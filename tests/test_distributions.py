@@ -312,4 +312,34 @@ def test_distribution_api_details():
     assert D.Normal.arg_constraints["scale"] is D.constraints.positive
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert float(D.Normal(0.0, 1.0).perplexity()) == pytest.approx(math.sqrt(2 * math.pi * math.e))
+        perplexity = float(D.Normal(0.0, 1.0).perplexity())
+    assert perplexity == pytest.approx(math.sqrt(2 * math.pi * math.e))
+
+
+def test_constraints_check_events_and_print_as_pytorch():
+    C = D.constraints
+    m = _t([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 0.3], [0.3, -1.0]]])
+    cases = [(C.lower_triangular, m, [True, False]), (C.lower_cholesky, m, [True, False]),
+             (C.symmetric, m, [False, True]), (C.square, m, [True, True]),
+             (C.positive_definite, _t([[2.0, 0.5], [0.5, 1.0]]), True),
+             (C.positive_semidefinite, _t([[1.0, 1.0], [1.0, 1.0]]), True),
+             (C.corr_cholesky, _t([[1.0, 0.0], [0.6, 0.8]]), True),
+             (C.simplex, _t([[0.2, 0.8], [0.5, 0.6]]), [True, False]),
+             (C.one_hot, _t([[0.0, 1.0], [1.0, 1.0]]), [True, False]),
+             (C.integer_interval(0, 3), _t([0.0, 3.0, 1.5, 4.0]), [True, True, False, False]),
+             (C.half_open_interval(0.0, 1.0), _t([0.0, 1.0]), [True, False]),
+             (C.cat([C.positive, C.real], 0, [1, 2]), _t([-1.0, -2.0, 3.0]),
+              [False, True, True]),
+             (C.stack([C.positive, C.real], -1), _t([[1.0, -1.0], [-1.0, 1.0]]),
+              [[True, True], [False, True]])]
+    for constraint, value, want in cases:
+        np.testing.assert_array_equal(constraint.check(value).numpy(), want,
+                                      err_msg=repr(constraint))
+    assert repr(C.independent(C.positive, 1)) == \
+        "IndependentConstraint(GreaterThan(lower_bound=0.0), 1)"
+    assert repr(C.half_open_interval(0.0, 1.0)) == \
+        "HalfOpenInterval(lower_bound=0.0, upper_bound=1.0)"
+    assert repr(C.nonnegative_integer) == "IntegerGreaterThan(lower_bound=0)"
+    assert C.is_dependent(D.Uniform.support) and not C.is_dependent(C.real)
+    with pytest.raises(ValueError, match="Cannot determine validity of dependent constraint"):
+        C.dependent.check(_t(1.0))

@@ -17,11 +17,9 @@ from .utils import (_np, _rng, _uniform, broadcast_all, lazy_property, logits_to
 
 __all__ = ["Bernoulli", "Binomial", "Geometric", "Poisson"]
 
-_BCE = "binary_cross_entropy_with_logits"
-
-
 def _bce_logits(logits, target):
-    return getattr(jitorch.nn.functional, _BCE)(logits, target, reduction="none")
+    return jitorch.nn.functional.binary_cross_entropy_with_logits(logits, target,
+                                                                  reduction="none")
 
 
 class _ProbsOrLogits(Distribution):

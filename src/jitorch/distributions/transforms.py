@@ -323,7 +323,8 @@ class IndependentTransform(Transform):
                               self.reinterpreted_batch_ndims)
 
     def __repr__(self):
-        return f"{self.__class__.__name__}({self.base_transform!r}, {self.reinterpreted_batch_ndims})"
+        return (f"{self.__class__.__name__}({self.base_transform!r}, "
+                f"{self.reinterpreted_batch_ndims})")
 
     def forward_shape(self, shape):
         return self.base_transform.forward_shape(shape)

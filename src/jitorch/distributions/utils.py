@@ -21,7 +21,7 @@ from .. import _random
 from ..autograd import Function
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
-           "probs_to_logits", "tril_matrix_to_vec", "vec_to_tril_matrix"]
+           "probs_to_logits"]
 
 
 def _float_default():
@@ -82,31 +82,10 @@ class lazy_property:
         return value
 
 
-def tril_matrix_to_vec(mat, diag=0):
-    n = mat.shape[-1]
-    rows, cols = np.tril_indices(n, diag)
-    return mat[..., jitorch.tensor(rows), jitorch.tensor(cols)]
-
-
-def vec_to_tril_matrix(vec, diag=0):
-    n = int((-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag)
-                                * (diag + 1)) ** 0.5) / 2)
-    rows, cols = np.tril_indices(n, diag)
-    flat = jitorch.zeros(tuple(vec.shape[:-1]) + (n * n,), dtype=vec.dtype)
-    idx = jitorch.tensor(rows * n + cols).expand(tuple(vec.shape[:-1]) + (len(rows),))
-    return flat.scatter(-1, idx, vec).reshape(tuple(vec.shape[:-1]) + (n, n))
-
-
 # ---- random draws (NumPy arrays from jitorch's default generator) --------------------------
 
 def _rng(name: str) -> np.random.Generator:
     return _random._rng(None, name)
-
-
-def _as(arr, like) -> jitorch.Tensor:
-    """A fresh tensor of `arr`'s values in `like`'s dtype (no autograd history)."""
-    return jitorch.as_tensor(np.ascontiguousarray(arr).astype(like.dtype.np if hasattr(
-        like.dtype, "np") else np.float64), dtype=like.dtype)
 
 
 def _np(t) -> np.ndarray:
