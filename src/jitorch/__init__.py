@@ -47,6 +47,7 @@ from ._precision import *  # noqa: E402,F401,F403  (autocast state, float32 matm
 # the namespaces scripts touch on any machine (CPU-only answers, as PyTorch's CPU build gives)
 from . import accelerator, backends, cuda, distributed  # noqa: E402,F401
 from . import onnx, special, testing  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401  (`jitorch.distributions`, issue 19)
 from ._device import get_default_device, set_default_device  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
