@@ -88,14 +88,21 @@ class Emitter:
         self.emit("raise RaiseInInterpreter()")
 
     def raise_(self, exc: str, *parts) -> None:
-        """Emit a raise of PyTorch's exception type whose message mixes literal strings and
-        run-time ints (1-tuples of expressions). The ints travel as exception args and the
-        module's exception class formats them: `str(int)` inside njit would cost ~0.3 s of
-        compile time per program."""
-        fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
-        args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
+        """Emit a raise of PyTorch's exception type for a check whose message mixes literal
+        strings and run-time ints (1-tuples of expressions). The raise is static: the run-time
+        ints are written as `?`. A program's error never reaches the user as it is raised: the
+        runtime reruns the failed call in the interpreter, which raises eager's message at the
+        user's line (runtime/entry.py `_failed`), and a raise with run-time arguments costs
+        Numba about 0.1 s of compile time per site (a fused kernel has one per broadcast
+        dimension: bench/compile_time.py)."""
         self.exceptions.add(literal.exception(exc))
-        self.emit(f"raise _{exc}({literal.text(fmt)}{args})")
+        self.emit(f"raise _{exc}({literal.text(static_message(parts))})")
+
+
+def static_message(parts) -> str:
+    """A raise's message from literal strings and run-time values (1-tuples), the values
+    written as `?` (see `Emitter.raise_`)."""
+    return "".join(p if isinstance(p, str) else "?" for p in parts)
 
 
 def exception_classes(em: Emitter) -> list:

@@ -32,7 +32,7 @@ import numpy as np
 from .... import _dtype as dt
 from ... import ir
 from ...codegen import NotLowered, literal
-from ...codegen.emitter import Emitter
+from ...codegen.emitter import Emitter, static_message
 from ...codegen.control import lower_if
 from . import kernel
 from .target import CPU
@@ -458,9 +458,9 @@ def _raise(em: Emitter, n: ir.Node) -> None:
         else:  # the interpreter builds this message: the enclosing `if` (_if) emits that
             raise NotLowered(f"raise message part of type {v.type}")
     em.scripted_raises.add(exc)
-    fmt = "".join(p.replace("%", "%%") if isinstance(p, str) else "%d" for p in parts)
-    args = "".join(f", {p[0]}" for p in parts if not isinstance(p, str))
-    em.emit(f"raise _Script{exc}({literal.text(fmt)}{args})")
+    # static, as every raise of a program (Emitter.raise_): the interpreter's rerun raises the
+    # message with its numbers at the user's line
+    em.emit(f"raise _Script{exc}({literal.text(static_message(parts))})")
 
 
 _PRIMS = {
