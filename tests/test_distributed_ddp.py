@@ -230,6 +230,10 @@ models["allreduce"].register_comm_hook(None, default_hooks.allreduce_hook)
 models["fp16"].register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
 models["spy"].register_comm_hook(None, spy)
 assert models["on"]._overlapping() and not models["off"]._overlapping()
+import jitorch.nn.parallel.distributed as ddp_impl
+handed = []  # reductions handed to the progress thread (all buckets but the last, per model)
+to_thread = ddp_impl.progress_in_background
+ddp_impl.progress_in_background = lambda *a: handed.append(a) or to_thread(*a)
 opts = {k: jitorch.optim.SGD(m.parameters(), lr=0.1) for k, m in models.items()}
 batches = data([4] * n, seed=1)[r]
 nb = len(models["on"]._buckets)
@@ -252,6 +256,7 @@ for x, y in batches:
 assert seen[:nb] == [(i, i == nb - 1, len(b.members), b.numel)
                      for i, b in enumerate(models["on"]._buckets)], seen
 assert len(seen) == 4 * nb
+assert len(handed) == 4 * (nb - 1) * (len(models) - 1), len(handed)
 print(f"[OK overlap {r} {nb}]")
 '''
 

@@ -16,8 +16,11 @@ Owns the reducer, PyTorch's design in Python:
     THREAD_MULTIPLE): the Works a bucket's reduction started go to jitorch.distributed's
     progress thread, which completes them in a blocking MPI wait (GIL released) while backward
     computes the next gradients; MPI advances a nonblocking collective only inside MPI calls,
-    so without it the reductions run in the final wait. Collectives are always started and
-    finished, and hook callbacks run, on the backward thread, so overlap changes no result;
+    so without it the reductions run in the final wait. The last bucket is ready only when
+    backward's compute is over, so nothing is left to overlap it with: backward's thread
+    completes it itself (a hand-off to the thread and back costs two wake-ups). Collectives
+    are always started and finished, and hook callbacks run, on the backward thread, so
+    overlap changes no result;
   * when the last expected parameter is ready (still inside backward), the reducer waits for
     the buckets (the group's timeout is the deadline), divides the default reduction by the
     world size (or, under `join(divide_by_initial_world_size=False)`, by the number of ranks
@@ -353,9 +356,9 @@ class DistributedDataParallel(Module, Joinable):
     def _overlapping(self) -> bool:
         return self.overlap_comm and background_progress_supported()
 
-    def _reduce_bucket(self, index: int, buffer: Tensor):
+    def _reduce_bucket(self, index: int, buffer: Tensor, overlap: bool):
         """Start bucket `index`'s reduction of `buffer`: (a Future of the result, the Pending
-        of its Works on the progress thread, or None without overlap)."""
+        of its Works on the progress thread when `overlap`, else None)."""
         from ... import distributed as dist
         b = self._buckets[index]
         params = [self._params[i] for i in b.members]
@@ -367,7 +370,7 @@ class DistributedDataParallel(Module, Joinable):
             else:
                 fut = self._comm_hook(self._comm_hook_state, bucket)
         background = None
-        if self._overlapping() and works:
+        if overlap and works:
             pg = self.process_group
             background = progress_in_background(works, "all_reduce", pg._timeout_s,
                                                 pg._ranks[pg.rank()])
@@ -377,7 +380,9 @@ class DistributedDataParallel(Module, Joinable):
         it = self._iteration
         while it["next"] < len(self._buckets) and self._buckets[it["next"]].pending == 0:
             b = self._buckets[it["next"]]
-            b.future, b.background = self._reduce_bucket(it["next"], b.flat)
+            last = it["next"] == len(self._buckets) - 1
+            b.future, b.background = self._reduce_bucket(it["next"], b.flat,
+                                                          self._overlapping() and not last)
             it["next"] += 1
 
     def _divisor(self) -> int:
@@ -477,12 +482,10 @@ class DistributedDataParallel(Module, Joinable):
         with zeros for this rank's gradients."""
         from ..._creation import zeros
         self._wait_stray_works()
-        pending = [self._reduce_bucket(i, zeros(b.numel, dtype=b.dtype))
+        # all at once, with no compute left to overlap: completed on this thread
+        pending = [self._reduce_bucket(i, zeros(b.numel, dtype=b.dtype), False)[0]
                    for i, b in enumerate(self._buckets)]
-        deadline = time.perf_counter() + self.process_group._timeout_s
-        for fut, background in pending:
-            if background is not None:
-                background.wait(deadline)
+        for fut in pending:
             fut.wait()
 
     def _match_unused_params_allreduce(self) -> None:
