@@ -286,6 +286,14 @@ def _progress_loop(q: queue.SimpleQueue) -> None:
         p.event.set()
 
 
+def _forget_progress_thread() -> None:
+    global _progress_queue
+    _progress_queue = None  # a forked child has no copy of the thread: start its own
+
+
+os.register_at_fork(after_in_child=_forget_progress_thread)
+
+
 def progress_in_background(works, name: str, timeout_s: float, rank: int) -> Pending:
     """Have the progress thread complete `works`' requests (in submission order); the caller
     must not touch those Works until the returned Pending's `wait` returned."""
