@@ -7,7 +7,10 @@ against raw mpi4py buffer calls on the same arrays, and a DDP train step on N ra
    rounds; bus bandwidth = 2 (n - 1) / n * bytes / time (NCCL-tests' definition).
 2. DDP: the MLP of bench/mlp.py's size (784-256-256-10, SGD) trained on a fixed global batch,
    split over the ranks; microseconds per sample of the whole step (forward, backward with the
-   bucketed all-reduces, optimizer step), against the same module without DDP on 1 rank.
+   bucketed all-reduces, optimizer step), with the all-reduces overlapping backward (the
+   progress thread, `overlap_comm=True`) and without (`overlap_comm=False`: they progress in
+   backward's final wait), interleaved rounds, best of each; against the same module without
+   DDP on 1 rank.
 
     python bench/distributed.py [--ranks 2]      # starts itself under the venv's mpiexec
 """
@@ -56,7 +59,8 @@ def allreduce_table(dist, comm) -> list[str]:
     return rows
 
 
-def ddp_step_us_per_sample(dist, global_batch: int, steps: int, use_ddp: bool) -> float:
+def ddp_step_us_per_sample(dist, global_batch: int, steps: int, use_ddp: bool,
+                           overlap: bool = True, bucket_cap_mb: float = 25) -> float:
     import jitorch
     from jitorch import nn, optim
     from jitorch.nn.parallel import DistributedDataParallel as DDP
@@ -65,7 +69,7 @@ def ddp_step_us_per_sample(dist, global_batch: int, steps: int, use_ddp: bool) -
     model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
                           nn.Linear(256, 10))
     if use_ddp:
-        model = DDP(model)
+        model = DDP(model, overlap_comm=overlap, bucket_cap_mb=bucket_cap_mb)
     opt = optim.SGD(model.parameters(), lr=0.01)
     per_rank = global_batch // n
     x = jitorch.randn(per_rank, 784)
@@ -92,12 +96,23 @@ def rank_main(args) -> None:
     comm = MPI.COMM_WORLD.Dup()
     rows = allreduce_table(dist, comm)
     n = dist.get_world_size()
-    ddp = ddp_step_us_per_sample(dist, args.batch, args.steps, use_ddp=True)
+    # the default 25 MB cap makes the MLP's 1.1 MB of gradients one bucket, ready only at the
+    # end of backward (nothing to overlap); 0.25 MB makes two, the first reduced during the
+    # first layer's backward
+    ddp = {(cap, overlap): float("inf") for cap in (25, 0.25) for overlap in (True, False)}
+    for _ in range(3):  # interleaved rounds, as above
+        for cap, overlap in ddp:
+            ddp[cap, overlap] = min(ddp[cap, overlap], ddp_step_us_per_sample(
+                dist, args.batch, args.steps, use_ddp=True, overlap=overlap,
+                bucket_cap_mb=cap))
     if dist.get_rank() == 0:
         print(f"## all-reduce, float32, {n} ranks\n")
         print("\n".join(rows))
         print(f"\n## DDP train step, MLP 784-256-256-10, global batch {args.batch}\n")
-        print(f"| ranks | us per sample |\n|---|---|\n| {n} (DDP) | {ddp:.2f} |")
+        print("| ranks | us per sample |\n|---|---|")
+        for (cap, overlap), us in ddp.items():
+            print(f"| {n} (DDP, bucket_cap_mb={cap:g}, overlap {'on' if overlap else 'off'}) "
+                  f"| {us:.2f} |")
     dist.destroy_process_group()
 
 

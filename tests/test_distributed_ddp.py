@@ -1,7 +1,10 @@
 """DistributedDataParallel against PyTorch's `_test_DDP_niter` oracle (each rank trains a DDP
 replica on its slice of the batch and a plain copy on the whole batch: the parameters agree
 every iteration), incl. several buckets, `no_sync` accumulation and unused parameters;
-DistributedSampler's index assignment; Tensor.register_post_accumulate_grad_hook."""
+uneven inputs under `join()` against the same reference, `throw_on_early_termination`,
+overlapped reductions equal to unoverlapped ones bit for bit, `gradient_as_bucket_view`, the
+communication hooks; DistributedSampler's index assignment;
+Tensor.register_post_accumulate_grad_hook."""
 import sys
 
 import pytest
@@ -125,11 +128,159 @@ def test_ddp_oracle_notices_a_missing_all_reduce(tmp_path):
     assert all(float(line.split()[2]) > 1e-3 for line in ok_lines(p)), p.stdout
 
 
+DDP_FEATURES = r'''
+from datetime import timedelta
+import numpy as np
+import jitorch
+import jitorch.distributed as dist
+from jitorch import nn
+from jitorch.nn.parallel import DistributedDataParallel as DDP
+from jitorch.distributed.algorithms import Join
+from jitorch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+dist.init_process_group("mpi", timeout=timedelta(seconds=60))
+r, n = dist.get_rank(), dist.get_world_size()
+B = 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(8, 3)
+        self.register_buffer("scale", jitorch.ones(1))
+
+    def forward(self, x):
+        return self.fc2(jitorch.relu(self.fc1(x))) * self.scale
+
+
+def data(steps, seed=0):
+    rng = np.random.default_rng(seed)
+    return [[(jitorch.tensor(rng.standard_normal((B, 4)), dtype=jitorch.float32),
+              jitorch.tensor(rng.standard_normal((B, 3)), dtype=jitorch.float32))
+             for _ in range(steps[k])] for k in range(n)]
+
+
+mse = nn.functional.mse_loss
+
+
+def fresh(**kw):
+    jitorch.manual_seed(0)
+    local = Net()
+    jitorch.manual_seed(10 + r)
+    return local, DDP(Net(), bucket_cap_mb=0.0001, **kw)
+
+
+# 1. uneven inputs: rank k has 2 + k batches; DDP under join() == the reference on one process
+for divide in (True, False):
+    for unused in (False, True):
+        steps = [2 + k for k in range(n)]
+        batches = data(steps)
+        local, ddp = fresh(find_unused_parameters=unused)
+        local.load_state_dict(ddp.module.state_dict())
+        opt_l = jitorch.optim.SGD(local.parameters(), lr=0.1)
+        opt_d = jitorch.optim.SGD(ddp.parameters(), lr=0.1)
+        for k in range(max(steps)):
+            active = [q for q in range(n) if k < steps[q]]
+            opt_l.zero_grad()
+            loss = sum(mse(local(batches[q][k][0]), batches[q][k][1]) for q in active)
+            (loss / (n if divide else len(active))).backward()
+            opt_l.step()
+        with ddp.join(divide_by_initial_world_size=divide):
+            for x, y in batches[r]:
+                opt_d.zero_grad()
+                mse(ddp(x), y).backward()
+                opt_d.step()
+        worst = max(float((a - b).abs().max()) for a, b in
+                    zip(local.parameters(), ddp.module.parameters()))
+        assert worst < 1e-5, (divide, unused, worst)
+print(f"[OK join {r}]")
+
+# 2. throw_on_early_termination: every rank raises once rank 0 runs out
+local, ddp = fresh()
+try:
+    with ddp.join(throw_on_early_termination=True):
+        for x, y in data([1 + k for k in range(n)])[r]:
+            mse(ddp(x), y).backward()
+    raise AssertionError("expected RuntimeError")
+except RuntimeError as e:
+    want = ("Rank 0 exhausted all inputs." if r == 0 else
+            "Detected at least one rank that exhausted inputs. Throwing across all ranks.")
+    assert str(e) == want, str(e)
+dist.barrier()
+print(f"[OK throw {r}]")
+
+# 3. overlap on == off bit for bit; gradient_as_bucket_view grads are views of the buckets;
+#    comm hooks: allreduce_hook ~ default, fp16_compress_hook close; GradBucket and Future API
+seen = []
+
+
+def spy(state, bucket):
+    seen.append((bucket.index(), bucket.is_last(), len(bucket.parameters()),
+                 bucket.buffer().numel()))
+    return default_hooks.allreduce_hook(state, bucket).then(lambda f: f.value())
+
+
+variants = {"on": {}, "off": {"overlap_comm": False}, "view": {"gradient_as_bucket_view": True},
+            "allreduce": {}, "fp16": {}, "spy": {}}
+models = {}
+for name, kw in variants.items():
+    models[name] = fresh(**kw)[1]
+models["allreduce"].register_comm_hook(None, default_hooks.allreduce_hook)
+models["fp16"].register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
+models["spy"].register_comm_hook(None, spy)
+assert models["on"]._overlapping() and not models["off"]._overlapping()
+import jitorch.nn.parallel.distributed as ddp_impl
+handed = []  # reductions handed to the progress thread (all buckets but the last, per model)
+to_thread = ddp_impl.progress_in_background
+ddp_impl.progress_in_background = lambda *a: handed.append(a) or to_thread(*a)
+opts = {k: jitorch.optim.SGD(m.parameters(), lr=0.1) for k, m in models.items()}
+batches = data([4] * n, seed=1)[r]
+nb = len(models["on"]._buckets)
+for x, y in batches:
+    for k, m in models.items():
+        opts[k].zero_grad()
+        mse(m(x), y).backward()
+    g = {k: [p.grad.numpy().copy() for p in m.parameters()] for k, m in models.items()}
+    assert all(np.array_equal(a, b) for a, b in zip(g["on"], g["off"]))
+    assert all(np.array_equal(a, b) for a, b in zip(g["on"], g["view"]))
+    for k, tol in (("allreduce", 1e-6), ("spy", 1e-6), ("fp16", 2e-3)):
+        assert all(np.allclose(a, b, atol=tol) for a, b in zip(g["on"], g[k])), k
+    v = models["view"]
+    for i, p in enumerate(v._params):
+        flat = v._buckets[v._where[i][0]].flat
+        lo = flat.data_ptr()
+        assert lo <= p.grad.data_ptr() < lo + flat.numel() * 4, i
+    for k in opts:
+        opts[k].step()
+assert seen[:nb] == [(i, i == nb - 1, len(b.members), b.numel)
+                     for i, b in enumerate(models["on"]._buckets)], seen
+assert len(seen) == 4 * nb
+assert len(handed) == 4 * (nb - 1) * (len(models) - 1), len(handed)
+print(f"[OK overlap {r} {nb}]")
+'''
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_ddp_join_overlap_bucket_views_and_comm_hooks(tmp_path, n):
+    # join(): rank k has 2 + k batches; every rank ends on the model of single-process training
+    # where iteration i averages the still-active ranks' losses (over n, or over the active
+    # count with divide_by_initial_world_size=False), with and without find_unused_parameters
+    p = mpi_job(tmp_path, DDP_FEATURES, n, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    oks = ok_lines(p)
+    assert [o for o in oks if o.startswith("OK join")] == [f"OK join {r}" for r in range(n)]
+    assert len([o for o in oks if o.startswith("OK throw")]) == n
+    assert [o for o in oks if o.startswith("OK overlap")] == [f"OK overlap {r} 2"
+                                                              for r in range(n)]
+
+
 ONE_RANK_DDP = r'''
 import jitorch
 import jitorch.distributed as dist
 from jitorch import nn
 from jitorch.nn.parallel import DistributedDataParallel as DDP
+from jitorch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
 
 dist.init_process_group("mpi")
 
@@ -145,6 +296,7 @@ class Two(nn.Module):
 
 
 m = DDP(Two())  # b is unused and find_unused_parameters is off
+m.register_comm_hook(None, allreduce_hook)
 m(jitorch.ones(1, 2)).sum().backward()
 try:
     m(jitorch.ones(1, 2))
@@ -154,7 +306,11 @@ except RuntimeError as e:
 for bad, exc, msg in ((lambda: DDP(nn.ReLU()), RuntimeError, "doesn't have any parameter"),
                       (lambda: DDP(nn.Linear(2, 2), device_ids=[0]), ValueError,
                        "device_ids and output_device arguments only work"),
-                      (lambda: DDP(nn.Linear(2, 2)).join(), NotImplementedError, "join")):
+                      (lambda: m.register_comm_hook(None, allreduce_hook), RuntimeError,
+                       "register_comm_hook or register_builtin_comm_hook can only be called "
+                       "once"),
+                      (lambda: DDP(nn.Linear(2, 2)).register_comm_hook(None, 3), TypeError,
+                       "Communication hook must be callable")):
     try:
         bad()
         raise AssertionError(msg)
@@ -204,3 +360,24 @@ def test_post_accumulate_grad_hook_sees_the_accumulated_grad():
     assert len(seen) == 2
     with pytest.raises(RuntimeError, match="cannot be registered on non-leaf tensors"):
         (w * 2).register_post_accumulate_grad_hook(lambda p: None)
+
+
+def test_future_chains_callbacks_and_failures():
+    from jitorch.futures import Future, collect_all
+    f = Future()
+    order = []
+    child = f.then(lambda p: p.value() * 2)
+    f.add_done_callback(lambda p: order.append(p.value()))
+    assert not child.done()
+    f.set_result(3)
+    assert child.done() and child.wait() == 6 and child.value() == 6 and order == [3]
+    with pytest.raises(RuntimeError, match="only be marked completed once"):
+        f.set_result(4)
+    bad = Future()
+    chained = bad.then(lambda p: p.value() + 1)  # the callback sees the failure via value()
+    bad.set_exception(ValueError("boom"))
+    with pytest.raises(ValueError, match="boom"):
+        chained.wait()
+    assert collect_all([f, child]).wait() == [f, child]
+    with pytest.raises(RuntimeError, match="not completed"):
+        Future().value()

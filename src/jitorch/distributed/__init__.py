@@ -10,6 +10,7 @@ and the hooks that end the job when a rank dies. Without mpi4py `is_available()`
 """
 from __future__ import annotations
 
+from ._grad_bucket import GradBucket
 from ._work import DistBackendError, DistError, Work
 from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, ReduceOp, all_gather,
                                all_gather_into_tensor, all_gather_object, all_reduce,
@@ -24,7 +25,8 @@ from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, Reduce
                                scatter_object_list, send)
 
 __all__ = [
-    "Backend", "DistBackendError", "DistError", "GroupMember", "P2POp", "ProcessGroup",
+    "Backend", "DistBackendError", "DistError", "GradBucket", "GroupMember", "P2POp",
+    "ProcessGroup",
     "ReduceOp", "Work", "all_gather", "all_gather_into_tensor", "all_gather_object",
     "all_reduce", "all_to_all", "all_to_all_single", "barrier", "batch_isend_irecv",
     "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object",

@@ -17,12 +17,16 @@ Owns three things every operation in distributed_c10d shares:
 """
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import sys
 import threading
 import time
 
-__all__ = ["DistBackendError", "DistError", "Work", "abort_job", "install_fault_hooks"]
+__all__ = ["DistBackendError", "DistError", "Pending", "Work", "abort_job",
+           "background_progress_supported", "install_fault_hooks", "progress_in_background",
+           "recording_works"]
 
 _FORWARD_OUTPUT_S = 0.3
 _ABORT_GRACE_S = 3.0  # a caught DistBackendError still ends the job this many seconds later
@@ -150,6 +154,10 @@ class Work:
         self._result = result if result is not None else []
         self._done = False
         self._value = None
+        self._future = None
+        works = getattr(_recording, "works", None)
+        if works is not None:
+            works.append(self)
 
     def _complete(self) -> None:
         self._done = True
@@ -185,6 +193,25 @@ class Work:
         self.wait()
         return self._result
 
+    def get_future(self):
+        """A `jitorch.futures.Future` completed with `result()` when this operation is."""
+        if self._future is None:
+            from ..futures import Future
+
+            def drive():
+                try:
+                    self.wait()
+                except BaseException as e:  # noqa: BLE001 - the future carries the failure
+                    fut.set_exception(e)
+                    return
+                fut.set_result(self._result)
+
+            def poll():
+                if self.is_completed():
+                    fut.set_result(self._result)
+            fut = self._future = Future._driven(drive, poll)
+        return self._future
+
     def source_rank(self) -> int:
         """The sender of a completed `irecv` (its global rank)."""
         self.wait()
@@ -198,3 +225,84 @@ class Work:
 
 def _seconds(timeout) -> float:
     return timeout.total_seconds() if hasattr(timeout, "total_seconds") else float(timeout)
+
+
+# --- background progress ------------------------------------------------------------------------
+_recording = threading.local()
+
+
+@contextlib.contextmanager
+def recording_works():
+    """Collect (in a list) every Work this thread starts inside the block."""
+    works: list[Work] = []
+    outer = getattr(_recording, "works", None)
+    _recording.works = works
+    try:
+        yield works
+    finally:
+        _recording.works = outer
+        if outer is not None:
+            outer.extend(works)
+
+
+def background_progress_supported() -> bool:
+    """True when MPI allows a second thread to complete requests (MPI_THREAD_MULTIPLE, which
+    mpi4py requests by default)."""
+    from mpi4py import MPI
+    return MPI.Query_thread() == MPI.THREAD_MULTIPLE
+
+
+class Pending:
+    """Works whose requests the progress thread is completing. `wait(timeout_s)` returns when it
+    has (re-raising its MPI error) or raises DistBackendError at the deadline."""
+
+    def __init__(self, works, name: str, timeout_s: float, rank: int):
+        self.works = list(works)
+        self.name, self.timeout_s, self.rank = name, timeout_s, rank
+        self.event = threading.Event()
+        self.error: BaseException | None = None
+
+    def wait(self, deadline: float) -> None:
+        if not self.event.wait(max(0.0, deadline - time.perf_counter())):
+            raise _timed_out(self.name, self.timeout_s, self.rank)
+        if self.error is not None:
+            raise self.error
+
+
+_progress_queue: queue.SimpleQueue | None = None
+_progress_lock = threading.Lock()
+
+
+def _progress_loop(q: queue.SimpleQueue) -> None:
+    from mpi4py import MPI
+    while True:
+        p = q.get()
+        try:
+            for w in p.works:
+                if w._reqs:
+                    MPI.Request.Waitall(w._reqs, w._statuses)
+        except BaseException as e:  # noqa: BLE001 - re-raised on the waiting thread
+            p.error = e
+        p.event.set()
+
+
+def _forget_progress_thread() -> None:
+    global _progress_queue
+    _progress_queue = None  # a forked child has no copy of the thread: start its own
+
+
+os.register_at_fork(after_in_child=_forget_progress_thread)
+
+
+def progress_in_background(works, name: str, timeout_s: float, rank: int) -> Pending:
+    """Have the progress thread complete `works`' requests (in submission order); the caller
+    must not touch those Works until the returned Pending's `wait` returned."""
+    global _progress_queue
+    with _progress_lock:
+        if _progress_queue is None:
+            _progress_queue = queue.SimpleQueue()
+            threading.Thread(target=_progress_loop, args=(_progress_queue,), daemon=True,
+                             name="jitorch-dist-progress").start()
+    p = Pending(works, name, timeout_s, rank)
+    _progress_queue.put(p)
+    return p

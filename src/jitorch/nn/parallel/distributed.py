@@ -6,28 +6,51 @@ Owns the reducer, PyTorch's design in Python:
   * the parameters that require grad are grouped into buckets in reverse `parameters()` order
     (the order backward produces their gradients), per dtype, the first bucket closing at 1 MiB
     and the others at `bucket_cap_mb` (PyTorch's limits);
-  * a post-accumulate-grad hook per parameter copies its `.grad` into its bucket's flat buffer;
-    a full bucket starts a nonblocking AVG all-reduce, strictly in bucket order so every rank
-    issues the same sequence of collectives whatever order its hooks fire in;
+  * a post-accumulate-grad hook per parameter copies its `.grad` into its bucket's flat buffer
+    (with `gradient_as_bucket_view=True` the `.grad` then becomes a view into that buffer, so
+    later backwards accumulate straight into it); a full bucket starts its reduction, strictly
+    in bucket order so every rank issues the same sequence of collectives whatever order its
+    hooks fire in: a nonblocking SUM all-reduce, or the communication hook given to
+    `register_comm_hook` (a `GradBucket` in, a Future of the averaged buffer out);
+  * overlap (`overlap_comm=True`, a jitorch extension, on by default where MPI has
+    THREAD_MULTIPLE): the Works a bucket's reduction started go to jitorch.distributed's
+    progress thread, which completes them in a blocking MPI wait (GIL released) while backward
+    computes the next gradients; MPI advances a nonblocking collective only inside MPI calls,
+    so without it the reductions run in the final wait. The last bucket is ready only when
+    backward's compute is over, so nothing is left to overlap it with: backward's thread
+    completes it itself (a hand-off to the thread and back costs two wake-ups). Collectives
+    are always started and finished, and hook callbacks run, on the backward thread, so
+    overlap changes no result;
   * when the last expected parameter is ready (still inside backward), the reducer waits for
-    the buckets and writes the averaged gradients back into each `.grad`.
+    the buckets (the group's timeout is the deadline), divides the default reduction by the
+    world size (or, under `join(divide_by_initial_world_size=False)`, by the number of ranks
+    still active) and writes the averaged gradients back into each `.grad`.
 `find_unused_parameters=True` walks the autograd graph from the forward's outputs and marks the
 parameters it cannot reach ready at once (their current `.grad`, or zeros), and all-reduces a
 used-map so a parameter unused on every rank keeps its `.grad` (None stays None), as PyTorch's
 reducer does. `no_sync()` skips the reduction for the backward of forwards run inside it
 (gradient accumulation); the next synced backward averages the accumulated `.grad`.
-Not supported yet (NotImplementedError naming them): `join()`, `register_comm_hook`, CUDA
-modules; the all-reduces do not overlap backward's compute (MPI progresses them in the waits).
+Uneven inputs: DDP is a `Joinable` (distributed/algorithms/join.py). Under `join()` an active
+rank's forward notifies the join context, picks the buffers' source among the active ranks and
+tells the joined ranks whether this iteration syncs gradients; `_DDPJoinHook.main_hook` makes a
+joined rank issue the same collectives in the same order (zeros for its gradients), and its
+`post_hook` broadcasts the final model from a last joiner.
+Not supported yet (NotImplementedError naming them): CUDA modules.
 """
 from __future__ import annotations
 
 import contextlib
+import time
 
 import numpy as np
 
 from ... import _dtype as dt
 from ..._tensor import Tensor
 from ...autograd import grad_mode
+from ...distributed._grad_bucket import GradBucket
+from ...distributed._work import (background_progress_supported, progress_in_background,
+                                  recording_works)
+from ...distributed.algorithms.join import Join, Joinable, JoinHook
 from ..modules.module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -53,7 +76,8 @@ class _Bucket:
         self.numel = 0
         self.flat: Tensor | None = None
         self.pending = 0
-        self.work = None
+        self.future = None  # the reduction in flight: a Future of the averaged buffer
+        self.background = None  # its Works, being completed by the progress thread
 
     def add(self, index: int, numel: int) -> None:
         self.members.append(index)
@@ -119,17 +143,21 @@ def _reachable_leaves(outputs) -> set[int]:
     return roots
 
 
-class DistributedDataParallel(Module):
+class DistributedDataParallel(Module, Joinable):
     """`nn.parallel.DistributedDataParallel(module, ...)`: `module` runs unchanged on each
-    rank; backward leaves every rank's `.grad` averaged over the process group."""
+    rank; backward leaves every rank's `.grad` averaged over the process group.
+    `overlap_comm` (jitorch only, keyword): reduce buckets during backward on the progress
+    thread (True, the default) or only in backward's final wait (False)."""
 
     def __init__(self, module: Module, device_ids=None, output_device=None, dim: int = 0,
                  broadcast_buffers: bool = True, process_group=None, bucket_cap_mb=None,
                  find_unused_parameters: bool = False, check_reduction: bool = False,
                  gradient_as_bucket_view: bool = False, static_graph: bool = False,
                  delay_all_reduce_named_params=None, param_to_hook_all_reduce=None,
-                 mixed_precision=None, device_mesh=None):
+                 mixed_precision=None, device_mesh=None, *, overlap_comm: bool = True):
         super().__init__()
+        Joinable.__init__(self)
+        from ... import device as _device
         from ...distributed.distributed_c10d import _resolve
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
@@ -153,6 +181,7 @@ class DistributedDataParallel(Module):
         self.process_group = _resolve(process_group)
         if self.process_group is None:
             raise ValueError("DistributedDataParallel: this rank is not in the process group")
+        self.device = _device("cpu")
         self.device_ids = None
         self.output_device = None
         self.dim = dim
@@ -160,8 +189,10 @@ class DistributedDataParallel(Module):
         self.find_unused_parameters = find_unused_parameters
         self.gradient_as_bucket_view = gradient_as_bucket_view
         self.static_graph = static_graph
+        self.overlap_comm = overlap_comm
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
+        self._divide_by_initial_world_size = True
         cap = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap * 1024 * 1024)
         # the reducer's state is plain Python, kept out of Module's attribute tables
@@ -175,19 +206,23 @@ class DistributedDataParallel(Module):
             for slot, i in enumerate(b.members):
                 where[i] = (bi, slot)
         object.__setattr__(self, "_where", where)
+        object.__setattr__(self, "_views", {})  # gradient_as_bucket_view: index -> view
         object.__setattr__(self, "_iteration", None)
+        object.__setattr__(self, "_comm_hook", None)
+        object.__setattr__(self, "_comm_hook_state", None)
+        # Works of the join protocol whose results this rank does not read at once (waited
+        # before the next iteration's collectives, so no request is left behind)
+        object.__setattr__(self, "_stray_works", [])
+        object.__setattr__(self, "_active_ranks_work", None)
         self._sync_module_states()
         object.__setattr__(self, "_hook_handles", [
             p.register_post_accumulate_grad_hook(self._hook(i)) for i, p in enumerate(params)])
 
-    # --- construction -----------------------------------------------------------------------
-    def _root_rank(self) -> int:
-        return self.process_group._ranks[0]
-
-    def _broadcast(self, tensors) -> None:
+    # --- collectives on the group -----------------------------------------------------------
+    def _broadcast(self, tensors, group_src: int = 0) -> None:
         from ... import distributed as dist
-        works = [dist.broadcast(t.data, src=self._root_rank(), group=self.process_group,
-                                async_op=True) for t in tensors]
+        works = [dist.broadcast(t.data, group=self.process_group, async_op=True,
+                                group_src=group_src) for t in tensors]
         for w in works:
             w.wait()
 
@@ -195,26 +230,76 @@ class DistributedDataParallel(Module):
         """Every rank starts from rank 0's parameters and buffers."""
         self._broadcast(list(self.module.parameters()) + list(self.module.buffers()))
 
+    def _find_common_rank(self, input_rank: int, rank_cond: bool) -> int:
+        """The largest group rank among those with `rank_cond` (an all-reduce MAX)."""
+        from ... import distributed as dist
+        from ... import tensor
+        t = tensor([input_rank if rank_cond else -1])
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.process_group)
+        rank = int(t.item())
+        if rank == -1:
+            raise ValueError("BUG! Expected rank_cond to be true for at least one process. "
+                             "This indicates a bug in PyTorch, please report an issue.")
+        return rank
+
+    def _will_sync_module_buffers(self) -> bool:
+        return (self.require_forward_param_sync and self.broadcast_buffers
+                and any(True for _ in self.module.buffers()))
+
+    def _sync_buffers(self, joined: bool = False) -> None:
+        """Broadcast the buffers from rank 0, or under join from the highest active rank (rank
+        0 may have joined, its buffers stale)."""
+        src = 0
+        if self._join_config.enable:
+            src = self._find_common_rank(self.process_group.rank(), not joined)
+        self._broadcast(list(self.module.buffers()), src)
+
+    def _check_global_requires_backward_grad_sync(self, is_joined_rank: bool):
+        """Under join: tells the joined ranks whether this iteration syncs gradients (an
+        all-reduce of 1 from each active rank that does); a joined rank reads the answer."""
+        from ... import distributed as dist
+        from ... import full
+        flag = full((1,), 1.0 if not is_joined_rank and self.require_backward_grad_sync
+                    else 0.0)
+        work = dist.all_reduce(flag, group=self.process_group, async_op=True)
+        if not is_joined_rank:
+            self._stray_works.append(work)
+            return None
+        work.wait()
+        return flag.item() != 0
+
+    def _wait_stray_works(self) -> None:
+        for w in self._stray_works:
+            w.wait()
+        self._stray_works.clear()
+
     # --- forward ----------------------------------------------------------------------------
     def forward(self, *inputs, **kwargs):
         it = self._iteration
         if it is not None and it["ready"]:
             raise RuntimeError(_UNFINISHED)
-        if self.broadcast_buffers and self.require_forward_param_sync:
-            buffers = list(self.module.buffers())
-            if buffers:
-                self._broadcast(buffers)
+        self._wait_stray_works()
+        work = Join.notify_join_context(self)
+        object.__setattr__(self, "_active_ranks_work", work)
+        if work is not None:
+            self._stray_works.append(work)
+        if self._will_sync_module_buffers():
+            self._sync_buffers()
+        if self._join_config.enable:
+            self._check_global_requires_backward_grad_sync(is_joined_rank=False)
         out = self.module(*inputs, **kwargs)
         if grad_mode.is_grad_enabled() and self.require_backward_grad_sync:
+            self.require_forward_param_sync = True
             self._prepare_for_backward(out)
         else:
+            self.require_forward_param_sync = False
             object.__setattr__(self, "_iteration", None)
         return out
 
     def _prepare_for_backward(self, outputs) -> None:
         for b in self._buckets:
             b.pending = len(b.members)
-            b.work = None
+            b.future = b.background = None
             if b.flat is None:
                 from ..._creation import zeros
                 b.flat = zeros(b.numel, dtype=b.dtype)
@@ -233,6 +318,18 @@ class DistributedDataParallel(Module):
                 self._mark_ready(index)
         return hook
 
+    def _view(self, index: int) -> Tensor:
+        """Parameter `index`'s slot of its bucket's flat buffer, as a view of its shape."""
+        v = self._views.get(index)
+        if v is None:
+            bi, slot = self._where[index]
+            b = self._buckets[bi]
+            p = self._params[index]
+            with grad_mode.no_grad():
+                v = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.shape)
+            self._views[index] = v
+        return v
+
     def _mark_ready(self, index: int) -> None:
         it = self._iteration
         if index in it["ready"]:
@@ -249,21 +346,52 @@ class DistributedDataParallel(Module):
         dst = b.flat._data[off:off + p.numel()]
         if p.grad is None:
             dst[...] = 0
-        else:
-            dst[...] = p.grad._data.reshape(-1)
+        elif not (self.gradient_as_bucket_view and p.grad is self._views.get(index)):
+            dst[...] = p.grad._data.reshape(-1)  # (a bucket view already holds it)
         b.pending -= 1
         self._launch_ready_buckets()
         if len(it["ready"]) == len(self._params):
             self._finalize()
 
-    def _launch_ready_buckets(self) -> None:
+    def _overlapping(self) -> bool:
+        return self.overlap_comm and background_progress_supported()
+
+    def _reduce_bucket(self, index: int, buffer: Tensor, overlap: bool):
+        """Start bucket `index`'s reduction of `buffer`: (a Future of the result, the Pending
+        of its Works on the progress thread when `overlap`, else None)."""
         from ... import distributed as dist
+        b = self._buckets[index]
+        params = [self._params[i] for i in b.members]
+        bucket = GradBucket(index, buffer, params, b.offsets, index == len(self._buckets) - 1)
+        with recording_works() as works:
+            if self._comm_hook is None:  # the world-size division comes at the end
+                fut = dist.all_reduce(buffer, group=self.process_group,
+                                      async_op=True).get_future()
+            else:
+                fut = self._comm_hook(self._comm_hook_state, bucket)
+        background = None
+        if overlap and works:
+            pg = self.process_group
+            background = progress_in_background(works, "all_reduce", pg._timeout_s,
+                                                pg._ranks[pg.rank()])
+        return fut, background
+
+    def _launch_ready_buckets(self) -> None:
         it = self._iteration
         while it["next"] < len(self._buckets) and self._buckets[it["next"]].pending == 0:
             b = self._buckets[it["next"]]
-            b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group,
-                                     async_op=True)
+            last = it["next"] == len(self._buckets) - 1
+            b.future, b.background = self._reduce_bucket(it["next"], b.flat,
+                                                          self._overlapping() and not last)
             it["next"] += 1
+
+    def _divisor(self) -> int:
+        """The default reduction's divisor: the world size, or under
+        `join(divide_by_initial_world_size=False)` the number of ranks still active."""
+        work = self._active_ranks_work
+        if work is None or self._divide_by_initial_world_size:
+            return self.process_group.size()
+        return int(work.result()[0].item())
 
     def _finalize(self) -> None:
         from ... import distributed as dist
@@ -275,18 +403,36 @@ class DistributedDataParallel(Module):
             local[it["unused"]] = 0
             used = Tensor._make(local, dt.int32)
             dist.all_reduce(used, op=dist.ReduceOp.MAX, group=self.process_group)
+        deadline = time.perf_counter() + self.process_group._timeout_s
+        div = self._divisor() if self._comm_hook is None else None
         for b in self._buckets:
-            b.work.wait()
+            if b.background is not None:
+                b.background.wait(deadline)
+            result = b.future.wait()
+            if div is not None:
+                b.flat._data /= div
+            elif result is not b.flat:
+                if not isinstance(result, Tensor) or result.numel() != b.numel:
+                    raise RuntimeError(
+                        "The communication hook's future must hold a tensor of the bucket "
+                        f"buffer's size ({b.numel} elements), got {result!r}")
+                b.flat._data[...] = result._data.reshape(-1)
             for i, off in zip(b.members, b.offsets):
                 if used is not None and not used._data[i]:
                     continue  # unused on every rank: PyTorch leaves its .grad alone
                 p = self._params[i]
+                if self.gradient_as_bucket_view:
+                    if p.grad is not self._views.get(i):
+                        p.grad = self._view(i)
+                    p.grad._version[0] += 1
+                    continue
                 avg = b.flat._data[off:off + p.numel()].reshape(p.shape)
                 if p.grad is None:
                     p.grad = Tensor._make(avg.copy(), p.dtype)
                 else:
                     p.grad._data[...] = avg
                     p.grad._version[0] += 1
+            b.future = b.background = None
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -299,11 +445,81 @@ class DistributedDataParallel(Module):
         finally:
             self.require_backward_grad_sync = old
 
-    # --- not yet ----------------------------------------------------------------------------
-    def join(self, *args, **kwargs):
-        raise NotImplementedError("jitorch: DistributedDataParallel.join (uneven inputs) is "
-                                  "not implemented yet")
+    # --- communication hooks ----------------------------------------------------------------
+    def register_comm_hook(self, state, hook) -> None:
+        """Reduce each bucket with `hook(state, bucket: GradBucket) -> Future` whose value is
+        the averaged flat buffer (ddp_comm_hooks.default_hooks has PyTorch's). Once only,
+        before the first backward."""
+        if not callable(hook):
+            raise TypeError("Communication hook must be callable.")
+        if self._comm_hook is not None:
+            raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be "
+                               "called once.")
+        object.__setattr__(self, "_comm_hook", hook)
+        object.__setattr__(self, "_comm_hook_state", state)
 
-    def register_comm_hook(self, state, hook):
-        raise NotImplementedError("jitorch: DistributedDataParallel.register_comm_hook is not "
-                                  "implemented yet")
+    # --- uneven inputs (Joinable) -----------------------------------------------------------
+    def join(self, divide_by_initial_world_size: bool = True, enable: bool = True,
+             throw_on_early_termination: bool = False):
+        """Context manager for uneven inputs: ranks that run out keep shadowing the others'
+        collectives until all have (distributed/algorithms/join.py)."""
+        return Join([self], enable, throw_on_early_termination,
+                    divide_by_initial_world_size=divide_by_initial_world_size)
+
+    def join_hook(self, **kwargs):
+        return _DDPJoinHook(self, kwargs.get("divide_by_initial_world_size", True))
+
+    @property
+    def join_device(self):
+        return self.device
+
+    @property
+    def join_process_group(self):
+        return self.process_group
+
+    def _match_all_reduce_for_bwd_pass(self) -> None:
+        """A joined rank's side of one backward: each bucket reduced as the active ranks do,
+        with zeros for this rank's gradients."""
+        from ..._creation import zeros
+        self._wait_stray_works()
+        # all at once, with no compute left to overlap: completed on this thread
+        pending = [self._reduce_bucket(i, zeros(b.numel, dtype=b.dtype), False)[0]
+                   for i, b in enumerate(self._buckets)]
+        for fut in pending:
+            fut.wait()
+
+    def _match_unused_params_allreduce(self) -> None:
+        from ... import distributed as dist
+        unused = Tensor._make(np.zeros(len(self._params), np.int32), dt.int32)
+        dist.all_reduce(unused, op=dist.ReduceOp.MAX, group=self.process_group)
+
+    def _sync_final_model(self, is_last_joiner: bool) -> None:
+        """Every rank ends with the model of a last joiner (the highest such rank)."""
+        self._wait_stray_works()
+        src = self._find_common_rank(self.process_group.rank(), is_last_joiner)
+        self._broadcast(list(self.module.parameters()) + list(self.module.buffers()), src)
+
+
+class _DDPJoinHook(JoinHook):
+    """What a joined DDP rank does per iteration of the still-active ranks, in their order:
+    buffer broadcast, the backward-sync flag, the bucket all-reduces, the unused-map
+    all-reduce."""
+
+    def __init__(self, ddp: DistributedDataParallel, divide_by_initial_world_size: bool):
+        ddp._divide_by_initial_world_size = divide_by_initial_world_size
+        self.ddp = ddp
+
+    def main_hook(self) -> None:
+        ddp = self.ddp
+        if ddp._will_sync_module_buffers():
+            ddp._sync_buffers(joined=True)
+        should_sync = ddp._check_global_requires_backward_grad_sync(is_joined_rank=True)
+        ddp.require_forward_param_sync = should_sync
+        if not should_sync:
+            return
+        ddp._match_all_reduce_for_bwd_pass()
+        if ddp.find_unused_parameters:
+            ddp._match_unused_params_allreduce()
+
+    def post_hook(self, is_last_joiner: bool) -> None:
+        self.ddp._sync_final_model(is_last_joiner)
