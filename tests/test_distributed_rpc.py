@@ -256,17 +256,32 @@ def grads(module_rref, cid):
 r = int(os.environ["PMI_RANK"])
 rpc.init_rpc(f"worker{r}")
 if r == 0:
+    # the local run first: its optimizer step compiles here, and the owners then load it from
+    # the disk cache instead of compiling it too
+    local1, local2 = stage1(), stage2()
+    local_params = list(local1.parameters()) + list(local2.parameters())
+    # one optimizer per stage, as on the owners: the same compiled steps
+    local_opts = [optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (local1, local2)]
+    jitorch.manual_seed(0)
+    batches = [(jitorch.randn(5, 4), jitorch.randn(5, 2)) for _ in range(3)]
+    expected = []
+    for x, y in batches:
+        for o in local_opts:
+            o.zero_grad()
+        local_loss = ((local2(local1(x)) - y) ** 2).mean()
+        local_loss.backward()
+        for o in local_opts:
+            o.step()
+        expected.append((local_loss, [p.grad.clone() for p in local_params],
+                         [p.detach().clone() for p in local_params]))
+
     s1 = rpc.remote("worker1", stage1)
     s2 = rpc.remote("worker2", stage2)
     opt = DistributedOptimizer(optim.SGD, rpc.rpc_sync("worker1", param_rrefs, args=(s1,)) +
                                rpc.rpc_sync("worker2", param_rrefs, args=(s2,)),
                                lr=0.1, momentum=0.9)
-    local1, local2 = stage1(), stage2()
-    local_opt = optim.SGD(list(local1.parameters()) + list(local2.parameters()), lr=0.1,
-                          momentum=0.9)
-    jitorch.manual_seed(0)
-    for it in range(3):
-        x, y = jitorch.randn(5, 4), jitorch.randn(5, 2)
+    for it, ((x, y), (local_loss, local_grads, local_after)) in enumerate(zip(batches,
+                                                                              expected)):
         with dist_autograd.context() as cid:
             h = s1.rpc_sync().forward(x)           # worker1 -> here -> worker2 -> here
             out = s2.rpc_sync().forward(h)
@@ -276,17 +291,12 @@ if r == 0:
             remote_grads = rpc.rpc_sync("worker1", grads, args=(s1, cid)) + \
                 rpc.rpc_sync("worker2", grads, args=(s2, cid))
             opt.step(cid)
-        local_opt.zero_grad()
-        local_loss = ((local2(local1(x)) - y) ** 2).mean()
-        local_loss.backward()
-        local_opt.step()
         assert jitorch.equal(loss, local_loss), (it, loss, local_loss)
-        local_params = list(local1.parameters()) + list(local2.parameters())
-        for g, p in zip(remote_grads, local_params):
-            assert jitorch.equal(g, p.grad), (it, g, p.grad)
+        for g, want in zip(remote_grads, local_grads):
+            assert jitorch.equal(g, want), (it, g, want)
         trained = rpc.rpc_sync("worker1", params, args=(s1,)) + \
             rpc.rpc_sync("worker2", params, args=(s2,))
-        for a, b in zip(trained, local_params):
+        for a, b in zip(trained, local_after):
             assert jitorch.equal(a, b), (it, a, b)
     try:
         dist_autograd.get_gradients(cid)

@@ -41,6 +41,9 @@ class _Context:
         self.send_ids = itertools.count(1)
 
     def accumulate(self, leaf, grad) -> None:
+        # contiguous, as `.backward()` leaves `.grad` (a transposed view from `autograd.grad`
+        # would make an optimizer's compiled step build a second specialisation)
+        grad = grad.contiguous()
         with self.lock:
             old = self.grads.get(id(leaf))
             self.grads[id(leaf)] = (leaf, grad if old is None else old[1] + grad)
