@@ -6,9 +6,9 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
     (wire.py);
   * the service thread: it polls `Improbe` (MPI has no blocking wait that does not spin a core,
     so it polls: with the shortest sleep for `_HOT_S` after the last message, then with sleeps
-    growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`, hands requests to the pool, completes
-    the futures of answers, tests the sends in flight and fails calls past their deadline. It
-    never runs user code;
+    growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`, hands requests to the
+    pool, completes the futures of answers, tests the sends in flight and fails calls past
+    their deadline. It never runs user code;
   * the pool (`num_worker_threads` threads) that serves requests: decode, run the operation,
     send the answer. A scripted callee runs its compiled program without the GIL, so the pool
     serves many callers at once; a function that returns a Future (`@async_execution`) frees

@@ -64,9 +64,9 @@ class TensorPipeRpcBackendOptions(RpcBackendOptions):
     `rpc_timeout`, `init_method`. Device maps are for CUDA tensors, which RPC does not move
     yet (NotImplementedError)."""
 
-    def __init__(self, *, num_worker_threads: int = 16, rpc_timeout: float = DEFAULT_RPC_TIMEOUT_SEC,
-                 init_method: str = "env://", device_maps=None, devices=None, _transports=None,
-                 _channels=None):
+    def __init__(self, *, num_worker_threads: int = 16,
+                 rpc_timeout: float = DEFAULT_RPC_TIMEOUT_SEC, init_method: str = "env://",
+                 device_maps=None, devices=None, _transports=None, _channels=None):
         super().__init__(rpc_timeout, init_method)
         if int(num_worker_threads) < 1:
             raise ValueError(f"num_worker_threads must be positive, got {num_worker_threads}")
