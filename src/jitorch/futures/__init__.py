@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import concurrent.futures
 
+from .. import _fork
+
 __all__ = ["Future", "collect_all", "wait_all"]
 
 
@@ -75,8 +77,7 @@ def collect_all(futures) -> Future:
     if not futures:
         out.set_result([])
         return out
-    import threading
-    lock = threading.Lock()
+    lock = _fork.lock()
 
     def one(_):
         with lock:

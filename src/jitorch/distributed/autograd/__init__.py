@@ -22,10 +22,12 @@ import contextlib
 import itertools
 import threading
 
+from ... import _fork
+
 __all__ = ["backward", "context", "get_gradients"]
 
 _contexts: dict = {}
-_lock = threading.Lock()
+_lock = _fork.lock()
 _ids = itertools.count(1)
 _tls = threading.local()
 
@@ -33,7 +35,7 @@ _tls = threading.local()
 class _Context:
     def __init__(self, cid: int):
         self.id = cid
-        self.lock = threading.Lock()
+        self.lock = _fork.lock()
         self.grads: dict = {}   # id(leaf) -> (leaf, accumulated gradient)
         self.sends: dict = {}   # send id -> the tensor sent
         self.recvs: dict = {}   # id(received leaf) -> (leaf, sender rank, send id)

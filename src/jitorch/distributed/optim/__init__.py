@@ -12,7 +12,7 @@ lock, as PyTorch's are.
 """
 from __future__ import annotations
 
-import threading
+from ... import _fork
 
 __all__ = ["DistributedOptimizer"]
 
@@ -20,7 +20,7 @@ __all__ = ["DistributedOptimizer"]
 class _LocalOptimizer:
     def __init__(self, optim, params):
         self.optim, self.params = optim, params
-        self.lock = threading.Lock()
+        self.lock = _fork.lock()
 
     def step(self, context_id: int) -> None:
         from .. import autograd as dist_autograd

@@ -33,6 +33,7 @@ import traceback
 
 import numpy as np
 
+from ... import _fork
 from ...futures import Future
 from . import wire
 
@@ -72,7 +73,7 @@ class Agent:
         self.by_name = {w.name: w for w in workers}
         self.pool = concurrent.futures.ThreadPoolExecutor(options.num_worker_threads,
                                                           thread_name_prefix="rpc")
-        self._lock = threading.Lock()
+        self._lock = _fork.lock()
         self._ids = itertools.count(1)
         self._calls: dict[int, _Call] = {}
         self._sends: list = []  # (request, buffer) in flight

@@ -20,10 +20,9 @@ import atexit
 import concurrent.futures
 import enum
 import re
-import threading
 from datetime import timedelta
 
-from ... import _profiling
+from ... import _fork, _profiling
 from ...futures import Future
 from . import agent as _agent_mod
 from . import wire
@@ -36,7 +35,7 @@ UNSET_RPC_TIMEOUT = -1.0
 DEFAULT_RPC_TIMEOUT_SEC = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9_\-:]+$")
 _state = {"agent": None}
-_init_lock = threading.Lock()
+_init_lock = _fork.lock()
 
 
 def is_available() -> bool:
