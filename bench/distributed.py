@@ -16,7 +16,8 @@ against raw mpi4py buffer calls on the same arrays, and a DDP train step on N ra
    once, as it runs (its compiled program releases the GIL, so worker0's pool runs the calls in
    parallel) and as a Numba twin of the same loop compiled with nogil=False (what the callee
    would be if its program held the GIL), plus a direct GIL check: how fast worker0's main
-   thread runs Python while another thread runs each callee.
+   thread runs Python while another thread runs each callee (switch interval raised to 0.1 s:
+   only a released GIL lets it run).
 
     python bench/distributed.py [--ranks 2]      # starts itself under the venv's mpiexec
 """
@@ -239,17 +240,32 @@ def rpc_main(args) -> None:
             took = float(took[0])
             tput.append((fn.__name__, callers, callers * calls / took))
     # the GIL check, on worker0 alone: Python in the main thread while another thread runs the
-    # callee 5 times (a program that holds the GIL stops it; one that releases it does not)
+    # callee (a program that holds the GIL stops it; one that releases it does not). The switch
+    # interval is raised so that the interpreter's own preemption (every 5 ms) cannot let the
+    # main thread run inside a GIL-holding call
     alone = _python_rate(0.3) if r == 0 else 0.0
     during = {}
     if r == 0:
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.1)
         for fn in (rpc_work, rpc_work_gil_held):
-            worker = threading.Thread(target=lambda: [fn(x) for _ in range(5)])
-            n_iter, s = 0, time.perf_counter()
+            inside = [False, 0.0]  # in a call now; seconds spent in calls
+
+            def calls():
+                for _ in range(3):
+                    s = time.perf_counter()
+                    inside[0] = True
+                    fn(x)
+                    inside[0] = False
+                    inside[1] += time.perf_counter() - s
+            worker = threading.Thread(target=calls)
+            n_iter = 0
             worker.start()
-            while worker.is_alive():
-                n_iter += 1
-            during[fn] = n_iter / (time.perf_counter() - s)
+            while worker.is_alive():  # counts only while a call runs
+                if inside[0]:
+                    n_iter += 1
+            during[fn] = n_iter / inside[1]
+        sys.setswitchinterval(switch)
     _barrier(world)
     # the latency rows were measured on worker1: to worker0, which prints
     gathered = world.gather(rows, root=0)
