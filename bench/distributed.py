@@ -251,14 +251,14 @@ def rpc_main(args) -> None:
         for fn in (rpc_work, rpc_work_gil_held):
             inside = [False, 0.0]  # in a call now; seconds spent in calls
 
-            def calls():
+            def run_calls():
                 for _ in range(3):
                     s = time.perf_counter()
                     inside[0] = True
                     fn(x)
                     inside[0] = False
                     inside[1] += time.perf_counter() - s
-            worker = threading.Thread(target=calls)
+            worker = threading.Thread(target=run_calls)
             n_iter = 0
             worker.start()
             while worker.is_alive():  # counts only while a call runs
