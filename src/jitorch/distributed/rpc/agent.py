@@ -143,7 +143,7 @@ class Agent:
                     msg.Recv([buf, MPI.BYTE])  # MPI_Mrecv
                     src, tag = status.Get_source(), status.Get_tag()
                     if tag == TAG_REQUEST:
-                        self.pool.submit(self._serve, src, buf)
+                        self._submit(src, buf)
                     elif tag == TAG_RESPONSE:
                         self._answer(src, buf)
                     self._active = now
@@ -170,6 +170,15 @@ class Agent:
             sys.stderr.write(f"jitorch.distributed.rpc: the service thread of {self.name} "
                              f"failed; aborting the job\n")
             abort_job(1)
+
+    def _submit(self, src: int, buf: np.ndarray) -> None:
+        try:
+            self.pool.submit(self._serve, src, buf)
+        except RuntimeError:  # the pool is shut down: a request after this worker's shutdown
+            call_id = wire.call_id_of(buf)
+            if call_id is not None:
+                self._respond_error(src, call_id, RuntimeError(
+                    f"RPC: worker {self.name} is shutting down and serves no more calls"))
 
     def _expire(self, now: float) -> None:
         with self._lock:
