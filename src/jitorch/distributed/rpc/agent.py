@@ -319,13 +319,17 @@ def encoding() -> bool:
     return getattr(_encoding, "active", False)
 
 
+_PROTOCOL_CLASSES: dict = {}  # path -> class: what a message may hold beyond the user's list
+
+
 def decode(manifest, buffers, source: str):
     from ...serialization import load_message
-    from .api import RRef, WorkerInfo
+    if not _PROTOCOL_CLASSES:
+        from .api import RRef, WorkerInfo
+        _PROTOCOL_CLASSES.update({f"{c.__module__}.{c.__qualname__}": c
+                                  for c in (RRef, WorkerInfo)})
     return load_message(manifest, buffers, source=source, what="RPC", format_name=wire.FORMAT,
-                        max_version=wire.VERSION,
-                        extra_globals={f"{c.__module__}.{c.__qualname__}": c
-                                       for c in (RRef, WorkerInfo)})
+                        max_version=wire.VERSION, extra_globals=_PROTOCOL_CLASSES)
 
 
 _BUILTIN_ERRORS = {n: c for n, c in vars(builtins).items()
