@@ -12,6 +12,16 @@ against raw mpi4py buffer calls on the same arrays, and a DDP train step on N ra
    backward's final wait), interleaved rounds, best of each; against the same module without
    DDP on 1 rank.
 
+3. RPC (4 ranks: worker0 serves, workers 1-3 call): the round trip of `rpc_sync` (a call of
+   `add(1, 2)`, and of a 4 KB tensor echoed back) against an mpi4py ping-pong of the same
+   payload, with uppercase buffer calls and with lowercase pickled ones; then the throughput of
+   a scripted function (20 fused sin passes over 100k floats) served to 1 and to 3 callers at
+   once, as it runs (its compiled program releases the GIL, so worker0's pool runs the calls in
+   parallel) and as a Numba twin of the same loop compiled with nogil=False (what the callee
+   would be if its program held the GIL), plus a direct GIL check: how fast worker0's main
+   thread runs Python while another thread runs each callee (switch interval raised to 0.1 s:
+   only a released GIL lets it run).
+
     python bench/distributed.py [--ranks 2]      # starts itself under the venv's mpiexec
 """
 from __future__ import annotations
@@ -23,6 +33,8 @@ import sys
 import time
 
 import numpy as np
+
+import jitorch
 
 SIZES = [4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20]
 
@@ -38,7 +50,6 @@ def _median_per_call(fn, comm, reps: int) -> float:
 
 
 def allreduce_table(dist, comm) -> list[str]:
-    import jitorch
     from mpi4py import MPI
     n = comm.Get_size()
     rows = ["| bytes | mpi4py Allreduce (us) | dist.all_reduce (us) | ratio | bus GB/s (dist) |",
@@ -61,7 +72,6 @@ def allreduce_table(dist, comm) -> list[str]:
 
 def ddp_step_us_per_sample(dist, global_batch: int, steps: int, use_ddp: bool,
                            overlap: bool = True, bucket_cap_mb: float = 25) -> float:
-    import jitorch
     from jitorch import nn, optim
     from jitorch.nn.parallel import DistributedDataParallel as DDP
     n = dist.get_world_size()
@@ -116,6 +126,181 @@ def rank_main(args) -> None:
     dist.destroy_process_group()
 
 
+# --- RPC ----------------------------------------------------------------------------------
+_held_kernel = None  # rpc_main: the same math as a Numba program that holds the GIL
+
+
+def rpc_echo(x):
+    return x
+
+
+def rpc_add(a, b):
+    return a + b
+
+
+def rpc_work(x):  # scripted in rpc_main (under its own name: RPC finds it by that name)
+    y = x
+    for _ in range(20):
+        y = jitorch.sin(y) * 0.9 + x
+    return y.sum()
+
+
+def rpc_work_gil_held(x):
+    return jitorch.tensor(_held_kernel(x.numpy()))
+
+
+def _make_held_kernel():
+    import numba
+
+    @numba.njit(nogil=False)  # what rpc_work would be if its program kept the GIL
+    def kernel(x):
+        y = x.copy()
+        for _ in range(20):
+            for i in range(x.size):
+                y[i] = np.sin(y[i]) * np.float32(0.9) + x[i]
+        return y.sum()
+    return kernel
+
+
+def _per_call(fn, reps: int) -> float:
+    fn()
+    s = time.perf_counter()
+    for _ in range(reps):
+        fn()
+    return (time.perf_counter() - s) / reps
+
+
+def _python_rate(seconds: float) -> float:
+    n, end = 0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        n += 1
+    return n / seconds
+
+
+def _wait(req) -> None:
+    # a blocking MPI call spins a core: ranks waiting for others must not take the CPU from
+    # the rank that works (here 4 ranks share the cores)
+    while not req.Test():
+        time.sleep(1e-3)
+
+
+def _barrier(comm) -> None:
+    _wait(comm.Ibarrier())
+
+
+def rpc_main(args) -> None:
+    global rpc_work, _held_kernel
+    import threading
+
+    from mpi4py import MPI
+
+    import jitorch.distributed.rpc as rpc
+    rpc_work = jitorch.jit.script(rpc_work)
+    _held_kernel = _make_held_kernel()
+    world = MPI.COMM_WORLD.Dup()
+    r, n = world.Get_rank(), world.Get_size()
+    rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+        num_worker_threads=8))
+    reps = args.rpc_reps
+    rows = []
+    # latency: worker1 <-> worker0 (the others wait in a barrier)
+    small = np.zeros(2)
+    tensor = jitorch.randn(1024)
+    if r == 1:
+        rows.append(("rpc_sync add(1, 2)", min(_per_call(
+            lambda: rpc.rpc_sync(0, rpc_add, args=(1, 2)), reps) for _ in range(3))))
+        rows.append(("rpc_sync echo(4 KB tensor)", min(_per_call(
+            lambda: rpc.rpc_sync(0, rpc_echo, args=(tensor,)), reps) for _ in range(3))))
+    _barrier(world)
+    for label, payload in (("16 B", small), ("4 KB", tensor.numpy())):
+        for kind in ("buffer", "pickled"):
+            buf = payload.copy()
+            if r in (0, 1):
+                peer = 1 - r
+
+                def one():
+                    if kind == "buffer":
+                        if r == 1:
+                            world.Send(buf, peer, 5)
+                            world.Recv(buf, peer, 6)
+                        else:
+                            world.Recv(buf, peer, 5)
+                            world.Send(buf, peer, 6)
+                    elif r == 1:
+                        world.send(buf, peer, 5)
+                        world.recv(None, peer, 6)
+                    else:
+                        world.send(world.recv(None, peer, 5), peer, 6)
+                best = min(_per_call(one, reps) for _ in range(3))
+                if r == 1:
+                    rows.append((f"mpi4py ping-pong {label}, {kind}", best))
+            _barrier(world)
+    # throughput of the scripted function on worker0, 1 and 3 callers
+    x = jitorch.randn(100_000)
+    calls = args.rpc_calls
+    tput = []
+    for fn in (rpc_work, rpc_work_gil_held):
+        if r == 1:
+            rpc.rpc_sync(0, fn, args=(x,))  # compiles on worker0 (sync: in the call)
+        _barrier(world)
+        for callers in (1, 3):
+            active = 1 <= r <= callers
+            _barrier(world)
+            s = time.perf_counter()
+            if active:
+                for _ in range(calls):
+                    rpc.rpc_sync(0, fn, args=(x,))
+            took = np.array([time.perf_counter() - s if active else 0.0])
+            _wait(world.Iallreduce(MPI.IN_PLACE, took, op=MPI.MAX))
+            took = float(took[0])
+            tput.append((fn.__name__, callers, callers * calls / took))
+    # the GIL check, on worker0 alone: Python in the main thread while another thread runs the
+    # callee (a program that holds the GIL stops it; one that releases it does not). The switch
+    # interval is raised so that the interpreter's own preemption (every 5 ms) cannot let the
+    # main thread run inside a GIL-holding call
+    alone = _python_rate(0.3) if r == 0 else 0.0
+    during = {}
+    if r == 0:
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(0.1)
+        for fn in (rpc_work, rpc_work_gil_held):
+            inside = [False, 0.0]  # in a call now; seconds spent in calls
+
+            def run_calls():
+                for _ in range(3):
+                    s = time.perf_counter()
+                    inside[0] = True
+                    fn(x)
+                    inside[0] = False
+                    inside[1] += time.perf_counter() - s
+            worker = threading.Thread(target=run_calls)
+            n_iter = 0
+            worker.start()
+            while worker.is_alive():  # counts only while a call runs
+                if inside[0]:
+                    n_iter += 1
+            during[fn] = n_iter / inside[1]
+        sys.setswitchinterval(switch)
+    _barrier(world)
+    # the latency rows were measured on worker1: to worker0, which prints
+    gathered = world.gather(rows, root=0)
+    if r == 0:
+        rows = [row for part in gathered for row in part]
+        print(f"\n## RPC ({n} ranks: worker0 serves, one caller for latency)\n")
+        print("| round trip | us |\n|---|---|")
+        for label, sec in rows:
+            print(f"| {label} | {sec * 1e6:.0f} |")
+        print(f"\n## scripted function served by worker0 ({calls} calls per caller)\n")
+        print("| callee | callers | calls/s |\n|---|---|---|")
+        for name, callers, rate in tput:
+            print(f"| {name} | {callers} | {rate:.1f} |")
+        print("\n| worker0's main thread runs Python | loop iterations/s |\n|---|---|")
+        print(f"| alone | {alone:,.0f} |")
+        print(f"| while a thread runs rpc_work (scripted) | {during[rpc_work]:,.0f} |")
+        print(f"| while a thread runs rpc_work_gil_held | {during[rpc_work_gil_held]:,.0f} |")
+    rpc.shutdown()
+
+
 def single_rank_baseline(args) -> float:
     import jitorch.distributed as dist
     dist.init_process_group("mpi")
@@ -129,18 +314,29 @@ def main() -> None:
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=20)
+    p.add_argument("--rpc-reps", type=int, default=300)
+    p.add_argument("--rpc-calls", type=int, default=10)
+    p.add_argument("--only", choices=("all", "rpc"), default="all")
     p.add_argument("--_rank", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--_rpc", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._rank:
         rank_main(args)
         return
+    if args._rpc:
+        rpc_main(args)
+        return
     from _harness import machine, stamp
     print(f"# jitorch.distributed ({machine()}, {stamp()})\n")
     mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
-    subprocess.run([mpiexec, "-n", str(args.ranks), sys.executable, os.path.abspath(__file__),
-                    "--_rank", "--batch", str(args.batch), "--steps", str(args.steps)],
+    if args.only == "all":
+        subprocess.run([mpiexec, "-n", str(args.ranks), sys.executable,
+                        os.path.abspath(__file__), "--_rank", "--batch", str(args.batch),
+                        "--steps", str(args.steps)], check=True)
+        print(f"| 1 (no DDP) | {single_rank_baseline(args):.2f} |")
+    subprocess.run([mpiexec, "-n", "4", sys.executable, os.path.abspath(__file__), "--_rpc",
+                    "--rpc-reps", str(args.rpc_reps), "--rpc-calls", str(args.rpc_calls)],
                    check=True)
-    print(f"| 1 (no DDP) | {single_rank_baseline(args):.2f} |")
 
 
 if __name__ == "__main__":

@@ -58,7 +58,8 @@ from ._device.transfer import host
 from ._safe_globals import add_safe_globals, clear_safe_globals, get_safe_globals, safe_globals
 from ._tensor import Size, Tensor
 
-__all__ = ["save", "load", "FORMAT_VERSION", "write_archive", "read_archive",
+__all__ = ["save", "load", "FORMAT_VERSION", "write_archive", "read_archive", "to_manifest",
+           "load_message",
            "add_safe_globals", "get_safe_globals", "clear_safe_globals", "safe_globals",
            "get_unsafe_globals_in_checkpoint"]
 
@@ -230,11 +231,11 @@ def _contiguous_strides(shape) -> list[int]:
     return st[::-1]
 
 
-def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dict | None = None,
-                  extra_members: dict[str, bytes] | None = None,
-                  version: int | None = None) -> None:
-    """Write `obj` (a tree of saveable values) as an archive; `jitorch.jit.save` adds its IR
-    text as `extra_members` and its metadata as `extra_manifest` keys (see the doc)."""
+def to_manifest(obj, format_name: str = FORMAT_NAME, version: int | None = None):
+    """(manifest, storages, encoder) of `obj`: the manifest dict of the format above, the
+    storages as (dtype, contiguous 1-D array) in manifest order, and the encoder (its `tensors`:
+    (tensor, node) pairs; `arrays`: NumPy members). Archives write these into a ZIP; RPC
+    messages (jitorch.distributed.rpc) send the storages as buffers beside the manifest."""
     enc = _Encoder()
     tree = enc.encode(obj, "obj")
     storages = _build_storages(enc.tensors)
@@ -243,6 +244,15 @@ def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dic
     manifest = {"format": format_name, "version": version,
                 "storages": [{"dtype": d.name, "numel": int(a.size)} for d, a in storages],
                 "object": tree}
+    return manifest, storages, enc
+
+
+def write_archive(f, obj, *, format_name: str = FORMAT_NAME, extra_manifest: dict | None = None,
+                  extra_members: dict[str, bytes] | None = None,
+                  version: int | None = None) -> None:
+    """Write `obj` (a tree of saveable values) as an archive; `jitorch.jit.save` adds its IR
+    text as `extra_members` and its metadata as `extra_manifest` keys (see the doc)."""
+    manifest, storages, enc = to_manifest(obj, format_name, version)
     for k, v in (extra_manifest or {}).items():
         if k in manifest:
             raise ValueError(f"write_archive: manifest key {k!r} is reserved")
@@ -302,11 +312,17 @@ class Archive:
     """An opened, validated archive: `manifest` (dict), `member(name) -> bytes`, and
     `decode(node)` to rebuild saved objects (handed to `read_archive`'s reader)."""
 
+    # class/function paths allowed beside the user's allow-list (a message's own classes)
+    extra_globals: dict = {}
+
     def __init__(self, zf: zipfile.ZipFile, size: int, source: str):
         self.zf, self.size, self.source = zf, size, source
         self.infos = {i.filename: i for i in zf.infolist()}
-        self.manifest = json.loads(self.member(MANIFEST).decode("utf-8"),
-                                   parse_constant=_reject_constant)
+        self._start(json.loads(self.member(MANIFEST).decode("utf-8"),
+                               parse_constant=_reject_constant))
+
+    def _start(self, manifest) -> None:
+        self.manifest = manifest
         _need(isinstance(self.manifest, dict), "manifest is not a JSON object")
         self.storages: dict[int, tuple] = {}
         self.tensors: dict[int, Tensor] = {}
@@ -329,10 +345,8 @@ class Archive:
     def member(self, name: str) -> bytes:
         return self.zf.read(self._info(name))  # zipfile checks the CRC
 
-    def storage(self, i):
-        _need(_is_int(i), "tensor storage index is not an int")
-        if i in self.storages:
-            return self.storages[i]
+    def storage_entry(self, i: int) -> tuple[dt.dtype, int]:
+        """(dtype, numel) of storage `i`, as the manifest lists it (validated)."""
         table = self.manifest.get("storages")
         _need(isinstance(table, list) and 0 <= i < len(table), f"storage {i} is not listed")
         entry = table[i]
@@ -341,6 +355,13 @@ class Archive:
         numel = entry.get("numel")
         _need(d is not None, f"storage {i} has unknown dtype {entry.get('dtype')!r}")
         _need(_is_int(numel) and numel >= 0, f"storage {i} has a bad numel")
+        return d, numel
+
+    def storage(self, i):
+        _need(_is_int(i), "tensor storage index is not an int")
+        if i in self.storages:
+            return self.storages[i]
+        d, numel = self.storage_entry(i)
         name = f"data/{i}.npy"
         info = self._info(name)
         want = _file_dtype(d)
@@ -463,6 +484,50 @@ class Archive:
         return t
 
 
+class MessageArchive(Archive):
+    """A manifest whose storages arrived as buffers, not in a ZIP (jitorch.distributed.rpc's
+    messages): `buffers[i]` holds storage i's bytes. It has no members, so a NumPy-array node
+    is refused; `extra_globals` are class paths the message format itself allows."""
+
+    def __init__(self, manifest, buffers: list, source: str, extra_globals=None):
+        self.zf, self.size, self.source, self.infos = None, 0, source, {}
+        self.buffers = buffers
+        if extra_globals:
+            self.extra_globals = dict(extra_globals)
+        self._start(manifest)
+
+    def _info(self, name: str):
+        raise _Corrupt(f"it names member {name!r}, and a message has no members")
+
+    def storage(self, i):
+        _need(_is_int(i), "tensor storage index is not an int")
+        if i in self.storages:
+            return self.storages[i]
+        d, numel = self.storage_entry(i)
+        _need(i < len(self.buffers), f"storage {i} has no buffer")
+        raw = self.buffers[i]
+        _need(raw.dtype == np.uint8 and raw.ndim == 1 and raw.size == numel * d.itemsize,
+              f"storage {i}: its buffer holds {raw.size} bytes, the manifest says "
+              f"{numel} x {d.name}")
+        self.storages[i] = (raw, [0])
+        return self.storages[i]
+
+
+def load_message(manifest, buffers: list, *, source: str, what: str, format_name: str,
+                 max_version: int, weights_only: bool = True, extra_globals=None):
+    """(the object, {node id: tensor}) of a manifest and its storages' buffers, checked as
+    `jitorch.load` checks a file (nothing unpickled, objects only from allowed classes); any
+    defect raises RuntimeError naming `source`."""
+    def read():
+        arc = MessageArchive(manifest, buffers, source, extra_globals)
+        fmt, version = arc.manifest.get("format"), arc.manifest.get("version")
+        _need(fmt == format_name, f"it holds format {fmt!r}, {what} reads {format_name!r}")
+        _need(_is_int(version) and 1 <= version <= max_version, f"bad format version {version}")
+        arc.weights_only = weights_only
+        return arc.decode(arc.manifest.get("object")), arc.tensors
+    return _guard(what, source, read, "message")
+
+
 def _reject_constant(name):
     raise _Corrupt(f"non-standard JSON constant {name}")
 
@@ -500,7 +565,7 @@ class _Raise(Exception):
     """Carries an exception that a load raises as it is (not as 'corrupted file')."""
 
 
-def _guard(what: str, source: str, fn):
+def _guard(what: str, source: str, fn, kind: str = "jitorch file"):
     try:
         return fn()
     except _NewerFormat as e:
@@ -508,9 +573,9 @@ def _guard(what: str, source: str, fn):
     except _Raise as e:  # a refusal (UnpicklingError) or a missing class: raised as it is
         raise e.args[0] from None
     except _Corrupt as e:
-        raise RuntimeError(f"{what}: {source} is not a valid jitorch file: {e}") from None
+        raise RuntimeError(f"{what}: {source} is not a valid {kind}: {e}") from None
     except Exception as e:  # zipfile/JSON/NumPy/recursion errors from a damaged file
-        raise RuntimeError(f"{what}: {source} is not a valid jitorch file (corrupted or "
+        raise RuntimeError(f"{what}: {source} is not a valid {kind} (corrupted or "
                            f"truncated): {type(e).__name__}: {e}") from e
 
 

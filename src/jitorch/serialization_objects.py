@@ -165,7 +165,7 @@ def _path_of(node) -> tuple[str, str]:
 def _resolve(arc, mod: str, qual: str):
     path = f"{mod}.{qual}"
     if arc.weights_only:
-        table = sg.allowed()
+        table = {**sg.allowed(), **arc.extra_globals}
         if path not in table:
             raise Raise(sg.refusal(path))
         return table[path]

@@ -9,11 +9,11 @@ used (they are not cached, so the real ones take over as soon as they import).
 """
 from __future__ import annotations
 
-import concurrent.futures
 import threading
 import typing
 
 from .. import _fork, _threads
+from ..futures import Future  # `torch.jit.Future` is `torch.futures.Future`
 from ..script.api import script, trace  # noqa: F401
 from ..script.frontend.trace import TracerWarning  # noqa: F401
 from ..script.runtime.functions import ScriptFunction  # noqa: F401
@@ -63,16 +63,6 @@ def warmup(verbose: bool = False, jobs: int | None = None, only=None) -> dict:
 
 
 # --- fork / wait ----------------------------------------------------------------------------------
-class Future(concurrent.futures.Future):
-    """`torch.jit.Future`: a concurrent.futures.Future with `wait()` and `value()`."""
-
-    def wait(self):
-        return self.result()
-
-    def value(self):
-        return self.result()
-
-
 _in_pool = threading.local()
 
 

@@ -14,7 +14,9 @@ While a collector is active (`_profiling.collector[0]`), it receives:
 - every compile, from `script/runtime/stats.log_compile` (`compile`): "compile::<name>" with
   the reason (first call, or which part of the specialisation key changed), how it ended and
   its time;
-- `record_function` ranges (`begin`/`end`).
+- `record_function` ranges (`begin`/`end`);
+- RPC calls (`distributed/rpc/api.py`): "rpc_sync#fn(worker0 -> worker1)" (`begin_async`),
+  from the call until its answer arrives.
 
 Ranges nest per thread (a thread-local stack), which gives each event its parent and children.
 Only one collector is active at a time (PyTorch refuses a second profiler as well).
@@ -91,6 +93,13 @@ class Collector:
         st.append(ev)
         self.events.append(ev)
         ev.start_ns = _now()
+        return ev
+
+    def begin_async(self, name: str, cat: str) -> FunctionEvent:
+        """A range that another thread may end (an RPC's, ended when its answer arrives): a
+        child of the current range, never the parent of the ranges that follow it here."""
+        ev = self.begin(name, cat)
+        self._stack().pop()
         return ev
 
     def end(self, ev: FunctionEvent) -> None:

@@ -1,0 +1,217 @@
+"""What an RPC message is, and what it may name.
+
+A message is one MPI message of bytes (so a request arrives whole, and several threads may send
+at once without interleaving):
+
+    u64 call id | u64 number of storages n | u64 manifest length m | n x u64 storage byte sizes
+    | the manifest (UTF-8 JSON) | padding to 64 | storage 0 | padding to 64 | storage 1 | ...
+
+The manifest is jitorch.save's (serialization.py: the object tree as JSON nodes, tensors as
+nodes naming storages) with format "jitorch.rpc" and one more key, "rpc": the envelope (which
+operation, which function, the distributed-autograd context, ...). Storages are the tensors' raw
+bytes, copied once into the message and received as views of the receive buffer. Reading runs
+`serialization.load_message`: the checks of `jitorch.load(weights_only=True)`, nothing is
+unpickled, objects only of allowed classes (the user's `add_safe_globals` list, plus
+`RRef` and `WorkerInfo`, which are the protocol's own).
+
+Functions travel by name, "module:qualname" (`qualified_name`), and the callee finds them with
+`resolve`, which never imports, evaluates or unpickles anything: the module must already be
+imported there, the name is looked up attribute by attribute in `vars()` (no `__getattr__`,
+no properties, no dunders), and what it finds must be a Python function, a scripted function
+or a Python class defined under exactly that name, in a module a message may name
+(`module_problem`): not the standard library (eval, exec, os.system, subprocess, pickle live
+there), not an installed third-party package, and of jitorch only its tensor API. So a message
+can only select a function the callee's own program defines; it never brings code.
+"""
+from __future__ import annotations
+
+import json
+import os
+import site
+import struct
+import sys
+import sysconfig
+import types
+
+import numpy as np
+
+FORMAT = "jitorch.rpc"
+VERSION = 1
+_PREFIX = struct.Struct("<QQQ")
+_ALIGN = 64
+# jitorch's modules a message may name: the tensor API (ops, creation, nn, optim, ...); not its
+# I/O (save/load, jit), process control (distributed) or compiler internals
+# (packages with their submodules; the top-level `jitorch` module itself only, not below it)
+_JITORCH_API = ("jitorch._creation", "jitorch._random", "jitorch._ops", "jitorch.nn",
+                "jitorch.linalg", "jitorch.fft", "jitorch.special", "jitorch.optim",
+                "jitorch.functional")
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class written in Python
+
+
+class MessageError(Exception):
+    """A message that cannot be read (the reason; the agent answers it with a RuntimeError)."""
+
+
+def _pad(n: int) -> int:
+    return -n % _ALIGN
+
+
+def pack(call_id: int, manifest: dict, storages: list) -> np.ndarray:
+    """The bytes of one message (storages: contiguous 1-D arrays)."""
+    text = json.dumps(manifest, allow_nan=False, separators=(",", ":")).encode("utf-8")
+    raws = [a.reshape(-1).view(np.uint8) for a in storages]
+    head = _PREFIX.pack(call_id, len(raws), len(text)) + \
+        struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)) + text
+    total = len(head) + _pad(len(head))
+    offsets = []
+    for r in raws:
+        offsets.append(total)
+        total += r.size + _pad(r.size)
+    buf = np.empty(total, np.uint8)
+    buf[:len(head)] = np.frombuffer(head, np.uint8)
+    for off, r in zip(offsets, raws):
+        buf[off:off + r.size] = r
+    return buf
+
+
+def call_id_of(buf: np.ndarray) -> int | None:
+    """The call id of a message (None when it is too short to hold one): an error answer
+    needs it even when the rest cannot be read."""
+    return int(buf[:8].view(np.uint64)[0]) if buf.size >= 8 else None
+
+
+def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
+    """(call id, manifest, storage buffers as views of `buf`); MessageError when malformed."""
+    if buf.size < _PREFIX.size:
+        raise MessageError(f"a message of {buf.size} bytes is shorter than its header")
+    call_id, n, m = _PREFIX.unpack(buf[:_PREFIX.size].tobytes())
+    pos = _PREFIX.size
+    if n > (buf.size - pos) // 8 or m > buf.size:
+        raise MessageError("its header claims more storages or manifest bytes than it holds")
+    sizes = buf[pos:pos + 8 * n].view(np.uint64).tolist()
+    pos += 8 * n
+    if pos + m > buf.size:
+        raise MessageError("its manifest runs past its end")
+    try:
+        manifest = json.loads(buf[pos:pos + m].tobytes().decode("utf-8"),
+                              parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise MessageError(f"its manifest is not JSON: {e}") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("rpc"), dict):
+        raise MessageError("its manifest is not an object with an \"rpc\" envelope")
+    pos += m + _pad(pos + m)
+    buffers = []
+    for size in sizes:
+        if pos + size > buf.size:
+            raise MessageError("its storages run past its end")
+        buffers.append(buf[pos:pos + size])
+        pos += size + _pad(size)
+    return call_id, manifest, buffers
+
+
+def _reject_constant(name):
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+# --- names ------------------------------------------------------------------------------------
+def _script_function_type():
+    from ...script.runtime.functions import ScriptFunction
+    return ScriptFunction
+
+
+def qualified_name(fn) -> str:
+    """"module:qualname" of a function or class, checked to find `fn` again by that name
+    (TypeError otherwise: RPC sends names, never code)."""
+    mod, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", None)
+    if not isinstance(mod, str) or not isinstance(qual, str):
+        raise TypeError(f"RPC needs a function or class with a module and qualified name to "
+                        f"call it by, got {fn!r}")
+    name = f"{mod}:{qual}"
+    if "<locals>" in qual or "<lambda>" in qual:
+        raise TypeError(f"RPC cannot call {name}: it is local (defined inside a function, or "
+                        f"a lambda), and RPC calls functions by importable name, never by "
+                        f"sending code; define it at module level")
+    found = sys.modules.get(mod)
+    for part in qual.split("."):
+        found = getattr(found, part, None)
+    if found is not fn:
+        raise TypeError(f"RPC cannot call {fn!r}: {name} does not name it (RPC calls "
+                        f"functions by importable name)")
+    return name
+
+
+_ENV_DIRS: tuple | None = None
+
+
+def _installed_dirs() -> tuple:
+    """Directories of the standard library and of installed packages."""
+    global _ENV_DIRS
+    if _ENV_DIRS is None:
+        paths = sysconfig.get_paths()
+        dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+        try:
+            dirs.update(site.getsitepackages())
+        except AttributeError:  # some embedded interpreters have no site-packages list
+            pass
+        _ENV_DIRS = tuple(os.path.realpath(d) + os.sep for d in dirs if d)
+    return _ENV_DIRS
+
+
+def module_problem(mod: str) -> str | None:
+    """Why a message may not name functions of module `mod` (None when it may)."""
+    top = mod.partition(".")[0]
+    if top == "jitorch":
+        if mod == "jitorch" or any(mod == p or mod.startswith(p + ".") for p in _JITORCH_API):
+            return None
+        return ("of jitorch, a message may name only the tensor API (not its I/O, process "
+                "control or compiler)")
+    if top in sys.stdlib_module_names or top in sys.builtin_module_names:
+        return ("a message may not name the standard library (eval, exec, os.system, "
+                "subprocess and pickle live there)")
+    m = sys.modules.get(mod)
+    f = getattr(m, "__file__", None)
+    if isinstance(f, str) and os.path.realpath(f).startswith(_installed_dirs()):
+        return ("a message may name only functions of the program itself, not of an installed "
+                "package")
+    return None
+
+
+def resolve(name) -> object:
+    """The function or class a message names, or RuntimeError saying why it is refused."""
+    def refuse(why):
+        return RuntimeError(f"RPC refused to call {name!r}: {why}")
+    if not isinstance(name, str):
+        raise refuse("a function name is a \"module:qualname\" string")
+    mod, sep, qual = name.partition(":")
+    if not sep or not mod or not qual:
+        raise refuse("a function name is \"module:qualname\"")
+    if not all(p.isidentifier() for p in mod.split(".")):
+        raise refuse("the module is not a dotted name")
+    if not all(p.isidentifier() and not p.startswith("__") for p in qual.split(".")):
+        raise refuse("the qualified name is not a plain dotted name (no dunders, no locals)")
+    problem = module_problem(mod)
+    if problem:
+        raise refuse(problem)
+    found = sys.modules.get(mod)
+    if found is None:
+        raise refuse(f"module {mod} is not imported on this worker (a message never imports "
+                     f"modules; import it in the callee's program)")
+    for part in qual.split("."):
+        if not isinstance(found, (types.ModuleType, type)):
+            raise refuse(f"{part!r} is looked up on a {type(found).__name__}")
+        found = vars(found).get(part)  # no __getattr__, properties or descriptors run
+        if isinstance(found, staticmethod):
+            found = found.__func__
+        if found is None:
+            raise refuse("no such function on this worker")
+    if isinstance(found, type):
+        ok = bool(found.__flags__ & _HEAPTYPE)
+    else:
+        ok = isinstance(found, (types.FunctionType, _script_function_type()))
+    if not ok:
+        raise refuse(f"it is a {type(found).__name__}, and RPC calls only Python functions, "
+                     f"scripted functions and Python classes")
+    if getattr(found, "__module__", None) != mod or getattr(found, "__qualname__", None) != qual:
+        raise refuse("the name finds an object defined elsewhere (RPC calls functions by the "
+                     "name they were defined under)")
+    return found

@@ -1,0 +1,360 @@
+"""jitorch.distributed.rpc, dist_autograd and DistributedOptimizer: real MPI jobs of 3 workers
+(each under a timeout): calls with tensors and values, RRefs and their proxies, async_execution,
+errors and timeouts, the profiler's RPC ranges, hostile messages refused without running code,
+and a model split over two remote workers trained with dist_autograd + DistributedOptimizer
+matching local optim.SGD exactly. Plus jitorch.futures and the name rule, in process."""
+import pytest
+
+from dist_jobs import mpi_job, ok_lines
+
+CALLS = r'''
+import os, sys, time
+import jitorch
+import jitorch.distributed.rpc as rpc
+from jitorch.futures import Future
+
+
+def add(a, b):
+    return a + b
+
+
+def describe(d, t):
+    return {"keys": sorted(d), "sum": t.sum(), "me": rpc.get_worker_info().name,
+            "shape": tuple(t.shape), "dtype": t.dtype}
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+    def get(self, k=1):
+        return self.v * k
+
+    def grow(self, t):
+        self.v = self.v + t
+        return self.v
+
+
+def owner_sum(rref):
+    return rref.local_value().v.sum()
+
+
+def fail():
+    raise ValueError("boom from the callee")
+
+
+def slow(s):
+    time.sleep(s)
+    return s
+
+
+@rpc.functions.async_execution
+def chained(x):
+    return rpc.rpc_async("worker2", add, args=(x, 1)).then(lambda f: f.value() * 2)
+
+
+@jitorch.jit.script
+def scripted(x, y):
+    return (x * y + 1.0).sum(1)
+
+
+class Evil:  # never allowed: its code must never run from a message
+    def __setstate__(self, state):
+        open(os.path.join(sys.argv[1], "evil-ran"), "w").close()
+
+
+r = int(os.environ["PMI_RANK"])
+rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+    num_worker_threads=4, rpc_timeout=30))
+assert rpc.get_worker_info().name == f"worker{r}" and rpc.get_worker_info().id == r
+if r == 0:
+    x = jitorch.arange(12.).reshape(3, 4)
+    # tensors (non-contiguous, other dtypes) and plain values, both ways
+    y = rpc.rpc_sync("worker1", add, args=(x.t(), x.t()))
+    assert jitorch.equal(y, 2 * x.t())
+    h = rpc.rpc_sync(2, add, args=(jitorch.ones(3, dtype=jitorch.bfloat16),
+                                   jitorch.arange(3).to(jitorch.bfloat16)))
+    assert h.dtype is jitorch.bfloat16 and h.tolist() == [1.0, 2.0, 3.0]
+    d = rpc.rpc_sync(rpc.get_worker_info("worker1"), describe,
+                     args=({"b": 1, "a": None}, jitorch.arange(6, dtype=jitorch.int64)))
+    assert d["keys"] == ["a", "b"] and d["sum"].item() == 15 and d["me"] == "worker1"
+    assert d["shape"] == (6,) and d["dtype"] is jitorch.int64
+    assert rpc.rpc_sync("worker2", add, kwargs={"a": "x", "b": "y"}) == "xy"
+    fut = rpc.rpc_async("worker2", add, args=(3, 4))
+    assert isinstance(fut, Future) and fut.wait() == 7 and fut.done() and fut.value() == 7
+    assert fut.then(lambda f: f.value() + 1).wait() == 8
+    assert rpc.rpc_sync("worker1", chained, args=(jitorch.tensor(2.),)).item() == 6.0
+    got = rpc.rpc_sync("worker1", scripted, args=(x, x))
+    assert jitorch.allclose(got, (x * x + 1).sum(1))
+    print("[OK calls]")
+    # RRefs: remote, to_here, the proxies, RRefs as arguments, local_value on the owner
+    rr = rpc.remote("worker1", Box, args=(jitorch.ones(3),))
+    assert not rr.is_owner() and rr.owner() == rpc.get_worker_info("worker1")
+    assert rr.owner_name() == "worker1"
+    assert jitorch.equal(rr.rpc_sync().get(k=3), jitorch.full((3,), 3.))
+    assert rr.rpc_async().get(2).wait().tolist() == [2.0] * 3
+    assert rr.remote().get(5).to_here().tolist() == [5.0] * 3
+    rr.rpc_sync().grow(jitorch.ones(3))
+    assert rpc.rpc_sync("worker1", owner_sum, args=(rr,)).item() == 6.0
+    with jitorch.serialization.safe_globals([Box]):  # a Box copy comes back: allow the class
+        assert rr.to_here().v.tolist() == [2.0] * 3
+    mine = rpc.RRef(jitorch.arange(3.))
+    assert mine.is_owner() and mine.to_here() is mine.local_value()
+    assert rpc.rpc_sync("worker2", add, args=(mine.to_here(), 1)).tolist() == [1., 2., 3.]
+    try:
+        rr.local_value()
+        raise AssertionError("local_value on a user")
+    except RuntimeError as e:
+        assert "Call it on owner" in str(e)
+    print("[OK rref]")
+    # errors: the callee's type and message; timeouts name the call
+    try:
+        rpc.rpc_sync("worker1", fail)
+        raise AssertionError("no error")
+    except ValueError as e:
+        assert "boom from the callee" in str(e) and "worker1" in str(e)
+    try:
+        rpc.rpc_sync("worker1", slow, args=(1.0,), timeout=0.2)
+        raise AssertionError("no timeout")
+    except RuntimeError as e:
+        assert "ran for more than set timeout (200 ms)" in str(e) and "slow" in str(e), e
+    try:
+        rpc.rpc_async("worker2", slow, args=(1.0,), timeout=0.2).wait()
+        raise AssertionError("no timeout")
+    except RuntimeError as e:
+        assert "rpc_async#slow(worker0 -> worker2)" in str(e), e
+    try:
+        rpc.rpc_sync("worker1", lambda: 1)
+        raise AssertionError("a lambda was sent")
+    except TypeError as e:
+        assert "by importable name" in str(e) or "lambda" in str(e)
+    print("[OK errors]")
+    # the profiler records each call as a range
+    with jitorch.profiler.profile() as prof:
+        rpc.rpc_sync("worker1", add, args=(1, 2))
+        rpc.rpc_async("worker2", add, args=(1, 2)).wait()
+    names = [e.name for e in prof.events()]
+    assert "rpc_sync#add(worker0 -> worker1)" in names, names
+    assert "rpc_async#add(worker0 -> worker2)" in names, names
+    print("[OK profiler]")
+
+    # hostile messages, sent as raw bytes: each is refused with an error, none runs code
+    from jitorch.distributed.rpc import api, wire
+    agent = api._agent()
+    marker = sys.argv[1]
+
+    def raw(make, what):
+        return agent.send_message(1, make, what, 30)
+
+    def crafted(env, obj=None, storages=(), table=None):
+        manifest = {"format": "jitorch.rpc", "version": 1, "storages": table or [],
+                    "object": obj, "rpc": env}
+        return lambda cid: wire.pack(cid, manifest, list(storages))
+
+    def call_env(fn):
+        return {"op": "call", "fn": fn, "cid": None}
+
+    args = {"$": "dict", "items": [["args", {"$": "tuple", "items": [
+        f"touch {marker}/os-ran"]}], ["kwargs", {"$": "dict", "items": []}]]}
+    cases = [
+        (call_env("__main__:no_such_function"), args, "no such function"),
+        (call_env("os:system"), args, "standard library"),
+        (call_env("builtins:eval"), args, "standard library"),
+        (call_env("subprocess:call"), args, "standard library"),
+        (call_env("__main__:add.__globals__"), args, "no dunders"),
+        (call_env("evilmod:run"), args, "not imported"),
+        (call_env("jitorch.serialization:save"), args, "only the tensor API"),
+        (call_env("__main__:Evil"), {"$": "dict", "items": [["args", {"$": "tuple", "items": [
+            {"$": "object", "id": 0, "module": "__main__", "qualname": "Evil",
+             "state": {"$": "dict", "items": []}}]}], ["kwargs", {"$": "dict", "items": []}]]},
+         "Unsupported global: GLOBAL __main__.Evil"),
+        (call_env("__main__:add"), {"$": "dict", "items": [["args", {"$": "tuple", "items": [
+            {"$": "global", "module": "os", "qualname": "system"}, 1]}],
+            ["kwargs", {"$": "dict", "items": []}]]}, "Unsupported global: GLOBAL os.system"),
+        ({"op": "exec", "cid": None}, None, "operation 'exec', which does not exist"),
+        ({"op": "method", "rref": rr._id, "method": "__class__", "cid": None}, args,
+         "not a plain method name"),
+    ]
+    for env, obj, want in cases:
+        try:
+            raw(crafted(env, obj), "hostile").wait()
+            raise AssertionError(f"accepted: {env}")
+        except Exception as e:
+            assert want in str(e), (want, str(e))
+    # a tensor claiming more bytes than its storage has; bytes that are not a message
+    import numpy as np
+    t_node = {"$": "tensor", "id": 0, "storage": 0, "dtype": "float32", "shape": [1000],
+              "stride": [1], "byte_offset": 0, "requires_grad": False}
+    bad = [crafted(call_env("__main__:add"), t_node, [np.zeros(4, np.float32)],
+                   [{"dtype": "float32", "numel": 4}]),
+           crafted(call_env("__main__:add"), t_node, [np.zeros(4, np.float32)],
+                   [{"dtype": "float32", "numel": 1000}]),
+           lambda cid: np.concatenate([np.array([cid, 0, 50], np.uint64).view(np.uint8),
+                                       np.frombuffer(b"{not json" * 10, np.uint8)])]
+    for make in bad:
+        try:
+            raw(make, "malformed").wait()
+            raise AssertionError("a malformed message was accepted")
+        except RuntimeError as e:
+            assert "not a valid message" in str(e) or "message" in str(e), str(e)
+    assert rpc.rpc_sync("worker1", add, args=(2, 3)) == 5  # the callee still serves
+    assert not [f for f in os.listdir(marker) if f.endswith("ran")], os.listdir(marker)
+    print("[OK hostile]")
+rpc.shutdown()
+assert "evilmod" not in sys.modules
+print(f"[OK shutdown {r}]")
+'''
+
+EVILMOD = 'import os, sys\nopen(os.path.join(sys.argv[1], "import-ran"), "w").close()\n'
+
+
+def test_rpc_calls_rrefs_errors_profiler_and_hostile_messages(tmp_path):
+    (tmp_path / "evilmod.py").write_text(EVILMOD)  # importing it would leave a mark
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    p = mpi_job(tmp_path, CALLS, 3, marks, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK calls", "OK errors", "OK hostile", "OK profiler", "OK rref",
+                           "OK shutdown 0", "OK shutdown 1", "OK shutdown 2"], p.stdout
+    assert list(marks.iterdir()) == []
+
+
+TRAIN = r'''
+import os
+import jitorch
+import jitorch.distributed.autograd as dist_autograd
+import jitorch.distributed.rpc as rpc
+from jitorch import nn, optim
+from jitorch.distributed.optim import DistributedOptimizer
+
+
+def stage1():
+    jitorch.manual_seed(1)
+    return nn.Sequential(nn.Linear(4, 6), nn.Tanh())
+
+
+def stage2():
+    jitorch.manual_seed(2)
+    return nn.Linear(6, 2)
+
+
+def param_rrefs(module_rref):
+    return [rpc.RRef(p) for p in module_rref.local_value().parameters()]
+
+
+def params(module_rref):
+    return [p.detach().clone() for p in module_rref.local_value().parameters()]
+
+
+def grads(module_rref, cid):
+    g = dist_autograd.get_gradients(cid)
+    ps = list(module_rref.local_value().parameters())
+    assert all(p.grad is None for p in ps)  # gradients stay in the context
+    return [g[p] for p in ps]
+
+
+r = int(os.environ["PMI_RANK"])
+rpc.init_rpc(f"worker{r}")
+if r == 0:
+    # the local run first: its optimizer step compiles here, and the owners then load it from
+    # the disk cache instead of compiling it too
+    local1, local2 = stage1(), stage2()
+    local_params = list(local1.parameters()) + list(local2.parameters())
+    # one optimizer per stage, as on the owners: the same compiled steps
+    local_opts = [optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in (local1, local2)]
+    jitorch.manual_seed(0)
+    batches = [(jitorch.randn(5, 4), jitorch.randn(5, 2)) for _ in range(3)]
+    expected = []
+    for x, y in batches:
+        for o in local_opts:
+            o.zero_grad()
+        local_loss = ((local2(local1(x)) - y) ** 2).mean()
+        local_loss.backward()
+        for o in local_opts:
+            o.step()
+        expected.append((local_loss, [p.grad.clone() for p in local_params],
+                         [p.detach().clone() for p in local_params]))
+
+    s1 = rpc.remote("worker1", stage1)
+    s2 = rpc.remote("worker2", stage2)
+    opt = DistributedOptimizer(optim.SGD, rpc.rpc_sync("worker1", param_rrefs, args=(s1,)) +
+                               rpc.rpc_sync("worker2", param_rrefs, args=(s2,)),
+                               lr=0.1, momentum=0.9)
+    for it, ((x, y), (local_loss, local_grads, local_after)) in enumerate(zip(batches,
+                                                                              expected)):
+        with dist_autograd.context() as cid:
+            h = s1.rpc_sync().forward(x)           # worker1 -> here -> worker2 -> here
+            out = s2.rpc_sync().forward(h)
+            loss = ((out - y) ** 2).mean()
+            dist_autograd.backward(cid, [loss])
+            assert dist_autograd.get_gradients(cid) == {}  # no parameter lives here
+            remote_grads = rpc.rpc_sync("worker1", grads, args=(s1, cid)) + \
+                rpc.rpc_sync("worker2", grads, args=(s2, cid))
+            opt.step(cid)
+        assert jitorch.equal(loss, local_loss), (it, loss, local_loss)
+        for g, want in zip(remote_grads, local_grads):
+            assert jitorch.equal(g, want), (it, g, want)
+        trained = rpc.rpc_sync("worker1", params, args=(s1,)) + \
+            rpc.rpc_sync("worker2", params, args=(s2,))
+        for a, b in zip(trained, local_after):
+            assert jitorch.equal(a, b), (it, a, b)
+    try:
+        dist_autograd.get_gradients(cid)
+        raise AssertionError("the context outlived its block")
+    except RuntimeError as e:
+        assert "Could not find autograd context" in str(e)
+    print("[OK trained]")
+rpc.shutdown()
+print(f"[OK {r}]")
+'''
+
+
+def test_remote_model_trained_with_dist_autograd_matches_local_sgd_exactly(tmp_path):
+    p = mpi_job(tmp_path, TRAIN, 3, timeout=120)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK 0", "OK 1", "OK 2", "OK trained"], p.stdout
+
+
+def test_futures_then_value_and_collect_all():
+    import jitorch
+    from jitorch.futures import Future, collect_all, wait_all
+    f = Future()
+    chained = f.then(lambda fut: fut.value() * 2)
+    with pytest.raises(RuntimeError, match="has not been marked completed"):
+        f.value()
+    assert not f.done()
+    f.set_result(21)
+    assert f.done() and f.value() == 21 and chained.wait() == 42
+    bad = Future()
+    after = bad.then(lambda fut: fut.value())
+    bad.set_exception(ValueError("no"))
+    with pytest.raises(ValueError, match="no"):
+        after.wait()
+    fs = [Future() for _ in range(3)]
+    allf = collect_all(fs)
+    for i, x in enumerate(fs):
+        x.set_result(i)
+    assert allf.wait() == fs and wait_all(fs) == [0, 1, 2]
+    assert isinstance(jitorch.jit.fork(lambda: 1), Future)  # torch.jit.Future is this class
+
+
+@pytest.mark.parametrize("name, why", [
+    ("os:system", "standard library"), ("builtins:exec", "standard library"),
+    ("pickle:loads", "standard library"), ("jitorch.distributed._work:abort_job",
+                                           "only the tensor API"),
+    ("jitorch:__class__", "no dunders"), ("numpy:save", "installed package"),
+    ("jitorch", "module:qualname"), ("x-y:f", "not a dotted name")])
+def test_message_names_refused(name, why):
+    import numpy  # noqa: F401 - imported: refused for what it is, not for being absent
+    import jitorch.distributed._work  # noqa: F401
+    from jitorch.distributed.rpc import wire
+    with pytest.raises(RuntimeError, match=why):
+        wire.resolve(name)
+
+
+def test_message_names_of_the_tensor_api_resolve():
+    import jitorch
+    from jitorch.distributed.rpc import wire
+    for fn in (jitorch.add, jitorch.ones, jitorch.nn.functional.relu, jitorch.nn.Linear,
+               jitorch.optim.SGD):
+        assert wire.resolve(wire.qualified_name(fn)) is fn
