@@ -3,6 +3,8 @@ sparse forms of mm / matmul / add / mul / sum / softmax / t, gradients through s
 (w.r.t. the dense operand and the values, by finite differences), and PyTorch's
 NotImplementedError for ops that have no sparse form. References are NumPy and SciPy; PyTorch's
 printed form and errors were read from torch 2.13."""
+import copy
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -90,6 +92,11 @@ def test_matrix_products_against_scipy():
                                a @ np.arange(4.0))
     w = jitorch.tensor(d.T)
     np.testing.assert_allclose(jitorch.nn.functional.linear(s, w).numpy(), a @ d)  # as PyTorch
+    bias = jitorch.ones(3, 2, dtype=jitorch.float64)
+    np.testing.assert_allclose(jitorch.addmm(bias, s, jitorch.tensor(d), beta=2).numpy(),
+                               2 + a @ d)
+    np.testing.assert_allclose(jitorch.sparse.addmm(bias, s, jitorch.tensor(d), alpha=3)
+                               .numpy(), 1 + 3 * a @ d)
     e = np.arange(6.0).reshape(2, 3)
     np.testing.assert_allclose((jitorch.tensor(e) @ s).numpy(), e @ a)  # dense @ sparse
     ss = jitorch.sparse.mm(s, s.t())
@@ -169,6 +176,9 @@ def test_gradients_through_sparse_products_by_finite_differences():
     s = _coo(requires_grad=True)
     (s @ dense).sum().backward()
     assert s.requires_grad and s.is_leaf and s.grad.is_sparse
+    assert repr(s).endswith("layout=jitorch.sparse_coo, requires_grad=True)")
+    c = copy.deepcopy(s.coalesce().detach())
+    assert c.is_coalesced() and c.double().is_coalesced() and not c.requires_grad
     np.testing.assert_allclose(s.grad.to_dense().numpy(), _pattern_grad(dense))
 
 
@@ -182,7 +192,8 @@ def _pattern_grad(dense):
 @pytest.mark.parametrize("call,op", [
     (lambda s: jitorch.exp(s), "aten::exp"), (lambda s: s.view(12), "aten::view"),
     (lambda s: s.relu(), "aten::relu"), (lambda s: s.sum(0, keepdim=True), "aten::sum"),
-    (lambda s: jitorch.sigmoid(s), "aten::sigmoid"),
+    (lambda s: jitorch.sigmoid(s), "aten::sigmoid"), (lambda s: s.mul_(2), "aten::mul_"),
+    (lambda s: jitorch.cat([s, s]), "aten::cat"),
 ])
 def test_ops_without_a_sparse_form_name_the_op_and_backend(call, op):
     with pytest.raises(NotImplementedError, match=f"Could not run '{op}.*' with arguments from "

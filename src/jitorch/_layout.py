@@ -31,11 +31,16 @@ sparse_coo = layout("sparse_coo")
 class SparseOperand(NotImplementedError):
     """Dense code touched a sparse COO tensor's (absent) dense array."""
 
-    def __init__(self, what: str = "this operation"):
-        super().__init__(unsupported(what))
+    def __init__(self):
+        super().__init__(_message("this operation"))
 
 
-def unsupported(what: str) -> str:
-    return (f"Could not run '{what}' with arguments from the 'SparseCPU' backend. This could be "
+def unsupported(op: str) -> str:
+    """PyTorch's message for an op without a sparse form, naming it ('aten::exp')."""
+    return _message(f"'{op}'")
+
+
+def _message(what: str) -> str:
+    return (f"Could not run {what} with arguments from the 'SparseCPU' backend. This could be "
             "because the operator doesn't exist for this backend (jitorch runs a subset of "
             "operations on sparse COO tensors; convert with to_dense() first).")

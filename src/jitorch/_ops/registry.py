@@ -614,6 +614,10 @@ def inplace_dispatch(op: OpDef, self: Tensor, slots: tuple, attrs: dict):
     if not isinstance(self, Tensor):
         raise TypeError(f"{op.name}_(): self must be a Tensor")
     from ..autograd import inplace
-    return inplace.apply_inplace(op, self, slots, attrs)
+    try:
+        return inplace.apply_inplace(op, self, slots, attrs)
+    except _SparseOperand:  # no in-place op has a sparse form
+        from .._layout import unsupported
+        raise NotImplementedError(unsupported(f"aten::{op.name}_")) from None
 
 

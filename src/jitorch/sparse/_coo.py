@@ -27,7 +27,7 @@ from .._layout import SparseOperand, sparse_coo, unsupported
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "spmm", "sum", "softmax", "log_softmax",
+__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax",
            "call_sparse"]
 
 _new = object.__new__
@@ -197,8 +197,8 @@ class SparseTensor(Tensor):
         vals = self._vals if dtype is None else self._vals.to(dtype)
         if vals is self._vals and not copy:
             return self
-        # a cast is no index operation: PyTorch's copy is uncoalesced unless it says otherwise
-        return _make(self._idx, vals, self._shape, self._coalesced and vals is self._vals)
+        return _make(self._idx, vals if vals is not self._vals else vals.clone(), self._shape,
+                     self._coalesced)
 
     def detach(self) -> "SparseTensor":
         return _make(self._idx, self._vals.detach(), self._shape, self._coalesced)
@@ -209,19 +209,23 @@ class SparseTensor(Tensor):
 
     def __repr__(self, *, tensor_contents=None) -> str:
         ind = repr(self._idx).replace("\n", "\n" + " " * 15)
-        val = repr(self._vals).replace("\n", "\n" + " " * 14)
+        val = repr(self._vals.detach()).replace("\n", "\n" + " " * 14)
         size = "(" + ", ".join(map(str, self._shape)) + ("," if len(self._shape) == 1 else "") \
             + ")"
+        tail = ""
+        if self._vals._requires_grad:  # PyTorch names the node, or the leaf's flag
+            fn = self._vals._grad_fn
+            tail = ", requires_grad=True" if fn is None else f", grad_fn=<{fn.name()}>"
         return (f"tensor(indices={ind},\n       values={val},\n       size={size}, "
-                f"nnz={self._nnz()}, layout=jitorch.sparse_coo)")
+                f"nnz={self._nnz()}, layout=jitorch.sparse_coo{tail})")
 
     def __reduce_ex__(self, proto):
         raise NotImplementedError(unsupported("serialization") + " (sparse COO)")
 
     def __deepcopy__(self, memo):
-        return _make(self._idx.clone(), self._vals.clone().detach().requires_grad_(
-            self._vals._requires_grad) if self._vals.is_leaf else self._vals.clone(),
-            self._shape, self._coalesced)
+        import copy
+        return _make(copy.deepcopy(self._idx, memo), copy.deepcopy(self._vals, memo),
+                     self._shape, self._coalesced)
 
 
 # --- constructors ------------------------------------------------------------------------------
@@ -389,6 +393,16 @@ def matmul(input, other):
 spmm = mm
 
 
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """`torch.sparse.addmm` / `torch.addmm` with a sparse operand: beta * input + alpha *
+    (mat1 @ mat2), dense."""
+    prod = mm(mat1, mat2)
+    prod = prod.to_dense() if _is_sparse(prod) else prod
+    if _is_sparse(input):
+        input = input.to_dense()
+    return (input if beta == 1 else input * beta) + (prod if alpha == 1 else prod * alpha)
+
+
 # --- elementwise and reductions ----------------------------------------------------------------
 def _same_size(a, b):
     if tuple(a.shape) != tuple(b.shape):
@@ -543,7 +557,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 # --- the one table of ops that run on sparse operands ------------------------------------------
-SPARSE_OPS = {"mm": mm, "matmul": matmul, "add": _add, "sub": _sub, "mul": _mul, "div": _div,
+SPARSE_OPS = {"mm": mm, "matmul": matmul, "addmm": addmm, "add": _add, "sub": _sub, "mul": _mul, "div": _div,
               "neg": _neg, "sum": sum, "t": _t, "transpose": _transpose, "clone": _clone}
 
 for _name, _fn in SPARSE_OPS.items():
