@@ -27,8 +27,8 @@ from .._layout import SparseOperand, sparse_coo, unsupported
 from .._tensor import Size, Tensor, _wrap_dim
 from ..autograd.function import Function
 
-__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "spmm", "addmm", "sum", "softmax", "log_softmax",
-           "call_sparse"]
+__all__ = ["SparseTensor", "sparse_coo_tensor", "mm", "spmm", "addmm", "sum", "softmax",
+           "log_softmax", "call_sparse"]
 
 _new = object.__new__
 
@@ -238,7 +238,7 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
                                   + f" (device {device})")
     idx = indices if isinstance(indices, Tensor) else _jt.as_tensor(indices)
     if idx.dtype.category > dt.INT:
-        raise RuntimeError(f"indices must be an int64 tensor")
+        raise RuntimeError("indices must be an int64 tensor")
     idx = idx.detach().to(_jt.int64)
     vals = values if isinstance(values, Tensor) else _jt.as_tensor(values)
     if dtype is not None:
@@ -557,8 +557,9 @@ def log_softmax(input, dim, dtype=None):
 
 
 # --- the one table of ops that run on sparse operands ------------------------------------------
-SPARSE_OPS = {"mm": mm, "matmul": matmul, "addmm": addmm, "add": _add, "sub": _sub, "mul": _mul, "div": _div,
-              "neg": _neg, "sum": sum, "t": _t, "transpose": _transpose, "clone": _clone}
+SPARSE_OPS = {"mm": mm, "matmul": matmul, "addmm": addmm, "add": _add, "sub": _sub, "mul": _mul,
+              "div": _div, "neg": _neg, "sum": sum, "t": _t, "transpose": _transpose,
+              "clone": _clone}
 
 for _name, _fn in SPARSE_OPS.items():
     setattr(SparseTensor, _name, _fn)
