@@ -85,6 +85,8 @@ def test_sequence_lists_and_conversions():
     (lambda: nn.LSTM(2, 3)(pack_padded_sequence(_padded(), [3, 2]),
                            (jitorch.zeros(1, 3, 3), jitorch.zeros(1, 3, 3))), RuntimeError,
      r"Expected hidden\[0\] size \(1, 2, 3\), got \[1, 3, 3\]"),
+    (lambda: jitorch.jit.script(nn.GRU(2, 3))(pack_padded_sequence(_padded(), [3, 2])),
+     NotImplementedError, "scripted GRU: PackedSequence input is not supported"),
 ])
 def test_errors_as_pytorch(call, exc, msg):
     with pytest.raises(exc, match=msg):
