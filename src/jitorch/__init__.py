@@ -49,6 +49,10 @@ from . import accelerator, backends, cuda, distributed  # noqa: E402,F401
 from . import onnx, special, testing  # noqa: E402,F401
 from . import distributions  # noqa: E402,F401  (`jitorch.distributions`, issue 19)
 from ._device import get_default_device, set_default_device  # noqa: E402,F401
+# sparse COO tensors (issue 19): the layouts, the constructor and `jitorch.sparse`
+from ._layout import layout, sparse_coo, strided  # noqa: E402,F401
+from . import sparse  # noqa: E402
+from .sparse._coo import sparse_coo_tensor, spmm  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 

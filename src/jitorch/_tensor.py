@@ -179,7 +179,8 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        from ._layout import strided  # `jitorch.strided`; sparse tensors answer sparse_coo
+        return strided
 
     # --- autograd fields --------------------------------------------------------------------
     @property

@@ -40,6 +40,7 @@ import numpy as np
 
 from .. import _autocast, _dtype as dt
 from .._device import placed as _placed
+from .._layout import SparseOperand as _SparseOperand
 from .._device.backends import device_array_types as _device_arrays
 from .._device.transfer import OnDevice as _OnDevice, common_device as _common_device, \
     dispatch_on as _dispatch_on, tag as _tag
@@ -315,9 +316,15 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     check = (f"    if not isinstance({first}, _Tensor):\n"
              f"        _check_first(_op, {first})\n") if first and first not in op.lists else ""
     ns.update({"_Tensor": Tensor, "_check_first": _check_first})
+    # a sparse operand raises SparseOperand when its dense array is read: the `try` costs the
+    # dense path nothing (Python 3.11), the handler runs the op's sparse form (_layout.py)
+    ns.update({"_SparseOperand": _SparseOperand, "_sparse": _sparse_call})
     src = (f"def {pyname}({', '.join(parts)}):\n"
            + _varargs_line(op) + check +
-           f"    r = _dispatch(_op, {slots}, {attrs})\n"
+           f"    try:\n"
+           f"        r = _dispatch(_op, {slots}, {attrs})\n"
+           f"    except _SparseOperand:\n"
+           f"        r = _sparse(_op, {slots}, {attrs})\n"
            f"    return r if out is None else _out(out, r)\n")
     exec(compile(src, f"<jitorch op {op.name}>", "exec"), ns)
     if check:  # the same function without the Tensor-first check, for reflected operators
@@ -330,6 +337,12 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     fn.__qualname__ = pyname
     fn.__module__ = "jitorch"
     return fn
+
+
+def _sparse_call(op: OpDef, slots: tuple, attrs: dict):
+    """An op called with a sparse COO operand: its sparse form, or PyTorch's error."""
+    from ..sparse._coo import call_sparse
+    return call_sparse(op.name, slots, attrs)
 
 
 def _make_inplace(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
@@ -601,6 +614,10 @@ def inplace_dispatch(op: OpDef, self: Tensor, slots: tuple, attrs: dict):
     if not isinstance(self, Tensor):
         raise TypeError(f"{op.name}_(): self must be a Tensor")
     from ..autograd import inplace
-    return inplace.apply_inplace(op, self, slots, attrs)
+    try:
+        return inplace.apply_inplace(op, self, slots, attrs)
+    except _SparseOperand:  # no in-place op has a sparse form
+        from .._layout import unsupported
+        raise NotImplementedError(unsupported(f"aten::{op.name}_")) from None
 
 

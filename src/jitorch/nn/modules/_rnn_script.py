@@ -167,6 +167,9 @@ def _adapt(m, args, kwargs):
     if kwargs:
         raise TypeError(f"{type(m).__name__}.forward() got an unexpected keyword argument "
                         f"'{next(iter(kwargs))}'")
+    if isinstance(input, tuple):  # a PackedSequence: the twin's loop has one batch size
+        raise NotImplementedError(f"scripted {type(m).__name__}: PackedSequence input is not "
+                                  "supported (call the module eagerly)")
     input, states, is_batched = m._prepare_call(input, hx)
 
     def finish(res):

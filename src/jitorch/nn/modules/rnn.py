@@ -7,6 +7,11 @@ PyTorch's (ATen `RNN.cpp`): LSTM gates in the order i, f, g, o; GRU gates r, z, 
 `n = tanh(W_in x + b_in + r * (W_hn h + b_hn))`. The forward is composed of jitorch ops, so
 autograd (and tracing) work through it: the input projection of a whole sequence is one matmul
 per layer and direction, the recurrence one matmul per time step.
+
+A `PackedSequence` input (`nn/utils/rnn.py`) runs the same recurrence on the packed rows: at
+step t only the first `batch_sizes[t]` sequences (sorted by decreasing length) advance, so each
+sequence's final state is the one at its true length, in both directions; the output is packed
+again, and the states are given and returned in the batch's original order.
 """
 from __future__ import annotations
 
@@ -20,6 +25,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -49,6 +55,43 @@ def _step(mode, gi, h, c, w_hh, b_hh, w_hr=None):
     z = _jt.sigmoid(i_z + h_z)
     n = _jt.tanh(i_n + r * h_n)
     return (1 - z) * n + z * h, None
+
+
+def _recur(mode, gi_all, sizes, starts, h0, c0, w_hh, b_hh, w_hr, outs, reverse):
+    """One layer and direction over the time steps: appends the output rows (sum(sizes),
+    H_out) to `outs` and returns the final (h, c). At step t the first `sizes[t]` sequences
+    advance (sizes never grow with t); going forward, those that ended keep their last state,
+    going backward, a sequence starts from its h0 at its own last step."""
+    seq = [None] * len(sizes)
+    h, c = h0, c0
+    full = h0.size(0)
+    if reverse and sizes:
+        h = h0[:sizes[-1]] if sizes[-1] < full else h0
+        c = (c0[:sizes[-1]] if sizes[-1] < full else c0) if c0 is not None else None
+    order = range(len(sizes) - 1, -1, -1) if reverse else range(len(sizes))
+    for t in order:
+        bs = sizes[t]
+        gi = gi_all[starts[t]:starts[t + 1]]
+        if reverse:
+            if bs > h.size(0):  # sequences whose last step is t start here
+                h = _jt.cat([h, h0[h.size(0):bs]])
+                c = _jt.cat([c, c0[c.size(0):bs]]) if c is not None else None
+            h, c = _step(mode, gi, h, c, w_hh, b_hh, w_hr)
+            seq[t] = h
+        elif bs < h.size(0):  # the others ended: their states stay
+            h_t, c_t = _step(mode, gi, h[:bs], c[:bs] if c is not None else None, w_hh, b_hh,
+                             w_hr)
+            seq[t] = h_t
+            h = _jt.cat([h_t, h[bs:]])
+            c = _jt.cat([c_t, c[bs:]]) if c is not None else None
+        else:
+            h, c = _step(mode, gi, h, c, w_hh, b_hh, w_hr)
+            seq[t] = h
+    if sizes:
+        outs.append(_jt.cat(seq, 0))
+    else:
+        outs.append(gi_all.new_zeros((0, h.size(-1))))
+    return h, c
 
 
 class RNNBase(Module):
@@ -160,14 +203,18 @@ class RNNBase(Module):
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
                              f"model: model.to({input.dtype})")
-        if input.dim() != 3:
-            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        expected_dim = 2 if batch_sizes is not None else 3  # packed data: (rows, features)
+        if input.dim() != expected_dim:
+            raise RuntimeError(f"input must have {expected_dim} dimensions, got {input.dim()}")
         if self.input_size != input.size(-1):
             raise RuntimeError(f"{self._get_name()}: input.size(-1) must be equal to "
                                f"input_size. Expected {self.input_size}, got {input.size(-1)}")
 
     def get_expected_hidden_size(self, input: Tensor, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
         size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * num_directions, mini_batch, size)
@@ -181,7 +228,9 @@ class RNNBase(Module):
         self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
 
     def permute_hidden(self, hx, permutation):
-        return hx
+        if permutation is None:
+            return hx
+        return hx.index_select(1, permutation)
 
     def extra_repr(self) -> str:
         s = "{input_size}, {hidden_size}"
@@ -222,11 +271,20 @@ class RNNBase(Module):
         return output, h_n
 
     # --- the recurrence -----------------------------------------------------------------------
-    def _run(self, input: Tensor, h0: Tensor, c0: Optional[Tensor]):
-        """Time-major input (T, B, F) -> (output (T, B, D*H_out), h_n, c_n)."""
+    def _run(self, input: Tensor, h0: Tensor, c0: Optional[Tensor], batch_sizes=None):
+        """Time-major input (T, B, F) -> (output (T, B, D*H_out), h_n, c_n); or, with
+        `batch_sizes` (a list of ints), a PackedSequence's data (rows, F) -> (output rows,
+        h_n, c_n), each sequence's states taken at its own length."""
         num_directions = 2 if self.bidirectional else 1
-        steps = input.size(0)
-        layer_input = input
+        packed = batch_sizes is not None
+        if packed:
+            sizes, layer_input = list(batch_sizes), input
+        else:  # a padded batch is the packed case with every sequence of length T
+            sizes = [input.size(1)] * input.size(0)
+            layer_input = input.reshape(input.size(0) * input.size(1), input.size(2))
+        starts = [0]
+        for bs in sizes:
+            starts.append(starts[-1] + bs)
         h_n, c_n = [], []
         for layer in range(self.num_layers):
             outs = []
@@ -238,17 +296,9 @@ class RNNBase(Module):
                 b_hh = params[3] if self.bias else None
                 w_hr = params[-1] if self.proj_size > 0 else None
                 gi_all = F.linear(layer_input, w_ih, b_ih)  # one matmul for all time steps
-                h = h0[idx]
-                c = c0[idx] if c0 is not None else None
-                seq = [None] * steps
-                order = range(steps - 1, -1, -1) if direction == 1 else range(steps)
-                for t in order:
-                    h, c = _step(self.mode, gi_all[t], h, c, w_hh, b_hh, w_hr)
-                    seq[t] = h
-                if steps:
-                    outs.append(_jt.stack(seq, 0))
-                else:
-                    outs.append(layer_input.new_zeros((0, h.size(0), h.size(-1))))
+                h, c = _recur(self.mode, gi_all, sizes, starts, h0[idx],
+                              c0[idx] if c0 is not None else None, w_hh, b_hh, w_hr,
+                              outs, direction == 1)
                 h_n.append(h)
                 if c is not None:
                     c_n.append(c)
@@ -256,7 +306,31 @@ class RNNBase(Module):
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
                 layer_output = F.dropout(layer_output, self.dropout, True)
             layer_input = layer_output
+        if not packed:
+            layer_input = layer_input.reshape(input.size(0), input.size(1),
+                                              layer_input.size(-1))
         return layer_input, _jt.stack(h_n, 0), (_jt.stack(c_n, 0) if c_n else None)
+
+    def _forward_packed(self, input: PackedSequence, hx):
+        """`forward` on a PackedSequence: (packed output, h_n) or (packed output, (h_n, c_n))."""
+        data, batch_sizes, sorted_indices, unsorted_indices = input
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        lstm = self.mode == "LSTM"
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        num_directions = 2 if self.bidirectional else 1
+        if hx is None:
+            def zeros(size):
+                return _jt.zeros((self.num_layers * num_directions, sizes[0], size),
+                                 dtype=data.dtype, device=data.device)
+            hx = (zeros(real_hidden), zeros(self.hidden_size)) if lstm else zeros(real_hidden)
+        else:  # given in the batch's original order
+            hx = self.permute_hidden(hx, sorted_indices)
+        self.check_forward_args(data, hx, batch_sizes)
+        h0, c0 = hx if lstm else (hx, None)
+        output, h_n, c_n = self._run(data, h0, c0, sizes)
+        output = PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices)
+        hidden = (h_n, c_n) if lstm else h_n
+        return output, self.permute_hidden(hidden, unsorted_indices)
 
     def _prepare(self, input: Tensor):
         """Unbatched inputs get a batch dim; returns (input (B-first or T-first), batched?)."""
@@ -308,6 +382,8 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input: Tensor, hx: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, (hx,), is_batched = self._prepare_call(input, hx)
         output, h_n, _ = self._run(self._time_major(input), hx, None)
         return self._finish_call(is_batched, self._finish(output, is_batched), h_n)
@@ -330,7 +406,10 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor, batch_sizes=None):
-        mini_batch = input.size(0) if self.batch_first else input.size(1)
+        if batch_sizes is not None:
+            mini_batch = int(batch_sizes[0])
+        else:
+            mini_batch = input.size(0) if self.batch_first else input.size(1)
         num_directions = 2 if self.bidirectional else 1
         return (self.num_layers * num_directions, mini_batch, self.hidden_size)
 
@@ -341,8 +420,15 @@ class LSTM(RNNBase):
         self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
                                "Expected hidden[1] size {}, got {}")
 
+    def permute_hidden(self, hx, permutation):
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
+
     def forward(self, input: Tensor, hx: Optional[Tuple[Tensor, Tensor]] = None
                 ) -> Tuple[Tensor, Tuple[Tensor, Tensor]]:
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         input, (h0, c0), is_batched = self._prepare_call(input, hx)
         output, h_n, c_n = self._run(self._time_major(input), h0, c0)
         return self._finish_call(is_batched, self._finish(output, is_batched), h_n, c_n)

@@ -1,5 +1,5 @@
-"""`jitorch.nn.utils`: gradient clipping, parameter/vector conversion, `rnn.pad_sequence`,
-`stateless.functional_call`."""
+"""`jitorch.nn.utils`: gradient clipping, parameter/vector conversion, `rnn` (padding and
+packing of sequences), `stateless.functional_call`."""
 from . import rnn, stateless  # noqa: F401
 from .clip_grad import (clip_grad_norm, clip_grad_norm_, clip_grad_value_,  # noqa: F401
                         clip_grads_with_norm_, get_total_norm)
