@@ -13,7 +13,7 @@ import scipy.linalg
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ._linalg_util import c_name
+from ._linalg_util import pt
 from .registry import defop
 
 __all__ = ["matrix_exp", "dist"]
@@ -29,7 +29,7 @@ def _matrix_exp(input):
                            f"are {a.shape[-2]} by {a.shape[-1]} matrices")
     if dt.from_numpy_dtype(a.dtype).category < dt.FLOAT:
         raise RuntimeError("linalg.matrix_exp: Expected a floating point or complex tensor as "
-                           f"input. Got {c_name(a)}")
+                           f"input. Got {pt(a)}")
     work = a.astype(np.result_type(a.dtype, np.float32))
     flat = work.reshape((-1,) + a.shape[-2:])
     out = np.empty_like(flat)
