@@ -1,5 +1,5 @@
 """`matrix_exp` (`torch.matrix_exp`, `linalg.matrix_exp`, `Tensor.matrix_exp`) and the
-composite `dist` (`torch.dist`, `Tensor.dist`).
+composite `dist` (`torch.dist`, `Tensor.dist`), and the composite `linalg.householder_product`.
 
 matrix_exp evaluates with SciPy's scaling-and-squaring Padé `expm` per matrix; its gradient is
 PyTorch's: for cotangent G, the upper-right block of exp([[A^H, G], [0, A^H]]), built from
@@ -16,7 +16,7 @@ from .._tensor import Tensor
 from ._linalg_util import pt
 from .registry import defop
 
-__all__ = ["matrix_exp", "dist"]
+__all__ = ["matrix_exp", "dist"]  # householder_product: `linalg` only
 
 
 def _matrix_exp(input):
@@ -60,3 +60,29 @@ def dist(input, other, p=2):
 
 
 Tensor.dist = dist
+
+
+def householder_product(A, tau, *, out=None):
+    """`linalg.householder_product`: the first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^H
+    with v_i column i of A below the diagonal and 1 on it (LAPACK's orgqr). Composite, so its
+    gradient is that of the products."""
+    from .._creation import eye
+    from .registry import _write_out
+    if A.ndim < 2:
+        raise RuntimeError("torch.linalg.householder_product: input must have at least 2 "
+                           "dimensions.")
+    m, n = A.shape[-2], A.shape[-1]
+    if m < n:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-2] must be greater "
+                           "than or equal to input.shape[-1]")
+    k = tau.shape[-1]
+    if n < k:
+        raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater "
+                           "than or equal to tau.shape[-1]")
+    V = A.tril(-1) + eye(m, n, dtype=A.dtype)
+    Q = eye(m, dtype=A.dtype).expand(*A.shape[:-2], m, m)
+    for i in range(k):
+        v = V[..., :, i:i + 1]
+        Q = Q - (Q @ v) * tau[..., i:i + 1].unsqueeze(-1) @ v.mH
+    Q = Q[..., :, :n]
+    return Q if out is None else _write_out(out, Q)
