@@ -359,7 +359,8 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
     for module, name in parameters:
         param = getattr(module, name)
         num_param = param.numel()
-        custom_from_mask(module, name, mask=final_mask[pointer:pointer + num_param].view_as(param))
+        # view(shape), not view_as(param): jitorch's view_as records a grad edge to `param`
+        custom_from_mask(module, name, mask=final_mask[pointer:pointer + num_param].view(param.shape))
         pointer += num_param
 
 
