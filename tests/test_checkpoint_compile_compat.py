@@ -133,6 +133,9 @@ def test_legacy_types_isinstance_and_type_strings():
     assert not isinstance(x, jitorch.cuda.FloatTensor) and not isinstance(3, jitorch.FloatTensor)
     assert not issubclass(jitorch.FloatTensor, jitorch.Tensor)  # as PyTorch's
     assert jitorch.FloatTensor.dtype == jitorch.float32 and jitorch.cuda.LongTensor.is_cuda
+    assert not hasattr(jitorch, "ComplexFloatTensor")  # PyTorch has only the name
+    assert jitorch.ones(1, dtype=jitorch.complex64).type() == "jitorch.ComplexFloatTensor"
+    assert jitorch.nn.Linear(2, 2).type(jitorch.DoubleTensor).weight.dtype == jitorch.float64
     assert x.type() == "jitorch.FloatTensor"
     assert x.type(jitorch.DoubleTensor).dtype == jitorch.float64
     assert x.type("torch.LongTensor").dtype == jitorch.int64

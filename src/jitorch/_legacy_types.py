@@ -15,7 +15,9 @@ from . import _dtype as dt
 from ._device import as_device
 from ._tensor import _LEGACY_NAMES, Size, Tensor
 
-__all__ = [name.split(".")[-1] for name in _LEGACY_NAMES.values()] + ["set_default_tensor_type"]
+# PyTorch names complex tensors' types ('torch.ComplexFloatTensor') but has no such classes
+_CLASSES = {d: n.split(".")[-1] for d, n in _LEGACY_NAMES.items() if d.category != dt.COMPLEX}
+__all__ = list(_CLASSES.values()) + ["set_default_tensor_type"]
 
 
 class _LegacyTensorType(type):
@@ -67,9 +69,8 @@ def _make(module: str, name: str, dtype: dt.dtype, cuda: bool) -> type:
     return cls
 
 
-CPU_TYPES = {d: _make("jitorch", n.split(".")[-1], d, False) for d, n in _LEGACY_NAMES.items()}
-CUDA_TYPES = {d: _make("jitorch.cuda", n.split(".")[-1], d, True)
-              for d, n in _LEGACY_NAMES.items()}
+CPU_TYPES = {d: _make("jitorch", n, d, False) for d, n in _CLASSES.items()}
+CUDA_TYPES = {d: _make("jitorch.cuda", n, d, True) for d, n in _CLASSES.items()}
 globals().update({cls.__name__: cls for cls in CPU_TYPES.values()})
 
 
