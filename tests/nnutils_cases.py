@@ -138,8 +138,9 @@ def orthogonal(T):
             m = _linear(T, rng, *shape)
             T.nn.utils.parametrizations.orthogonal(m, orthogonal_map=mp)
             case = {"init": _np(m.weight), "keys": sorted(m.state_dict())}
-            if shape == (3, 3) or mp == "householder" and shape[0] > shape[1]:
-                # values that do not depend on the random completion of a non-square base
+            if shape == (3, 3):
+                # a non-square base is completed with random columns: values after a step
+                # depend on them
                 with T.no_grad():
                     m.parametrizations.weight.original.add_(_t(T, rng.randn(*shape) * 0.2))
                 w = m.weight
@@ -221,6 +222,8 @@ def parametrize(T):
     out["split"] = _np(m.weight)
     out["err_leave"] = _err(lambda: P.remove_parametrizations(m, "weight",
                                                               leave_parametrized=False))
+    P.remove_parametrizations(m, "weight")  # a new Parameter with the parametrized value
+    out["split_removed"] = [sorted(m.state_dict()), type(m.weight).__name__, _np(m.weight)]
 
     class ToFloat(T.nn.Module):
         def forward(self, X):

@@ -67,6 +67,16 @@ def test_non_reentrant_checkpoint_under_grad_and_inputs_and_without_input_grads(
     assert y.requires_grad
     y.sum().backward()
     np.testing.assert_allclose(params[2].grad.numpy(), want[2].numpy(), rtol=1e-12)
+    # the forward runs under no_grad, the recomputation with grad
+    for reentrant in (True, False):
+        seen = []
+
+        def fn(a):
+            seen.append(jitorch.is_grad_enabled())
+            return a * 2
+
+        checkpoint(fn, x, use_reentrant=reentrant).sum().backward()
+        assert seen == [False, True]
     # keyword arguments reach the function
     z = checkpoint(lambda a, scale: a * scale, x, use_reentrant=False, scale=3.0)
     np.testing.assert_array_equal(z.detach().numpy(), (x * 3.0).detach().numpy())

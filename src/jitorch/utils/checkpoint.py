@@ -10,8 +10,10 @@ inputs, so the engine lets it run whenever a target may lie behind it, and the i
 for the call that reached it: under `autograd.grad` it captures into the same targets, under
 `backward(inputs=...)` it accumulates only into those. With `use_reentrant=True` both are
 refused with PyTorch's error, as PyTorch's reentrant variant does; `use_reentrant=False` supports
-them, keyword arguments, and inputs that do not require grad (its forward records the graph
-just long enough to know which outputs require grad, then drops it).
+them, keyword arguments, and inputs that do not require grad. The forward runs under no_grad
+when it is known that the outputs require grad (an input does, or the function is a module
+with parameters that do); otherwise it records the graph just long enough to learn which
+outputs require grad, then drops it.
 """
 from __future__ import annotations
 
@@ -111,26 +113,36 @@ class _CheckpointNode(Node):
                 for a in self.args if isinstance(a, Tensor)]
 
 
+def _module_params_need_grad(function) -> bool:
+    """Whether `function` is a module (or a module's bound method) with a parameter that
+    requires grad."""
+    from ..nn.modules.module import Module
+    owner = function if isinstance(function, Module) else getattr(function, "__self__", None)
+    return isinstance(owner, Module) and any(p.requires_grad for p in owner.parameters())
+
+
 def _checkpoint(function, args, kwargs, preserve, reentrant):
     tensors = [a for a in args if isinstance(a, Tensor)]
     rng = _rng_state(args) if preserve else None
     autocast = _precision.is_autocast_cpu_enabled()
     record = grad_mode._state.enabled
-    if reentrant:
-        if record and not any(t._requires_grad for t in tensors):
-            warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
-                          stacklevel=3)
+    inputs_grad = any(t._requires_grad for t in tensors)
+    if reentrant and record and not inputs_grad:
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
+                      stacklevel=3)
+    # the outputs require grad if an input or (non-reentrant) a parameter of a module being
+    # checkpointed does; otherwise the graph is recorded only to learn which do, then dropped
+    known = reentrant or inputs_grad or _module_params_need_grad(function)
+    if known or not record:
         with grad_mode.no_grad():
             out = function(*args, **kwargs)
-        differentiable = record and any(t._requires_grad for t in tensors)
     else:
-        # the graph is recorded only to learn which outputs require grad, then dropped
         out = function(*args, **kwargs)
     single = not isinstance(out, tuple)
     outs = (out,) if single else tuple(out)
-    if reentrant:
-        needs = [differentiable and isinstance(o, Tensor) and o._dtype.category >= dt.FLOAT
-                 for o in outs]
+    if known:
+        needs = [record and (inputs_grad or not reentrant) and isinstance(o, Tensor)
+                 and o._dtype.category >= dt.FLOAT for o in outs]
     else:
         needs = [record and isinstance(o, Tensor) and o._requires_grad for o in outs]
     outs = tuple(o.detach() if isinstance(o, Tensor) else o for o in outs)
