@@ -5,7 +5,6 @@ the same masks), under backward, `autograd.grad` and `backward(inputs=...)`, wit
 warnings and errors; and by finite differences. Legacy types, `compile` and the version follow
 PyTorch's documented behaviour (constructors, isinstance, `.type()`, argument errors).
 """
-import warnings
 
 import numpy as np
 import pytest

@@ -13,8 +13,8 @@ __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_
 from . import parametrize, parametrizations, prune, fusion  # noqa: E402,F401
 from .weight_norm import weight_norm, remove_weight_norm  # noqa: E402,F401
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: E402,F401
-from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval,  # noqa: E402,F401
-                     fuse_linear_bn_weights)
+from .fusion import (fuse_conv_bn_eval, fuse_conv_bn_weights,  # noqa: E402,F401
+                     fuse_linear_bn_eval, fuse_linear_bn_weights)
 __all__ += ["parametrize", "parametrizations", "prune", "fusion", "weight_norm",
             "remove_weight_norm", "spectral_norm", "remove_spectral_norm", "fuse_conv_bn_eval",
             "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]

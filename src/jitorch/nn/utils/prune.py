@@ -360,7 +360,8 @@ def global_unstructured(parameters, pruning_method, importance_scores=None, **kw
         param = getattr(module, name)
         num_param = param.numel()
         # view(shape), not view_as(param): jitorch's view_as records a grad edge to `param`
-        custom_from_mask(module, name, mask=final_mask[pointer:pointer + num_param].view(param.shape))
+        mask = final_mask[pointer:pointer + num_param].view(param.shape)
+        custom_from_mask(module, name, mask=mask)
         pointer += num_param
 
 
