@@ -56,7 +56,13 @@ from .sparse._coo import sparse_coo_tensor, spmm  # noqa: E402,F401
 
 globals().update({k: v for k, v in _PUBLIC.items() if k not in globals()})
 
-__version__ = "0.1.0"
+# issue 19: the legacy tensor types, and `jitorch.compile` (the script frontend behind
+# PyTorch 2.x's entry point)
+from ._legacy_types import *  # noqa: E402,F401,F403  (FloatTensor, ..., set_default_tensor_type)
+from .jit._compile import compile  # noqa: E402,F401
+
+from . import torch_version, version  # noqa: E402  (issue 19: docs/compat.md)
+from .version import __version__  # noqa: E402
 
 
 def is_tensor(obj) -> bool:

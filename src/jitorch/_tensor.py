@@ -355,11 +355,17 @@ class Tensor:
         if dtype is None:
             name = _LEGACY_NAMES.get(self._dtype, f"jitorch.{self._dtype.name}")
             return name if self._device is CPU else name.replace(".", f".{self._device.type}.")
-        if isinstance(dtype, str):
-            inv = {v: k for k, v in _LEGACY_NAMES.items()}
-            if dtype not in inv:
-                raise ValueError(f"invalid type: '{dtype}'")
-            dtype = inv[dtype]
+        if not isinstance(dtype, dt.dtype):
+            # a legacy type or its name ('torch.FloatTensor', 'jitorch.cuda.LongTensor')
+            from ._legacy_types import resolve
+            r = resolve(dtype)
+            if r is None:
+                if isinstance(dtype, str):
+                    raise ValueError(f"invalid type: '{dtype}'")
+                raise TypeError("dtype must be a type, str, or dtype object")
+            if r[1] != self._device.type:
+                return self.to(r[1] if r[1] == "cpu" else "cuda", r[0])
+            dtype = r[0]
         return self.to(dtype)
 
     def type_as(self, other: "Tensor") -> "Tensor":

@@ -127,3 +127,29 @@ def test_variable_length_lstm_classifier_on_packed_sequences():
     # test accuracy 0.94, 0.94, 0.86
     assert losses[-1] < losses[0] / 2.5
     assert accuracies[-1] >= 0.8
+
+
+# --- issue 19: weight-normed GAN, checkpointed MLP (PyTorch's numbers: tests/nnutils_refs.json,
+# made by tests/gen_nnutils_refs.py from the same files with `import torch`)
+def _nnutils_refs():
+    import json
+    return json.load(open(HERE.parent / "nnutils_refs.json"))["programs"]
+
+
+def test_weightnorm_gan_trains_as_pytorchs():
+    want = _nnutils_refs()["weightnorm_gan"]
+    got = program("weightnorm_gan").main([])
+    assert got["keys"] == want["keys"]  # parametrizations...original0/1, weight_g/_v
+    # PyTorch: Loss_D 1.91 -> 1.35, Loss_G 0.37 -> 0.67 in 40 steps (float32: a little drift)
+    np.testing.assert_allclose(got["history"], want["history"], rtol=2e-3, atol=2e-4)
+    assert abs(got["radius"] - want["radius"]) < 2e-3  # PyTorch: 2.03 (the ring's is 2)
+
+
+def test_checkpointed_mlp_trains_as_pytorchs_and_as_its_plain_twin():
+    mod = program("checkpointed_mlp")
+    want = _nnutils_refs()["checkpointed_mlp"]["losses"]
+    got = mod.main(["--dropout", "0"])["losses"]
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=1e-6)  # PyTorch: 2.70 -> 0.41
+    res = mod.main(["--compare-plain", "--steps", "10"])  # dropout 0.1: jitorch's own masks
+    assert res["losses"] == res["plain_losses"]  # the recomputation drew the same masks
+    assert res["losses"][-1] < res["losses"][0] / 2

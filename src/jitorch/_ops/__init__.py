@@ -14,6 +14,7 @@ from . import nn_conv, nn_pool
 from . import fft_ops, fft_windows  # noqa: F401  (jitorch.fft's ops; windows, stft)
 from . import linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample
 from . import nn_activation_extra, nn_loss_extra, special_fns
+from . import linalg_exp  # noqa: F401  (matrix_exp, dist)
 from . import factories, index_write  # noqa: F401  (compiler-facing ops; nothing public)
 from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
 
@@ -22,7 +23,8 @@ _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, joi
              reduce, reorder, scan, scatter_ops, search, shape, sorting, ternary, unary,
              nn_activation, nn_loss, nn_misc, nn_norm, nn_conv, nn_pool,
              linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample,
-             nn_activation_extra, special_fns, fft_windows)
+             nn_activation_extra, special_fns, fft_windows,
+             linalg_exp)
 
 __all__ = sorted({name for m in _FAMILIES for name in getattr(m, "__all__", ())})
 globals().update({name: getattr(m, name) for m in _FAMILIES

@@ -7,6 +7,8 @@ capture of gradients for `autograd.grad`, and freeing saved tensors unless `reta
 from __future__ import annotations
 
 import heapq
+import threading
+from collections import namedtuple
 
 import numpy as np
 
@@ -100,6 +102,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+# The engine runs in progress on this thread, innermost last. A node whose graph is built only
+# when it runs (`hides_graph`: utils.checkpoint's recomputation) reads the run that called it,
+# so its inner run captures into the same `autograd.grad` targets or honours `inputs=`.
+Run = namedtuple("Run", "capture captured accumulate_only create_graph")
+_runs = threading.local()
+
+
+def current_run() -> "Run | None":
+    stack = getattr(_runs, "stack", None)
+    return stack[-1] if stack else None
+
+
 def _add(a, b):
     if a is None:
         return b
@@ -132,7 +146,9 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
     targets = capture if capture is not None else accumulate_only
     needed = None
     if targets is not None:
-        needed = _reaching(order, {e[0] for e in targets})
+        # a node that hides its graph may reach any target: it and its ancestors must run
+        needed = _reaching(order, {e[0] for e in targets}
+                           | {n for n in order if getattr(n, "hides_graph", False)})
     capture_at = {}
     if capture is not None:
         for i, (n, nr) in enumerate(capture):
@@ -147,6 +163,21 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
     ready = [(-n.seq, id(n), n) for n in buffers if deps[n] == 0]
     heapq.heapify(ready)
     executed = []
+    stack = _runs.__dict__.setdefault("stack", [])
+    stack.append(Run(capture, captured, accumulate_only, create_graph))
+    try:
+        _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
+                 create_graph, executed)
+    finally:
+        stack.pop()
+    if not retain_graph:
+        for n in executed:
+            n.release()
+    return captured
+
+
+def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
+             create_graph, executed):
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
             _, _, node = heapq.heappop(ready)
@@ -154,8 +185,8 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
             grads = _run_tensor_hooks(node, grads)
             for (nr, idxs) in ((nr, capture_at.get((node, nr))) for nr in range(len(grads))):
                 if idxs:
-                    for i in idxs:
-                        captured[i] = grads[nr]
+                    for i in idxs:  # added to what a hides_graph node's inner run captured
+                        captured[i] = _add(captured[i], grads[nr])
             if isinstance(node, AccumulateGrad):
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
@@ -187,10 +218,6 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
                 deps[m] -= 1
                 if deps[m] == 0:
                     heapq.heappush(ready, (-m.seq, id(m), m))
-    if not retain_graph:
-        for n in executed:
-            n.release()
-    return captured
 
 
 def _run_tensor_hooks(node, grads):

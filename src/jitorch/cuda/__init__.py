@@ -177,6 +177,11 @@ def is_bf16_supported(including_emulation: bool = True) -> bool:
     return cuda_backend() is not None and get_device_capability()[0] >= 8
 
 
+# `jitorch.cuda.FloatTensor`, ...: the legacy types of CUDA tensors (issue 19)
+from .._legacy_types import CUDA_TYPES as _CUDA_TYPES  # noqa: E402
+globals().update({_cls.__name__: _cls for _cls in _CUDA_TYPES.values()})
+
+
 def __getattr__(name):
     if name == "default_generators":  # made on first use: probing CUDA is lazy
         from .random import generators

@@ -14,11 +14,13 @@ from .._ops.linalg_diag import linalg_diagonal as diagonal
 from .._ops.linalg_norm import matrix_norm, norm, vector_norm
 from .._ops.linalg_svd import linalg_svd as svd
 from .._ops.linalg_svd import lstsq, matrix_rank, pinv, svdvals
+from .._ops.linalg_exp import householder_product, matrix_exp
 
 __all__ = ["LinAlgError", "matrix_power", "cross", "matmul", "multi_dot", "vecdot", "eigh",
            "eigvalsh", "solve", "cholesky", "det", "inv", "qr", "slogdet", "diagonal",
            "matrix_norm", "norm", "vector_norm", "svd", "lstsq", "matrix_rank", "pinv",
-           "svdvals"]
+           "svdvals",
+           "matrix_exp", "householder_product"]
 
 for _name in __all__:  # the wrappers are defined as `linalg_<name>` next to the top-level ops
     _fn = globals()[_name]

@@ -53,14 +53,16 @@ class Linear(Module):
     def forward(self, input: Tensor) -> Tensor:
         # in compiled code the matmul's own size check reports (the layer check reads
         # numel() through a Python call that the autodiff pass does not take yet)
+        # read once: a parametrized weight (nn.utils.parametrize) is computed on each read
+        weight = self.weight
         if not is_scripting() and input.dim() >= 1 and \
-                input.shape[-1] != self.weight.shape[-1]:
+                input.shape[-1] != weight.shape[-1]:
             # PyTorch's matmul message, prefixed with the layer (issue 4: errors name the layer)
             rows = input.numel() // max(input.shape[-1], 1) if input.dim() > 1 else 1
             raise RuntimeError(
                 f"{self!r}: mat1 and mat2 shapes cannot be multiplied ({rows}x{input.shape[-1]} "
-                f"and {self.weight.shape[1]}x{self.weight.shape[0]})")
-        return F.linear(input, self.weight, self.bias)
+                f"and {weight.shape[1]}x{weight.shape[0]})")
+        return F.linear(input, weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -93,7 +93,7 @@ def _versions() -> str:
         import llvmlite
         import numba
         import numpy
-        from ... import __version__ as jv
+        from ...version import jitorch as jv  # the package release, not the API level
         _VERSIONS = f"numba={numba.__version__};llvmlite={llvmlite.__version__};" \
                     f"numpy={numpy.__version__};jitorch={jv};py={sys.version_info[:2]};" \
                     f"cache_format={CACHE_FORMAT}"
