@@ -201,14 +201,22 @@ def _libm_near_ties(x: np.ndarray, np_fn, math_fn) -> np.ndarray:
         d = y.astype(np.float64)
         frac = np.abs(y - d) / np.spacing(np.abs(d)).astype(np.longdouble)
         # (a power of two has a finer spacing below it: decide those by `math` too)
-        odd = (frac > 0.45) | (np.frexp(d)[0] == 0.5) | ~np.isfinite(frac)
+        odd = (frac > 0.475) | (np.frexp(d)[0] == 0.5) | ~np.isfinite(frac)
     idx = np.flatnonzero(odd)
-    for i in idx.tolist():
-        try:
-            d.flat[i] = math_fn(x.flat[i])
-        except (ValueError, OverflowError):  # log(0), exp overflow: the IEEE value
-            pass
+    if idx.size:
+        flat = d.reshape(-1)  # (a view: d is a fresh contiguous array)
+        flat[idx] = _math_at(math_fn, x.reshape(-1)[idx], flat[idx])
     return d
+
+
+def _math_at(math_fn, x: np.ndarray, ieee: np.ndarray) -> np.ndarray:
+    """math_fn elementwise; where it raises (log(0), exp overflow), the IEEE value given."""
+    def one(v, dflt):
+        try:
+            return math_fn(v)
+        except (ValueError, OverflowError):
+            return dflt
+    return np.frompyfunc(one, 2, 1)(x, ieee).astype(np.float64)
 
 
 def _libm(name: str, x) -> np.ndarray:
@@ -322,7 +330,7 @@ def _box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
                           axis=1).reshape(-1)
 
 
-_CHUNK = 1 << 15  # elements (a multiple of 16)
+_CHUNK = 1 << 16  # elements (a multiple of 16)
 
 
 def normal(eng: Engine, n: int, np_dtype, mean: float = 0.0, std: float = 1.0,
