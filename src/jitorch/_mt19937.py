@@ -147,7 +147,7 @@ class Engine:
         return e, struct.unpack("<Q", struct.pack("<d", nx))[0]
 
 
-# --- arithmetic as the compiled kernels do it -------------------------------------------------------
+# --- arithmetic as the compiled kernels do it ---------------------------------------------
 def _fma32(a, b, c):
     """float32 a * b + c rounded once (the product is exact in float64; the double rounding
     of the sum, float64 then float32, differs from one rounding in ~2**-29 of cases)."""
