@@ -96,6 +96,11 @@ CASES = [
     ("mlp_f64", "tuple(p.detach() for p in nn.Sequential(nn.Linear(5, 7), nn.ReLU(), "
                 "nn.Linear(7, 2)).double().parameters())", True),
     ("dropout", "F.dropout(T.ones(100), 0.5)", False),
+    ("random_sampler", "T.tensor(list(T.utils.data.RandomSampler(range(30))))", True),
+    ("random_split", "T.tensor(T.utils.data.random_split(range(12), [0.5, 0.5])[0].indices)",
+     True),
+    ("dataloader_shuffle", "T.cat(list(T.utils.data.DataLoader(T.arange(10), batch_size=4, "
+                           "shuffle=True)))", True),
     ("mixed_stream", "(T.rand(3), T.randint(0, 5, (4,)), T.randn(2), T.randperm(5), "
                      "T.randn(17, dtype=T.float64))", True),
     ("state_after_draws", "(T.rand(10), T.randn(3, dtype=T.float64), T.get_rng_state())[2]",

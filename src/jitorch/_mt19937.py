@@ -46,7 +46,7 @@ _U64 = np.uint64
 # float normal cache; C layout with padding. jitorch keeps its Philox offset (jitorch/_philox.py)
 # in normal_x, a field PyTorch writes as 0 and ignores when it reads a state.
 _HEAD = struct.Struct("<QiiQ")
-_TAIL = struct.Struct("<dddi4xf?3x")
+_TAIL = struct.Struct("<Qddi4xf?3x")
 STATE_BYTES = _HEAD.size + 8 * _N + _TAIL.size  # 5056, as PyTorch's
 
 
@@ -124,8 +124,7 @@ class Engine:
         nd, nf = self.next_double, self.next_float
         return (_HEAD.pack(self.seed, left, 1, nxt)
                 + np.asarray(st["key"], np.uint64).astype("<u8").tobytes()
-                + _TAIL.pack(struct.unpack("<d", struct.pack("<Q", philox_offset))[0],
-                             0.0 if nd is None else nd, 0.0, nd is not None,
+                + _TAIL.pack(philox_offset, 0.0 if nd is None else nd, 0.0, nd is not None,
                              0.0 if nf is None else nf, nf is not None))
 
     @classmethod
@@ -144,7 +143,7 @@ class Engine:
         e.seed, e.fresh = seed, left == 1 and nxt == 0
         e.next_double = ny if nvalid else None
         e.next_float = nf if fvalid else None
-        return e, struct.unpack("<Q", struct.pack("<d", nx))[0]
+        return e, nx
 
 
 # --- arithmetic as the compiled kernels do it ---------------------------------------------
