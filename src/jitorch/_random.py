@@ -51,7 +51,7 @@ _U64 = 1 << 64
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
             "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
-# mantissa digits: random_() and rand draw integers of this many bits for floating dtypes
+# mantissa digits: random_() on a floating dtype draws integers in [0, 2**digits]
 _DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
 

@@ -3,8 +3,9 @@
 and `Tensor.multinomial` methods.
 
 Invariants: each draws from `generator=` (else the default generator) through `_random`'s
-helpers, checks PyTorch's argument errors before touching the tensor, and overwrites the values
-like `fill_` does (in-place rules, a version bump, no gradient through the new values).
+helpers and PyTorch's transforms (jitorch/_mt19937.py), checks PyTorch's argument errors before
+touching the tensor, and overwrites the values like `fill_` does (in-place rules, a version
+bump, no gradient through the new values).
 """
 from __future__ import annotations
 
@@ -13,8 +14,8 @@ import builtins
 import numpy as np
 
 from . import _dtype as dt
-from ._creation import _num
 from . import _mt19937 as _mt
+from ._creation import _num
 from ._random import (_C_NAMES, _DIGITS, _P_MSG, _check_int_range, _check_p, _check_std, _draw,
                       _draw_ints, _inplace_write, _int_arg, _normal_values, _not_impl, _pt,
                       _require_float, _scalar, _uniform_values, bernoulli, multinomial)
