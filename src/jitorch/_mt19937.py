@@ -233,13 +233,12 @@ def _libm(name: str, x) -> np.ndarray:
 
 # --- uniform -------------------------------------------------------------------------------------
 def _unit24(words) -> np.ndarray:
-    u = (words & words.dtype.type(0xFFFFFF)).astype(np.float32)
-    u *= np.float32(2.0 ** -24)
-    return u
+    return np.multiply(words & words.dtype.type(0xFFFFFF), np.float32(2.0 ** -24),
+                       dtype=np.float32)
 
 
 def _unit53(words) -> np.ndarray:
-    return (words & _U64((1 << 53) - 1)).astype(np.float64) * (2.0 ** -53)
+    return np.multiply(words & _U64((1 << 53) - 1), 2.0 ** -53, dtype=np.float64)
 
 
 def uniform(eng: Engine, n: int, np_dtype, lo: float = 0.0, hi: float = 1.0) -> np.ndarray:

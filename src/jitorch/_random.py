@@ -234,9 +234,10 @@ def _real_draw(generator, fname, shape, d: dt.dtype, sampler, *args) -> np.ndarr
     n = builtins.int(np.prod(shape, dtype=np.int64))
     if d.category == dt.COMPLEX:
         r = d.to_real()
-        vals = _draw(generator, fname, sampler, 2 * n, r.np, *args).astype(r.np)
+        vals = _draw(generator, fname, sampler, 2 * n, r.np, *args).astype(r.np, copy=False)
         return vals.view(d.np).reshape(shape)
-    return _draw(generator, fname, sampler, n, d.np, *args).astype(d.np).reshape(shape)
+    return _draw(generator, fname, sampler, n, d.np, *args).astype(d.np, copy=False).reshape(
+        shape)
 
 
 def _uniform_values(generator, fname, shape, d: dt.dtype, lo=0.0, hi=1.0) -> np.ndarray:
