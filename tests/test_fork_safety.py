@@ -154,8 +154,9 @@ def test_a_function_being_scripted_in_a_parent_thread_can_be_scripted_in_the_chi
 
 
 def test_a_forked_child_can_draw_while_a_parent_thread_was_drawing(tmp_path):
-    # a parent thread drawing when the main thread forks holds NumPy's bit-generator lock
-    # (released only by that thread, which the child does not have): the child must not wait
+    # a parent thread drawing when the main thread forks holds the generator's lock (and
+    # inside it NumPy's bit-generator lock), released only by that thread, which the child
+    # does not have: the child must not wait
     _run(tmp_path, """
         jitorch.manual_seed(1234)
         state = jitorch.get_rng_state()
@@ -165,7 +166,7 @@ def test_a_forked_child_can_draw_while_a_parent_thread_was_drawing(tmp_path):
             while True:
                 jitorch.randn(2_000_000)
         threading.Thread(target=draw, daemon=True).start()
-        lock = jitorch.default_generator._bitgen.lock
+        lock = jitorch.default_generator._lock
         deadline = time.monotonic() + 30
         while lock.acquire(blocking=False):  # until the thread is inside a draw
             lock.release()

@@ -75,7 +75,9 @@ def _clean_globals():
 
 
 def test_module_roundtrip_weights_only_false():
-    jitorch.manual_seed(0)
+    # (seed 1: with PyTorch's numbers for seed 0, every ReLU input is negative and no
+    # gradient reaches `head`)
+    jitorch.manual_seed(1)
     m = Net()
     x = jitorch.randn(5, 3)
     data = _bytes(m)

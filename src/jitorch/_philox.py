@@ -9,7 +9,7 @@ uses), the position in the stream (`reserve`), and the compiled kernels programs
 (`fill_dropout_mask`, made on first use so that importing jitorch never imports Numba).
 
 The stream: a Generator holds a Philox state `(seed, offset)` (a uint64[2] array, `_philox`)
-next to its PCG64 stream (jitorch/_random.py, which `rand`/`randn`/... keep drawing from);
+next to its mt19937 stream (jitorch/_mt19937.py, which `rand`/`randn`/... draw from);
 `manual_seed(s)` makes it `(s, 0)`, `get_rng_state`/`set_rng_state` carry it. A draw of `n`
 32-bit words takes `ceil(n / 4)` blocks: it reads `(seed, offset)` and advances the offset by
 the block count, so a compiled call and an eager call advance it alike. Word `i` of a draw at
@@ -28,8 +28,8 @@ offset under the generator's lock (such a draw racing a compiled call on another
 overlap it; the compiled call itself loaded Numba, so later eager draws are atomic too). The compiler's own example runs (autodiff tracing, script/runtime/autodiff.py)
 draw inside `scratch()`, which leaves the generator untouched.
 
-Not here: `rand`/`randn`/`bernoulli`/... keep PCG64 (their CPU streams follow PyTorch's seeding
-API; in scripted code they run in the interpreter, their reason naming them).
+Not here: `rand`/`randn`/`bernoulli`/... draw PyTorch's numbers from mt19937 (jitorch/_mt19937.py;
+in scripted code they run in the interpreter, their reason naming them).
 """
 from __future__ import annotations
 

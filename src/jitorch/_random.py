@@ -5,25 +5,22 @@
 `_random_inplace.py`.
 
 Invariants: every draw comes from a `Generator` (the `generator=` argument, else the default
-one), each backed by NumPy's PCG64 (and, for dropout masks, a Philox stream keyed by the same
-seed: jitorch/_philox.py), so equal seeds give equal numbers; the numbers themselves
-differ from PyTorch's (a different bit generator). Like PyTorch, a fresh generator starts from
-seed 67280421310721, so an unseeded program is still reproducible. Samples are drawn in the
-target dtype's precision (`rand` in float16 has 11 random bits, as in PyTorch) so that
-`[0, 1)` stays half-open. These are not registry ops: outputs carry no autograd history, and
-the in-place samplers overwrite values like `fill_` does.
+one). A generator is PyTorch's CPU generator: mt19937 seeded as PyTorch seeds it, and PyTorch's
+sampling transforms (jitorch/_mt19937.py), so after the same `manual_seed` a program draws
+PyTorch's numbers (docs/random.md lists which samplers match bit for bit). Dropout masks come
+from a second, counter-based stream keyed by the same seed (jitorch/_philox.py), shared with
+compiled code. Like PyTorch, a fresh generator starts from seed 67280421310721, so an unseeded
+program is still reproducible. `get_state` is PyTorch's 5056-byte layout, so states move
+between PyTorch and jitorch. These are not registry ops: outputs carry no autograd history,
+and the in-place samplers overwrite values like `fill_` does.
 
-Threads: a draw goes through the generator's NumPy `Generator`, which holds its bit generator's
-lock while it draws, so concurrent draws from one generator never share numbers. Reseeding and
-`get_state`/`set_state` hold the jitorch generator's lock (and `get_state` the bit generator's,
-so it never reads a state halfway through a draw); a draw sees either the old or the new stream
-whole (`_rng` is replaced in one assignment, with its bit generator).
+Threads: every draw, reseed and state read or write holds the generator's lock, so concurrent
+draws from one generator never share numbers and a state is never read halfway through a draw.
 
 `os.fork`: as in PyTorch, a forked child inherits every generator's state, so parent and child
 draw the same numbers until one of them reseeds (DataLoader process workers reseed theirs:
-utils/data/_worker.py, as PyTorch's do). The bit generators' locks (NumPy's, held during a draw
-that another parent thread was making when it forked) are released in the child, where nobody
-holds them (`_after_fork`, see jitorch/_fork.py).
+utils/data/_worker.py, as PyTorch's do). The generators' locks are released in the child
+(jitorch/_fork.py), and so are their NumPy bit generators' (`_after_fork`).
 """
 from __future__ import annotations
 
@@ -36,6 +33,7 @@ import numpy as np
 
 from . import _dtype as dt
 from . import _fork
+from . import _mt19937 as _mt
 from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _size_args,
                         _size_tuple, _write_out)
 from ._device import as_device
@@ -53,12 +51,13 @@ _U64 = 1 << 64
 _C_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
             "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
-# mantissa digits: random_() and rand draw integers of this many bits for floating dtypes
+# mantissa digits: random_() on a floating dtype draws integers in [0, 2**digits]
 _DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
 
 
 class Generator:
-    """`torch.Generator`: an independent random stream (PCG64) with PyTorch's seeding API."""
+    """`torch.Generator`: an independent random stream, PyTorch's CPU engine (mt19937 and its
+    cached normal sample: jitorch/_mt19937.py) with PyTorch's seeding API and state layout."""
 
     def __init__(self, device="cpu"):
         self._device = as_device(device)
@@ -66,6 +65,7 @@ class Generator:
         # the Philox stream's (seed, offset) (jitorch/_philox.py: dropout masks); written in
         # place, never replaced: compiled code reads the default generator's array by address
         self._philox = np.zeros(2, dtype=np.uint64)
+        self._engine = _mt.Engine(_DEFAULT_SEED)
         self.manual_seed(_DEFAULT_SEED)
         _generators.add(self)
 
@@ -79,7 +79,9 @@ class Generator:
         if not -(1 << 63) <= seed < _U64:
             raise ValueError("Overflow when unpacking long long")
         seed %= _U64
-        self._install(seed, np.random.PCG64(seed))
+        with self._lock:
+            self._engine.reseed(seed)
+            self._philox[0], self._philox[1] = seed, 0
         return self
 
     def __getstate__(self):  # copy/pickle: the state, not the lock
@@ -88,21 +90,10 @@ class Generator:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._lock = _fork.lock()
-        # its own Philox state (a shallow copy would share the array); an older pickle: offset 0
-        self._philox = np.array(state.get("_philox", (self._seed, 0)), dtype=np.uint64)
+        # its own engine and Philox state (a shallow copy would share them)
+        self._engine = self._engine.copy()
+        self._philox = np.array(state.get("_philox", (self._engine.seed, 0)), dtype=np.uint64)
         _generators.add(self)
-
-    def _install(self, seed: int, bitgen) -> None:
-        """Make (seed, bitgen) the generator's state: `_rng` last, in one assignment, so that a
-        draw on another thread uses the old stream or the new one, never a mix."""
-        self._install_offset(seed, bitgen, 0)
-
-    def _install_offset(self, seed: int, bitgen, offset: int) -> None:
-        """`_install`, with the Philox stream at `offset` under key `seed`."""
-        with self._lock:
-            self._seed, self._bitgen = seed, bitgen
-            self._philox[0], self._philox[1] = seed, offset
-            self._rng = np.random.Generator(bitgen)
 
     def seed(self) -> int:
         """Reseed from OS entropy; returns the new seed."""
@@ -111,22 +102,13 @@ class Generator:
         return s
 
     def initial_seed(self) -> int:
-        return self._seed
+        return self._engine.seed
 
     def get_state(self) -> Tensor:
-        """The full state as a uint8 tensor (seed, PCG64 state and increment, buffered bits,
-        the Philox stream's offset)."""
+        """The full state as a uint8 tensor in the layout of PyTorch's (a CPU generator's
+        5056 bytes; the Philox stream's offset rides in a field PyTorch ignores)."""
         with self._lock:
-            seed, bitgen = self._seed, self._bitgen
-            offset = int(self._philox[1])
-            with bitgen.lock:  # (held by a draw: never a state halfway through one)
-                st = bitgen.state
-        raw = (seed.to_bytes(8, "little")
-               + st["state"]["state"].to_bytes(16, "little")
-               + st["state"]["inc"].to_bytes(16, "little")
-               + builtins.int(st["has_uint32"]).to_bytes(1, "little")
-               + builtins.int(st["uinteger"]).to_bytes(4, "little")
-               + offset.to_bytes(8, "little"))
+            raw = self._engine.state_bytes(int(self._philox[1]))
         return Tensor._make(np.frombuffer(raw, dtype=np.uint8).copy(), dt.uint8)
 
     def set_state(self, new_state) -> "Generator":
@@ -134,18 +116,16 @@ class Generator:
             raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
         if new_state._dtype is not dt.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
+        if not new_state.is_contiguous():
+            raise RuntimeError("RNG state must be contiguous")
         raw = new_state._data.tobytes()
-        if len(raw) != _STATE_BYTES:
-            raise RuntimeError(f"Expected a PCG64 generator state of size {_STATE_BYTES} but "
+        if len(raw) != _mt.STATE_BYTES:
+            raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_mt.STATE_BYTES} but "
                                f"found the input RNG state size to be {len(raw)}")
-        bitgen = np.random.PCG64()
-        bitgen.state = {
-            "bit_generator": "PCG64",
-            "state": {"state": builtins.int.from_bytes(raw[8:24], "little"),
-                      "inc": builtins.int.from_bytes(raw[24:40], "little")},
-            "has_uint32": raw[40], "uinteger": builtins.int.from_bytes(raw[41:45], "little")}
-        self._install_offset(builtins.int.from_bytes(raw[:8], "little"), bitgen,
-                             builtins.int.from_bytes(raw[45:53], "little"))
+        engine, offset = _mt.Engine.from_state_bytes(raw)
+        with self._lock:
+            self._engine = engine
+            self._philox[0], self._philox[1] = engine.seed, offset
         return self
 
     def clone_state(self) -> "Generator":
@@ -156,7 +136,6 @@ class Generator:
         return f"<jitorch.Generator object at {hex(id(self))}>"
 
 
-_STATE_BYTES = 53
 _generators: "weakref.WeakSet" = weakref.WeakSet()  # every Generator, for _after_fork
 default_generator = Generator()
 
@@ -166,7 +145,7 @@ def _after_fork() -> None:
     """In a forked child: release each generator's bit-generator lock (a parent thread may
     have been drawing); the states themselves are inherited, as in PyTorch."""
     for g in list(_generators):
-        g._bitgen.lock._at_fork_reinit()
+        g._engine.bitgen.lock._at_fork_reinit()
 
 
 def manual_seed(seed) -> Generator:
@@ -195,31 +174,48 @@ def set_rng_state(new_state) -> None:
 
 
 @contextlib.contextmanager
-def fork_rng(devices=None, enabled=True, **kwargs):
-    """`torch.random.fork_rng`: restore the default generator's state on exit."""
+def fork_rng(devices=None, enabled=True, _caller="fork_rng", _devices_kw="devices",
+             device_type="cuda"):
+    """`torch.random.fork_rng`: restore the default generator's state on exit, and the CUDA
+    devices' (`devices`, default all of them) where there are any."""
     if not enabled:
         yield
         return
-    state = get_rng_state()
+    from .cuda import random as cuda_random
+    gens = cuda_random.generators()
+    if devices is not None:
+        gens = [cuda_random.default_generator(as_device(d).index if not isinstance(d, int)
+                                              else d) for d in devices]
+    states = [(g, g.get_state()) for g in (default_generator, *gens)]
     try:
         yield
     finally:
-        set_rng_state(state)
+        for g, st in states:
+            g.set_state(st)
 
 
 # --- helpers -------------------------------------------------------------------------------------
-def _rng(generator, fname: str) -> np.random.Generator:
+def _gen(generator, fname: str) -> Generator:
+    """The generator a draw uses: `generator=`, else the default one."""
     from ._ops.registry import _mode_state
     for mode in _mode_state.stack:  # vmap refuses random ops (randomness="error")
         check = getattr(mode, "random_op", None)
         if check is not None:
             check(fname)
     if generator is None:
-        return default_generator._rng
+        return default_generator
     if not isinstance(generator, Generator):
         raise TypeError(f"{fname}(): argument 'generator' must be torch.Generator, not "
                         f"{type(generator).__name__}")
-    return generator._rng
+    return generator
+
+
+def _draw(generator, fname: str, sampler, *args):
+    """`sampler(engine, *args)` (a transform of jitorch/_mt19937.py) under the lock of the
+    generator the call draws from."""
+    g = _gen(generator, fname)
+    with g._lock:
+        return sampler(g._engine, *args)
 
 
 def _pt(d: dt.dtype) -> str:
@@ -231,35 +227,31 @@ def _not_impl(kernel: str, d: dt.dtype):
     return NotImplementedError(f'"{kernel}" not implemented for \'{_pt(d)}\'')
 
 
-def _uniform01(rng, shape, d: dt.dtype) -> np.ndarray:
-    """U[0, 1) with the dtype's mantissa precision, so rounding never reaches 1."""
-    if d is dt.float64:
-        return rng.random(shape)
-    if d is dt.float32:
-        return rng.random(shape, dtype=np.float32)
-    bits = _DIGITS[d.name]
-    return (rng.integers(0, 1 << bits, shape) * (1.0 / (1 << bits))).astype(np.float32)
-
-
-def _float_draw(rng, shape, d: dt.dtype, real_draw) -> np.ndarray:
-    """Draw real parts (and imaginary ones for complex dtypes) as arrays of d's storage type."""
+def _real_draw(generator, fname, shape, d: dt.dtype, sampler, *args) -> np.ndarray:
+    """An array of d's storage type and `shape` from `sampler(engine, n, real dtype, *args)`;
+    a complex dtype draws its parts interleaved (real, imaginary, ...), as PyTorch samples
+    `view_as_real` of the tensor."""
+    n = builtins.int(np.prod(shape, dtype=np.int64))
     if d.category == dt.COMPLEX:
         r = d.to_real()
-        return (real_draw(rng, shape, r).astype(d.np)
-                + 1j * real_draw(rng, shape, r).astype(d.np)).astype(d.np)
-    return real_draw(rng, shape, d).astype(d.np)
+        vals = _draw(generator, fname, sampler, 2 * n, r.np, *args).astype(r.np, copy=False)
+        return vals.view(d.np).reshape(shape)
+    return _draw(generator, fname, sampler, n, d.np, *args).astype(d.np, copy=False).reshape(
+        shape)
 
 
-def _normal_real(rng, shape, d: dt.dtype) -> np.ndarray:
-    return rng.standard_normal(shape, dtype=np.float64 if d is dt.float64 else np.float32)
+def _uniform_values(generator, fname, shape, d: dt.dtype, lo=0.0, hi=1.0) -> np.ndarray:
+    """U[lo, hi) as PyTorch's CPU kernel draws it (complex: each part)."""
+    return _real_draw(generator, fname, shape, d, _mt.uniform, lo, hi)
 
 
-def _std_normal(rng, shape, d: dt.dtype) -> np.ndarray:
-    """N(0, 1); complex dtypes get N(0, 1/2) per part (unit total variance), as in PyTorch."""
+def _normal_values(generator, fname, shape, d: dt.dtype, mean=0.0, std=1.0,
+                   contiguous=True) -> np.ndarray:
+    """mean + std * N(0, 1) as PyTorch's CPU kernel draws it; complex dtypes get std / sqrt(2)
+    per part (unit total variance for std 1), as in PyTorch."""
     if d.category == dt.COMPLEX:
-        z = _float_draw(rng, shape, d, _normal_real)
-        return (z * np.sqrt(0.5).astype(d.to_real().np)).astype(d.np)
-    return _float_draw(rng, shape, d, _normal_real)
+        std = std / np.sqrt(2.0)
+    return _real_draw(generator, fname, shape, d, _mt.normal, mean, std, contiguous)
 
 
 def _require_float(d: dt.dtype, kernel: str) -> None:
@@ -324,8 +316,10 @@ def _check_int_range(lo: int, hi: int, d: dt.dtype) -> None:
         raise RuntimeError(f"to - 1 is out of bounds for {_C_NAMES[d.name]}")
 
 
-def _draw_ints(rng, lo: int, hi: int, shape) -> np.ndarray:
-    return rng.integers(lo, hi, shape, dtype=np.int64)
+def _draw_ints(generator, fname: str, lo: int, hi: int, shape, d: dt.dtype) -> np.ndarray:
+    """Integers in [lo, hi) as PyTorch's `random_(lo, hi)` draws them for dtype d (int64)."""
+    n = builtins.int(np.prod(shape, dtype=np.int64))
+    return _draw(generator, fname, _mt.int_from_to, n, lo, hi, d.name).reshape(shape)
 
 
 def _size_kw(fname: str, kw: dict):
@@ -351,7 +345,7 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     dtype = _dtype_arg(dtype, "rand")
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "check_uniform_bounds")
-    arr = _float_draw(_rng(generator, "rand"), shape, d, _uniform01)
+    arr = _uniform_values(generator, "rand", shape, d)
     return _finish_like(arr, d, out, dtype, requires_grad, "rand")
 
 
@@ -364,7 +358,7 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     dtype = _dtype_arg(dtype, "randn")
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "normal_kernel_cpu")
-    arr = _std_normal(_rng(generator, "randn"), shape, d)
+    arr = _normal_values(generator, "randn", shape, d)
     return _finish_like(arr, d, out, dtype, requires_grad, "randn")
 
 
@@ -374,7 +368,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
     _check_input(input, "rand_like")
     d = _dtype_arg(dtype, "rand_like") or input._dtype
     _require_float(d, "check_uniform_bounds")
-    arr = _float_draw(_rng(generator, "rand_like"), input._data.shape, d, _uniform01)
+    arr = _uniform_values(generator, "rand_like", input._data.shape, d)
     return _finish(arr, d, requires_grad)
 
 
@@ -384,7 +378,7 @@ def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
     _check_input(input, "randn_like")
     d = _dtype_arg(dtype, "randn_like") or input._dtype
     _require_float(d, "normal_kernel_cpu")
-    arr = _std_normal(_rng(generator, "randn_like"), input._data.shape, d)
+    arr = _normal_values(generator, "randn_like", input._data.shape, d)
     return _finish(arr, d, requires_grad)
 
 
@@ -414,7 +408,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     dtype = _dtype_arg(dtype, "randint")
     d = dtype or (out._dtype if out is not None else dt.int64)
     _check_int_range(low, high, d)
-    arr = _draw_ints(_rng(generator, "randint"), low, high, shape).astype(d.np)
+    arr = _draw_ints(generator, "randint", low, high, shape, d).astype(d.np)
     return _finish_like(arr, d, out, dtype, requires_grad, "randint")
 
 
@@ -429,7 +423,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
     low = _int_arg(low, "randint_like", "low", 2)
     d = _dtype_arg(dtype, "randint_like") or input._dtype
     _check_int_range(low, high, d)
-    arr = _draw_ints(_rng(generator, "randint_like"), low, high, input._data.shape)
+    arr = _draw_ints(generator, "randint_like", low, high, input._data.shape, d)
     return _finish(arr.astype(d.np), d, requires_grad)
 
 
@@ -449,7 +443,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
         from ._creation import _C_NAMES as _CONV_NAMES
         raise RuntimeError(f"value cannot be converted to type {_CONV_NAMES[d.name]} without "
                            "overflow")
-    arr = _rng(generator, "randperm").permutation(n).astype(d.np)
+    arr = _draw(generator, "randperm", _mt.randperm, n).astype(d.np)
     return _finish_like(arr, d, out, dtype, requires_grad, "randperm")
 
 
@@ -459,7 +453,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     """`torch.normal`: (Tensor mean, Tensor std), (Tensor mean, float std), (float mean,
     Tensor std) broadcast their shapes and take the tensor's dtype; (float, float, size) makes a
     new tensor of the default dtype."""
-    rng = _rng(generator, "normal")
     mt, st = isinstance(mean, Tensor), isinstance(std, Tensor)
     if not mt and not st:
         if size is None:
@@ -473,7 +466,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         dtype = _dtype_arg(dtype, "normal")
         d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
         _require_float(d, "normal_kernel_cpu")
-        arr = _normal_values(rng, shape, d, m, s)
+        arr = _normal_values(generator, "normal", shape, d, m, s)
         return _finish_like(arr, d, out, dtype, requires_grad, "normal")
     if size is not None:
         raise TypeError("normal() received an invalid combination of arguments: `size` is "
@@ -489,10 +482,15 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         s = _scalar(std, "normal", "std")
         _check_std(s)
     shape = _broadcast(np.shape(m), np.shape(s))
-    ct = d.compute if d.category == dt.FLOAT else d.np
-    z = _std_normal(rng, shape, d).astype(ct)
+    # PyTorch: (Tensor mean, float std) draws normal_(0, std) then adds mean; with a tensor
+    # std it draws normal_(0, 1), then multiplies by std and adds mean (two roundings)
     with np.errstate(all="ignore"):
-        arr = (np.asarray(m).astype(ct) + np.asarray(s).astype(ct) * z).astype(d.np)
+        if st:
+            z = _normal_values(generator, "normal", shape, d)
+            arr = (z * np.asarray(s).astype(d.np)).astype(d.np)
+        else:
+            arr = _normal_values(generator, "normal", shape, d, 0.0, s)
+        arr = (arr + np.asarray(m).astype(d.np)).astype(d.np)
     if out is not None:
         return _write_out(out, arr, None, "normal")
     return _finish(arr, d, False)
@@ -516,16 +514,6 @@ def _check_std(s: float) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {_num(float(s))}")
 
 
-def _normal_values(rng, shape, d: dt.dtype, mean: float, std: float) -> np.ndarray:
-    """mean + std * N(0, 1); for complex dtypes both parts get mean and std / sqrt(2)."""
-    z = _std_normal(rng, shape, d)
-    ct = d.compute if d.category == dt.FLOAT else d.np
-    with np.errstate(all="ignore"):
-        if d.category == dt.COMPLEX:
-            return (z.astype(ct) * std + complex(mean, mean)).astype(d.np)
-        return (z.astype(ct) * ct.type(std) + ct.type(mean)).astype(d.np)
-
-
 _P_MSG = ("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error "
           "message be improved?  If so, please report an enhancement request to PyTorch.)")
 
@@ -534,17 +522,18 @@ def bernoulli(input, p=None, *, generator=None, out=None) -> Tensor:
     """`torch.bernoulli(input)`: 1 with probability input[i] (input's dtype); with a float `p`,
     every element uses p and only input's shape and dtype matter."""
     _check_input(input, "bernoulli")
-    rng = _rng(generator, "bernoulli")
     shape = input._data.shape
     if p is None:
         if input._dtype.category != dt.FLOAT:
             raise _not_impl("bernoulli_tensor_cpu_p_", input._dtype)
-        probs = input._data.astype(np.float64)
+        probs = input._data
         if not np.all((probs >= 0) & (probs <= 1)):
             raise RuntimeError(_P_MSG)
+        hits = _draw(generator, "bernoulli", _mt.bernoulli_tensor, probs)
     else:
         probs = _check_p(_scalar(p, "bernoulli", "p"))
-    arr = (rng.random(shape) < probs).astype(input._dtype.np)
+        hits = _draw(generator, "bernoulli", _mt.bernoulli_scalar, input.numel(), probs)
+    arr = hits.reshape(shape).astype(input._dtype.np)
     if out is not None:
         return _write_out(out, arr, None, "bernoulli")
     return _finish(arr, input._dtype, False)
@@ -573,24 +562,14 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
                            "replacement")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
-    p = input._data.astype(np.float64).reshape(-1, n_cat)
-    if not np.all(np.isfinite(p) & (p >= 0)):
+    p = input._data.reshape(-1, n_cat)
+    p64 = p.astype(np.float64)
+    if not np.all(np.isfinite(p64) & (p64 >= 0)):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    total = p.sum(axis=1, keepdims=True)
-    if np.any(total <= 0):
+    if np.any(p64.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    rng = _rng(generator, "multinomial")
-    if replacement:
-        cdf = np.cumsum(p / total, axis=1)
-        cdf[:, -1] = 1.0
-        u = rng.random((p.shape[0], num_samples))
-        idx = np.stack([np.searchsorted(c, r, side="right") for c, r in zip(cdf, u)])
-        idx = np.minimum(idx, n_cat - 1)
-    else:
-        with np.errstate(divide="ignore"):
-            keys = p / rng.standard_exponential(p.shape)
-        idx = np.argsort(-keys, axis=1, kind="stable")[:, :num_samples]
-    arr = idx.astype(np.int64).reshape(input._data.shape[:-1] + (num_samples,))
+    idx = _draw(generator, "multinomial", _mt.multinomial, p, num_samples, bool(replacement))
+    arr = idx.reshape(input._data.shape[:-1] + (num_samples,))
     if out is not None:
         return _write_out(out, arr, None, "multinomial")
     return _finish(arr, dt.int64, False)
@@ -604,7 +583,7 @@ def poisson(input, generator=None) -> Tensor:
     rates = input._data.astype(np.float64)
     if np.any(rates < 0):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    arr = _rng(generator, "poisson").poisson(rates).astype(input._dtype.np)
+    arr = _draw(generator, "poisson", _mt.poisson, rates).astype(input._dtype.np)
     return _finish(arr, input._dtype, False)
 
 

@@ -3,8 +3,9 @@
 and `Tensor.multinomial` methods.
 
 Invariants: each draws from `generator=` (else the default generator) through `_random`'s
-helpers, checks PyTorch's argument errors before touching the tensor, and overwrites the values
-like `fill_` does (in-place rules, a version bump, no gradient through the new values).
+helpers and PyTorch's transforms (jitorch/_mt19937.py), checks PyTorch's argument errors before
+touching the tensor, and overwrites the values like `fill_` does (in-place rules, a version
+bump, no gradient through the new values).
 """
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ import builtins
 import numpy as np
 
 from . import _dtype as dt
+from . import _mt19937 as _mt
 from ._creation import _num
-from ._random import (_C_NAMES, _DIGITS, _P_MSG, _check_int_range, _check_p, _check_std,
-                      _draw_ints, _float_draw, _inplace_write, _int_arg, _normal_values,
-                      _not_impl, _pt, _require_float, _rng, _scalar, _uniform01, bernoulli,
-                      multinomial)
+from ._random import (_C_NAMES, _DIGITS, _P_MSG, _check_int_range, _check_p, _check_std, _draw,
+                      _draw_ints, _inplace_write, _int_arg, _normal_values, _not_impl, _pt,
+                      _require_float, _scalar, _uniform_values, bernoulli, multinomial)
 from ._tensor import Tensor
 
 
@@ -29,14 +30,8 @@ def uniform_(self, from_=0.0, to=1.0, *, generator=None) -> Tensor:
     if a > b:
         raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
                            f"from={_num(float(a))} > to={_num(float(b))}")
-    u = _float_draw(_rng(generator, "uniform_"), self._data.shape, d, _uniform01)
-    ct = d.compute if d.category == dt.FLOAT else d.np
-    with np.errstate(all="ignore"):
-        if d.category == dt.COMPLEX:
-            vals = (u.real * (b - a) + a) + 1j * (u.imag * (b - a) + a)
-        else:
-            vals = u.astype(ct) * ct.type(b - a) + ct.type(a)
-    return _inplace_write(self, vals)
+    return _inplace_write(self, _uniform_values(generator, "uniform_", self._data.shape, d,
+                                                builtins.float(a), builtins.float(b)))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
@@ -44,24 +39,26 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None) -> Tensor:
     _require_float(d, "normal_kernel_cpu")
     m, s = _scalar(mean, "normal_", "mean"), _scalar(std, "normal_", "std")
     _check_std(s)
-    return _inplace_write(self, _normal_values(_rng(generator, "normal_"), self._data.shape,
-                                               d, m, s))
+    return _inplace_write(self, _normal_values(generator, "normal_", self._data.shape, d,
+                                               builtins.float(m), builtins.float(s),
+                                               self.is_contiguous()))
 
 
 def bernoulli_(self, p=0.5, *, generator=None) -> Tensor:
     """Fill with 1 (probability p, a float or a tensor broadcastable to self) or 0."""
     shape = self._data.shape
     if isinstance(p, Tensor):
-        probs = p._data.astype(np.float64)
         try:
-            probs = np.broadcast_to(probs, shape)
+            probs = np.broadcast_to(p._data, shape)
         except ValueError:
             raise RuntimeError(_expand_msg(shape, p._data.shape)) from None
         if not np.all((probs >= 0) & (probs <= 1)):
             raise RuntimeError(_P_MSG)
+        hits = _draw(generator, "bernoulli_", _mt.bernoulli_tensor, probs)
     else:
         probs = _check_p(_scalar(p, "bernoulli_", "p"))
-    return _inplace_write(self, _rng(generator, "bernoulli_").random(shape) < probs)
+        hits = _draw(generator, "bernoulli_", _mt.bernoulli_scalar, self.numel(), probs)
+    return _inplace_write(self, hits.reshape(shape))
 
 
 def _expand_msg(target: tuple, src: tuple) -> str:
@@ -85,8 +82,8 @@ def exponential_(self, lambd=1.0, *, generator=None) -> Tensor:
     if not lam > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found "
                            f"lambda={_num(float(lam))}")
-    e = _rng(generator, "exponential_").standard_exponential(self._data.shape)
-    return _inplace_write(self, e / lam)
+    e = _draw(generator, "exponential_", _mt.exponential, self.numel(), builtins.float(lam))
+    return _inplace_write(self, e.reshape(self._data.shape))
 
 
 def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
@@ -95,12 +92,14 @@ def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
     d = self._dtype
     if d.category == dt.COMPLEX:
         raise _not_impl("random_", d)
+    shape, n = self._data.shape, self.numel()
     if from_ is None and to is None:
-        lo = 0
         if d.category == dt.FLOAT:
-            hi = (1 << _DIGITS[d.name]) + 1
+            modulus = (1 << _DIGITS[d.name]) + 1
         else:
-            hi = 2 if d is dt.bool else builtins.int(np.iinfo(d.np).max) + 1
+            modulus = 2 if d is dt.bool else builtins.int(np.iinfo(d.np).max) + 1
+        vals = _draw(generator, "random_", _mt.int_full, n, d.name, modulus)
+        return _inplace_write(self, vals.reshape(shape))
     else:
         if to is None:  # random_(to)
             lo, hi = 0, _int_arg(from_, "random_", "to", 1)
@@ -108,8 +107,7 @@ def random_(self, from_=None, to=None, *, generator=None) -> Tensor:
             lo = _int_arg(0 if from_ is None else from_, "random_", "from", 1)
             hi = _int_arg(to, "random_", "to", 2)
         _check_int_range(lo, hi, d)
-    return _inplace_write(self, _draw_ints(_rng(generator, "random_"), lo, hi,
-                                           self._data.shape))
+    return _inplace_write(self, _draw_ints(generator, "random_", lo, hi, shape, d))
 
 
 def geometric_(self, p, *, generator=None) -> Tensor:
@@ -119,7 +117,8 @@ def geometric_(self, p, *, generator=None) -> Tensor:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(float(p))}")
     if self._dtype.category == dt.COMPLEX:
         raise _not_impl("geometric_cpu", self._dtype)
-    return _inplace_write(self, _rng(generator, "geometric_").geometric(p, self._data.shape))
+    g = _draw(generator, "geometric_", _mt.geometric, self.numel(), builtins.float(p))
+    return _inplace_write(self, g.reshape(self._data.shape))
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
@@ -129,9 +128,9 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None) -> Tensor:
     m, s = _scalar(mean, "log_normal_", "mean"), _scalar(std, "log_normal_", "std")
     if not s > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(float(s))}")
-    z = _rng(generator, "log_normal_").standard_normal(self._data.shape)
-    with np.errstate(over="ignore"):
-        return _inplace_write(self, np.exp(m + s * z))
+    v = _draw(generator, "log_normal_", _mt.log_normal, self.numel(), builtins.float(m),
+              builtins.float(s))
+    return _inplace_write(self, v.reshape(self._data.shape))
 
 
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
@@ -143,8 +142,9 @@ def cauchy_(self, median=0.0, sigma=1.0, *, generator=None) -> Tensor:
     m, s = _scalar(median, "cauchy_", "median"), _scalar(sigma, "cauchy_", "sigma")
     if not s > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(float(s))}")
-    c = _rng(generator, "cauchy_").standard_cauchy(self._data.shape)
-    return _inplace_write(self, m + s * c)
+    c = _draw(generator, "cauchy_", _mt.cauchy, self.numel(), builtins.float(m),
+              builtins.float(s))
+    return _inplace_write(self, c.reshape(self._data.shape))
 
 
 def _bernoulli_method(self, p=None, *, generator=None):
