@@ -11,11 +11,15 @@ Owns `compile_method(module, name, ctx) -> Compiled`:
   guarded values (train vs eval, a changed setting);
 - an attribute the method WRITES (`self.n += 1`, `self.count = self.count + k`,
   `self.table[k] = v`, `self.hist.append(v)`; instance or class attribute, on `self` or a
-  submodule) is state, not a setting: read by an `AttrGet` and written by an `AttrSet`
-  `prim::PythonOp` (in order, never folded or guarded), so the module sees the new value after
-  the call and the next call reads it, in every tier; its type is its annotation (class-level
-  `n: int`) or that of its value when compiled, and stays so (TorchScript's attribute types).
-  `self.buf += x` on a parameter/buffer/tensor attribute is the in-place `add_`;
+  submodule) is state, not a setting (never folded or guarded): the module sees the new value
+  after the call and the next call reads it. An int/float/bool one is a 0-d tensor GRAPH INPUT
+  (`Compiled.state`: the ScriptMethod makes it from the attribute before each call and sets the
+  attribute from it after), read with `prim::TensorToScalar` and written in place, so the
+  method still compiles; a str/list/dict one is read by an `AttrGet` and written by an `AttrSet`
+  `prim::PythonOp` (such a graph runs interpreted: dicts have no lowering either). Its type is
+  its annotation (class-level `n: int`) or that of its value when compiled, and stays so
+  (TorchScript's attribute types). `self.buf += x` on a parameter/buffer/tensor attribute is
+  the in-place `add_`;
 - `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
   parameters mapped onto the caller's inputs) -> `prim::CallFunction` (the inline pass inlines
   it); `for m in self.layers` over ModuleList/Sequential/ModuleDict (also `.items()`,
@@ -82,6 +86,9 @@ class AttrSet:
         setattr(self.module, self.name, v)
 
 
+# the Python types of attribute state held in a 0-d tensor, and their IR types
+_STATE = {int: ir.INT, float: ir.FLOAT, bool: ir.BOOL}
+
 # methods that change a list or dict in place: `self.hist.append(v)` writes `self.hist`
 _MUTATORS = frozenset(("append", "extend", "insert", "clear", "reverse", "pop", "remove", "sort",
                        "update", "setdefault"))
@@ -107,10 +114,11 @@ class Compiled:
     """One compiled method of one module instance: graph inputs are the user's arguments then
     the parameters/buffers at `param_paths` (relative to that module)."""
 
-    def __init__(self, res, param_paths, guards, sig, adapter=None):
+    def __init__(self, res, param_paths, guards, sig, adapter=None, state=None):
         self.res, self.graph = res, res.graph
         self.param_paths, self.guards, self.signature = param_paths, guards, sig
         self.adapter = adapter  # see compile_method (a module's `_jit_twin`)
+        self.state = state or {}  # param path -> int/float/bool: a scalar attribute's state
 
 
 def _freeze_value(v):
@@ -142,6 +150,7 @@ class ModuleHooks(FrontendHooks):
         self.mod_env: dict = {}           # local names bound to submodules
         self.written: set = set()         # paths of the attributes the method assigns
         self.attr_types: dict = {}        # path -> IR type of a written attribute
+        self.state: dict = {}             # path -> int/float/bool: scalar state (graph input)
 
     def bind(self, st):
         super().bind(st)
@@ -194,9 +203,36 @@ class ModuleHooks(FrontendHooks):
 
     def on_entry(self):
         # Register every tensor attribute the body names as a storage at function entry, so
-        # writes inside branches and loops are carried out of them and written back.
+        # writes inside branches and loops are carried out of them and written back; so is
+        # the scalar state (a 0-d tensor each) of the attributes the body writes.
         for path in self._tensor_attr_paths():
             self.param_value(path)
+        for path in sorted(self.written):
+            got = self._owner(path)
+            if got is None:
+                continue
+            m, name = got
+            d = m.__dict__
+            if any(name in d.get(k, {}) for k in ("_parameters", "_buffers", "_modules")):
+                continue
+            v = d[name] if name in d else inspect.getattr_static(type(m), name, None)
+            if type(v) in _STATE and _attr_annotation(type(m), name) in (None, type(v)):
+                self.state[path] = type(v)
+                self.attr_types[path] = _STATE[type(v)]
+                self.param_value(path)
+
+    def _owner(self, path: str):
+        """(module, attribute name) that `self.<path>` names, or None (not through
+        submodules)."""
+        m = self.mod
+        *subs, name = path.split(".")
+        for k in subs:
+            m = m.__dict__.get("_modules", {}).get(k)
+            if m is None:
+                return None
+            if getattr(type(m), "_jitorch_script_module", False):
+                m = m._orig
+        return m, name
 
     def _tensor_attr_paths(self) -> list:
         """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
@@ -336,6 +372,12 @@ class ModuleHooks(FrontendHooks):
         return st.emit("prim::DictConstruct", ins, (ty,)).output
 
     def attr_get(self, m, name, path, v, node) -> ir.Value:
+        st = self.st
+        if path in self.state:  # the state tensor's current value
+            st.cur = node
+            ty = self.attr_types[path]
+            return st.emit("prim::TensorToScalar", [self.param_value(path)], (ty,),
+                           {"type": self.state[path].__name__}).output
         ty = self.attr_types.get(path)
         if ty is None:
             ty = self.attr_types[path] = self.attr_type(m, name, path, v, node)
@@ -368,6 +410,10 @@ class ModuleHooks(FrontendHooks):
             ty = self.attr_types[path] = self.attr_type(m, name, path, cur, t)
         v = st.exprs.coerce(st.exprs.to_value(v), ty, t)
         st.cur = t
+        if path in self.state:  # written into the state tensor, as `fill_` would
+            cur = self.param_value(path)
+            st.writes.mutate(cur, st.writes.write_op(cur, v), t)
+            return None
         st.python_op(AttrSet(m, name), [v], (ir.NONE,), name=f"self.{path} =")
         return None
 
@@ -441,7 +487,10 @@ class ModuleHooks(FrontendHooks):
                 ins.append(st.const(dv) if ft.of_python(dv) is not None
                            else st.const(dv, gv.type))
         for p in c.param_paths:
-            ins.append(self.param_value(f"{ref.path}.{p}" if ref.path else p))
+            full = f"{ref.path}.{p}" if ref.path else p
+            if p in c.state:  # the callee's attribute state is the caller's too
+                self.state[full] = c.state[p]
+            ins.append(self.param_value(full))
         st.cur = node
         n = st.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
                     {"fn": c.graph})
@@ -629,7 +678,7 @@ def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
             g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
     sig = inspect.signature(fn)
     sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-    out = Compiled(res, list(hooks.param_values), guards, sig, adapter)
+    out = Compiled(res, list(hooks.param_values), guards, sig, adapter, dict(hooks.state))
     ctx.methods[key] = out
     return out
 
