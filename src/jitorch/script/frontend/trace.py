@@ -35,7 +35,8 @@ Rules of a trace, as in PyTorch's tracer:
 - Sizes read from a traced tensor (`x.size(0)`, `x.shape[0]`, and int arithmetic on them) are
   graph values where an op takes them (`view(x.size(0), -1)`: `frontend/trace_sizes.py`), as
   PyTorch records `aten::size`; a size turned into a Python number (`int(n)`, `len(x)`) or used
-  where Python does not ask (slice bounds, `range(n)`) is baked in, as in PyTorch: such a trace
+  where Python does not ask (slice bounds, `range(n)`, the sizes of a factory call such as
+  `zeros(n, 3)`, which the tracer sees only as its result) is baked in: such a trace
   is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
 """
 from __future__ import annotations
