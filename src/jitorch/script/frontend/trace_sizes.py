@@ -23,7 +23,6 @@ only while a trace is active (eager's `shape`/`size` stay free of any check).
 """
 from __future__ import annotations
 
-import operator
 import sys
 import warnings
 
@@ -85,7 +84,7 @@ def _emit(tracer, op, inputs, ty, attrs) -> ir.Value:
     return n.output
 
 
-def _arith(name: str, fn, reflected: bool = False):
+def _arith(name: str, reflected: bool = False):
     slot = getattr(int, f"__{'r' if reflected else ''}{name}__")
 
     def method(self, other):
@@ -101,10 +100,9 @@ def _arith(name: str, fn, reflected: bool = False):
     return method
 
 
-for _name, _fn in (("add", operator.add), ("sub", operator.sub), ("mul", operator.mul),
-                   ("floordiv", operator.floordiv), ("mod", operator.mod)):
-    setattr(TracedInt, f"__{_name}__", _arith(_name, _fn))
-    setattr(TracedInt, f"__r{_name}__", _arith(_name, _fn, reflected=True))
+for _name in ("add", "sub", "mul", "floordiv", "mod"):  # int -> int ops (ScalarOp names)
+    setattr(TracedInt, f"__{_name}__", _arith(_name))
+    setattr(TracedInt, f"__r{_name}__", _arith(_name, reflected=True))
 
 
 def _neg(self):
@@ -125,7 +123,7 @@ def _from_user(frame) -> bool:
 def _warn_baked(t: TracedInt, words: str) -> None:
     """PyTorch's TracerWarning for a traced size turned into a Python number by user code (the
     op layer's own int() of a size is no conversion the user wrote: no warning)."""
-    from .trace import active_tracer, check_data_dependence  # noqa: F401
+    from .trace import active_tracer
     tr = t.__dict__.get("_tracer")
     frame = sys._getframe(2)
     if tr is None or active_tracer() is not tr or not _from_user(frame):
