@@ -106,7 +106,7 @@ def test_attribute_state_saves_and_loads(tmp_path):
     np.testing.assert_array_equal(loaded.buf.numpy(), eager.buf.numpy())
 
 
-def test_assigning_a_tensor_attribute_or_an_unknown_one_is_refused():
+def test_assigning_a_tensor_attribute_is_refused_with_the_in_place_form():
     class Bad(nn.Module):
         def __init__(self):
             super().__init__()
