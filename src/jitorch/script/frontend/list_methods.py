@@ -56,6 +56,8 @@ def _where(node):
         return ast.Name(node.id, ast.Store())
     if isinstance(node, ast.Subscript) and not isinstance(node.slice, ast.Slice):
         return ast.Subscript(node.value, node.slice, ast.Store())
+    if isinstance(node, ast.Attribute):  # `self.hist.append(v)`: the module frontend's hook
+        return ast.Attribute(node.value, node.attr, ast.Store())
     return None
 
 

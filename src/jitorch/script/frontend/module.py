@@ -6,8 +6,20 @@ Owns `compile_method(module, name, ctx) -> Compiled`:
 - `self.<param or buffer>` (and plain tensor attributes) become GRAPH INPUTS, created on first
   use and named `self_<path>`; `Compiled.param_paths` lists them (relative to the module);
 - `self.<int/float/bool/str/None/tuple/list/dict attribute>` and `self.training` are folded as
-  constants; every read is recorded in `ctx.guards` as (module, name, value-key): the caller
-  keeps one compiled variant per set of guarded values (train vs eval, a changed setting);
+  constants (a dict as a fresh `prim::DictConstruct` per call); every read is recorded in
+  `ctx.guards` as (module, name, value-key): the caller keeps one compiled variant per set of
+  guarded values (train vs eval, a changed setting);
+- an attribute the method WRITES (`self.n += 1`, `self.count = self.count + k`,
+  `self.table[k] = v`, `self.hist.append(v)`; instance or class attribute, on `self` or a
+  submodule) is state, not a setting (never folded or guarded): the module sees the new value
+  after the call and the next call reads it. An int/float/bool one is a 0-d tensor GRAPH INPUT
+  (`Compiled.state`: the ScriptMethod makes it from the attribute before each call and sets the
+  attribute from it after), read with `prim::TensorToScalar` and written in place, so the
+  method still compiles; a str/list/dict one is read by an `AttrGet` and written by an `AttrSet`
+  `prim::PythonOp` (such a graph runs interpreted: dicts have no lowering either). Its type is
+  its annotation (class-level `n: int`) or that of its value when compiled, and stays so
+  (TorchScript's attribute types). `self.buf += x` on a parameter/buffer/tensor attribute is
+  the in-place `add_`;
 - `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
   parameters mapped onto the caller's inputs) -> `prim::CallFunction` (the inline pass inlines
   it); `for m in self.layers` over ModuleList/Sequential/ModuleDict (also `.items()`,
@@ -53,14 +65,60 @@ class ModMethod:
         self.ref, self.name = ref, name
 
 
+class AttrGet:
+    """`self.<path>` of an attribute the method writes, read when the node runs."""
+
+    def __init__(self, module, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self):
+        return getattr(self.module, self.name)
+
+
+class AttrSet:
+    """`self.<path> = v` in a scripted method: Python's setattr on the module (its instance
+    attribute, as Python's `self.n += 1` makes of a class attribute)."""
+
+    def __init__(self, module, name: str):
+        self.module, self.name = module, name
+
+    def __call__(self, v):
+        setattr(self.module, self.name, v)
+
+
+# the Python types of attribute state held in a 0-d tensor, and their IR types
+_STATE = {int: ir.INT, float: ir.FLOAT, bool: ir.BOOL}
+
+# methods that change a list or dict in place: `self.hist.append(v)` writes `self.hist`
+_MUTATORS = frozenset(("append", "extend", "insert", "clear", "reverse", "pop", "remove", "sort",
+                       "update", "setdefault"))
+
+
+def _attr_annotation(cls, name):
+    """The class-level annotation of attribute `name` (`table: Dict[str, int]`), or None."""
+    import typing
+    for k in cls.__mro__:
+        ann = k.__dict__.get("__annotations__", {})
+        if name in ann:
+            a = ann[name]
+            if isinstance(a, str):
+                try:
+                    a = typing.get_type_hints(k).get(name)
+                except Exception:  # a name the annotation uses is not importable here
+                    return None
+            return a
+    return None
+
+
 class Compiled:
     """One compiled method of one module instance: graph inputs are the user's arguments then
     the parameters/buffers at `param_paths` (relative to that module)."""
 
-    def __init__(self, res, param_paths, guards, sig, adapter=None):
+    def __init__(self, res, param_paths, guards, sig, adapter=None, state=None):
         self.res, self.graph = res, res.graph
         self.param_paths, self.guards, self.signature = param_paths, guards, sig
         self.adapter = adapter  # see compile_method (a module's `_jit_twin`)
+        self.state = state or {}  # param path -> int/float/bool: a scalar attribute's state
 
 
 def _freeze_value(v):
@@ -90,10 +148,50 @@ class ModuleHooks(FrontendHooks):
         self.self_name = "self"
         self.param_values: dict = {}      # path -> graph input
         self.mod_env: dict = {}           # local names bound to submodules
+        self.written: set = set()         # paths of the attributes the method assigns
+        self.attr_types: dict = {}        # path -> IR type of a written attribute
+        self.state: dict = {}             # path -> int/float/bool: scalar state (graph input)
 
     def bind(self, st):
         super().bind(st)
         self.self_name = st.fdef.args.args[0].arg if st.fdef.args.args else "self"
+        self.written = self._written_paths()
+
+    def _chain_path(self, node):
+        """'a.b' for the target `self.a.b`, else None."""
+        parts = []
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name) and node.id == self.self_name and parts:
+            return ".".join(reversed(parts))
+        return None
+
+    def _written_paths(self) -> set:
+        """Paths of the `self.a.b` attributes this method's body assigns, augments, assigns an
+        item of, or calls a list/dict mutator on."""
+        out = set()
+        for n in ast.walk(self.st.fdef):
+            if isinstance(n, ast.Assign):
+                targets = list(n.targets)
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                targets = [n.target]
+            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
+                    n.func.attr in _MUTATORS:
+                targets = [n.func.value]
+            else:
+                continue
+            while targets:
+                t = targets.pop()
+                if isinstance(t, (ast.Tuple, ast.List)):
+                    targets.extend(t.elts)
+                    continue
+                while isinstance(t, ast.Subscript):
+                    t = t.value
+                p = self._chain_path(t)
+                if p is not None:
+                    out.add(p)
+        return out
 
     # -- names and attributes -----------------------------------------------------------------
     def resolve_name(self, name):
@@ -105,9 +203,36 @@ class ModuleHooks(FrontendHooks):
 
     def on_entry(self):
         # Register every tensor attribute the body names as a storage at function entry, so
-        # writes inside branches and loops are carried out of them and written back.
+        # writes inside branches and loops are carried out of them and written back; so is
+        # the scalar state (a 0-d tensor each) of the attributes the body writes.
         for path in self._tensor_attr_paths():
             self.param_value(path)
+        for path in sorted(self.written):
+            got = self._owner(path)
+            if got is None:
+                continue
+            m, name = got
+            d = m.__dict__
+            if any(name in d.get(k, {}) for k in ("_parameters", "_buffers", "_modules")):
+                continue
+            v = d[name] if name in d else inspect.getattr_static(type(m), name, None)
+            if type(v) in _STATE and _attr_annotation(type(m), name) in (None, type(v)):
+                self.state[path] = type(v)
+                self.attr_types[path] = _STATE[type(v)]
+                self.param_value(path)
+
+    def _owner(self, path: str):
+        """(module, attribute name) that `self.<path>` names, or None (not through
+        submodules)."""
+        m = self.mod
+        *subs, name = path.split(".")
+        for k in subs:
+            m = m.__dict__.get("_modules", {}).get(k)
+            if m is None:
+                return None
+            if getattr(type(m), "_jitorch_script_module", False):
+                m = m._orig
+        return m, name
 
     def _tensor_attr_paths(self) -> list:
         """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
@@ -174,11 +299,16 @@ class ModuleHooks(FrontendHooks):
             sub = d["_modules"][name]
             self.ctx.guards.append((m, name, None if sub is None else "M"))
             return st.const(None) if sub is None else Sugar(ref.sub(name, sub))
+        if name in d and not isinstance(d[name], Tensor) and path in self.written:
+            return self.attr_get(m, name, path, d[name], node)
         if name in d:
             v = d[name]
             if isinstance(v, Tensor):
                 self.ctx.guards.append((m, name, "T"))
                 return self.param_value(path)
+            if isinstance(v, dict):
+                self.ctx.guards.append((m, name, _freeze_value(v)))
+                return self.dict_const(v, self.attr_type(m, name, path, v, node), node)
             if ft.of_python(v) is not None:
                 self.ctx.guards.append((m, name, _freeze_value(v)))
                 return st.const(list(v) if isinstance(v, list) else v)
@@ -192,12 +322,100 @@ class ModuleHooks(FrontendHooks):
         if inspect.isfunction(getattr(cls_attr, "__func__", cls_attr)) and not isinstance(
                 cls_attr, (staticmethod, classmethod)):  # (a @script_method: its __func__)
             return Sugar(ModMethod(ref, name))
+        if isinstance(cls_attr, (int, float, bool, str, list, dict)) and path in self.written:
+            return self.attr_get(m, name, path, cls_attr, node)  # `count = 0` on the class
         if isinstance(cls_attr, (int, float, bool, str)) and not callable(cls_attr):
             return st.const(cls_attr)
         if cls_attr is None and not hasattr(type(m), name):
             st.fail(f"module '{type(m).__name__}' has no attribute '{name}'", node)
         st.fail(f"module attribute '{path}' of {type(m).__name__} "
                 f"({type(cls_attr).__name__}) is not supported in scripted code", node)
+
+    # -- attributes as state ------------------------------------------------------------------
+    def attr_type(self, m, name, path, v, node) -> ir.Type:
+        """A plain attribute's IR type: its class-level annotation, else its value's."""
+        ann = _attr_annotation(type(m), name)
+        if ann is not None:
+            try:
+                return ft.from_annotation(ann)
+            except ft.AnnotationError as e:
+                self.st.fail(f"module attribute '{path}': {e}", node)
+        if isinstance(v, dict):
+            kt = vt = None
+            for k, e in v.items():
+                a, b = ft.of_python(k), ft.of_python(e)
+                kt = a if kt is None or a is None else ft.unify(kt, a)
+                vt = b if vt is None or b is None else ft.unify(vt, b)
+                if kt is None or vt is None:
+                    self.st.fail(f"module attribute '{path}' of {type(m).__name__}: a dict "
+                                 "needs keys of one type and values of one type (int/float/"
+                                 "bool/str/None or tuples/lists of those; annotate it as "
+                                 "Dict[K, V])", node)
+            if not v:
+                self.st.fail(f"module attribute '{path}' of {type(m).__name__} is an empty "
+                             "dict: annotate its type (`" + name + ": Dict[K, V]` in the "
+                             "class body)", node)
+            return ir.DictType(kt, vt)
+        ty = ft.of_python(v)
+        if ty is None:
+            self.st.fail(f"module attribute '{path}' of {type(m).__name__} has type "
+                         f"{type(v).__name__}, which scripted code cannot use", node)
+        return ty
+
+    def dict_const(self, v: dict, ty, node) -> ir.Value:
+        """A dict attribute read (not written) by the method: a fresh dict each call."""
+        st = self.st
+        ins = []
+        for k, e in v.items():
+            ins += [st.const(k), st.const(list(e) if isinstance(e, list) else e)]
+        st.cur = node
+        return st.emit("prim::DictConstruct", ins, (ty,)).output
+
+    def attr_get(self, m, name, path, v, node) -> ir.Value:
+        st = self.st
+        if path in self.state:  # the state tensor's current value
+            st.cur = node
+            ty = self.attr_types[path]
+            return st.emit("prim::TensorToScalar", [self.param_value(path)], (ty,),
+                           {"type": self.state[path].__name__}).output
+        ty = self.attr_types.get(path)
+        if ty is None:
+            ty = self.attr_types[path] = self.attr_type(m, name, path, v, node)
+        self.st.cur = node
+        return self.st.python_op(AttrGet(m, name), [], (ty,), name=f"self.{path}").output
+
+    def assign_attribute(self, t: ast.Attribute, v):
+        """`self.a.b = v` (StmtBuilder.assign): an AttrSet of the module's attribute."""
+        st = self.st
+        path = self._chain_path(t)
+        if path is None:
+            return UNHANDLED
+        owner = st.exprs.expr(t.value)
+        if not (isinstance(owner, Sugar) and isinstance(owner.obj, ModRef)):
+            return UNHANDLED
+        m = owner.obj.module
+        d = m.__dict__
+        name = t.attr
+        if name in d.get("_parameters", {}) or name in d.get("_buffers", {}) or \
+                isinstance(d.get(name), Tensor) or name in d.get("_modules", {}):
+            st.fail(f"assigning to the {'submodule' if name in d.get('_modules', {}) else 'tensor'}"
+                    f" attribute '{path}' is not supported in scripted code (write into it in "
+                    f"place: `self.{path} += v`, `self.{path}.copy_(v)`)", t)
+        ty = self.attr_types.get(path)
+        if ty is None:
+            cur = d[name] if name in d else getattr(type(m), name, None)
+            if cur is None and name not in d and not hasattr(type(m), name):
+                st.fail(f"module '{type(m).__name__}' has no attribute '{name}' (scripted code "
+                        "assigns only attributes set in __init__ or on the class)", t)
+            ty = self.attr_types[path] = self.attr_type(m, name, path, cur, t)
+        v = st.exprs.coerce(st.exprs.to_value(v), ty, t)
+        st.cur = t
+        if path in self.state:  # written into the state tensor, as `fill_` would
+            cur = self.param_value(path)
+            st.writes.mutate(cur, st.writes.write_op(cur, v), t)
+            return None
+        st.python_op(AttrSet(m, name), [v], (ir.NONE,), name=f"self.{path} =")
+        return None
 
     # -- calls --------------------------------------------------------------------------------
     def rewrite_call(self, node):
@@ -269,7 +487,10 @@ class ModuleHooks(FrontendHooks):
                 ins.append(st.const(dv) if ft.of_python(dv) is not None
                            else st.const(dv, gv.type))
         for p in c.param_paths:
-            ins.append(self.param_value(f"{ref.path}.{p}" if ref.path else p))
+            full = f"{ref.path}.{p}" if ref.path else p
+            if p in c.state:  # the callee's attribute state is the caller's too
+                self.state[full] = c.state[p]
+            ins.append(self.param_value(full))
         st.cur = node
         n = st.emit("prim::CallFunction", ins, [o.type for o in c.graph.outputs],
                     {"fn": c.graph})
@@ -380,6 +601,9 @@ class ModuleHooks(FrontendHooks):
 
     def assign(self, t, v):
         st = self.st
+        if isinstance(t, ast.Attribute):
+            r = self.assign_attribute(t, v)
+            return v if r is UNHANDLED else r
         if isinstance(v, tuple) and isinstance(t, (ast.Tuple, ast.List)):
             if len(v) != len(t.elts):
                 st.fail(f"cannot unpack {len(v)} values into {len(t.elts)}", t)
@@ -454,7 +678,7 @@ def compile_method(module, name: str, ctx: _Ctx, top: bool = False,
             g.return_aliases = {j: i - 1 for j, i in g.return_aliases.items()}
     sig = inspect.signature(fn)
     sig = sig.replace(parameters=list(sig.parameters.values())[1:])
-    out = Compiled(res, list(hooks.param_values), guards, sig, adapter)
+    out = Compiled(res, list(hooks.param_values), guards, sig, adapter, dict(hooks.state))
     ctx.methods[key] = out
     return out
 

@@ -159,11 +159,15 @@ class StmtBuilder:
             if slice_assign(st, t, st.exprs.to_value(v)):  # l[a:b] = vs
                 return
             base = st.exprs.expr_value(t.value)
-            if not isinstance(t.value, ast.Name) and not ft.is_tensor(base.type):
+            attr = isinstance(t.value, ast.Attribute) and not ft.is_tensor(base.type)
+            if not isinstance(t.value, ast.Name) and not ft.is_tensor(base.type) and not attr:
                 st.fail("subscript assignment is only supported on a variable or a tensor "
                         "(`x[i] = v`, `x.t()[i] = v`)", t)
-            self.store_item(getattr(t.value, "id", None), base,
-                            st.index.setitem(base, t.slice, st.exprs.to_value(v), t), t)
+            new = st.index.setitem(base, t.slice, st.exprs.to_value(v), t)
+            if attr:  # `self.table[k] = v`: the module's attribute is the new container
+                self.assign(_store(t.value), new)
+            else:
+                self.store_item(getattr(t.value, "id", None), base, new, t)
         elif isinstance(t, ast.Attribute):
             st.fail("assigning to attributes is only supported in a scripted class's "
                     "__init__", t)
@@ -200,14 +204,31 @@ class StmtBuilder:
                 st.env[s.target.id] = new
         elif isinstance(s.target, ast.Subscript):
             base = st.exprs.expr_value(s.target.value)
-            if not isinstance(s.target.value, ast.Name) and not ft.is_tensor(base.type):
+            attr = isinstance(s.target.value, ast.Attribute) and not ft.is_tensor(base.type)
+            if not isinstance(s.target.value, ast.Name) and not ft.is_tensor(base.type) and \
+                    not attr:
                 st.fail("augmented assignment is only supported on variables and `x[i]`", s)
             cur = st.index.getitem(base, s.target.slice, s.target)
             rhs = st.exprs.expr(s.value)
             st.cur = s
             new = st.exprs.binop(op, cur, rhs, s)
             new = st.index.setitem(base, s.target.slice, st.exprs.to_value(new), s.target)
-            self.store_item(getattr(s.target.value, "id", None), base, new, s.target)
+            if attr:  # `self.table[k] += v`
+                self.assign(_store(s.target.value), new)
+            else:
+                self.store_item(getattr(s.target.value, "id", None), base, new, s.target)
+        elif isinstance(s.target, ast.Attribute):
+            # `self.n += 1` (an attribute the module frontend makes state), `self.buf += x`
+            cur = st.exprs.expr_value(ast.copy_location(
+                ast.Attribute(s.target.value, s.target.attr, ast.Load()), s.target))
+            rhs = st.exprs.expr(s.value)
+            st.cur = s
+            new = st.exprs.binop(op, cur, rhs, s)
+            if isinstance(ft.base(cur.type), ir.TensorType):  # in place, as for a variable
+                new = st.writes.write_op(cur, st.exprs.to_value(new), cast_check=True)
+                st.writes.mutate(cur, new, s)
+            else:
+                self.assign(s.target, new)
         else:
             st.fail("augmented assignment is only supported on variables and `x[i]`", s)
 
@@ -389,3 +410,8 @@ def _returned_tuple(exit, rt, then_b, re_, else_b) -> int:
             return 0
         parts.append(len(n.inputs))
     return parts[0] if parts[0] == parts[1] else 0
+
+
+def _store(node: ast.expr) -> ast.expr:
+    """`node` (an attribute read) as an assignment target."""
+    return ast.copy_location(ast.Attribute(node.value, node.attr, ast.Store()), node)

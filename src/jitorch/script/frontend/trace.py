@@ -32,7 +32,11 @@ Rules of a trace, as in PyTorch's tracer:
 - A call of scripted code (a scripted function or module, another trace) is recorded as one
   `prim::CallFunction` of its graph (`frontend/trace_call.py`), never as a constant of its result:
   the scripted code's branches stay decided per call.
-- Shapes are baked where the eager code reads them (slice bounds, `view(x.size(0), -1)`): a trace
+- Sizes read from a traced tensor (`x.size(0)`, `x.shape[0]`, and int arithmetic on them) are
+  graph values where an op takes them (`view(x.size(0), -1)`: `frontend/trace_sizes.py`), as
+  PyTorch records `aten::size`; a size turned into a Python number (`int(n)`, `len(x)`) or used
+  where Python does not ask (slice bounds, `range(n)`, the sizes of a factory call such as
+  `zeros(n, 3)`, which the tracer sees only as its result) is baked in: such a trace
   is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
 """
 from __future__ import annotations
@@ -49,6 +53,7 @@ from ... import _tensor
 from ..._ops import registry
 from ..._tensor import Tensor
 from .. import ir
+from . import trace_sizes
 
 
 class TracerError(RuntimeError):
@@ -137,6 +142,7 @@ class Tracer:
         self.swapped: list = []  # (tensor, original version list), restored on exit
         self.inputs: set = set()  # ids of input tensors (writes to them warn)
         self.conversions: list = []  # (loc, kind, data read): data-dependent Python values
+        self.shape_values: dict = {}  # traced value -> its `prim::GetAttr shape` (trace_sizes)
 
     # -- values ------------------------------------------------------------------------------
     def add_input(self, t, name: str) -> ir.Value:
@@ -163,6 +169,7 @@ class Tracer:
     def constant(self, x, ty=None) -> ir.Value:
         if isinstance(x, np.generic):
             x = x.item()
+        x = trace_sizes.plain(x)  # a baked size is a plain int in the graph
         n = ir.Node("prim::Constant", (), (ty or value_type(x),), attrs={"value": x})
         self.block.nodes.append(n)
         return n.output
@@ -193,7 +200,8 @@ class Tracer:
             n = ir.Node("prim::ListConstruct", vals, (ir.ListType(elem),))
             self.block.nodes.append(n)
             return n.output
-        return self.constant(x)
+        v = trace_sizes.value_of(self, x)  # sizes read from traced tensors: graph values
+        return v if v is not None else self.constant(x)
 
     # -- in-place writes -----------------------------------------------------------------------
     def _record(self, name: str, slots: tuple, attrs: dict):
@@ -300,6 +308,8 @@ class Tracer:
         with _count_lock:
             _active_count[0] += 1
             _tensor._data_hook = check_data_dependence
+            if _active_count[0] == 1:
+                trace_sizes.install()
         registry.push_mode(self)
         return self
 
@@ -310,6 +320,7 @@ class Tracer:
             _active_count[0] -= 1
             if not _active_count[0]:
                 _tensor._data_hook = None
+                trace_sizes.uninstall()
         for t, ver in self.swapped:  # the tensors go back to their own counters
             if type(t._version) is _Version:
                 t._version = ver

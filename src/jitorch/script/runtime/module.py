@@ -2,12 +2,22 @@
 
 Owns `ScriptModule`, `script_module(m)`, `trace_module(m, inputs)` and `freeze(m)`.
 
+A traced module's submodules are traced modules too, as PyTorch's `TracedModule` children:
+`traced.layer1` has `.graph`, `.code` and runs its own trace. The trace of the whole module
+records the inputs each direct child was first called with (copies, by a forward pre-hook);
+`traced.layer1` traces the child on them when first asked (its own children likewise, one level
+at a time). A child never called in the trace, or called with other than tensors, stays the
+plain module.
+
 How a method is compiled: frontend/module.py (`self` resolved at compile time):
 - `self.<param or buffer>` becomes a GRAPH INPUT (created on first use, named `self_<path>`),
   passed at each call: optimizer steps and `load_state_dict` never recompile;
 - `self.<int/float/bool/str/None/tuple/list/dict attribute>` and `self.training` are folded as
   constants; each read is a GUARD: the method keeps one compiled variant per set of guarded
   values (train vs eval, a changed hyper-parameter), checked at each call;
+- an int/float/bool attribute the method writes (`self.n += 1`) is STATE: a 0-d tensor made
+  from the attribute for each call (a graph input like a buffer, `Compiled.state`), whose value
+  after the call is set back on the module (`_Variant.run`);
 - `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
   parameters mapped onto the caller's inputs) and call it with `prim::CallFunction` (the
   inline pass inlines it); `for m in self.layers` over ModuleList/Sequential/ModuleDict
@@ -58,11 +68,25 @@ def _guard_value(m, name):
     return _freeze_value(v)
 
 
-def _accessor(root, path: str):
+_STATE_DTYPES: dict = {}
+
+
+def _state_tensor(value, ty) -> Tensor:
+    """The 0-d tensor standing for an int/float/bool attribute during a call."""
+    import numpy as np
+    if not _STATE_DTYPES:
+        _STATE_DTYPES.update({int: np.int64, float: np.float64, bool: np.bool_})
+    return Tensor._make(np.array(ty(value), dtype=_STATE_DTYPES[ty]))
+
+
+def _accessor(root, path: str, state=None):
     """(dict, key) holding the tensor at `path` now: read at each call, so a parameter
-    replaced in its module (`m.w = Parameter(...)`) is seen without recompiling."""
+    replaced in its module (`m.w = Parameter(...)`) is seen without recompiling; for attribute
+    state (`state`: its Python type), (owner module, name, type)."""
     owner_path, _, leaf = path.rpartition(".")
     owner = _resolve(root, owner_path) if owner_path else root
+    if state is not None:
+        return owner, leaf, state
     for store in ("_parameters", "_buffers"):
         d = owner.__dict__.get(store, {})
         if leaf in d:
@@ -72,7 +96,7 @@ def _accessor(root, path: str):
 
 class _Variant:
     __slots__ = ("guards", "values", "sf", "param_paths", "graph", "_acc", "_root", "adapter",
-                 "checked_at", "mutable")
+                 "checked_at", "mutable", "state")
 
     def __init__(self, c: Compiled, sf):
         seen, self.guards, self.values = set(), [], []
@@ -83,6 +107,7 @@ class _Variant:
                 self.values.append(v)
         self.sf, self.param_paths, self.graph = sf, c.param_paths, c.graph
         self.adapter = getattr(c, "adapter", None)  # a twin's Python side (compile_method)
+        self.state = getattr(c, "state", None) or {}  # param path -> int/float/bool
         self._acc, self._root = None, None
         self.checked_at = -1
         self.mutable = any(isinstance(m.__dict__.get(n), (list, dict, set, bytearray))
@@ -90,9 +115,24 @@ class _Variant:
 
     def tensors(self, root) -> list:
         if self._root is not root:
-            self._acc = [_accessor(root, p) for p in self.param_paths]
+            self._acc = [_accessor(root, p, self.state.get(p)) for p in self.param_paths]
             self._root = root
-        return [d[k] for d, k in self._acc]
+        return [_state_tensor(getattr(a[0], a[1]), a[2]) if len(a) == 3 else a[0][a[1]]
+                for a in self._acc]
+
+    def run(self, root, args, finish=None):
+        """The compiled function on `args` and the module's tensors; attribute state is set
+        back on the module afterwards (only where it changed: no guard re-check otherwise)."""
+        ts = self.tensors(root)
+        out = self.sf(*args, *ts)
+        if self.state:
+            for a, t in zip(self._acc, ts):
+                if len(a) == 3:
+                    owner, name, ty = a
+                    new = ty(t._data.item())
+                    if getattr(owner, name) != new or type(getattr(owner, name)) is not ty:
+                        setattr(owner, name, new)
+        return out if finish is None else finish(out)
 
 
 def _wait_all(fns, timeout) -> bool:
@@ -146,10 +186,10 @@ class ScriptMethod:
         v = self._current()
         if v.adapter is not None:
             args, finish = v.adapter(*args, **kwargs)
-            return finish(v.sf(*args, *v.tensors(self.owner._orig)))
+            return v.run(self.owner._orig, args, finish)
         if not kwargs and self._signature is not None and \
                 len(args) == len(self._signature.parameters):
-            return v.sf(*args, *v.tensors(self.owner._orig))  # the common case: no binding
+            return v.run(self.owner._orig, args)  # the common case: no binding
         if self._signature is not None:
             try:
                 b = self._signature.bind(*args, **kwargs)
@@ -159,7 +199,7 @@ class ScriptMethod:
             args = list(b.args)
         else:
             args = list(args)
-        return v.sf(*args, *v.tensors(self.owner._orig))
+        return v.run(self.owner._orig, args)
 
     def wait_compiled(self, timeout=None) -> bool:
         """`ScriptFunction.wait_compiled` for every variant of this method."""
@@ -228,6 +268,9 @@ def _make_class():
             meths = self.__dict__.get("_methods", {})
             if name in meths:
                 return meths[name]
+            child = _traced_child(self, name)
+            if child is not None:
+                return child
             try:
                 return super().__getattr__(name)
             except AttributeError:
@@ -321,8 +364,13 @@ def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_t
 
     def call(*a):
         return m(*a[:n])
-    graph, out = _trace.trace_graph(call, example_inputs + tuple(t for _, t in named),
-                                    name=f"{type(m).__name__}.forward")
+    child_inputs, handles = _record_child_inputs(m)
+    try:
+        graph, out = _trace.trace_graph(call, example_inputs + tuple(t for _, t in named),
+                                        name=f"{type(m).__name__}.forward")
+    finally:
+        for h in handles:
+            h.remove()
     from .programs import _symbolic
     for v in graph.inputs:
         v.type = _symbolic(v.type)
@@ -337,6 +385,7 @@ def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_t
     res = FrontendResult(graph, (), {}, None, isinstance(out, tuple), False, ())
     c = Compiled(res, [k for k, _ in named], [], None)
     sm = script_module_class()(m, "trace")
+    sm.__dict__["_child_inputs"] = child_inputs
     _add_method(sm, "forward", lambda: c)
     if check_trace:  # PyTorch's default: trace again on the check inputs and compare
         from ..frontend.trace_check import as_inputs, check_trace as _check
@@ -349,6 +398,55 @@ def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_t
         _check(graph, retrace, lambda a: sm(*as_inputs(a)), check_inputs or [example_inputs],
                check_tolerance)
     return sm
+
+
+def _copy_inputs(args):
+    """Copies of a child's call arguments (made outside the dispatcher: no traced op), or
+    None when some argument is not a Tensor."""
+    if not args or not all(isinstance(a, Tensor) for a in args):
+        return None
+    out = []
+    for a in args:
+        c = Tensor._make(a._data.copy(), a._dtype)
+        if a._device is not Tensor._device:
+            c._device = a._device
+        out.append(c)
+    return tuple(out)
+
+
+def _record_child_inputs(m):
+    """Forward pre-hooks on m's direct children recording the first call's inputs; returns
+    (the {name: inputs} table, the hook handles to remove)."""
+    seen: dict = {}
+    handles = []
+    for name, child in m._modules.items():
+        if child is None:
+            continue
+
+        def hook(mod, args, name=name):
+            if name not in seen:
+                seen[name] = _copy_inputs(args)
+        handles.append(child.register_forward_pre_hook(hook))
+    return seen, handles
+
+
+def _traced_child(sm, name):
+    """`traced.<name>` of a traced module: the child's own trace (see the module docstring),
+    or None (not a child with recorded tensor inputs: the ordinary lookup applies)."""
+    d = sm.__dict__
+    inputs = d.get("_child_inputs", {}).get(name)
+    if inputs is None:
+        return None
+    mod = d["_modules"].get(name)
+    cache = d.setdefault("_child_traces", {})
+    hit = cache.get(name)
+    if hit is not None and hit[0] is mod:
+        return hit[1]
+    if mod is None:
+        return None
+    traced = trace_module(mod, inputs, check_trace=False)
+    cache[name] = (mod, traced)
+    return traced
 
 
 def freeze(sm, preserved_attrs=None, optimize_numerics=True):
@@ -384,7 +482,7 @@ def freeze(sm, preserved_attrs=None, optimize_numerics=True):
         if meth is None:
             continue
         v = meth._current()
-        c = Compiled(_Res(v), v.param_paths, [], meth._signature)
+        c = Compiled(_Res(v), v.param_paths, [], meth._signature, state=v.state)
         _add_method(out, name, lambda c=c: c, meth._signature)
     return out
 

@@ -73,6 +73,12 @@ def _callable_ref(fn, where):
     """A PythonOp callable as JSON: {"kind": "kw", fn, npos, kwnames, method},
     {"kind": "index", op, spec, single} (x[...] with run-time parts) or {"fn": ...}."""
     from ..frontend.index import GetItem, SetItem
+    from ..frontend.module import AttrGet, AttrSet
+    if isinstance(fn, (AttrGet, AttrSet)):
+        raise RuntimeError(f"jitorch.jit.save: {where} writes the module attribute "
+                           f"'{fn.name}' ({type(getattr(fn.module, fn.name, None)).__name__}): "
+                           "a saved module holds attribute state only of int, float and bool "
+                           "attributes")
     if isinstance(fn, (GetItem, SetItem)):
         return {"kind": "index", "op": "getitem" if isinstance(fn, GetItem) else "setitem",
                 "spec": _spec_json(fn.spec), "single": bool(fn.single)}
@@ -176,8 +182,10 @@ def save(m, f, _extra_files=None):
                     tens.append(n.attrs[k])
         for p in v.param_paths:
             if p not in state:  # a plain tensor attribute read by the method
-                from .module import _resolve
+                from .module import _resolve, _state_tensor
                 state[p] = _resolve(root, p)
+                if p in v.state:  # int/float/bool attribute state: saved as its 0-d tensor
+                    state[p] = _state_tensor(state[p], v.state[p])
         sig = meth._signature
         args, defaults = [], {}
         if sig is not None:
