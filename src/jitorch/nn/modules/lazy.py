@@ -188,9 +188,8 @@ class _LazyNormMixin(LazyModuleMixin):
     def initialize_parameters(self, input, *args) -> None:
         if not self.has_uninitialized_params():
             return
-        # batch norm: (N, C, *); instance norm may be unbatched (C, *spatial)
-        unbatched = input.dim() == getattr(self, "_no_batch_dim", -1)
-        self.num_features = input.shape[0 if unbatched else 1]
+        # PyTorch reads dim 1 for every lazy norm (an unbatched instance norm input too)
+        self.num_features = input.shape[1]
         for name in ("weight", "bias", "running_mean", "running_var"):
             t = getattr(self, name)
             if t is not None and _uninitialized(t):
