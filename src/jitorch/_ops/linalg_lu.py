@@ -19,7 +19,7 @@ from scipy.linalg import get_lapack_funcs
 
 from .. import return_types
 from .._tensor import Tensor
-from ._linalg_util import LinAlgError, batch_prefix, check_float, check_matrix, const, pt
+from ._linalg_util import LinAlgError, batch_prefix, check_float, check_matrix, pt
 from .registry import _write_out, defop
 from .batching import LOOP
 
@@ -268,12 +268,10 @@ def _lu_unpack_vjp(grads, LU_data_shape, unpack_data):
 
 
 def _lu_unpack_jvp(t_LU_data, LU_data, unpack_data):
-    m, n = LU_data.shape[-2], LU_data.shape[-1]
-    k = min(m, n)
-    zero = const(np.zeros((0,)), t_LU_data)
-    if not unpack_data:
-        return zero, zero, zero
-    return zero, t_LU_data[..., :, :k].tril(-1), t_LU_data[..., :k, :].triu()
+    if not unpack_data:  # (P is a constant: no tangent)
+        return None, None, None
+    k = min(LU_data.shape[-2], LU_data.shape[-1])
+    return None, t_LU_data[..., :, :k].tril(-1), t_LU_data[..., :k, :].triu()
 
 
 lu_unpack_op = defop("lu_unpack", _lu_unpack_impl, tensors=("LU_data", "LU_pivots"),

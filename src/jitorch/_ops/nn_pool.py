@@ -26,6 +26,7 @@ from .batching import LOOP, fold
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
+_RANK3 = "no CPU lowering yet for 3-D pooling (the 1-D and 2-D forms are lowered)"
 
 # top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
 # the rest is reached through jitorch.nn.functional
@@ -155,7 +156,7 @@ def _make_max_pool(nd):
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
                          jvp=jvp, function=nd == 1, infer=infer.with_indices,
-                         batch=fold(nd + 2))
+                         batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -179,7 +180,8 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2))
+                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2),
+                   interpreted=_RANK3 if nd == 3 else None)
     return with_indices, values
 
 
@@ -351,7 +353,7 @@ def _make_avg_pool(nd):
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
                jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same,
-               batch=fold(nd + 2))
+               batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
     return fn
 
 
@@ -469,7 +471,7 @@ def _make_adaptive_avg(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
-               infer=infer.same, batch=fold(nd + 2))
+               infer=infer.same, batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
     return fn
 
 
