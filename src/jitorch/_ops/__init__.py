@@ -15,7 +15,7 @@ from . import fft_ops, fft_windows  # noqa: F401  (jitorch.fft's ops; windows, s
 from . import linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample
 from . import nn_activation_extra, nn_loss_extra, special_fns
 from . import factories, index_write  # noqa: F401  (compiler-facing ops; nothing public)
-from . import linalg_eig, linalg_lu, matrix_build, nn_ctc  # noqa: E402  (issue 19)
+from . import compat_more, linalg_eig, linalg_lu, matrix_build, nn_ctc  # noqa: E402  (issue 19)
 from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
 
 _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, join, linalg,
@@ -24,7 +24,7 @@ _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, joi
              nn_activation, nn_loss, nn_misc, nn_norm, nn_conv, nn_pool,
              linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample,
              nn_activation_extra, special_fns, fft_windows)
-_FAMILIES += (linalg_eig, linalg_lu, matrix_build, nn_ctc)  # issue 19
+_FAMILIES += (compat_more, linalg_eig, linalg_lu, matrix_build, nn_ctc)  # issue 19
 
 __all__ = sorted({name for m in _FAMILIES for name in getattr(m, "__all__", ())})
 globals().update({name: getattr(m, name) for m in _FAMILIES
