@@ -57,6 +57,9 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
             "multilabel_soft_margin_loss", "affine_grid", "grid_sample", "dropout1d", "dropout2d", "dropout3d",
             "alpha_dropout"]
 __all__ += ["ctc_loss", "bilinear"]  # issue 19
+from ._functional_more import *  # noqa: F401,F403,E402  (issue 19)
+from ._functional_more import __all__ as _more_all  # noqa: E402
+__all__ += _more_all + ["feature_alpha_dropout"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh
@@ -259,7 +262,8 @@ expose(_embedding_form, embedding, ignore=("norm_type",))  # norm_type: only wit
 def __getattr__(name):
     # the channel-wise dropouts live with their modules (nn/modules/dropout.py), which import
     # this module: bound on first use, not at import
-    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                "feature_alpha_dropout"):
         from .modules import dropout as _dropout_mod
         return getattr(_dropout_mod, name)
     raise AttributeError(f"module 'jitorch.nn.functional' has no attribute '{name}'")

@@ -52,4 +52,8 @@ __all__ += ["CosineSimilarity", "PairwiseDistance", "InstanceNorm1d", "InstanceN
 from .lazy import *  # noqa: F401,F403,E402
 from .lazy import __all__ as _lazy_all  # noqa: E402
 from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
-__all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveLogSoftmaxWithLoss"] + _lazy_all
+from .dropout import FeatureAlphaDropout  # noqa: F401,E402
+from .more_layers import *  # noqa: F401,F403,E402
+from .more_layers import __all__ as _more_all  # noqa: E402
+__all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveLogSoftmaxWithLoss",
+            "FeatureAlphaDropout"] + _lazy_all + _more_all
