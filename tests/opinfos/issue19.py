@@ -11,7 +11,7 @@ import scipy.linalg as sla
 
 import jitorch
 import jitorch.nn.functional as F
-from opinfo import OpInfo, Sample
+from opinfo import INTS, OpInfo, Sample
 from opinfos.nn_conv import _adaptive_ref, _avg_pool_ref, _conv_ref, _conv_t_ref, _max_pool_ref
 
 LA = jitorch.linalg
@@ -155,6 +155,33 @@ def _eig_samples(dtype, rng):
     return [Sample((_r(dtype, rng, 4, 4),))]
 
 
+# --- compat_more.py: Tensor.unfold and the NumPy-kernel elementwise ops ---------------------------
+def _unfold_ref(x, dimension, size, step):
+    x = np.moveaxis(x, dimension, -1)
+    n = (x.shape[-1] - size) // step + 1
+    win = np.stack([x[..., i * step:i * step + size] for i in range(n)], -2)
+    return np.moveaxis(win, -2, dimension % (x.ndim) if dimension >= 0 else dimension - 1)
+
+
+def _unfold_samples(dtype, rng):
+    return [Sample((_r(dtype, rng, 2, 7), 1, 3, 2)), Sample((_r(dtype, rng, 5, 2), 0, 2, 1))]
+
+
+def _int_pair(dtype, rng):
+    a = rng.integers(-20, 20, (3, 4)).astype(dtype)
+    return [Sample((a, rng.integers(1, 15, (4,)).astype(dtype)))]
+
+
+def _float_pair(dtype, rng):
+    a = np.array([-1.5, 0.0, 2.0, 0.0, 3.0], dtype)
+    return [Sample((a, np.array([0.5, 0.25, 1.0, -1.0, 3.0], dtype)))]
+
+
+def _isin_samples(dtype, rng):
+    return [Sample((np.array([[1, 5], [3, 2]], dtype), np.array([2, 3, 9], dtype))),
+            Sample((np.array([1, 5, 3], dtype), np.array([5], dtype)), {"invert": True})]
+
+
 OPINFOS = [
     OpInfo("conv3d", _conv_ref, _conv3d_samples, method=False),
     OpInfo("conv_transpose3d", _conv_t_ref, _convt3d_samples, method=False),
@@ -175,4 +202,12 @@ OPINFOS = [
            skip_grad_args=(1,)),
     OpInfo("linalg.eig", _eig_ref, _eig_samples, op=LA.eig, method=False, grad=False,
            jvp=False),
+    OpInfo("unfold", _unfold_ref, _unfold_samples, op=lambda x, *a: x.unfold(*a),
+           method=False),
+    OpInfo("isin", lambda a, b, invert=False: np.isin(a, b, invert=invert), _isin_samples,
+           dtypes=INTS + (jitorch.float32,), method=False, grad=False, jvp=False),
+    OpInfo("gcd", np.gcd, _int_pair, dtypes=INTS, grad=False, jvp=False),
+    OpInfo("lcm", np.lcm, _int_pair, dtypes=INTS, grad=False, jvp=False),
+    OpInfo("heaviside", np.heaviside, _float_pair, grad=False, jvp=False),
+    OpInfo("nextafter", np.nextafter, _float_pair, grad=False, jvp=False),
 ]

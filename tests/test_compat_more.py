@@ -1,0 +1,101 @@
+"""The compositions of `_ops/compat_more.py` (issue 19) against NumPy: unravel_index,
+combinations, trapezoid / cumulative_trapezoid, vander, diagflat, deg2rad, addr, renorm, the
+*_scatter functions, sum_to_size, fill_diagonal_, resize_, the predicates and the top-level
+in-place forms; gradients where PyTorch has them (finite differences)."""
+import itertools
+
+import numpy as np
+import pytest
+
+import jitorch as jt
+
+
+def test_index_and_combination_helpers():
+    r, c = jt.unravel_index(jt.tensor([5, 7, -1]), (2, 4))
+    np.testing.assert_array_equal(np.stack([r.numpy(), c.numpy()]),
+                                  np.unravel_index([5, 7, 7], (2, 4)))
+    with pytest.raises(ValueError, match="out-of-bounds"):
+        jt.unravel_index(jt.tensor([8]), (2, 4))
+    got = jt.combinations(jt.tensor([4, 5, 6]), 2).numpy()
+    np.testing.assert_array_equal(got, list(itertools.combinations([4, 5, 6], 2)))
+    got = jt.combinations(jt.tensor([1, 2]), 3, with_replacement=True).numpy()
+    np.testing.assert_array_equal(got, list(itertools.combinations_with_replacement([1, 2], 3)))
+    np.testing.assert_array_equal(jt.split_with_sizes(jt.arange(5), [2, 3])[1].numpy(), [2, 3, 4])
+
+
+def test_integration_and_matrix_builders():
+    y = np.array([[1.0, 2, 4], [0, 1, 3]])
+    x = np.array([0.0, 1, 3])
+    np.testing.assert_allclose(jt.trapezoid(jt.tensor(y), jt.tensor(x)).numpy(),
+                               np.trapezoid(y, x))
+    np.testing.assert_allclose(jt.trapz(jt.tensor(y), dx=0.5, dim=0).numpy(),
+                               np.trapezoid(y, dx=0.5, axis=0))
+    np.testing.assert_allclose(jt.cumulative_trapezoid(jt.tensor(y), jt.tensor(x)).numpy(),
+                               np.cumsum((y[:, 1:] + y[:, :-1]) / 2 * np.diff(x), -1))
+    np.testing.assert_array_equal(jt.vander(jt.tensor([1, 2, 3]), N=4).numpy(),
+                                  np.vander([1, 2, 3], 4))
+    np.testing.assert_array_equal(jt.diagflat(jt.tensor([[1, 2]]), -1).numpy(),
+                                  np.diagflat([1, 2], -1))
+    np.testing.assert_allclose(jt.deg2rad(jt.tensor([180, 90])).numpy(), [np.pi, np.pi / 2])
+    a = jt.tensor(np.ones((2, 3)), requires_grad=True)
+    v1 = jt.tensor([1.0, 2.0], requires_grad=True)
+    out = jt.addr(a, v1, jt.tensor([3.0, 4.0, 5.0]), beta=2, alpha=3)
+    np.testing.assert_allclose(out.detach().numpy(), 2 + 3 * np.outer([1, 2], [3, 4, 5]))
+    out.sum().backward()
+    np.testing.assert_allclose(v1.grad.numpy(), [36.0, 36.0])
+
+
+def test_renorm_values_and_gradient():
+    x = np.arange(6.0).reshape(2, 3)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)
+    want = x * np.where(norms > 3, 3 / (norms + 1e-7), 1)
+    t = jt.tensor(x, requires_grad=True)
+    out = jt.renorm(t, 2, 0, 3.0)
+    np.testing.assert_allclose(out.detach().numpy(), want)
+    out.pow(2).sum().backward()
+    eps = 1e-6
+    fd = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        d = np.zeros_like(x)
+        d[i] = eps
+        f = [(jt.renorm(jt.tensor(x + s * d), 2, 0, 3.0) ** 2).sum().item() for s in (1, -1)]
+        fd[i] = (f[0] - f[1]) / (2 * eps)
+    np.testing.assert_allclose(t.grad.numpy(), fd, atol=1e-5)
+
+
+def test_scatter_functions_write_a_copy_and_route_gradients():
+    base = jt.zeros(3, 4, requires_grad=True)
+    src = jt.ones(3, 2, requires_grad=True)
+    out = jt.slice_scatter(base, src, 1, 0, 4, 2)
+    np.testing.assert_array_equal(out.detach().numpy(), np.tile([1.0, 0, 1, 0], (3, 1)))
+    (out * jt.arange(12.0).reshape(3, 4)).sum().backward()
+    np.testing.assert_array_equal(src.grad.numpy(), [[0, 2], [4, 6], [8, 10]])
+    np.testing.assert_array_equal(base.grad.numpy(), np.tile([0, 1, 0, 1], (3, 1))
+                                  * np.arange(12).reshape(3, 4))
+    np.testing.assert_array_equal(jt.select_scatter(jt.zeros(2, 3), jt.ones(2), 1, 2).numpy(),
+                                  [[0, 0, 1], [0, 0, 1]])
+    got = jt.diagonal_scatter(jt.zeros(2, 3, 4), jt.ones(2, 2) * 7, -1, 1, 2).numpy()
+    want = np.zeros((2, 3, 4))
+    want[:, [1, 2], [0, 1]] = 7
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(RuntimeError, match="expected src to have a size equal to the slice"):
+        jt.diagonal_scatter(jt.zeros(3, 3), jt.ones(3), 1)
+
+
+def test_in_place_helpers_and_predicates():
+    np.testing.assert_array_equal(jt.zeros(5, 2).fill_diagonal_(1.0, wrap=True).numpy(),
+                                  [[1, 0], [0, 1], [0, 0], [1, 0], [0, 1]])
+    t = jt.arange(3.0)
+    assert t.resize_(2, 2) is t and t.shape == (2, 2)
+    np.testing.assert_array_equal(t.numpy().ravel()[:3], [0, 1, 2])
+    with pytest.raises(RuntimeError, match="cannot resize variables that require grad"):
+        jt.ones(2, requires_grad=True).resize_(3)
+    np.testing.assert_array_equal(jt.ones(2, 3).sum_to_size(1, 3).numpy(), [[2, 2, 2]])
+    assert jt.is_nonzero(jt.tensor([2])) and not jt.is_signed(jt.tensor([1], dtype=jt.uint8))
+    assert jt.is_same_size(jt.ones(2), jt.zeros(2)) and not jt.is_neg(jt.ones(1))
+    with pytest.raises(RuntimeError, match="more than one value is ambiguous"):
+        jt.is_nonzero(jt.ones(2))
+    x = jt.tensor([-1.0, 4.0])
+    assert jt.abs_(x) is x and jt.sqrt_(x) is x
+    np.testing.assert_array_equal(x.numpy(), [1, 2])
+    np.testing.assert_array_equal(jt.frexp(jt.tensor([8.0])).exponent.numpy(), [4])
