@@ -8,6 +8,7 @@ import itertools
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.special as sla_special
 
 import jitorch
 import jitorch.nn.functional as F
@@ -182,6 +183,15 @@ def _isin_samples(dtype, rng):
             Sample((np.array([1, 5, 3], dtype), np.array([5], dtype)), {"invert": True})]
 
 
+def _gamma_samples(dtype, rng):
+    return [Sample((rng.uniform(0.5, 3, (2, 3)).astype(dtype),
+                    rng.uniform(0.2, 4, (3,)).astype(dtype)))]
+
+
+def _gamma_grad(dtype, rng):
+    return [Sample((rng.uniform(0.5, 3, (2, 3)), rng.uniform(0.2, 4, (3,))))]
+
+
 OPINFOS = [
     OpInfo("conv3d", _conv_ref, _conv3d_samples, method=False),
     OpInfo("conv_transpose3d", _conv_t_ref, _convt3d_samples, method=False),
@@ -210,4 +220,9 @@ OPINFOS = [
     OpInfo("lcm", np.lcm, _int_pair, dtypes=INTS, grad=False, jvp=False),
     OpInfo("heaviside", np.heaviside, _float_pair, grad=False, jvp=False),
     OpInfo("nextafter", np.nextafter, _float_pair, grad=False, jvp=False),
+    # (PyTorch differentiates only the second argument; the first is not checked)
+    OpInfo("igamma", lambda a, x: sla_special.gammainc(a, x), _gamma_samples,
+           grad_samples=_gamma_grad, skip_grad_args=(0,)),
+    OpInfo("igammac", lambda a, x: sla_special.gammaincc(a, x), _gamma_samples,
+           grad_samples=_gamma_grad, skip_grad_args=(0,)),
 ]

@@ -20,7 +20,13 @@ __all__ = ["local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d"
            "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
            "gumbel_softmax", "rrelu", "rrelu_", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
-           "native_channel_shuffle"]
+           "native_channel_shuffle", "embedding_bag"]
+
+def embedding_bag(*args, **kwargs):
+    """`F.embedding_bag` (nn/modules/sparse.py owns it, with EmbeddingBag)."""
+    from .modules.sparse import embedding_bag as fn
+    return fn(*args, **kwargs)
+
 
 adaptive_max_pool1d_with_indices = _adaptive_max1
 adaptive_max_pool2d_with_indices = _adaptive_max2
