@@ -99,3 +99,38 @@ def test_in_place_helpers_and_predicates():
     assert jt.abs_(x) is x and jt.sqrt_(x) is x
     np.testing.assert_array_equal(x.numpy(), [1, 2])
     np.testing.assert_array_equal(jt.frexp(jt.tensor([8.0])).exponent.numpy(), [4])
+
+
+def test_top_level_functional_forms_and_copies():
+    x = jt.tensor([[1.0, -2.0, 3.0]])
+    np.testing.assert_allclose(jt.layer_norm(x, (3,)).numpy(),
+                               jt.nn.functional.layer_norm(x, (3,)).numpy())
+    w = jt.eye(3)
+    np.testing.assert_array_equal(jt.embedding(w, jt.tensor([2, 0])).numpy(), np.eye(3)[[2, 0]])
+    np.testing.assert_allclose(  # reduction 2 = 'sum'
+        jt.kl_div(jt.zeros(2), jt.ones(2) * 0.5, 2).item(), 2 * 0.5 * np.log(0.5))
+    y = jt.convolution(jt.ones(1, 1, 4), jt.ones(1, 1, 2), None, [1], [0], [1], True, [0], 1)
+    np.testing.assert_array_equal(y.numpy(), [[[1, 2, 2, 2, 1]]])
+    np.testing.assert_array_equal(jt.rsub(jt.ones(2), 5, alpha=2).numpy(), [3, 3])
+    src = jt.arange(6.0).reshape(2, 3)
+    c = jt.permute_copy(src, (1, 0))
+    c[0, 0] = 9.0
+    assert src[0, 0].item() == 0.0 and c.shape == (3, 2)
+    np.testing.assert_array_equal(jt.slice_copy(jt.arange(6), 0, 1, 5, 2).numpy(), [1, 3])
+    hist, edges = jt.histogram(jt.tensor([1.0, 2.0, 1.0]), bins=4, range=(0.0, 3.0))
+    np.testing.assert_array_equal(hist.numpy(), [0, 2, 1, 0])
+    np.testing.assert_allclose(edges.numpy(), np.linspace(0, 3, 5))
+    a = np.array([[4.0, 1.0], [1.0, 3.0]])
+    np.testing.assert_allclose(jt.cholesky_inverse(jt.tensor(np.linalg.cholesky(a))).numpy(),
+                               np.linalg.inv(a))
+    assert jt.typename(jt.ones(1)) == "torch.FloatTensor"
+    with pytest.warns(UserWarning, match="torch.range is deprecated"):
+        np.testing.assert_array_equal(jt.range(1, 4).numpy(), [1, 2, 3, 4])
+    with pytest.raises(RuntimeError, match="deprecated since version 1.9 and is now removed"):
+        jt.symeig(jt.eye(2))
+    t = jt.ones(2, 3)
+    assert t.unsqueeze_(0) is t and t.shape == (1, 2, 3)
+    with pytest.raises(NotImplementedError, match="t_ on a tensor that requires grad"):
+        jt.ones(2, 2, requires_grad=True).t_()
+    np.testing.assert_array_equal(jt.tensor([1.0, 2.0]).apply_(lambda v: v * 10).numpy(),
+                                  [10, 20])
