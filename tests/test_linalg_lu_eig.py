@@ -106,3 +106,25 @@ def test_cov_and_corrcoef_match_numpy():
                                atol=1e-6)
     with pytest.raises(RuntimeError, match="fweights cannot be negative"):
         jt.cov(jt.tensor(x), fweights=-jt.tensor(fw))
+
+
+def test_ex_forms_cond_tensorinv_tensorsolve_vander():
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((2, 3, 3))
+    inv, info = LA.inv_ex(jt.tensor(a))
+    np.testing.assert_allclose(inv.numpy(), np.linalg.inv(a))
+    assert info.tolist() == [0, 0]
+    assert LA.inv_ex(jt.tensor([[1.0, 2.0], [2.0, 4.0]])).info.item() == 2
+    assert LA.cholesky_ex(-jt.eye(2)).info.item() == 1
+    with pytest.raises(LA.LinAlgError):
+        LA.cholesky_ex(-jt.eye(2), check_errors=True)
+    for p in (None, -2, "fro", "nuc", 1, float("inf")):
+        np.testing.assert_allclose(LA.cond(jt.tensor(a), p).numpy(), np.linalg.cond(a, p))
+    t = rng.standard_normal((4, 6, 8, 3))
+    np.testing.assert_allclose(LA.tensorinv(jt.tensor(t), 2).numpy(), np.linalg.tensorinv(t, 2))
+    A, B = rng.standard_normal((6, 2, 3)), rng.standard_normal((2, 3))
+    np.testing.assert_allclose(LA.tensorsolve(jt.tensor(A), jt.tensor(B), dims=(0,)).numpy(),
+                               np.linalg.tensorsolve(A, B, axes=(0,)))
+    np.testing.assert_array_equal(LA.vander(jt.tensor([[1, 2], [3, 4]]), N=3).numpy(),
+                                  np.stack([np.vander(r, 3, increasing=True)
+                                            for r in [[1, 2], [3, 4]]]))

@@ -325,3 +325,113 @@ def lu_solve(b, LU_data, LU_pivots, *, out=None):
 Tensor.lu = lu
 Tensor.lu_solve = lu_solve
 Tensor.triangular_solve = triangular_solve
+
+
+# --- the `_ex` forms, cond, tensorinv, tensorsolve, vander (compositions) ------------------------
+_ex_t = {name: return_types.make(f"linalg_{name}_ex", fields) for name, fields in (
+    ("inv", ("inverse", "info")), ("cholesky", ("L", "info")),
+    ("solve", ("result", "info")))}
+
+
+def _info_of(A, fn, check_errors, lapack=None):
+    """(fn(A), info): info 0, or, when the factorisation fails and errors are not checked,
+    a NaN result and info > 0 (LAPACK's, from getrf or `lapack`) per batch element."""
+    from .. import _creation
+    batch = tuple(A.shape[:-2])
+    try:
+        return fn(), _creation.zeros(batch, dtype=_int32())
+    except LinAlgError:
+        if check_errors:
+            raise
+        flat = A.detach()._data.reshape((-1,) + tuple(A.shape[-2:]))
+        info_of = lapack or (lambda m: _getrf(m)[2])
+        infos = np.array([max(info_of(m), 0) for m in flat], np.int32).reshape(batch)
+        from .._creation import tensor
+        return None, tensor(infos)
+
+
+def _int32():
+    from .. import _dtype as dt
+    return dt.int32
+
+
+def inv_ex(A, *, check_errors=False, out=None):
+    """`linalg.inv_ex`: (inverse, info) without raising on a singular matrix."""
+    from .linalg_decomp import inverse
+    r, info = _info_of(A, lambda: inverse(A), check_errors)
+    r = A * float("nan") if r is None else r
+    res = _ex_t["inv"](r, info)
+    return res if out is None else _write_out(out, res)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
+    """`linalg.cholesky_ex`: (L, info) without raising on a non-positive-definite matrix."""
+    from .linalg_decomp import _potrf_info, linalg_cholesky
+    r, info = _info_of(A, lambda: linalg_cholesky(A, upper=upper), check_errors, _potrf_info)
+    r = A * float("nan") if r is None else r
+    res = _ex_t["cholesky"](r, info)
+    return res if out is None else _write_out(out, res)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False, out=None):
+    """`linalg.solve_ex`: (X, info) without raising on a singular A."""
+    from .linalg_decomp import solve
+    r, info = _info_of(A, lambda: solve(A, B, left=left), check_errors)
+    r = B * float("nan") if r is None else r
+    res = _ex_t["solve"](r, info)
+    return res if out is None else _write_out(out, res)
+
+
+def cond(A, p=None, *, out=None):
+    """`linalg.cond`: the condition number in norm p (2-norm / -2 by singular values)."""
+    from .linalg_decomp import inverse
+    from .linalg_norm import matrix_norm
+    from .linalg_svd import svdvals
+    if p is None or p in (2, -2):
+        s = svdvals(A)
+        r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
+    else:
+        r = matrix_norm(A, p) * matrix_norm(inverse(A), p)
+    return r if out is None else _write_out(out, r)
+
+
+def tensorinv(A, ind=2, *, out=None):
+    """`linalg.tensorinv`: the inverse of A read as a prod(shape[:ind]) square matrix."""
+    import math
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    left, right = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    if math.prod(left) != math.prod(right):
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           "prod(self.shape[:ind]), but got "
+                           f"{math.prod(right)} != {math.prod(left)}")
+    from .linalg_decomp import inverse
+    r = inverse(A.reshape(math.prod(left), math.prod(right))).reshape(right + left)
+    return r if out is None else _write_out(out, r)
+
+
+def tensorsolve(A, B, dims=None, *, out=None):
+    """`linalg.tensorsolve`: X with tensordot(A, X, X.ndim) = B."""
+    import math
+    from .linalg_decomp import solve
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        rest = [d for d in range(A.dim()) if d not in dims]
+        A = A.permute(rest + dims)
+    xshape = tuple(A.shape[B.dim():])
+    r = solve(A.reshape(math.prod(B.shape), math.prod(xshape)), B.reshape(-1)).reshape(xshape)
+    return r if out is None else _write_out(out, r)
+
+
+def linalg_vander(x, *, N=None):
+    """`linalg.vander`: increasing powers x^0 ... x^(N-1) along a new last dim."""
+    import jitorch
+    if x.dim() < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    n = x.shape[-1] if N is None else N
+    if n <= 1 and N is not None and n < 1:
+        raise RuntimeError("N must be greater than 1.")
+    cols = [jitorch.ones_like(x)]
+    for _ in range(1, n):
+        cols.append(cols[-1] * x)
+    return jitorch.stack(cols, -1)
