@@ -134,3 +134,38 @@ def test_top_level_functional_forms_and_copies():
         jt.ones(2, 2, requires_grad=True).t_()
     np.testing.assert_array_equal(jt.tensor([1.0, 2.0]).apply_(lambda v: v * 10).numpy(),
                                   [10, 20])
+
+
+def test_gradient_cells_and_runtime_settings():
+    f = np.array([[1.0, 4, 9, 16], [2, 3, 5, 8]])
+    for kw, np_args in (({}, {}), ({"spacing": 2.0, "dim": 1, "edge_order": 2},
+                                   {"axis": 1, "edge_order": 2})):
+        got = jt.gradient(jt.tensor(f), **kw)
+        want = np.gradient(f, *([2.0] if "spacing" in kw else []), **np_args)
+        want = list(want) if isinstance(want, (list, tuple)) else [want]
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w)
+    x = np.array([0.0, 1, 3, 4])
+    np.testing.assert_allclose(jt.gradient(jt.tensor(f), spacing=(jt.tensor(x),), dim=1)[0],
+                               np.gradient(f, x, axis=1))
+    rng = np.random.default_rng(5)
+    inp, h = rng.standard_normal((2, 3)), rng.standard_normal((2, 4))
+    wi, wh = rng.standard_normal((4, 3)), rng.standard_normal((4, 4))
+    np.testing.assert_allclose(
+        jt.rnn_tanh_cell(jt.tensor(inp), jt.tensor(h), jt.tensor(wi), jt.tensor(wh)).numpy(),
+        np.tanh(inp @ wi.T + h @ wh.T))
+    cell = jt.nn.LSTMCell(3, 4).double()
+    want = cell(jt.tensor(inp), (jt.tensor(h), jt.tensor(h)))
+    got = jt.lstm_cell(jt.tensor(inp), (jt.tensor(h), jt.tensor(h)), cell.weight_ih,
+                       cell.weight_hh, cell.bias_ih, cell.bias_hh)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy())
+    jt.set_num_interop_threads(3)
+    assert jt.get_num_interop_threads() == 3
+    jt.set_warn_always(True)
+    assert jt.is_warn_always_enabled()
+    jt.set_warn_always(False)
+    with pytest.raises(RuntimeError, match="now removed"):
+        jt.ones(2, 2).symeig()
+    y = jt.as_strided_scatter(jt.zeros(6), jt.ones(2, 2), (2, 2), (3, 1), 1)
+    np.testing.assert_array_equal(y.numpy(), [0, 1, 1, 0, 1, 1])

@@ -192,6 +192,17 @@ def _gamma_grad(dtype, rng):
     return [Sample((rng.uniform(0.5, 3, (2, 3)), rng.uniform(0.2, 4, (3,))))]
 
 
+def _as_strided_ref(x, size, stride, storage_offset=0):
+    return np.lib.stride_tricks.as_strided(x.ravel()[storage_offset:], size,
+                                           [s * x.itemsize for s in stride]).copy()
+
+
+def _as_strided_samples(dtype, rng):
+    x = _r(dtype, rng, 3, 4)
+    return [Sample((x, (2, 3), (4, 1), 1), name="window"),
+            Sample((x, (3, 3), (1, 3)), name="overlapping-transpose")]
+
+
 OPINFOS = [
     OpInfo("conv3d", _conv_ref, _conv3d_samples, method=False),
     OpInfo("conv_transpose3d", _conv_t_ref, _convt3d_samples, method=False),
@@ -225,4 +236,5 @@ OPINFOS = [
            grad_samples=_gamma_grad, skip_grad_args=(0,)),
     OpInfo("igammac", lambda a, x: sla_special.gammaincc(a, x), _gamma_samples,
            grad_samples=_gamma_grad, skip_grad_args=(0,)),
+    OpInfo("as_strided", _as_strided_ref, _as_strided_samples),
 ]
