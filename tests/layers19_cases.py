@@ -41,6 +41,10 @@ CASES = [
     ("triplet_distance", "TripletMarginWithDistanceLoss(margin=2.0, swap=True)",
      [(3, 4), (3, 4), (3, 4)], None),
     ("rrelu_eval", "RReLU(0.1, 0.3).eval()", [(2, 5)], None),
+    ("fractional_max2d", "FractionalMaxPool2d(3, output_size=(4, 5), return_indices=True, "
+     "_random_samples=L.tensor([[[0.1, 0.7], [0.5, 0.2]]]))", [(1, 2, 9, 8)], None),
+    ("fractional_max3d", "FractionalMaxPool3d(2, output_ratio=0.5, "
+     "_random_samples=L.tensor([[[0.2, 0.6, 0.9]]]))", [(1, 1, 6, 7, 5)], None),
     ("lazy_linear", "LazyLinear(4)", [(3, 5)], None),
     ("lazy_conv2d", "LazyConv2d(3, 2, padding=1)", [(1, 2, 4, 4)], None),
     ("lazy_convt1d", "LazyConvTranspose1d(4, 3, stride=2)", [(2, 3, 4)], None),

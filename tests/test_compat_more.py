@@ -169,3 +169,12 @@ def test_gradient_cells_and_runtime_settings():
         jt.ones(2, 2).symeig()
     y = jt.as_strided_scatter(jt.zeros(6), jt.ones(2, 2), (2, 2), (3, 1), 1)
     np.testing.assert_array_equal(y.numpy(), [0, 1, 1, 0, 1, 1])
+
+
+def test_conv_tbc_is_conv1d_over_time_batch_channel():
+    rng = np.random.default_rng(6)
+    x, w, b = rng.standard_normal((7, 2, 3)), rng.standard_normal((3, 3, 4)), np.ones(4)
+    got = jt.nn.functional.conv_tbc(jt.tensor(x), jt.tensor(w), jt.tensor(b), 1).numpy()
+    xp = np.pad(x, ((1, 1), (0, 0), (0, 0)))
+    want = np.stack([np.einsum("kbc,kco->bo", xp[t:t + 3], w) + 1 for t in range(7)])
+    np.testing.assert_allclose(got, want, atol=1e-12)

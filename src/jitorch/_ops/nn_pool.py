@@ -679,3 +679,111 @@ col2im = defop(
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
         t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
     batch=fold(3))
+
+
+# --- fractional max pooling ----------------------------------------------------------------------
+def _fractional_starts(sample, in_size, out_size, pool):
+    """PyTorch's pseudo-random window starts: int((i + u) * alpha) - int(u * alpha), the last
+    window flush with the end (alpha = (in - pool) / (out - 1), in the input's dtype)."""
+    seq = np.empty(out_size, np.int64)
+    if out_size > 1:
+        alpha = sample.dtype.type(in_size - pool) / sample.dtype.type(out_size - 1)
+        i = np.arange(out_size - 1, dtype=sample.dtype)
+        seq[:-1] = ((i + sample) * alpha).astype(np.int64) - np.int64(sample * alpha)
+    if out_size > 0:
+        seq[-1] = in_size - pool
+    return seq
+
+
+def _make_fractional(nd):
+    name = f"fractional_max_pool{nd}d"
+
+    def impl(input, random_samples, kernel_size, output_size):
+        if input.ndim not in (nd + 1, nd + 2):
+            raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                               f"{list(input.shape)}")
+        k = _tup(kernel_size, nd, "kernel_size", "pooling")
+        out = _tup(output_size, nd, "output_size", "pooling")
+        x = input if input.ndim == nd + 2 else input[None]
+        spatial = x.shape[2:]
+        for i in range(nd):
+            if out[i] + k[i] - 1 > spatial[i]:
+                raise RuntimeError(f"{name}(): pool size {k[i]} too large relative to input "
+                                   f"size {spatial[i]} and output size {out[i]}")
+        n, c = x.shape[:2]
+        vals = np.empty((n, c) + out, x.dtype)
+        idx = np.empty((n, c) + out, np.int64)
+        # the samples' last axis is (W, H) in 2-D and (T, H, W) in 3-D, as PyTorch's kernels
+        order = (1, 0) if nd == 2 else tuple(range(nd))
+        for b in range(n):
+            for ch in range(c):
+                starts = [_fractional_starts(random_samples[b, ch, order[i]], spatial[i],
+                                             out[i], k[i]) for i in range(nd)]
+                # windows (out..., k...) gathered by broadcast index arrays
+                ix = tuple((starts[i].reshape([-1 if j == i else 1 for j in range(nd)] + [1] * nd)
+                            + np.arange(k[i]).reshape([1] * nd
+                                                      + [-1 if j == i else 1
+                                                         for j in range(nd)]))
+                           for i in range(nd))
+                win = x[b, ch][ix].reshape(out + (-1,))
+                arg = np.argmax(win, -1)
+                vals[b, ch] = np.take_along_axis(win, arg[..., None], -1)[..., 0]
+                offs = np.unravel_index(arg, k)
+                flat = np.zeros(out, np.int64)
+                for i in range(nd):
+                    pos = starts[i].reshape([-1 if j == i else 1 for j in range(nd)]) + offs[i]
+                    flat = flat * spatial[i] + pos
+                idx[b, ch] = flat
+        if input.ndim == nd + 1:
+            vals, idx = vals[0], idx[0]
+        return vals, idx
+
+    def vjp(g, result, input_shape):
+        return _scatter_planes(g[0], result[1], input_shape, nd), None
+
+    def jvp(t_input, result):
+        return _gather_planes(t_input, result[1], nd), None
+
+    impl.__name__ = name
+    impl.__doc__ = f"{nd}-D fractional max pooling with given random samples (N, C, {nd})."
+    return defop("_" + name, impl, tensors=("input", "random_samples"), kind="other",
+                 method=False, vjp=vjp, jvp=jvp, interpreted=_NOT_YET, batch=LOOP)
+
+
+_fractional2 = _make_fractional(2)
+_fractional3 = _make_fractional(3)
+
+
+def _fractional(nd, op, input, kernel_size, output_size, output_ratio, return_indices,
+                _random_samples):
+    import jitorch
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"fractional_max_pool{nd}d requires specifying either an output_size "
+                         f"or an output_ratio")
+    if output_size is None:
+        ratio = _tup_float(output_ratio, nd)
+        output_size = [int(input.shape[input.dim() - nd + i] * ratio[i]) for i in range(nd)]
+    if _random_samples is None:
+        n = 1 if input.dim() == nd + 1 else input.shape[0]
+        _random_samples = jitorch.rand(n, input.shape[input.dim() - nd - 1], nd,
+                                       dtype=input.dtype)
+    r = op(input, _random_samples, kernel_size, tuple(_tup(output_size, nd, "output_size")))
+    return r if return_indices else r[0]
+
+
+def _tup_float(v, nd):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """2-D fractional max pooling (Graham): pseudo-random window starts."""
+    return _fractional(2, _fractional2, input, kernel_size, output_size, output_ratio,
+                       return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-D fractional max pooling (Graham): pseudo-random window starts."""
+    return _fractional(3, _fractional3, input, kernel_size, output_size, output_ratio,
+                       return_indices, _random_samples)

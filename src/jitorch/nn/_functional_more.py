@@ -14,18 +14,40 @@ import numpy as np
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from .._ops.nn_activation_extra import channel_shuffle as native_channel_shuffle  # noqa: F401
 from .._ops.nn_pool import (_adaptive_max1, _adaptive_max2, _adaptive_max3,  # noqa: F401
-                            avg_pool2d, avg_pool3d)
+                            avg_pool2d, avg_pool3d, fractional_max_pool2d,
+                            fractional_max_pool3d)
 
 __all__ = ["local_response_norm", "max_unpool1d", "max_unpool2d", "max_unpool3d",
            "multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss",
            "gumbel_softmax", "rrelu", "rrelu_", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
-           "native_channel_shuffle", "embedding_bag"]
+           "native_channel_shuffle", "embedding_bag", "fractional_max_pool2d",
+           "fractional_max_pool3d", "fractional_max_pool2d_with_indices",
+           "fractional_max_pool3d_with_indices", "conv_tbc"]
 
 def embedding_bag(*args, **kwargs):
     """`F.embedding_bag` (nn/modules/sparse.py owns it, with EmbeddingBag)."""
     from .modules.sparse import embedding_bag as fn
     return fn(*args, **kwargs)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool2d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None, output_ratio=None,
+                                       return_indices=False, _random_samples=None):
+    return fractional_max_pool3d(input, kernel_size, output_size, output_ratio, True,
+                                 _random_samples)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of (time, batch, channel) input with weight (k, C_in, C_out)."""
+    out = _jt.nn.functional.conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias,
+                                   padding=pad)
+    return out.permute(2, 0, 1)
 
 
 adaptive_max_pool1d_with_indices = _adaptive_max1

@@ -1,5 +1,5 @@
 """The remaining layers of `torch.nn` that real code uses (issue 19): LocalResponseNorm,
-CrossMapLRN2d, RReLU, MaxUnpool1/2/3d, MultiMarginLoss, MultiLabelMarginLoss,
+CrossMapLRN2d, RReLU, MaxUnpool1/2/3d, FractionalMaxPool2d/3d, MultiMarginLoss, MultiLabelMarginLoss,
 TripletMarginWithDistanceLoss, the deprecated NLLLoss2d and Container. Holders of PyTorch's
 hyper-parameters over the functions of `nn/_functional_more.py`.
 """
@@ -14,7 +14,8 @@ from .module import Module
 
 __all__ = ["LocalResponseNorm", "CrossMapLRN2d", "RReLU", "MaxUnpool1d", "MaxUnpool2d",
            "MaxUnpool3d", "MultiMarginLoss", "MultiLabelMarginLoss",
-           "TripletMarginWithDistanceLoss", "NLLLoss2d", "Container"]
+           "TripletMarginWithDistanceLoss", "NLLLoss2d", "Container", "FractionalMaxPool2d",
+           "FractionalMaxPool3d"]
 
 
 class LocalResponseNorm(Module):
@@ -149,3 +150,41 @@ class Container(Module):
                       "implemented in nn.Module. Subclass that instead.", stacklevel=2)
         for key, value in kwargs.items():
             self.add_module(key, value)
+
+
+class _FractionalMaxPoolNd(Module):
+    __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
+    _nd = 0
+    _fn = None
+
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None) -> None:
+        super().__init__()
+        nd, name = self._nd, type(self).__name__
+        tup = (lambda v: tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd)
+        self.kernel_size = tup(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = tup(output_size) if output_size is not None else None
+        self.output_ratio = tup(output_ratio) if output_ratio is not None else None
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a "
+                             f"pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input: Tensor):
+        return type(self)._fn(input, self.kernel_size, self.output_size, self.output_ratio,
+                              self.return_indices, _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _nd = 2
+    _fn = staticmethod(F.fractional_max_pool2d)
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
+    _nd = 3
+    _fn = staticmethod(F.fractional_max_pool3d)
