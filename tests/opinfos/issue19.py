@@ -223,7 +223,7 @@ OPINFOS = [
            skip_grad_args=(1,)),
     OpInfo("linalg.eig", _eig_ref, _eig_samples, op=LA.eig, method=False, grad=False,
            jvp=False),
-    OpInfo("unfold", _unfold_ref, _unfold_samples, op=lambda x, *a: x.unfold(*a),
+    OpInfo("Tensor.unfold", _unfold_ref, _unfold_samples, op=lambda x, *a: x.unfold(*a),
            method=False),
     OpInfo("isin", lambda a, b, invert=False: np.isin(a, b, invert=invert), _isin_samples,
            dtypes=INTS + (jitorch.float32,), method=False, grad=False, jvp=False),
