@@ -43,7 +43,8 @@ def test_eig_gradients_match_finite_differences():
 
     t = jt.tensor(a, requires_grad=True)
     w, v = LA.eig(t)
-    loss = (jt.view_as_real(w) * jt.tensor(wr)).sum() + (v.abs() ** 2 * jt.tensor(wr[:, :1].T)).sum()
+    loss = ((jt.view_as_real(w) * jt.tensor(wr)).sum()
+            + (v.abs() ** 2 * jt.tensor(wr[:, :1].T)).sum())
     loss.backward()
     np.testing.assert_allclose(t.grad.numpy(), _fd_grad(loss_np, a), atol=1e-5)
     t.grad = None

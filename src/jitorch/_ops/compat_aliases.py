@@ -1,7 +1,9 @@
 """PyTorch's top-level forms of functional ops, its `*_copy` functions, NumPy-computed helpers
-(histogram), the Tensor methods that are aliases (prelu, igamma, unsafe_split, the in-place
-shape ops squeeze_/t_/transpose_...), and the functions PyTorch 2 removed (issue 19). Thin wrappers over the registry ops and `nn.functional`, with PyTorch's argument
-orders (`torch.embedding(weight, indices)`) and integer reductions (0 none, 1 mean, 2 sum).
+(histogram), the Tensor methods that are aliases (prelu, unsafe_split, the in-place shape ops
+squeeze_/t_/transpose_...), igamma/igammac (registry ops, also `special.gammainc`/`gammaincc`),
+and the functions PyTorch 2 removed (issue 19). Thin wrappers over the registry ops and
+`nn.functional`, with PyTorch's argument orders (`torch.embedding(weight, indices)`) and integer
+reductions (0 none, 1 mean, 2 sum).
 """
 from __future__ import annotations
 

@@ -238,9 +238,9 @@ def _perm_matrix(piv, m, dtype):
 
 def _lu_unpack_impl(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     if LU_pivots.dtype != np.int32:
-        raise RuntimeError(f"lu_unpack: LU_pivots is expected to be a contiguous tensor of "
-                           f"torch.int32 dtype. Note: this function is intended to be used "
-                           f"with the output produced by torch.linalg.lu_factor")
+        raise RuntimeError("lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           "torch.int32 dtype. Note: this function is intended to be used "
+                           "with the output produced by torch.linalg.lu_factor")
     m, n = LU_data.shape[-2:]
     k = min(m, n)
     empty = np.zeros((0,), LU_data.dtype)

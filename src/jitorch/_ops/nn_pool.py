@@ -1,6 +1,6 @@
 """Pooling and sliding blocks of `jitorch.nn.functional`: max_pool1d/2d/3d (with indices),
 avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, lp_pool1d/2d/3d,
-unfold (im2col) and fold (col2im).
+fractional_max_pool2d/3d, unfold (im2col) and fold (col2im).
 
 Kernels are NumPy over strided window views (`nn_conv._windows`, no Python loop over pixels),
 for any leading dims ((C, *S) unbatched or (N, C, *S)). Autograd:

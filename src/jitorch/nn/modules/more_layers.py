@@ -1,6 +1,6 @@
 """The remaining layers of `torch.nn` that real code uses (issue 19): LocalResponseNorm,
-CrossMapLRN2d, RReLU, MaxUnpool1/2/3d, FractionalMaxPool2d/3d, MultiMarginLoss, MultiLabelMarginLoss,
-TripletMarginWithDistanceLoss, the deprecated NLLLoss2d and Container. Holders of PyTorch's
+CrossMapLRN2d, RReLU, MaxUnpool1/2/3d, FractionalMaxPool2d/3d, MultiMarginLoss,
+MultiLabelMarginLoss, TripletMarginWithDistanceLoss, the deprecated NLLLoss2d and Container. Holders of PyTorch's
 hyper-parameters over the functions of `nn/_functional_more.py`.
 """
 from __future__ import annotations
