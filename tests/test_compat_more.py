@@ -178,3 +178,22 @@ def test_conv_tbc_is_conv1d_over_time_batch_channel():
     xp = np.pad(x, ((1, 1), (0, 0), (0, 0)))
     want = np.stack([np.einsum("kbc,kco->bo", xp[t:t + 3], w) + 1 for t in range(7)])
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_index_reduce_nonzero_static_renorm_and_control_flow():
+    x = jt.ones(4, 3) * 2
+    src = jt.arange(12.0).reshape(4, 3)
+    got = x.index_reduce(0, jt.tensor([0, 2, 0, 3]), src, "amax", include_self=False).numpy()
+    np.testing.assert_array_equal(got, [[6, 7, 8], [2, 2, 2], [3, 4, 5], [9, 10, 11]])
+    got = x.index_reduce(0, jt.tensor([0, 2, 0, 3]), src, "mean").numpy()
+    np.testing.assert_allclose(got[0], (2 + np.array([0, 1, 2]) + [6, 7, 8]) / 3)
+    np.testing.assert_array_equal(jt.nonzero_static(jt.tensor([0, 3, 0, 4]), size=3).numpy(),
+                                  [[1], [3], [-1]])
+    w = jt.arange(12.0).reshape(4, 3)
+    jt.embedding_renorm_(w, jt.tensor([1, 3]), 5.0, 2.0)
+    np.testing.assert_allclose(np.linalg.norm(w.numpy()[[1, 3]], axis=1), [5, 5], rtol=1e-6)
+    np.testing.assert_array_equal(w.numpy()[0], [0, 1, 2])
+    assert jt.cond(jt.tensor(False), lambda a: a + 1, lambda a: a - 1, (jt.ones(1),)).item() == 0
+    i, s = jt.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 2),
+                         (jt.tensor(0), jt.ones(2)))
+    assert i.item() == 3 and s.tolist() == [8.0, 8.0]

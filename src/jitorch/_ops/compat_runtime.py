@@ -280,3 +280,72 @@ def _dim_order(self, *, ambiguity_check=False):
 Tensor.as_subclass = _as_subclass
 Tensor.dim_order = _dim_order
 Tensor.const_data_ptr = Tensor.data_ptr
+
+
+# --- index_reduce, nonzero_static, embedding_renorm_, cond, while_loop ---------------------------
+def _index_reduce(self, dim, index, source, reduce, *, include_self=True):
+    """Reduce rows of `source` into this tensor's `index` rows along `dim` ('prod', 'mean',
+    'amax', 'amin'): `scatter_reduce` with the index spread over the source's shape."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    d = dim % max(self.dim(), 1)
+    shape = [1] * source.dim()
+    shape[d] = -1
+    idx = index.reshape(shape).expand(tuple(source.shape))
+    return self.scatter_reduce(d, idx, source, reduce, include_self=include_self)
+
+
+def _index_reduce_(self, dim, index, source, reduce, *, include_self=True):
+    return self.copy_(_index_reduce(self, dim, index, source, reduce, include_self=include_self))
+
+
+Tensor.index_reduce = _index_reduce
+Tensor.index_reduce_ = _index_reduce_
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
+    r = _index_reduce(input, dim, index, source, reduce, include_self=include_self)
+    return r if out is None else out.copy_(r)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """`nonzero` padded with `fill_value` (or truncated) to exactly `size` rows."""
+    jt = _jt()
+    nz = jt.nonzero(input)
+    if nz.shape[0] >= size:
+        return nz[:size]
+    pad = jt.full((size - nz.shape[0], nz.shape[1]), fill_value, dtype=nz.dtype)
+    return jt.cat([nz, pad], 0)
+
+
+Tensor.nonzero_static = lambda self, *, size, fill_value=-1: nonzero_static(
+    self, size=size, fill_value=fill_value)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rescale, in place, the rows named by `indices` whose norm exceeds max_norm."""
+    jt = _jt()
+    with jt.no_grad():
+        rows = jt.unique(indices.reshape(-1))
+        sel = input.index_select(0, rows)
+        norms = sel.norm(norm_type, dim=1, keepdim=True)
+        scale = jt.where(norms > max_norm, max_norm / (norms + 1e-7), jt.ones_like(norms))
+        input.index_copy_(0, rows, sel * scale)
+    return input
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """`torch.cond`: true_fn(*operands) if pred else false_fn(*operands) (eager)."""
+    return true_fn(*operands) if bool(pred) else false_fn(*operands)
+
+
+def while_loop(cond_fn, body_fn, carried_inputs):
+    """`torch.while_loop`: apply body_fn to the carried values while cond_fn holds (eager)."""
+    carried = tuple(carried_inputs)
+    while bool(cond_fn(*carried)):
+        carried = tuple(body_fn(*carried))
+    return carried
+
+
+__all__ += ["index_reduce", "nonzero_static", "embedding_renorm_", "cond", "while_loop"]
