@@ -197,3 +197,10 @@ def test_index_reduce_nonzero_static_renorm_and_control_flow():
     i, s = jt.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * 2),
                          (jt.tensor(0), jt.ones(2)))
     assert i.item() == 3 and s.tolist() == [8.0, 8.0]
+
+
+def test_factory_kwargs():
+    assert jt.nn.factory_kwargs({"dtype": jt.float64, "factory_kwargs": {"device": "cpu"}}) \
+        == {"dtype": jt.float64, "device": "cpu"}
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        jt.nn.factory_kwargs({"bias": True})

@@ -15,7 +15,7 @@ from .module import Module
 __all__ = ["LocalResponseNorm", "CrossMapLRN2d", "RReLU", "MaxUnpool1d", "MaxUnpool2d",
            "MaxUnpool3d", "MultiMarginLoss", "MultiLabelMarginLoss",
            "TripletMarginWithDistanceLoss", "NLLLoss2d", "Container", "FractionalMaxPool2d",
-           "FractionalMaxPool3d"]
+           "FractionalMaxPool3d", "factory_kwargs"]
 
 
 class LocalResponseNorm(Module):
@@ -188,3 +188,21 @@ class FractionalMaxPool2d(_FractionalMaxPoolNd):
 class FractionalMaxPool3d(_FractionalMaxPoolNd):
     _nd = 3
     _fn = staticmethod(F.fractional_max_pool3d)
+
+
+def factory_kwargs(kwargs):
+    """The device / dtype / memory_format keywords of `kwargs` (and of its `factory_kwargs`
+    entry) as one dict for factory functions; unexpected keys are a TypeError (PyTorch's)."""
+    if kwargs is None:
+        return {}
+    simple_keys = {"device", "dtype", "memory_format"}
+    expected_keys = simple_keys | {"factory_kwargs"}
+    if not kwargs.keys() <= expected_keys:
+        raise TypeError(f"unexpected kwargs {kwargs.keys() - expected_keys}")
+    r = dict(kwargs.get("factory_kwargs", {}))
+    for k in simple_keys:
+        if k in kwargs:
+            if k in r:
+                raise TypeError(f"{k} specified twice, in **kwargs and in factory_kwargs")
+            r[k] = kwargs[k]
+    return r
