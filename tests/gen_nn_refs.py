@@ -1,5 +1,5 @@
-"""Regenerates the REFS tables at the bottom of tests/test_nn_rnn.py and
-tests/test_nn_transformer.py from PyTorch (a developer tool, not a test: needs torch installed).
+"""Regenerates the REFS tables at the bottom of tests/test_nn_rnn.py,
+tests/test_nn_transformer.py and tests/test_nn_layers19.py from PyTorch (a developer tool, not a test: needs torch installed).
 
     python tests/gen_nn_refs.py
 
@@ -88,10 +88,26 @@ def gen_transformer(torch):
     _write(os.path.join(HERE, "test_nn_transformer.py"), refs)
 
 
+def gen_layers19(torch):
+    sys.path.insert(0, HERE)
+    import layers19_cases as T
+    refs = {case[0]: {k: _round(v) for k, v in T.run(torch, case).items()} for case in T.CASES}
+    _write(os.path.join(HERE, "test_nn_layers19.py"), refs)
+
+
+def _round(v):
+    """Floats to 7 significant digits, through nested lists."""
+    if isinstance(v, list):
+        return [_round(e) for e in v]
+    return float(f"{v:.7g}") if isinstance(v, float) else v
+
+
 if __name__ == "__main__":
     import torch
-    which = sys.argv[1:] or ["rnn", "transformer"]
+    which = sys.argv[1:] or ["rnn", "transformer", "layers19"]
     if "rnn" in which:
         gen_rnn(torch)
     if "transformer" in which:
         gen_transformer(torch)
+    if "layers19" in which:
+        gen_layers19(torch)

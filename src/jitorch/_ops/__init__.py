@@ -16,6 +16,9 @@ from . import linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn
 from . import nn_activation_extra, nn_loss_extra, special_fns
 from . import linalg_exp  # noqa: F401  (matrix_exp, dist)
 from . import factories, index_write  # noqa: F401  (compiler-facing ops; nothing public)
+from . import compat_more, linalg_eig, linalg_lu, matrix_build, nn_ctc  # noqa: E402  (issue 19)
+from . import compat_aliases  # noqa: E402  (issue 19; reads compat_more's Tensor methods)
+from . import compat_runtime  # noqa: E402  (issue 19)
 from . import operators  # noqa: F401  (binds Tensor dunders; must come after every family)
 
 _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, join, linalg,
@@ -25,6 +28,8 @@ _FAMILIES = (binary, compare, complex_ops, conversion, einsum_ops, indexing, joi
              linalg_cholesky_solve, meshgrid, nn_distance, nn_instance_norm, nn_resample,
              nn_activation_extra, special_fns, fft_windows,
              linalg_exp)
+_FAMILIES += (compat_more, compat_aliases, compat_runtime, linalg_eig, linalg_lu,  # issue 19
+              matrix_build, nn_ctc)
 
 __all__ = sorted({name for m in _FAMILIES for name in getattr(m, "__all__", ())})
 globals().update({name: getattr(m, name) for m in _FAMILIES

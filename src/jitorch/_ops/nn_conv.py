@@ -1,6 +1,6 @@
-"""Convolutions of `jitorch.nn.functional`: conv1d/2d, conv_transpose1d/2d, unfold and fold.
+"""Convolutions of `jitorch.nn.functional`: conv1d/2d/3d, conv_transpose1d/2d/3d.
 
-NumPy kernels (rank-generic over 1 or 2 spatial dims, batched): im2col is a strided view of the
+NumPy kernels (rank-generic over 1, 2 or 3 spatial dims, batched): im2col is a strided view of the
 padded input (`as_strided`: (N, C, *out, *kernel)), then ONE batched matmul over the groups;
 the adjoint (col2im) is one matmul followed by a strided add per kernel offset (a loop over the
 kernel's few offsets, never over pixels).
@@ -29,7 +29,8 @@ from .. import _dtype as dt
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet (conv1d, conv2d are lowered)"
 
-__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
+__all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+           "conv_transpose3d"]
 
 
 # --- argument normalisation ----------------------------------------------------------------------
@@ -353,11 +354,13 @@ def _make_conv(nd):
     impl.__doc__ = (f"{nd}-D convolution (cross-correlation) of (N, C_in, *) or unbatched input "
                     f"with weight (C_out, C_in / groups, *kernel), plus bias.")
     return defop(name, impl, tensors=("input", "weight", "bias"), kind="other", method=False,
-                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2), autocast="lower")
+                 vjp=vjp, jvp=jvp, infer=infer.same, batch=fold(nd + 2), autocast="lower",
+                 interpreted=_NOT_YET if nd == 3 else None)
 
 
 conv1d = _make_conv(1)
 conv2d = _make_conv(2)
+conv3d = _make_conv(3)
 
 
 def _transpose_params(nd, input_shape, weight_shape, stride, padding, output_padding, groups,
@@ -375,7 +378,7 @@ def _transpose_params(nd, input_shape, weight_shape, stride, padding, output_pad
     if any(v <= 0 for v in d):
         raise RuntimeError("dilation should be greater than zero")
     if any(o >= s_ and o >= d_ for o, s_, d_ in zip(op, s, d)):
-        names = ("height", "width") if nd == 2 else ("width",)
+        names = ("depth", "height", "width")[3 - nd:]
         parts = [f"output_padding_{n}: {v}" for n, v in zip(names, op)]
         parts += [f"stride_{n}: {v}" for n, v in zip(names, s)]
         parts += [f"dilation_{n}: {v}" for n, v in zip(names, d)]
@@ -438,3 +441,4 @@ def _make_conv_transpose(nd):
 
 conv_transpose1d = _make_conv_transpose(1)
 conv_transpose2d = _make_conv_transpose(2)
+conv_transpose3d = _make_conv_transpose(3)

@@ -1,5 +1,6 @@
-"""Pooling and sliding blocks of `jitorch.nn.functional`: max_pool1d/2d (with indices),
-avg_pool1d/2d, adaptive_avg_pool1d/2d, adaptive_max_pool1d/2d, unfold (im2col) and fold (col2im).
+"""Pooling and sliding blocks of `jitorch.nn.functional`: max_pool1d/2d/3d (with indices),
+avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, lp_pool1d/2d/3d,
+fractional_max_pool2d/3d, unfold (im2col) and fold (col2im).
 
 Kernels are NumPy over strided window views (`nn_conv._windows`, no Python loop over pixels),
 for any leading dims ((C, *S) unbatched or (N, C, *S)). Autograd:
@@ -25,6 +26,7 @@ from .batching import LOOP, fold
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
+_RANK3 = "no CPU lowering yet for 3-D pooling (the 1-D and 2-D forms are lowered)"
 
 # top-level names as in PyTorch (torch.adaptive_max_pool1d, the op, returns (values, indices));
 # the rest is reached through jitorch.nn.functional
@@ -38,8 +40,9 @@ def _check_rank(name, nd, input):
             raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional "
                                f"tensor for argument #1 'self' (while checking arguments for "
                                f"avg_pool1d)")
-        if nd == 2:
-            raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+        if nd >= 2:
+            raise RuntimeError(f"non-empty {nd + 1}D or {nd + 2}D (batch mode) tensor expected "
+                               f"for input")
     if input.ndim not in (nd + 1, nd + 2) or 0 in input.shape[input.ndim - nd - 1:]:
         raise RuntimeError(f"{name + ': ' if nd == 1 else ''}Expected {nd + 1}D or {nd + 2}D "
                            f"(batch mode) tensor with optional 0 dim batch size for input, but "
@@ -153,7 +156,7 @@ def _make_max_pool(nd):
     vjp, jvp = _rules(nd)
     with_indices = defop(name + "_with_indices", impl, kind="other", method=False, vjp=vjp,
                          jvp=jvp, function=nd == 1, infer=infer.with_indices,
-                         batch=fold(nd + 2))
+                         batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
 
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
@@ -177,7 +180,8 @@ def _make_max_pool(nd):
     values_impl.__name__ = name
     values_impl.__doc__ = f"{nd}-D max pooling over (N, C, *) or (C, *) input."
     values = defop(name, values_impl, kind="other", method=False, vjp=values_vjp,
-                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2))
+                   jvp=values_jvp, infer=infer.same, batch=fold(nd + 2),
+                   interpreted=_RANK3 if nd == 3 else None)
     return with_indices, values
 
 
@@ -198,8 +202,8 @@ def _max_pool_nd_backward_impl(grad, input, kernel_size, stride, padding, dilati
 
 def _max_pool_nd_backward_vjp(gg, input, kernel_size, stride, padding, dilation, ceil_mode):
     nd = len(kernel_size)
-    idx = (max_pool1d_with_indices if nd == 1 else max_pool2d_with_indices)(
-        input.detach(), kernel_size, stride, padding, dilation, ceil_mode)[1]
+    idx = _BY_ND[nd]["max_pool_with_indices"](input.detach(), kernel_size, stride, padding,
+                                              dilation, ceil_mode)[1]
     return _gather_planes(gg, idx, nd), None
 
 
@@ -213,6 +217,7 @@ _max_pool_nd_backward = defop(
 
 max_pool1d_with_indices, _max_pool1d = _make_max_pool(1)
 max_pool2d_with_indices, _max_pool2d = _make_max_pool(2)
+max_pool3d_with_indices, _max_pool3d = _make_max_pool(3)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -231,9 +236,19 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """3-D max pooling over (N, C, D, H, W) or (C, D, H, W); (values, indices) when
+    return_indices."""
+    if return_indices:
+        return max_pool3d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode)
+    return _max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
 # the scripting frontend compiles a call that binds to the op's signature to the op itself
 max_pool1d.__wrapped__ = _max_pool1d
 max_pool2d.__wrapped__ = _max_pool2d
+max_pool3d.__wrapped__ = _max_pool3d
 
 
 # --- window sums (avg_pool's linear core) --------------------------------------------------------
@@ -338,7 +353,7 @@ def _make_avg_pool(nd):
     impl.__doc__ = f"{nd}-D average pooling over (N, C, *) or (C, *) input."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp1 if nd == 1 else vjp2,
                jvp=jvp1 if nd == 1 else jvp2, function=nd == 1, infer=infer.same,
-               batch=fold(nd + 2))
+               batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
     return fn
 
 
@@ -358,8 +373,8 @@ def _avg_pool_nd_backward_vjp(gg, kernel_size, stride, padding, ceil_mode, count
                               divisor_override):
     if len(kernel_size) == 1:
         return avg_pool1d(gg, kernel_size, stride, padding, ceil_mode, count_include_pad)
-    return avg_pool2d(gg, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                      divisor_override)
+    return _BY_ND[len(kernel_size)]["avg_pool"](gg, kernel_size, stride, padding, ceil_mode,
+                                                count_include_pad, divisor_override)
 
 
 _avg_pool_nd_backward = defop(
@@ -373,6 +388,7 @@ _avg_pool_nd_backward = defop(
 
 avg_pool1d = _make_avg_pool(1)
 avg_pool2d = _make_avg_pool(2)
+avg_pool3d = _make_avg_pool(3)
 
 
 # --- adaptive pooling ----------------------------------------------------------------------------
@@ -455,12 +471,13 @@ def _make_adaptive_avg(nd):
     impl.__name__ = name
     impl.__doc__ = f"{nd}-D adaptive average pooling to output_size."
     fn = defop(name, impl, kind="other", method=False, vjp=vjp, jvp=jvp, function=nd == 1,
-               infer=infer.same, batch=fold(nd + 2))
+               infer=infer.same, batch=fold(nd + 2), interpreted=_RANK3 if nd == 3 else None)
     return fn
 
 
 adaptive_avg_pool1d = _make_adaptive_avg(1)
 adaptive_avg_pool2d = _make_adaptive_avg(2)
+adaptive_avg_pool3d = _make_adaptive_avg(3)
 
 
 def _adaptive_avg_t_impl(grad, input_size):
@@ -474,7 +491,7 @@ def _adaptive_avg_t_impl(grad, input_size):
 
 def _adaptive_avg_t_vjp(g, grad_shape, input_size):
     out = tuple(grad_shape[len(grad_shape) - len(input_size):])
-    return (adaptive_avg_pool1d if len(input_size) == 1 else adaptive_avg_pool2d)(g, out)
+    return _BY_ND[len(input_size)]["adaptive_avg_pool"](g, out)
 
 
 _adaptive_avg_t = defop(
@@ -496,11 +513,11 @@ def _make_adaptive_max(nd):
             kmax = int((end - start).max()) if sizes[i] else 1
             # clamp each window to its own end: repeats of the last element leave the max
             idxs.append(np.minimum(start[:, None] + np.arange(kmax), end[:, None] - 1))
-        if nd == 1:
-            win = input[..., idxs[0]]  # (lead, O, k)
-        else:
-            ih, iw = idxs
-            win = input[..., ih[:, None, :, None], iw[None, :, None, :]]  # (lead, Oh, Ow, kh, kw)
+        # (lead, *O, *k): axis i's index array (O_i, k_i) broadcast to its own two axes
+        win = input[(Ellipsis,) + tuple(
+            ix.reshape(tuple(-1 if j == i else 1 for j in range(nd))
+                       + tuple(ix.shape[1] if j == i else 1 for j in range(nd)))
+            for i, ix in enumerate(idxs))]
         lead_out = win.shape[:win.ndim - nd]
         k = win.shape[win.ndim - nd:]
         flat = win.reshape(lead_out + (math.prod(k),))
@@ -526,6 +543,7 @@ def _make_adaptive_max(nd):
 
 _adaptive_max1 = _make_adaptive_max(1)
 _adaptive_max2 = _make_adaptive_max(2)
+_adaptive_max3 = _make_adaptive_max(3)
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
@@ -538,6 +556,45 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     """2-D adaptive max pooling; (values, indices) when return_indices."""
     r = _adaptive_max2(input, output_size)
     return r if return_indices else r[0]
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """3-D adaptive max pooling; (values, indices) when return_indices."""
+    r = _adaptive_max3(input, output_size)
+    return r if return_indices else r[0]
+
+
+# the ops of each rank, for rules that dispatch on a kernel's length
+_BY_ND = {nd: {"max_pool_with_indices": mp, "avg_pool": ap, "adaptive_avg_pool": aap}
+          for nd, mp, ap, aap in ((1, max_pool1d_with_indices, avg_pool1d, adaptive_avg_pool1d),
+                                  (2, max_pool2d_with_indices, avg_pool2d, adaptive_avg_pool2d),
+                                  (3, max_pool3d_with_indices, avg_pool3d,
+                                   adaptive_avg_pool3d))}
+
+
+# --- power-average pooling ----------------------------------------------------------------------
+def _make_lp_pool(nd):
+    """lp_pool{nd}d: (sum over each window of x^p)^(1/p), PyTorch's composite of avg_pool:
+    sign(s) * relu(|s|) * kernel volume, then ^(1/p) (so its gradient is avg_pool's)."""
+    def lp_pool(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+        from .. import _ops
+        k = _tup(kernel_size, nd, "kernel_size", "pooling")
+        pool = avg_pool1d if nd == 1 else _BY_ND[nd]["avg_pool"]
+        if norm_type in (math.inf, -math.inf):  # the max (min) of |x| over each window
+            sign = 1 if norm_type > 0 else -1
+            return sign * _BY_ND[nd]["max_pool_with_indices"](
+                sign * input.abs(), k, stride, 0, 1, ceil_mode)[0]
+        out = pool(input.pow(norm_type), k, stride, 0, ceil_mode)
+        return (_ops.sign(out) * _ops.relu(_ops.abs(out))).mul(math.prod(k)).pow(
+            1.0 / norm_type)
+    lp_pool.__name__ = f"lp_pool{nd}d"
+    lp_pool.__doc__ = f"{nd}-D power-average pooling: (sum over each window of x^p)^(1/p)."
+    return lp_pool
+
+
+lp_pool1d = _make_lp_pool(1)
+lp_pool2d = _make_lp_pool(2)
+lp_pool3d = _make_lp_pool(3)
 
 
 # --- unfold / fold -------------------------------------------------------------------------------
@@ -622,3 +679,111 @@ col2im = defop(
     jvp=lambda t_input, output_size, kernel_size, dilation, padding, stride: col2im(
         t_input, output_size, kernel_size, dilation, padding, stride), interpreted=_NOT_YET,
     batch=fold(3))
+
+
+# --- fractional max pooling ----------------------------------------------------------------------
+def _fractional_starts(sample, in_size, out_size, pool):
+    """PyTorch's pseudo-random window starts: int((i + u) * alpha) - int(u * alpha), the last
+    window flush with the end (alpha = (in - pool) / (out - 1), in the input's dtype)."""
+    seq = np.empty(out_size, np.int64)
+    if out_size > 1:
+        alpha = sample.dtype.type(in_size - pool) / sample.dtype.type(out_size - 1)
+        i = np.arange(out_size - 1, dtype=sample.dtype)
+        seq[:-1] = ((i + sample) * alpha).astype(np.int64) - np.int64(sample * alpha)
+    if out_size > 0:
+        seq[-1] = in_size - pool
+    return seq
+
+
+def _make_fractional(nd):
+    name = f"fractional_max_pool{nd}d"
+
+    def impl(input, random_samples, kernel_size, output_size):
+        if input.ndim not in (nd + 1, nd + 2):
+            raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got: "
+                               f"{list(input.shape)}")
+        k = _tup(kernel_size, nd, "kernel_size", "pooling")
+        out = _tup(output_size, nd, "output_size", "pooling")
+        x = input if input.ndim == nd + 2 else input[None]
+        spatial = x.shape[2:]
+        for i in range(nd):
+            if out[i] + k[i] - 1 > spatial[i]:
+                raise RuntimeError(f"{name}(): pool size {k[i]} too large relative to input "
+                                   f"size {spatial[i]} and output size {out[i]}")
+        n, c = x.shape[:2]
+        vals = np.empty((n, c) + out, x.dtype)
+        idx = np.empty((n, c) + out, np.int64)
+        # the samples' last axis is (W, H) in 2-D and (T, H, W) in 3-D, as PyTorch's kernels
+        order = (1, 0) if nd == 2 else tuple(range(nd))
+        for b in range(n):
+            for ch in range(c):
+                starts = [_fractional_starts(random_samples[b, ch, order[i]], spatial[i],
+                                             out[i], k[i]) for i in range(nd)]
+                # windows (out..., k...) gathered by broadcast index arrays
+                ix = tuple((starts[i].reshape([-1 if j == i else 1 for j in range(nd)] + [1] * nd)
+                            + np.arange(k[i]).reshape([1] * nd
+                                                      + [-1 if j == i else 1
+                                                         for j in range(nd)]))
+                           for i in range(nd))
+                win = x[b, ch][ix].reshape(out + (-1,))
+                arg = np.argmax(win, -1)
+                vals[b, ch] = np.take_along_axis(win, arg[..., None], -1)[..., 0]
+                offs = np.unravel_index(arg, k)
+                flat = np.zeros(out, np.int64)
+                for i in range(nd):
+                    pos = starts[i].reshape([-1 if j == i else 1 for j in range(nd)]) + offs[i]
+                    flat = flat * spatial[i] + pos
+                idx[b, ch] = flat
+        if input.ndim == nd + 1:
+            vals, idx = vals[0], idx[0]
+        return vals, idx
+
+    def vjp(g, result, input_shape):
+        return _scatter_planes(g[0], result[1], input_shape, nd), None
+
+    def jvp(t_input, result):
+        return _gather_planes(t_input, result[1], nd), None
+
+    impl.__name__ = name
+    impl.__doc__ = f"{nd}-D fractional max pooling with given random samples (N, C, {nd})."
+    return defop("_" + name, impl, tensors=("input", "random_samples"), kind="other",
+                 method=False, vjp=vjp, jvp=jvp, interpreted=_NOT_YET, batch=LOOP)
+
+
+_fractional2 = _make_fractional(2)
+_fractional3 = _make_fractional(3)
+
+
+def _fractional(nd, op, input, kernel_size, output_size, output_ratio, return_indices,
+                _random_samples):
+    import jitorch
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"fractional_max_pool{nd}d requires specifying either an output_size "
+                         f"or an output_ratio")
+    if output_size is None:
+        ratio = _tup_float(output_ratio, nd)
+        output_size = [int(input.shape[input.dim() - nd + i] * ratio[i]) for i in range(nd)]
+    if _random_samples is None:
+        n = 1 if input.dim() == nd + 1 else input.shape[0]
+        _random_samples = jitorch.rand(n, input.shape[input.dim() - nd - 1], nd,
+                                       dtype=input.dtype)
+    r = op(input, _random_samples, kernel_size, tuple(_tup(output_size, nd, "output_size")))
+    return r if return_indices else r[0]
+
+
+def _tup_float(v, nd):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * nd
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """2-D fractional max pooling (Graham): pseudo-random window starts."""
+    return _fractional(2, _fractional2, input, kernel_size, output_size, output_ratio,
+                       return_indices, _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """3-D fractional max pooling (Graham): pseudo-random window starts."""
+    return _fractional(3, _fractional3, input, kernel_size, output_size, output_ratio,
+                       return_indices, _random_samples)

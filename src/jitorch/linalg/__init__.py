@@ -22,6 +22,15 @@ __all__ = ["LinAlgError", "matrix_power", "cross", "matmul", "multi_dot", "vecdo
            "svdvals",
            "matrix_exp", "householder_product"]
 
+# issue 19: triangular solves, LU, the general eigendecomposition
+from .._ops.linalg_eig import eig, eigvals  # noqa: E402
+from .._ops.linalg_lu import (linalg_lu as lu, linalg_lu_solve as lu_solve,  # noqa: E402
+                              lu_factor, lu_factor_ex, solve_triangular)
+from .._ops.linalg_lu import (cholesky_ex, cond, inv_ex, linalg_vander as vander,  # noqa: E402
+                              solve_ex, tensorinv, tensorsolve)
+__all__ += ["eig", "eigvals", "lu", "lu_factor", "lu_factor_ex", "lu_solve", "solve_triangular",
+            "cholesky_ex", "cond", "inv_ex", "solve_ex", "tensorinv", "tensorsolve", "vander"]
+
 for _name in __all__:  # the wrappers are defined as `linalg_<name>` next to the top-level ops
     _fn = globals()[_name]
     if callable(_fn) and getattr(_fn, "__name__", "").startswith("linalg_"):

@@ -37,6 +37,7 @@ from .._ops.nn_resample import (interpolate, pixel_shuffle, pixel_unshuffle,  # 
 from ._functional_conv import *  # noqa: F401,F403  (conv / pool / unfold / fold)
 from ._functional_attention import (multi_head_attention_forward,  # noqa: F401
                                     scaled_dot_product_attention)
+from .._ops.nn_ctc import ctc_loss as _ctc_loss  # noqa: E402
 
 __all__ = [
     "relu", "relu_", "relu6", "leaky_relu", "leaky_relu_", "elu", "elu_", "selu", "selu_",
@@ -55,6 +56,10 @@ __all__ += ["interpolate", "upsample", "upsample_nearest", "upsample_bilinear", 
             "soft_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
             "multilabel_soft_margin_loss", "affine_grid", "grid_sample", "dropout1d", "dropout2d", "dropout3d",
             "alpha_dropout"]
+__all__ += ["ctc_loss", "bilinear"]  # issue 19
+from ._functional_more import *  # noqa: F401,F403,E402  (issue 19)
+from ._functional_more import __all__ as _more_all  # noqa: E402
+__all__ += _more_all + ["feature_alpha_dropout"]
 
 sigmoid = _ops.sigmoid
 tanh = _ops.tanh
@@ -257,7 +262,44 @@ expose(_embedding_form, embedding, ignore=("norm_type",))  # norm_type: only wit
 def __getattr__(name):
     # the channel-wise dropouts live with their modules (nn/modules/dropout.py), which import
     # this module: bound on first use, not at import
-    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout"):
+    if name in ("dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+                "feature_alpha_dropout"):
         from .modules import dropout as _dropout_mod
         return getattr(_dropout_mod, name)
     raise AttributeError(f"module 'jitorch.nn.functional' has no attribute '{name}'")
+
+
+# --- issue 19 ------------------------------------------------------------------------------------
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """The CTC loss of (T, N, C) log-probabilities (the `ctc_loss` op; lengths as tuples)."""
+    return _ctc_loss(log_probs, targets, tuple(int(v) for v in _as_list(input_lengths)),
+                     tuple(int(v) for v in _as_list(target_lengths)), blank, reduction,
+                     zero_infinity)
+
+
+def _as_list(v):
+    return v.tolist() if isinstance(v, Tensor) else list(v) if isinstance(v, (list, tuple)) \
+        else [v]
+
+
+ctc_loss.__wrapped__ = _ctc_loss
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """y = x1^T A x2 + b over the last dims; weight (out, in1, in2)."""
+    if input1.dim() != input2.dim():
+        raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} "
+                           f"and {input2.dim()}")
+    for i in range(input1.dim() - 1):
+        if input1.shape[i] != input2.shape[i]:
+            raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
+                               f"got {input1.shape[i]} and {input2.shape[i]}")
+    if input1.shape[-1] != weight.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
+                           f"{input1.shape[-1]} but expected {weight.shape[1]}")
+    if input2.shape[-1] != weight.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
+                           f"{input2.shape[-1]} but expected {weight.shape[2]}")
+    out = _ops.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out if bias is None else out + bias

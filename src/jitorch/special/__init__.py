@@ -17,6 +17,7 @@ __all__ = ["bessel_j0", "bessel_j1", "digamma", "entr", "erf", "erfc", "erfcx", 
            "log_softmax", "logit", "logsumexp", "modified_bessel_i0", "modified_bessel_i1",
            "multigammaln", "ndtr", "ndtri", "polygamma", "psi", "round", "sinc", "softmax",
            "xlog1py", "xlogy", "zeta"]
+__all__ += ["gammainc", "gammaincc"]  # issue 19
 
 # the same ops as jitorch's top-level functions
 erf, erfc, erfinv = _ops.erf, _ops.erfc, _ops.erfinv
@@ -58,11 +59,13 @@ def softmax(input, dim, *, dtype=None):
 def log_softmax(input, dim, *, dtype=None):
     return _ops.log_softmax(input, dim, dtype=dtype)
 
+gammainc, gammaincc = _ops.igamma, _ops.igammac  # issue 19 (_ops/compat_aliases.py)
+
 
 # torch.special functions not implemented here: named in the error, not an AttributeError
 _MISSING = frozenset([
     "airy_ai", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t", "chebyshev_polynomial_u",
-    "chebyshev_polynomial_v", "chebyshev_polynomial_w", "gammainc", "gammaincc",
+    "chebyshev_polynomial_v", "chebyshev_polynomial_w",
     "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
     "legendre_polynomial_p", "modified_bessel_k0", "modified_bessel_k1",
     "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "shifted_chebyshev_polynomial_t",

@@ -8,7 +8,8 @@ from .normalization import GroupNorm, LayerNorm, RMSNorm  # noqa: F401
 from .activation import *  # noqa: F401,F403
 from .activation import __all__ as _activation_all
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d  # noqa: F401
+from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
+                   ConvTranspose3d)
 from .pooling import *  # noqa: F401,F403
 from .pooling import __all__ as _pooling_all
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
@@ -47,3 +48,12 @@ __all__ += ["CosineSimilarity", "PairwiseDistance", "InstanceNorm1d", "InstanceN
             "InstanceNorm3d", "PixelShuffle", "PixelUnshuffle", "Upsample",
             "UpsamplingNearest2d", "UpsamplingBilinear2d", "ChannelShuffle", "Fold",
             "Unfold"] + _padding_all
+# issue 19: lazy layers, the adaptive softmax
+from .lazy import *  # noqa: F401,F403,E402
+from .lazy import __all__ as _lazy_all  # noqa: E402
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401,E402
+from .dropout import FeatureAlphaDropout  # noqa: F401,E402
+from .more_layers import *  # noqa: F401,F403,E402
+from .more_layers import __all__ as _more_all  # noqa: E402
+__all__ += ["Conv3d", "ConvTranspose3d", "AdaptiveLogSoftmaxWithLoss",
+            "FeatureAlphaDropout"] + _lazy_all + _more_all

@@ -1,4 +1,5 @@
-"""`Conv1d`, `Conv2d`, `ConvTranspose1d`, `ConvTranspose2d`: PyTorch's arguments, checks, init.
+"""`Conv1d/2d/3d`, `ConvTranspose1d/2d/3d` and their `Lazy*` forms: PyTorch's arguments,
+checks, init.
 
 The arithmetic is `F.conv*d` / `F.conv_transpose*d`; these modules own the parameters
 (PyTorch's kaiming-uniform init), the non-zero padding modes (an explicit `F.pad` before an
@@ -19,7 +20,8 @@ from ...script.frontend.lang import ignore, is_scripting
 from ...script.runtime.loadable import loadable
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "ConvTranspose3d"]
 
 _PADDING_STRINGS = ("same", "valid")
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
@@ -175,6 +177,12 @@ class Conv2d(_Conv):
     _fn = staticmethod(F.conv2d)
 
 
+class Conv3d(_Conv):
+    """3-D convolution over (N, C_in, D, H, W) or (C_in, D, H, W)."""
+    _dims = 3
+    _fn = staticmethod(F.conv3d)
+
+
 @loadable  # pure: a jit.load'ed ConvTranspose may call it (script/runtime/loadable.py)
 @ignore  # shape arithmetic on a Python list: stays Python inside scripted code
 def _output_padding(input: Tensor, output_size, dims: int, stride, padding, dilation,
@@ -237,6 +245,12 @@ class ConvTranspose2d(_ConvTranspose):
     """Transposed 2-D convolution; weight (C_in, C_out / groups, kh, kw)."""
     _dims = 2
     _fn = staticmethod(F.conv_transpose2d)
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """Transposed 3-D convolution; weight (C_in, C_out / groups, kd, kh, kw)."""
+    _dims = 3
+    _fn = staticmethod(F.conv_transpose3d)
 
 
 _ConvTransposeNd = _ConvTranspose  # PyTorch's name for the transposed convolutions' base

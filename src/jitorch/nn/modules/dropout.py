@@ -13,7 +13,7 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .module import Module
 
-__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
 
 class _DropoutNd(Module):
@@ -99,6 +99,7 @@ class Dropout3d(_DropoutNd):
 
 class AlphaDropout(_DropoutNd):
     """Dropout that keeps SELU's self-normalising mean and variance (PyTorch's formula)."""
+    _feature = False
 
     def forward(self, input: Tensor) -> Tensor:
         p = self.p
@@ -109,7 +110,10 @@ class AlphaDropout(_DropoutNd):
             return input.copy_(out) if self.inplace else out
         alpha = 1.7580993408473766
         a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-        keep = (_jt.rand(tuple(input.shape)) >= p).to(input.dtype)
+        # FeatureAlphaDropout: one draw per (sample, channel), as PyTorch's feature noise
+        shape = (tuple(input.shape[:2]) + (1,) * (input.dim() - 2) if self._feature
+                 else tuple(input.shape))
+        keep = (_jt.rand(shape) >= p).to(input.dtype)
         b = (keep - 1.0) * (alpha * a) + alpha * a * p
         out = input * (keep * a) + b
         return input.copy_(out) if self.inplace else out
@@ -157,6 +161,20 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
     """`F.alpha_dropout`: the module's SELU-preserving dropout as a function."""
     _check_p(p)
     m = AlphaDropout(p, inplace)
+    m.training = training
+    return m(input)
+
+
+class FeatureAlphaDropout(AlphaDropout):
+    """Alpha dropout of whole channels (one mask value per sample and channel)."""
+    _feature = True
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
+                          inplace: bool = False) -> Tensor:
+    """`F.feature_alpha_dropout`: channel-wise alpha dropout as a function."""
+    _check_p(p)
+    m = FeatureAlphaDropout(p, inplace)
     m.training = training
     return m(input)
 

@@ -95,21 +95,7 @@ class Bilinear(Module):
             init.uniform_(self.bias, -bound, bound)
 
     def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
-        if input1.dim() != input2.dim():
-            raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.dim()} "
-                               f"and {input2.dim()}")
-        for i in range(input1.dim() - 1):
-            if input1.shape[i] != input2.shape[i]:
-                raise RuntimeError(f"bilinear(): input batch dimensions do not match at dim {i}: "
-                                   f"got {input1.shape[i]} and {input2.shape[i]}")
-        if input1.shape[-1] != self.in1_features:
-            raise RuntimeError(f"bilinear(): input1 size does not match weight size: got "
-                               f"{input1.shape[-1]} but expected {self.in1_features}")
-        if input2.shape[-1] != self.in2_features:
-            raise RuntimeError(f"bilinear(): input2 size does not match weight size: got "
-                               f"{input2.shape[-1]} but expected {self.in2_features}")
-        out = _jt.einsum("...i,oij,...j->...o", input1, self.weight, input2)
-        return out if self.bias is None else out + self.bias
+        return F.bilinear(input1, input2, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "

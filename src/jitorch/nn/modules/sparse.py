@@ -186,29 +186,9 @@ class EmbeddingBag(_EmbeddingBase):
 
     def forward(self, input: Tensor, offsets: Optional[Tensor] = None,
                 per_sample_weights: Optional[Tensor] = None) -> Tensor:
-        _check_bag_args(input, per_sample_weights, self.mode, self.max_norm)
-        idx, valid, pos = _bags(input, offsets, self.include_last_offset)
-        if self.padding_idx is not None:
-            valid = valid & (idx != self.padding_idx)
-        emb = F.embedding(idx, self.weight)  # (B, L, D)
-        if per_sample_weights is not None:
-            if pos is not None:
-                psw = _jt.cat([per_sample_weights,
-                               _jt.zeros(1, dtype=per_sample_weights.dtype)])[pos]
-            else:
-                psw = per_sample_weights
-            emb = emb * psw.unsqueeze(-1)
-        mask = valid.unsqueeze(-1)
-        if self.mode == "max":
-            filled = emb.masked_fill(~mask, float("-inf"))
-            out = filled.max(1)[0] if idx.shape[1] > 0 else emb.sum(1)
-            # an empty bag gives zeros, as PyTorch
-            return out.masked_fill(~valid.any(1).unsqueeze(-1), 0.0)
-        total = (emb * mask.to(emb.dtype)).sum(1)
-        if self.mode == "sum":
-            return total
-        count = valid.sum(1).clamp(min=1).to(emb.dtype).unsqueeze(-1)
-        return total / count
+        return embedding_bag(input, self.weight, offsets, self.max_norm, self.norm_type,
+                             self.scale_grad_by_freq, self.mode, self.sparse,
+                             per_sample_weights, self.include_last_offset, self.padding_idx)
 
     def extra_repr(self) -> str:
         s = f"{self.num_embeddings}, {self.embedding_dim}"
@@ -237,3 +217,38 @@ class EmbeddingBag(_EmbeddingBase):
                   include_last_offset=include_last_offset, padding_idx=padding_idx)
         bag.weight.requires_grad = not freeze
         return bag
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Optional[Tensor] = None,
+                  max_norm: Optional[float] = None, norm_type: float = 2.0,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Optional[Tensor] = None,
+                  include_last_offset: bool = False,
+                  padding_idx: Optional[int] = None) -> Tensor:
+    """`F.embedding_bag`: sums / means / maxes of bags of rows of `weight` (the module's
+    forward; 2-D input: fixed-length bags, 1-D input: bags starting at `offsets`)."""
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    _check_bag_args(input, per_sample_weights, mode, max_norm)
+    idx, valid, pos = _bags(input, offsets, include_last_offset)
+    if padding_idx is not None:
+        valid = valid & (idx != padding_idx)
+    emb = F.embedding(idx, weight)  # (B, L, D)
+    if per_sample_weights is not None:
+        if pos is not None:
+            psw = _jt.cat([per_sample_weights,
+                           _jt.zeros(1, dtype=per_sample_weights.dtype)])[pos]
+        else:
+            psw = per_sample_weights
+        emb = emb * psw.unsqueeze(-1)
+    mask = valid.unsqueeze(-1)
+    if mode == "max":
+        filled = emb.masked_fill(~mask, float("-inf"))
+        out = filled.max(1)[0] if idx.shape[1] > 0 else emb.sum(1)
+        # an empty bag gives zeros, as PyTorch
+        return out.masked_fill(~valid.any(1).unsqueeze(-1), 0.0)
+    total = (emb * mask.to(emb.dtype)).sum(1)
+    if mode == "sum":
+        return total
+    count = valid.sum(1).clamp(min=1).to(emb.dtype).unsqueeze(-1)
+    return total / count
