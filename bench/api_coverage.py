@@ -9,7 +9,8 @@ no submodules, no names re-exported from typing/builtins, callables and classes 
 methods are the public attributes of `torch.Tensor`. The count under jitorch is
 `hasattr(jitorch.<ns>, name)`, less the names a namespace lists in `_MISSING` (stubs raising
 NotImplementedError). Names that are out of scope (backends jitorch has no counterpart for)
-are listed in OUT_OF_SCOPE with the reason and counted apart.
+are listed, with the reason, in the library's table (src/jitorch/_out_of_scope.py) and
+counted apart.
 """
 from __future__ import annotations
 
@@ -30,95 +31,8 @@ NAMESPACES = ["", "Tensor", "nn", "nn.functional", "nn.init", "nn.utils", "nn.ut
               "optim.lr_scheduler", "utils.data", "utils.checkpoint", "random", "func",
               "testing", "jit", "cuda", "amp"]
 
-# names with no jitorch counterpart, each with its reason (counted apart, not as missing):
-# a key ending in "*" is a prefix, one starting with "*" a suffix, any other an exact name
-_JIT_IR = ("AliasDb AnyType Argument ArgumentSpec AwaitType Block BoolType CallStack Capsule "
-           "ClassType Code CompilationUnit CompleteArgumentSpec ComplexType ConcreteModuleType "
-           "ConcreteModuleTypeBuilder DeepCopyMemoTable DeviceObjType DictType EnumType "
-           "ErrorReport ExecutionPlan FileCheck FloatType FunctionSchema FutureType Gradient "
-           "Graph GraphExecutorState IODescriptor InferredType IntType InterfaceType ListType "
-           "LiteScriptModule LockingLogger LoggerBase Node NoneType NoopLogger NumberType "
-           "OperatorInfo OptionalType PyObjectType RRefType ScriptClass ScriptClassFunction "
-           "ScriptDict ScriptDictIterator ScriptDictKeyIterator ScriptList ScriptListIterator "
-           "ScriptMethod ScriptModuleSerializer ScriptObject ScriptObjectProperty StaticModule "
-           "StreamObjType StringType SymBoolType SymIntType TensorType TracingState TupleType "
-           "Type UnionType Use Value import_ir_module import_ir_module_from_buffer parse_ir "
-           "parse_schema parse_type_comment merge_type_from_type_comment unify_type_list "
-           "DispatchKey DispatchKeySet ExcludeDispatchKeyGuard DisableTorchFunction "
-           "DisableTorchFunctionSubclass AggregationType BenchmarkConfig "
-           "BenchmarkExecutionStats ThroughputBenchmark PyTorchFileReader PyTorchFileWriter "
-           "SerializationStorageContext DeserializationStorageContext FatalError "
-           "BroadcastingList1 BroadcastingList2 BroadcastingList3 boolean_dispatch "
-           "handle_torch_function has_torch_function has_torch_function_unary "
-           "has_torch_function_variadic").split()
-OUT_OF_SCOPE = {
-    **{n: "TorchScript's C++ IR, type and dispatch classes (jitorch's IR is its own)"
-       for n in _JIT_IR},
-    "quantize*": "quantization (int8 kernels, observers)",
-    "quantized_*": "quantized kernels",
-    "q_*": "quantized tensors",
-    "Q*": "quantized storages",
-    "fake_quantize*": "quantization",
-    "fused_moving_avg_obs_fake_quant": "quantization",
-    "choose_qparams_optimized": "quantization",
-    "int_repr": "quantized tensors",
-    "dequantize": "quantization",
-    "qscheme": "quantization",
-    "fbgemm_*": "FBGEMM backend kernels",
-    "mkldnn*": "oneDNN layout",
-    "to_mkldnn": "oneDNN layout",
-    "miopen_*": "ROCm MIOpen kernels",
-    "cudnn_*": "cuDNN entry points",
-    "nested_*": "nested tensors",
-    "to_padded_tensor": "nested tensors",
-    "vulkan*": "Vulkan backend",
-    "is_vulkan*": "Vulkan backend",
-    "xpu*": "Intel XPU backend",
-    "mps*": "Apple MPS backend",
-    "ipu*": "IPU backend",
-    "hpu*": "HPU backend",
-    "mtia*": "MTIA backend",
-    "sym_*": "symbolic shapes (torch.fx / dynamo)",
-    "Sym*": "symbolic shapes (torch.fx / dynamo)",
-    "*_notes": "documentation strings",
-    "sparse_csr_tensor": "compressed sparse layouts (only COO is in scope)",
-    "sparse_csc_tensor": "compressed sparse layouts (only COO is in scope)",
-    "sparse_bsr_tensor": "compressed sparse layouts (only COO is in scope)",
-    "sparse_bsc_tensor": "compressed sparse layouts (only COO is in scope)",
-    "sparse_compressed_tensor": "compressed sparse layouts (only COO is in scope)",
-    "to_sparse_csr": "compressed sparse layouts (only COO is in scope)",
-    "to_sparse_csc": "compressed sparse layouts (only COO is in scope)",
-    "to_sparse_bsr": "compressed sparse layouts (only COO is in scope)",
-    "to_sparse_bsc": "compressed sparse layouts (only COO is in scope)",
-    "batch_norm_*": "SyncBatchNorm's distributed CUDA kernels",
-    "SyncBatchNorm": "distributed CUDA batch norm",
-    "grouped_mm": "CUDA grouped GEMM kernels",
-    "scaled_grouped_mm": "CUDA float8 GEMM kernels",
-    "scaled_mm": "CUDA float8 GEMM kernels",
-    "ScalingType": "CUDA float8 GEMM kernels",
-    "SwizzleType": "CUDA float8 GEMM kernels",
-    "record_stream": "CUDA caching-allocator streams",
-    "profiler_allow_cudagraph_cupti_lazy_reinit_cuda12": "CUDA profiler internals",
-    "compiled_with_cxx11_abi": "C++ build ABI",
-    "get_autocast_xla_dtype": "XLA backend",
-    "set_autocast_xla_dtype": "XLA backend",
-    "is_autocast_xla_enabled": "XLA backend",
-    "set_autocast_xla_enabled": "XLA backend",
-}
-
 _FOREIGN = {"typing", "builtins", "abc", "enum", "collections", "functools", "warnings",
             "dataclasses", "contextlib", "numbers", "math", "os", "sys", "types", "inspect"}
-
-
-def out_of_scope(name: str) -> str | None:
-    """The reason `name` is out of scope, or None."""
-    if name in OUT_OF_SCOPE:
-        return OUT_OF_SCOPE[name]
-    for key, why in OUT_OF_SCOPE.items():
-        if (key.endswith("*") and name.startswith(key[:-1])) or (
-                key.startswith("*") and name.endswith(key[1:])):
-            return why
-    return None
 
 
 def _public(mod, top: bool) -> list:
@@ -184,6 +98,7 @@ def _stub(obj, name) -> bool:
 def coverage():
     """{ns: (present, in-scope total, out-of-scope count, [missing names])}."""
     import jitorch
+    from jitorch._out_of_scope import out_of_scope  # the library's table of names left out
     data = json.load(open(NAMES_FILE))
     rows = {}
     for ns, names in data["namespaces"].items():
