@@ -170,15 +170,13 @@ _TWO_PI32 = _f(2.0 * math.pi)
 @njit(**_OPTS)
 def _log256(x):
     """avx_mathfun's `log256_ps` (cephes logf) for x in (0, 1], as GCC compiles it (its
-    multiply-adds fused)."""
-    bits = np.int64(_bits(max(x, _MIN_NORM)))
+    multiply-adds fused; no branches, so that the loop over a block vectorises)."""
+    bits = _bits(max(x, _MIN_NORM))
     e = _f((bits >> 23) - 0x7f) + _ONE
     m = _from_bits(np.int32((bits & 0x007FFFFF) | _HALF_BITS))
-    if m < _SQRTH:
-        e = e - _ONE
-        x = (m - _ONE) + m
-    else:
-        x = (m - _ONE) + _ZERO
+    small = m < _SQRTH
+    e = e - (_ONE if small else _ZERO)
+    x = (m - _ONE) + (m if small else _ZERO)
     z = x * x
     y = _fma(_P0, x, _P1)
     y = _fma(y, x, _P2)
@@ -202,7 +200,8 @@ def _signed(v, sign):
 
 @njit(**_OPTS)
 def _sincos256(x):
-    """avx_mathfun's `sincos256_ps` (cephes sinf/cosf) for x >= 0, as GCC compiles it."""
+    """avx_mathfun's `sincos256_ps` (cephes sinf/cosf) for x >= 0, as GCC compiles it (no
+    branches)."""
     j = np.int64(np.int32(x * _FOPI))
     j = (j + 1) & ~1
     y = _f(j)
@@ -218,28 +217,37 @@ def _sincos256(x):
     ys = _fma(_S0, z, _S1)
     ys = _fma(ys, z, _S2)
     ys = _fma(ys * z, x, x)
-    if (j & 2) == 0:
-        s, c = ys + _ZERO, yc + _ZERO
-    else:
-        s, c = _ZERO + yc, _ZERO + ys
+    poly = (j & 2) == 0
+    s = (ys if poly else _ZERO) + (_ZERO if poly else yc)
+    c = (yc if poly else _ZERO) + (_ZERO if poly else ys)
     return _signed(s, sign_sin), _signed(c, sign_cos)
 
 
 @njit(**_OPTS)
 def normal16_f32(mt, n, mean, std):
     """`normal_fill_16_AVX2` on n (a multiple of 16) float32 uniforms, one word each, in blocks
-    of 16: the first 8 radii, the last 8 angles."""
+    of 16: the first 8 radii, the last 8 angles. (Radii and angles are gathered into two flat
+    arrays first, so that the transform's loop vectorises as the AVX2 kernel does.)"""
     out = np.empty(n, np.float32)
     words = np.empty(_CHUNK, np.uint32)
+    rad = np.empty(_CHUNK // 2, np.float32)
+    ang = np.empty(_CHUNK // 2, np.float32)
     for c in range(0, n, _CHUNK):
         m = min(_CHUNK, n - c)
         _fill(mt, words[:m])
-        for b in range(0, m, 16):
-            for k in range(8):
-                r = np.sqrt(-_TWO * _log256(_ONE - _u24(words[b + k])))
-                s, co = _sincos256(_TWO_PI32 * _u24(words[b + 8 + k]))
-                out[c + b + k] = _fma(r * co, std, mean)
-                out[c + b + 8 + k] = _fma(r * s, std, mean)
+        for i in range(m // 2):
+            b = (i >> 3) * 16 + (i & 7)
+            rad[i] = _u24(words[b])
+            ang[i] = _u24(words[b + 8])
+        for i in range(m // 2):
+            r = np.sqrt(-_TWO * _log256(_ONE - rad[i]))
+            s, co = _sincos256(_TWO_PI32 * ang[i])
+            rad[i] = _fma(r * co, std, mean)
+            ang[i] = _fma(r * s, std, mean)
+        for i in range(m // 2):
+            b = c + (i >> 3) * 16 + (i & 7)
+            out[b] = rad[i]
+            out[b + 8] = ang[i]
     return out
 
 
