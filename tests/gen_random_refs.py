@@ -107,6 +107,12 @@ CASES = [
                      "T.randn(17, dtype=T.float64))", True),
     ("state_after_draws", "(T.rand(10), T.randn(3, dtype=T.float64), T.get_rng_state())[2]",
      True),
+    # draws past jitorch/_mt19937.py's compiled paths' boundaries (4096-word draws, 1024-value
+    # chunks, 624-word twists), interleaved with small ones, and the state after them
+    ("large_stream", "(T.randn(10007), T.randint(0, 7, (5000,)), T.rand(3), "
+                     "T.randn(5003, dtype=T.float64), T.randperm(20000), "
+                     "T.randint(-3, 2 ** 40, (3000,)), T.empty(4099).uniform_(-2.0, 0.5), "
+                     "T.get_rng_state())", True),
 ]
 
 

@@ -1,13 +1,15 @@
-"""PyTorch's CPU random engine and its sampling transforms, in NumPy, so that a seeded program
-draws PyTorch's numbers bit for bit.
+"""PyTorch's CPU random engine and its sampling transforms, so that a seeded program draws
+PyTorch's numbers bit for bit.
 
 Owns `Engine` (the state of PyTorch's `CPUGeneratorImpl`: an mt19937 seeded as
 `at::mt19937(seed)`, plus its cached Box-Muller samples; `state_bytes`/`from_state_bytes` in
 the layout of PyTorch's `get_rng_state`, 5056 bytes) and the transforms of ATen's CPU kernels
 (aten/src/ATen/core/TransformationHelper.h, DistributionsHelper.h,
-native/cpu/DistributionTemplates.h, the multinomial and randperm kernels), each vectorised over
-a block of raw words drawn at once (NumPy's MT19937 gives the same tempered 32-bit outputs as
-PyTorch's engine for the same 624-word state; full-range uint32 `integers` return them in order).
+native/cpu/DistributionTemplates.h, the multinomial and randperm kernels), each applied to a
+block of raw words drawn at once (NumPy's MT19937 gives the same tempered 32-bit outputs as
+PyTorch's engine for the same 624-word state; full-range uint32 `integers` return them in order):
+in NumPy, or, for the transforms with many steps per element (uniform, normal's blocks,
+randperm, glibc's math), by the compiled loops of jitorch/_mt19937_kernels.py.
 
 What makes the numbers PyTorch's, beyond the transforms' formulas:
 - the draw widths: `random()` is one 32-bit word, `random64()` two (first word high); float,
@@ -15,10 +17,10 @@ What makes the numbers PyTorch's, beyond the transforms' formulas:
 - floating-point contraction: PyTorch's CPU kernels are compiled with FMA, and GCC fuses a
   multiply into the add that uses it (`x * (to - from) + from`, `normal * std + mean`, the
   polynomial steps of the AVX2 `log256_ps`/`sincos256_ps` that `randn` in float32 uses), so
-  those steps are single-rounding fused multiply-adds here too (`_fma32`, `_fma64`);
-- the math library: float64 `log`, `log1p`, `exp` and `tan` are glibc's (`_libm`: Python's
-  `math` calls them; NumPy's own vectorised `log`/`exp` differ in the last bit for ~0.5% of
-  inputs), while NumPy's float64 `sin`/`cos` are glibc's already;
+  those steps are single-rounding fused multiply-adds here too (`llvm.fma` in the kernels);
+- the math library: float64 `log`, `log1p`, `exp`, `tan`, `sin` and `cos` are glibc's (the
+  kernels call the C library's; NumPy's own vectorised `log`/`exp` differ in the last bit for
+  ~0.5% of inputs);
 - `normal_` on >= 16 contiguous elements fills uniforms first and transforms blocks of 16
   (the last block recomputed from 16 fresh uniforms when the size is not a multiple of 16);
   fewer elements take `normal_distribution<double>`, which caches the second Box-Muller value
@@ -29,6 +31,7 @@ masks (a Philox stream, jitorch/_philox.py, shared with compiled code).
 """
 from __future__ import annotations
 
+import ctypes
 import math
 import struct
 
@@ -39,6 +42,7 @@ __all__ = ["Engine", "STATE_BYTES", "uniform", "normal", "normal_serial", "int_f
            "cauchy", "log_normal", "poisson", "randperm", "multinomial"]
 
 _N = 624
+_COMPILED_WORDS = 4096  # from this many words a draw, the compiled generator (NumPy's is slower)
 _MASK32 = 0xFFFFFFFF
 _U64 = np.uint64
 # CPUGeneratorImplState (aten/src/ATen/CPUGeneratorImpl.cpp): the legacy POD (initial seed,
@@ -66,7 +70,7 @@ class Engine:
     position), its initial seed, and the cached normal samples. Not locked: jitorch's
     `Generator` holds its lock around every use."""
 
-    __slots__ = ("seed", "bitgen", "words", "fresh", "next_double", "next_float")
+    __slots__ = ("seed", "bitgen", "words", "mt", "fresh", "next_double", "next_float")
 
     def __init__(self, seed: int):
         self._new_bitgen()
@@ -76,6 +80,10 @@ class Engine:
         self.bitgen = np.random.MT19937()
         # (full-range uint32 `integers` are the raw outputs in order, 3x faster than random_raw)
         self.words = np.random.Generator(self.bitgen).integers
+        # its live state, NumPy's `mt19937_state` (624 words, then the position as an int),
+        # which the compiled `mt_words` advances in place
+        self.mt = np.ctypeslib.as_array(
+            (ctypes.c_uint32 * (_N + 1)).from_address(self.bitgen.ctypes.state_address))
 
     def reseed(self, seed: int) -> None:
         self.seed = seed
@@ -108,7 +116,16 @@ class Engine:
         if n <= 0:
             return np.zeros(0, np.uint32)
         self.fresh = False
-        return self.words(0, 1 << 32, n, dtype=np.uint32)
+        if n < _COMPILED_WORDS:
+            return self.words(0, 1 << 32, n, dtype=np.uint32)
+        return _k().mt_words(self.mt, n)
+
+    def draw_state(self, n: int) -> np.ndarray:
+        """The live mt19937 state (`mt`) for a compiled transform to draw from (n > 0: the
+        generator counts as drawn from)."""
+        if n > 0:
+            self.fresh = False
+        return self.mt
 
     def u64(self, n: int) -> np.ndarray:
         """n outputs of `random64()`: two words each, the first the high half."""
@@ -147,88 +164,25 @@ class Engine:
 
 
 # --- arithmetic as the compiled kernels do it ---------------------------------------------
-def _fma32(a, b, c):
-    """float32 a * b + c rounded once (the product is exact in float64; the double rounding
-    of the sum, float64 then float32, differs from one rounding in ~2**-29 of cases)."""
-    p = np.multiply(a, b, dtype=np.float64)
-    p += c
-    return p.astype(np.float32)
+def _k():
+    """The compiled loops (jitorch/_mt19937_kernels.py), imported on first use: importing
+    jitorch does not load Numba."""
+    from . import _mt19937_kernels
+    return _mt19937_kernels
 
 
-def _two_prod(a, b):
-    """a * b = p + e exactly (Dekker's product with Veltkamp's split)."""
-    p = a * b
-    s = 134217729.0  # 2**27 + 1
-    t = s * a
-    ah = t - (t - a)
-    al = a - ah
-    t = s * b
-    bh = t - (t - b)
-    bl = b - bh
-    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
-    return p, e
-
-
-def _fma64(a, b, c):
-    """float64 a * b + c with one rounding (error-free product and sum; the last addition
-    rounds once but for a remainder ~2**-105 of the result)."""
-    a, b, c = (np.asarray(v, np.float64) for v in (a, b, c))
-    with np.errstate(all="ignore"):
-        p, e = _two_prod(a, b)
-        s = p + c
-        bb = s - p
-        t = (p - (s - bb)) + (c - bb)
-        out = s + (t + e)
-    # non-finite products or sums: the plain expression (the error terms are NaN there)
-    bad = ~np.isfinite(out)
-    if np.any(bad):
-        with np.errstate(all="ignore"):
-            out = np.where(bad, a * b + c, out)
-    return out
-
-
-_LIBM = {name: np.frompyfunc(getattr(math, name), 1, 1) for name in ("log1p", "tan")}
-# glibc's log and exp are within 0.52 ulp of the exact value, so they return the nearest
-# double unless the exact value lies within 0.02 ulp of a midpoint between two doubles: the
-# result is the long-double value rounded, except near midpoints, where `math` decides
-_NEAR_TIE = (("log", np.log, math.log), ("exp", np.exp, math.exp))
-
-
-def _libm_near_ties(x: np.ndarray, np_fn, math_fn) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        y = np_fn(x.astype(np.longdouble))
-        d = y.astype(np.float64)
-        frac = np.abs(y - d) / np.spacing(np.abs(d)).astype(np.longdouble)
-        # (a power of two has a finer spacing below it: decide those by `math` too)
-        odd = (frac > 0.475) | (np.frexp(d)[0] == 0.5) | ~np.isfinite(frac)
-    idx = np.flatnonzero(odd)
-    if idx.size:
-        flat = d.reshape(-1)  # (a view: d is a fresh contiguous array)
-        flat[idx] = _math_at(math_fn, x.reshape(-1)[idx], flat[idx])
-    return d
-
-
-def _math_at(math_fn, x: np.ndarray, ieee: np.ndarray) -> np.ndarray:
-    """math_fn elementwise; where it raises (log(0), exp overflow), the IEEE value given."""
-    def one(v, dflt):
-        try:
-            return math_fn(v)
-        except (ValueError, OverflowError):
-            return dflt
-    return np.frompyfunc(one, 2, 1)(x, ieee).astype(np.float64)
+def _fma64(x, b: float, c: float) -> np.ndarray:
+    """float64 x * b + c rounded once, elementwise over the array x (scalars b, c)."""
+    x = np.asarray(x, np.float64)
+    return _k().fma64(x.reshape(-1), float(b), float(c)).reshape(x.shape)
 
 
 def _libm(name: str, x) -> np.ndarray:
-    """glibc's float64 `name` elementwise (what PyTorch's kernels call)."""
+    """glibc's float64 `name` elementwise (what PyTorch's kernels call; NumPy's own vectorised
+    `log`/`exp` differ from it in the last bit for ~0.5% of inputs)."""
     x = np.asarray(x, np.float64)
-    if name in ("sin", "cos"):  # NumPy's float64 sin/cos call the C library's
-        return getattr(np, name)(x)
-    if x.size == 0:
-        return x.copy()
-    for n, np_fn, math_fn in _NEAR_TIE:
-        if n == name:
-            return _libm_near_ties(x, np_fn, math_fn)
-    return _LIBM[name](x).astype(np.float64)
+    k = _k()
+    return k.libm(x.reshape(-1), k.LIBM[name]).reshape(x.shape)
 
 
 # --- uniform -------------------------------------------------------------------------------------
@@ -247,110 +201,39 @@ def uniform(eng: Engine, n: int, np_dtype, lo: float = 0.0, hi: float = 1.0) -> 
     dtype), rounded to the dtype; a value that rounds to `hi` becomes `lo`, as PyTorch keeps
     the range half-open."""
     np_dtype = np.dtype(np_dtype)
-    if lo == 0.0 and hi == 1.0 and np_dtype in (np.float32, np.float64):
-        return _unit53(eng.u64(n)) if np_dtype == np.float64 else _unit24(eng.u32(n))
+    k, mt = _k(), eng.draw_state(n)
     if np_dtype == np.float64:
-        v = _fma64(_unit53(eng.u64(n)), hi - lo, lo)
-        a, b = lo, hi
-    else:
-        a, b = (np.float32(np.array(x).astype(np_dtype).astype(np.float32)) for x in (lo, hi))
-        with np.errstate(over="ignore"):
-            v = _fma32(_unit24(eng.u32(n)), b - a, a).astype(np_dtype)
+        return k.uniform64(mt, n, float(lo), float(hi - lo), float(hi))
+    a, b = (np.float32(np.array(x).astype(np_dtype).astype(np.float32)) for x in (lo, hi))
+    with np.errstate(over="ignore"):
+        span = b - a
+    if np_dtype == np.float32:
+        return k.uniform32(mt, n, a, span, b)
+    # (reduced precision: the float32 value rounded to the dtype decides the half-open range)
+    v = k.uniform32(mt, n, a, span, np.float32(np.nan)).astype(np_dtype)
     top = np.array(b).astype(np_dtype)
     return np.where(v == top, np.array(a).astype(np_dtype), v)
 
 
 # --- normal --------------------------------------------------------------------------------------
-_f = np.float32
-_LOG_P = (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
-          1.4249322787E-1, -1.6668057665E-1, 2.0000714765E-1, -2.4999993993E-1,
-          3.3333331174E-1)
-
-
-def _log256(x: np.ndarray) -> np.ndarray:
-    """avx_mathfun's `log256_ps` (cephes logf) for x in (0, 1], as GCC compiles it (its
-    multiply-adds fused)."""
-    bits = np.maximum(x, _f(1.17549435e-38)).view(np.int32)
-    e = ((bits >> 23) - 0x7f).astype(np.float32) + _f(1)
-    m = ((bits & ~0x7f800000) | _f(0.5).view(np.int32)).view(np.float32)
-    small = m < _f(0.707106781186547524)
-    m1 = m - _f(1)
-    e = e - small.astype(np.float32)
-    x = m1 + np.where(small, m, _f(0))
-    z = x * x
-    y = np.full_like(x, _f(_LOG_P[0]))
-    for p in _LOG_P[1:]:
-        y = _fma32(y, x, _f(p))
-    y = _fma32(y * x, z, e * _f(-2.12194440e-4))
-    y = _fma32(z, _f(-0.5), y)
-    return _fma32(e, _f(0.693359375), x + y)
-
-
-def _sincos256(x: np.ndarray):
-    """avx_mathfun's `sincos256_ps` (cephes sinf/cosf) for x >= 0, as GCC compiles it."""
-    j = (x * _f(1.27323954473516)).astype(np.int32)
-    j = (j + 1) & ~1
-    y = j.astype(np.float32)
-    sign_sin = (j & 4) << 29
-    sign_cos = (~(j - 2) & 4) << 29
-    poly = (j & 2) == 0
-    x = _fma32(y, _f(-0.78515625), x)
-    x = _fma32(y, _f(-2.4187564849853515625e-4), x)
-    x = _fma32(y, _f(-3.77489497744594108e-8), x)
-    z = x * x
-    yc = _fma32(_f(2.443315711809948E-005), z, _f(-1.388731625493765E-003))
-    yc = _fma32(yc, z, _f(4.166664568298827E-002))
-    yc = _fma32(yc * z, z, -(z * _f(0.5))) + _f(1)
-    ys = _fma32(_f(-1.9515295891E-4), z, _f(8.3321608736E-3))
-    ys = _fma32(ys, z, _f(-1.6666654611E-1))
-    ys = _fma32(ys * z, x, x)
-    s = np.where(poly, ys, _f(0)) + np.where(poly, _f(0), yc)
-    c = np.where(poly, yc, _f(0)) + np.where(poly, _f(0), ys)
-    return ((s.view(np.int32) ^ sign_sin).view(np.float32),
-            (c.view(np.int32) ^ sign_cos).view(np.float32))
-
-
-def _box_muller16_f32(u: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """`normal_fill_16_AVX2` over blocks of 16 float32 uniforms."""
-    u = u.reshape(-1, 16)
-    r = np.sqrt(_f(-2) * _log256(_f(1) - u[:, :8]))
-    s, c = _sincos256(_f(2.0 * math.pi) * u[:, 8:])
-    m, sd = _f(mean), _f(std)
-    return np.concatenate([_fma32(r * c, sd, m), _fma32(r * s, sd, m)], axis=1).reshape(-1)
-
-
-def _box_muller16_f64(u: np.ndarray, mean: float, std: float) -> np.ndarray:
-    """`normal_fill_16<double>` over blocks of 16 float64 uniforms."""
-    u = u.reshape(-1, 16)
-    r = np.sqrt(-2.0 * _libm("log", 1.0 - u[:, :8]))
-    th = (2.0 * math.pi) * u[:, 8:]
-    return np.concatenate([_fma64(r * np.cos(th), std, mean), _fma64(r * np.sin(th), std, mean)],
-                          axis=1).reshape(-1)
-
-
-_CHUNK = 1 << 16  # elements (a multiple of 16)
-
-
 def normal(eng: Engine, n: int, np_dtype, mean: float = 0.0, std: float = 1.0,
            contiguous: bool = True) -> np.ndarray:
-    """`normal_(mean, std)` on n elements of a real dtype (float32 or float64 for the block
-    path; reduced-precision dtypes take the float32 path's numbers, rounded)."""
+    """`normal_(mean, std)` on n elements of a real dtype: blocks of 16 (`normal_fill_16`,
+    float32 through the AVX2 polynomials, float64 through glibc; reduced-precision dtypes take
+    the float32 path's numbers, rounded)."""
     np_dtype = np.dtype(np_dtype)
     if n < 16 or not contiguous:
         return normal_serial(eng, n, mean, std).astype(np_dtype)
-    if np_dtype == np.float64:
-        u, block = _unit53(eng.u64(n)), _box_muller16_f64
-        tail = (lambda: _unit53(eng.u64(16)))
-    else:
-        u, block = _unit24(eng.u32(n)), _box_muller16_f32
-        tail = (lambda: _unit24(eng.u32(16)))
     full = n - n % 16
-    out = np.empty(n, u.dtype)
-    for i in range(0, full, _CHUNK):  # chunks: the transforms' temporaries stay in cache
-        j = min(i + _CHUNK, full)
-        out[i:j] = block(u[i:j], mean, std)
-    if full != n:
-        out[n - 16:] = block(tail(), mean, std)
+    k, mt = _k(), eng.draw_state(n)
+    if np_dtype == np.float64:
+        block, words, m, sd = k.normal16_f64, 2, float(mean), float(std)
+    else:
+        block, words, m, sd = k.normal16_f32, 1, np.float32(mean), np.float32(std)
+    out = block(mt, full, m, sd)
+    if full != n:  # uniforms for all n are drawn, then the last 16 recomputed from 16 fresh ones
+        k.mt_words(mt, words * (n - full))
+        out = np.concatenate([out[:n - 16], block(mt, 16, m, sd)])
     return out.astype(np_dtype, copy=False)
 
 
@@ -432,7 +315,7 @@ def geometric(eng: Engine, n: int, p: float) -> np.ndarray:
 
 
 def cauchy(eng: Engine, n: int, median: float, sigma: float) -> np.ndarray:
-    return _fma64(sigma, _libm("tan", math.pi * (_unit53(eng.u64(n)) - 0.5)), median)
+    return _fma64(_libm("tan", math.pi * (_unit53(eng.u64(n)) - 0.5)), sigma, median)
 
 
 def log_normal(eng: Engine, n: int, mean: float, std: float) -> np.ndarray:
@@ -450,12 +333,7 @@ def randperm(eng: Engine, n: int) -> np.ndarray:
     """Fisher-Yates as PyTorch's CPU kernel: position i swaps with i + random() % (n - i)."""
     if n <= 1:
         return np.arange(n, dtype=np.int64)
-    z = (eng.u32(n - 1) % np.arange(n, 1, -1, dtype=np.uint64)).tolist()
-    perm = list(range(n))
-    for i, k in enumerate(z):
-        j = i + k
-        perm[i], perm[j] = perm[j], perm[i]
-    return np.array(perm, dtype=np.int64)
+    return _k().randperm(eng.u32(n - 1), n)
 
 
 def multinomial(eng: Engine, p: np.ndarray, num_samples: int, replacement: bool) -> np.ndarray:
