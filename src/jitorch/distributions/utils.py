@@ -84,8 +84,23 @@ class lazy_property:
 
 # ---- random draws (NumPy arrays from jitorch's default generator) --------------------------
 
-def _rng(name: str) -> np.random.Generator:
-    return _random._rng(None, name)
+class _Draws:
+    """NumPy's samplers (binomial, poisson, multinomial, ...) on the default generator's
+    mt19937 stream, each draw under the generator's lock (jitorch/_random.py `_draw`), so that
+    `manual_seed` reproduces them; `name` is what a refusal (vmap) names."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, method: str):
+        def draw(*args, **kwargs):
+            return _random._draw(None, self.name, lambda eng: getattr(
+                np.random.Generator(eng.bitgen), method)(*args, **kwargs))
+        return draw
+
+
+def _rng(name: str) -> _Draws:
+    return _Draws(name)
 
 
 def _np(t) -> np.ndarray:
@@ -93,15 +108,15 @@ def _np(t) -> np.ndarray:
 
 
 def _uniform(shape, like, low=0.0, high=1.0):
-    """U[low, high) in `like`'s dtype, never exactly `low` (PyTorch's samplers clamp the
-    uniform away from 0 so that log(u) stays finite)."""
+    """U[low, high) in `like`'s dtype from `jitorch.rand` (PyTorch's stream), never exactly
+    `low` (PyTorch's samplers clamp the uniform away from 0 so that log(u) stays finite)."""
     tiny = jitorch.finfo(like.dtype).tiny
-    u = _rng("uniform").random(tuple(shape))
-    return jitorch.as_tensor(u, dtype=like.dtype).clamp(min=tiny) * (high - low) + low
+    u = jitorch.rand(tuple(shape), dtype=like.dtype)
+    return u.clamp(min=tiny) * (high - low) + low
 
 
 def _normal(shape, like):
-    return jitorch.as_tensor(_rng("normal").standard_normal(tuple(shape)), dtype=like.dtype)
+    return jitorch.randn(tuple(shape), dtype=like.dtype)  # PyTorch's `_standard_normal`
 
 
 def _gamma_dP_dalpha(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
