@@ -379,5 +379,5 @@ def test_future_chains_callbacks_and_failures():
     with pytest.raises(ValueError, match="boom"):
         chained.wait()
     assert collect_all([f, child]).wait() == [f, child]
-    with pytest.raises(RuntimeError, match="not completed"):
+    with pytest.raises(RuntimeError, match="not been marked completed"):
         Future().value()
