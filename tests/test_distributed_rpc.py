@@ -447,7 +447,8 @@ if r in (0, 2):  # two callers at once: worker1 serves both together
 if r == 0:
     assert rpc.rpc_sync("worker1", ping, args=(4,)) == 2
     assert rpc.rpc_sync("worker1", via_async, args=(jitorch.ones(3),)).tolist() == [2.0] * 3
-    print("[OK nested]")  # a timed-out synchronous call: its late answer is dropped, the next call works
+    print("[OK nested]")
+    # a timed-out synchronous call: its late answer is dropped, the next call works
     try:
         rpc.rpc_sync("worker2", slow, args=(0.5,), timeout=0.1)
         raise AssertionError("no timeout")

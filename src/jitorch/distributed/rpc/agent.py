@@ -6,23 +6,24 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
     the answers of synchronous calls, each on the tag its request asked for (below), so the
     thread that waits for one receives it and no other thread's probe can take it; each
     message is one whole message (wire.py);
-  * the serving threads (`num_worker_threads`), leaders and followers: one of them at a time
-    (the leader, holding `_lead`) probes MPI (`Improbe`; MPI has no blocking wait that does not
-    spin a core, so it polls: without sleeping for `_HOT_S` after the last message, then with
-    sleeps growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`, completes the
-    futures of answers, tests the sends in flight and fails calls past their deadline. When a
-    request arrives it hands the lead to a follower and serves the request itself: decode, run
-    the operation, send the answer, with no thread handoff on the way (a follower takes the
-    lead meanwhile, so a callee that blocks or calls back never stops this worker's traffic).
-    With no follower free (all serving), the leader keeps the lead and hands the request to
-    the pool instead. A scripted callee runs its compiled program without the GIL, so the
-    threads serve many callers at once; a function that returns a Future (`@async_execution`)
-    frees its thread and is answered when the future completes;
-  * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks, the
-    answers of `@async_execution` functions and requests met with no follower free;
-  * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`, `wait_direct`) ask for their
-    answer on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread receives it
-    itself: no thread wakes another on a call's way back;
+  * the serving threads (`num_worker_threads`), leader and followers: one of them at a time,
+    the prober, probes MPI (`Improbe`; MPI has no blocking wait that does not spin a core, so
+    it polls: spinning for `_HOT_S` after the last message, as a blocking MPI receive spins,
+    then with sleeps growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`,
+    completes the futures of answers, tests the sends in flight and fails calls past their
+    deadline. A request it serves itself: decode, run the operation, send the answer, with no
+    thread handoff on the way, then it probes on. If that takes over `_TAKEOVER_S` (a slow
+    callee, one that waits for a call back to this worker), the standby follower takes the
+    lead; while other requests are being served the lead goes to a follower at once, so a
+    load of calls is served in parallel. A scripted callee runs its compiled program without
+    the GIL, so the threads serve many callers at once; a function that returns a Future
+    (`@async_execution`) frees its thread and is answered when the future completes;
+  * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks and
+    the answers of `@async_execution` functions;
+  * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`: `request(direct=True)`) ask
+    for their answer on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread
+    receives it itself (`_wait_direct`): no thread wakes another on a call's way back; a late
+    answer of one that timed out is received and dropped by the prober;
   * the operations a request may ask for: one table, `_OPS`, of jitorch's own handlers (a call
     of a named function, an RRef's creation, fetch and method call, distributed backward, ...).
     A request naming anything else is refused;
@@ -123,7 +124,7 @@ class Agent:
         self._abandoned: set = set()  # (source, tag) of direct answers no one waits for now
         self._owned: dict[int, Future] = {}  # RRef id -> its value (a Future: may be pending)
         self._rref_ids = itertools.count(1)
-        self._backoff = _Backoff()  # the leader's
+        self._backoff = _Backoff()  # the prober's
         self._cv = _fork.condition()  # guards the lead: _prober, _standby, _inline_since
         self._prober = None  # the serving thread that leads (probes MPI), by thread id
         self._standby = None  # the follower that takes the lead from a prober serving long
@@ -139,6 +140,8 @@ class Agent:
 
     # -- sending -------------------------------------------------------------------------------
     def _post(self, dst: int, buf, tag: int) -> None:
+        if not self._running:  # stopped: its communicators are (being) freed
+            return
         comm = self.direct if tag >= _DIRECT_TAG else self.comm
         req = comm.Isend([buf, self.MPI.BYTE], dst, tag)
         with self._lock:
@@ -481,9 +484,12 @@ class Agent:
         self._running = False
         with self._cv:
             self._cv.notify_all()
+        # the followers and the prober end at once; a thread still in a callee (a shutdown
+        # that was not graceful) is left to finish it, its answer dropped (_post)
+        deadline = time.perf_counter() + 1.0
         for t in self._threads:
             if t is not threading.current_thread():
-                t.join()
+                t.join(max(0.0, deadline - time.perf_counter()))
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
