@@ -19,9 +19,9 @@ against raw mpi4py buffer calls on the same arrays, and a DDP train step on N ra
    scripted function (20 fused sin passes over 100k floats) served to 1 and to 3 callers at
    once, as it runs (its compiled program releases the GIL, so worker0's serving threads run
    the calls in parallel) and as a Numba twin of the same loop compiled with nogil=False (what
-   the callee would be if its program held the GIL), plus a direct GIL check: how fast worker0's main
-   thread runs Python while another thread runs each callee (switch interval raised to 0.1 s:
-   only a released GIL lets it run).
+   the callee would be if its program held the GIL), plus a direct GIL check: how fast
+   worker0's main thread runs Python while another thread runs each callee (switch interval
+   raised to 0.1 s: only a released GIL lets it run).
 
     python bench/distributed.py [--ranks 2]      # starts itself under the venv's mpiexec
 """
