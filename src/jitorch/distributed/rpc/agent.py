@@ -18,8 +18,9 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
     load of calls is served in parallel. A scripted callee runs its compiled program without
     the GIL, so the threads serve many callers at once; a function that returns a Future
     (`@async_execution`) frees its thread and is answered when the future completes;
-  * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks and
-    the answers of `@async_execution` functions;
+  * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks, the
+    answers of `@async_execution` functions and requests that come when no serving thread is
+    free to take the lead;
   * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`: `request(direct=True)`) ask
     for their answer on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread
     receives it itself (`_wait_direct`): no thread wakes another on a call's way back; a late
@@ -130,6 +131,7 @@ class Agent:
         self._standby = None  # the follower that takes the lead from a prober serving long
         self._inline_since = None  # when the prober began serving a request itself
         self._serving = 0  # requests being served by serving threads
+        self._followers = 0  # serving threads waiting for the lead
         self._accepting = True  # False once shutdown drained this worker: requests refused
         self._running = True
         self._threads = [threading.Thread(target=self._serving_thread, name=f"rpc-serve-{i}",
@@ -246,6 +248,7 @@ class Agent:
         try:
             while True:
                 with cv:  # a follower: wait for the lead
+                    self._followers += 1
                     while self._running and self._prober is not None:
                         if self._standby in (None, me):
                             self._standby = me  # the one follower that watches the prober
@@ -255,6 +258,7 @@ class Agent:
                                 self._prober = None  # it serves on: take its lead
                         else:
                             cv.wait()
+                    self._followers -= 1
                     if not self._running:
                         return
                     if self._standby == me:
@@ -275,12 +279,20 @@ class Agent:
         While other requests are being served, the lead goes to a follower at once (a load of
         calls is served in parallel); else this thread serves the request keeping the lead (no
         thread wakes on a call's way) and the standby takes the lead if serving runs past
-        `_TAKEOVER_S` (a slow callee, or one that waits for a call back to this worker)."""
+        `_TAKEOVER_S` (a slow callee, or one that waits for a call back to this worker). With
+        no follower (every other thread serves), the pool serves it and this thread probes on:
+        someone always receives the answers the callees wait for."""
         src, buf = self._lead_until_request()
         if buf is None:
             return False
         cv = self._cv
         with cv:
+            if not self._followers:  # no thread could take the lead: the pool serves it
+                try:
+                    self.pool.submit(self._serve, src, buf)
+                except RuntimeError:  # shut down: this worker is stopping
+                    self._refuse(src, buf)
+                return True
             self._serving += 1
             if self._serving > 1:
                 self._prober = None
@@ -477,8 +489,8 @@ class Agent:
         """Wait until every request this worker serves is answered; later ones are refused."""
         while self._serving:
             time.sleep(1e-3)
-        self.pool.shutdown(wait=True)
         self._accepting = False
+        self.pool.shutdown(wait=True)
 
     def stop(self) -> None:
         self._running = False
