@@ -47,6 +47,7 @@ import numpy as np
 FORMAT = "jitorch.rpc"
 VERSION = 1
 _PREFIX = struct.Struct("<QQQ")
+_CALL_ID = struct.Struct("<Q")
 _ALIGN = 64
 # jitorch's modules a message may name: the tensor API (ops, creation, nn, optim, ...); not its
 # I/O (save/load, jit), process control (distributed) or compiler internals
@@ -71,14 +72,14 @@ _ZEROS = bytes(_ALIGN)
 def pack(call_id: int, manifest: dict, storages: list) -> bytes:
     """The bytes of one message (storages: contiguous arrays)."""
     text = _dumps(manifest).encode("utf-8")
+    if not storages:
+        return _PREFIX.pack(call_id, 0, len(text)) + text
     raws = [a.reshape(-1).view(np.uint8) for a in storages]
+    n = _PREFIX.size + 8 * len(raws) + len(text)
     parts = [_PREFIX.pack(call_id, len(raws), len(text)),
-             struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)), text]
-    if raws:
-        n = _PREFIX.size + 8 * len(raws) + len(text)
-        parts.append(_ZEROS[:_pad(n)])
-        for r in raws:
-            parts += (r, _ZEROS[:_pad(r.size)])
+             struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)), text, _ZEROS[:_pad(n)]]
+    for r in raws:
+        parts += (r, _ZEROS[:_pad(r.size)])
     return b"".join(parts)
 
 
@@ -88,7 +89,7 @@ _dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 def call_id_of(buf: np.ndarray) -> int | None:
     """The call id of a message (None when it is too short to hold one): an error answer
     needs it even when the rest cannot be read."""
-    return int(buf[:8].view(np.uint64)[0]) if buf.size >= 8 else None
+    return _CALL_ID.unpack_from(buf)[0] if len(buf) >= 8 else None
 
 
 def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
@@ -227,9 +228,14 @@ _TENSOR = None
 
 
 # --- names ------------------------------------------------------------------------------------
-def _script_function_type():
-    from ...script.runtime.functions import ScriptFunction
-    return ScriptFunction
+_FUNCTION_TYPES: list = []  # what a message may call: Python functions, scripted functions
+
+
+def _function_types() -> tuple:
+    if not _FUNCTION_TYPES:
+        from ...script.runtime.functions import ScriptFunction
+        _FUNCTION_TYPES.extend((types.FunctionType, ScriptFunction))
+    return tuple(_FUNCTION_TYPES)
 
 
 def qualified_name(fn) -> str:
@@ -334,7 +340,7 @@ def resolve(name) -> object:
     if isinstance(found, type):
         ok = bool(found.__flags__ & _HEAPTYPE)
     else:
-        ok = isinstance(found, (types.FunctionType, _script_function_type()))
+        ok = isinstance(found, _function_types())
     if not ok:
         raise refuse(f"it is a {type(found).__name__}, and RPC calls only Python functions, "
                      f"scripted functions and Python classes")
