@@ -379,5 +379,79 @@ def test_future_chains_callbacks_and_failures():
     with pytest.raises(ValueError, match="boom"):
         chained.wait()
     assert collect_all([f, child]).wait() == [f, child]
-    with pytest.raises(RuntimeError, match="not completed"):
+    with pytest.raises(RuntimeError, match="not been marked completed"):
         Future().value()
+
+
+DDP_SCRIPTED = r'''
+import numpy as np
+import jitorch
+import jitorch.distributed as dist
+from jitorch import nn
+from jitorch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("mpi")
+r, n = dist.get_rank(), dist.get_world_size()
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(4, 8)
+        self.fc2 = nn.Linear(8, 3)
+
+    def forward(self, x):
+        return self.fc2(jitorch.relu(self.fc1(x)))
+
+
+class Outer(nn.Module):  # an eager module around a scripted submodule
+    def __init__(self):
+        super().__init__()
+        self.inner = Net()
+        self.head = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.head(self.inner(x))
+
+
+def scripted_whole(m):
+    return jitorch.jit.script(m)
+
+
+def scripted_inner(m):
+    m.inner = jitorch.jit.script(m.inner)
+    return m
+
+
+for make, wrap, out in ((Net, scripted_whole, 3), (Outer, scripted_inner, 2)):
+    jitorch.manual_seed(r)  # ranks start different: DDP broadcasts rank 0's parameters
+    eager = make()
+    twin = make()
+    twin.load_state_dict(eager.state_dict())
+    ddps = [DDP(eager), DDP(wrap(twin))]
+    opts = [jitorch.optim.SGD(d.parameters(), lr=0.1) for d in ddps]
+    rng = np.random.default_rng(r)  # each rank its own data: only the all-reduce keeps them equal
+    before = jitorch.jit.stats()
+    for _ in range(3):
+        x = jitorch.from_numpy(rng.standard_normal((5, 4)).astype(np.float32))
+        y = jitorch.from_numpy(rng.standard_normal((5, out)).astype(np.float32))
+        for d, o in zip(ddps, opts):
+            o.zero_grad()
+            ((d(x) - y) ** 2).mean().backward()
+            o.step()
+    st = jitorch.jit.stats()
+    assert st.compiled_runs > before.compiled_runs, st
+    assert st.interpreted_runs == before.interpreted_runs and not st.interpreted_reasons, st
+    flat = [jitorch.cat([p.detach().reshape(-1) for p in d.parameters()]) for d in ddps]
+    assert jitorch.allclose(flat[0], flat[1], atol=1e-6), (flat[0] - flat[1]).abs().max()
+    everyone = [jitorch.zeros_like(flat[1]) for _ in range(n)]
+    dist.all_gather(everyone, flat[1])
+    assert all(jitorch.equal(e, flat[1]) for e in everyone), "the replicas diverged"
+    print(f"[OK {make.__name__} {r}]")
+'''
+
+
+def test_ddp_around_scripted_modules_trains_compiled_and_matches_eager(tmp_path):
+    p = mpi_job(tmp_path, DDP_SCRIPTED, 2, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK Net 0", "OK Net 1", "OK Outer 0", "OK Outer 1"], p.stdout

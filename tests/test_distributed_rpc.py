@@ -65,7 +65,7 @@ class Evil:  # never allowed: its code must never run from a message
 
 r = int(os.environ["PMI_RANK"])
 rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
-    num_worker_threads=4, rpc_timeout=30))
+    num_worker_threads=1 if r == 2 else 4, rpc_timeout=30))
 assert rpc.get_worker_info().name == f"worker{r}" and rpc.get_worker_info().id == r
 if r == 0:
     x = jitorch.arange(12.).reshape(3, 4)
@@ -358,3 +358,113 @@ def test_message_names_of_the_tensor_api_resolve():
     for fn in (jitorch.add, jitorch.ones, jitorch.nn.functional.relu, jitorch.nn.Linear,
                jitorch.optim.SGD):
         assert wire.resolve(wire.qualified_name(fn)) is fn
+
+
+def test_compact_messages_round_trip_and_refuse_what_is_not_a_value():
+    import numpy as np
+    import jitorch
+    from jitorch.distributed.rpc import agent, wire
+    x = jitorch.arange(12.).reshape(3, 4)
+    payload = {"args": (1, -2.5, "s", None, True, [1, (2, 3)], {"k": x.t()},
+                        jitorch.tensor(7, dtype=jitorch.int64),
+                        jitorch.ones(2, dtype=jitorch.bfloat16)), "kwargs": {}}
+    manifest, storages = agent.encode_compact(payload)
+    assert "c" in manifest  # plain values and tensors: the compact form
+    manifest["rpc"] = {"op": "call"}
+    buf = np.frombuffer(wire.pack(9, manifest, storages), np.uint8).copy()
+    call_id, got_manifest, buffers = wire.unpack(buf)
+    got, _ = agent.decode(got_manifest, buffers, "test")
+    a = got["args"]
+    assert call_id == 9 and a[:6] == (1, -2.5, "s", None, True, [1, (2, 3)])
+    assert type(a[5]) is list and type(a[5][1]) is tuple and got["kwargs"] == {}
+    assert jitorch.equal(a[6]["k"], x.t()) and a[7].item() == 7 and a[7].dtype is jitorch.int64
+    assert a[8].dtype is jitorch.bfloat16 and a[8].tolist() == [1.0, 1.0]
+    # what only the general form keeps: a tensor twice (one object), grads, nan, other types
+    for general in ((x, x), (x, x[0]), jitorch.ones(2, requires_grad=True), float("nan"),
+                    {1: 2}, jitorch.float32, {"a": (1, 2, {3})}):
+        assert agent.encode_compact(general) == (None, None), general
+    # a compact manifest builds only values: anything else is refused, naming the defect
+    four = [np.zeros(16, np.uint8)]
+    for tree, why in (({"t": [0, "float32", [5]]}, "buffer holds 16 bytes"),
+                      ({"t": [1, "float32", [4]]}, "malformed tensor"),
+                      ({"t": [0, "object", [4]]}, "malformed tensor"),
+                      ({"t": [0, "float32", [-4]]}, "malformed tensor"),
+                      ({"$": "global", "module": "os", "qualname": "system"}, "not a value"),
+                      ({"l": [1], "d": {}}, "not a value"),
+                      (["x"] * 3 + [{"l": [{"l": [{"l": [None]}]}]}], None)):
+        if why is None:  # nesting is fine within bounds
+            agent.decode({"c": tree}, four, "test")
+            continue
+        with pytest.raises(RuntimeError, match=why):
+            agent.decode({"c": tree}, four, "test")
+    deep = None
+    for _ in range(100):
+        deep = {"l": [deep]}
+    with pytest.raises(RuntimeError, match="nests too deep"):
+        agent.decode({"c": deep}, [], "test")
+
+
+SERVING = r'''
+import os, threading, time
+import jitorch
+import jitorch.distributed.rpc as rpc
+
+meet = threading.Barrier(2, timeout=20)
+
+
+def rendezvous(i):  # returns only when two calls run at once on this worker
+    meet.wait()
+    return i
+
+
+def ping(n):
+    return n if n == 0 else rpc.rpc_sync("worker0", pong, args=(n - 1,))
+
+
+def pong(n):  # worker0 <-> worker1, each serving while its own call waits on the other
+    return n if n == 0 else rpc.rpc_sync("worker1", ping, args=(n - 1,)) + 1
+
+
+def via_async(x):  # waits, in a callee, for an answer the prober must receive
+    return rpc.rpc_async("worker1", echo, args=(x,)).wait() * 2
+
+
+def echo(x):
+    return x
+
+
+def slow(s):
+    time.sleep(s)
+    return s
+
+
+r = int(os.environ["PMI_RANK"])
+rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+    num_worker_threads=1 if r == 2 else 4, rpc_timeout=30))
+if r in (0, 2):  # two callers at once: worker1 serves both together
+    assert rpc.rpc_sync("worker1", rendezvous, args=(r,)) == r
+    print(f"[OK parallel {r}]")
+if r == 0:
+    assert rpc.rpc_sync("worker1", ping, args=(4,)) == 2
+    assert rpc.rpc_sync("worker2", via_async, args=(jitorch.ones(3),)).tolist() == [2.0] * 3
+    print("[OK nested]")
+    # a timed-out synchronous call: its late answer is dropped, the next call works
+    try:
+        rpc.rpc_sync("worker2", slow, args=(0.5,), timeout=0.1)
+        raise AssertionError("no timeout")
+    except RuntimeError as e:
+        assert "ran for more than set timeout (100 ms)" in str(e), e
+    x = jitorch.arange(4.)
+    assert rpc.rpc_sync("worker2", echo, args=((x, [x[1:], {"n": 1}]),)) is not None
+    time.sleep(0.6)
+    got = rpc.rpc_sync("worker2", echo, args=((x, [x[1:], {"n": 1}]),))
+    assert got[0].tolist() == [0, 1, 2, 3] and got[1][0].tolist() == [1, 2, 3], got
+    print("[OK late]")
+rpc.shutdown()
+'''
+
+
+def test_serving_threads_serve_nested_parallel_and_late_calls(tmp_path):
+    p = mpi_job(tmp_path, SERVING, 3, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK late", "OK nested", "OK parallel 0", "OK parallel 2"], p.stdout

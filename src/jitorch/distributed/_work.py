@@ -24,6 +24,8 @@ import sys
 import threading
 import time
 
+from .. import _fork
+
 __all__ = ["DistBackendError", "DistError", "Pending", "Work", "abort_job",
            "background_progress_supported", "install_fault_hooks", "progress_in_background",
            "recording_works"]
@@ -259,7 +261,7 @@ class Pending:
     def __init__(self, works, name: str, timeout_s: float, rank: int):
         self.works = list(works)
         self.name, self.timeout_s, self.rank = name, timeout_s, rank
-        self.event = threading.Event()
+        self.event = _fork.event()
         self.error: BaseException | None = None
 
     def wait(self, deadline: float) -> None:
@@ -270,7 +272,7 @@ class Pending:
 
 
 _progress_queue: queue.SimpleQueue | None = None
-_progress_lock = threading.Lock()
+_progress_lock = _fork.lock()
 
 
 def _progress_loop(q: queue.SimpleQueue) -> None:

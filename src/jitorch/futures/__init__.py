@@ -11,6 +11,12 @@ Callbacks (`then`, `add_done_callback`) run on the thread that completes the fut
 when it is already complete, as in PyTorch. A future may name an executor (`_executor`) that
 its callbacks are handed to instead: the RPC agent does, so user callbacks never run on its
 service thread (one that blocks there would stop every RPC of the process).
+
+A future may also stand for a pending operation that only progresses when someone waits on it
+or polls it (`_driven(drive, poll)`: MPI progresses a request only inside MPI calls, so
+`Work.get_future()` is completed by `wait()` / `done()` rather than pushed by a background
+thread; an RPC call's future is completed by the waiting caller receiving the answer itself).
+A future chained on such a future (`then`, `collect_all`) drives its parents when waited on.
 """
 from __future__ import annotations
 
@@ -25,13 +31,37 @@ class Future(concurrent.futures.Future):
     """`torch.futures.Future`: the result of an asynchronous computation."""
 
     _executor = None  # where callbacks run (None: the completing thread)
+    _drive = None  # completes this future by waiting for what it stands for (blocking)
+    _poll = None  # completes it if that already finished, without blocking
 
     def __init__(self, *, devices=None):
         super().__init__()
 
+    @classmethod
+    def _driven(cls, drive, poll) -> "Future":
+        """A future completed by `drive()` (blocking) or `poll()` (returns at once); both end
+        by calling set_result/set_exception on it (or leave that to another thread)."""
+        f = cls()
+        f._drive, f._poll = drive, poll
+        return f
+
+    def done(self) -> bool:
+        if self._poll is not None and not super().done():
+            self._poll()
+        return super().done()
+
     def wait(self):
         """Block until complete; the value, or the error raised."""
+        if self._drive is not None and not super().done():
+            self._drive()
         return self.result()
+
+    def _settle(self) -> None:
+        """Wait until complete, keeping a failure in the future (raised by `value()`)."""
+        try:
+            self.wait()
+        except BaseException:  # noqa: BLE001 - the future carries it
+            pass
 
     def value(self):
         """The value of a completed future (raises its error); call after `wait()` or in a
@@ -41,10 +71,19 @@ class Future(concurrent.futures.Future):
                                "completed.")
         return self.result()
 
+    def set_result(self, result) -> None:
+        try:
+            super().set_result(result)
+        except concurrent.futures.InvalidStateError:
+            raise RuntimeError("Future can only be marked completed once.") from None
+
     def set_exception(self, result) -> None:
         if not isinstance(result, BaseException):
             raise TypeError(f"set_exception expects an exception, got {type(result).__name__}")
-        super().set_exception(result)
+        try:
+            super().set_exception(result)
+        except concurrent.futures.InvalidStateError:
+            raise RuntimeError("Future can only be marked completed once.") from None
 
     def add_done_callback(self, callback) -> None:
         """Run `callback(self)` when complete (at once if it already is)."""
@@ -57,7 +96,7 @@ class Future(concurrent.futures.Future):
     def then(self, callback) -> "Future":
         """A new Future completed with `callback(self)` once this one completes (with the
         callback's exception, if it raises)."""
-        out = Future()
+        out = Future._driven(self._settle, self.done) if self._drive is not None else Future()
         out._executor = self._executor
 
         def run(fut):
@@ -72,7 +111,13 @@ class Future(concurrent.futures.Future):
 def collect_all(futures) -> Future:
     """A Future completed with the list of `futures` once all of them are complete."""
     futures = list(futures)
-    out = Future()
+    if any(f._drive is not None for f in futures):
+        def drive():
+            for f in futures:
+                f._settle()
+        out = Future._driven(drive, lambda: [f.done() for f in futures])
+    else:
+        out = Future()
     left = [len(futures)]
     if not futures:
         out.set_result([])

@@ -1,18 +1,30 @@
 """The RPC agent: one per process, on MPI (`init_rpc` makes it, `shutdown` ends it).
 
 Owns the transport and the dispatch of `jitorch.distributed.rpc`:
-  * a communicator of its own (`COMM_WORLD.Dup()`: RPC traffic never matches a collective's or
-    the user's messages), requests on tag 1, answers on tag 2, each one whole message
-    (wire.py);
-  * the service thread: it polls `Improbe` (MPI has no blocking wait that does not spin a core,
-    so it polls: without sleeping for `_HOT_S` after the last message, then with sleeps growing
-    to `_MAX_SLEEP_S`), receives each message with `Mrecv`, hands requests to the
-    pool, completes the futures of answers, tests the sends in flight and fails calls past
-    their deadline. It never runs user code;
-  * the pool (`num_worker_threads` threads) that serves requests: decode, run the operation,
-    send the answer. A scripted callee runs its compiled program without the GIL, so the pool
-    serves many callers at once; a function that returns a Future (`@async_execution`) frees
-    its thread and is answered when the future completes;
+  * communicators of its own (`COMM_WORLD.Dup()`: RPC traffic never matches a collective's or
+    the user's messages): `comm` with requests on tag 1 and answers on tag 2, and `direct` with
+    the answers of synchronous calls, each on the tag its request asked for (below), so the
+    thread that waits for one receives it and no other thread's probe can take it; each
+    message is one whole message (wire.py);
+  * the serving threads (`num_worker_threads`), leader and followers: one of them at a time,
+    the prober, probes MPI (`Improbe`; MPI has no blocking wait that does not spin a core, so
+    it polls: spinning for `_HOT_S` after the last message, as a blocking MPI receive spins,
+    then with sleeps growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`,
+    completes the futures of answers, tests the sends in flight and fails calls past their
+    deadline. A request it serves itself: decode, run the operation, send the answer, with no
+    thread handoff on the way, then it probes on. If that takes over `_TAKEOVER_S` (a slow
+    callee, one that waits for a call back to this worker), the standby follower takes the
+    lead; while other requests are being served the lead goes to a follower at once, so a
+    load of calls is served in parallel. A scripted callee runs its compiled program without
+    the GIL, so the threads serve many callers at once; a function that returns a Future
+    (`@async_execution`) frees its thread and is answered when the future completes;
+  * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks, the
+    answers of `@async_execution` functions and requests that come when no serving thread is
+    free to take the lead;
+  * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`: `request(direct=True)`) ask
+    for their answer on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread
+    receives it itself (`_wait_direct`): no thread wakes another on a call's way back; a late
+    answer of one that timed out is received and dropped by the prober;
   * the operations a request may ask for: one table, `_OPS`, of jitorch's own handlers (a call
     of a named function, an RRef's creation, fetch and method call, distributed backward, ...).
     A request naming anything else is refused;
@@ -38,9 +50,12 @@ from ...futures import Future
 from . import wire
 
 TAG_REQUEST, TAG_RESPONSE = 1, 2
+_DIRECT_TAG = 16  # answers to synchronous calls: this + call id (mod the tag range)
 _HOT_S = 0.005  # poll without sleeping this long after the last message (calls come in runs)
 _MIN_SLEEP_S = 1e-5  # then sleep, from this (the kernel makes it ~60 us) ...
 _MAX_SLEEP_S = 1e-3  # ... to this: the most latency an idle worker adds to a call
+_YIELD_EVERY = 64
+_TAKEOVER_S = 2e-3  # a prober serving a request longer than this hands over the lead
 
 # operation -> (module, handler): handler(agent, src, envelope, payload) -> value or Future
 _OPS = {
@@ -53,14 +68,42 @@ _OPS = {
     "optim_create": ("jitorch.distributed.optim", "_serve_create"),
     "optim_step": ("jitorch.distributed.optim", "_serve_step"),
 }
+_HANDLERS: dict = {}  # op -> its handler, imported on first use
 
 
 class _Call:
-    __slots__ = ("future", "what", "deadline", "timeout", "cid")
+    __slots__ = ("future", "what", "deadline", "timeout", "cid", "dst", "tag")
 
-    def __init__(self, future, what, deadline, timeout, cid):
+    def __init__(self, future, what, deadline, timeout, cid, dst, tag):
         self.future, self.what, self.deadline, self.timeout, self.cid = \
             future, what, deadline, timeout, cid
+        self.dst, self.tag = dst, tag  # tag: the answer's own tag (a synchronous call) or None
+
+
+class _Backoff:
+    """How a poller waits between probes that found nothing: it spins while traffic is recent
+    (`hot`), then sleeps longer and longer."""
+    __slots__ = ("active", "sleep", "polls")
+
+    def __init__(self):
+        self.active, self.sleep, self.polls = time.perf_counter(), 0.0, 0
+
+    def wait(self, now: float, hot: bool = True) -> None:
+        # right after a message the next one comes soon (a caller's next call, the answer to a
+        # nested call): probe again at once, as a blocking MPI receive spins. Not even
+        # sleep(0): on a busy machine each one gives the core away for a time slice (2-core
+        # box at load 10: 1.5 ms round trips yielding, spinning see bench/distributed.py).
+        # Each probe releases the GIL, so other threads of the process still run.
+        if now - self.active < _HOT_S and hot:
+            self.polls += 1
+            if self.polls % _YIELD_EVERY == 0:
+                time.sleep(0)
+        else:
+            self.sleep = min(_MAX_SLEEP_S, max(_MIN_SLEEP_S, self.sleep * 2))
+            time.sleep(self.sleep)
+
+    def hit(self, now: float) -> None:
+        self.active, self.sleep = now, 0.0
 
 
 class Agent:
@@ -69,55 +112,90 @@ class Agent:
         self.MPI = MPI
         self.name, self.options, self.rank, self.size = name, options, rank, size
         self.comm = comm
+        self.direct = comm.Dup()  # collective: every rank makes its agent in init_rpc
         self.workers = workers
         self.by_name = {w.name: w for w in workers}
         self.pool = concurrent.futures.ThreadPoolExecutor(options.num_worker_threads,
                                                           thread_name_prefix="rpc")
         self._lock = _fork.lock()
         self._ids = itertools.count(1)
+        self._tag_range = comm.Get_attr(MPI.TAG_UB) - _DIRECT_TAG
         self._calls: dict[int, _Call] = {}
         self._sends: list = []  # (request, buffer) in flight
+        self._abandoned: set = set()  # (source, tag) of direct answers no one waits for now
         self._owned: dict[int, Future] = {}  # RRef id -> its value (a Future: may be pending)
         self._rref_ids = itertools.count(1)
-        self._active = time.perf_counter()
+        self._backoff = _Backoff()  # the prober's
+        self._cv = _fork.condition()  # guards the lead: _prober, _standby, _inline_since
+        self._prober = None  # the serving thread that leads (probes MPI), by thread id
+        self._standby = None  # the follower that takes the lead from a prober serving long
+        self._inline_since = None  # when the prober began serving a request itself
+        self._serving = 0  # requests being served by serving threads
+        self._followers = 0  # serving threads waiting for the lead
+        self._accepting = True  # False once shutdown drained this worker: requests refused
         self._running = True
-        self._thread = threading.Thread(target=self._service, name="rpc-service", daemon=True)
-        self._thread.start()
+        self._threads = [threading.Thread(target=self._serving_thread, name=f"rpc-serve-{i}",
+                                          daemon=True)
+                         for i in range(options.num_worker_threads)]
+        for t in self._threads:
+            t.start()
 
     # -- sending -------------------------------------------------------------------------------
-    def _post(self, dst: int, buf: np.ndarray, tag: int) -> None:
-        req = self.comm.Isend([buf, self.MPI.BYTE], dst, tag)
+    def _post(self, dst: int, buf, tag: int) -> None:
+        if not self._running:  # stopped: its communicators are (being) freed
+            return
+        comm = self.direct if tag >= _DIRECT_TAG else self.comm
+        req = comm.Isend([buf, self.MPI.BYTE], dst, tag)
         with self._lock:
             self._sends.append((req, buf))  # keeps the buffer alive until the send completes
-        self._active = time.perf_counter()
 
     def new_future(self) -> Future:
         fut = Future()
         fut._executor = self.pool
         return fut
 
-    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float) -> Future:
+    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float,
+                direct: bool = False) -> Future:
         """Send a request; its Future completes with the answer's value (or error).
-        `timeout` in seconds, 0 for none."""
+        `timeout` in seconds, 0 for none. `direct`: the caller waits for it at once (a
+        synchronous call): whoever waits on the future receives the answer itself."""
         from .. import autograd as dist_autograd
         cid = dist_autograd._current_id()
         envelope = dict(envelope, cid=cid)
-        manifest, storages, tensors = encode(payload)
-        if cid is not None:
-            envelope["grads"] = dist_autograd._outgoing(cid, dst, tensors)
+        manifest, storages = encode_compact(payload)
+        if manifest is None:
+            manifest, storages, tensors = encode(payload)
+            if cid is not None:
+                envelope["grads"] = dist_autograd._outgoing(cid, dst, tensors)
         manifest["rpc"] = envelope
-        return self.send_message(dst, lambda call_id: wire.pack(call_id, manifest, storages),
-                                 what, timeout, cid)
 
-    def send_message(self, dst: int, make, what: str, timeout: float, cid=None) -> Future:
-        """Register a call and send `make(call_id)` (the message's bytes) to `dst`."""
-        fut = self.new_future()
+        def make(call_id, tag=None):
+            if tag is not None:
+                envelope["reply"] = tag
+            return wire.pack(call_id, manifest, storages)
+        return self.send_message(dst, make, what, timeout, cid, direct)
+
+    def send_message(self, dst: int, make, what: str, timeout: float, cid=None,
+                     direct: bool = False) -> Future:
+        """Register a call and send `make(call_id)` (the message's bytes; `make(call_id, tag)`
+        for a direct call, whose answer comes on `tag`) to `dst`."""
         call_id = next(self._ids)
+        tag = None
+        if direct:
+            tag = _DIRECT_TAG + call_id % self._tag_range
+            fut = Future._driven(lambda: self._wait_direct(call_id), None)
+        else:
+            fut = self.new_future()
         deadline = time.perf_counter() + timeout if timeout and timeout > 0 else None
+        call = _Call(fut, what, deadline, timeout, cid, dst, tag)
         with self._lock:
-            self._calls[call_id] = _Call(fut, what, deadline, timeout, cid)
+            self._calls[call_id] = call
         try:
-            self._post(dst, make(call_id), TAG_REQUEST)
+            self._post(dst, make(call_id, tag) if direct else make(call_id), TAG_REQUEST)
+            if not direct:  # its answer comes to the prober: keep it probing hot. (A direct
+                # call's caller probes itself; a second thread spinning in this process would
+                # make each wait for the GIL, up to the 5 ms switch interval.)
+                self._backoff.hit(time.perf_counter())
         except BaseException:
             with self._lock:
                 self._calls.pop(call_id, None)
@@ -128,57 +206,163 @@ class Agent:
         with self._lock:
             return [c.future for c in self._calls.values()]
 
-    # -- the service thread --------------------------------------------------------------------
-    def _service(self) -> None:
-        MPI = self.MPI
-        status = MPI.Status()
-        sleep = 0.0
-        next_check = 0.0
+    # -- receiving -----------------------------------------------------------------------------
+    def _recv(self, msg, status) -> np.ndarray:
+        buf = np.empty(status.Get_count(self.MPI.BYTE), np.uint8)
+        msg.Recv([buf, self.MPI.BYTE])  # MPI_Mrecv
+        return buf
+
+    def _wait_direct(self, call_id: int) -> None:
+        """Receive the answer of synchronous call `call_id` on this (the waiting) thread."""
+        with self._lock:
+            call = self._calls.get(call_id)
+        if call is None:
+            return  # answered or failed already
+        status = self.MPI.Status()
+        backoff = _Backoff()
+        fut = call.future
+        while not fut.done():
+            msg = self.direct.Improbe(call.dst, call.tag, status)
+            now = time.perf_counter()
+            if msg is not None:
+                buf = self._recv(msg, status)
+                if wire.call_id_of(buf) == call_id:  # else a late answer of an earlier use
+                    self._answer(call.dst, buf)
+                    return
+                continue
+            if call.deadline is not None and now >= call.deadline:
+                self._expire(now)
+            elif not self._running:
+                with self._lock:
+                    self._calls.pop(call_id, None)
+                fut.set_exception(RuntimeError(f"RPC: the agent of {self.name} stopped while "
+                                               f"{call.what} waited for its answer"))
+            backoff.wait(now)
+        with self._lock:  # failed (timed out, or the agent stopped): its answer is dropped
+            self._abandoned.add((call.dst, call.tag))
+
+    # -- the serving threads ---------------------------------------------------------------
+    def _serving_thread(self) -> None:
+        me = threading.get_ident()
+        cv = self._cv
         try:
-            while self._running:
-                msg = self.comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
-                now = time.perf_counter()
-                if msg is not None:
-                    buf = np.empty(status.Get_count(MPI.BYTE), np.uint8)
-                    msg.Recv([buf, MPI.BYTE])  # MPI_Mrecv
-                    src, tag = status.Get_source(), status.Get_tag()
-                    if tag == TAG_REQUEST:
-                        self._submit(src, buf)
-                    elif tag == TAG_RESPONSE:
-                        self._answer(src, buf)
-                    self._active = now
-                    sleep = 0.0
-                    continue
-                if self._sends:
-                    with self._lock:
-                        self._sends = [(r, b) for r, b in self._sends if not r.Test()]
-                if now >= next_check:
-                    self._expire(now)
-                    next_check = now + 1e-3
-                # right after a message the next one comes soon (a caller's next call, the
-                # answer to a nested call): yield (sleep(0) releases the GIL) rather than sleep,
-                # which on a busy machine waits for a time slice (2-core box at load 12: 2.3 ms
-                # round trips sleeping, 1.2 ms yielding)
-                if now - self._active < _HOT_S:
-                    time.sleep(0)
-                else:
-                    sleep = min(_MAX_SLEEP_S, max(_MIN_SLEEP_S, sleep * 2))
-                    time.sleep(sleep)
+            while True:
+                with cv:  # a follower: wait for the lead
+                    self._followers += 1
+                    while self._running and self._prober is not None:
+                        if self._standby in (None, me):
+                            self._standby = me  # the one follower that watches the prober
+                            cv.wait(_TAKEOVER_S)
+                            since = self._inline_since
+                            if since is not None and time.perf_counter() - since >= _TAKEOVER_S:
+                                self._prober = None  # it serves on: take its lead
+                        else:
+                            cv.wait()
+                    self._followers -= 1
+                    if not self._running:
+                        return
+                    if self._standby == me:
+                        self._standby = None
+                        cv.notify()  # another follower becomes the standby
+                    self._prober, self._inline_since = me, None
+                while self._serve_next(me):
+                    pass
         except BaseException:  # noqa: BLE001 - a dead service thread would hang every peer
             traceback.print_exc()
             from .._work import abort_job
-            sys.stderr.write(f"jitorch.distributed.rpc: the service thread of {self.name} "
+            sys.stderr.write(f"jitorch.distributed.rpc: a serving thread of {self.name} "
                              f"failed; aborting the job\n")
             abort_job(1)
 
-    def _submit(self, src: int, buf: np.ndarray) -> None:
+    def _serve_next(self, me) -> bool:
+        """Lead until a request comes and serve it; whether this thread still leads after.
+        While other requests are being served, the lead goes to a follower at once (a load of
+        calls is served in parallel); else this thread serves the request keeping the lead (no
+        thread wakes on a call's way) and the standby takes the lead if serving runs past
+        `_TAKEOVER_S` (a slow callee, or one that waits for a call back to this worker). With
+        no follower (every other thread serves), the pool serves it and this thread probes on:
+        someone always receives the answers the callees wait for."""
+        src, buf = self._lead_until_request()
+        if buf is None:
+            return False
+        cv = self._cv
+        with cv:
+            if not self._followers:  # no thread could take the lead: the pool serves it
+                try:
+                    self.pool.submit(self._serve, src, buf)
+                except RuntimeError:  # shut down: this worker is stopping
+                    self._refuse(src, buf)
+                return True
+            self._serving += 1
+            if self._serving > 1:
+                self._prober = None
+                cv.notify()
+            else:
+                self._inline_since = time.perf_counter()
         try:
-            self.pool.submit(self._serve, src, buf)
-        except RuntimeError:  # the pool is shut down: a request after this worker's shutdown
-            call_id = wire.call_id_of(buf)
-            if call_id is not None:
-                self._respond_error(src, call_id, RuntimeError(
-                    f"RPC: worker {self.name} is shutting down and serves no more calls"))
+            self._serve(src, buf)
+        finally:
+            with cv:
+                self._serving -= 1
+                still = self._prober == me
+                if still:
+                    self._inline_since = None
+        return still
+
+    def _lead_until_request(self):
+        """Probe until a request comes that this thread should serve: (source, bytes);
+        (None, None) when the agent stops."""
+        MPI = self.MPI
+        status = MPI.Status()
+        next_check = 0.0
+        backoff = self._backoff
+        while self._running:
+            msg = self.comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+            now = time.perf_counter()
+            if msg is not None:
+                src, tag = status.Get_source(), status.Get_tag()
+                buf = self._recv(msg, status)
+                backoff.hit(now)
+                if tag == TAG_REQUEST:
+                    if not self._accepting:
+                        self._refuse(src, buf)
+                    else:
+                        return src, buf
+                elif tag == TAG_RESPONSE:
+                    self._answer(src, buf)
+                continue
+            if self._sends:
+                with self._lock:
+                    self._sends = [(r, b) for r, b in self._sends if not r.Test()]
+            if now >= next_check:
+                self._expire(now)
+                if self._abandoned:
+                    self._drop_abandoned(status)
+                next_check = now + 1e-3
+            # while other threads serve, spinning would take their GIL and core: sleep
+            backoff.wait(now, hot=not self._serving)
+        return None, None
+
+    def _drop_abandoned(self, status) -> None:
+        """Receive (and drop) the late answers of synchronous calls that failed."""
+        with self._lock:
+            keys = list(self._abandoned)
+        for src, tag in keys:
+            msg = self.direct.Improbe(src, tag, status)
+            if msg is not None:
+                self._recv(msg, status)
+                with self._lock:
+                    self._abandoned.discard((src, tag))
+
+    def _refuse(self, src: int, buf: np.ndarray) -> None:
+        call_id = wire.call_id_of(buf)
+        if call_id is not None:
+            try:
+                tag = _reply_tag(wire.unpack(buf)[1]["rpc"])
+            except wire.MessageError:
+                tag = TAG_RESPONSE
+            self._respond_error(src, call_id, tag, RuntimeError(
+                f"RPC: worker {self.name} is shutting down and serves no more calls"))
 
     def _expire(self, now: float) -> None:
         with self._lock:
@@ -195,7 +379,7 @@ class Agent:
         call_id = wire.call_id_of(buf)
         with self._lock:
             call = self._calls.pop(call_id, None)
-        if call is None:  # timed out already (or not ours): dropped
+        if call is None or call.dst != src:  # timed out already (or not ours): dropped
             return
         try:
             _, manifest, buffers = wire.unpack(buf)
@@ -214,6 +398,7 @@ class Agent:
     # -- serving -------------------------------------------------------------------------------
     def _serve(self, src: int, buf: np.ndarray) -> None:
         call_id = wire.call_id_of(buf)
+        tag = TAG_RESPONSE
         cid = None
         try:
             try:
@@ -222,58 +407,69 @@ class Agent:
                 raise RuntimeError(f"RPC: the request from {self.workers[src]} is not a valid "
                                    f"message: {e}") from None
             env = manifest["rpc"]
-            op = _OPS.get(env.get("op"))
-            if op is None:
-                raise RuntimeError(f"RPC: the request from {self.workers[src]} asks for "
-                                   f"operation {env.get('op')!r}, which does not exist")
+            tag = _reply_tag(env)
+            op = env.get("op")
+            handler = _HANDLERS.get(op) if isinstance(op, str) else None
+            if handler is None:
+                where = _OPS.get(op) if isinstance(op, str) else None
+                if where is None:
+                    raise RuntimeError(f"RPC: the request from {self.workers[src]} asks for "
+                                       f"operation {op!r}, which does not exist")
+                handler = _HANDLERS[op] = getattr(importlib.import_module(where[0]), where[1])
             cid = env.get("cid")
-            from .. import autograd as dist_autograd
             if cid is not None and not isinstance(cid, int):
                 raise RuntimeError("RPC: bad autograd context id in the request")
             payload, tensors = decode(manifest, buffers, f"the request from {self.workers[src]}")
-            if cid is not None and env.get("grads"):
-                dist_autograd._incoming(cid, src, env["grads"], tensors)
-            handler = getattr(importlib.import_module(op[0]), op[1])
-            with dist_autograd._entered(cid):
+            if cid is None:
                 result = handler(self, src, env, payload)
+            else:
+                from .. import autograd as dist_autograd
+                if env.get("grads"):
+                    dist_autograd._incoming(cid, src, env["grads"], tensors)
+                with dist_autograd._entered(cid):
+                    result = handler(self, src, env, payload)
         except BaseException as e:  # noqa: BLE001 - answered to the caller
             if call_id is not None:
-                self._respond_error(src, call_id, e)
+                self._respond_error(src, call_id, tag, e)
             return
         if isinstance(result, Future):
-            result.add_done_callback(lambda f: self._respond(src, call_id, f, cid))
+            result.add_done_callback(lambda f: self._respond(src, call_id, tag, f, cid))
         else:
-            self._respond_value(src, call_id, result, cid)
+            self._respond_value(src, call_id, tag, result, cid)
 
-    def _respond(self, src: int, call_id: int, fut, cid) -> None:
+    def _respond(self, src: int, call_id: int, tag: int, fut, cid) -> None:
         try:
             value = fut.result()
         except BaseException as e:  # noqa: BLE001
-            self._respond_error(src, call_id, e)
+            self._respond_error(src, call_id, tag, e)
             return
-        self._respond_value(src, call_id, value, cid)
+        self._respond_value(src, call_id, tag, value, cid)
 
-    def _respond_value(self, src: int, call_id: int, value, cid) -> None:
+    def _respond_value(self, src: int, call_id: int, tag: int, value, cid) -> None:
         try:
-            manifest, storages, tensors = encode(value)
-            env = {"ok": True}
-            if cid is not None:
-                from .. import autograd as dist_autograd
-                with dist_autograd._entered(cid):
-                    env["grads"] = dist_autograd._outgoing(cid, src, tensors)
+            manifest, storages = encode_compact(value)
+            if manifest is None:
+                manifest, storages, tensors = encode(value)
+                env = {"ok": True}
+                if cid is not None:
+                    from .. import autograd as dist_autograd
+                    with dist_autograd._entered(cid):
+                        env["grads"] = dist_autograd._outgoing(cid, src, tensors)
+            else:
+                env = {"ok": True}
             manifest["rpc"] = env
             buf = wire.pack(call_id, manifest, storages)
         except BaseException as e:  # noqa: BLE001 - e.g. a result that cannot be sent
-            self._respond_error(src, call_id, e)
+            self._respond_error(src, call_id, tag, e)
             return
-        self._post(src, buf, TAG_RESPONSE)
+        self._post(src, buf, tag)
 
-    def _respond_error(self, src: int, call_id: int, e: BaseException) -> None:
+    def _respond_error(self, src: int, call_id: int, tag: int, e: BaseException) -> None:
         tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         manifest = {"format": wire.FORMAT, "version": wire.VERSION, "storages": [],
                     "object": None, "rpc": {"ok": False, "error": {
                         "type": type(e).__name__, "message": str(e), "traceback": tb}}}
-        self._post(src, wire.pack(call_id, manifest, []), TAG_RESPONSE)
+        self._post(src, wire.pack(call_id, manifest, []), tag)
 
     # -- owned RRef values ---------------------------------------------------------------------
     def new_rref_id(self) -> int:
@@ -289,11 +485,33 @@ class Agent:
             return fut
 
     # -- ending ------------------------------------------------------------------------------
+    def drain(self) -> None:
+        """Wait until every request this worker serves is answered; later ones are refused."""
+        while self._serving:
+            time.sleep(1e-3)
+        self._accepting = False
+        self.pool.shutdown(wait=True)
+
     def stop(self) -> None:
         self._running = False
-        if self._thread is not threading.current_thread():
-            self._thread.join()
+        with self._cv:
+            self._cv.notify_all()
+        # the followers and the prober end at once; a thread still in a callee (a shutdown
+        # that was not graceful) is left to finish it, its answer dropped (_post)
+        deadline = time.perf_counter() + 1.0
+        for t in self._threads:
+            if t is not threading.current_thread():
+                t.join(max(0.0, deadline - time.perf_counter()))
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _reply_tag(env) -> int:
+    """The tag a request's answer goes on: the one it asked for (a synchronous call's own)
+    when that is a tag of direct answers, else TAG_RESPONSE."""
+    tag = env.get("reply") if isinstance(env, dict) else None
+    if type(tag) is int and tag >= _DIRECT_TAG:
+        return tag
+    return TAG_RESPONSE
 
 
 # --- payloads ---------------------------------------------------------------------------------
@@ -315,6 +533,16 @@ def encode(obj):
         [(node["id"], t) for t, node in enc.tensors if t._requires_grad]
 
 
+def encode_compact(obj):
+    """(manifest, storages) of a payload in wire.py's compact form, or (None, None) when it
+    holds what only the general form describes."""
+    storages: list = []
+    try:
+        return {"c": wire.compact_encode(obj, storages)}, storages
+    except wire.NotCompact:
+        return None, None
+
+
 def encoding() -> bool:
     return getattr(_encoding, "active", False)
 
@@ -323,6 +551,12 @@ _PROTOCOL_CLASSES: dict = {}  # path -> class: what a message may hold beyond th
 
 
 def decode(manifest, buffers, source: str):
+    """(value, {node id: tensor}) of a message's payload, either form."""
+    if "c" in manifest:
+        try:
+            return wire.compact_decode(manifest["c"], buffers), {}
+        except wire.MessageError as e:
+            raise RuntimeError(f"RPC: {source} is not a valid message: {e}") from None
     from ...serialization import load_message
     if not _PROTOCOL_CLASSES:
         from .api import RRef, WorkerInfo

@@ -190,7 +190,8 @@ def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Futur
     key = f"rpc_{mode}#{what}({a.name} -> {dst.name})"
     c = _profiling.collector[0]
     ev = c.begin_async(key, "rpc") if c is not None else None
-    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout))
+    # "sync": the caller waits at once, and receives the answer itself (agent.py)
+    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout), mode == "sync")
     if ev is not None:  # the range ends when the answer arrives, on whichever thread that is
         concurrent.futures.Future.add_done_callback(fut, lambda _: c.end(ev))
     return fut
@@ -242,10 +243,11 @@ def shutdown(graceful: bool = True, timeout: float = 0) -> None:
                 pass
         limit = timeout or (a.options.rpc_timeout if a.options.rpc_timeout > 0 else 1800)
         wait_requests([a.comm.Ibarrier()], "rpc.shutdown", limit, a.rank)
-        a.pool.shutdown(wait=True)  # every request this worker serves is answered
+        a.drain()  # every request this worker serves is answered
         wait_requests([a.comm.Ibarrier()], "rpc.shutdown", limit, a.rank)
     a.stop()
     _state["agent"] = None
+    a.direct.Free()
     a.comm.Free()
 
 

@@ -6,13 +6,22 @@ at once without interleaving):
     u64 call id | u64 number of storages n | u64 manifest length m | n x u64 storage byte sizes
     | the manifest (UTF-8 JSON) | padding to 64 | storage 0 | padding to 64 | storage 1 | ...
 
-The manifest is jitorch.save's (serialization.py: the object tree as JSON nodes, tensors as
-nodes naming storages) with format "jitorch.rpc" and one more key, "rpc": the envelope (which
-operation, which function, the distributed-autograd context, ...). Storages are the tensors' raw
-bytes, copied once into the message and received as views of the receive buffer. Reading runs
-`serialization.load_message`: the checks of `jitorch.load(weights_only=True)`, nothing is
-unpickled, objects only of allowed classes (the user's `add_safe_globals` list, plus
-`RRef` and `WorkerInfo`, which are the protocol's own).
+The manifest has one key always, "rpc": the envelope (which operation, which function, the
+distributed-autograd context, the tag the answer goes to, ...), and the payload in one of two
+forms:
+  * general: jitorch.save's manifest (serialization.py: the object tree as JSON nodes, tensors
+    as nodes naming storages) with format "jitorch.rpc". Reading runs
+    `serialization.load_message`: the checks of `jitorch.load(weights_only=True)`, nothing is
+    unpickled, objects only of allowed classes (the user's `add_safe_globals` list, plus `RRef`
+    and `WorkerInfo`, which are the protocol's own);
+  * compact, key "c" (`compact_encode` / `compact_decode`): most calls carry only numbers,
+    strings, None, tuples, lists and str-keyed dicts of them, and plain CPU tensors that need
+    no gradient; those are written as JSON directly (a tuple is an array, a list {"l": [...]},
+    a dict {"d": {...}}, a tensor {"t": [storage, dtype, shape]}), which costs a few
+    microseconds where the general form costs tens. It can only describe those values, so
+    reading it builds nothing else; anything else takes the general form.
+Storages are the tensors' raw bytes, copied once into the message and received as views of the
+receive buffer.
 
 Functions travel by name, "module:qualname" (`qualified_name`), and the callee finds them with
 `resolve`, which never imports, evaluates or unpickles anything: the module must already be
@@ -38,6 +47,7 @@ import numpy as np
 FORMAT = "jitorch.rpc"
 VERSION = 1
 _PREFIX = struct.Struct("<QQQ")
+_CALL_ID = struct.Struct("<Q")
 _ALIGN = 64
 # jitorch's modules a message may name: the tensor API (ops, creation, nn, optim, ...); not its
 # I/O (save/load, jit), process control (distributed) or compiler internals
@@ -56,46 +66,47 @@ def _pad(n: int) -> int:
     return -n % _ALIGN
 
 
-def pack(call_id: int, manifest: dict, storages: list) -> np.ndarray:
-    """The bytes of one message (storages: contiguous 1-D arrays)."""
-    text = json.dumps(manifest, allow_nan=False, separators=(",", ":")).encode("utf-8")
+_ZEROS = bytes(_ALIGN)
+
+
+def pack(call_id: int, manifest: dict, storages: list) -> bytes:
+    """The bytes of one message (storages: contiguous arrays)."""
+    text = _dumps(manifest).encode("utf-8")
+    if not storages:
+        return _PREFIX.pack(call_id, 0, len(text)) + text
     raws = [a.reshape(-1).view(np.uint8) for a in storages]
-    head = _PREFIX.pack(call_id, len(raws), len(text)) + \
-        struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)) + text
-    total = len(head) + _pad(len(head))
-    offsets = []
+    n = _PREFIX.size + 8 * len(raws) + len(text)
+    parts = [_PREFIX.pack(call_id, len(raws), len(text)),
+             struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)), text, _ZEROS[:_pad(n)]]
     for r in raws:
-        offsets.append(total)
-        total += r.size + _pad(r.size)
-    buf = np.empty(total, np.uint8)
-    buf[:len(head)] = np.frombuffer(head, np.uint8)
-    for off, r in zip(offsets, raws):
-        buf[off:off + r.size] = r
-    return buf
+        parts += (r, _ZEROS[:_pad(r.size)])
+    return b"".join(parts)
+
+
+_dumps = json.JSONEncoder(allow_nan=False, separators=(",", ":")).encode
 
 
 def call_id_of(buf: np.ndarray) -> int | None:
     """The call id of a message (None when it is too short to hold one): an error answer
     needs it even when the rest cannot be read."""
-    return int(buf[:8].view(np.uint64)[0]) if buf.size >= 8 else None
+    return _CALL_ID.unpack_from(buf)[0] if len(buf) >= 8 else None
 
 
 def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     """(call id, manifest, storage buffers as views of `buf`); MessageError when malformed."""
     if buf.size < _PREFIX.size:
         raise MessageError(f"a message of {buf.size} bytes is shorter than its header")
-    call_id, n, m = _PREFIX.unpack(buf[:_PREFIX.size].tobytes())
+    call_id, n, m = _PREFIX.unpack_from(buf)
     pos = _PREFIX.size
     if n > (buf.size - pos) // 8 or m > buf.size:
         raise MessageError("its header claims more storages or manifest bytes than it holds")
-    sizes = buf[pos:pos + 8 * n].view(np.uint64).tolist()
+    sizes = struct.unpack_from(f"<{n}Q", buf, pos) if n else ()
     pos += 8 * n
     if pos + m > buf.size:
         raise MessageError("its manifest runs past its end")
     try:
-        manifest = json.loads(buf[pos:pos + m].tobytes().decode("utf-8"),
-                              parse_constant=_reject_constant)
-    except (UnicodeDecodeError, ValueError) as e:
+        manifest = _loads(str(memoryview(buf)[pos:pos + m], "utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise MessageError(f"its manifest is not JSON: {e}") from None
     if not isinstance(manifest, dict) or not isinstance(manifest.get("rpc"), dict):
         raise MessageError("its manifest is not an object with an \"rpc\" envelope")
@@ -113,10 +124,118 @@ def _reject_constant(name):
     raise ValueError(f"non-standard JSON constant {name}")
 
 
+_loads = json.JSONDecoder(parse_constant=_reject_constant).decode
+
+
+# --- the compact payload ----------------------------------------------------------------------
+class NotCompact(Exception):
+    """The payload holds something the compact form cannot describe: use the general form."""
+
+
+_MAX_DEPTH = 32
+_SCALARS = (str, int, bool, type(None))
+_FINITE = float("inf")
+
+
+def compact_encode(obj, storages: list):
+    """The compact JSON tree of `obj`, appending its tensors' contiguous arrays to `storages`;
+    NotCompact when `obj` holds anything else (then the general form is used)."""
+    roots: set = set()  # the memory of each tensor: two on one memory need the general form
+    tensor_type = _tensor_type()
+
+    def enc(obj, depth):
+        t = type(obj)
+        if t in _SCALARS:
+            return obj
+        if depth > _MAX_DEPTH:
+            raise NotCompact
+        if t is float:
+            if -_FINITE < obj < _FINITE:
+                return obj
+            raise NotCompact  # nan and inf are no JSON
+        if t is tuple:
+            return [enc(v, depth + 1) for v in obj]
+        if t is list:
+            return {"l": [enc(v, depth + 1) for v in obj]}
+        if t is dict:
+            if not all(type(k) is str for k in obj):
+                raise NotCompact
+            return {"d": {k: enc(v, depth + 1) for k, v in obj.items()}}
+        if t is tensor_type:
+            a = obj._data
+            if obj._requires_grad or getattr(obj, "_is_param", False) or \
+                    obj._device.type != "cpu" or type(a) is not np.ndarray:
+                raise NotCompact
+            root = a
+            while isinstance(root.base, np.ndarray):
+                root = root.base
+            if id(root) in roots:
+                raise NotCompact
+            roots.add(id(root))
+            storages.append(np.ascontiguousarray(a))
+            return {"t": [len(storages) - 1, obj._dtype.name, list(a.shape)]}
+        raise NotCompact
+    return enc(obj, 0)
+
+
+def compact_decode(node, buffers: list, depth: int = 0):
+    """The value of a compact tree whose tensors view `buffers`; MessageError when it is not
+    one (it builds nothing but plain values, containers and tensors)."""
+    t = type(node)
+    if t in _SCALARS or t is float:
+        return node
+    if depth > _MAX_DEPTH:
+        raise MessageError("its payload nests too deep")
+    if t is list:
+        return tuple(compact_decode(v, buffers, depth + 1) for v in node)
+    if t is dict and len(node) == 1:
+        (key, v), = node.items()
+        if key == "l" and type(v) is list:
+            return [compact_decode(x, buffers, depth + 1) for x in v]
+        if key == "d" and type(v) is dict:
+            return {k: compact_decode(x, buffers, depth + 1) for k, x in v.items()}
+        if key == "t" and type(v) is list and len(v) == 3:
+            return _compact_tensor(*v, buffers)
+    raise MessageError("its compact payload holds a node that is not a value")
+
+
+def _compact_tensor(i, dtype, shape, buffers):
+    from ...serialization import _DTYPES
+    from ..._tensor import Tensor
+    d = _DTYPES.get(dtype) if type(dtype) is str else None
+    if d is None or type(i) is not int or not 0 <= i < len(buffers) or type(shape) is not list \
+            or not all(type(n) is int and n >= 0 for n in shape):
+        raise MessageError("its compact payload holds a malformed tensor")
+    raw = buffers[i]
+    numel = 1
+    for n in shape:
+        numel *= n
+    if raw.size != numel * d.itemsize:
+        raise MessageError(f"storage {i}: its buffer holds {raw.size} bytes, the tensor needs "
+                           f"{numel} x {d.name}")
+    return Tensor._make(raw.view(d.np).reshape(shape), d)
+
+
+def _tensor_type():
+    global _TENSOR
+    if _TENSOR is None:
+        from ..._tensor import Tensor
+        _TENSOR = Tensor
+    return _TENSOR
+
+
+_TENSOR = None
+
+
 # --- names ------------------------------------------------------------------------------------
-def _script_function_type():
-    from ...script.runtime.functions import ScriptFunction
-    return ScriptFunction
+_FUNCTION_TYPES: list = []  # what a message may call: Python functions, scripted functions
+
+
+def _function_types() -> tuple:
+    if not _FUNCTION_TYPES:
+        from ...script.runtime.functions import ScriptFunction
+        _FUNCTION_TYPES.extend((types.FunctionType, ScriptFunction))
+    return tuple(_FUNCTION_TYPES)
 
 
 def qualified_name(fn) -> str:
@@ -157,8 +276,22 @@ def _installed_dirs() -> tuple:
     return _ENV_DIRS
 
 
+_PROBLEMS: dict = {}  # module name -> (the module object it was checked as, its problem)
+
+
 def module_problem(mod: str) -> str | None:
-    """Why a message may not name functions of module `mod` (None when it may)."""
+    """Why a message may not name functions of module `mod` (None when it may); remembered
+    per module object (the check resolves file paths: tens of microseconds a call)."""
+    m = sys.modules.get(mod)
+    known = _PROBLEMS.get(mod)
+    if known is not None and known[0] is m:
+        return known[1]
+    problem = _module_problem(mod)
+    _PROBLEMS[mod] = (m, problem)
+    return problem
+
+
+def _module_problem(mod: str) -> str | None:
     top = mod.partition(".")[0]
     if top == "jitorch":
         if mod == "jitorch" or any(mod == p or mod.startswith(p + ".") for p in _JITORCH_API):
@@ -207,7 +340,7 @@ def resolve(name) -> object:
     if isinstance(found, type):
         ok = bool(found.__flags__ & _HEAPTYPE)
     else:
-        ok = isinstance(found, (types.FunctionType, _script_function_type()))
+        ok = isinstance(found, _function_types())
     if not ok:
         raise refuse(f"it is a {type(found).__name__}, and RPC calls only Python functions, "
                      f"scripted functions and Python classes")
