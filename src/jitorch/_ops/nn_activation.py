@@ -80,8 +80,8 @@ def _act(name, impl, deriv=None, mask=None, **kw):
 
 # --- piecewise linear ------------------------------------------------------------------------
 def _relu(input):
-    return np.where(input > 0, input, np.zeros((), input.dtype)) if input.dtype.kind != "f" \
-        else np.where(np.isnan(input) | (input > 0), input, 0)
+    # nan stays nan (nan <= 0 is False); the 0 is a weak Python scalar: input's dtype is kept
+    return np.where(input <= 0, 0, input)
 
 
 relu = _act("relu", _relu, mask=lambda result: result > 0, method=True, function=True,

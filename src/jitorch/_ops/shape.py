@@ -68,6 +68,16 @@ def _legacy(arr) -> str:
 # --- reshape / view ------------------------------------------------------------------------------
 def _infer_shape(shape, numel: int) -> tuple:
     """PyTorch's infer_size: at most one -1, no other negative sizes, product must match."""
+    if len(shape) == 1 and shape[0] == -1:  # the common flatten, `view(-1)`: always valid
+        return (numel,)
+    n = 1
+    for s in shape:  # the common case: sizes given in full and valid
+        if s < 0:
+            break
+        n *= s
+    else:
+        if n == numel:
+            return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -107,7 +117,9 @@ reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape"
 def _view(input, size):
     shape = _infer_shape(size, input.size)
     try:
-        return np.reshape(input, shape, copy=False)  # raises instead of copying
+        if type(input) is np.ndarray:  # the method skips np.reshape's dispatch layer
+            return input.reshape(shape, copy=False)  # raises instead of copying
+        return np.reshape(input, shape, copy=False)
     except ValueError:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "

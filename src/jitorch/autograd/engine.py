@@ -147,21 +147,28 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
     ready = [(-n.seq, id(n), n) for n in buffers if deps[n] == 0]
     heapq.heapify(ready)
     executed = []
+    pop, push = heapq.heappop, heapq.heappush
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = pop(ready)[2]
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
-            grads = _run_tensor_hooks(node, grads)
-            for (nr, idxs) in ((nr, capture_at.get((node, nr))) for nr in range(len(grads))):
-                if idxs:
-                    for i in idxs:
+            if node.tensor_hooks or node.retains:
+                grads = _run_tensor_hooks(node, grads)
+            if capture_at:
+                for nr in range(len(grads)):
+                    for i in capture_at.get((node, nr), ()):
                         captured[i] = grads[nr]
-            if isinstance(node, AccumulateGrad):
+            if type(node) is AccumulateGrad:
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
                     node.accumulate(grads[0], create_graph)
                 continue
-            run_it = any(g is not None for g in grads) and (needed is None or node in needed)
+            for g in grads:  # run the node if some gradient arrived (and it leads somewhere)
+                if g is not None:
+                    run_it = needed is None or node in needed
+                    break
+            else:
+                run_it = False
             if run_it:
                 if node.pre_hooks:
                     for h in node.pre_hooks:
@@ -182,11 +189,14 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
                     continue
                 m, nr = e
                 if g is not None:
-                    buf = buffers.setdefault(m, [None] * len(m.out_meta))
-                    buf[nr] = _add(buf[nr], g)
-                deps[m] -= 1
-                if deps[m] == 0:
-                    heapq.heappush(ready, (-m.seq, id(m), m))
+                    buf = buffers.get(m)
+                    if buf is None:
+                        buf = buffers[m] = [None] * len(m.out_meta)
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                d = deps[m] - 1
+                deps[m] = d
+                if d == 0:
+                    push(ready, (-m.seq, id(m), m))
     if not retain_graph:
         for n in executed:
             n.release()
