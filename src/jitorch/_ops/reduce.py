@@ -54,9 +54,11 @@ def _summed(input, dim, keepdim, dtype, np_fn):
 
 # --- sum / mean ----------------------------------------------------------------------------------
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
-    if dim is None and dtype is None and input.dtype.kind == "f" and input.itemsize > 2:
-        # fast path for x.sum(): np.add.reduce skips np.sum's Python-level dispatch
-        return np.asarray(_add_reduce(input, axis=None, keepdims=keepdim))
+    if dtype is None and input.dtype.kind == "f" and input.itemsize > 2 and \
+            type(input) is np.ndarray:
+        # fast path for float32/64: np.add.reduce skips np.sum's Python-level dispatch
+        axis = None if dim is None else np_axes(axes_of(dim, input.ndim), input.ndim)
+        return np.asarray(_add_reduce(input, axis=axis, keepdims=keepdim))
     return _summed(input, dim, keepdim, dtype, np.sum)
 
 

@@ -274,11 +274,12 @@ def _norm_varargs(args: tuple, kw=None, name=None):
     """`x.view(2, 3)`, `x.view((2, 3))` and `x.view([2, 3])` all mean the tuple (2, 3); so does
     the keyword form `x.view(size=(2, 3))`, as in PyTorch (`kw` holds it)."""
     if not kw:
-        for a in args:  # the common call, `x.view(-1)`: plain ints already
+        seq = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        for a in seq:  # the common calls, `x.view(-1)`, `x.reshape(shape)`: plain ints already
             if type(a) is not int:
                 break
         else:
-            return args
+            return seq if type(seq) is tuple else tuple(seq)
     if kw:
         bad = [k for k in kw if k != name]
         if bad:

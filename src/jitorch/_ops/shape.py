@@ -214,12 +214,35 @@ def _expand(input, size):
                                f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
                                f"{list(size)}.  Tensor sizes: {list(input.shape)}")
         target[i] = s
-    out = np.broadcast_to(input, tuple(target))
+    target = tuple(target)
+    if type(input) is np.ndarray and input.size and input.flags.c_contiguous:
+        out = _broadcast_view(input, target, lead)
+        if out is not None:
+            return out
+    out = np.broadcast_to(input, target)
     # NumPy makes every broadcast read-only; PyTorch only refuses in-place writes where elements
     # overlap (a stride-0 dim longer than 1), so keep the other expansions writable
     if all(st or n <= 1 for st, n in zip(out.strides, out.shape)):
         out = as_strided(input, out.shape, out.strides, writeable=True)
     return out
+
+
+def _broadcast_view(input: np.ndarray, target: tuple, lead: int):
+    """`_expand`'s result made directly over a contiguous input's buffer (np.broadcast_to and
+    as_strided cost microseconds in Python): read-only exactly where `_expand` makes it so
+    (a stride-0 dim longer than 1); None when NumPy refuses the buffer (then the general way)."""
+    strides = [0] * lead  # as np.broadcast_to's: stride 0 for new and for size-1 dims
+    for n, st in zip(input.shape, input.strides):
+        strides.append(0 if n == 1 else st)
+    try:
+        out = np.ndarray(target, input.dtype, buffer=input, strides=strides)
+    except (TypeError, ValueError, BufferError):
+        return None
+    for st, n in zip(strides, target):
+        if st == 0 and n > 1:
+            out.flags.writeable = False
+            break
+    return out  # (a read-only input's buffer already gives a read-only array)
 
 
 # the gradient of a broadcast is summed back to the input's shape by autograd itself
