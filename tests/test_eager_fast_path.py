@@ -71,6 +71,11 @@ def test_ops_agree_with_dispatch(d, grad):
         yy = y.t() if name == "matmul" else y
         _same(_outcome(lambda: op.fn(x, yy)),
               _outcome(lambda: dispatch(op, (x, yy), _attrs(op))))
+    for name in ("cat", "stack"):  # a list of tensors: its own shortcut
+        op = OPS[name]
+        for ts in ([x, y], (x, y.t()), [x], []):
+            _same(_outcome(lambda: op.fn(ts, 1)),
+                  _outcome(lambda: dispatch(op, (ts,), _attrs(op, dim=1))))
     with jt.no_grad():
         _same(_outcome(lambda: jt.add(x, y)),
               _outcome(lambda: dispatch(OPS["add"], (x, y), _attrs(OPS["add"]))))

@@ -360,7 +360,8 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     its dtype rule reads at their defaults. Anything else (and an elementwise NumPy error,
     which the general path turns into PyTorch's) runs `dispatch`, whose semantics this only
     shortcuts: the same impl call, result wrapping, view marking and autograd recording."""
-    if op.lists or not op.tensors:
+    if not op.tensors or op.lists and (op.tensors != op.lists or len(op.tensors) != 1
+                                       or op.kind == "elementwise"):
         return ""
     elementwise = op.kind == "elementwise"
     cond = []
@@ -372,7 +373,8 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 cond.append(f"{p.name} is _d{i}")
     ts = op.tensors
     grad_cond = None
-    ns.update({"_fast_scalar_entry": _fast_scalar_entry, "_asarray": np.asarray})
+    ns.update({"_fast_scalar_entry": _fast_scalar_entry, "_asarray": np.asarray,
+               "_SEQ": (list, tuple)})
     ns.update({"_fast": op.fast, "_fast_entry": _fast_entry, "_FT": FAST_TYPES, "_icp": _intercept,
                "_plc": _placed, "_fwl": _fwd_level, "_mst": _mode_state, "_gst": _grad_state,
                "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
@@ -388,7 +390,29 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     kw = "".join(f", {a}={a}" for a in op.attrs)
     src = (f"    if (out is None{''.join(' and ' + c for c in cond)} and _icp[0] is None\n"
            f"            and not _plc[0] and not _fwl[0] and not _mst.stack and {tcond}):\n")
-    if elementwise and len(ts) == 2:  # a binary op: the second operand may be a number
+    if op.lists:  # one list of tensors (cat, stack): every item a FAST_TYPES tensor
+        (lst,) = ts
+        src = src.replace(tcond, f"type({lst}) in _SEQ")
+        src += (f"        _al = []\n"
+                f"        _gr = False\n"
+                f"        for _x in {lst}:\n"
+                f"            if type(_x) not in _FT:\n"
+                f"                break\n"
+                f"            _al.append(_x._data)\n"
+                f"            _gr = _gr or _x._requires_grad\n"
+                f"        else:\n"
+                f"            _r = _impl(_al{kw})\n"
+                f"            if type(_r) is _nd:\n"
+                f"                _o = _new(_Tensor)\n"
+                f"                _o._data = _r\n"
+                f"                _o._dtype = _dtype_of(_r.dtype)\n"
+                f"                _o._version = [0]\n"
+                f"            else:\n"
+                f"                _o = _wrap(_r)\n")
+        if op.view:
+            src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
+        grad_cond = "_gr"
+    elif elementwise and len(ts) == 2:  # a binary op: the second operand may be a number
         a, b = ts
         src = src.replace(tcond, f"type({a}) in _FT")
         src += (f"        _t1 = type({b})\n"
@@ -439,7 +463,9 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"            _o._data = _r\n"
                 f"            _o._dtype = _e\n"
                 f"            _o._version = [0]\n")
-    else:
+    if op.lists:
+        pass
+    elif not elementwise:
         src += (f"        if True:\n"
                 f"            _r = _impl({arrays}{kw})\n"
                 f"            if type(_r) is _nd:\n"
