@@ -475,7 +475,15 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"                _o._version = [0]\n"
                 f"            else:\n"
                 f"                _o = _wrap(_r)\n")
-        if op.view:
+        if op.view is True and len(ts) == 1:  # _mark_views' single-output case, inline
+            t = ts[0]
+            src += (f"            if type(_o) is _Tensor:\n"
+                    f"                _o._base = {t} if {t}._base is None else {t}._base\n"
+                    f"                _o._version = {t}._version\n"
+                    f"                _o._view_spec = (_op, (), {attrs}, -1, {t}._view_spec)\n"
+                    f"            else:\n"
+                    f"                _mark_views(_op, {slots}, {attrs}, _o)\n")
+        elif op.view:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
     if op.vjp is not None and not op.nondiff:
         grad = grad_cond or " or ".join(f"{t}._requires_grad" for t in ts)

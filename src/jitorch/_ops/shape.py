@@ -162,6 +162,8 @@ _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, no
 
 def _tensor_view(self, *size, **kwargs):
     """`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` (same bytes)."""
+    if not kwargs and size and type(size[0]) is int:  # the common call, `x.view(-1)`
+        return _view_shape(self, *size)
     if len(size) == 1 and isinstance(size[0], dt.dtype) and not kwargs:
         return _view_dtype(self, size[0])
     if not size and set(kwargs) == {"dtype"}:
