@@ -12,10 +12,11 @@ of `backward()` near PyTorch's. Prints Markdown tables; ratios are jitorch time 
 3. autograd: a tiny MLP step (4x4, forward + backward), and a chain of 50 adds: recording per
    node (forward) and `backward()` per node.
 
-    python bench/eager_overhead.py [--breakdown]
+    python bench/eager_overhead.py [--breakdown] [--cpu]
 
-The process's CPU seconds close the report (one thread everywhere: PyTorch's intra-op pool and
-every BLAS are pinned to one).
+`--cpu` times each call in this process's CPU seconds instead of wall seconds (steadier on a
+shared machine). The process's CPU seconds close the report (one thread everywhere: PyTorch's
+intra-op pool and every BLAS are pinned to one).
 """
 from __future__ import annotations
 
@@ -90,8 +91,9 @@ def cases():
 
 # --- breakdown ---------------------------------------------------------------------------------
 # cProfile's own time per function, by phase. A function not named here is classified by where it
-# lives: NumPy and C builtins are "NumPy", jitorch's op implementations (jitorch/_ops/*) "impl",
-# the rest of jitorch "other".
+# lives: NumPy's Python functions and C builtins are "NumPy", jitorch's op implementations
+# (jitorch/_ops/*) "impl", the rest of jitorch "other". cProfile does not see ufunc calls
+# (np.add, np.exp, ...): their time counts in the function that calls them, mostly "impl".
 _PHASES = {
     "args": ("_norm_varargs", "_check_first", "_tensor_view", "_getitem", "_parse",
              "_classify", "_trim_basic", "_slice_bound", "_check_list", "wrap_dim", "_index",
@@ -105,15 +107,15 @@ _PHASES = {
     "autograd": ("record", "edge_of", "rule_kwargs", "__init__"),
 }
 _BY_NAME = {n: p for p, names in _PHASES.items() for n in names}
-_ORDER = ("args", "dtype/dispatch", "impl", "NumPy", "wrap", "views", "autograd", "other")
+_ORDER = ("fn", "args", "dtype/dispatch", "impl", "NumPy", "wrap", "views", "autograd", "other")
 
 
 def _phase(key) -> str:
     file, _line, fn = key
     if fn in _BY_NAME and (_BY_NAME[fn] != "autograd" or "autograd" in file):
         return _BY_NAME[fn]
-    if file.startswith("<jitorch op"):  # the registry's generated public functions
-        return "args"
+    if file.startswith("<jitorch op"):  # the registry's generated public functions: argument
+        return "fn"  # binding and, on their fast path, the dispatch, wrapping and view marking
     if file == "~" or "numpy" in file:
         return "NumPy"
     if "jitorch/_ops/" in file:
@@ -176,6 +178,7 @@ def autograd_cases(m, F):
 
 def main():
     show_breakdown = "--breakdown" in sys.argv
+    timer = time.process_time if "--cpu" in sys.argv else time.perf_counter
     cpu0 = time.process_time()
     rows = []
     for name, arrays, f, npf in cases():
@@ -184,10 +187,11 @@ def main():
         if torch is not None:
             pt_args = [torch.from_numpy(a) for a in arrays]
             fns["pt"] = lambda: f(torch, tF, *pt_args)
-        t = interleaved(fns)
+        t = interleaved(fns, timer=timer)
         bd = breakdown(fns["jt"], t["jt"]) if show_breakdown and arrays[0].size <= 16 else None
         rows.append((name, t["jt"], t["np"], t.get("pt"), bd))
-    print(f"eager_overhead — {stamp()} — {machine()}\n")
+    print(f"eager_overhead — {stamp()} — {machine()}; "
+          f"{'CPU' if timer is time.process_time else 'wall'} us per call\n")
     head = "| op | jitorch us | NumPy us | jitorch/NumPy |"
     head += " PyTorch us | jitorch/PyTorch |" if torch is not None else ""
     print(head)
@@ -198,7 +202,8 @@ def main():
             line += f" {fmt_us(t_pt)} | {t_jt / t_pt:.2f} |"
         print(line)
     if show_breakdown:
-        print("\njitorch us per call by phase (cProfile own time, scaled to the latency above)\n")
+        print("\njitorch us per call by phase (cProfile own time, scaled to the latency above; fn: "
+              "the generated op function, which runs the fast path itself)\n")
         print("| op | " + " | ".join(_ORDER) + " |")
         print("|" + "---|" * (len(_ORDER) + 1))
         for name, _t, _n, _p, bd in rows:
@@ -208,7 +213,7 @@ def main():
     peers = {"jt": autograd_cases(jt, jF)}
     if torch is not None:
         peers["pt"] = autograd_cases(torch, tF)
-    t = {k: interleaved({p: c[k] for p, c in peers.items()}, rounds=5)
+    t = {k: interleaved({p: c[k] for p, c in peers.items()}, rounds=5, timer=timer)
          for k in ("mlp", "chain", "chain+bwd")}
     print("\nautograd (4x4 float32; per node: a 50-add chain, recording = its forward, backward ="
           " forward + backward less forward)\n")
