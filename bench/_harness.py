@@ -14,25 +14,27 @@ import timeit
 os.environ.setdefault("JITORCH_COMPILE", "sync")
 
 
-def per_call(fn, min_time: float = 0.5, repeat: int = 9) -> float:
-    """Seconds per call: best of `repeat` runs, each long enough to be measurable."""
+def per_call(fn, min_time: float = 0.5, repeat: int = 9, timer=time.perf_counter) -> float:
+    """Seconds per call: best of `repeat` runs, each long enough to be measurable. `timer`:
+    wall clock by default; `time.process_time` gives this process's CPU seconds (steadier on a
+    shared machine, where other processes' load stretches wall time)."""
     fn()  # warm up (allocations, caches, first-call paths)
+    t = timeit.Timer(fn, timer=timer)
     n = 1
     while True:
-        t = timeit.timeit(fn, number=n)
-        if t >= min_time / repeat or n >= 1 << 22:
+        if t.timeit(number=n) >= min_time / repeat or n >= 1 << 22:
             break
         n *= 4
-    return min(timeit.repeat(fn, number=n, repeat=repeat)) / n
+    return min(t.repeat(number=n, repeat=repeat)) / n
 
 
-def interleaved(fns: dict, rounds: int = 5, min_time: float = 0.1) -> dict:
+def interleaved(fns: dict, rounds: int = 5, min_time: float = 0.1, timer=time.perf_counter) -> dict:
     """Seconds per call for each of `fns`, measured in alternating rounds (best of rounds), so
     that drift of a shared, noisy machine hits every peer alike."""
     best = {k: float("inf") for k in fns}
     for _ in range(rounds):
         for k, f in fns.items():
-            best[k] = min(best[k], per_call(f, min_time=min_time, repeat=3))
+            best[k] = min(best[k], per_call(f, min_time=min_time, repeat=3, timer=timer))
     return best
 
 

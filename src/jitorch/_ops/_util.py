@@ -17,6 +17,8 @@ def wrap_dim(dim: int, ndim: int) -> int:
 
 def reduce_dims(dim, ndim: int) -> tuple:
     """`dim` of a reduction (None, int, or sequence) as a sorted tuple of axes; () means all."""
+    if type(dim) is int and -ndim <= dim < ndim:  # the common call: one dim, in range
+        return (dim % ndim,)
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return tuple(range(ndim))  # PyTorch: dim=[] reduces every dim, like dim=None
     if isinstance(dim, (list, tuple)):

@@ -421,6 +421,12 @@ def _getitem(self: Tensor, idx) -> Tensor:
         if not -size <= idx < size:
             raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {size}")
         return _index_view(self, (idx % size,))
+    if type(idx) is slice and shape:  # fast path: x[a:b], int bounds and a positive step
+        start, stop, step = idx.start, idx.stop, idx.step
+        if ((start is None or type(start) is int) and (stop is None or type(stop) is int)
+                and (step is None or type(step) is int and step > 0)):
+            s = idx.indices(shape[0])
+            return _index_view(self, () if s == (0, shape[0], 1) else (s,))  # as _trim_basic
     basic, adv, tensors = _parse(shape, idx)
     if not adv:
         return _index_view(self, basic)

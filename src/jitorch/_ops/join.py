@@ -41,7 +41,13 @@ def _check_list(tensors, name: str, fn_name: str | None = None):
 
 
 def _promote(arrays) -> dt.dtype:
-    d = dt.from_numpy_dtype(arrays[0].dtype)
+    d0 = arrays[0].dtype
+    for a in arrays:
+        if a.dtype != d0:
+            break
+    else:  # the common case: one dtype
+        return dt.from_numpy_dtype(d0)
+    d = dt.from_numpy_dtype(d0)
     for a in arrays[1:]:
         d = dt.promote_types(d, dt.from_numpy_dtype(a.dtype))
     return d
@@ -54,6 +60,15 @@ def _skipped(shape) -> bool:
 
 def _cat_arrays(arrays, dim, out_dtype):
     """Concatenate with PyTorch's checks and messages (arrays are already non-empty)."""
+    nd = arrays[0].ndim
+    for a in arrays:  # the common case: no 0-d, no skipped (1-D empty) array, one rank
+        if a.ndim != nd or nd == 0 or (nd == 1 and not a.shape[0]):
+            break
+    else:
+        try:
+            return np.concatenate(arrays, axis=wrap_dim(dim, nd), dtype=out_dtype.np)
+        except ValueError:
+            pass  # sizes that do not match: the checks below word PyTorch's error
     for i, a in enumerate(arrays):
         if a.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "

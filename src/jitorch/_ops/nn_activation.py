@@ -27,6 +27,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import body_helper, composite, expose
 from .registry import RULES, _pt_name, defop
+from ._reduce_common import axes_of, np_axes
 from .ternary import where
 
 __all__ = ["relu", "relu_", "softmax", "log_softmax"]  # the rest: through jitorch.nn.functional
@@ -80,8 +81,25 @@ def _act(name, impl, deriv=None, mask=None, **kw):
 
 # --- piecewise linear ------------------------------------------------------------------------
 def _relu(input):
-    return np.where(input > 0, input, np.zeros((), input.dtype)) if input.dtype.kind != "f" \
-        else np.where(np.isnan(input) | (input > 0), input, 0)
+    # np.maximum keeps nan and input's dtype; it may keep -0.0 as -0.0, so floats add +0.0,
+    # which makes every zero +0.0 (one rule on every CPU). A 0-d zero of input's own dtype is
+    # the cheapest operand NumPy takes (a Python 0 costs a conversion per call).
+    if type(input) is not np.ndarray:  # a device array: its own scalars
+        r = np.maximum(input, 0)
+        return r + 0 if r.dtype.kind == "f" else r
+    z = _ZERO.get(input.dtype)
+    if z is None:
+        z = _ZERO[input.dtype] = np.zeros((), input.dtype)
+    r = np.maximum(input, z)
+    if r.dtype.kind == "f":
+        if type(r) is np.ndarray:
+            np.add(r, z, out=r)
+        else:  # a 0-d input gives a NumPy scalar
+            r = r + z
+    return r
+
+
+_ZERO: dict = {}  # NumPy dtype -> its 0-d zero (read-only use)
 
 
 relu = _act("relu", _relu, mask=lambda result: result > 0, method=True, function=True,
@@ -467,11 +485,15 @@ _stop_gradient = defop("_stop_gradient", lambda input: input.copy(), kind="eleme
 def _max_shift_impl(input, dim, keepdim=True):
     """amax over `dim`, except that an empty reduced dim gives 0 (there is nothing to shift)
     where amax raises: eager softmax of an empty dim returns an empty tensor."""
-    from ._reduce_common import axes_of, np_axes
     ax = np_axes(axes_of(dim, input.ndim), input.ndim)
     if input.size == 0:
         return np.zeros(np.sum(input, axis=ax, keepdims=keepdim).shape, input.dtype)
+    if type(input) is np.ndarray:  # np.max's own dispatch layer skipped
+        return np.asarray(_max_reduce(input, axis=ax, keepdims=keepdim))
     return np.asarray(np.max(input, axis=ax, keepdims=keepdim))
+
+
+_max_reduce = np.maximum.reduce
 
 
 # the softmax family's max shift (its composites above, the losses, attention): no gradient

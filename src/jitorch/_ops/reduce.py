@@ -54,9 +54,11 @@ def _summed(input, dim, keepdim, dtype, np_fn):
 
 # --- sum / mean ----------------------------------------------------------------------------------
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
-    if dim is None and dtype is None and input.dtype.kind == "f" and input.itemsize > 2:
-        # fast path for x.sum(): np.add.reduce skips np.sum's Python-level dispatch
-        return np.asarray(_add_reduce(input, axis=None, keepdims=keepdim))
+    if dtype is None and input.dtype.kind == "f" and input.itemsize > 2 and \
+            type(input) is np.ndarray:
+        # fast path for float32/64: np.add.reduce skips np.sum's Python-level dispatch
+        axis = None if dim is None else np_axes(axes_of(dim, input.ndim), input.ndim)
+        return np.asarray(_add_reduce(input, axis=axis, keepdims=keepdim))
     return _summed(input, dim, keepdim, dtype, np.sum)
 
 
@@ -79,9 +81,16 @@ def _mean(input, dim=None, keepdim=False, *, dtype=None):
             f"or complex dtype. Got: {pt_name(input.dtype)}")
     x = input if dtype is None else input.astype(dtype.np)
     axes = axes_of(dim, x.ndim)
-    s = np.sum(compute_array(x), axis=np_axes(axes, x.ndim), keepdims=keepdim)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        r = np.true_divide(s, _count(x.shape, axes))
+    if type(x) is np.ndarray and x.dtype.kind == "f" and x.itemsize > 2:  # as np.sum, less
+        s = _add_reduce(x, axis=np_axes(axes, x.ndim), keepdims=keepdim)  # its Python layer
+    else:
+        s = np.sum(compute_array(x), axis=np_axes(axes, x.ndim), keepdims=keepdim)
+    n = _count(x.shape, axes)
+    if n:  # only 0 / 0 warns: np.errstate (~1 us) just for an empty reduction
+        r = np.true_divide(s, n)
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.true_divide(s, n)
     return np.asarray(r).astype(x.dtype, copy=False)
 
 

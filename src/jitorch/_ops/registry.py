@@ -22,6 +22,13 @@ A VJP returns one gradient per tensor slot (a list for list slots; None where no
 A JVP takes `t_<slot>` tangents (zeros when absent) plus the same names and returns the output
 tangent(s).
 
+Eager fast path: each generated public function starts with a shortcut (`_fast_block`) for the
+common call: plain tensors (`FAST_TYPES`) on the CPU, no `out=`, no profiler, autocast, dispatch
+mode or forward-AD level. It does what `dispatch` does (the same impl call, result wrapping, view
+marking and autograd recording) without the general argument handling; an elementwise op also
+needs one operand dtype (or a tensor and a Python int/float) that its dtype rule keeps uncast,
+memoised per op in `OpDef.fast`. Everything else takes `dispatch`, the one general path.
+
 Devices: once a tensor lives off the CPU, dispatch checks that an op's tensor operands share
 one device and runs the op there (`_device/transfer.py`: `common_device`, `dispatch_on`).
 
@@ -97,6 +104,9 @@ class OpDef:
     autocast: tuple = ()  # ((device type, category), ...): its autocast policy (_autocast)
     extra: dict = field(default_factory=dict)
     rule_cache: dict = field(default_factory=dict)
+    # elementwise fast path (`_fast_block`): operand dtype -> output dtype when the op runs on
+    # that dtype's arrays uncast, False when it must take the general path
+    fast: dict = field(default_factory=dict)
 
     def __repr__(self):
         return f"<op {self.name}>"
@@ -271,6 +281,13 @@ def _varargs_line(op: OpDef) -> str:
 def _norm_varargs(args: tuple, kw=None, name=None):
     """`x.view(2, 3)`, `x.view((2, 3))` and `x.view([2, 3])` all mean the tuple (2, 3); so does
     the keyword form `x.view(size=(2, 3))`, as in PyTorch (`kw` holds it)."""
+    if not kw:
+        seq = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+        for a in seq:  # the common calls, `x.view(-1)`, `x.reshape(shape)`: plain ints already
+            if type(a) is not int:
+                break
+        else:
+            return seq if type(seq) is tuple else tuple(seq)
     if kw:
         bad = [k for k in kw if k != name]
         if bad:
@@ -304,7 +321,9 @@ def _check_first(op: OpDef, x) -> None:
 def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     """Generate `def name(<impl signature>, out=None)` that calls dispatch without inspect."""
     parts, ns = _signature_parts(op, sig)
-    ns.update({"_dispatch": dispatch, "_op": op, "_out": _write_out})
+    # __name__: NumPy's warnings raised in the generated code belong to this module, so the
+    # RuntimeWarning filter above applies to them as to `dispatch`'s calls
+    ns.update({"_dispatch": dispatch, "_op": op, "_out": _write_out, "__name__": __name__})
     if "*" not in parts and not any(p.startswith("*") for p in parts):
         parts.append("*")
     parts.append("out=None")
@@ -320,7 +339,7 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     # dense path nothing (Python 3.11), the handler runs the op's sparse form (_layout.py)
     ns.update({"_SparseOperand": _SparseOperand, "_sparse": _sparse_call})
     src = (f"def {pyname}({', '.join(parts)}):\n"
-           + _varargs_line(op) + check +
+           + _varargs_line(op) + _fast_block(op, sig, ns) + check +
            f"    try:\n"
            f"        r = _dispatch(_op, {slots}, {attrs})\n"
            f"    except _SparseOperand:\n"
@@ -343,6 +362,188 @@ def _sparse_call(op: OpDef, slots: tuple, attrs: dict):
     """An op called with a sparse COO operand: its sparse form, or PyTorch's error."""
     from ..sparse._coo import call_sparse
     return call_sparse(op.name, slots, attrs)
+
+
+# --- the elementwise fast path ------------------------------------------------------------------
+# Types whose instances the fast path takes (exact types: a subclass such as vmap's BatchedTensor
+# may change dispatch); nn/parameter.py adds Parameter.
+FAST_TYPES = {Tensor}
+
+
+def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
+    """Source of the public function's fast path, or "" (ops with list slots take none).
+
+    It covers the common call exactly as `dispatch` would run it: every tensor slot given a
+    tensor of `FAST_TYPES`, no `out=`, on the CPU, with no profiler, autocast, dispatch mode or
+    forward-AD level active; an elementwise op further needs operands of one dtype that its
+    dtype rule keeps uncast (memoised per op in `op.fast` by `_fast_entry`) and the attributes
+    its dtype rule reads at their defaults. Anything else (and an elementwise NumPy error,
+    which the general path turns into PyTorch's) runs `dispatch`, whose semantics this only
+    shortcuts: the same impl call, result wrapping, view marking and autograd recording."""
+    if not op.tensors or op.lists and (op.tensors != op.lists or len(op.tensors) != 1
+                                       or op.kind == "elementwise"):
+        return ""
+    elementwise = op.kind == "elementwise"
+    cond = []
+    if elementwise and op.extra.get("dtype_attrs"):  # the rule reads attrs: defaults memoised
+        for i, p in enumerate(sig.parameters.values()):
+            if p.name in op.attrs:
+                if p.default is inspect.Parameter.empty:
+                    return ""
+                cond.append(f"{p.name} is _d{i}")
+    ts = op.tensors
+    grad_cond = None
+    ns.update({"_fast_scalar_entry": _fast_scalar_entry, "_asarray": np.asarray,
+               "_SEQ": (list, tuple)})
+    ns.update({"_fast": op.fast, "_fast_entry": _fast_entry, "_FT": FAST_TYPES, "_icp": _intercept,
+               "_plc": _placed, "_fwl": _fwd_level, "_mst": _mode_state, "_gst": _grad_state,
+               "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
+               "_new": _new, "_record": record, "_dtype_of": _dtype_of, "_wrap": _wrap,
+               "_mark_views": _mark_views,
+               "_fattrs": {p.name: p.default for p in sig.parameters.values()
+                           if p.name in op.attrs}})
+    tcond = " and ".join([f"type({t}) in _FT" for t in ts]
+                         + [f"{t}._dtype is {ts[0]}._dtype" for t in ts[1:] if elementwise])
+    arrays = ", ".join(f"{t}._data" for t in ts)
+    slots = "(" + "".join(t + ", " for t in ts) + ")"
+    attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
+    kw = "".join(f", {a}={a}" for a in op.attrs)
+    src = (f"    if (out is None{''.join(' and ' + c for c in cond)} and _icp[0] is None\n"
+           f"            and not _plc[0] and not _fwl[0] and not _mst.stack and {tcond}):\n")
+    if op.lists:  # one list of tensors (cat, stack): every item a FAST_TYPES tensor
+        (lst,) = ts
+        src = src.replace(tcond, f"type({lst}) in _SEQ")
+        src += (f"        _al = []\n"
+                f"        _gr = False\n"
+                f"        for _x in {lst}:\n"
+                f"            if type(_x) not in _FT:\n"
+                f"                break\n"
+                f"            _al.append(_x._data)\n"
+                f"            _gr = _gr or _x._requires_grad\n"
+                f"        else:\n"
+                f"            _r = _impl(_al{kw})\n"
+                f"            if type(_r) is _nd:\n"
+                f"                _o = _new(_Tensor)\n"
+                f"                _o._data = _r\n"
+                f"                _o._dtype = _dtype_of(_r.dtype)\n"
+                f"                _o._version = [0]\n"
+                f"            else:\n"
+                f"                _o = _wrap(_r)\n")
+        if op.view:
+            src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
+        grad_cond = "_gr"
+    elif elementwise and len(ts) == 2:  # a binary op: the second operand may be a number
+        a, b = ts
+        src = src.replace(tcond, f"type({a}) in _FT")
+        src += (f"        _t1 = type({b})\n"
+                f"        if _t1 in _FT:\n"
+                f"            _e = _fast.get({a}._dtype) if {b}._dtype is {a}._dtype else False\n"
+                f"            if _e is None:\n"
+                f"                _e = _fast_entry(_op, {a}._dtype, _fattrs)\n"
+                f"            _a1 = {b}._data\n"
+                f"        elif _t1 is float or _t1 is int:\n"
+                f"            _e = _fast.get(({a}._dtype, _t1))\n"
+                f"            if _e is None:\n"
+                f"                _e = _fast_scalar_entry(_op, {a}._dtype, _t1, _fattrs)\n"
+                f"            if _e is not False:\n"
+                f"                try:\n"
+                f"                    _a1 = _asarray({b}, {a}._data.dtype)\n"
+                f"                except OverflowError:  # PyTorch wraps it: the general path\n"
+                f"                    _e = False\n"
+                f"        else:\n"
+                f"            _e = False\n"
+                f"        if _e is not False:\n"
+                f"            try:\n"
+                f"                _r = _impl({a}._data, _a1{kw})\n"
+                f"            except ValueError:  # e.g. shapes that do not broadcast\n"
+                f"                _e = False\n"
+                f"        if _e is not False:\n"
+                f"            if (type(_r) is not _nd or _r.dtype is not _e.np or _r is {a}._data\n"
+                f"                    or _r is _a1):\n"
+                f"                _r = _finish(_r, _e, ({a}._data, _a1))\n"
+                f"            _o = _new(_Tensor)\n"
+                f"            _o._data = _r\n"
+                f"            _o._dtype = _e\n"
+                f"            _o._version = [0]\n")
+        grad_cond = f"{a}._requires_grad or _t1 in _FT and {b}._requires_grad"
+    elif elementwise:
+        alias = " or ".join(f"_r is {t}._data" for t in ts)
+        src += (f"        _e = _fast.get({ts[0]}._dtype)\n"
+                f"        if _e is None:\n"
+                f"            _e = _fast_entry(_op, {ts[0]}._dtype, _fattrs)\n"
+                f"        if _e is not False:\n"
+                f"            try:\n"
+                f"                _r = _impl({arrays}{kw})\n"
+                f"            except ValueError:  # e.g. shapes that do not broadcast\n"
+                f"                _e = False\n"
+                f"        if _e is not False:\n"
+                f"            if type(_r) is not _nd or _r.dtype is not _e.np or {alias}:\n"
+                f"                _r = _finish(_r, _e, ({arrays},))\n"
+                f"            _o = _new(_Tensor)\n"
+                f"            _o._data = _r\n"
+                f"            _o._dtype = _e\n"
+                f"            _o._version = [0]\n")
+    if op.lists:
+        pass
+    elif not elementwise:
+        src += (f"        if True:\n"
+                f"            _r = _impl({arrays}{kw})\n"
+                f"            if type(_r) is _nd:\n"
+                f"                _o = _new(_Tensor)\n"
+                f"                _o._data = _r\n"
+                f"                _o._dtype = _dtype_of(_r.dtype)\n"
+                f"                _o._version = [0]\n"
+                f"            else:\n"
+                f"                _o = _wrap(_r)\n")
+        if op.view is True and len(ts) == 1:  # _mark_views' single-output case, inline
+            t = ts[0]
+            src += (f"            if type(_o) is _Tensor:\n"
+                    f"                _o._base = {t} if {t}._base is None else {t}._base\n"
+                    f"                _o._version = {t}._version\n"
+                    f"                _o._view_spec = (_op, (), {attrs}, -1, {t}._view_spec)\n"
+                    f"            else:\n"
+                    f"                _mark_views(_op, {slots}, {attrs}, _o)\n")
+        elif op.view:
+            src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
+    if op.vjp is not None and not op.nondiff:
+        grad = grad_cond or " or ".join(f"{t}._requires_grad" for t in ts)
+        src += (f"            if _gst.enabled and ({grad}):\n"
+                f"                _record(_op, {slots}, {attrs}, _o)\n")
+    return src + "            return _o\n"
+
+
+def _fast_entry(op: OpDef, d: dt.dtype, default_attrs: dict):
+    """`op.fast[d]`: the output dtype when the dtype rule (at default attributes) computes in `d`
+    itself on `d`'s own arrays, else False (a cast, or the rule's error: the general path)."""
+    entry = False
+    try:
+        compute, out = _apply_rule(op, d, default_attrs)
+    except Exception:  # noqa: BLE001  (the general path raises it, in PyTorch's words)
+        pass
+    else:
+        if compute is d and d.compute is d.np:
+            entry = out
+    op.fast[d] = entry
+    return entry
+
+
+def _fast_scalar_entry(op: OpDef, d: dt.dtype, number_type: type, default_attrs: dict):
+    """`op.fast[(d, number_type)]` for `op(tensor of d, Python number)`: the output dtype when
+    the operands promote to `d` itself (the number's category is no higher: no error to raise,
+    no cast of the tensor) and the rule computes in `d`, else False. Promotion reads only the
+    number's category, so its type stands for every value (an int out of `d`'s range raises
+    OverflowError on conversion: the general path wraps it)."""
+    entry = False
+    try:
+        p = dt.promote_tiers([d], [], [dt.scalar_category(number_type())])
+        compute, out = _apply_rule(op, d, default_attrs)
+    except Exception:  # noqa: BLE001  (the general path raises it, in PyTorch's words)
+        pass
+    else:
+        if p is d and compute is d and d.compute is d.np:
+            entry = out
+    op.fast[(d, number_type)] = entry
+    return entry
 
 
 def _make_inplace(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
@@ -398,16 +599,7 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         except ValueError:
             _check_broadcast(arrays)
             raise
-        if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
-            res = np.asarray(res)
-        if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
-            if out_dtype.itemsize == 2:  # float32 -> half overflows to inf silently, as PyTorch
-                with np.errstate(over="ignore"):
-                    res = res.astype(out_dtype.np)
-            else:
-                res = res.astype(out_dtype.np)
-        elif res is arrays[0] or (len(arrays) > 1 and res is arrays[1]):
-            res = res.copy()  # an impl returned its operand: the result must not alias it
+        res = _finish_elementwise(res, out_dtype, arrays)
         outs = _new(Tensor)
         outs._data = res
         outs._dtype = out_dtype
@@ -435,6 +627,21 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     if _fwd_level[0] and op.jvp is not None:
         propagate(op, slots, attrs, outs)
     return outs
+
+
+def _finish_elementwise(res, out_dtype: dt.dtype, arrays):
+    """An elementwise impl's result as an array of `out_dtype` that aliases no operand."""
+    if type(res) is not np.ndarray and not isinstance(res, _device_arrays[0]):
+        res = np.asarray(res)
+    if res.dtype is not out_dtype.np and res.dtype != out_dtype.np:
+        if out_dtype.itemsize == 2:  # float32 -> half overflows to inf silently, as PyTorch
+            with np.errstate(over="ignore"):
+                res = res.astype(out_dtype.np)
+        else:
+            res = res.astype(out_dtype.np)
+    elif res is arrays[0] or (len(arrays) > 1 and res is arrays[1]):
+        res = res.copy()  # an impl returned its operand: the result must not alias it
+    return res
 
 
 def _check_broadcast(arrays) -> None:
@@ -496,6 +703,7 @@ def _elementwise_args(op: OpDef, slots: tuple, attrs: dict):
 def _clear_rule_caches() -> None:
     for op in OPS.values():
         op.rule_cache.clear()
+        op.fast.clear()
 
 
 dt._default_listeners.append(_clear_rule_caches)  # "float" rules read the default dtype

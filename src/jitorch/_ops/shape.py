@@ -68,6 +68,16 @@ def _legacy(arr) -> str:
 # --- reshape / view ------------------------------------------------------------------------------
 def _infer_shape(shape, numel: int) -> tuple:
     """PyTorch's infer_size: at most one -1, no other negative sizes, product must match."""
+    if len(shape) == 1 and shape[0] == -1:  # the common flatten, `view(-1)`: always valid
+        return (numel,)
+    n = 1
+    for s in shape:  # the common case: sizes given in full and valid
+        if s < 0:
+            break
+        n *= s
+    else:
+        if n == numel:
+            return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -107,7 +117,9 @@ reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape"
 def _view(input, size):
     shape = _infer_shape(size, input.size)
     try:
-        return np.reshape(input, shape, copy=False)  # raises instead of copying
+        if type(input) is np.ndarray:  # the method skips np.reshape's dispatch layer
+            return input.reshape(shape, copy=False)  # raises instead of copying
+        return np.reshape(input, shape, copy=False)
     except ValueError:
         raise RuntimeError("view size is not compatible with input tensor's size and stride (at "
                            "least one dimension spans across two contiguous subspaces). Use "
@@ -150,6 +162,8 @@ _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, no
 
 def _tensor_view(self, *size, **kwargs):
     """`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` (same bytes)."""
+    if not kwargs and size and type(size[0]) is int:  # the common call, `x.view(-1)`
+        return _view_shape(self, *size)
     if len(size) == 1 and isinstance(size[0], dt.dtype) and not kwargs:
         return _view_dtype(self, size[0])
     if not size and set(kwargs) == {"dtype"}:
@@ -202,12 +216,35 @@ def _expand(input, size):
                                f"size ({cur}) at non-singleton dimension {i}.  Target sizes: "
                                f"{list(size)}.  Tensor sizes: {list(input.shape)}")
         target[i] = s
-    out = np.broadcast_to(input, tuple(target))
+    target = tuple(target)
+    if type(input) is np.ndarray and input.size and input.flags.c_contiguous:
+        out = _broadcast_view(input, target, lead)
+        if out is not None:
+            return out
+    out = np.broadcast_to(input, target)
     # NumPy makes every broadcast read-only; PyTorch only refuses in-place writes where elements
     # overlap (a stride-0 dim longer than 1), so keep the other expansions writable
     if all(st or n <= 1 for st, n in zip(out.strides, out.shape)):
         out = as_strided(input, out.shape, out.strides, writeable=True)
     return out
+
+
+def _broadcast_view(input: np.ndarray, target: tuple, lead: int):
+    """`_expand`'s result made directly over a contiguous input's buffer (np.broadcast_to and
+    as_strided cost microseconds in Python): read-only exactly where `_expand` makes it so
+    (a stride-0 dim longer than 1); None when NumPy refuses the buffer (then the general way)."""
+    strides = [0] * lead  # as np.broadcast_to's: stride 0 for new and for size-1 dims
+    for n, st in zip(input.shape, input.strides):
+        strides.append(0 if n == 1 else st)
+    try:
+        out = np.ndarray(target, input.dtype, buffer=input, strides=strides)
+    except (TypeError, ValueError, BufferError):
+        return None
+    for st, n in zip(strides, target):
+        if st == 0 and n > 1:
+            out.flags.writeable = False
+            break
+    return out  # (a read-only input's buffer already gives a read-only array)
 
 
 # the gradient of a broadcast is summed back to the input's shape by autograd itself

@@ -178,21 +178,28 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
 
 def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
              create_graph, executed):
+    pop, push = heapq.heappop, heapq.heappush
     with grad_mode.set_grad_enabled(create_graph):
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = pop(ready)[2]
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
-            grads = _run_tensor_hooks(node, grads)
-            for (nr, idxs) in ((nr, capture_at.get((node, nr))) for nr in range(len(grads))):
-                if idxs:
-                    for i in idxs:  # added to what a hides_graph node's inner run captured
-                        captured[i] = _add(captured[i], grads[nr])
-            if isinstance(node, AccumulateGrad):
+            if node.tensor_hooks or node.retains:
+                grads = _run_tensor_hooks(node, grads)
+            if capture_at:
+                for nr in range(len(grads)):
+                    for i in capture_at.get((node, nr), ()):  # added to what a hides_graph
+                        captured[i] = _add(captured[i], grads[nr])  # node's inner run captured
+            if type(node) is AccumulateGrad:
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
                     node.accumulate(grads[0], create_graph)
                 continue
-            run_it = any(g is not None for g in grads) and (needed is None or node in needed)
+            for g in grads:  # run the node if some gradient arrived (and it leads somewhere)
+                if g is not None:
+                    run_it = needed is None or node in needed
+                    break
+            else:
+                run_it = False
             if run_it:
                 if node.pre_hooks:
                     for h in node.pre_hooks:
@@ -213,11 +220,14 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                     continue
                 m, nr = e
                 if g is not None:
-                    buf = buffers.setdefault(m, [None] * len(m.out_meta))
-                    buf[nr] = _add(buf[nr], g)
-                deps[m] -= 1
-                if deps[m] == 0:
-                    heapq.heappush(ready, (-m.seq, id(m), m))
+                    buf = buffers.get(m)
+                    if buf is None:
+                        buf = buffers[m] = [None] * len(m.out_meta)
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                d = deps[m] - 1
+                deps[m] = d
+                if d == 0:
+                    push(ready, (-m.seq, id(m), m))
 
 
 def _run_tensor_hooks(node, grads):

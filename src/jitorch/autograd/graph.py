@@ -43,7 +43,7 @@ class Node:
 
     __slots__ = ("op", "attrs", "next_edges", "saved", "versions", "in_meta", "out_meta",
                  "multi", "seq", "pre_hooks", "hooks", "tensor_hooks", "retains", "freed",
-                 "custom", "metadata", "__weakref__")
+                 "custom", "_metadata", "__weakref__")
 
     def __init__(self):
         self.seq = next(_seq)
@@ -56,7 +56,15 @@ class Node:
         self.versions = ()
         self.custom = None
         self.multi = False  # the op returned a tuple/list: its rule gets a tuple of grads
-        self.metadata = {}
+        self._metadata = None
+
+    @property
+    def metadata(self) -> dict:
+        """`Node.metadata`: a dict for the user's annotations, made on first use (a node per
+        op call must stay cheap)."""
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
 
     def name(self) -> str:
         return _backward_name(self.op.name)
@@ -103,12 +111,13 @@ class Node:
     def apply(self, grads: list):
         """grads: one entry per output (None where no gradient arrived)."""
         op = self.op
-        for i, (shape, d) in enumerate(self.out_meta):
-            if grads[i] is None and d.category >= dt.FLOAT:  # on the device the others are on
-                grads[i] = _full(shape, 0, d, _grads_device(grads))
-            elif (grads[i] is not None and grads[i]._dtype.category == dt.COMPLEX
-                  and not op.extra.get("complex_grad")):  # VJPs written for complex
-                _no_complex(op.name)
+        for i, g in enumerate(grads):
+            if g is None:
+                shape, d = self.out_meta[i]
+                if d.category >= dt.FLOAT:  # on the device the others are on
+                    grads[i] = _full(shape, 0, d, _grads_device(grads))
+            elif g._dtype.category == dt.COMPLEX and not op.extra.get("complex_grad"):
+                _no_complex(op.name)  # VJPs written for complex
         saved = self.unpack() if op.vjp_params else None
         g = tuple(grads) if self.multi else grads[0]
         kwargs = {}
@@ -125,20 +134,25 @@ class Node:
         op = self.op
         if len(op.tensors) == 1:
             res = (res,)
-        flat = []
-        for name, r in zip(op.tensors, res):
-            if name in op.lists:
-                flat.extend(r)
-            else:
-                flat.append(r)
+        if op.lists:
+            flat = []
+            for name, r in zip(op.tensors, res):
+                if name in op.lists:
+                    flat.extend(r)
+                else:
+                    flat.append(r)
+        else:
+            flat = res
         out = []
         for g, meta, edge in zip(flat, self.in_meta, self.next_edges):
             if edge is None or g is None or meta is None:
                 out.append(None)
-                continue
-            if not isinstance(g, Tensor):
-                g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
-            out.append(_fit(g, meta))
+            elif type(g) is Tensor and g._data.shape == meta[0] and g._dtype is meta[1]:
+                out.append(g)  # already the input's shape and dtype: nothing to fit
+            else:
+                if not isinstance(g, Tensor):
+                    g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
+                out.append(_fit(g, meta))
         return out
 
 
@@ -236,12 +250,15 @@ def edge_of(t: Tensor):
 
 def record(op, slots, attrs, outs) -> None:
     """Attach a backward node to `outs` if any input requires grad."""
-    flat = []
-    for name, s in zip(op.tensors, slots):
-        if name in op.lists:
-            flat.extend(s)
-        else:
-            flat.append(s)
+    if op.lists:
+        flat = []
+        for name, s in zip(op.tensors, slots):
+            if name in op.lists:
+                flat.extend(s)
+            else:
+                flat.append(s)
+    else:
+        flat = slots
     for t in flat:
         if isinstance(t, Tensor) and t._requires_grad:
             break
@@ -249,29 +266,36 @@ def record(op, slots, attrs, outs) -> None:
         return
     node = Node()
     node.op = op
-    node.next_edges = tuple(edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
-                            for t in flat)
-    node.in_meta = tuple((t._data.shape, t._dtype) if isinstance(t, Tensor) else None
-                         for t in flat)
-    node.multi = isinstance(outs, (tuple, list))
-    outs_l = outs if node.multi else (outs,)
-    node.out_meta = tuple((o._data.shape, o._dtype) for o in outs_l)
+    node.next_edges = tuple([edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
+                             for t in flat])
+    node.in_meta = tuple([(t._data.shape, t._dtype) if isinstance(t, Tensor) else None
+                          for t in flat])
+    node.multi = multi = isinstance(outs, (tuple, list))
+    outs_l = outs if multi else (outs,)
+    node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
-        versions = []
-        for kind, name in op.vjp_params:  # saved tensors remember their version
-            if kind in ("slot", "result"):
+        names = _SAVED_TENSORS.get(op)
+        if names is None:
+            names = _SAVED_TENSORS[op] = tuple(n for kind, n in op.vjp_params
+                                               if kind in ("slot", "result"))
+        if names:
+            versions = []
+            for name in names:  # saved tensors remember their version
                 v = saved[name]
                 for t in (v if isinstance(v, (list, tuple)) else (v,)):
                     if isinstance(t, Tensor):
                         versions.append((t, t._version[0]))
+            node.versions = tuple(versions)
         node.saved = saved
-        node.versions = tuple(versions)
     for k, o in enumerate(outs_l):
         if o._dtype.category >= dt.FLOAT:
             o._requires_grad = True
             o._grad_fn = node
             o._output_nr = k
+
+
+_SAVED_TENSORS: dict = {}  # op -> the names of its VJP's saved tensors (slots and `result`)
 
 
 # --- tensor hooks -------------------------------------------------------------------------------

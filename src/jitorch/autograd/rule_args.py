@@ -11,14 +11,17 @@ from .._tensor import Tensor
 
 def rule_kwargs(op, params, slots, attrs, outs, tangent=None) -> dict:
     kwargs = {}
-    slot_of = dict(zip(op.tensors, slots))
+    slot_of = None
     for kind, name in params:
+        if kind == "attr":  # the common case first (add's alpha): no slot map needed
+            kwargs[name] = attrs[name]
+            continue
+        if slot_of is None:
+            slot_of = dict(zip(op.tensors, slots))
         if kind == "slot":
             kwargs[name] = slot_of[name]
         elif kind == "result":
             kwargs[name] = outs
-        elif kind == "attr":
-            kwargs[name] = attrs[name]
         elif kind == "shape":
             v = slot_of[name]
             # a list slot (cat's `tensors`) gives one shape per tensor; a number has shape ()

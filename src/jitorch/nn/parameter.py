@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._tensor import Tensor, _new
 from .._creation import empty
+from .._ops.registry import FAST_TYPES
 
 __all__ = ["Parameter", "Buffer"]
 
@@ -62,6 +63,9 @@ class Parameter(Tensor):
 
 def _rebuild_parameter(arr, dtype_name, requires_grad):
     return Parameter(Tensor._make(arr, dt._by_name(dtype_name)), requires_grad)
+
+
+FAST_TYPES.add(Parameter)  # ops on a Parameter dispatch as on a Tensor: the registry's fast path
 
 
 class _BufferMeta(type):

@@ -40,10 +40,14 @@ class Unsupported(Exception):
     """Raised by a factory for statics its body does not cover inside `@script`."""
 
 
+# static types whose values _freeze would only tag with their type (no sequence to walk)
+_FLAT = {int, float, bool, str, type(None)}
+
+
 def _freeze(v):
     """A hashable key for a static value that keeps 1, 1.0 and True apart."""
     if isinstance(v, (list, tuple)):
-        return ("seq", tuple(_freeze(x) for x in v))
+        return ("seq", tuple([_freeze(x) for x in v]))
     return (type(v).__name__, v)
 
 
@@ -57,9 +61,23 @@ class Composite:
         self.script_unsupported = script_unsupported
         self.static_fallback = dict(static_fallback or {})
         self._bodies: dict = {}
+        self._flat: dict = {}  # body() of flat statics, by (type, value) pairs: no _freeze
         self._lock = _fork.lock()
 
     def body(self, *statics) -> Callable:
+        for s in statics:  # the common call: flat statics (dims, flags, eps, a dtype)
+            if type(s) not in _FLAT:
+                break
+        else:
+            # (type, value) pairs keep 1, 1.0 and True apart, as _freeze's keys do
+            key = tuple([(type(s), s) for s in statics])
+            fn = self._flat.get(key)
+            if fn is None:
+                fn = self._flat[key] = self._body(statics)
+            return fn
+        return self._body(statics)
+
+    def _body(self, statics: tuple) -> Callable:
         key = _freeze(statics)
         fn = self._bodies.get(key)
         if fn is None:
