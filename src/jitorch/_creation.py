@@ -42,6 +42,21 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 _C_FLOAT_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float"}
 
 
+# While a trace runs, frontend/trace.py's `note_factory(name, result, requires_grad, params)`:
+# told of each factory call with the parameters of its IR node (`_ops/factories.py`), as the
+# caller gave them (sizes read from traced tensors stay `TracedInt`s), so the trace records the
+# factory with run-time sizes instead of baking its result in
+trace_hook = [None]
+
+
+def _raw_size(args: tuple, size=None):
+    """The size a sized factory was given, before checking (`zeros(2, 3)`, `zeros((2, 3))`,
+    `zeros(size=x.shape)`): what the trace records."""
+    if size is not None:
+        return size
+    return args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
 # --- argument helpers ----------------------------------------------------------------------------
 def _dtype_arg(d, fname: str = "tensor"):
     """A `dtype=` argument: a jitorch dtype, or a Python type as PyTorch allows (float->float64)."""
@@ -487,7 +502,10 @@ def _factory(name: str, fill):
         if out is not None:
             check_out_device(out, dev)
             return _write_out(out, arr, dtype, name)
-        return _finish(arr, d, requires_grad, dev)
+        r = _finish(arr, d, requires_grad, dev)
+        if trace_hook[0] is not None:
+            trace_hook[0](name, r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+        return r
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}(*size)`: sizes as varargs, one sequence, or `size=`."
     return make  # (the hottest factories take `device=` inline, not through `_on_device`)
@@ -511,7 +529,10 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     arr = np.full(shape, _convert_scalar(v, d), dtype=d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "full")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("full", r, requires_grad, {"size": size, "fill_value": fill_value})
+    return r
 
 
 def _check_input(input, fname: str) -> None:
@@ -526,7 +547,10 @@ def _like(name: str, fill):
         _check_input(input, name)
         dev = CPU if device is None and not _placed[0] else _target(device, input)
         d = _dtype_arg(dtype, name) or input._dtype
-        return _finish(fill(input._data.shape, d.np), d, requires_grad, dev)
+        r = _finish(fill(input._data.shape, d.np), d, requires_grad, dev)
+        if trace_hook[0] is not None:
+            trace_hook[0](name, r, requires_grad, {"input": input})
+        return r
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}`: input's shape, input's dtype unless `dtype` is given."
     return make
@@ -545,7 +569,10 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     as_device(device)
     d = _dtype_arg(dtype, "full_like") or input._dtype
     v = _convert_scalar(_scalar_value(fill_value, "full_like"), d)
-    return _finish(np.full(input._data.shape, v, dtype=d.np), d, requires_grad)
+    r = _finish(np.full(input._data.shape, v, dtype=d.np), d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("full_like", r, requires_grad, {"input": input, "fill_value": fill_value})
+    return r
 
 
 @_on_device()

@@ -34,8 +34,8 @@ import numpy as np
 from . import _dtype as dt
 from . import _fork
 from . import _mt19937 as _mt
-from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _size_args,
-                        _size_tuple, _write_out)
+from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _raw_size,
+                        _size_args, _size_tuple, _write_out, trace_hook)
 from ._device import as_device
 from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
@@ -346,7 +346,10 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "check_uniform_bounds")
     arr = _uniform_values(generator, "rand", shape, d)
-    return _finish_like(arr, d, out, dtype, requires_grad, "rand")
+    r = _finish_like(arr, d, out, dtype, requires_grad, "rand")
+    if trace_hook[0] is not None:  # not recordable: a trace warns of traced sizes baked in
+        trace_hook[0]("rand", r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+    return r
 
 
 @_on_device(random=True)
@@ -359,7 +362,10 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "normal_kernel_cpu")
     arr = _normal_values(generator, "randn", shape, d)
-    return _finish_like(arr, d, out, dtype, requires_grad, "randn")
+    r = _finish_like(arr, d, out, dtype, requires_grad, "randn")
+    if trace_hook[0] is not None:  # not recordable: a trace warns of traced sizes baked in
+        trace_hook[0]("randn", r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+    return r
 
 
 @_on_device(like="input", random=True)

@@ -17,7 +17,8 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from ._creation import _convert_scalar, _dtype_arg, _finish, _index_like, _num, _write_out
+from ._creation import _convert_scalar, _dtype_arg, _finish, _index_like, _num, _write_out, \
+    trace_hook
 from ._device import as_device
 from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
@@ -34,6 +35,7 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
         if v is not None and _index_like(v) is None:
             raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
                             f"{type(v).__name__}")
+    n_arg, m_arg = n, m  # as given: a trace records them (`trace_hook`)
     n = _index_like(n)
     m = n if m is None else _index_like(m)
     if n < 0:
@@ -45,7 +47,10 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     arr = np.eye(n, m, dtype=d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "eye")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("eye", r, requires_grad, {"n": n_arg, "m": m_arg})
+    return r
 
 
 def _tri_indices(fname, tri, row, col, offset, dtype):
@@ -140,7 +145,10 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
             arr = (s + st * np.arange(n, dtype=np.float64)).astype(d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "arange")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("arange", r, requires_grad, {"start": start, "end": end, "step": step})
+    return r
 
 
 def _range_endpoints(start, end, steps, fname):

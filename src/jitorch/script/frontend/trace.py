@@ -34,10 +34,12 @@ Rules of a trace, as in PyTorch's tracer:
   the scripted code's branches stay decided per call.
 - Sizes read from a traced tensor (`x.size(0)`, `x.shape[0]`, and int arithmetic on them) are
   graph values where an op takes them (`view(x.size(0), -1)`: `frontend/trace_sizes.py`), as
-  PyTorch records `aten::size`; a size turned into a Python number (`int(n)`, `len(x)`) or used
-  where Python does not ask (slice bounds, `range(n)`, the sizes of a factory call such as
-  `zeros(n, 3)`, which the tracer sees only as its result) is baked in: such a trace
-  is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
+  PyTorch records `aten::size`; so are the sizes of a factory call (`zeros(x.size(0), 3)`,
+  `x.new_zeros(x.shape[0], 4)`, `zeros_like(x)`: `factory.note_factory`, which eager's
+  factories call while a trace runs). A size turned into a Python number (`int(n)`, `len(x)`)
+  or used where Python does not ask (slice bounds, `range(n)`) is baked in (a random factory's
+  with a TracerWarning): such a trace is exact for its example's shapes; `jitorch.jit.script`
+  is the shape-generic frontend.
 """
 from __future__ import annotations
 
@@ -47,7 +49,7 @@ import warnings
 
 import numpy as np
 
-from ... import _device, _fork
+from ... import _creation, _device, _fork
 from ... import _dtype as dt
 from ... import _tensor
 from ..._ops import registry
@@ -310,6 +312,8 @@ class Tracer:
             _tensor._data_hook = check_data_dependence
             if _active_count[0] == 1:
                 trace_sizes.install()
+                from .factory import note_factory
+                _creation.trace_hook[0] = note_factory
         registry.push_mode(self)
         return self
 
@@ -321,6 +325,7 @@ class Tracer:
             if not _active_count[0]:
                 _tensor._data_hook = None
                 trace_sizes.uninstall()
+                _creation.trace_hook[0] = None
         for t, ver in self.swapped:  # the tensors go back to their own counters
             if type(t._version) is _Version:
                 t._version = ver
