@@ -405,23 +405,30 @@ class Tensor:
         return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                       requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import zeros
         return zeros(*size, dtype=dtype or self._dtype, device=device or self._device,
-                     requires_grad=requires_grad)
+                     requires_grad=requires_grad, layout=layout)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import ones
+        if layout is not None:  # (PyTorch's error for a sparse one: new_ones' own)
+            from ._layout import factory_layout
+            factory_layout("new_ones", layout)
         return ones(*size, dtype=dtype or self._dtype, device=device or self._device,
                     requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import empty
         return empty(*size, dtype=dtype or self._dtype, device=device or self._device,
-                     requires_grad=requires_grad)
+                     requires_grad=requires_grad, layout=layout)
 
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False,
+                 layout=None):
         from ._creation import full
+        if layout is not None:
+            from ._layout import factory_layout
+            factory_layout("new_full", layout)
         return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
                     requires_grad=requires_grad)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 
+from ..._layout import strided
 from ..._ops import registry
 from .. import ir
 from ..._ops.factories import data_dtype
@@ -262,6 +263,10 @@ def frontend_call(st, name: str, node, recv=None):
         return None
     a = dict(bound.arguments)
     extra = a.pop("kw", {})
+    if "layout" in a and _static(a["layout"])[1] not in (None, strided):
+        # eager makes a sparse tensor (or raises); compiled programs hold dense tensors only
+        st.fail(f"{name}(layout={_static(a['layout'])[1]!r}): scripted code makes strided "
+                "(dense) tensors only; build a sparse tensor outside jitorch.jit.script")
     if set(extra) - {"size"} or not _static_kwargs_ok(name, a):
         return None
     ins = {"dtype": _dtype_value(st, name, a.get("dtype")),
