@@ -481,9 +481,11 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        # PyTorch: a plain 0-d tensor formats as its item, spec or not (f"{t}" is "3.5");
+        # anything else as an object (str(self); a spec is a TypeError naming the type)
+        if self._data.ndim == 0 and type(self) is Tensor:
             return self.item().__format__(spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        return object.__format__(self, spec)
 
     def __deepcopy__(self, memo):
         from ._device.transfer import same_device
