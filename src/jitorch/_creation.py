@@ -572,7 +572,9 @@ def _like(name: str, fill):
             shape = tuple(input.shape)
         dev = CPU if device is None and not _placed[0] else _target(device, input)
         d = _dtype_arg(dtype, name) or input._dtype
-        r = _finish(fill(input._data.shape if shape is None else shape, d.np), d, requires_grad, dev)
+        if shape is None:
+            shape = input._data.shape
+        r = _finish(fill(shape, d.np), d, requires_grad, dev)
         if trace_hook[0] is not None:
             trace_hook[0](name, r, requires_grad, {"input": input})
         return r
