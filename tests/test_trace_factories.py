@@ -1,7 +1,8 @@
 """Tracing a factory whose sizes come from a traced tensor (`zeros(x.size(0), 3)`,
-`x.new_zeros(x.shape[0], 3)`, `ones(x.shape)`, `zeros_like(x)`) records the factory with those
-sizes as graph values, so the trace runs on other batch sizes (PyTorch records `aten::zeros`);
-a factory it cannot record (`randn`) gives a TracerWarning instead of baking silently."""
+`x.new_zeros(x.shape[0], 3)`, `ones(x.shape)`, `zeros_like(x)`, `empty(x.shape).fill_(v)`)
+records the factory with those sizes as graph values, so the trace runs on other batch sizes
+(PyTorch records `aten::zeros`); a factory it cannot record (`randn`) gives a TracerWarning
+instead of baking silently."""
 import warnings
 
 import numpy as np
@@ -19,7 +20,8 @@ def _f(x):
     e = jitorch.arange(x.size(0)).unsqueeze(1) * x
     f = jitorch.full((x.size(0) * 1, 3), 2.0)
     g = jitorch.eye(x.size(0)).sum(1, keepdim=True)
-    return a + b + c + d + e + f + g
+    h = jitorch.empty(x.shape).fill_(0.5) + x.new_empty(x.shape[0], 1).zero_()
+    return a + b + c + d + e + f + g + h
 
 
 def test_factory_sizes_follow_the_batch():
