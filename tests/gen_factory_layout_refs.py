@@ -25,7 +25,7 @@ CASES = [
     "T.full_like(s, 2.0, layout=T.strided)",
     "T.empty_like(d, layout=T.sparse_coo)", "T.ones_like(d, layout=T.sparse_coo)",
     "T.ones_like(s)", "T.full_like(d, 2.0, layout=T.sparse_coo)", "T.full_like(s, 2.0)",
-    "T.rand_like(d, layout=T.sparse_coo)", "T.randn_like(s)",
+    "T.rand_like(d, layout=T.sparse_coo)", "T.randn_like(s)", "T.randint_like(s, 3)",
     "T.arange(3, layout=T.sparse_coo)", "T.eye(3, layout=T.sparse_coo)",
     "T.linspace(0, 1, 3, layout=T.sparse_coo)", "T.logspace(0, 1, 3, layout=T.sparse_coo)",
     "T.rand(2, layout=T.sparse_coo)", "T.randn(2, layout=T.sparse_coo)",

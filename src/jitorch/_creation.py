@@ -43,10 +43,11 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 _C_FLOAT_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float"}
 
 
-# While a trace runs, frontend/trace.py's `note_factory(name, result, requires_grad, params)`:
-# told of each factory call with the parameters of its IR node (`_ops/factories.py`), as the
-# caller gave them (sizes read from traced tensors stay `TracedInt`s), so the trace records the
-# factory with run-time sizes instead of baking its result in
+# While a trace runs (the tracer installs it): script/frontend/factory.py's
+# `note_factory(name, result, requires_grad, params)`. Eager factories call it with the
+# parameters of their IR node (`_ops/factories.py`) as the caller gave them (sizes read from
+# traced tensors stay `TracedInt`s), so the trace records the factory with run-time sizes
+# instead of baking its result in
 trace_hook = [None]
 
 

@@ -8,8 +8,8 @@ op and the 'SparseCPU' backend. The dense path pays nothing for this (no check, 
 
 It also owns what each factory does with `layout=` (`factory_layout`): `strided` (or None) is
 the dense tensor; `sparse_coo` makes an all-zero sparse COO tensor where PyTorch does (`zeros`,
-`empty`, `zeros_like`, `empty_like`, `new_zeros`, `new_empty`) and raises PyTorch's error
-elsewhere, as PyTorch does rather than ignoring it.
+`empty`, `zeros_like`, `new_zeros`, `new_empty`, `empty_like` of a sparse tensor) and raises
+PyTorch's error elsewhere, as PyTorch does, rather than being ignored.
 """
 from __future__ import annotations
 
