@@ -24,6 +24,7 @@ from ._determinism import empty_fill as _empty_fill  # zeros, or PyTorch's deter
 from ._device import CPU, as_device, placed as _placed
 from ._device.transfer import check_out_device, factory as _on_device, place as _place, \
     target as _target
+from ._layout import factory_layout
 from ._tensor import Tensor
 
 __all__ = ["tensor", "as_tensor", "asarray", "from_numpy", "scalar_tensor", "zeros", "ones",
@@ -40,6 +41,35 @@ _C_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
             "int64": "int64_t", "float32": "float", "float64": "double", "float16": "double",
             "bfloat16": "double"}
 _C_FLOAT_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float"}
+
+
+# While a trace runs (the tracer installs it): script/frontend/factory.py's
+# `note_factory(name, result, requires_grad, params)`. Eager factories call it with the
+# parameters of their IR node (`_ops/factories.py`) as the caller gave them (sizes read from
+# traced tensors stay `TracedInt`s), so the trace records the factory with run-time sizes
+# instead of baking its result in
+trace_hook = [None]
+
+
+def _raw_size(args: tuple, size=None):
+    """The size a sized factory was given, before checking (`zeros(2, 3)`, `zeros((2, 3))`,
+    `zeros(size=x.shape)`): what the trace records."""
+    if size is not None:
+        return size
+    return args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+
+
+def sparse_result(fname: str, shape, dtype, device, requires_grad: bool, out=None):
+    """A factory's `layout=sparse_coo` result (`_layout.factory_layout` said it makes one): the
+    all-zero sparse COO tensor, on the CPU (jitorch's sparse tensors live there)."""
+    if out is not None:
+        raise RuntimeError("layout Sparse does not match layout of out parameter (Strided)")
+    if device is not None and as_device(device).type != "cpu":
+        from ._layout import unsupported
+        raise NotImplementedError(unsupported(f"aten::{fname}") + f" (device {device})")
+    from .sparse._coo import zeros as sparse_zeros
+    return sparse_zeros(shape, _dtype_arg(dtype, fname) or dt.get_default_dtype(),
+                        requires_grad)
 
 
 # --- argument helpers ----------------------------------------------------------------------------
@@ -479,6 +509,9 @@ def _factory(name: str, fill):
         if kw.keys() - {"size"}:
             raise TypeError(f"{name}() got an unexpected keyword argument "
                             f"'{next(iter(kw.keys() - {'size'}))}'")
+        if layout is not None and factory_layout(name, layout):
+            return sparse_result(name, _size_args(name, size, kw.get("size")), dtype, device,
+                                 requires_grad, out)
         dev = CPU if device is None and not _placed[0] else _target(device)
         shape = _size_args(name, size, kw.get("size"))
         dtype = _dtype_arg(dtype, name)
@@ -487,7 +520,10 @@ def _factory(name: str, fill):
         if out is not None:
             check_out_device(out, dev)
             return _write_out(out, arr, dtype, name)
-        return _finish(arr, d, requires_grad, dev)
+        r = _finish(arr, d, requires_grad, dev)
+        if trace_hook[0] is not None:
+            trace_hook[0](name, r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+        return r
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}(*size)`: sizes as varargs, one sequence, or `size=`."
     return make  # (the hottest factories take `device=` inline, not through `_on_device`)
@@ -504,6 +540,7 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     """`torch.full`: without `dtype`, the fill value's Python type picks it (1.5 -> default
     float, 1 -> int64, True -> bool, 1j -> default complex)."""
     as_device(device)
+    factory_layout("full", layout)
     shape = _size_tuple("full", size)
     v = _scalar_value(fill_value, "full")
     dtype = _dtype_arg(dtype, "full")
@@ -511,7 +548,10 @@ def full(size, fill_value, *, out=None, dtype=None, layout=None, device=None,
     arr = np.full(shape, _convert_scalar(v, d), dtype=d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "full")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("full", r, requires_grad, {"size": size, "fill_value": fill_value})
+    return r
 
 
 def _check_input(input, fname: str) -> None:
@@ -524,9 +564,21 @@ def _like(name: str, fill):
     def make(input, *, dtype=None, layout=None, device=None, requires_grad=False,
              memory_format=None):
         _check_input(input, name)
+        shape = None
+        if layout is not None or type(input) is not Tensor:  # (a sparse input has no _data)
+            if factory_layout(name, input.layout if layout is None else layout,
+                              layout is None):
+                return sparse_result(name, input.shape, dtype or input.dtype, device,
+                                     requires_grad)
+            shape = tuple(input.shape)
         dev = CPU if device is None and not _placed[0] else _target(device, input)
         d = _dtype_arg(dtype, name) or input._dtype
-        return _finish(fill(input._data.shape, d.np), d, requires_grad, dev)
+        if shape is None:
+            shape = input._data.shape
+        r = _finish(fill(shape, d.np), d, requires_grad, dev)
+        if trace_hook[0] is not None:
+            trace_hook[0](name, r, requires_grad, {"input": input})
+        return r
     make.__name__ = make.__qualname__ = name
     make.__doc__ = f"`torch.{name}`: input's shape, input's dtype unless `dtype` is given."
     return make
@@ -542,10 +594,14 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
               memory_format=None) -> Tensor:
     """`torch.full_like`: the fill value is converted (checked) to input's dtype."""
     _check_input(input, "full_like")
+    factory_layout("full_like", input.layout if layout is None else layout, layout is None)
     as_device(device)
     d = _dtype_arg(dtype, "full_like") or input._dtype
     v = _convert_scalar(_scalar_value(fill_value, "full_like"), d)
-    return _finish(np.full(input._data.shape, v, dtype=d.np), d, requires_grad)
+    r = _finish(np.full(tuple(input.shape), v, dtype=d.np), d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("full_like", r, requires_grad, {"input": input, "fill_value": fill_value})
+    return r
 
 
 @_on_device()
@@ -553,6 +609,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
                   pin_memory=False) -> Tensor:
     """`torch.empty_strided`: a zero-filled tensor whose strides are exactly `stride`."""
     as_device(device)
+    factory_layout("empty_strided", layout)
     shape = _size_tuple("empty_strided", size)
     strides = tuple(builtins.int(s) for s in stride)
     if len(strides) != len(shape):

@@ -34,9 +34,10 @@ import numpy as np
 from . import _dtype as dt
 from . import _fork
 from . import _mt19937 as _mt
-from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _size_args,
-                        _size_tuple, _write_out)
+from ._creation import (_check_input, _dtype_arg, _finish, _index_like, _num, _raw_size,
+                        _size_args, _size_tuple, _write_out, trace_hook)
 from ._device import as_device
+from ._layout import factory_layout
 from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
 
@@ -341,12 +342,16 @@ def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
          requires_grad=False, pin_memory=False, **kw) -> Tensor:
     """`torch.rand`: U[0, 1) in the default dtype (complex: each part)."""
     as_device(device)
+    factory_layout("rand", layout)
     shape = _size_args("rand", size, _size_kw("rand", kw))
     dtype = _dtype_arg(dtype, "rand")
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "check_uniform_bounds")
     arr = _uniform_values(generator, "rand", shape, d)
-    return _finish_like(arr, d, out, dtype, requires_grad, "rand")
+    r = _finish_like(arr, d, out, dtype, requires_grad, "rand")
+    if trace_hook[0] is not None:  # not recordable: a trace warns of traced sizes baked in
+        trace_hook[0]("rand", r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+    return r
 
 
 @_on_device(random=True)
@@ -354,18 +359,23 @@ def randn(*size, generator=None, out=None, dtype=None, layout=None, device=None,
           requires_grad=False, pin_memory=False, **kw) -> Tensor:
     """`torch.randn`: standard normal in the default dtype."""
     as_device(device)
+    factory_layout("randn", layout)
     shape = _size_args("randn", size, _size_kw("randn", kw))
     dtype = _dtype_arg(dtype, "randn")
     d = dtype or (out._dtype if out is not None else dt.get_default_dtype())
     _require_float(d, "normal_kernel_cpu")
     arr = _normal_values(generator, "randn", shape, d)
-    return _finish_like(arr, d, out, dtype, requires_grad, "randn")
+    r = _finish_like(arr, d, out, dtype, requires_grad, "randn")
+    if trace_hook[0] is not None:  # not recordable: a trace warns of traced sizes baked in
+        trace_hook[0]("randn", r, requires_grad, {"size": _raw_size(size, kw.get("size"))})
+    return r
 
 
 @_on_device(like="input", random=True)
 def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
               requires_grad=False, memory_format=None) -> Tensor:
     _check_input(input, "rand_like")
+    factory_layout("rand_like", input.layout if layout is None else layout, layout is None)
     d = _dtype_arg(dtype, "rand_like") or input._dtype
     _require_float(d, "check_uniform_bounds")
     arr = _uniform_values(generator, "rand_like", input._data.shape, d)
@@ -376,6 +386,7 @@ def rand_like(input, *, generator=None, dtype=None, layout=None, device=None,
 def randn_like(input, *, generator=None, dtype=None, layout=None, device=None,
                requires_grad=False, memory_format=None) -> Tensor:
     _check_input(input, "randn_like")
+    factory_layout("randn_like", input.layout if layout is None else layout, layout is None)
     d = _dtype_arg(dtype, "randn_like") or input._dtype
     _require_float(d, "normal_kernel_cpu")
     arr = _normal_values(generator, "randn_like", input._data.shape, d)
@@ -388,6 +399,7 @@ def randint(*args, size=None, low=None, high=None, generator=None, out=None, dty
     """`torch.randint(high, size)` / `torch.randint(low, high, size)`: integers in
     [low, high), int64 unless `dtype` is given."""
     as_device(device)
+    factory_layout("randint", layout)
     pos = list(args)
     if len(pos) > 3:
         raise TypeError(f"randint() takes at most 3 positional arguments ({len(pos)} given)")
@@ -417,6 +429,7 @@ def randint_like(input, low=0, high=None, *, generator=None, dtype=None, layout=
                  device=None, requires_grad=False, memory_format=None) -> Tensor:
     """`torch.randint_like(input, high)` / `(input, low, high)`: input's shape and dtype."""
     _check_input(input, "randint_like")
+    factory_layout("randint_like", input.layout if layout is None else layout, layout is None)
     if high is None:
         low, high = 0, low
     high = _int_arg(high, "randint_like", "high", 2)
@@ -432,6 +445,7 @@ def randperm(n, *, generator=None, out=None, dtype=None, layout=None, device=Non
              requires_grad=False, pin_memory=False) -> Tensor:
     """`torch.randperm`: a random permutation of 0..n-1 (int64 unless `dtype` is given)."""
     as_device(device)
+    factory_layout("randperm", layout)
     n = _int_arg(n, "randperm", "n", 1)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")

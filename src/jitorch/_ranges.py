@@ -17,7 +17,9 @@ import math
 import numpy as np
 
 from . import _dtype as dt
-from ._creation import _convert_scalar, _dtype_arg, _finish, _index_like, _num, _write_out
+from ._creation import _convert_scalar, _dtype_arg, _finish, _index_like, _num, _write_out, \
+    trace_hook
+from ._layout import factory_layout
 from ._device import as_device
 from ._device.transfer import factory as _on_device
 from ._tensor import Tensor
@@ -30,10 +32,12 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
         pin_memory=False) -> Tensor:
     """`torch.eye`: an n x m (default n x n) identity matrix."""
     as_device(device)
+    factory_layout("eye", layout)
     for name, v, pos in (("n", n, 1), ("m", m, 2)):
         if v is not None and _index_like(v) is None:
             raise TypeError(f"eye(): argument '{name}' (position {pos}) must be int, not "
                             f"{type(v).__name__}")
+    n_arg, m_arg = n, m  # as given: a trace records them (`trace_hook`)
     n = _index_like(n)
     m = n if m is None else _index_like(m)
     if n < 0:
@@ -45,7 +49,10 @@ def eye(n, m=None, *, out=None, dtype=None, layout=None, device=None, requires_g
     arr = np.eye(n, m, dtype=d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "eye")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("eye", r, requires_grad, {"n": n_arg, "m": m_arg})
+    return r
 
 
 def _tri_indices(fname, tri, row, col, offset, dtype):
@@ -68,6 +75,7 @@ def _tri_indices(fname, tri, row, col, offset, dtype):
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """`torch.tril_indices`: 2 x N (row, column) indices of the lower triangle, row-major."""
     as_device(device)
+    factory_layout("tril_indices", layout)
     return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype)
 
 
@@ -75,6 +83,7 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) ->
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None) -> Tensor:
     """`torch.triu_indices`: 2 x N (row, column) indices of the upper triangle, row-major."""
     as_device(device)
+    factory_layout("triu_indices", layout)
     return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype)
 
 
@@ -102,6 +111,7 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
     """`torch.arange`: int64 when start/end/step are all integers, else the default dtype.
     The length is ceil((end - start) / step) in double; values are start + i * step."""
     as_device(device)
+    factory_layout("arange", layout)
     if end is None:
         start, end = 0, start
     vals = [_range_scalar(v, "arange") for v in (start, end, step)]
@@ -140,7 +150,10 @@ def arange(start=0, end=None, step=1, *, out=None, dtype=None, layout=None, devi
             arr = (s + st * np.arange(n, dtype=np.float64)).astype(d.np)
     if out is not None:
         return _write_out(out, arr, dtype, "arange")
-    return _finish(arr, d, requires_grad)
+    r = _finish(arr, d, requires_grad)
+    if trace_hook[0] is not None:
+        trace_hook[0]("arange", r, requires_grad, {"start": start, "end": end, "step": step})
+    return r
 
 
 def _range_endpoints(start, end, steps, fname):
@@ -222,6 +235,7 @@ def linspace(start, end, steps, *, out=None, dtype=None, layout=None, device=Non
              requires_grad=False) -> Tensor:
     """`torch.linspace`: `steps` evenly spaced values from start to end inclusive."""
     as_device(device)
+    factory_layout("linspace", layout)
     s, e, steps = _range_endpoints(start, end, steps, "linspace")
     d = _range_dtype(s, e, dtype, out, "linspace")
     if steps <= 1:  # PyTorch fills start (a checked conversion) without the kernel
@@ -248,6 +262,7 @@ def logspace(start, end, steps, base=10.0, *, out=None, dtype=None, layout=None,
              requires_grad=False) -> Tensor:
     """`torch.logspace`: base ** linspace(start, end, steps); the power is taken in double."""
     as_device(device)
+    factory_layout("logspace", layout)
     s, e, steps = _range_endpoints(start, end, steps, "logspace")
     d = _range_dtype(s, e, dtype, out, "logspace")
     base = _range_scalar(base, "logspace")

@@ -405,23 +405,30 @@ class Tensor:
         return tensor(data, dtype=dtype or self._dtype, device=device or self._device,
                       requires_grad=requires_grad)
 
-    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import zeros
         return zeros(*size, dtype=dtype or self._dtype, device=device or self._device,
-                     requires_grad=requires_grad)
+                     requires_grad=requires_grad, layout=layout)
 
-    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import ones
+        if layout is not None:  # (PyTorch's error for a sparse one: new_ones' own)
+            from ._layout import factory_layout
+            factory_layout("new_ones", layout)
         return ones(*size, dtype=dtype or self._dtype, device=device or self._device,
                     requires_grad=requires_grad)
 
-    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False, layout=None):
         from ._creation import empty
         return empty(*size, dtype=dtype or self._dtype, device=device or self._device,
-                     requires_grad=requires_grad)
+                     requires_grad=requires_grad, layout=layout)
 
-    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False,
+                 layout=None):
         from ._creation import full
+        if layout is not None:
+            from ._layout import factory_layout
+            factory_layout("new_full", layout)
         return full(size, fill_value, dtype=dtype or self._dtype, device=device or self._device,
                     requires_grad=requires_grad)
 
@@ -474,9 +481,11 @@ class Tensor:
         return tensor_repr(self)
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and spec:
+        # PyTorch: a plain 0-d tensor formats as its item, spec or not (f"{t}" is "3.5");
+        # anything else as an object (str(self); a spec is a TypeError naming the type)
+        if self._data.ndim == 0 and type(self) is Tensor:
             return self.item().__format__(spec)
-        return object.__format__(self, spec) if spec else repr(self)
+        return object.__format__(self, spec)
 
     def __deepcopy__(self, memo):
         from ._device.transfer import same_device

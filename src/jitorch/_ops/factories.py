@@ -22,7 +22,8 @@ passes/types.py `stamp_device` folds once the program's devices are known). Each
 holds:
 - `impl`: the eager call the interpreter makes (the reference semantics); it takes the IR
   inputs and returns a Tensor. Every parameter is an attribute (no tensor slots): a factory is
-  not differentiable and not recorded by tracers, its result is a constant to autograd.
+  not differentiable, its result is a constant to autograd. A trace records the node when the
+  eager factory's sizes (or `like` tensor) come from traced tensors (`_creation.trace_hook`).
 - `infer`: the result type (dtype from `%dtype`, else PyTorch's default for that factory; rank
   from the size list or the data's nesting). The result's device is eager's rule too
   (`placement`: `%device`, else the `extra["like"]` tensor's device, else the default device),

@@ -90,6 +90,10 @@ class OpDef:
     scalar: str | None
     view: Any  # False | True | "maybe": output 0 may share storage with input 0
     nondiff: bool  # outputs never require grad (comparisons, argmax, ...)
+    # tensor slots read only for their shape/dtype (view_as's `other`): no gradient edge, no
+    # tangent, as in PyTorch; `grad_slots` is the rest of `tensors`
+    shape_only: tuple = ()
+    grad_slots: tuple = ()
     scalar_first: bool = False  # accepts a Python number as its first operand (pow(2, t))
     params: tuple = ()  # every impl parameter name in signature order (the IR's input order)
     vjp_params: tuple = ()
@@ -206,7 +210,7 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
           dtype="promote", vjp=None, jvp=None, scalar=None, view=False, nondiff=False,
           method=True, function=True, inplace=False, export_as=None, extra=None,
           varargs=None, scalar_first=False, doc=None, infer=None, interpreted=None,
-          batch=None, autocast=None) -> Callable:
+          batch=None, autocast=None, shape_only=()) -> Callable:
     """Declare an op once; returns its public function (also bound as method/in-place).
 
     `infer`: the compiler's type rule (`_ops/infer.py`; elementwise ops need none).
@@ -214,6 +218,9 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
     `script/codegen/lowering.py`'s table and no scalar template); tests/test_registry_coverage.py
     requires one of the three for every op.
     `batch`: the vmap batching rule (`_ops/batching.py`), when the kind's default does not fit.
+    `shape_only`: the tensor slots the op reads only for their shape or dtype (`view_as`'s
+    `other`): autograd and forward AD never flow through them (tests/test_shape_only_args.py
+    checks every op whose impl reads a slot's metadata alone declares it).
     `autocast`: the op's policy inside `jitorch.autocast` ("lower", "fp32", "promote" on CPU and
     CUDA, or a dict per device type; PyTorch's lists, see `_autocast.py`)."""
     if name in OPS:
@@ -237,6 +244,10 @@ def defop(name: str, impl: Callable, *, tensors=("input",), lists=(), kind="othe
                scalar_first=scalar_first, infer=infer, interpreted=interpreted, batch=batch,
                autocast=autocast)
     op.params = tuple(p.name for p in params)
+    if set(shape_only) - set(slot_names) or set(shape_only) & set(lists):
+        raise ValueError(f"op '{name}': shape_only names a slot that is not a tensor slot")
+    op.shape_only = tuple(shape_only)
+    op.grad_slots = tuple(s for s in slot_names if s not in shape_only)
     op.vjp_params = _rule_params(vjp, slot_names, attrs, skip_first=True)
     op.jvp_params = _rule_params(jvp, slot_names, attrs, skip_first=False)
     OPS[name] = op

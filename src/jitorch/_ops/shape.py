@@ -178,7 +178,7 @@ def _view_as(input, other):
 defop("view_as", _view_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
       jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like(),
-      batch=LIKE_SHAPE)
+      batch=LIKE_SHAPE, shape_only=("other",))
 
 
 def _reshape_as(input, other):
@@ -188,7 +188,7 @@ def _reshape_as(input, other):
 defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view="maybe",
       function=False, vjp=lambda g, input_shape: (g.reshape(input_shape), None),
       jvp=lambda t_input, other_shape: t_input.reshape(other_shape), infer=infer.like(),
-      batch=LIKE_SHAPE)
+      batch=LIKE_SHAPE, shape_only=("other",))
 
 
 # --- broadcasting views -------------------------------------------------------------------------
@@ -260,7 +260,7 @@ def _expand_as(input, other):
 defop("expand_as", _expand_as, tensors=("input", "other"), kind="shape", view=True,
       function=False, vjp=lambda g: (g, None),
       jvp=lambda t_input, other_shape: t_input.expand(other_shape), infer=infer.like(),
-      batch=LIKE_SHAPE)
+      batch=LIKE_SHAPE, shape_only=("other",))
 
 
 def _broadcast_to(input, size):

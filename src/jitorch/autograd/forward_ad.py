@@ -68,7 +68,7 @@ def propagate(op, slots, attrs, outs) -> None:
     if not any(isinstance(s, Tensor) and s._tangent is not None
                or isinstance(s, (list, tuple)) and any(  # a list slot (einsum, cat)
                    isinstance(x, Tensor) and x._tangent is not None for x in s)
-               for s in slots):
+               for n, s in zip(op.tensors, slots) if n not in op.shape_only):
         return
     kwargs = rule_kwargs(op, op.jvp_params, slots, attrs, outs, tangent=_tangent_or_zero)
     level = grad_mode._fwd_level[0]

@@ -259,7 +259,10 @@ def record(op, slots, attrs, outs) -> None:
                 flat.append(s)
     else:
         flat = slots
-    for t in flat:
+    # a slot read for its shape only has no edge (ops with shape-only slots have no list slots)
+    live = flat if not op.shape_only else [
+        None if n in op.shape_only else t for n, t in zip(op.tensors, flat)]
+    for t in live:
         if isinstance(t, Tensor) and t._requires_grad:
             break
     else:
@@ -267,7 +270,7 @@ def record(op, slots, attrs, outs) -> None:
     node = Node()
     node.op = op
     node.next_edges = tuple([edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
-                             for t in flat])
+                             for t in live])
     node.in_meta = tuple([(t._data.shape, t._dtype) if isinstance(t, Tensor) else None
                           for t in flat])
     node.multi = multi = isinstance(outs, (tuple, list))

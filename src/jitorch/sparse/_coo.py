@@ -171,6 +171,24 @@ class SparseTensor(Tensor):
         vals = vals.index_add(0, _long(inv.reshape(-1)), self._vals)
         return _make(_long(new_idx), vals, self._shape, True)
 
+    # `new_*` of a sparse tensor follow its layout, as PyTorch's (`_layout.factory_layout`:
+    # sparse zeros, or PyTorch's error for a fill)
+    def new_zeros(self, *size, layout=None, **kw):
+        return Tensor.new_zeros(self, *size, layout=sparse_coo if layout is None else layout,
+                                **kw)
+
+    def new_empty(self, *size, layout=None, **kw):
+        return Tensor.new_empty(self, *size, layout=sparse_coo if layout is None else layout,
+                                **kw)
+
+    def new_ones(self, *size, layout=None, **kw):
+        return Tensor.new_ones(self, *size, layout=sparse_coo if layout is None else layout,
+                               **kw)
+
+    def new_full(self, size, fill_value, layout=None, **kw):
+        return Tensor.new_full(self, size, fill_value,
+                               layout=sparse_coo if layout is None else layout, **kw)
+
     def to_dense(self, dtype=None, *, masked_grad=None) -> Tensor:
         sd = self.sparse_dim()
         sshape, dshape = self._shape[:sd], tuple(self._shape[sd:])
@@ -277,6 +295,17 @@ def sparse_coo_tensor(indices, values, size=None, *, dtype=None, device=None, pi
     if requires_grad:
         vals = vals.detach().requires_grad_(True)  # a leaf sparse tensor: its own values
     return _make(idx, vals, size, bool(is_coalesced))
+
+
+def zeros(shape, dtype, requires_grad: bool = False) -> "SparseTensor":
+    """All-zero sparse COO tensor (no entries, every dim sparse): what `zeros(...,
+    layout=sparse_coo)` makes (`_layout.factory_layout`)."""
+    shape = tuple(shape)
+    idx = Tensor._make(np.zeros((len(shape), 0), dtype=np.int64))
+    vals = Tensor._make(np.zeros((0,), dtype=dtype.np), dtype)
+    if requires_grad:
+        vals.requires_grad_(True)
+    return _make(idx, vals, shape, True)
 
 
 def _to_sparse(self: Tensor, sparse_dim=None, *, layout=None, blocksize=None, dense_dim=None):

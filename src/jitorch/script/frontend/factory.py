@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 
+from ..._layout import strided
 from ..._ops import registry
 from .. import ir
 from ..._ops.factories import data_dtype
@@ -63,6 +64,54 @@ def traced_factory(tracer, x):
     n = ir.Node(name, ins, (ir.TensorType(d, a.shape, str(x._device)),))
     tracer.block.nodes.append(n)
     return n.output
+
+
+def note_factory(name: str, out, requires_grad: bool, params: dict) -> None:
+    """`_creation.trace_hook` while a trace runs: eager factory `name` made `out` from `params`
+    (its IR node's parameters other than dtype and device, as the caller gave them). When a
+    size came from a traced tensor (`zeros(x.size(0), 3)`, `x.new_zeros(x.shape[0], 4)`) or
+    the factory follows a traced tensor (`zeros_like(x)`), the trace records the factory node
+    with those as graph values, as PyTorch's tracer records `aten::zeros`, so the trace runs
+    on other sizes; a call it cannot record (`randn`, `requires_grad=True`) keeps its result
+    as a constant, with a TracerWarning that the sizes were baked in. Calls that involve no
+    traced value stay constants (`traced_factory`)."""
+    from .trace import active_tracer, tensor_type, _user_loc, _user_frame
+    tr = active_tracer()
+    if tr is None or not any(_traced(tr, v) for v in params.values()):
+        return
+    if any(_has_tensor(v) for k, v in params.items() if k != "input"):
+        return  # a number read from a tensor's data: check_data_dependence warned already
+    op = factory_op(name)
+    if op is None or requires_grad:
+        frame = _user_frame()
+        if frame is not None:
+            from .trace_sizes import _warn_at
+            _warn_at(frame, f"{name}() was given a size read from a traced tensor, but the "
+                     f"trace records its result{' (requires_grad=True)' if op else ''} as a "
+                     "constant. This means that the trace might not generalize to other inputs!")
+        return
+    ins = [tr.constant(out._dtype) if p == "dtype" else
+           tr.constant(out._device, ir.DEVICE) if p == "device" else tr.value_of(params[p])
+           for p in op.params]
+    n = ir.Node(name, ins, (tensor_type(out),), loc=_user_loc())
+    tr.block.nodes.append(n)
+    tr.bind(out, n.output)
+
+
+def _traced(tr, v) -> bool:
+    """Whether v is (or holds) a value of trace `tr`: a traced tensor or a size read from one."""
+    from ..._tensor import Tensor
+    from .trace_sizes import TracedInt
+    if isinstance(v, Tensor):
+        return id(v) in tr.values
+    if isinstance(v, TracedInt):
+        return v.__dict__.get("_tracer") is tr
+    return isinstance(v, (tuple, list)) and any(_traced(tr, e) for e in v)
+
+
+def _has_tensor(v) -> bool:
+    from ..._tensor import Tensor
+    return isinstance(v, Tensor) or isinstance(v, (tuple, list)) and any(map(_has_tensor, v))
 
 
 # --- frontend ------------------------------------------------------------------------------------
@@ -214,6 +263,10 @@ def frontend_call(st, name: str, node, recv=None):
         return None
     a = dict(bound.arguments)
     extra = a.pop("kw", {})
+    if "layout" in a and _static(a["layout"])[1] not in (None, strided):
+        # eager makes a sparse tensor (or raises); compiled programs hold dense tensors only
+        st.fail(f"{name}(layout={_static(a['layout'])[1]!r}): scripted code makes strided "
+                "(dense) tensors only; build a sparse tensor outside jitorch.jit.script")
     if set(extra) - {"size"} or not _static_kwargs_ok(name, a):
         return None
     ins = {"dtype": _dtype_value(st, name, a.get("dtype")),

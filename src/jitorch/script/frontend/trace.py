@@ -34,10 +34,13 @@ Rules of a trace, as in PyTorch's tracer:
   the scripted code's branches stay decided per call.
 - Sizes read from a traced tensor (`x.size(0)`, `x.shape[0]`, and int arithmetic on them) are
   graph values where an op takes them (`view(x.size(0), -1)`: `frontend/trace_sizes.py`), as
-  PyTorch records `aten::size`; a size turned into a Python number (`int(n)`, `len(x)`) or used
-  where Python does not ask (slice bounds, `range(n)`, the sizes of a factory call such as
-  `zeros(n, 3)`, which the tracer sees only as its result) is baked in: such a trace
-  is exact for its example's shapes; `jitorch.jit.script` is the shape-generic frontend.
+  PyTorch records `aten::size`; so are the sizes of a factory call (`zeros(x.size(0), 3)`,
+  `x.new_zeros(x.shape[0], 4)`, `zeros_like(x)`: `factory.note_factory`, which eager's
+  factories call while a trace runs), and a traced tensor filled with one value (`fill_`,
+  `zero_`) becomes `full_like` of it. A size turned into a Python number (`int(n)`, `len(x)`)
+  or used where Python does not ask (slice bounds, `range(n)`) is baked in (a random factory's
+  with a TracerWarning): such a trace is exact for its example's shapes; `jitorch.jit.script`
+  is the shape-generic frontend.
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ import warnings
 
 import numpy as np
 
-from ... import _device, _fork
+from ... import _creation, _device, _fork
 from ... import _dtype as dt
 from ... import _tensor
 from ..._ops import registry
@@ -245,10 +248,28 @@ class Tracer:
                 new = self._record("_to_dtype", (r,), {"dtype": w._dtype})
         else:  # random fills, `fill_`, factory `out=`: the written data is input-independent
             new = Tensor._make(np.array(w._data, copy=True), w._dtype)
+            self._uniform_write(w, new)
         if base is not w and id(base) in self.values:  # (an unseen base: w is an input view)
             new_base = self._scatter_into_base(base, w, new)
             self._rebind(base, new_base)
         self._rebind(w, new)
+
+    def _uniform_write(self, w: Tensor, new: Tensor) -> None:
+        """`new` (w's written data) holds one value everywhere (`fill_(v)`, `zero_()` of a
+        traced tensor: `empty(x.shape).fill_(v)`): record it as `full_like(w, v)`, so its
+        size follows w's in the graph instead of being baked into a constant."""
+        old = self.values.get(id(w))
+        a = new._data
+        if old is None or not a.size or a.dtype.kind == "c":
+            return
+        first = a.reshape(-1)[0]
+        if not (a == first).all():  # NaN never equals itself: stays a constant
+            return
+        ins = [old, self.constant(first.item()), self.constant(new._dtype),
+               self.constant(new._device, ir.DEVICE)]
+        n = ir.Node("full_like", ins, (tensor_type(new),), loc=_user_loc())
+        self.block.nodes.append(n)
+        self.bind(new, n.output)
 
     def _rebind(self, t: Tensor, src: Tensor) -> None:
         self.values[id(t)] = self.value_of(src)
@@ -310,6 +331,8 @@ class Tracer:
             _tensor._data_hook = check_data_dependence
             if _active_count[0] == 1:
                 trace_sizes.install()
+                from .factory import note_factory
+                _creation.trace_hook[0] = note_factory
         registry.push_mode(self)
         return self
 
@@ -321,6 +344,7 @@ class Tracer:
             if not _active_count[0]:
                 _tensor._data_hook = None
                 trace_sizes.uninstall()
+                _creation.trace_hook[0] = None
         for t, ver in self.swapped:  # the tensors go back to their own counters
             if type(t._version) is _Version:
                 t._version = ver

@@ -279,7 +279,7 @@ def _analyse(graph: ir.Graph, wrt, env):
         if op.nondiff or op.vjp is None:
             continue
         by_name = dict(zip(op.params, n.inputs))
-        if not any(by_name[s].uid in needs for s in op.tensors):
+        if not any(by_name[s].uid in needs for s in op.grad_slots):
             continue
         for o in n.outputs:
             val = env[o.uid]

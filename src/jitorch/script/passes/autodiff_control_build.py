@@ -61,7 +61,7 @@ def _analyse_node(n, needs, dynamic, env, users_of) -> None:
     if op.nondiff or op.vjp is None:
         return
     by_name = dict(zip(op.params, n.inputs))
-    if not any(by_name[s].uid in needs for s in op.tensors):
+    if not any(by_name[s].uid in needs for s in op.grad_slots):
         return
     for k, o in enumerate(n.outputs):
         val = env[o.uid]
