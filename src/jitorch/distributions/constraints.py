@@ -306,20 +306,24 @@ class _Symmetric(_Square):
         return jitorch.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
 
 
-class _PositiveSemidefinite(_Symmetric):
+class _SymmetricByEigenvalues(_Symmetric):
+    """Symmetric matrices whose eigenvalues all pass `_eigenvalues_ok` (elementwise)."""
+
     def check(self, value):
         sym = super().check(value)
         if not sym.all():
             return sym
-        return jitorch.linalg.eigvalsh(value).ge(0).all(-1)
+        return self._eigenvalues_ok(jitorch.linalg.eigvalsh(value)).all(-1)
 
 
-class _PositiveDefinite(_Symmetric):
-    def check(self, value):
-        sym = super().check(value)
-        if not sym.all():
-            return sym
-        return jitorch.linalg.eigvalsh(value).gt(0).all(-1)
+class _PositiveSemidefinite(_SymmetricByEigenvalues):
+    def _eigenvalues_ok(self, eigenvalues):
+        return eigenvalues.ge(0)
+
+
+class _PositiveDefinite(_SymmetricByEigenvalues):
+    def _eigenvalues_ok(self, eigenvalues):
+        return eigenvalues.gt(0)
 
 
 class _Cat(Constraint):

@@ -82,24 +82,22 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, self._call, forward=True)
 
     def _inv_call(self, y):
+        return self._through_cache(y, self._inverse, forward=False)
+
+    def _through_cache(self, value, compute, forward: bool):
+        """`compute(value)`, or the other side of the cached (x, y) pair when `value` is its
+        x (`forward`) or its y; with a cache, the new pair replaces the old."""
         if self._cache_size == 0:
-            return self._inverse(y)
+            return compute(value)
         x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+        if value is (x_old if forward else y_old):
+            return y_old if forward else x_old
+        out = compute(value)
+        self._cached_x_y = (value, out) if forward else (out, value)
+        return out
 
     def _call(self, x):
         raise NotImplementedError
