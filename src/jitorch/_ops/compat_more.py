@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from .binary import kernel_rule
 from .batching import LOOP
 from .registry import _write_out, defop
+from .ternary import real_only_rule
 
 _NUMPY = "a NumPy kernel: no Numba lowering yet"
 
@@ -123,16 +124,9 @@ def _heaviside(input, values):
     return np.heaviside(input, values)
 
 
-def _same_dtype_rule(name):
-    def rule(d):
-        if d.category == dt.COMPLEX:
-            raise RuntimeError(f"{name} is not yet implemented for complex tensors.")
-        return d, d
-    return rule
-
-
 heaviside = defop("heaviside", _heaviside, tensors=("input", "values"), kind="elementwise",
-                  nondiff=True, inplace=True, dtype=_same_dtype_rule("heaviside"),
+                  nondiff=True, inplace=True,
+                  dtype=real_only_rule("heaviside is not yet implemented for complex tensors."),
                   interpreted=_NUMPY)
 
 
