@@ -326,18 +326,26 @@ class _PositiveDefinite(_SymmetricByEigenvalues):
         return eigenvalues.gt(0)
 
 
-class _Cat(Constraint):
-    """Constraints `cseq` applied to consecutive slices of `dim` (of the given lengths)."""
+class _PerSlice(Constraint):
+    """A sequence of constraints `cseq`, each for its own slices of `dim`; discrete where any
+    of them is."""
 
-    def __init__(self, cseq, dim=0, lengths=None):
+    def __init__(self, cseq, dim=0):
         self.cseq = list(cseq)
-        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
         self.dim = dim
         super().__init__()
 
     @property
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_PerSlice):
+    """Constraints `cseq` applied to consecutive slices of `dim` (of the given lengths)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
 
     @property
     def event_dim(self):
@@ -351,17 +359,8 @@ class _Cat(Constraint):
         return jitorch.cat(checks, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_PerSlice):
     """Constraints `cseq` applied to the slices of `dim`."""
-
-    def __init__(self, cseq, dim=0):
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self):
