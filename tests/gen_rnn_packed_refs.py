@@ -39,52 +39,55 @@ def _inputs(case, param_shapes):
     return params, x, h0, c0, rng
 
 
+def run_case(lib, name):
+    """Run case `name` with `lib` (torch here, jitorch in the test): the arrays the reference
+    file records for it (keyed without the case prefix), the packed input and the output."""
+    mode, layers, bi, batch_first, proj, lengths, with_hx = CASES[name]
+    nn = lib.nn
+    kw = dict(num_layers=layers, bidirectional=bi, batch_first=batch_first, dtype=lib.float64)
+    if mode == "LSTM":
+        m = nn.LSTM(INPUT, HIDDEN, proj_size=proj, **kw)
+    elif mode == "GRU":
+        m = nn.GRU(INPUT, HIDDEN, **kw)
+    else:
+        m = nn.RNN(INPUT, HIDDEN, nonlinearity="relu", **kw)
+    params, x, h0, c0, _ = _inputs(CASES[name], [tuple(p.shape) for p in m.parameters()])
+    with lib.no_grad():
+        for p, v in zip(m.parameters(), params):
+            p.copy_(lib.from_numpy(v))
+    x = lib.from_numpy(x).requires_grad_()
+    h0 = lib.from_numpy(h0).requires_grad_()
+    c0 = lib.from_numpy(c0)
+    packed = nn.utils.rnn.pack_padded_sequence(x, lib.tensor(lengths), batch_first=batch_first,
+                                               enforce_sorted=False)
+    hx = ((h0, c0) if mode == "LSTM" else h0) if with_hx else None
+    y, state = m(packed, hx)
+    h_n = state[0] if mode == "LSTM" else state
+    padded, lens = nn.utils.rnn.pad_packed_sequence(y, batch_first=batch_first)
+    wy = lib.from_numpy(np.cos(np.arange(padded.numel())).reshape(padded.shape))
+    wh = lib.from_numpy(np.sin(np.arange(h_n.numel())).reshape(h_n.shape))
+    loss = (padded * wy).sum() + (h_n * wh).sum()
+    if mode == "LSTM":
+        loss = loss + state[1].sum()
+    loss.backward()
+    out = {"data": y.data.detach().numpy(), "batch_sizes": y.batch_sizes.numpy(),
+           "h_n": h_n.detach().numpy()}
+    if mode == "LSTM":
+        out["c_n"] = state[1].detach().numpy()
+    out.update(padded=padded.detach().numpy(), lengths=lens.numpy(),
+               loss=np.array(loss.item()), grad_x=x.grad.numpy())
+    if with_hx:
+        out["grad_h0"] = h0.grad.numpy()
+    out["grad_w_ih_l0"] = m.weight_ih_l0.grad.numpy()
+    return out, packed, y
+
+
 def main():
     import torch
-    nn = torch.nn
-    from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
     out = {}
-    for name, case in CASES.items():
-        mode, layers, bi, batch_first, proj, lengths, with_hx = case
-        kw = dict(num_layers=layers, bidirectional=bi, batch_first=batch_first)
-        if mode == "LSTM":
-            m = nn.LSTM(INPUT, HIDDEN, proj_size=proj, **kw)
-        elif mode == "GRU":
-            m = nn.GRU(INPUT, HIDDEN, **kw)
-        else:
-            m = nn.RNN(INPUT, HIDDEN, nonlinearity="relu", **kw)
-        m = m.double()
-        params, x, h0, c0, rng = _inputs(case, [tuple(p.shape) for p in m.parameters()])
-        with torch.no_grad():
-            for p, v in zip(m.parameters(), params):
-                p.copy_(torch.from_numpy(v))
-        x = torch.from_numpy(x).requires_grad_()
-        h0 = torch.from_numpy(h0).requires_grad_()
-        c0 = torch.from_numpy(c0)
-        packed = pack_padded_sequence(x, torch.tensor(lengths), batch_first=batch_first,
-                                      enforce_sorted=False)
-        hx = ((h0, c0) if mode == "LSTM" else h0) if with_hx else None
-        y, state = m(packed, hx)
-        h_n = state[0] if mode == "LSTM" else state
-        padded, lens = pad_packed_sequence(y, batch_first=batch_first)
-        wy = torch.from_numpy(np.cos(np.arange(padded.numel())).reshape(padded.shape))
-        wh = torch.from_numpy(np.sin(np.arange(h_n.numel())).reshape(h_n.shape))
-        loss = (padded * wy).sum() + (h_n * wh).sum()
-        if mode == "LSTM":
-            loss = loss + state[1].sum()
-        loss.backward()
-        out[f"{name}/data"] = y.data.detach().numpy()
-        out[f"{name}/batch_sizes"] = y.batch_sizes.numpy()
-        out[f"{name}/h_n"] = h_n.detach().numpy()
-        if mode == "LSTM":
-            out[f"{name}/c_n"] = state[1].detach().numpy()
-        out[f"{name}/padded"] = padded.detach().numpy()
-        out[f"{name}/lengths"] = lens.numpy()
-        out[f"{name}/loss"] = np.array(loss.item())
-        out[f"{name}/grad_x"] = x.grad.numpy()
-        if with_hx:
-            out[f"{name}/grad_h0"] = h0.grad.numpy()
-        out[f"{name}/grad_w_ih_l0"] = m.weight_ih_l0.grad.numpy()
+    for name in CASES:
+        arrays, _, _ = run_case(torch, name)
+        out.update({f"{name}/{key}": value for key, value in arrays.items()})
     np.savez_compressed(OUT, **out)
     print(f"wrote {OUT} ({len(out)} arrays)")
 

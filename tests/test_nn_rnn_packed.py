@@ -15,7 +15,7 @@ from jitorch.nn.utils.rnn import (PackedSequence, invert_permutation, pack_padde
                                   pack_sequence, pad_packed_sequence, pad_sequence,
                                   unpack_sequence, unpad_sequence)
 
-from gen_rnn_packed_refs import CASES, HIDDEN, INPUT, _inputs
+from gen_rnn_packed_refs import CASES, run_case
 
 REFS = np.load(os.path.join(os.path.dirname(__file__), "data", "rnn_packed_refs.npz"))
 
@@ -93,56 +93,25 @@ def test_errors_as_pytorch(call, exc, msg):
         call()
 
 
-def _module(mode, layers, bi, batch_first, proj):
-    kw = dict(num_layers=layers, bidirectional=bi, batch_first=batch_first,
-              dtype=jitorch.float64)
-    if mode == "LSTM":
-        return nn.LSTM(INPUT, HIDDEN, proj_size=proj, **kw)
-    if mode == "GRU":
-        return nn.GRU(INPUT, HIDDEN, **kw)
-    return nn.RNN(INPUT, HIDDEN, nonlinearity="relu", **kw)
+# values to 1e-10 and gradients to 1e-9 (relative); sizes and lengths exactly
+_TOLERANCES = {"batch_sizes": None, "lengths": None, "loss": dict(rtol=1e-10, atol=0),
+               "grad_x": dict(rtol=1e-9, atol=1e-12), "grad_h0": dict(rtol=1e-9, atol=1e-12),
+               "grad_w_ih_l0": dict(rtol=1e-9, atol=1e-12)}
 
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_recurrent_layers_on_packed_input_match_pytorch(name):
-    mode, layers, bi, batch_first, proj, lengths, with_hx = CASES[name]
-    m = _module(mode, layers, bi, batch_first, proj)
-    params, x, h0, c0, _ = _inputs(CASES[name], [tuple(p.shape) for p in m.parameters()])
-    with jitorch.no_grad():
-        for p, v in zip(m.parameters(), params):
-            p.copy_(jitorch.from_numpy(v))
-    x = jitorch.from_numpy(x).requires_grad_()
-    h0 = jitorch.from_numpy(h0).requires_grad_()
-    c0 = jitorch.from_numpy(c0)
-    packed = pack_padded_sequence(x, jitorch.tensor(lengths), batch_first=batch_first,
-                                  enforce_sorted=False)
-    hx = ((h0, c0) if mode == "LSTM" else h0) if with_hx else None
-    y, state = m(packed, hx)
+    got, packed, y = run_case(jitorch, name)
     assert isinstance(y, PackedSequence)
     assert y.sorted_indices is packed.sorted_indices
-    h_n = state[0] if mode == "LSTM" else state
-    padded, lens = pad_packed_sequence(y, batch_first=batch_first)
     ref = {k.split("/")[1]: REFS[k] for k in REFS.files if k.startswith(name + "/")}
-    np.testing.assert_allclose(y.data.detach().numpy(), ref["data"], rtol=1e-10, atol=1e-12)
-    np.testing.assert_array_equal(y.batch_sizes.numpy(), ref["batch_sizes"])
-    np.testing.assert_allclose(h_n.detach().numpy(), ref["h_n"], rtol=1e-10, atol=1e-12)
-    if mode == "LSTM":
-        np.testing.assert_allclose(state[1].detach().numpy(), ref["c_n"], rtol=1e-10,
-                                   atol=1e-12)
-    np.testing.assert_allclose(padded.detach().numpy(), ref["padded"], rtol=1e-10, atol=1e-12)
-    np.testing.assert_array_equal(lens.numpy(), ref["lengths"])
-    wy = jitorch.from_numpy(np.cos(np.arange(padded.numel())).reshape(padded.shape))
-    wh = jitorch.from_numpy(np.sin(np.arange(h_n.numel())).reshape(h_n.shape))
-    loss = (padded * wy).sum() + (h_n * wh).sum()
-    if mode == "LSTM":
-        loss = loss + state[1].sum()
-    loss.backward()
-    np.testing.assert_allclose(loss.item(), ref["loss"], rtol=1e-10)
-    np.testing.assert_allclose(x.grad.numpy(), ref["grad_x"], rtol=1e-9, atol=1e-12)
-    if with_hx:
-        np.testing.assert_allclose(h0.grad.numpy(), ref["grad_h0"], rtol=1e-9, atol=1e-12)
-    np.testing.assert_allclose(m.weight_ih_l0.grad.numpy(), ref["grad_w_ih_l0"], rtol=1e-9,
-                               atol=1e-12)
+    assert sorted(got) == sorted(ref)
+    for key, value in got.items():
+        tol = _TOLERANCES.get(key, dict(rtol=1e-10, atol=1e-12))
+        if tol is None:
+            np.testing.assert_array_equal(value, ref[key], err_msg=key)
+        else:
+            np.testing.assert_allclose(value, ref[key], err_msg=key, **tol)
 
 
 def test_packed_states_are_each_sequence_run_alone():

@@ -149,3 +149,20 @@ def broadcast_shape(sa, sb) -> tuple:
                                f"({b}) at non-singleton dimension {i}")
         out.append(b if a == 1 else a)
     return tuple(out)
+
+
+def solve_either_side(A, B, left: bool, solve):
+    """X with AX = B (`left`) or XA = B for NumPy stacks of matrices: batch dims broadcast,
+    XA = B solved as A^T X^T = B^T, and `solve(A, B)` (the left-side solver, run with float
+    warnings off) called unless the system is empty (then X is zeros)."""
+    batch = broadcast_shape(A.shape[:-2], B.shape[:-2])
+    Ab = np.broadcast_to(A, batch + A.shape[-2:])
+    Bb = np.broadcast_to(B, batch + B.shape[-2:])
+    if not left:  # XA = B  <=>  A^T X^T = B^T
+        Ab, Bb = np.swapaxes(Ab, -1, -2), np.swapaxes(Bb, -1, -2)
+    if Ab.size == 0 or Bb.size == 0:
+        X = np.zeros(Bb.shape, A.dtype)
+    else:
+        with np.errstate(all="ignore"):
+            X = solve(Ab, Bb)
+    return X if left else np.swapaxes(X, -1, -2)

@@ -19,6 +19,7 @@ from .._tensor import Tensor
 from .binary import kernel_rule
 from .batching import LOOP
 from .registry import _write_out, defop
+from .ternary import real_only_rule
 
 _NUMPY = "a NumPy kernel: no Numba lowering yet"
 
@@ -123,16 +124,9 @@ def _heaviside(input, values):
     return np.heaviside(input, values)
 
 
-def _same_dtype_rule(name):
-    def rule(d):
-        if d.category == dt.COMPLEX:
-            raise RuntimeError(f"{name} is not yet implemented for complex tensors.")
-        return d, d
-    return rule
-
-
 heaviside = defop("heaviside", _heaviside, tensors=("input", "values"), kind="elementwise",
-                  nondiff=True, inplace=True, dtype=_same_dtype_rule("heaviside"),
+                  nondiff=True, inplace=True,
+                  dtype=real_only_rule("heaviside is not yet implemented for complex tensors."),
                   interpreted=_NUMPY)
 
 
@@ -231,6 +225,16 @@ def _pair_sum(t, dim):
     return t.narrow(dim, 1, n - 1) + t.narrow(dim, 0, n - 1)
 
 
+def _spacings(x, y, dim):
+    """The gaps between the sample points `x` along `dim` of `y`: a 1-D `x` is laid along
+    `dim`, a full `x` is differenced along it."""
+    if x.dim() == 1:
+        shape = [1] * y.dim()
+        shape[dim] = -1
+        return _diffs(x, 0).reshape(shape)
+    return _diffs(x, dim)
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along `dim`: sample points `x` or a constant spacing `dx`."""
     if x is not None and dx is not None:
@@ -241,13 +245,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
         return _pair_sum(y, dim).sum(dim) * (0.5 * (1 if dx is None else dx))
     if not isinstance(x, Tensor):
         return trapezoid(y, dx=x, dim=dim)
-    if x.dim() == 1:
-        shape = [1] * y.dim()
-        shape[dim] = -1
-        dxs = _diffs(x, 0).reshape(shape)
-    else:
-        dxs = _diffs(x, dim)
-    return (dxs * _pair_sum(y, dim)).sum(dim) * 0.5
+    return (_spacings(x, y, dim) * _pair_sum(y, dim)).sum(dim) * 0.5
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
@@ -262,13 +260,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is None:
         parts = _pair_sum(y, dim) * (0.5 * (1 if dx is None else dx))
     else:
-        if x.dim() == 1:
-            shape = [1] * y.dim()
-            shape[dim] = -1
-            dxs = _diffs(x, 0).reshape(shape)
-        else:
-            dxs = _diffs(x, dim)
-        parts = dxs * _pair_sum(y, dim) * 0.5
+        parts = _spacings(x, y, dim) * _pair_sum(y, dim) * 0.5
     return parts.cumsum(dim)
 
 

@@ -14,8 +14,8 @@ from scipy.linalg import get_lapack_funcs
 
 from .. import return_types
 from .._tensor import Tensor
-from ._linalg_util import (LinAlgError, batch_prefix, broadcast_shape, check_linalg, const,
-                           first_bad, jt, pt, skew)
+from ._linalg_util import (LinAlgError, batch_prefix, check_linalg, const,
+                           first_bad, jt, pt, skew, solve_either_side)
 from .linalg_diag import _linalg_diagonal
 from .registry import _write_out, defop
 from .batching import LEADING, LOOP
@@ -188,24 +188,17 @@ def _solve(A, B, left=True):
         sb = f"{Bm.shape[-2]}x{Bm.shape[-1]}" if Bm.ndim >= 2 else f"{Bm.shape[-1]}"
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{n} and {sb})")
-    batch = broadcast_shape(A.shape[:-2], Bm.shape[:-2])
-    Ab = np.broadcast_to(A, batch + A.shape[-2:])
-    Bb = np.broadcast_to(Bm, batch + Bm.shape[-2:])
-    if not left:  # XA = B  <=>  A^T X^T = B^T
-        Ab, Bb = np.swapaxes(Ab, -1, -2), np.swapaxes(Bb, -1, -2)
-    if Ab.size == 0 or Bb.size == 0:
-        X = np.zeros(Bb.shape, A.dtype)
-    else:
-        try:
-            with np.errstate(all="ignore"):
-                X = np.linalg.solve(Ab, Bb)
-        except np.linalg.LinAlgError:
-            i, _ = first_bad(Ab, _getrf_info)
-            raise LinAlgError(f"torch.linalg.solve: {batch_prefix(Ab, i or 0)}The solver failed "
-                              "because the input matrix is singular.") from None
-    if not left:
-        X = np.swapaxes(X, -1, -2)
+    X = solve_either_side(A, Bm, left, _lu_solve_or_raise)
     return (X[..., 0] if vec else X).astype(A.dtype, copy=False)
+
+
+def _lu_solve_or_raise(A, B):
+    try:
+        return np.linalg.solve(A, B)
+    except np.linalg.LinAlgError:
+        i, _ = first_bad(A, _getrf_info)
+        raise LinAlgError(f"torch.linalg.solve: {batch_prefix(A, i or 0)}The solver failed "
+                          "because the input matrix is singular.") from None
 
 
 def _as_matrix(vec: bool, *ts):

@@ -19,7 +19,8 @@ from scipy.linalg import get_lapack_funcs
 
 from .. import return_types
 from .._tensor import Tensor
-from ._linalg_util import LinAlgError, batch_prefix, check_float, check_matrix, pt
+from ._linalg_util import (LinAlgError, batch_prefix, check_float, check_matrix, pt,
+                           solve_either_side)
 from .registry import _write_out, defop
 from .batching import LOOP
 
@@ -58,23 +59,14 @@ def _solve_triangular_impl(A, B, upper, left=True, unitriangular=False):
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
                            f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
-    T = _tri_np(A, upper, unitriangular)
-    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
-    T = np.broadcast_to(T, batch + T.shape[-2:])
-    Bb = np.broadcast_to(B, batch + B.shape[-2:])
-    if not left:  # XA = B  <=>  A^T X^T = B^T
-        T, Bb = np.swapaxes(T, -1, -2), np.swapaxes(Bb, -1, -2)
-    if T.size == 0 or Bb.size == 0:
-        X = np.zeros(Bb.shape, A.dtype)
-    else:
-        with np.errstate(all="ignore"):
+    def solve(T, Bb):
+        try:
+            return np.linalg.solve(T, Bb)
+        except np.linalg.LinAlgError:
             # a zero on the diagonal gives inf/nan, as LAPACK's trtrs does for PyTorch
-            try:
-                X = np.linalg.solve(T, Bb)
-            except np.linalg.LinAlgError:
-                X = _substitute(T, Bb, upper != (not left))
-    if not left:
-        X = np.swapaxes(X, -1, -2)
+            return _substitute(T, Bb, upper != (not left))
+
+    X = solve_either_side(_tri_np(A, upper, unitriangular), B, left, solve)
     return np.ascontiguousarray(X).astype(A.dtype, copy=False)
 
 

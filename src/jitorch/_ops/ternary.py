@@ -22,12 +22,18 @@ __all__ = ["minimum", "maximum", "fmin", "fmax", "clamp", "clip", "clamp_min", "
 
 
 # --- minimum / maximum -----------------------------------------------------------------------
-def _minmax_rule(name):
+def real_only_rule(message):
+    """A dtype rule that keeps the promoted dtype (result and compute) and refuses complex
+    inputs with PyTorch's `message` (a RuntimeError)."""
     def rule(d):
         if d.category == dt.COMPLEX:
-            raise RuntimeError(f"{name} not implemented for complex tensors.")
+            raise RuntimeError(message)
         return d, d
     return rule
+
+
+def _minmax_rule(name):
+    return real_only_rule(f"{name} not implemented for complex tensors.")
 
 
 def _max_vjp(g, input, other):

@@ -5,15 +5,14 @@ carry no gradient (none of these has `rsample`)."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 
 import jitorch
 from . import constraints
 from .distribution import Distribution
-from .utils import (_np, _rng, _uniform, broadcast_all, lazy_property, logits_to_probs,
-                    probs_to_logits)
+from .utils import (_np, _rng, _uniform, batch_shape_of, broadcast_all, lazy_property,
+                    logits_to_probs, probs_to_logits)
 
 __all__ = ["Bernoulli", "Binomial", "Geometric", "Poisson"]
 
@@ -23,20 +22,19 @@ def _bce_logits(logits, target):
 
 
 class _ProbsOrLogits(Distribution):
-    """The shared `probs`/`logits` handling of the binary families."""
+    """The shared `probs`/`logits` handling of the binary families (and of
+    LogitRelaxedBernoulli)."""
 
     def _set_param(self, probs, logits):
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
         if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
             self.probs, = broadcast_all(probs)
             self._param = self.probs
         else:
-            is_scalar = isinstance(logits, numbers.Number)
             self.logits, = broadcast_all(logits)
             self._param = self.logits
-        return jitorch.Size() if is_scalar else self._param.size()
+        return batch_shape_of((probs if probs is not None else logits,), self._param)
 
     @lazy_property
     def logits(self):
@@ -212,8 +210,7 @@ class Poisson(Distribution):
 
     def __init__(self, rate, validate_args=None):
         self.rate, = broadcast_all(rate)
-        batch_shape = jitorch.Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     @property
     def mean(self):

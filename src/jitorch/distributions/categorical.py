@@ -96,7 +96,24 @@ class Categorical(Distribution):
         return values
 
 
-class OneHotCategorical(Distribution):
+class _OverCategorical(Distribution):
+    """A family built on a `Categorical` it holds as `_categorical`: its `probs`, `logits`
+    and `param_shape` are that one's."""
+
+    @property
+    def probs(self):
+        return self._categorical.probs
+
+    @property
+    def logits(self):
+        return self._categorical.logits
+
+    @property
+    def param_shape(self):
+        return self._categorical.param_shape
+
+
+class OneHotCategorical(_OverCategorical):
     """A one-hot vector of length K: a Categorical's index, encoded."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
@@ -111,18 +128,6 @@ class OneHotCategorical(Distribution):
     @property
     def _param(self):
         return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):
@@ -160,7 +165,7 @@ class OneHotCategorical(Distribution):
         return values
 
 
-class Multinomial(Distribution):
+class Multinomial(_OverCategorical):
     """Counts of each of K categories over `total_count` independent draws."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
@@ -177,18 +182,6 @@ class Multinomial(Distribution):
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
         return constraints.multinomial(self.total_count)
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     @property
     def mean(self):

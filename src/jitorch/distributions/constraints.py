@@ -80,17 +80,29 @@ class _DependentProperty(property, _Dependent):
         return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
 
 
-class _IndependentConstraint(Constraint):
-    """Reinterprets `reinterpreted_batch_ndims` batch dims of a constraint as event dims."""
+def _all_after(result, keep: int):
+    """Whether all of `result` holds over each index of its first `keep` dims."""
+    return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
 
-    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+
+class _OverBaseConstraint(Constraint):
+    """A constraint defined from `base_constraint`, and discrete where that one is."""
+
+    def __init__(self, base_constraint):
         self.base_constraint = base_constraint
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
 
     @property
     def is_discrete(self):
         return self.base_constraint.is_discrete
+
+
+class _IndependentConstraint(_OverBaseConstraint):
+    """Reinterprets `reinterpreted_batch_ndims` batch dims of a constraint as event dims."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
+        super().__init__(base_constraint)
 
     @property
     def event_dim(self):
@@ -102,23 +114,15 @@ class _IndependentConstraint(Constraint):
             expected = self.base_constraint.event_dim + self.reinterpreted_batch_ndims
             raise ValueError(f"Expected value.dim() >= {expected} but got {value.dim()}")
         keep = result.dim() - self.reinterpreted_batch_ndims
-        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+        return _all_after(result, keep)
 
     def __repr__(self):
         return (f"{self.__class__.__name__[1:]}({self.base_constraint!r}, "
                 f"{self.reinterpreted_batch_ndims})")
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_OverBaseConstraint):
     """A mixture's support: its component's, checked with the component dim put back."""
-
-    def __init__(self, base_constraint):
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
@@ -127,7 +131,7 @@ class MixtureSameFamilyConstraint(Constraint):
     def check(self, value):
         result = self.base_constraint.check(value.unsqueeze(-1 - self.event_dim))
         keep = value.dim() - self.event_dim
-        return result.reshape(tuple(result.shape[:keep]) + (-1,)).all(-1)
+        return _all_after(result, keep)
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self.base_constraint!r})"
@@ -302,34 +306,46 @@ class _Symmetric(_Square):
         return jitorch.isclose(value, value.mT, atol=1e-6).all(-2).all(-1)
 
 
-class _PositiveSemidefinite(_Symmetric):
+class _SymmetricByEigenvalues(_Symmetric):
+    """Symmetric matrices whose eigenvalues all pass `_eigenvalues_ok` (elementwise)."""
+
     def check(self, value):
         sym = super().check(value)
         if not sym.all():
             return sym
-        return jitorch.linalg.eigvalsh(value).ge(0).all(-1)
+        return self._eigenvalues_ok(jitorch.linalg.eigvalsh(value)).all(-1)
 
 
-class _PositiveDefinite(_Symmetric):
-    def check(self, value):
-        sym = super().check(value)
-        if not sym.all():
-            return sym
-        return jitorch.linalg.eigvalsh(value).gt(0).all(-1)
+class _PositiveSemidefinite(_SymmetricByEigenvalues):
+    def _eigenvalues_ok(self, eigenvalues):
+        return eigenvalues.ge(0)
 
 
-class _Cat(Constraint):
-    """Constraints `cseq` applied to consecutive slices of `dim` (of the given lengths)."""
+class _PositiveDefinite(_SymmetricByEigenvalues):
+    def _eigenvalues_ok(self, eigenvalues):
+        return eigenvalues.gt(0)
 
-    def __init__(self, cseq, dim=0, lengths=None):
+
+class _PerSlice(Constraint):
+    """A sequence of constraints `cseq`, each for its own slices of `dim`; discrete where any
+    of them is."""
+
+    def __init__(self, cseq, dim=0):
         self.cseq = list(cseq)
-        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
         self.dim = dim
         super().__init__()
 
     @property
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
+
+
+class _Cat(_PerSlice):
+    """Constraints `cseq` applied to consecutive slices of `dim` (of the given lengths)."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = list(lengths) if lengths is not None else [1] * len(self.cseq)
 
     @property
     def event_dim(self):
@@ -343,17 +359,8 @@ class _Cat(Constraint):
         return jitorch.cat(checks, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_PerSlice):
     """Constraints `cseq` applied to the slices of `dim`."""
-
-    def __init__(self, cseq, dim=0):
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
 
     @property
     def event_dim(self):

@@ -17,7 +17,7 @@ import jitorch
 from ..autograd import Function
 from . import constraints
 from .distribution import Distribution
-from .utils import _gamma_dP_dalpha, _np, _rng, _standard_gamma, broadcast_all
+from .utils import _gamma_dP_dalpha, _np, _rng, _standard_gamma, batch_shape_of, broadcast_all
 
 __all__ = ["Beta", "Chi2", "Dirichlet", "Exponential", "Gamma"]
 
@@ -62,11 +62,8 @@ class Gamma(Distribution):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        if isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number):
-            batch_shape = jitorch.Size()
-        else:
-            batch_shape = self.concentration.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((concentration, rate), self.concentration),
+                         validate_args=validate_args)
 
     @property
     def mean(self):
@@ -124,8 +121,7 @@ class Exponential(Distribution):
 
     def __init__(self, rate, validate_args=None):
         self.rate, = broadcast_all(rate)
-        batch_shape = jitorch.Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     @property
     def mean(self):

@@ -38,15 +38,35 @@ def _precision_to_scale_tril(P):
     return jitorch.linalg.cholesky(jitorch.linalg.inv(P))
 
 
-class MultivariateNormal(Distribution):
+class _GaussianVector(Distribution):
+    """What the Gaussian vector families share: the mean and mode are `loc`, and the entropy
+    follows from half the log-determinant of the covariance (`_half_log_det`)."""
+    support = constraints.real_vector
+    has_rsample = True
+
+    def _matrix_shape(self):
+        return tuple(self._batch_shape) + tuple(self._event_shape) * 2
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+    def entropy(self):
+        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
+        return H if len(self._batch_shape) == 0 else H.expand(self._batch_shape)
+
+
+class MultivariateNormal(_GaussianVector):
     """N(loc, Sigma) with Sigma given as `covariance_matrix`, `precision_matrix` or
     `scale_tril` (exactly one)."""
     arg_constraints = {"loc": constraints.real_vector,
                        "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite,
                        "scale_tril": constraints.lower_cholesky}
-    support = constraints.real_vector
-    has_rsample = True
     _unbatched = ("_unbroadcasted_scale_tril",)
 
     def __init__(self, loc, covariance_matrix=None, precision_matrix=None, scale_tril=None,
@@ -76,9 +96,6 @@ class MultivariateNormal(Distribution):
         else:
             self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
 
-    def _matrix_shape(self):
-        return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
     @lazy_property
     def scale_tril(self):
         return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
@@ -92,14 +109,6 @@ class MultivariateNormal(Distribution):
     def precision_matrix(self):
         L = self._unbroadcasted_scale_tril
         return jitorch.linalg.inv(jitorch.matmul(L, L.mT)).expand(self._matrix_shape())
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -122,9 +131,6 @@ class MultivariateNormal(Distribution):
         return (-0.5 * (self._event_shape[0] * math.log(2 * math.pi) + M)
                 - self._half_log_det())
 
-    def entropy(self):
-        H = 0.5 * self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._half_log_det()
-        return H if len(self._batch_shape) == 0 else H.expand(self._batch_shape)
 
 
 def _capacitance_tril(W, D):
@@ -134,13 +140,11 @@ def _capacitance_tril(W, D):
     return jitorch.linalg.cholesky(K)
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(_GaussianVector):
     """N(loc, W W^T + diag(D)) with `cov_factor` W (n x m) and `cov_diag` D."""
     arg_constraints = {"loc": constraints.real_vector,
                        "cov_factor": constraints.independent(constraints.real, 2),
                        "cov_diag": constraints.independent(constraints.positive, 1)}
-    support = constraints.real_vector
-    has_rsample = True
     _unbatched = ("_unbroadcasted_cov_factor", "_unbroadcasted_cov_diag", "_capacitance_tril")
 
     def __init__(self, loc, cov_factor, cov_diag, validate_args=None):
@@ -168,17 +172,6 @@ class LowRankMultivariateNormal(Distribution):
         self._unbroadcasted_cov_diag = cov_diag
         self._capacitance_tril = _capacitance_tril(cov_factor, cov_diag)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
-
-    def _matrix_shape(self):
-        return tuple(self._batch_shape) + tuple(self._event_shape) * 2
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):
@@ -231,6 +224,5 @@ class LowRankMultivariateNormal(Distribution):
         M = (x.pow(2) / D).sum(-1) - _batch_mahalanobis(self._capacitance_tril, Wt_Dinv_x)
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + self._log_det() + M)
 
-    def entropy(self):
-        H = 0.5 * (self._event_shape[0] * (1.0 + math.log(2 * math.pi)) + self._log_det())
-        return H if len(self._batch_shape) == 0 else H.expand(self._batch_shape)
+    def _half_log_det(self):
+        return 0.5 * self._log_det()

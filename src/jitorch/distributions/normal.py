@@ -6,13 +6,12 @@ draws (`rsample`, reparameterised: gradients reach loc and scale; StudentT's thr
 from __future__ import annotations
 
 import math
-import numbers
 
 import jitorch
 from . import constraints
 from .distribution import Distribution
 from .gamma import Chi2
-from .utils import _normal, _rng, _uniform, broadcast_all
+from .utils import _normal, _rng, _uniform, batch_shape_of, broadcast_all
 
 __all__ = ["Cauchy", "Gumbel", "Laplace", "Normal", "StudentT"]
 
@@ -27,11 +26,7 @@ class _LocScale(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            batch_shape = jitorch.Size()
-        else:
-            batch_shape = self.loc.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     @property
     def mode(self):

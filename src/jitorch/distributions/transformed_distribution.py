@@ -6,17 +6,16 @@ RelaxedOneHotCategorical (ExpRelaxedCategorical through exp), with their base fa
 from __future__ import annotations
 
 import math
-import numbers
 
 import jitorch
 from . import constraints
-from .categorical import Categorical
+from .bernoulli import _ProbsOrLogits
+from .categorical import Categorical, _OverCategorical
 from .distribution import Distribution
 from .independent import Independent
 from .normal import Normal
 from .transforms import ComposeTransform, ExpTransform, SigmoidTransform, Transform
-from .utils import (_sum_rightmost, _uniform, broadcast_all, clamp_probs, lazy_property,
-                    logits_to_probs, probs_to_logits)
+from .utils import _sum_rightmost, _uniform, broadcast_all, clamp_probs
 
 __all__ = ["ExpRelaxedCategorical", "LogNormal", "LogitRelaxedBernoulli",
            "RelaxedBernoulli", "RelaxedOneHotCategorical", "TransformedDistribution"]
@@ -158,7 +157,24 @@ def _temperature(t):
     return t if isinstance(t, jitorch.Tensor) else jitorch.tensor(float(t))
 
 
-class LogitRelaxedBernoulli(Distribution):
+class _RelaxedFromBase(TransformedDistribution):
+    """A relaxed family: a transform of its logit-space `base_dist`, whose `temperature`,
+    `logits` and `probs` it reports."""
+
+    @property
+    def temperature(self):
+        return self.base_dist.temperature
+
+    @property
+    def logits(self):
+        return self.base_dist.logits
+
+    @property
+    def probs(self):
+        return self.base_dist.probs
+
+
+class LogitRelaxedBernoulli(_ProbsOrLogits):
     """The logit of a RelaxedBernoulli sample (Maddison et al., the Concrete distribution)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
@@ -167,29 +183,7 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = _temperature(temperature)
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            self.probs, = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            self.logits, = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        batch_shape = jitorch.Size() if is_scalar else self._param.size()
-        super().__init__(batch_shape, validate_args=validate_args)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
+        super().__init__(self._set_param(probs, logits), validate_args=validate_args)
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -206,7 +200,7 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class RelaxedBernoulli(_RelaxedFromBase):
     """A continuous relaxation of Bernoulli on (0, 1), sharper as `temperature` falls."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
@@ -216,20 +210,8 @@ class RelaxedBernoulli(TransformedDistribution):
         base = LogitRelaxedBernoulli(temperature, probs, logits)
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
 
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs
-
-
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_OverCategorical):
     """The log of a RelaxedOneHotCategorical sample (Gumbel-softmax in log space)."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
@@ -242,18 +224,6 @@ class ExpRelaxedCategorical(Distribution):
         self.temperature = _temperature(temperature)
         super().__init__(self._categorical.batch_shape, self._categorical.param_shape[-1:],
                          validate_args=validate_args)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
 
     def rsample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -272,7 +242,7 @@ class ExpRelaxedCategorical(Distribution):
         return score + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedFromBase):
     """A continuous relaxation of OneHotCategorical on the simplex (Gumbel-softmax)."""
     arg_constraints = {"probs": constraints.simplex,
                        "logits": constraints.independent(constraints.real, 1)}
@@ -282,15 +252,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         base = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base, ExpTransform(), validate_args=validate_args)
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -82,24 +82,22 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = x, y
-        return y
+        return self._through_cache(x, self._call, forward=True)
 
     def _inv_call(self, y):
+        return self._through_cache(y, self._inverse, forward=False)
+
+    def _through_cache(self, value, compute, forward: bool):
+        """`compute(value)`, or the other side of the cached (x, y) pair when `value` is its
+        x (`forward`) or its y; with a cache, the new pair replaces the old."""
         if self._cache_size == 0:
-            return self._inverse(y)
+            return compute(value)
         x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = x, y
-        return x
+        if value is (x_old if forward else y_old):
+            return y_old if forward else x_old
+        out = compute(value)
+        self._cached_x_y = (value, out) if forward else (out, value)
+        return out
 
     def _call(self, x):
         raise NotImplementedError
@@ -333,17 +331,27 @@ class IndependentTransform(Transform):
         return self.base_transform.inverse_shape(shape)
 
 
-class ExpTransform(Transform):
+class _ParameterFreeTransform(Transform):
+    """A transform with no parameters: equal to every instance of its family (the class that
+    derives from this one directly, and that class's subclasses), as PyTorch's are."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _ParameterFreeTransform in cls.__bases__:
+            cls._family = cls
+
+    def __eq__(self, other):
+        return isinstance(other, self._family)
+
+    __hash__ = object.__hash__
+
+
+class ExpTransform(_ParameterFreeTransform):
     """y = exp(x)."""
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -403,17 +411,12 @@ def _clipped_sigmoid(x):
     return jitorch.clamp(jitorch.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterFreeTransform):
     """y = 1 / (1 + exp(-x)), clipped inside (0, 1)."""
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -428,17 +431,12 @@ class SigmoidTransform(Transform):
         return -softplus(-x) - softplus(x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterFreeTransform):
     """y = tanh(x)."""
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -527,15 +525,10 @@ class AffineTransform(Transform):
     inverse_shape = forward_shape
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterFreeTransform):
     """Real vectors to the simplex by softmax; its inverse (log) picks one preimage."""
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         probs = (x - x.max(-1, keepdim=True)[0]).exp()
@@ -552,16 +545,11 @@ class SoftmaxTransform(Transform):
     inverse_shape = forward_shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterFreeTransform):
     """Real vectors of length K-1 to the K-simplex by stick breaking (bijective)."""
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     @staticmethod
     def _offset(n, like):

@@ -3,12 +3,11 @@ parameters (a `dependent_property`), so, as in PyTorch, its arguments are not va
 from __future__ import annotations
 
 import math
-import numbers
 
 import jitorch
 from . import constraints
 from .distribution import Distribution
-from .utils import _uniform, broadcast_all
+from .utils import _uniform, batch_shape_of, broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -21,11 +20,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        if isinstance(low, numbers.Number) and isinstance(high, numbers.Number):
-            batch_shape = jitorch.Size()
-        else:
-            batch_shape = self.low.size()
-        super().__init__(batch_shape, validate_args=validate_args)
+        super().__init__(batch_shape_of((low, high), self.low), validate_args=validate_args)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):

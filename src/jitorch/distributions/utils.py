@@ -42,6 +42,15 @@ def broadcast_all(*values):
     return jitorch.broadcast_tensors(*values)
 
 
+def batch_shape_of(given, broadcast):
+    """The batch shape of a family whose parameters were `given` (as the caller passed them)
+    and broadcast to `broadcast`: empty when every one was a Python number, as in PyTorch
+    (a 0-d tensor parameter also gives an empty shape, through its size)."""
+    if all(isinstance(v, numbers.Number) for v in given):
+        return jitorch.Size()
+    return broadcast.size()
+
+
 def _sum_rightmost(value, dim: int):
     """Sum out the `dim` rightmost dims of `value`."""
     if dim == 0:

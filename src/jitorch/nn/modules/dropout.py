@@ -135,10 +135,7 @@ def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,
 def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,
               inplace: bool = False) -> Tensor:
     """`F.dropout2d`: the module's channel-wise dropout (and warnings) as a function."""
-    _check_p(p)
-    m = Dropout2d(p, inplace)
-    m.training = training
-    return m(input)
+    return _module_as_function(Dropout2d, input, p, training, inplace)
 
 
 def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
@@ -159,10 +156,7 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,
 def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                   inplace: bool = False) -> Tensor:
     """`F.alpha_dropout`: the module's SELU-preserving dropout as a function."""
-    _check_p(p)
-    m = AlphaDropout(p, inplace)
-    m.training = training
-    return m(input)
+    return _module_as_function(AlphaDropout, input, p, training, inplace)
 
 
 class FeatureAlphaDropout(AlphaDropout):
@@ -173,8 +167,14 @@ class FeatureAlphaDropout(AlphaDropout):
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,
                           inplace: bool = False) -> Tensor:
     """`F.feature_alpha_dropout`: channel-wise alpha dropout as a function."""
+    return _module_as_function(FeatureAlphaDropout, input, p, training, inplace)
+
+
+def _module_as_function(module_cls, input, p, training, inplace):
+    """The functional form of a dropout module: one call of a `module_cls(p, inplace)` in the
+    given training mode, so the function and the module share their checks and warnings."""
     _check_p(p)
-    m = FeatureAlphaDropout(p, inplace)
+    m = module_cls(p, inplace)
     m.training = training
     return m(input)
 

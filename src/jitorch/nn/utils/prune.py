@@ -184,8 +184,9 @@ class Identity(BasePruningMethod):
         return super().apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` entries (a count, or a fraction) chosen at random."""
+class _UnstructuredAmount(BasePruningMethod):
+    """Unstructured pruning of `amount` entries (a count, or a fraction); a subclass says
+    which entries by `_entries_to_prune(t, k)` (flat indices)."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount) -> None:
@@ -196,30 +197,26 @@ class RandomUnstructured(BasePruningMethod):
         nparams_toprune = _compute_nparams_toprune(self.amount, t.numel())
         mask = default_mask.clone()
         if nparams_toprune != 0:
-            prob = _random.rand_like(t)
-            mask.view(-1)[topk(prob.view(-1), k=nparams_toprune).indices] = 0
+            mask.view(-1)[self._entries_to_prune(t, nparams_toprune)] = 0
         return mask
+
+
+class RandomUnstructured(_UnstructuredAmount):
+    """Prunes `amount` entries (a count, or a fraction) chosen at random."""
+
+    def _entries_to_prune(self, t, k):
+        return topk(_random.rand_like(t).view(-1), k=k).indices
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredAmount):
     """Prunes the `amount` entries of smallest absolute value."""
-    PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        nparams_toprune = _compute_nparams_toprune(self.amount, t.numel())
-        mask = default_mask.clone()
-        if nparams_toprune != 0:
-            idx = topk(t.abs().reshape(-1), k=nparams_toprune, largest=False).indices
-            mask.view(-1)[idx] = 0
-        return mask
+    def _entries_to_prune(self, t, k):
+        return topk(t.abs().reshape(-1), k=k, largest=False).indices
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
@@ -235,8 +232,9 @@ def _channel_mask(t: Tensor, dim: int, channels) -> Tensor:
     return mask
 
 
-class RandomStructured(BasePruningMethod):
-    """Prunes `amount` channels along `dim` chosen at random."""
+class _StructuredAmount(BasePruningMethod):
+    """Structured pruning of `amount` channels along `dim`; a subclass says which channels
+    stay by `_channels_to_keep(t, size, k)` (a boolean mask or indices along `dim`)."""
     PRUNING_TYPE = "structured"
 
     def __init__(self, amount, dim=-1) -> None:
@@ -251,38 +249,33 @@ class RandomStructured(BasePruningMethod):
         nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
         if nparams_toprune == 0:
             return default_mask
-        prob = _random.rand(tensor_size)
-        threshold = kthvalue(prob, k=nparams_toprune).values
-        mask = _channel_mask(t, self.dim, prob > threshold)
+        mask = _channel_mask(t, self.dim, self._channels_to_keep(t, tensor_size, nparams_toprune))
         return mask * default_mask.to(dtype=mask.dtype)
+
+
+class RandomStructured(_StructuredAmount):
+    """Prunes `amount` channels along `dim` chosen at random."""
+
+    def _channels_to_keep(self, t, size, k):
+        prob = _random.rand(size)
+        return prob > kthvalue(prob, k=k).values
 
     @classmethod
     def apply(cls, module, name, amount, dim=-1):
         return super().apply(module, name, amount=amount, dim=dim)
 
 
-class LnStructured(BasePruningMethod):
+class LnStructured(_StructuredAmount):
     """Prunes the `amount` channels along `dim` of smallest L`n` norm."""
-    PRUNING_TYPE = "structured"
 
     def __init__(self, amount, n, dim=-1) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
+        super().__init__(amount, dim)
         self.n = n
-        self.dim = dim
 
-    def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        tensor_size = t.shape[self.dim]
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        if nparams_toprune == 0:
-            return default_mask
+    def _channels_to_keep(self, t, size, k):
         dim = self.dim + t.ndim if self.dim < 0 else self.dim
         norm = t.norm(p=self.n, dim=[d for d in range(t.ndim) if d != dim])
-        keep = topk(norm, k=tensor_size - nparams_toprune, largest=True).indices
-        mask = _channel_mask(t, self.dim, keep)
-        return mask * default_mask.to(dtype=mask.dtype)
+        return topk(norm, k=size - k, largest=True).indices
 
     @classmethod
     def apply(cls, module, name, amount, n, dim, importance_scores=None):

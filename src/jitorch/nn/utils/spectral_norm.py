@@ -12,6 +12,7 @@ from ... import autograd
 from ..._tensor import Tensor
 from ..._ops.nn_norm import normalize
 from ..parameter import Parameter
+from .weight_norm import remove_norm_hook
 
 __all__ = ["SpectralNorm", "spectral_norm", "remove_spectral_norm"]
 
@@ -123,13 +124,7 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Remove the hook of `spectral_norm`, leaving `<name>` a parameter (the normalised value)."""
-    for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[k]
-            break
-    else:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, SpectralNorm, name, "spectral_norm")
     for k, hook in module._state_dict_hooks.items():
         if isinstance(hook, _StateDictHook) and hook.fn.name == name:
             del module._state_dict_hooks[k]

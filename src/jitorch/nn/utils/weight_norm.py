@@ -77,9 +77,16 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
 
 def remove_weight_norm(module, name: str = "weight"):
     """Remove the hook of `weight_norm`, leaving `<name>` a parameter with its current value."""
+    remove_norm_hook(module, WeightNorm, name, "weight_norm")
+    return module
+
+
+def remove_norm_hook(module, hook_type, name: str, fn_name: str) -> None:
+    """Remove the forward pre-hook of `hook_type` that `fn_name` put on `module.<name>` (its
+    `remove` leaves `<name>` a parameter); PyTorch's ValueError where there is none."""
     for k, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
+        if isinstance(hook, hook_type) and hook.name == name:
             hook.remove(module)
             del module._forward_pre_hooks[k]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+            return
+    raise ValueError(f"{fn_name} of '{name}' not found in {module}")

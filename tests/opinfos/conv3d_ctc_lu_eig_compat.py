@@ -1,7 +1,7 @@
-"""OpInfo entries for the ops of issue 19: 3-D convolutions and pools (nn_conv.py, nn_pool.py
-at rank 3), ctc_loss (nn_ctc.py), triangular solves and LU (linalg_lu.py), eig (linalg_eig.py),
+"""OpInfo entries for 3-D convolutions and pools (nn_conv.py, nn_pool.py at rank 3),
+ctc_loss (nn_ctc.py), triangular solves and LU (linalg_lu.py), eig (linalg_eig.py),
 Tensor.unfold, isin, gcd, lcm, heaviside, nextafter (compat_more.py), igamma, igammac
-(compat_aliases.py) and as_strided (compat_runtime.py).
+(compat_aliases.py) and as_strided (compat_runtime.py): the ops added by issue 19.
 
 References: the rank-generic loop references of tests/opinfos/nn_conv.py; CTC by enumerating
 every alignment path (tiny T and C); SciPy's triangular solve and LU; LAPACK's geev for eig.
