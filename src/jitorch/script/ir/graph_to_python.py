@@ -26,6 +26,8 @@ cannot put code in it (docs/security.md).
 """
 from __future__ import annotations
 
+import inspect
+
 from ... import _autocast
 from ..._ops import registry
 from ..._profiling import autocast_hook as _autocast_hook
@@ -211,8 +213,21 @@ class _Writer:
         if op.kind == "factory":
             return self.outputs(n, indent, chain, f"{self.bind(op.impl, 'F')}({', '.join(args)})")
         o = self.bind(op, "OP")
+        public = _public_call(op)
         if len(args) != len(op.params):  # the error names the missing parameter
             call = f"_slow({o}, [{', '.join(args)}])"
+        elif public is not None:
+            # the op's own function, as eager code calls it: its fast path for the common call
+            # (registry._fast_block), else dispatch; a guarded op's check comes first, as there
+            fn, keyword_only = public
+            check = op.extra.get("check")
+            pos = [a for p, a in zip(op.params, args) if p not in keyword_only]
+            kw = [f"{p}={a}" for p, a in zip(op.params, args) if p in keyword_only]
+            if check is not None:
+                slots = "".join(dict(zip(op.params, args))[t] + ", " for t in op.tensors)
+                attrs = ", ".join(f"{a!r}: {dict(zip(op.params, args))[a]}" for a in op.attrs)
+                self.emit(indent, f"{self.bind(check, 'CHK')}({slots}**{{{attrs}}})", chain)
+            call = f"{self.bind(fn, 'FN')}({', '.join(pos + kw)})"
         else:
             pos = {p: a for p, a in zip(op.params, args)}
             slots = "".join(pos[t] + ", " for t in op.tensors)
@@ -290,6 +305,23 @@ class _Writer:
     def fresh(self, prefix: str) -> str:
         self.n_bound += 1
         return f"{prefix}{self.n_bound}"
+
+
+def _public_call(op):
+    """(the op's public function without its Tensor-first check, the names its declaration
+    takes by keyword only), or None where the function is not a plain call of the declaration
+    (varargs ops normalise their sizes first: they are called through dispatch)."""
+    if op.extra.get("varargs"):
+        return None
+    fn = getattr(op, "fn_any", None) or getattr(op, "fn", None)
+    if fn is None:
+        return None
+    params = inspect.signature(op.impl).parameters
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params.values()):
+        return None
+    if any(not (isinstance(a, str) and a.isidentifier()) for a in op.params):
+        return None
+    return fn, {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
 
 
 def _outputs(n: ir.Node, r):
