@@ -103,9 +103,9 @@ def source(m, form: str = "top") -> str:
             w_ih = f"{p}{names[0]}"
             gi = f"F.linear({layer_in}, {w_ih}, {p}{names[2]})" if m.bias else \
                 f"F.linear({layer_in}, {w_ih})"
-            body += [f"gi = {gi}", f"h = h0[{k}]"]
+            body += [f"gi = {gi}", f"h = h0.select(0, {k})"]
             if lstm:
-                body.append(f"c = c0[{k}]")
+                body.append(f"c = c0.select(0, {k})")
             body.append(f"out{k} = x.new_zeros((T, B, HR))")
             if d == 0:
                 body.append("for t in range(T):")
