@@ -16,8 +16,7 @@ IN, HID, T, B = 3, 4, 5, 2
 
 CASES = {  # name: (layer, its kwargs, initial states given); together: 2 layers,
     # bidirectional, batch_first, states given and not (a small set: each compiles twice)
-    "lstm-bidir-batch_first-states": (nn.LSTM, dict(bidirectional=True, batch_first=True),
-                                      True),
+    "lstm-batch_first-states": (nn.LSTM, dict(batch_first=True), True),
     "gru-2layer-no-states": (nn.GRU, dict(num_layers=2), False),
     "rnn-relu-2layer-bidir-states": (nn.RNN, dict(num_layers=2, bidirectional=True,
                                                   nonlinearity="relu"), True),
