@@ -16,6 +16,8 @@ Python, in the module's own
 `_prepare_call` / `_finish_call`, run by the `adapter` that `twin(module)` returns next to the
 function: `adapter(*args, **kwargs) -> (twin_args, finish)`, and `finish(results)` gives the
 user's result. `script/frontend/module.py` (`_jit_twin`) and `script/runtime/module.py` use them.
+The "flat" form is the top form as a plain function of `(input, h0[, c0], *parameters)`, what
+an eager call of the module runs compiled (nn/modules/_eager_compiled.py).
 Between layers, dropout in training mode is `F.dropout` inside the graph (random: the runtime
 may interpret such a graph and records why).
 """
@@ -128,11 +130,12 @@ def source(m, form: str = "top") -> str:
             body.append(f"{y} = {outs[0]}")
         else:  # cat(outs, 2) as stack + reshape: the backward of stack is selects
             body.append(f"{y} = jitorch.stack([{', '.join(outs)}], 2).reshape(T, B, {nd} * HR)")
-        if m.dropout > 0 and layer < m.num_layers - 1 and flat:
-            if m.training:
-                body.append(f"{y} = F.dropout({y}, {m.dropout!r}, True)")
-        elif m.dropout > 0 and layer < m.num_layers - 1:
-            body += ["if self.training:", f"    {y} = F.dropout({y}, {m.dropout!r}, True)"]
+        if m.dropout > 0 and layer < m.num_layers - 1:
+            drop = f"{y} = F.dropout({y}, {m.dropout!r}, True)"
+            if not flat:
+                body += ["if self.training:", "    " + drop]
+            elif m.training:  # (the flat form is made per training mode)
+                body.append(drop)
         layer_in = y
     body.append(f"output = {layer_in}.transpose(0, 1)" if m.batch_first else
                 f"output = {layer_in}")
