@@ -16,6 +16,8 @@ Python, in the module's own
 `_prepare_call` / `_finish_call`, run by the `adapter` that `twin(module)` returns next to the
 function: `adapter(*args, **kwargs) -> (twin_args, finish)`, and `finish(results)` gives the
 user's result. `script/frontend/module.py` (`_jit_twin`) and `script/runtime/module.py` use them.
+The "flat" form is the top form as a plain function of `(input, h0[, c0], *parameters)`, what
+an eager call of the module runs compiled (nn/modules/_eager_compiled.py).
 Between layers, dropout in training mode is `F.dropout` inside the graph (random: the runtime
 may interpret such a graph and records why).
 """
@@ -33,10 +35,11 @@ _counter = itertools.count()
 _FNS: dict = {}  # source -> function (the twin reads nothing but `self`: shared by instances)
 
 
-def _step_lines(mode: str, names: list, bias: bool, proj: bool) -> list:
-    """The loop body after `git = gi[t]` (names: weight_ih, weight_hh[, biases][, weight_hr])."""
-    w_hh = f"self.{names[1]}"
-    gh = f"F.linear(h, {w_hh}, self.{names[3]})" if bias else f"F.linear(h, {w_hh})"
+def _step_lines(mode: str, names: list, bias: bool, proj: bool, p: str = "self.") -> list:
+    """The loop body after `git = gi[t]` (names: weight_ih, weight_hh[, biases][, weight_hr];
+    `p`: how a parameter is reached, "self." or "" where parameters are arguments)."""
+    w_hh = f"{p}{names[1]}"
+    gh = f"F.linear(h, {w_hh}, {p}{names[3]})" if bias else f"F.linear(h, {w_hh})"
     if mode in ("RNN_TANH", "RNN_RELU"):
         act = "jitorch.tanh" if mode == "RNN_TANH" else "jitorch.relu"
         return [f"h = {act}(git + {gh})"]
@@ -46,7 +49,7 @@ def _step_lines(mode: str, names: list, bias: bool, proj: bool) -> list:
                "c = jitorch.sigmoid(f) * c + jitorch.sigmoid(i) * jitorch.tanh(g)",
                "h = jitorch.sigmoid(o) * jitorch.tanh(c)"]
         if proj:
-            out.append(f"h = F.linear(h, self.{names[-1]})")
+            out.append(f"h = F.linear(h, {p}{names[-1]})")
         return out
     return [f"gh = {gh}",  # GRU: r multiplies (W_hn h + b_hn), as PyTorch
             "i_r, i_z, i_n = git.chunk(3, 1)",
@@ -61,14 +64,22 @@ def source(m, form: str = "top") -> str:
     """The twin's source for module `m` (an RNNBase). `form`: "top" (see the module doc), or
     the form a scripted caller inlines (`self.lstm(x)` in a scripted model): PyTorch's
     signature `(input, hx)` and result `(output, (h_n, c_n))`, batched input only; "call":
-    the caller passes no state (zeros made in the graph), "call_state": it passes hx."""
-    inline = form != "top"
+    the caller passes no state (zeros made in the graph), "call_state": it passes hx. "flat":
+    the top form as a plain function of `(input, h0[, c0], *parameters)` (parameters in
+    `_flat_weights` order, by their names), dropout baked in for `m.training` as it is now: what
+    an eager forward calls compiled (nn/modules/_eager_compiled.py)."""
+    inline = form not in ("top", "flat")
+    flat = form == "flat"
+    p = "" if flat else "self."
     lstm = m.mode == "LSTM"
     nd = 2 if m.bidirectional else 1
     if inline:
         ty = "Tuple[Tensor, Tensor]" if lstm else "Tensor"
         lines = [f"def forward(self, input, hx: {ty}):" if form == "call_state" else
                  f"def forward(self, input, hx: Optional[{ty}] = None):"]
+    elif flat:
+        params = ", ".join(n for names in m._all_weights for n in names)
+        lines = [f"def forward(input, h0, {'c0, ' if lstm else ''}{params}):"]
     else:
         lines = ["def forward(self, input, h0, c0):" if lstm else "def forward(self, input, h0):"]
     body = []
@@ -91,12 +102,12 @@ def source(m, form: str = "top") -> str:
         for d in range(nd):
             k = layer * nd + d
             names = m._all_weights[k]
-            w_ih = f"self.{names[0]}"
-            gi = f"F.linear({layer_in}, {w_ih}, self.{names[2]})" if m.bias else \
+            w_ih = f"{p}{names[0]}"
+            gi = f"F.linear({layer_in}, {w_ih}, {p}{names[2]})" if m.bias else \
                 f"F.linear({layer_in}, {w_ih})"
-            body += [f"gi = {gi}", f"h = h0[{k}]"]
+            body += [f"gi = {gi}", f"h = h0.select(0, {k})"]
             if lstm:
-                body.append(f"c = c0[{k}]")
+                body.append(f"c = c0.select(0, {k})")
             body.append(f"out{k} = x.new_zeros((T, B, HR))")
             if d == 0:
                 body.append("for t in range(T):")
@@ -105,7 +116,7 @@ def source(m, form: str = "top") -> str:
                 body.append("for s in range(T):")
                 inner = ["t = T - 1 - s"]
             inner.append("git = gi[t]")
-            inner += _step_lines(m.mode, names, m.bias, m.proj_size > 0)
+            inner += _step_lines(m.mode, names, m.bias, m.proj_size > 0, p)
             inner.append(f"out{k}[t] = h")
             body += ["    " + ln for ln in inner]
             body.append(f"h_n{k} = h")
@@ -120,7 +131,11 @@ def source(m, form: str = "top") -> str:
         else:  # cat(outs, 2) as stack + reshape: the backward of stack is selects
             body.append(f"{y} = jitorch.stack([{', '.join(outs)}], 2).reshape(T, B, {nd} * HR)")
         if m.dropout > 0 and layer < m.num_layers - 1:
-            body += ["if self.training:", f"    {y} = F.dropout({y}, {m.dropout!r}, True)"]
+            drop = f"{y} = F.dropout({y}, {m.dropout!r}, True)"
+            if not flat:
+                body += ["if self.training:", "    " + drop]
+            elif m.training:  # (the flat form is made per training mode)
+                body.append(drop)
         layer_in = y
     body.append(f"output = {layer_in}.transpose(0, 1)" if m.batch_first else
                 f"output = {layer_in}")

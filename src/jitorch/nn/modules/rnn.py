@@ -26,6 +26,7 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from ..utils.rnn import PackedSequence
+from . import _eager_compiled
 from .module import Module
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
@@ -356,9 +357,10 @@ class RNNBase(Module):
     def _finish(self, output: Tensor, is_batched: bool) -> Tensor:
         if self.batch_first:
             output = output.transpose(0, 1)
-        if not is_batched:
-            output = output.squeeze(0 if self.batch_first else 1)
-        return output
+        return self._unbatch(output, is_batched)
+
+    def _unbatch(self, output: Tensor, is_batched: bool) -> Tensor:
+        return output if is_batched else output.squeeze(0 if self.batch_first else 1)
 
 
 class RNN(RNNBase):
@@ -385,6 +387,9 @@ class RNN(RNNBase):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         input, (hx,), is_batched = self._prepare_call(input, hx)
+        res = _eager_compiled.rnn(self, input, (hx,))
+        if res is not None:  # the whole sequence compiled (batch-first as the input)
+            return self._finish_call(is_batched, self._unbatch(res[0], is_batched), res[1])
         output, h_n, _ = self._run(self._time_major(input), hx, None)
         return self._finish_call(is_batched, self._finish(output, is_batched), h_n)
 
@@ -430,6 +435,9 @@ class LSTM(RNNBase):
         if isinstance(input, PackedSequence):
             return self._forward_packed(input, hx)
         input, (h0, c0), is_batched = self._prepare_call(input, hx)
+        res = _eager_compiled.rnn(self, input, (h0, c0))
+        if res is not None:  # the whole sequence compiled (batch-first as the input)
+            return self._finish_call(is_batched, self._unbatch(res[0], is_batched), *res[1:])
         output, h_n, c_n = self._run(self._time_major(input), h0, c0)
         return self._finish_call(is_batched, self._finish(output, is_batched), h_n, c_n)
 

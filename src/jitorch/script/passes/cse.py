@@ -4,13 +4,17 @@ same inputs, same attributes) is dropped and its outputs replaced by the earlier
 Owns `run(graph) -> graph` (rewrites in place). Never merged: impure nodes
 (`ir_util.node_is_pure`: in-place `name_` / `*_setitem` ops, random ops, prim::PythonOp,
 Raise, Print, Assert, CallFunction), nodes producing mutable objects (prim::ListConstruct,
-prim::DictConstruct: two lists stay two lists) and nodes owning blocks. Constants are merged by
+prim::DictConstruct: two lists stay two lists), factories (`zeros`, `new_zeros`, ...: each is
+a fresh buffer that a loop's `out[t] = h` may write in place,
+passes/autodiff_control_ops.mark_inplace_writes, so two allocations stay two) and nodes owning
+blocks. Constants are merged by
 (type, Python type, repr) of their value, so `1`, `1.0` and `True` stay distinct, and tensor
 constants only when they are the same object. Blocks are closed, so each block has its own
 table; values never flow into a nested block except as captured inputs.
 """
 from __future__ import annotations
 
+from ..._ops.factories import is_factory
 from .. import ir
 from ..ir.util import MUTABLE_RESULT_PRIMS, node_is_pure, replace_many
 
@@ -54,7 +58,7 @@ def _cse_block(block: ir.Block, mapping: dict) -> None:
             n.inputs = [mapping.get(v, v) for v in n.inputs]
         for b in n.blocks:
             _cse_block(b, mapping)
-        if n.blocks or n.op in MUTABLE_RESULT_PRIMS or not node_is_pure(n):
+        if n.blocks or n.op in MUTABLE_RESULT_PRIMS or is_factory(n.op) or not node_is_pure(n):
             out.append(n)
             continue
         try:

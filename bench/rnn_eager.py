@@ -1,0 +1,117 @@
+"""Eager `nn.LSTM` / `nn.GRU` forward+backward over 50 steps: the compiled layer vs the eager loop
+vs PyTorch eager (issue 20 item 1).
+
+An eager call of jitorch's recurrent layers runs the layer's scripted whole-sequence function
+(nn/modules/_eager_compiled.py); `JITORCH_EAGER_COMPILED_LAYERS=0` runs the eager per-step loop.
+Both are timed here, in the compiled state (after `jitorch.jit.wait_compiled()`), against
+PyTorch eager in the same process, one thread everywhere, same weights and inputs (outputs and
+gradients checked). Input 32, hidden 64, T=50, batch 8 and 64, float32; CPU time per step
+(forward, `out.sum() + h_n.sum()`, backward), best of rounds; ratios are jitorch / PyTorch.
+
+    python bench/rnn_eager.py [--quick]
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+import jitorch as jt
+from _harness import machine, pin_threads, stamp, try_import
+
+pin_threads(1)
+torch = try_import("torch")
+T, IN, HID = 50, 32, 64
+
+
+def cpu_per_call(fn, rounds: int, min_s: float = 0.2) -> float:
+    """CPU seconds per call: best over `rounds` rounds of enough calls to last `min_s`."""
+    fn()
+    best = float("inf")
+    for _ in range(rounds):
+        n, t0 = 0, time.process_time()
+        while True:
+            fn()
+            n += 1
+            t = time.process_time() - t0
+            if t >= min_s:
+                break
+        best = min(best, t / n)
+    return best
+
+
+def step_fn(lib, m, x):
+    def step():
+        out, h = m(x)
+        h = h[0] if isinstance(h, tuple) else h
+        (out.sum() + h.sum()).backward()
+        return out
+    return step
+
+
+def grads(m, x):
+    return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in m.parameters()]
+
+
+def case(kind: str, batch: int, rounds: int):
+    jt.manual_seed(0)
+    m = getattr(jt.nn, kind)(IN, HID)
+    x = jt.randn(T, batch, IN, requires_grad=True)
+    step = step_fn(jt, m, x)
+    res = {}
+    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "0"
+    out_eager = step().detach().numpy()
+    res["eager loop"] = cpu_per_call(step, rounds)
+    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "1"
+    for p in m.parameters():
+        p.grad = None
+    x.grad = None
+    out = step().detach().numpy()
+    g = grads(m, x)
+    jt.jit.wait_compiled()
+    np.testing.assert_allclose(out, out_eager, rtol=1e-5, atol=1e-6)
+    res["compiled"] = cpu_per_call(step, rounds)
+    if torch is not None:
+        tm = getattr(torch.nn, kind)(IN, HID)
+        with torch.no_grad():
+            for (_, tp), jp in zip(tm.named_parameters(), m.parameters()):
+                tp.copy_(torch.from_numpy(jp.detach().numpy()))
+        tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
+        tstep = step_fn(torch, tm, tx)
+        np.testing.assert_allclose(tstep().detach().numpy(), out, rtol=1e-5, atol=1e-6)
+        tg = [tx.grad.numpy()] + [p.grad.numpy() for p in tm.parameters()]
+        for a, b in zip(g, tg):
+            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * float(np.abs(b).max()))
+        res["PyTorch"] = cpu_per_call(tstep, rounds)
+    return res
+
+
+def main():
+    quick = "--quick" in sys.argv
+    rounds = 3 if quick else 7
+    print(f"rnn_eager — {stamp()} — {machine()}, 1 thread; T={T}, input {IN}, hidden {HID}, "
+          "float32, forward+backward, CPU ms per step\n")
+    head = "| layer | batch | jitorch eager loop | jitorch compiled |"
+    head += " PyTorch | loop / PyTorch | compiled / PyTorch |" if torch is not None else ""
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for kind in ("LSTM", "GRU"):
+        for batch in (8, 64):
+            r = case(kind, batch, rounds)
+            row = f"| nn.{kind} | {batch} | {r['eager loop'] * 1e3:.2f} | " \
+                  f"{r['compiled'] * 1e3:.2f} |"
+            if "PyTorch" in r:
+                pt = r["PyTorch"]
+                row += f" {pt * 1e3:.2f} | {r['eager loop'] / pt:.1f}x | " \
+                       f"{r['compiled'] / pt:.2f}x |"
+            print(row, flush=True)
+    st = jt.jit.stats()
+    fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
+    print(f"\njit.stats: compiled_runs={st['compiled_runs']} "
+          f"interpreted_runs={st['interpreted_runs']} layers={fns}")
+
+
+if __name__ == "__main__":
+    main()

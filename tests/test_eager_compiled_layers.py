@@ -1,0 +1,140 @@
+"""Eager calls of nn.RNN / nn.LSTM / nn.GRU served by their compiled whole-sequence function
+(nn/modules/_eager_compiled.py): the same values, gradients (weights, input, initial states)
+and errors as the eager per-step loop (`JITORCH_EAGER_COMPILED_LAYERS=0`), the compiled tier
+counted in `jitorch.jit.stats()`, and a first call under background compiles answered at once.
+Small shapes, few configurations: each one is a forward and a backward program to compile."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitorch as jt
+from jitorch import nn
+from jitorch.nn.modules import _eager_compiled
+
+IN, HID, T, B = 3, 4, 5, 2
+
+CASES = {  # name: (layer, its kwargs, initial states given); together: 2 layers,
+    # bidirectional, batch_first, states given and not (a small set: each compiles twice)
+    "lstm-batch_first-states": (nn.LSTM, dict(batch_first=True), True),
+    "gru-2layer-no-states": (nn.GRU, dict(num_layers=2), False),
+    "rnn-relu-bidir-states": (nn.RNN, dict(bidirectional=True, nonlinearity="relu"), True),
+}
+
+def _inputs(m, batched=True):
+    g = np.random.default_rng(0)
+    nd = 2 if m.bidirectional else 1
+    shape = (B, T, IN) if m.batch_first else (T, B, IN)
+    x = jt.tensor(g.standard_normal(shape if batched else (T, IN)).astype(np.float32),
+                  requires_grad=True)
+    sshape = (m.num_layers * nd, B, HID) if batched else (m.num_layers * nd, HID)
+    states = [jt.tensor(g.standard_normal(sshape).astype(np.float32), requires_grad=True)
+              for _ in range(2 if m.mode == "LSTM" else 1)]
+    return x, states
+
+
+def _step(m, x, states):
+    """Output, final states and every gradient of one forward+backward."""
+    for t in [x, *states, *m.parameters()]:
+        t.grad = None
+    if states:
+        out, hn = m(x, tuple(states) if m.mode == "LSTM" else states[0])
+    else:
+        out, hn = m(x)
+    hn = list(hn) if isinstance(hn, tuple) else [hn]
+    loss = (out * out).sum() + sum((h * (k + 2)).sum() for k, h in enumerate(hn))
+    loss.backward()
+    return [out.detach().numpy()] + [h.detach().numpy() for h in hn] + \
+        [t.grad.numpy() for t in [x, *states, *m.parameters()]]
+
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
+    cls, kw, given = CASES[name]
+    jt.manual_seed(0)
+    m = cls(IN, HID, **kw)
+    x, states = _inputs(m)
+    states = states if given else []
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    before = jt.jit.stats()["calls"]
+    want = _step(m, x, states)
+    assert jt.jit.stats()["calls"] == before  # switched off: no compiled function ran
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    got = _step(m, x, states)
+    report = _eager_compiled._function(m).stats
+    assert report["tier"] == "compiled" and report["programs_interpreted"] == 0, dict(report)
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    st = jt.jit.stats()
+    got2 = _step(m, x, states)  # the second call: compiled forward and backward, nothing built
+    st2 = jt.jit.stats()
+    assert st2["compiled_runs"] > st["compiled_runs"]
+    assert st2["interpreted_runs"] == st["interpreted_runs"]
+    assert st2["compiles"] == st["compiles"]
+    for a, b in zip(got2, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def _error(m, *args):
+    with pytest.raises(Exception) as e:
+        m(*args)
+    return type(e.value), str(e.value)
+
+
+def test_errors_are_the_eager_forms(monkeypatch):
+    m = nn.LSTM(IN, HID, num_layers=2)
+    bad = [(jt.randn(T, B, IN + 1),),  # wrong input size
+           (jt.randn(T, B, IN), (jt.randn(2, B + 1, HID), jt.randn(2, B, HID))),
+           (jt.randn(T, B, IN), (jt.randn(2, B, HID), jt.randn(2, B, HID + 1))),
+           (jt.randn(T, B, IN), jt.randn(2, B, HID)),
+           (jt.randn(B, IN, IN, IN),)]
+    for args in bad:
+        monkeypatch.setenv(_eager_compiled.ENV, "0")
+        want = _error(m, *args)
+        monkeypatch.setenv(_eager_compiled.ENV, "1")
+        assert _error(m, *args) == want
+
+
+def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITORCH_COMPILE", "background")
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))  # cold: nothing on disk
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    jt.manual_seed(0)
+    m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
+    x = jt.randn(T, B, IN)
+    with jt.no_grad():
+        before = jt.jit.stats()
+        out, h = m(x)
+        after = jt.jit.stats()
+        monkeypatch.setenv(_eager_compiled.ENV, "0")
+        want_out, want_h = m(x)
+    assert _eager_compiled._function(m).stats["tier"] == "interpreted-while-compiling"
+    assert after["background_compiles"] == before["background_compiles"] + 1
+    assert after["interpreted_while_compiling"] == before["interpreted_while_compiling"] + 1
+    assert after["numba_compiles"] == before["numba_compiles"]  # nothing compiled in the call
+    np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_cse_keeps_two_factory_buffers_apart():
+    """Two `x.new_zeros(...)` of the twin (the output buffers of two layers or directions, each
+    written in place by its time loop) stay two: merged, the second loop overwrote the first's
+    outputs (wrong bidirectional values, wrong layer-2 weight gradients)."""
+    from jitorch.script.ir.parser import parse_graph
+    from jitorch.script.passes import cse
+    g = parse_graph("""graph @g(%x: f32[?,4]) {
+  %s: int = prim::Constant[value=3]()
+  %t: Tuple[int] = prim::TupleConstruct(%s)
+  %n: None = prim::Constant[value=None]()
+  %0: f32[?] = new_zeros(%x, %t, %n, %n)
+  %1: f32[?] = new_zeros(%x, %t, %n, %n)
+  %2: f32[?] = tanh(%x)
+  %3: f32[?] = tanh(%x)
+  return (%0, %1, %2, %3)
+}
+""")
+    cse.run(g)
+    assert [n.op for n in g.nodes()].count("new_zeros") == 2
+    assert [n.op for n in g.nodes()].count("tanh") == 1
