@@ -6,10 +6,16 @@ Owns: `dtype` instances (`jitorch.float32`, aliases), the default dtype, `promot
 Invariants: every Tensor's NumPy array has exactly `dtype.np` as its dtype. bfloat16 is stored
 with `ml_dtypes.bfloat16`; float16 with NumPy's float16. Half types compute in float32
 (`dtype.compute`), like PyTorch's CPU "opmath".
+
+ml_dtypes is imported on the first use of `bfloat16.np` (its import registers a dozen NumPy
+dtypes and their casts: ~0.5 s of CPU, half of `import jitorch`, for a type most programs never
+use). No array can hold a bfloat16 before ml_dtypes is imported, so code that only asks "is this
+NumPy dtype a half type" uses `is_half_np`, which never imports it.
 """
 from __future__ import annotations
 
-import ml_dtypes
+import sys
+
 import numpy as np
 
 from . import _settings
@@ -62,6 +68,36 @@ class dtype:
         return (_by_name, (self.name,))
 
 
+class _LazyNpDtype(dtype):
+    """A dtype whose NumPy type comes from a module imported on its first use (`loader`)."""
+
+    __slots__ = ("_np", "_loader")
+
+    def __init__(self, name, loader, itemsize, category, is_signed):
+        self.name = name
+        self._loader = loader
+        self.itemsize = itemsize
+        self.category = category
+        self.is_signed = is_signed
+        self._alias = None
+
+    @property
+    def np(self):
+        try:
+            return self._np
+        except AttributeError:
+            pass
+        d = np.dtype(self._loader())
+        _BY_NP[d] = self
+        self._np = d
+        return d
+
+
+def _ml_dtypes():
+    import ml_dtypes
+    return ml_dtypes
+
+
 bool = dtype("bool", np.bool_, BOOL, False)
 uint8 = dtype("uint8", np.uint8, INT, False)
 int8 = dtype("int8", np.int8, INT, True)
@@ -69,7 +105,7 @@ int16 = dtype("int16", np.int16, INT, True)
 int32 = dtype("int32", np.int32, INT, True)
 int64 = dtype("int64", np.int64, INT, True)
 float16 = dtype("float16", np.float16, FLOAT, True)
-bfloat16 = dtype("bfloat16", ml_dtypes.bfloat16, FLOAT, True)
+bfloat16 = _LazyNpDtype("bfloat16", lambda: _ml_dtypes().bfloat16, 2, FLOAT, True)
 float32 = dtype("float32", np.float32, FLOAT, True)
 float64 = dtype("float64", np.float64, FLOAT, True)
 complex64 = dtype("complex64", np.complex64, COMPLEX, True)
@@ -84,7 +120,18 @@ cfloat, cdouble, chalf = complex64, complex128, complex64
 ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
        complex64, complex128)
 _BY_NAME = {d.name: d for d in ALL}
-_BY_NP = {d.np: d for d in ALL}
+_BY_NP = {d.np: d for d in ALL if not isinstance(d, _LazyNpDtype)}  # (+ each when loaded)
+
+
+def is_bfloat16_np(np_dtype) -> _py_bool:
+    """Is `np_dtype` ml_dtypes' bfloat16? (Without importing ml_dtypes: no array holds one
+    before it is imported.)"""
+    return "ml_dtypes" in sys.modules and np_dtype == bfloat16.np
+
+
+def is_half_np(np_dtype) -> _py_bool:
+    """Is `np_dtype` the storage of a half type (float16, bfloat16), which computes in float32?"""
+    return np_dtype == float16.np or is_bfloat16_np(np_dtype)
 
 
 def _by_name(name: str) -> dtype:
@@ -95,6 +142,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     """The jitorch dtype of a NumPy dtype; TypeError for ones PyTorch lacks (e.g. uint16, str)."""
     d = _BY_NP.get(np_dtype)
     if d is None:
+        if "ml_dtypes" in sys.modules:
+            bfloat16.np  # (registers it in _BY_NP: the caller may hold one of its arrays)
         d = _BY_NP.get(np.dtype(np_dtype))
     if d is None:
         raise TypeError(
@@ -257,7 +306,7 @@ class finfo:
         if type.category not in (FLOAT, COMPLEX):
             raise TypeError(f"finfo: {type} is not a floating point dtype")
         type = type.to_real()
-        info = ml_dtypes.finfo(type.np) if type is bfloat16 else np.finfo(type.np)
+        info = _ml_dtypes().finfo(type.np) if type is bfloat16 else np.finfo(type.np)
         self.dtype = type.name
         self.bits = type.itemsize * 8
         self.eps = _py_float(info.eps)

@@ -9,8 +9,6 @@ from .. import _dtype as dt
 from .._tensor import Tensor
 from .registry import _pt_name
 
-_HALF = (dt.float16.np, dt.bfloat16.np)
-
 # The C++ scalar names PyTorch prints in some dtype-mismatch messages ("long int != float")
 _C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
             "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
@@ -46,7 +44,7 @@ def no_bool(a: np.ndarray, kernel: str) -> None:
 
 def up(a: np.ndarray) -> np.ndarray:
     """Half types compute in float32 (PyTorch's CPU opmath)."""
-    return a.astype(np.float32) if a.dtype in _HALF else a
+    return a.astype(np.float32) if dt.is_half_np(a.dtype) else a
 
 
 def down(r, like: np.ndarray) -> np.ndarray:

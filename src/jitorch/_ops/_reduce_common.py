@@ -66,7 +66,7 @@ def pt_name(np_dtype) -> str:
 
 def compute_array(a: np.ndarray) -> np.ndarray:
     """Half types compute in float32, like PyTorch's CPU opmath."""
-    return a.astype(np.float32) if a.dtype in (dt.float16.np, dt.bfloat16.np) else a
+    return a.astype(np.float32) if dt.is_half_np(a.dtype) else a
 
 
 def public(fn, name: str | None = None, method: bool = True):

@@ -166,7 +166,7 @@ def _einsum_impl(operands, spec):
         res_dt = np.dtype(np.int64)  # a one-operand reduction is a sum: ints accumulate in int64
     elif d0 == np.bool_ and summed:
         no_bool(operands[0], "bmm")
-    compute = np.float32 if d0 in (dt.float16.np, dt.bfloat16.np) else (
+    compute = np.float32 if dt.is_half_np(d0) else (
         np.int64 if d0 == np.bool_ else res_dt)
     ids = {x: i for i, x in enumerate(sorted(sizes))}  # NumPy wants labels in [0, 52)
     args = []
@@ -332,7 +332,7 @@ def _tensordot(a, b, dims=2):
     if a.dtype != b.dtype:
         raise RuntimeError("both inputs should have same dtype")
     no_bool(a, "addmm_impl_cpu_")
-    compute = np.float32 if a.dtype in (dt.float16.np, dt.bfloat16.np) else a.dtype
+    compute = np.float32 if dt.is_half_np(a.dtype) else a.dtype
     with np.errstate(all="ignore"):
         r = np.tensordot(a.astype(compute, copy=False), b.astype(compute, copy=False),
                          axes=(list(da), list(db)))

@@ -291,8 +291,8 @@ def _add_product(input, prod, beta, alpha):
             prod = (prod * alpha).astype(prod.dtype)
         if beta == 0:  # PyTorch ignores input (even NaN/inf) when beta is 0
             return np.array(prod, copy=True)
-        scaled = out if beta == 1 else (out.astype(np.float32) * beta if out.dtype in (
-            dt.float16.np, dt.bfloat16.np) else out * beta)
+        scaled = out if beta == 1 else (out.astype(np.float32) * beta if dt.is_half_np(
+            out.dtype) else out * beta)
         return (scaled + prod).astype(prod.dtype)
 
 
@@ -364,8 +364,8 @@ def _addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     no_bool(input, "addbmm")
     prod = matmul_arrays(batch1, batch2)
     with np.errstate(all="ignore"):
-        prod = prod.astype(np.float32).sum(0).astype(prod.dtype) if prod.dtype in (
-            dt.float16.np, dt.bfloat16.np) else prod.sum(0, dtype=prod.dtype)
+        prod = prod.astype(np.float32).sum(0).astype(prod.dtype) if dt.is_half_np(
+            prod.dtype) else prod.sum(0, dtype=prod.dtype)
     return _add_product(input, prod, beta, alpha)
 
 

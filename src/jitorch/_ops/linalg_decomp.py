@@ -10,7 +10,6 @@ compose to higher order; autograd reduces broadcast batch dims.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs
 
 from .. import return_types
 from .._tensor import Tensor
@@ -33,11 +32,13 @@ _linalg_eigh_t = return_types.make("linalg_eigh", ("eigenvalues", "eigenvectors"
 
 
 def _getrf_info(m) -> int:
+    from scipy.linalg import get_lapack_funcs  # (only on a failure: scipy.linalg is heavy)
     getrf, = get_lapack_funcs(("getrf",), (m,))
     return getrf(m)[2]
 
 
 def _potrf_info(m) -> int:
+    from scipy.linalg import get_lapack_funcs
     potrf, = get_lapack_funcs(("potrf",), (m,))
     return potrf(m, lower=True)[1]
 

@@ -134,7 +134,7 @@ def _trace(input):
     d = _diagonal_view(input, 0, 0, 1)
     if input.dtype.kind in "iu":
         return np.asarray(d.sum(dtype=np.int64))
-    if input.dtype in (dt.float16.np, dt.bfloat16.np):
+    if dt.is_half_np(input.dtype):
         return np.asarray(d.astype(np.float32).sum()).astype(input.dtype)
     return np.asarray(d.sum())
 

@@ -9,7 +9,6 @@ its gradient is the norm's.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 
 from .. import _dtype as dt
 from .._tensor import Tensor
@@ -30,6 +29,7 @@ def _matrix_exp(input):
     if dt.from_numpy_dtype(a.dtype).category < dt.FLOAT:
         raise RuntimeError("linalg.matrix_exp: Expected a floating point or complex tensor as "
                            f"input. Got {pt(a)}")
+    import scipy.linalg  # (imported on use: it is heavy for `import jitorch`)
     work = a.astype(np.result_type(a.dtype, np.float32))
     flat = work.reshape((-1,) + a.shape[-2:])
     out = np.empty_like(flat)

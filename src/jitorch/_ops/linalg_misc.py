@@ -85,7 +85,7 @@ def _cross(input, other, dim=None):
     a = np.broadcast_to(input, shape)
     b = np.broadcast_to(other, shape)
     with np.errstate(all="ignore"):
-        if a.dtype in (dt.float16.np, dt.bfloat16.np):
+        if dt.is_half_np(a.dtype):
             return np.cross(a.astype(np.float32), b.astype(np.float32), axis=d).astype(a.dtype)
         return np.cross(a, b, axis=d).astype(a.dtype)
 
@@ -121,7 +121,7 @@ def _vecdot(x, y, dim=-1):
                            f"input. Got {pt(x)}")
     shape = broadcast_shape(x.shape, y.shape)
     d = wrap_dim(dim, len(shape))
-    c = np.float32 if x.dtype in (dt.float16.np, dt.bfloat16.np) else x.dtype
+    c = np.float32 if dt.is_half_np(x.dtype) else x.dtype
     with np.errstate(all="ignore"):
         r = (np.conj(x.astype(c, copy=False)) * y.astype(c, copy=False)).sum(axis=d)
     return np.asarray(r).astype(x.dtype)

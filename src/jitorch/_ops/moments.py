@@ -25,7 +25,7 @@ __all__ = ["var", "std", "var_mean", "std_mean", "norm"]
 
 
 def _check_float(name, np_dtype):
-    if np_dtype.kind not in "fc" and np_dtype != dt.bfloat16.np:
+    if np_dtype.kind not in "fc" and not dt.is_bfloat16_np(np_dtype):
         what = "std and var" if name in ("std", "var") else name
         raise RuntimeError(f"{what} only support floating point and complex dtypes")
 
@@ -172,7 +172,7 @@ def _norm_p(p):
 
 
 def _norm_impl(input, p="fro", dim=None, keepdim=False, dtype=None):
-    if input.dtype.kind not in "fc" and input.dtype != dt.bfloat16.np:
+    if input.dtype.kind not in "fc" and not dt.is_bfloat16_np(input.dtype):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {pt_name(input.dtype)}")
     x = input if dtype is None else input.astype(dtype.np)

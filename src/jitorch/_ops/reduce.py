@@ -124,7 +124,7 @@ nansum = defop("nansum", _nansum, kind="reduction", vjp=_nansum_vjp, jvp=_nansum
 
 
 def _nanmean(input, dim=None, keepdim=False, *, dtype=None):
-    if input.dtype.kind not in "fc" and input.dtype != dt.bfloat16.np:
+    if input.dtype.kind not in "fc" and not dt.is_bfloat16_np(input.dtype):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {pt_name(input.dtype)}")
     x = input if dtype is None else input.astype(dtype.np)

@@ -27,8 +27,6 @@ _NOT_YET = "no CPU lowering yet (index_select, index_add, embedding are lowered)
 __all__ = ["index_select", "gather", "scatter", "scatter_add", "scatter_reduce", "index_add",
            "index_copy", "index_fill", "take", "put", "take_along_dim"]
 
-_HALF = (dt.float16.np, dt.bfloat16.np)
-
 
 def _api(*order):
     """Give an impl PyTorch's parameter order (`gather(input, dim, index)`) as its signature.
@@ -265,7 +263,7 @@ def _scatter_reduce(input, index, src, dim, reduce, *, include_self=True):
     if reduce == "mean" and input.dtype == np.bool_:
         raise NotImplementedError('"scatter_gather_tensor_cpu_reduce_mean" not implemented for '
                                   "'Bool'")
-    comp = np.float32 if input.dtype in _HALF else input.dtype
+    comp = np.float32 if dt.is_half_np(input.dtype) else input.dtype
     out = np.array(input, dtype=comp, copy=True)
     if not ix.size:
         return out.astype(input.dtype, copy=False)
@@ -380,7 +378,7 @@ def _index_add(input, index, source, dim, *, alpha=1):
         f"index_add_(): Number of indices ({idx.size}) should be equal to source.size(dim): "
         f"({_1d(source).shape[d]}), for dim: {d}"))
     _check_bounds(idx, _1d(input).shape[d], d, RuntimeError, lo=0)
-    comp = np.float32 if input.dtype in _HALF else input.dtype
+    comp = np.float32 if dt.is_half_np(input.dtype) else input.dtype
     out = np.array(input, dtype=comp, copy=True)
     if input.dtype.kind in "iu":
         alpha = int(alpha)

@@ -204,7 +204,7 @@ bincount = defop("bincount", _bincount, tensors=("input", "weights"), kind="othe
 
 
 def _histc(input, bins=100, min=0, max=0):
-    if input.dtype.kind not in "f" and input.dtype != dt.bfloat16.np:
+    if input.dtype.kind not in "f" and not dt.is_bfloat16_np(input.dtype):
         raise NotImplementedError(f'"histogram_cpu" not implemented for '
                                   f"'{pt_name(input.dtype)}'")
     if bins <= 0:

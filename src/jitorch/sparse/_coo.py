@@ -18,7 +18,6 @@ the sparse tensor of its values' gradient on its pattern, as PyTorch's is.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as _sp
 
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from .. import _dtype as dt
@@ -350,6 +349,7 @@ class _SpMM(Function):
         cast = v.dtype.type not in _SCIPY_DTYPES  # half, bfloat16: computed in float32
         if cast:
             v, d = v.astype(np.float32), d.astype(np.float32)
+        import scipy.sparse as _sp  # (imported on use: it is heavy for `import jitorch`)
         a = _sp.csr_matrix((v, (rows, cols)), shape=shape)
         out = np.asarray(a @ d)
         return Tensor._make(out.astype(values._data.dtype) if cast else out, values._dtype)
@@ -393,6 +393,7 @@ def _spgemm(a: "SparseTensor", b: "SparseTensor") -> "SparseTensor":
     if a._shape[1] != b._shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._shape[0]}x"
                            f"{a._shape[1]} and {b._shape[0]}x{b._shape[1]})")
+    import scipy.sparse as _sp
     mats = [_sp.csr_matrix((s._vals._data, tuple(s._idx._data)), shape=s._shape)
             for s in (a, b)]
     c = (mats[0] @ mats[1]).tocoo()

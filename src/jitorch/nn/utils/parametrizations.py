@@ -13,7 +13,6 @@ from __future__ import annotations
 from enum import Enum, auto
 
 import numpy as np
-import scipy.linalg
 
 from ... import _dtype as dt
 from ... import autograd
@@ -143,6 +142,7 @@ def _geqrf(a: Tensor):
     """LAPACK's geqrf (reflectors below the diagonal, R above, and tau), per matrix."""
     arr = a.detach().numpy()
     flat = arr.reshape((-1,) + arr.shape[-2:])
+    import scipy.linalg  # (imported on use: it is heavy for `import jitorch`)
     outs, taus = [], []
     for m in flat:
         (qr, tau), _r = scipy.linalg.qr(m, mode="raw")
