@@ -15,7 +15,6 @@ NumPy's batched solve on the triangle. Autograd:
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import get_lapack_funcs
 
 from .. import return_types
 from .._tensor import Tensor
@@ -126,6 +125,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
 
 # --- LU factorisation ---------------------------------------------------------------------------
 def _getrf(m):
+    from scipy.linalg import get_lapack_funcs  # (scipy.linalg: imported where used)
     getrf, = get_lapack_funcs(("getrf",), (m,))
     lu, piv, info = getrf(m)
     return lu, piv, info
