@@ -234,7 +234,7 @@ def attention(a, query, key, value, key_padding_mask, need_weights, attn_mask, a
               is_causal):
     """`MultiheadAttention.forward`'s `(output, weights)` computed compiled; None where the
     eager path must run it (switched off, not eligible, or arguments it rejects)."""
-    if not enabled() or not _plain_attention(a) or not _no_hooks((a.out_proj,)) or \
+    if not enabled() or not _plain_attention(a) or \
             not _check_attention(a, query, key, value, key_padding_mask, attn_mask, is_causal):
         return None
     if query.numel() == 0 or key.numel() == 0:
