@@ -121,7 +121,8 @@ class _Flat:
         return name
 
     def param(self, mod, attr: str, prefix: str) -> str:
-        t = getattr(mod, attr)
+        d = mod._parameters  # (exact layer types only: no parametrized property in the way)
+        t = d[attr] if attr in d else getattr(mod, attr)
         if t is None:
             return "None"
         name = prefix + attr
@@ -180,18 +181,34 @@ class _Flat:
             self.lines.append(f"{out} = {out}.transpose(0, 1)")
 
 
+_LAYERS = None  # the layer classes the flat sources write out (imported at first use)
+
+
+def _layer_types():
+    global _LAYERS
+    if _LAYERS is None:
+        from .attention import MultiheadAttention
+        from .dropout import Dropout
+        from .linear import Linear, NonDynamicallyQuantizableLinear
+        from .normalization import LayerNorm
+        _LAYERS = (MultiheadAttention, NonDynamicallyQuantizableLinear, Linear, LayerNorm,
+                   Dropout)
+    return _LAYERS
+
+
 def _plain_attention(a) -> bool:
     """`a` is a MultiheadAttention the flat source writes out (no bias_k/v, zero attention)."""
-    from .attention import MultiheadAttention
-    from .linear import NonDynamicallyQuantizableLinear
-    return type(a) is MultiheadAttention and a.bias_k is None and a.bias_v is None and \
-        not a.add_zero_attn and type(a.out_proj) is NonDynamicallyQuantizableLinear
+    mha, ndq = _layer_types()[:2]
+    d = a.__dict__
+    return type(a) is mha and d["bias_k"] is None and d["bias_v"] is None and \
+        not d["add_zero_attn"] and type(a._modules["out_proj"]) is ndq
 
 
-def _no_hooks(mods) -> bool:
-    for s in mods:
-        if s._forward_hooks or s._forward_pre_hooks or s._backward_hooks or \
-                s._backward_pre_hooks:
+def _no_hooks(m) -> bool:
+    """No hook on `m`'s submodules (their calls are what the flat function leaves out)."""
+    for s in m._modules.values():
+        if s is not None and (s._forward_hooks or s._forward_pre_hooks or s._backward_hooks or
+                              s._backward_pre_hooks or s._modules and not _no_hooks(s)):
             return False
     return True
 
@@ -258,23 +275,24 @@ def _ret_none(out):
 def _plain_layer(m, attns) -> bool:
     """Layer `m` has the submodules its forward expects, written out by the flat source: no
     replaced or hooked submodule, relu/gelu, no in-place dropout, sizes that fit together."""
-    from .dropout import Dropout
-    from .linear import Linear
-    from .normalization import LayerNorm
-    if not (m._act_is_relu or m._act_is_gelu) or not _no_hooks(m.modules()):
+    _, _, Linear, LayerNorm, Dropout = _layer_types()
+    if not (m._act_is_relu or m._act_is_gelu) or not _no_hooks(m):
         return False
     for a in attns:
         if not _plain_attention(a):
             return False
     e = attns[0].embed_dim
-    l1, l2 = m.linear1, m.linear2
+    mods = m._modules
+    l1, l2 = mods["linear1"], mods["linear2"]
     if type(l1) is not Linear or type(l2) is not Linear or l1.in_features != e or \
             l2.in_features != l1.out_features or l2.out_features != e:
         return False
-    for n in (m.norm1, m.norm2, getattr(m, "norm3", m.norm1)):
+    for k in ("norm1", "norm2", "norm3"):
+        n = mods.get(k, mods["norm1"])
         if type(n) is not LayerNorm or tuple(n.normalized_shape) != (e,):
             return False
-    for d in (m.dropout, m.dropout1, m.dropout2, getattr(m, "dropout3", m.dropout)):
+    for k in ("dropout", "dropout1", "dropout2", "dropout3"):
+        d = mods.get(k, mods["dropout"])
         if type(d) is not Dropout or d.inplace:
             return False
     return True
