@@ -1,8 +1,13 @@
 """Eager calls of the library's own layers served by their compiled composites.
 
 Owns the decision, at an eager (not scripted, not traced) call of `nn.RNN` / `nn.LSTM` /
-`nn.GRU`, to run the whole sequence as one scripted function instead of one Python step per
-time step, and the table of those functions. The function is the layer's "flat" twin
+`nn.GRU`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer` or `nn.TransformerDecoderLayer`,
+to run the call as one scripted "flat" function of its inputs and parameters instead of one
+eager op at a time, the flat sources of the attention and Transformer layers (`_Flat`), and the
+table of those functions (`_script`: one per source).
+
+Recurrent layers run the whole sequence as one function instead of one Python step per time
+step. The function is the layer's "flat" twin
 (`_rnn_script.source(m, "flat")`: `(input, h0[, c0], *parameters)`, dropout baked in for the
 training mode), scripted once per configuration (mode, layers, directions, bias, projection,
 batch_first, dropout in training) and shared by every instance with it; the `ScriptFunction`
@@ -18,6 +23,16 @@ eager ops themselves keeps the eager path: `jit.trace` recording, a dispatch mod
 (`__torch_dispatch__`-style, vmap), autocast, tensor subclasses, dtypes other than float32 /
 float64, devices other than the CPU, empty sequences or batches, and PackedSequence inputs
 (handled by the layer's packed loop). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
+
+The attention and Transformer layers' flat source writes the forward out with the call's
+configuration as literals (sizes, eps, norm_first, relu/gelu, batch_first, training-mode
+dropout probabilities, which masks are given, need_weights, is_causal, batched or not) and
+every parameter an argument: `F.multi_head_attention_forward` (its composite compiles),
+`F.layer_norm`, `F.linear`, `F.dropout` (the Philox mask: the same random stream as eager).
+The eager path keeps a call whose arguments MultiheadAttention rejects (it raises the eager
+error), a submodule with a hook or of another type (a replaced `linear1`, an activation
+module), in-place dropout, bias_k / bias_v / add_zero_attn, masks of another float dtype,
+empty inputs, and everything `_eligible` refuses.
 """
 from __future__ import annotations
 
