@@ -123,3 +123,16 @@ def test_a_hooked_submodule_keeps_the_eager_path(monkeypatch):
     assert seen == [(L, B, 16)] * 2  # the hook ran: the eager forward called the submodule
     assert jt.jit.stats()["functions"].get(name, {}).get("calls", 0) == before
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_bias_kv_attention_keeps_the_eager_path(monkeypatch):
+    """bias_k / bias_v (a rare variant the flat source does not write out): the eager path."""
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    jt.manual_seed(0)
+    m = nn.MultiheadAttention(E, H, add_bias_kv=True)
+    x = jt.randn(L, E)  # unbatched
+    before = jt.jit.stats()["calls"]
+    with jt.no_grad():
+        out, w = m(x, x, x)
+    assert jt.jit.stats()["calls"] == before
+    assert tuple(out.shape) == (L, E) and tuple(w.shape) == (L, L + 1)

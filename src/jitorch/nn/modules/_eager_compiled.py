@@ -214,9 +214,8 @@ def _layer_types():
 def _plain_attention(a) -> bool:
     """`a` is a MultiheadAttention the flat source writes out (no bias_k/v, zero attention)."""
     mha, ndq = _layer_types()[:2]
-    d = a.__dict__
-    return type(a) is mha and d["bias_k"] is None and d["bias_v"] is None and \
-        not d["add_zero_attn"] and type(a._modules["out_proj"]) is ndq
+    return type(a) is mha and a.bias_k is None and a.bias_v is None and \
+        not a.add_zero_attn and type(a._modules["out_proj"]) is ndq
 
 
 def _no_hooks(m) -> bool:
