@@ -214,6 +214,22 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                                  _layer="multi_head_attention_forward"
                                  ) -> Tuple[Tensor, Optional[Tensor]]:
     """Sequence-first (L, N, E) or unbatched (L, E) multi-head attention (PyTorch's math)."""
+    _check_args(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, bias_k,
+                bias_v, add_zero_attn, key_padding_mask, attn_mask, use_separate_proj_weight,
+                k_proj_weight, v_proj_weight, static_k, static_v, is_causal, _layer)
+    body = _mha.body(embed_dim_to_check, num_heads, add_zero_attn, dropout_p, training,
+                     use_separate_proj_weight, bias_k is not None, bias_v is not None,
+                     False, False, _layer)
+    return body(query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v,
+                out_proj_weight, out_proj_bias, key_padding_mask, need_weights, attn_mask,
+                q_proj_weight, k_proj_weight, v_proj_weight, average_attn_weights, is_causal)
+
+
+def _check_args(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, bias_k,
+                bias_v, add_zero_attn, key_padding_mask, attn_mask, use_separate_proj_weight,
+                k_proj_weight, v_proj_weight, static_k, static_v, is_causal, _layer) -> None:
+    """The argument checks of `multi_head_attention_forward` (PyTorch's errors), also run
+    before an eager call served compiled (nn/modules/_eager_compiled.py)."""
     if static_k is not None or static_v is not None:
         raise NotImplementedError(f"{_layer}: static_k / static_v are not supported")
     is_batched = query.dim() == 3
@@ -270,12 +286,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if got != (bsz, full):
             raise AssertionError(f"{_layer}: expecting key_padding_mask shape of "
                                  f"{(bsz, full)}, but got {got}")
-    body = _mha.body(embed_dim_to_check, num_heads, add_zero_attn, dropout_p, training,
-                     use_separate_proj_weight, bias_k is not None, bias_v is not None,
-                     False, False, _layer)
-    return body(query, key, value, in_proj_weight, in_proj_bias, bias_k, bias_v,
-                out_proj_weight, out_proj_bias, key_padding_mask, need_weights, attn_mask,
-                q_proj_weight, k_proj_weight, v_proj_weight, average_attn_weights, is_causal)
 
 
 expose(_mha, multi_head_attention_forward)

@@ -1,8 +1,13 @@
 """Eager calls of the library's own layers served by their compiled composites.
 
 Owns the decision, at an eager (not scripted, not traced) call of `nn.RNN` / `nn.LSTM` /
-`nn.GRU`, to run the whole sequence as one scripted function instead of one Python step per
-time step, and the table of those functions. The function is the layer's "flat" twin
+`nn.GRU`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer` or `nn.TransformerDecoderLayer`,
+to run the call as one scripted "flat" function of its inputs and parameters instead of one
+eager op at a time, the flat sources of the attention and Transformer layers (`_Flat`), and the
+table of those functions (`_script`: one per source).
+
+Recurrent layers run the whole sequence as one function instead of one Python step per time
+step. The function is the layer's "flat" twin
 (`_rnn_script.source(m, "flat")`: `(input, h0[, c0], *parameters)`, dropout baked in for the
 training mode), scripted once per configuration (mode, layers, directions, bias, projection,
 batch_first, dropout in training) and shared by every instance with it; the `ScriptFunction`
@@ -18,6 +23,16 @@ eager ops themselves keeps the eager path: `jit.trace` recording, a dispatch mod
 (`__torch_dispatch__`-style, vmap), autocast, tensor subclasses, dtypes other than float32 /
 float64, devices other than the CPU, empty sequences or batches, and PackedSequence inputs
 (handled by the layer's packed loop). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
+
+The attention and Transformer layers' flat source writes the forward out with the call's
+configuration as literals (sizes, eps, norm_first, relu/gelu, batch_first, training-mode
+dropout probabilities, which masks are given, need_weights, is_causal, batched or not) and
+every parameter an argument: `F.multi_head_attention_forward` (its composite compiles),
+`F.layer_norm`, `F.linear`, `F.dropout` (the Philox mask: the same random stream as eager).
+The eager path keeps a call whose arguments MultiheadAttention rejects (it raises the eager
+error), a submodule with a hook or of another type (a replaced `linear1`, an activation
+module), in-place dropout, bias_k / bias_v / add_zero_attn, masks of another float dtype,
+empty inputs, and everything `_eligible` refuses.
 """
 from __future__ import annotations
 
@@ -63,16 +78,21 @@ def _eligible(tensors) -> bool:
     return True
 
 
-def _function(m):
-    from . import _rnn_script
-    src = _rnn_script.source(m, "flat")
+def _script(src: str, layer: str):
+    """The ScriptFunction of flat source `src` (one per source: per configuration)."""
     sf = _FNS.get(src)
     if sf is None:
-        fn = _rnn_script._make(src, type(m).__name__)
+        from . import _rnn_script
+        fn = _rnn_script._make(src, layer)
         sf = _jt.jit.script(fn)
-        sf.name = sf.__name__ = f"nn.{type(m).__name__}[eager]"
+        sf.name = sf.__name__ = f"nn.{layer}[eager]"
         _FNS[src] = sf
     return sf
+
+
+def _function(m):
+    from . import _rnn_script
+    return _script(_rnn_script.source(m, "flat"), type(m).__name__)
 
 
 def rnn(m, input: Tensor, states: tuple):
@@ -86,3 +106,285 @@ def rnn(m, input: Tensor, states: tuple):
     if not _eligible(tensors):
         return None
     return _function(m)(*tensors)
+
+
+# -- attention and Transformer layers ------------------------------------------------------
+# The flat source of a call: the layer's forward written out with its configuration (sizes,
+# flags, dropout probabilities in training mode, which masks are given) as literals and every
+# parameter an argument, so instances of one configuration share one function.
+
+class _Flat:
+    """Collects the flat source of one call: its lines and argument names, the tensors to
+    pass (inputs, then parameters in the order of first use) and the masks given."""
+
+    def __init__(self):
+        self.args, self.values, self.tensors, self.masks, self.lines = [], [], [], [], []
+        self.seen: dict = {}
+
+    def input(self, name: str, t) -> str:
+        self.args.append(name)
+        self.values.append(t)
+        self.tensors.append(t)
+        return name
+
+    def mask(self, name: str, t) -> str:
+        if t is None:
+            return "None"
+        self.args.append(name)
+        self.values.append(t)
+        self.masks.append(t)
+        return name
+
+    def param(self, mod, attr: str, prefix: str) -> str:
+        d = mod._parameters  # (exact layer types only: no parametrized property in the way)
+        t = d[attr] if attr in d else getattr(mod, attr)
+        if t is None:
+            return "None"
+        name = prefix + attr
+        if name not in self.seen:
+            self.seen[name] = t
+            self.args.append(name)
+            self.values.append(t)
+            self.tensors.append(t)
+        return name
+
+    def source(self, ret: str) -> str:
+        return "\n".join([f"def forward({', '.join(self.args)}):"] +
+                         ["    " + ln for ln in self.lines + [f"return {ret}"]]) + "\n"
+
+    def dropout(self, x: str, d) -> None:
+        if d.training and d.p > 0:
+            self.lines.append(f"{x} = F.dropout({x}, {float(d.p)!r}, True)")
+
+    def layer_norm(self, out: str, x: str, n, prefix: str) -> None:
+        self.lines.append(f"{out} = F.layer_norm({x}, {tuple(n.normalized_shape)!r}, "
+                          f"{self.param(n, 'weight', prefix)}, "
+                          f"{self.param(n, 'bias', prefix)}, {float(n.eps)!r})")
+
+    def linear(self, out: str, x: str, lin, prefix: str) -> None:
+        self.lines.append(f"{out} = F.linear({x}, {self.param(lin, 'weight', prefix)}, "
+                          f"{self.param(lin, 'bias', prefix)})")
+
+    def attention(self, a, prefix: str, out: str, q: str, kv, batched: bool, mask: str,
+                  kpm: str, need_weights: bool, average: bool, causal: bool,
+                  weights: str = "_w") -> None:
+        """`out, weights = a(q, k, v, ...)` as `MultiheadAttention.forward` computes it;
+        `kv`: the key and value names (one name for both, or q's: self-attention)."""
+        k, v = (kv, kv) if isinstance(kv, str) else kv
+        if a.batch_first and batched:  # MultiheadAttention.forward's transposes
+            self.lines.append(f"{prefix}q = {q}.transpose(0, 1)")
+            names = {q: f"{prefix}q"}
+            for n in (k, v):
+                if n not in names:
+                    names[n] = f"{prefix}kv{len(names)}"
+                    self.lines.append(f"{names[n]} = {n}.transpose(0, 1)")
+            q, k, v = names[q], names[k], names[v]
+        sep = not a._qkv_same_embed_dim
+        P = lambda attr: self.param(a, attr, prefix)  # noqa: E731
+        self.lines.append(
+            f"{out}, {weights} = F.multi_head_attention_forward({q}, {k}, {v}, {a.embed_dim}, "
+            f"{a.num_heads}, {P('in_proj_weight')}, {P('in_proj_bias')}, None, None, False, "
+            f"{float(a.dropout)!r}, {self.param(a.out_proj, 'weight', prefix + 'out_proj_')}, "
+            f"{self.param(a.out_proj, 'bias', prefix + 'out_proj_')}, "
+            f"training={bool(a.training)}, key_padding_mask={kpm}, "
+            f"need_weights={bool(need_weights)}, attn_mask={mask}, "
+            f"use_separate_proj_weight={sep}, q_proj_weight={P('q_proj_weight')}, "
+            f"k_proj_weight={P('k_proj_weight')}, v_proj_weight={P('v_proj_weight')}, "
+            f"average_attn_weights={bool(average)}, is_causal={bool(causal)}, "
+            f"_layer={a._get_name()!r})")
+        if a.batch_first and batched:
+            self.lines.append(f"{out} = {out}.transpose(0, 1)")
+
+
+_LAYERS = None  # the layer classes the flat sources write out (imported at first use)
+
+
+def _layer_types():
+    global _LAYERS
+    if _LAYERS is None:
+        from .attention import MultiheadAttention
+        from .dropout import Dropout
+        from .linear import Linear, NonDynamicallyQuantizableLinear
+        from .normalization import LayerNorm
+        _LAYERS = (MultiheadAttention, NonDynamicallyQuantizableLinear, Linear, LayerNorm,
+                   Dropout)
+    return _LAYERS
+
+
+def _plain_attention(a) -> bool:
+    """`a` is a MultiheadAttention the flat source writes out (no bias_k/v, zero attention)."""
+    mha, ndq = _layer_types()[:2]
+    return type(a) is mha and a.bias_k is None and a.bias_v is None and \
+        not a.add_zero_attn and type(a._modules["out_proj"]) is ndq
+
+
+def _no_hooks(m) -> bool:
+    """No hook on `m`'s submodules (their calls are what the flat function leaves out)."""
+    for s in m._modules.values():
+        if s is not None and (s._forward_hooks or s._forward_pre_hooks or s._backward_hooks or
+                              s._backward_pre_hooks or s._modules and not _no_hooks(s)):
+            return False
+    return True
+
+
+def _check_attention(a, q, k, v, kpm, mask, causal) -> bool:
+    """Whether `a(q, k, v, ...)` passes MultiheadAttention's checks (a failing call keeps the
+    eager path, which raises the eager error)."""
+    from .._functional_attention import _check_args
+    for t in (q, k, v):
+        if type(t) is not Tensor and type(t) is not Parameter:
+            return False
+    if q.dim() not in (2, 3):
+        return False
+    if a.batch_first and q.dim() == 3:
+        if k.dim() != 3 or v.dim() != 3:
+            return False
+        q, k, v = q.transpose(0, 1), k.transpose(0, 1), v.transpose(0, 1)
+    try:
+        _check_args(q, k, v, a.embed_dim, a.num_heads, a.in_proj_weight, None, None, False,
+                    kpm, mask, not a._qkv_same_embed_dim, a.k_proj_weight, a.v_proj_weight,
+                    None, None, causal, a._get_name())
+    except Exception:
+        return False
+    return True
+
+
+def _run(fl: _Flat, layer: str, ret: str):
+    tensors = fl.tensors
+    if not _eligible(tensors):
+        return None
+    dt = tensors[0].dtype
+    for t in fl.masks:
+        if type(t) is not Tensor or t._device is not Tensor._device or \
+                t.dtype is not _jt.bool and t.dtype != dt:
+            return None
+    return _script(fl.source(ret), layer)(*fl.values)
+
+
+def attention(a, query, key, value, key_padding_mask, need_weights, attn_mask, average,
+              is_causal):
+    """`MultiheadAttention.forward`'s `(output, weights)` computed compiled; None where the
+    eager path must run it (switched off, not eligible, or arguments it rejects)."""
+    if not enabled() or not _plain_attention(a) or \
+            not _check_attention(a, query, key, value, key_padding_mask, attn_mask, is_causal):
+        return None
+    if query.numel() == 0 or key.numel() == 0:
+        return None
+    fl = _Flat()
+    q = fl.input("query", query)
+    kv = q if key is query and value is query else \
+        (fl.input("key", key), fl.input("value", value) if value is not key else "key")
+    m = fl.mask("attn_mask", attn_mask)
+    kp = fl.mask("key_padding_mask", key_padding_mask)
+    fl.attention(a, "", "out", q, kv, query.dim() == 3, m, kp, need_weights, average,
+                 is_causal, "w")
+    return _run(fl, "MultiheadAttention", "out, w") if need_weights else \
+        _ret_none(_run(fl, "MultiheadAttention", "out"))
+
+
+def _ret_none(out):
+    return None if out is None else (out, None)
+
+
+def _plain_layer(m, attns) -> bool:
+    """Layer `m` has the submodules its forward expects, written out by the flat source: no
+    replaced or hooked submodule, relu/gelu, no in-place dropout, sizes that fit together."""
+    _, _, Linear, LayerNorm, Dropout = _layer_types()
+    if not (m._act_is_relu or m._act_is_gelu) or not _no_hooks(m):
+        return False
+    for a in attns:
+        if not _plain_attention(a):
+            return False
+    e = attns[0].embed_dim
+    mods = m._modules
+    l1, l2 = mods["linear1"], mods["linear2"]
+    if type(l1) is not Linear or type(l2) is not Linear or l1.in_features != e or \
+            l2.in_features != l1.out_features or l2.out_features != e:
+        return False
+    for k in ("norm1", "norm2", "norm3"):
+        n = mods.get(k, mods["norm1"])
+        if type(n) is not LayerNorm or tuple(n.normalized_shape) != (e,):
+            return False
+    for k in ("dropout", "dropout1", "dropout2", "dropout3"):
+        d = mods.get(k, mods["dropout"])
+        if type(d) is not Dropout or d.inplace:
+            return False
+    return True
+
+
+def _feed_forward(fl: _Flat, m, x: str, last_dropout) -> None:
+    """`f = m._ff_block(x)`."""
+    fl.linear("f", x, m.linear1, "linear1_")
+    fl.lines.append("f = F.relu(f)" if m._act_is_relu else "f = F.gelu(f)")
+    fl.dropout("f", m.dropout)
+    fl.linear("f", "f", m.linear2, "linear2_")
+    fl.dropout("f", last_dropout)
+
+
+def _add_block(fl: _Flat, m, norm: str, block) -> None:
+    """`x = x + block(norm(x))` (norm_first) or `x = norm(x + block(x))`; `block(fl, y)` writes
+    the lines of its result `f` from input `y`."""
+    n = getattr(m, norm)
+    if m.norm_first:
+        fl.layer_norm("y", "x", n, norm + "_")
+        block(fl, "y")
+        fl.lines.append("x = x + f")
+    else:
+        block(fl, "x")
+        fl.lines.append("x = x + f")
+        fl.layer_norm("x", "x", n, norm + "_")
+
+
+def encoder_layer(m, src, src_mask, src_key_padding_mask, is_causal):
+    """`TransformerEncoderLayer.forward` computed compiled; None where the eager path runs it."""
+    a = m.self_attn
+    if not enabled() or not _plain_layer(m, (a,)) or \
+            not _check_attention(a, src, src, src, src_key_padding_mask, src_mask, is_causal) \
+            or src.numel() == 0:
+        return None
+    fl = _Flat()
+    fl.lines.append(f"x = {fl.input('src', src)}")
+    mask = fl.mask("src_mask", src_mask)
+    kpm = fl.mask("src_key_padding_mask", src_key_padding_mask)
+    batched = src.dim() == 3
+
+    def sa(fl, y):
+        fl.attention(a, "self_attn_", "f", y, y, batched, mask, kpm, False, True, is_causal)
+        fl.dropout("f", m.dropout1)
+    _add_block(fl, m, "norm1", sa)
+    _add_block(fl, m, "norm2", lambda fl, y: _feed_forward(fl, m, y, m.dropout2))
+    return _run(fl, "TransformerEncoderLayer", "x")
+
+
+def decoder_layer(m, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                  memory_key_padding_mask, tgt_is_causal, memory_is_causal):
+    """`TransformerDecoderLayer.forward` computed compiled; None where the eager path runs it."""
+    a, c = m.self_attn, m.multihead_attn
+    if not enabled() or not _plain_layer(m, (a, c)) or \
+            not _check_attention(a, tgt, tgt, tgt, tgt_key_padding_mask, tgt_mask,
+                                 tgt_is_causal) or \
+            not _check_attention(c, tgt, memory, memory, memory_key_padding_mask, memory_mask,
+                                 memory_is_causal) or tgt.numel() == 0 or memory.numel() == 0:
+        return None
+    fl = _Flat()
+    fl.lines.append(f"x = {fl.input('tgt', tgt)}")
+    mem = fl.input("memory", memory)
+    masks = [fl.mask(n, t) for n, t in (
+        ("tgt_mask", tgt_mask), ("memory_mask", memory_mask),
+        ("tgt_key_padding_mask", tgt_key_padding_mask),
+        ("memory_key_padding_mask", memory_key_padding_mask))]
+    batched = tgt.dim() == 3
+
+    def sa(fl, y):
+        fl.attention(a, "self_attn_", "f", y, y, batched, masks[0], masks[2], False, True,
+                     tgt_is_causal)
+        fl.dropout("f", m.dropout1)
+
+    def ca(fl, y):
+        fl.attention(c, "multihead_attn_", "f", y, mem, batched, masks[1], masks[3], False,
+                     True, memory_is_causal)
+        fl.dropout("f", m.dropout2)
+    _add_block(fl, m, "norm1", sa)
+    _add_block(fl, m, "norm2", ca)
+    _add_block(fl, m, "norm3", lambda fl, y: _feed_forward(fl, m, y, m.dropout3))
+    return _run(fl, "TransformerDecoderLayer", "x")

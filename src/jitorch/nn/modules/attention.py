@@ -14,7 +14,9 @@ import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from ..._tensor import Tensor
 from .. import init
 from .._functional_attention import multi_head_attention_forward
+from ...script.frontend.lang import is_scripting
 from ..parameter import Parameter
+from . import _eager_compiled
 from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
 
@@ -87,6 +89,12 @@ class MultiheadAttention(Module):
                 key_padding_mask: Optional[Tensor] = None, need_weights: bool = True,
                 attn_mask: Optional[Tensor] = None, average_attn_weights: bool = True,
                 is_causal: bool = False):
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.attention(self, query, key, value, key_padding_mask,
+                                            need_weights, attn_mask, average_attn_weights,
+                                            is_causal)
+            if res is not None:
+                return res
         name = self._get_name()
         for arg, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, Tensor):

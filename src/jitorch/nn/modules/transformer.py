@@ -13,8 +13,10 @@ from typing import Optional
 
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from ..._tensor import Tensor
+from ...script.frontend.lang import is_scripting
 from .. import functional as F
 from .. import init
+from . import _eager_compiled
 from .attention import MultiheadAttention
 from .container import ModuleList
 from .dropout import Dropout
@@ -96,6 +98,11 @@ class TransformerEncoderLayer(_StaticFlags):
     def forward(self, src: Tensor, src_mask: Optional[Tensor] = None,
                 src_key_padding_mask: Optional[Tensor] = None,
                 is_causal: bool = False) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.encoder_layer(self, src, src_mask, src_key_padding_mask,
+                                                is_causal)
+            if res is not None:
+                return res
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -156,6 +163,12 @@ class TransformerDecoderLayer(_StaticFlags):
                 tgt_key_padding_mask: Optional[Tensor] = None,
                 memory_key_padding_mask: Optional[Tensor] = None,
                 tgt_is_causal: bool = False, memory_is_causal: bool = False) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.decoder_layer(self, tgt, memory, tgt_mask, memory_mask,
+                                                tgt_key_padding_mask, memory_key_padding_mask,
+                                                tgt_is_causal, memory_is_causal)
+            if res is not None:
+                return res
         x = tgt
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)

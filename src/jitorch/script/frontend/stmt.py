@@ -234,8 +234,16 @@ class StmtBuilder:
 
     # -- if --------------------------------------------------------------------------------
     def static_condition(self, test):
-        """A condition known at compile time (is_scripting(), a static `x is None`), or None."""
+        """A condition known at compile time (is_scripting(), a static `x is None`, `not` of
+        one: `if not is_scripting():` keeps eager-only code out of the graph), or None."""
         st = self.st
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            static, v = self.static_condition(test.operand)
+            if static is not None:
+                return not static, v
+            st.cur = test
+            return None, st.exprs.scalar_op("not", [st.exprs.as_bool(st.exprs.to_value(v))],
+                                            ir.BOOL)
         v = st.exprs.expr(test)
         if isinstance(v, ir.Value) and v.node is not None and v.node.op == "prim::Constant" \
                 and isinstance(v.node.attrs["value"], bool):
