@@ -374,3 +374,15 @@ def test_fresh_grad_has_the_parameters_layout():
     w = torch.randn(3, 4).t().detach().requires_grad_(True)  # an F-ordered leaf keeps F
     (w * 2).sum().backward()
     assert w.grad.stride() == w.stride()
+
+
+def test_forward_ad_through_an_op_without_a_forward_rule_raises_instead_of_a_zero_tangent():
+    # the mechanism (registry.dispatch): a differentiable op with no JVP rule refuses a tangent
+    # as PyTorch does; before, the tangent was dropped and the result read as zero
+    x = torch.tensor([2.0, 3.0], dtype=torch.float64)
+    q = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.ones_like(x))
+        with pytest.raises(NotImplementedError, match="forward AD with special_zeta"):
+            torch.special.zeta(dual, q)
+        torch.special.zeta(x, fwAD.make_dual(q, torch.zeros_like(q)).detach())  # no tangent

@@ -97,6 +97,10 @@ NOT_REGISTERED = {
     "backends.cuda.enable_flash_sdp": "stored for PyTorch code; no op reads it on the CPU",
     "backends.cuda.enable_mem_efficient_sdp": "as enable_flash_sdp",
     "backends.cuda.enable_math_sdp": "as enable_flash_sdp",
+    "set_default_tensor_type": "sets the default dtype (and device) through their registered "
+                               "setters",
+    "set_num_interop_threads": "stored for PyTorch code: jitorch runs one op at a time",
+    "set_warn_always": "a flag for warnings user code gives; no program reads it",
 }
 
 

@@ -161,6 +161,18 @@ def _matrix_power_ref(a, n):
     return np.linalg.matrix_power(a, n).astype(a.dtype)
 
 
+def _matrix_exp_samples(dtype, rng):
+    r = lambda *s: 0.5 * _r(dtype, rng, *s)  # noqa: E731  (moderate norms: expm well-conditioned)
+    return [Sample((r(3, 3),)), Sample((r(2, 2, 2),), name="batched"),
+            Sample((r(1, 1),), name="1x1")]
+
+
+def _matrix_exp_ref(a):
+    from scipy.linalg import expm
+    out = np.stack([expm(m) for m in a.reshape(-1, *a.shape[-2:])]) if a.size else a.copy()
+    return out.reshape(a.shape).astype(a.dtype)
+
+
 def _vecdot_samples(dtype, rng):
     r = lambda *s: _r(dtype, rng, *s)  # noqa: E731
     return [Sample((r(2, 3), r(3))), Sample((r(3, 2), r(3, 2)), {"dim": 0})]
@@ -516,6 +528,7 @@ OPINFOS = [
            lambda d, rng: [Sample(tuple(s.args[0])) for s in _multi_dot_samples(d, rng)[:1]],
            method=False),
     OpInfo("matrix_power", _matrix_power_ref, _matrix_power_samples, dtypes=ALL_REAL, **_tol()),
+    OpInfo("matrix_exp", _matrix_exp_ref, _matrix_exp_samples, dtypes=FLOATS, **_tol()),
     OpInfo("linalg.matrix_power", _matrix_power_ref, _matrix_power_samples,
            op=LA.matrix_power, method=False, **_tol()),
     OpInfo("linalg.matmul", np.matmul, _mm_samples, op=LA.matmul, method=False,

@@ -4,7 +4,8 @@ composite `dist` (`torch.dist`, `Tensor.dist`), and the composite `linalg.househ
 matrix_exp evaluates with SciPy's scaling-and-squaring Padé `expm` per matrix; its gradient is
 PyTorch's: for cotangent G, the upper-right block of exp([[A^H, G], [0, A^H]]), built from
 jitorch ops so that it is itself differentiable. `dist` is `vector_norm(input - other, p)`, so
-its gradient is the norm's.
+its gradient is the norm's. matrix_exp's forward-mode derivative is the upper-right block of
+exp([[A, E], [0, A]]) for tangent E.
 """
 from __future__ import annotations
 
@@ -48,8 +49,17 @@ def _matrix_exp_vjp(g, input):
     return big[..., :n, n:]
 
 
+def _matrix_exp_jvp(t_input, input):
+    """The directional derivative: the upper-right block of exp([[A, E], [0, A]])."""
+    from .join import cat
+    n = input.shape[-1]
+    top = cat([input, t_input], -1)
+    bottom = cat([t_input.new_zeros(t_input.shape), input], -1)
+    return cat([top, bottom], -2).matrix_exp()[..., :n, n:]
+
+
 matrix_exp = defop("matrix_exp", _matrix_exp, kind="linalg",
-                   vjp=_matrix_exp_vjp,
+                   vjp=_matrix_exp_vjp, jvp=_matrix_exp_jvp,
                    interpreted="matrix exponential runs SciPy's expm per matrix (no lowering)")
 
 

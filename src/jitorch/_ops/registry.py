@@ -635,9 +635,25 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
         return outs
     if _grad_state.enabled and op.vjp is not None:
         record(op, slots, attrs, outs)
-    if _fwd_level[0] and op.jvp is not None:
-        propagate(op, slots, attrs, outs)
+    if _fwd_level[0]:
+        if op.jvp is not None:
+            propagate(op, slots, attrs, outs)
+        elif op.vjp is not None:  # differentiable, but not in forward mode: never a zero tangent
+            _no_forward_ad(op, slots)
     return outs
+
+
+def _no_forward_ad(op: OpDef, slots) -> None:
+    """PyTorch's error for forward AD through an op that has no forward-mode rule, raised only
+    when a tangent reaches it."""
+    for n, s in zip(op.tensors, slots):
+        if n in op.shape_only:
+            continue
+        for x in (s if isinstance(s, (list, tuple)) else (s,)):
+            if isinstance(x, Tensor) and x._tangent is not None:
+                raise NotImplementedError(f"Trying to use forward AD with {op.name} that does "
+                                          "not support it because it has not been implemented "
+                                          "yet.")
 
 
 def _finish_elementwise(res, out_dtype: dt.dtype, arrays):

@@ -5,9 +5,9 @@ and indexes: `for k, v in d.items()`, `list(d.keys())[i]`), `pop`, `setdefault`,
 Dicts are values in the IR, held as Python dicts and used through `prim::PythonOp` calls (they
 have no lowering): a method that mutates one is a call returning the new dict (and the method's
 result), which is stored back where the dict came from, its variable or a subscript, as list
-methods do (list_methods.py). The helpers are module-level functions registered as
-`loadable` (runtime/loadable.py), so that a saved module names them and a loaded one may call
-them: each checks that its receiver is a dict (a loaded graph's types are not trusted) and
+methods do (list_methods.py). The helpers are module-level functions that the allow-list of
+runtime/loadable.py names (LIBRARY: the frontend may not import the runtime), so that a saved
+module names them and a loaded one may call them: each checks that its receiver is a dict (a loaded graph's types are not trusted) and
 computes a new dict or a list from its arguments, nothing else."""
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ import ast
 
 from . import types as ft
 from .. import ir
-from ..runtime.loadable import loadable
 
 
 def _dict(d, name: str) -> dict:
@@ -24,41 +23,34 @@ def _dict(d, name: str) -> dict:
     return d
 
 
-@loadable
 def dict_keys(d):
     return list(_dict(d, "keys").keys())
 
 
-@loadable
 def dict_values(d):
     return list(_dict(d, "values").values())
 
 
-@loadable
 def dict_items(d):
     return list(_dict(d, "items").items())
 
 
-@loadable
 def dict_pop(d, k, *default):
     e = dict(_dict(d, "pop"))
     return e, e.pop(k, *default)
 
 
-@loadable
 def dict_setdefault(d, k, default=None):
     e = dict(_dict(d, "setdefault"))
     return e, e.setdefault(k, default)
 
 
-@loadable
 def dict_update(d, other):
     e = dict(_dict(d, "update"))
     e.update(_dict(other, "update"))  # a dict only: no iterable of the caller's to walk
     return e, None
 
 
-@loadable
 def dict_clear(d):
     _dict(d, "clear")
     return {}, None

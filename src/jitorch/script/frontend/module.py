@@ -9,17 +9,8 @@ Owns `compile_method(module, name, ctx) -> Compiled`:
   constants (a dict as a fresh `prim::DictConstruct` per call); every read is recorded in
   `ctx.guards` as (module, name, value-key): the caller keeps one compiled variant per set of
   guarded values (train vs eval, a changed setting);
-- an attribute the method WRITES (`self.n += 1`, `self.count = self.count + k`,
-  `self.table[k] = v`, `self.hist.append(v)`; instance or class attribute, on `self` or a
-  submodule) is state, not a setting (never folded or guarded): the module sees the new value
-  after the call and the next call reads it. An int/float/bool one is a 0-d tensor GRAPH INPUT
-  (`Compiled.state`: the ScriptMethod makes it from the attribute before each call and sets the
-  attribute from it after), read with `prim::TensorToScalar` and written in place, so the
-  method still compiles; a str/list/dict one is read by an `AttrGet` and written by an `AttrSet`
-  `prim::PythonOp` (such a graph runs interpreted: dicts have no lowering either). Its type is
-  its annotation (class-level `n: int`) or that of its value when compiled, and stays so
-  (TorchScript's attribute types). `self.buf += x` on a parameter/buffer/tensor attribute is
-  the in-place `add_`;
+- an attribute the method WRITES (`self.n += 1`, `self.table[k] = v`, ...) is state, not a
+  setting: module_state.py (AttributeState, mixed into ModuleHooks) owns it;
 - `self.sub(x)` / `self.sub.method(x)` compile the submodule's method recursively (its
   parameters mapped onto the caller's inputs) -> `prim::CallFunction` (the inline pass inlines
   it); `for m in self.layers` over ModuleList/Sequential/ModuleDict (also `.items()`,
@@ -40,6 +31,7 @@ from .. import ir
 from ..ir.errors import ScriptError
 from .expr import Sugar
 from .function import FunctionCompiler
+from .module_state import _STATE, AttributeState, _attr_annotation
 from .state import UNHANDLED, FrontendHooks
 
 class ModRef:
@@ -63,51 +55,6 @@ class ModMethod:
 
     def __init__(self, ref, name):
         self.ref, self.name = ref, name
-
-
-class AttrGet:
-    """`self.<path>` of an attribute the method writes, read when the node runs."""
-
-    def __init__(self, module, name: str):
-        self.module, self.name = module, name
-
-    def __call__(self):
-        return getattr(self.module, self.name)
-
-
-class AttrSet:
-    """`self.<path> = v` in a scripted method: Python's setattr on the module (its instance
-    attribute, as Python's `self.n += 1` makes of a class attribute)."""
-
-    def __init__(self, module, name: str):
-        self.module, self.name = module, name
-
-    def __call__(self, v):
-        setattr(self.module, self.name, v)
-
-
-# the Python types of attribute state held in a 0-d tensor, and their IR types
-_STATE = {int: ir.INT, float: ir.FLOAT, bool: ir.BOOL}
-
-# methods that change a list or dict in place: `self.hist.append(v)` writes `self.hist`
-_MUTATORS = frozenset(("append", "extend", "insert", "clear", "reverse", "pop", "remove", "sort",
-                       "update", "setdefault"))
-
-
-def _attr_annotation(cls, name):
-    """The class-level annotation of attribute `name` (`table: Dict[str, int]`), or None."""
-    import typing
-    for k in cls.__mro__:
-        ann = k.__dict__.get("__annotations__", {})
-        if name in ann:
-            a = ann[name]
-            if isinstance(a, str):
-                try:
-                    a = typing.get_type_hints(k).get(name)
-                except Exception:  # a name the annotation uses is not importable here
-                    return None
-            return a
-    return None
 
 
 class Compiled:
@@ -137,7 +84,7 @@ def _is_chain(node) -> bool:
     return isinstance(node, ast.Name)
 
 
-class ModuleHooks(FrontendHooks):
+class ModuleHooks(AttributeState, FrontendHooks):
     """The module frontend's hooks (state.FrontendHooks): `self` and what it reaches are
     compile-time objects. Its own state is the module, the compile context and the two
     tables below; the builders' state is `self.st`."""
@@ -156,42 +103,6 @@ class ModuleHooks(FrontendHooks):
         super().bind(st)
         self.self_name = st.fdef.args.args[0].arg if st.fdef.args.args else "self"
         self.written = self._written_paths()
-
-    def _chain_path(self, node):
-        """'a.b' for the target `self.a.b`, else None."""
-        parts = []
-        while isinstance(node, ast.Attribute):
-            parts.append(node.attr)
-            node = node.value
-        if isinstance(node, ast.Name) and node.id == self.self_name and parts:
-            return ".".join(reversed(parts))
-        return None
-
-    def _written_paths(self) -> set:
-        """Paths of the `self.a.b` attributes this method's body assigns, augments, assigns an
-        item of, or calls a list/dict mutator on."""
-        out = set()
-        for n in ast.walk(self.st.fdef):
-            if isinstance(n, ast.Assign):
-                targets = list(n.targets)
-            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
-                targets = [n.target]
-            elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and \
-                    n.func.attr in _MUTATORS:
-                targets = [n.func.value]
-            else:
-                continue
-            while targets:
-                t = targets.pop()
-                if isinstance(t, (ast.Tuple, ast.List)):
-                    targets.extend(t.elts)
-                    continue
-                while isinstance(t, ast.Subscript):
-                    t = t.value
-                p = self._chain_path(t)
-                if p is not None:
-                    out.add(p)
-        return out
 
     # -- names and attributes -----------------------------------------------------------------
     def resolve_name(self, name):
@@ -330,92 +241,6 @@ class ModuleHooks(FrontendHooks):
             st.fail(f"module '{type(m).__name__}' has no attribute '{name}'", node)
         st.fail(f"module attribute '{path}' of {type(m).__name__} "
                 f"({type(cls_attr).__name__}) is not supported in scripted code", node)
-
-    # -- attributes as state ------------------------------------------------------------------
-    def attr_type(self, m, name, path, v, node) -> ir.Type:
-        """A plain attribute's IR type: its class-level annotation, else its value's."""
-        ann = _attr_annotation(type(m), name)
-        if ann is not None:
-            try:
-                return ft.from_annotation(ann)
-            except ft.AnnotationError as e:
-                self.st.fail(f"module attribute '{path}': {e}", node)
-        if isinstance(v, dict):
-            kt = vt = None
-            for k, e in v.items():
-                a, b = ft.of_python(k), ft.of_python(e)
-                kt = a if kt is None or a is None else ft.unify(kt, a)
-                vt = b if vt is None or b is None else ft.unify(vt, b)
-                if kt is None or vt is None:
-                    self.st.fail(f"module attribute '{path}' of {type(m).__name__}: a dict "
-                                 "needs keys of one type and values of one type (int/float/"
-                                 "bool/str/None or tuples/lists of those; annotate it as "
-                                 "Dict[K, V])", node)
-            if not v:
-                self.st.fail(f"module attribute '{path}' of {type(m).__name__} is an empty "
-                             "dict: annotate its type (`" + name + ": Dict[K, V]` in the "
-                             "class body)", node)
-            return ir.DictType(kt, vt)
-        ty = ft.of_python(v)
-        if ty is None:
-            self.st.fail(f"module attribute '{path}' of {type(m).__name__} has type "
-                         f"{type(v).__name__}, which scripted code cannot use", node)
-        return ty
-
-    def dict_const(self, v: dict, ty, node) -> ir.Value:
-        """A dict attribute read (not written) by the method: a fresh dict each call."""
-        st = self.st
-        ins = []
-        for k, e in v.items():
-            ins += [st.const(k), st.const(list(e) if isinstance(e, list) else e)]
-        st.cur = node
-        return st.emit("prim::DictConstruct", ins, (ty,)).output
-
-    def attr_get(self, m, name, path, v, node) -> ir.Value:
-        st = self.st
-        if path in self.state:  # the state tensor's current value
-            st.cur = node
-            ty = self.attr_types[path]
-            return st.emit("prim::TensorToScalar", [self.param_value(path)], (ty,),
-                           {"type": self.state[path].__name__}).output
-        ty = self.attr_types.get(path)
-        if ty is None:
-            ty = self.attr_types[path] = self.attr_type(m, name, path, v, node)
-        self.st.cur = node
-        return self.st.python_op(AttrGet(m, name), [], (ty,), name=f"self.{path}").output
-
-    def assign_attribute(self, t: ast.Attribute, v):
-        """`self.a.b = v` (StmtBuilder.assign): an AttrSet of the module's attribute."""
-        st = self.st
-        path = self._chain_path(t)
-        if path is None:
-            return UNHANDLED
-        owner = st.exprs.expr(t.value)
-        if not (isinstance(owner, Sugar) and isinstance(owner.obj, ModRef)):
-            return UNHANDLED
-        m = owner.obj.module
-        d = m.__dict__
-        name = t.attr
-        if name in d.get("_parameters", {}) or name in d.get("_buffers", {}) or \
-                isinstance(d.get(name), Tensor) or name in d.get("_modules", {}):
-            st.fail(f"assigning to the {'submodule' if name in d.get('_modules', {}) else 'tensor'}"
-                    f" attribute '{path}' is not supported in scripted code (write into it in "
-                    f"place: `self.{path} += v`, `self.{path}.copy_(v)`)", t)
-        ty = self.attr_types.get(path)
-        if ty is None:
-            cur = d[name] if name in d else getattr(type(m), name, None)
-            if cur is None and name not in d and not hasattr(type(m), name):
-                st.fail(f"module '{type(m).__name__}' has no attribute '{name}' (scripted code "
-                        "assigns only attributes set in __init__ or on the class)", t)
-            ty = self.attr_types[path] = self.attr_type(m, name, path, cur, t)
-        v = st.exprs.coerce(st.exprs.to_value(v), ty, t)
-        st.cur = t
-        if path in self.state:  # written into the state tensor, as `fill_` would
-            cur = self.param_value(path)
-            st.writes.mutate(cur, st.writes.write_op(cur, v), t)
-            return None
-        st.python_op(AttrSet(m, name), [v], (ir.NONE,), name=f"self.{path} =")
-        return None
 
     # -- calls --------------------------------------------------------------------------------
     def rewrite_call(self, node):

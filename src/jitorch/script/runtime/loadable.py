@@ -26,7 +26,10 @@ _REGISTRY: dict = {}  # (module, qualname) -> function
 # Python where no compiled form applies (BatchNorm/dropout in training, a softmax whose dim is
 # not static); the op layer never imports script/ (DESIGN), so they are listed here by name
 LIBRARY = frozenset({("jitorch._ops.nn_norm", "batch_norm"), ("jitorch._ops.nn_misc", "dropout"),
-                     ("jitorch.nn.functional", "softmax")})
+                     ("jitorch.nn.functional", "softmax")}
+                    # script/frontend/dict_methods.py: dict methods, each checking its receiver
+                    | {("jitorch.script.frontend.dict_methods", f"dict_{m}") for m in
+                       ("keys", "values", "items", "pop", "setdefault", "update", "clear")})
 
 
 def loadable(fn):

@@ -73,7 +73,7 @@ def _callable_ref(fn, where):
     """A PythonOp callable as JSON: {"kind": "kw", fn, npos, kwnames, method},
     {"kind": "index", op, spec, single} (x[...] with run-time parts) or {"fn": ...}."""
     from ..frontend.index import GetItem, SetItem
-    from ..frontend.module import AttrGet, AttrSet
+    from ..frontend.module_state import AttrGet, AttrSet
     if isinstance(fn, (AttrGet, AttrSet)):
         raise RuntimeError(f"jitorch.jit.save: {where} writes the module attribute "
                            f"'{fn.name}' ({type(getattr(fn.module, fn.name, None)).__name__}): "
