@@ -1,0 +1,62 @@
+"""Eager softmax, log_softmax and F.linear run as one op each (`_softmax_fused`,
+`_log_softmax_fused`, `_linear_fused`): the same values as the composites that scripted code
+inlines, one autograd node, and gradients (first and second order, forward AD) that match."""
+import numpy as np
+import pytest
+
+import jitorch as jt
+import jitorch.nn.functional as F
+from jitorch.autograd import forward_ad as fwAD, gradcheck, gradgradcheck
+from jitorch._ops import nn_activation as na, nn_misc as nm
+
+_SOFT = [(F.softmax, na._softmax, "SoftmaxFusedBackward0"),
+         (F.log_softmax, na._log_softmax, "LogSoftmaxFusedBackward0")]
+
+
+@pytest.mark.parametrize("fn,comp,node", _SOFT)
+@pytest.mark.parametrize("dim", [0, -1])
+def test_softmax_one_op(fn, comp, node, dim):
+    x = jt.randn(3, 4, 2, dtype=jt.float64, requires_grad=True)
+    y = fn(x, dim)
+    assert y.grad_fn.name() == node
+    np.testing.assert_array_equal(y.detach().numpy(), comp.body(dim, None)(x).detach().numpy())
+    assert gradcheck(lambda t: fn(t, dim), (x,))
+    assert gradgradcheck(lambda t: fn(t, dim), (x,))
+    t = jt.randn(3, 4, 2, dtype=jt.float64)
+    with fwAD.dual_level():
+        tan = fwAD.unpack_dual(fn(fwAD.make_dual(x.detach(), t), dim)).tangent
+        ref = fwAD.unpack_dual(comp.body(dim, None)(fwAD.make_dual(x.detach(), t))).tangent
+    np.testing.assert_allclose(tan.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("shape", [(5,), (2, 3, 5)])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_linear_one_op(shape, with_bias):
+    x = jt.randn(*shape, dtype=jt.float64, requires_grad=True)
+    w = jt.randn(4, 5, dtype=jt.float64, requires_grad=True)
+    args = (x, w) + ((jt.randn(4, dtype=jt.float64, requires_grad=True),) if with_bias else ())
+    y = F.linear(*args)
+    assert y.grad_fn.name() == "LinearFusedBackward0"
+    np.testing.assert_array_equal(y.detach().numpy(), nm._linear.body()(*args).detach().numpy())
+    assert gradcheck(F.linear, args)
+    assert gradgradcheck(F.linear, args)
+    tans = [jt.randn(*a.shape, dtype=jt.float64) for a in args]
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(a.detach(), t) for a, t in zip(args, tans)]
+        tan = fwAD.unpack_dual(F.linear(*duals)).tangent
+        ref = fwAD.unpack_dual(nm._linear.body()(*duals)).tangent
+    np.testing.assert_allclose(tan.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_uncommon_calls_keep_the_composite():
+    """dtype=, integer inputs, out-of-range dims, mismatched shapes: the composite's results
+    and PyTorch's errors."""
+    x = jt.randn(2, 3)
+    assert F.softmax(x, 1, dtype=jt.float64).dtype == jt.float64
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        F.softmax(x, 2)
+    with pytest.raises(NotImplementedError, match="softmax_lastdim_kernel_impl"):
+        F.softmax(jt.tensor([1, 2]), 0)
+    with pytest.raises(RuntimeError, match="cannot be multiplied"):
+        F.linear(x, jt.randn(4, 2))
+    assert F.softmax(jt.randn(0, 3), 0).shape == (0, 3)
