@@ -1,13 +1,14 @@
-"""Eager softmax, log_softmax and F.linear run as one op each (`_softmax_fused`,
-`_log_softmax_fused`, `_linear_fused`): the same values as the composites that scripted code
-inlines, one autograd node, and gradients (first and second order, forward AD) that match."""
+"""Eager softmax, log_softmax, F.linear and nll_loss run as one op each (`_softmax_fused`,
+`_log_softmax_fused`, `_linear_fused`, `_nll_loss_fused`; cross_entropy as log_softmax's and
+nll_loss's): the same values as the composites that scripted code inlines, one autograd node,
+and gradients (first and second order, forward AD) that match."""
 import numpy as np
 import pytest
 
 import jitorch as jt
 import jitorch.nn.functional as F
 from jitorch.autograd import forward_ad as fwAD, gradcheck, gradgradcheck
-from jitorch._ops import nn_activation as na, nn_misc as nm
+from jitorch._ops import nn_activation as na, nn_loss as nl, nn_misc as nm
 
 _SOFT = [(F.softmax, na._softmax, "SoftmaxFusedBackward0"),
          (F.log_softmax, na._log_softmax, "LogSoftmaxFusedBackward0")]
@@ -46,6 +47,31 @@ def test_linear_one_op(shape, with_bias):
         tan = fwAD.unpack_dual(F.linear(*duals)).tangent
         ref = fwAD.unpack_dual(nm._linear.body()(*duals)).tangent
     np.testing.assert_allclose(tan.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("with_weight", [True, False])
+def test_nll_loss_one_op(reduction, with_weight):
+    x = jt.randn(3, 5, dtype=jt.float64, requires_grad=True)
+    tgt = jt.tensor([1, -100, 4])
+    w = jt.rand(5, dtype=jt.float64) if with_weight else None
+    for fn, comp in ((F.nll_loss, nl._nll_loss.body(-100, reduction)),
+                     (F.cross_entropy, nl._cross_entropy.body(-100, reduction, 0.0))):
+        y = fn(x, tgt, w, reduction=reduction)
+        assert y.grad_fn.name() == "NllLossFusedBackward0"
+        ref = comp(x, tgt, w)
+        np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        assert y.shape == ref.shape
+        assert gradcheck(lambda t: fn(t, tgt, w, reduction=reduction), (x,))
+    assert gradgradcheck(lambda t: F.nll_loss(t, tgt, w, reduction=reduction), (x,))
+    t = jt.randn(3, 5, dtype=jt.float64)
+    with fwAD.dual_level():
+        tan = fwAD.unpack_dual(F.nll_loss(fwAD.make_dual(x.detach(), t), tgt, w,
+                                          reduction=reduction)).tangent
+    ref = nl._nll_loss.body(-100, reduction)(t, tgt, w)
+    np.testing.assert_allclose(tan.numpy(), ref.numpy(), rtol=1e-12, atol=1e-12)
+    with pytest.raises(IndexError, match="Target 7 is out of bounds."):
+        F.nll_loss(x, jt.tensor([1, 7, 0]), w, reduction=reduction)
 
 
 def test_uncommon_calls_keep_the_composite():
