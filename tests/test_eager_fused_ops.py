@@ -1,7 +1,8 @@
 """Eager softmax, log_softmax, F.linear and nll_loss run as one op each (`_softmax_fused`,
 `_log_softmax_fused`, `_linear_fused`, `_nll_loss_fused`; cross_entropy as log_softmax's and
 nll_loss's): the same values as the composites that scripted code inlines, one autograd node,
-and gradients (first and second order, forward AD) that match."""
+and gradients (first and second order, forward AD) that match; and autograd's per-op
+recorders build the node the generic recorder builds."""
 import numpy as np
 import pytest
 
@@ -86,3 +87,32 @@ def test_uncommon_calls_keep_the_composite():
     with pytest.raises(RuntimeError, match="cannot be multiplied"):
         F.linear(x, jt.randn(4, 2))
     assert F.softmax(jt.randn(0, 3), 0).shape == (0, 3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda a, b: jt.add(a, b, alpha=2),        # two slots, an attr
+    lambda a, b: a.sum(1),                     # a shape
+    lambda a, b: jt.sort(a, 1)[0],             # several outputs, `result`
+    lambda a, b: F.linear(a, b),               # an absent optional slot
+])
+def test_per_op_recorder_builds_the_generic_node(call):
+    """autograd/graph.py's generated per-op recorders make the node `_record_any` makes."""
+    from jitorch.autograd import graph
+
+    def node_of(make):
+        graph._RECORDERS.clear()
+        saved_make = graph._make_recorder
+        graph._make_recorder = make
+        try:
+            a = jt.randn(3, 3, requires_grad=True)
+            b = jt.randn(3, 3)
+            n = call(a, b).grad_fn
+        finally:
+            graph._make_recorder = saved_make
+            graph._RECORDERS.clear()
+        return (n.op, [e if e is None else (type(e[0]), e[1]) for e in n.next_edges],
+                n.in_meta, n.out_meta, n.multi,
+                None if n.saved is None else sorted(n.saved),
+                [(tuple(t.shape), v) for t, v in n.versions])
+
+    assert node_of(graph._make_recorder) == node_of(lambda op: False)
