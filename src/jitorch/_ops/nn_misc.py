@@ -49,8 +49,9 @@ def _linear_fused_impl(input, weight, bias):
 
 
 def _linear_fused_vjp(g, input, weight, bias):
-    g2 = g.reshape(-1, g.shape[-1])  # leading dims flattened (a 1-D input: one row)
-    gw = g2.t().matmul(input.reshape(-1, input.shape[-1]))
+    # leading dims flattened (a 1-D input: one row); a 2-D input needs no reshape op
+    g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
+    gw = g2.t().matmul(input if input.ndim == 2 else input.reshape(-1, input.shape[-1]))
     return g.matmul(weight), gw, None if bias is None else g2.sum(0)
 
 

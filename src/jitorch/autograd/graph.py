@@ -101,9 +101,14 @@ class Node:
     def release(self):
         # as PyTorch frees only saved *tensors*: a rule that needs only metadata (a dtype, a
         # shape) keeps it and can run again (autocast's shared weight casts do)
-        if not self.versions and (self.saved is None or not any(
-                _holds_tensor(v) for v in self.saved.values())):
-            return
+        if not self.versions:  # (a loop, not any() over a generator: once per node)
+            if self.saved is None:
+                return
+            for v in self.saved.values():
+                if _holds_tensor(v):
+                    break
+            else:
+                return
         self.freed = True
         self.saved = None
         self.versions = ()
