@@ -102,10 +102,16 @@ class Node:
         # as PyTorch frees only saved *tensors*: a rule that needs only metadata (a dtype, a
         # shape) keeps it and can run again (autocast's shared weight casts do)
         if not self.versions:  # (a loop, not any() over a generator: once per node)
-            if self.saved is None:
+            saved = self.saved
+            if saved is None:
                 return
-            for v in self.saved.values():
-                if _holds_tensor(v):
+            names = _MAYBE_TENSORS.get(self.op)
+            if names is None:  # saved shapes and dtypes are never tensors: not searched
+                names = _MAYBE_TENSORS[self.op] = tuple(
+                    n for kind, n in getattr(self.op, "vjp_params", None) or
+                    [("attr", k) for k in saved] if kind in ("attr", "slot", "result"))
+            for n in names:
+                if _holds_tensor(saved.get(n)):
                     break
             else:
                 return
@@ -379,6 +385,8 @@ def _record_any(op, slots, attrs, outs) -> None:
             o._output_nr = k
 
 
+# op -> the names of its saved values that may hold a tensor (`Node.release` searches only them)
+_MAYBE_TENSORS: dict = {}
 _SAVED_TENSORS: dict = {}  # op -> the names of its VJP's saved tensors (slots and `result`)
 
 
