@@ -30,6 +30,7 @@ import numpy as np
 
 import jitorch
 from _harness import machine, stamp, try_import
+from _torch_twin import copy_weights
 
 torch = try_import("torch")
 try:
@@ -206,14 +207,6 @@ PROGRAMS = {"char RNN classifier (names tutorial)": (char_rnn, 16),
             "small CNN, Adam, batch 32": (small_cnn, 4)}
 
 
-def _copy_weights(src, dst):
-    """jitorch model's initial weights into the PyTorch twin (same parameter order)."""
-    with torch.no_grad():
-        for (n1, p), (n2, q) in zip(src.named_parameters(), dst.named_parameters()):
-            assert n1 == n2 and tuple(p.shape) == tuple(q.shape), (n1, n2)
-            q.copy_(torch.from_numpy(p.detach().numpy().copy()))
-
-
 def _cpu_per_step(step, steps: int, rounds: int) -> tuple:
     best, last = float("inf"), None
     i = 0
@@ -242,7 +235,7 @@ def main(argv=None):
         torch.manual_seed(0)
         jm, jstep = build(jitorch)
         tm, tstep = build(torch)
-        _copy_weights(jm, tm)
+        copy_weights(torch, jm, tm)
         jstep(0)
         tstep(0)  # first steps: allocations, lazy imports
         j, jl = _cpu_per_step(jstep, steps, args.rounds)

@@ -20,6 +20,7 @@ import numpy as np
 
 import jitorch as jt
 from _harness import machine, pin_threads, stamp, try_import
+from _torch_twin import check_step, copy_weights
 
 pin_threads(1)
 torch = try_import("torch")
@@ -75,15 +76,10 @@ def case(kind: str, batch: int, rounds: int):
     res["compiled"] = cpu_per_call(step, rounds)
     if torch is not None:
         tm = getattr(torch.nn, kind)(IN, HID)
-        with torch.no_grad():
-            for (_, tp), jp in zip(tm.named_parameters(), m.parameters()):
-                tp.copy_(torch.from_numpy(jp.detach().numpy()))
+        copy_weights(torch, m, tm)
         tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
         tstep = step_fn(torch, tm, tx)
-        np.testing.assert_allclose(tstep().detach().numpy(), out, rtol=1e-5, atol=1e-6)
-        tg = [tx.grad.numpy()] + [p.grad.numpy() for p in tm.parameters()]
-        for a, b in zip(g, tg):
-            np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-3 * float(np.abs(b).max()))
+        check_step(tstep, tx, tm, out, g, rtol=1e-5, atol=1e-6)
         res["PyTorch"] = cpu_per_call(tstep, rounds)
     return res
 

@@ -13,6 +13,8 @@ import jitorch as jt
 from jitorch import nn
 from jitorch.nn.modules import _eager_compiled
 
+from eager_layer_checks import check_compiled_matches_eager
+
 E, H, L, S, B = 8, 2, 5, 4, 2
 
 
@@ -59,25 +61,8 @@ def _step(m, args, kwargs):
 def test_compiled_layer_matches_the_eager_path(name, monkeypatch):
     jt.manual_seed(0)
     m, args, kwargs = CASES[name]()
-    monkeypatch.setenv(_eager_compiled.ENV, "0")
-    before = jt.jit.stats()["calls"]
-    want = _step(m, args, kwargs)
-    assert jt.jit.stats()["calls"] == before  # switched off: no compiled function ran
-    monkeypatch.setenv(_eager_compiled.ENV, "1")
-    got = _step(m, args, kwargs)
-    report = jt.jit.stats()["functions"][name]
-    assert report["tier"] == "compiled" and report["programs_interpreted"] == 0, dict(report)
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    st = jt.jit.stats()
-    got2 = _step(m, args, kwargs)  # the second call: compiled forward and backward, nothing built
-    st2 = jt.jit.stats()
-    assert st2["compiled_runs"] > st["compiled_runs"]
-    assert st2["interpreted_runs"] == st["interpreted_runs"]
-    assert st2["compiles"] == st["compiles"]
-    for a, b in zip(got2, want):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    check_compiled_matches_eager(lambda: _step(m, args, kwargs),
+                                 lambda: jt.jit.stats()["functions"][name], monkeypatch)
 
 
 def _error(m, *args, **kwargs):

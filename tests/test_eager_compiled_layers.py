@@ -12,6 +12,8 @@ import jitorch as jt
 from jitorch import nn
 from jitorch.nn.modules import _eager_compiled
 
+from eager_layer_checks import check_compiled_matches_eager
+
 IN, HID, T, B = 3, 4, 5, 2
 
 CASES = {  # name: (layer, its kwargs, initial states given); together: 2 layers,
@@ -56,25 +58,8 @@ def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
     m = cls(IN, HID, **kw)
     x, states = _inputs(m)
     states = states if given else []
-    monkeypatch.setenv(_eager_compiled.ENV, "0")
-    before = jt.jit.stats()["calls"]
-    want = _step(m, x, states)
-    assert jt.jit.stats()["calls"] == before  # switched off: no compiled function ran
-    monkeypatch.setenv(_eager_compiled.ENV, "1")
-    got = _step(m, x, states)
-    report = _eager_compiled._function(m).stats
-    assert report["tier"] == "compiled" and report["programs_interpreted"] == 0, dict(report)
-    assert len(got) == len(want)
-    for a, b in zip(got, want):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-    st = jt.jit.stats()
-    got2 = _step(m, x, states)  # the second call: compiled forward and backward, nothing built
-    st2 = jt.jit.stats()
-    assert st2["compiled_runs"] > st["compiled_runs"]
-    assert st2["interpreted_runs"] == st["interpreted_runs"]
-    assert st2["compiles"] == st["compiles"]
-    for a, b in zip(got2, want):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    check_compiled_matches_eager(lambda: _step(m, x, states),
+                                 lambda: _eager_compiled._function(m).stats, monkeypatch)
 
 
 def _error(m, *args):

@@ -432,14 +432,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"            _al.append(_x._data)\n"
                 f"            _gr = _gr or _x._requires_grad\n"
                 f"        else:\n"
-                f"            _r = _impl(_al{kw})\n"
-                f"            if type(_r) is _nd:\n"
-                f"                _o = _new(_Tensor)\n"
-                f"                _o._data = _r\n"
-                f"                _o._dtype = _dtype_of(_r.dtype)\n"
-                f"                _o._version = [0]\n"
-                f"            else:\n"
-                f"                _o = _wrap(_r)\n")
+                + _wrap_impl_src(f"_impl(_al{kw})"))
         if op.view:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
         grad_cond = "_gr"
@@ -497,15 +490,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     if op.lists:
         pass
     elif not elementwise:
-        src += (f"        if True:\n"
-                f"            _r = _impl({arrays}{kw})\n"
-                f"            if type(_r) is _nd:\n"
-                f"                _o = _new(_Tensor)\n"
-                f"                _o._data = _r\n"
-                f"                _o._dtype = _dtype_of(_r.dtype)\n"
-                f"                _o._version = [0]\n"
-                f"            else:\n"
-                f"                _o = _wrap(_r)\n")
+        src += "        if True:\n" + _wrap_impl_src(f"_impl({arrays}{kw})")
         if op.view is True and len(ts) == 1:  # _mark_views' single-output case, inline
             t = ts[0]
             src += (f"            if type(_o) is _Tensor:\n"
@@ -521,6 +506,19 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
         src += (f"            if _gst.enabled and ({grad}):\n"
                 f"                _record(_op, {slots}, {attrs}, _o)\n")
     return src + "            return _o\n"
+
+
+def _wrap_impl_src(call: str) -> str:
+    """Fast-path source (12 spaces in): `_o`, the Tensor of `call`'s result (an array wrapped
+    directly, anything else by `_wrap`)."""
+    return (f"            _r = {call}\n"
+            f"            if type(_r) is _nd:\n"
+            f"                _o = _new(_Tensor)\n"
+            f"                _o._data = _r\n"
+            f"                _o._dtype = _dtype_of(_r.dtype)\n"
+            f"                _o._version = [0]\n"
+            f"            else:\n"
+            f"                _o = _wrap(_r)\n")
 
 
 def _fast_entry(op: OpDef, d: dt.dtype, default_attrs: dict):

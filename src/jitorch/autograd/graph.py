@@ -145,15 +145,7 @@ class Node:
         op = self.op
         if len(op.tensors) == 1:
             res = (res,)
-        if op.lists:
-            flat = []
-            for name, r in zip(op.tensors, res):
-                if name in op.lists:
-                    flat.extend(r)
-                else:
-                    flat.append(r)
-        else:
-            flat = res
+        flat = flatten_slots(op, res)
         out = []
         for g, meta, edge in zip(flat, self.in_meta, self.next_edges):
             if edge is None or g is None or meta is None:
@@ -248,6 +240,20 @@ def _output_desc(t: Tensor) -> str:
     return f", which is output {t._output_nr} of {t._grad_fn.name()}"
 
 
+def flatten_slots(op, values):
+    """`values` (one per tensor slot of `op`) with each list slot's items in its place: one per
+    input edge of the op's node."""
+    if not op.lists:
+        return values
+    flat = []
+    for name, v in zip(op.tensors, values):
+        if name in op.lists:
+            flat.extend(v)
+        else:
+            flat.append(v)
+    return flat
+
+
 def edge_of(t: Tensor):
     """Where gradient for `t` goes: its grad_fn output, or its (shared) accumulator."""
     if t._grad_fn is not None:
@@ -337,15 +343,7 @@ def _make_recorder(op):
 
 def _record_any(op, slots, attrs, outs) -> None:
     """`record` for any op (list slots, shape-only slots)."""
-    if op.lists:
-        flat = []
-        for name, s in zip(op.tensors, slots):
-            if name in op.lists:
-                flat.extend(s)
-            else:
-                flat.append(s)
-    else:
-        flat = slots
+    flat = flatten_slots(op, slots)
     # a slot read for its shape only has no edge (ops with shape-only slots have no list slots)
     live = flat if not op.shape_only else [
         None if n in op.shape_only else t for n, t in zip(op.tensors, flat)]
