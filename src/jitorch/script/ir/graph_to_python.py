@@ -63,6 +63,8 @@ class GraphFunction:
             return self.fn(*args)
         except BaseException as e:
             _autocast.unwind_script_regions(depth)  # a `with autocast` region left by the error
+            if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit: as they are
+                raise
             located_e, cause = _walk(e, self._failing_chain(e.__traceback__))
             if located_e is e:
                 raise
@@ -83,7 +85,7 @@ _KEEP = object()  # `_located_at`'s marker: the exception propagates as it is
 
 def _located_at(e, n: ir.Node):
     """What `interpreter.run_block` makes of exception `e` raised by its node `n`: `_KEEP`, or
-    the located exception (whose cause `_cause_at` gives)."""
+    the located exception (its cause: `_walk`)."""
     if isinstance(e, ScriptRuntimeError):
         if n.loc is not None and n.op == "prim::CallFunction" and \
                 in_library(getattr(e, "script_loc", None)):  # name the user's call
