@@ -224,7 +224,9 @@ def _mul_into(out, input, other):
 
 
 mul = defop("mul", _mul, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            vjp=lambda g, input, other: (g * _cj(other), g * _cj(input)),
+            vjp=lambda g, input, other, needs_input_grad=(True, True): (
+                g * _cj(other) if needs_input_grad[0] else None,
+                g * _cj(input) if needs_input_grad[1] else None),
             extra={"complex_grad": True, "into": _mul_into},
             jvp=lambda t_input, t_other, input, other: t_input * other + input * t_other,
             scalar="{input} * {other}")
@@ -273,10 +275,11 @@ def _div(input, other, *, rounding_mode=None):
     return np.true_divide(input, other)
 
 
-def _div_vjp(g, input, other, rounding_mode):
+def _div_vjp(g, input, other, rounding_mode, needs_input_grad=(True, True)):
     if rounding_mode is not None:  # piecewise constant: zero gradient, as in PyTorch
         return zeros_like(g), zeros_like(g)
-    return g / other, -g * input / (other * other)
+    return (g / other if needs_input_grad[0] else None,
+            -g * input / (other * other) if needs_input_grad[1] else None)
 
 
 def _div_jvp(t_input, t_other, input, other, rounding_mode):
