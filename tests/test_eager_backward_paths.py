@@ -42,3 +42,21 @@ def test_nll_loss_first_order_gradient_is_numpy(reduction, monkeypatch):
         jt.tensor(g))
     np.testing.assert_array_equal(x2.grad.numpy(), gx_graph.detach().numpy())
     assert x2.grad.dtype == jt.float32 and gx_graph.requires_grad
+
+
+def test_fan_in_gradients_summed_without_the_add_op(monkeypatch):
+    """Two gradients reaching one output are summed in NumPy in a first-order backward (the
+    same `np.add` the op runs); create_graph sums them with the op, which records."""
+    from jitorch._tensor import Tensor
+    x = jt.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    (gx,) = jt.autograd.grad((x * 3).sum() + (x * x).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(gx.detach().numpy(), [5.0, -1.0, 4.0])
+    (ggx,) = jt.autograd.grad(gx.sum(), x)
+    np.testing.assert_array_equal(ggx.numpy(), [2.0, 2.0, 2.0])
+
+    def boom(*a, **k):
+        raise AssertionError("a first-order backward summed gradients with the add op")
+    y = (x * 3).sum() + (x * x).sum()
+    monkeypatch.setattr(Tensor, "__add__", boom)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, -1.0, 4.0])
