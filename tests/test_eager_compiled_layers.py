@@ -123,3 +123,31 @@ def test_cse_keeps_two_factory_buffers_apart():
     cse.run(g)
     assert [n.op for n in g.nodes()].count("new_zeros") == 2
     assert [n.op for n in g.nodes()].count("tanh") == 1
+
+
+def test_flat_function_found_by_configuration_without_rebuilding_its_source(monkeypatch):
+    """`_function(m)` builds the flat source at a configuration's first call only, and finds
+    exactly the function of the source it would build (`_script(source(m, "flat"))`), also
+    after the configuration changes (training mode with dropout, batch_first, another type)."""
+    from jitorch.nn.modules import _rnn_script
+    built = []
+    source = _rnn_script.source
+
+    def counting(m, form="top"):
+        built.append(form)
+        return source(m, form)
+    monkeypatch.setattr(_rnn_script, "source", counting)
+    m = nn.LSTM(IN, HID, num_layers=2, dropout=0.25)
+    configs = [lambda: m.train(), lambda: m.eval(), lambda: setattr(m, "batch_first", True)]
+    for change in configs:
+        change()
+        n = len(built)
+        sf = _eager_compiled._function(m)
+        assert _eager_compiled._function(m) is sf and len(built) == n + 1  # second call: a hit
+        assert sf is _eager_compiled._script(source(m, "flat"), "LSTM")
+    m.batch_first = False
+    m.train()
+    assert _eager_compiled._function(m) is not _eager_compiled._function(m.eval())
+    g = nn.GRU(IN, HID, num_layers=2, dropout=0.25)  # same sizes, another mode: another function
+    assert _eager_compiled._function(g) is _eager_compiled._script(source(g, "flat"), "GRU")
+    assert _eager_compiled._function(g) is not _eager_compiled._function(m)

@@ -161,6 +161,12 @@ def _add(input, other, *, alpha=1):
     return np.add(input, other * alpha) if alpha != 1 else np.add(input, other)
 
 
+# `extra["into"]`: the impl writing its result into `out` (an in-place call's own array, of the
+# operands' dtype and shape: autograd/inplace.py `_write_direct`), the same NumPy operations
+def _add_into(out, input, other, *, alpha=1):
+    np.add(input, other * alpha if alpha != 1 else other, out=out)
+
+
 def _cj(x):
     """The conjugate of a complex operand (tensor or number), else the operand itself: the VJPs
     below then hold for complex values (PyTorch's convention, grad = dL/dRe + i dL/dIm) and,
@@ -172,7 +178,8 @@ def _cj(x):
 
 # complex_grad: autograd lets complex gradients into these (their VJPs conjugate, see _cj)
 add = defop("add", _add, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True},
+            dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True,
+                                      "into": _add_into},
             vjp=lambda g, alpha: (g, g * _cj(alpha) if alpha != 1 else g),
             jvp=lambda t_input, t_other, alpha: t_input + t_other * alpha,
             scalar="{input} + {alpha} * {other}")
@@ -180,6 +187,10 @@ add = defop("add", _add, tensors=_BIN, kind="elementwise", scalar_first=True, in
 
 def _sub(input, other, *, alpha=1):
     return np.subtract(input, other * alpha) if alpha != 1 else np.subtract(input, other)
+
+
+def _sub_into(out, input, other, *, alpha=1):
+    np.subtract(input, other * alpha if alpha != 1 else other, out=out)
 
 
 def _sub_check(input, other, *, alpha=1, out=None):
@@ -195,7 +206,8 @@ def _sub_check(input, other, *, alpha=1, out=None):
 
 
 defop("sub", _sub, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-      dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True},
+      dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True,
+                                "into": _sub_into},
       vjp=lambda g, alpha: (g, -g * _cj(alpha) if alpha != 1 else -g),
       jvp=lambda t_input, t_other, alpha: t_input - t_other * alpha,
       scalar="{input} - {alpha} * {other}")
@@ -207,9 +219,15 @@ def _mul(input, other):
     return np.multiply(input, other)
 
 
+def _mul_into(out, input, other):
+    np.multiply(input, other, out=out)
+
+
 mul = defop("mul", _mul, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            vjp=lambda g, input, other: (g * _cj(other), g * _cj(input)),
-            extra={"complex_grad": True},
+            vjp=lambda g, input, other, needs_input_grad=(True, True): (
+                g * _cj(other) if needs_input_grad[0] else None,
+                g * _cj(input) if needs_input_grad[1] else None),
+            extra={"complex_grad": True, "into": _mul_into},
             jvp=lambda t_input, t_other, input, other: t_input * other + input * t_other,
             scalar="{input} * {other}")
 multiply = alias("multiply", "mul")
@@ -257,10 +275,11 @@ def _div(input, other, *, rounding_mode=None):
     return np.true_divide(input, other)
 
 
-def _div_vjp(g, input, other, rounding_mode):
+def _div_vjp(g, input, other, rounding_mode, needs_input_grad=(True, True)):
     if rounding_mode is not None:  # piecewise constant: zero gradient, as in PyTorch
         return zeros_like(g), zeros_like(g)
-    return g / other, -g * input / (other * other)
+    return (g / other if needs_input_grad[0] else None,
+            -g * input / (other * other) if needs_input_grad[1] else None)
 
 
 def _div_jvp(t_input, t_other, input, other, rounding_mode):

@@ -156,7 +156,9 @@ def _arg_extreme(np_arg, input, axis, keepdim):
     """Index of the first extremum along axis; NaN counts as the extremum."""
     if input.ndim == 0:
         return np.asarray(0, np.int64)
-    if input.dtype.kind == "f" or input.dtype.kind == "V" or input.dtype.kind == "c":
+    if input.dtype.kind == "f":  # NumPy's argmax/argmin already take the first NaN
+        idx = np_arg(input, axis=axis, keepdims=True)
+    elif input.dtype.kind == "V" or input.dtype.kind == "c":
         nan = np.isnan(input)
         idx = np_arg(np.where(nan, 0, input), axis=axis, keepdims=True)
         if nan.any():
@@ -174,11 +176,11 @@ def _dim_impl(np_fn, np_arg, name):
         _no_complex(name, input)
         axis = one_dim(dim, input.ndim, name)
         check_dims_nonempty(name, input, (axis,))
-        idx = _arg_extreme(np_arg, input, axis, keepdim)
+        idx = _arg_extreme(np_arg, input, axis, True)
         if input.ndim == 0:
             return input.copy(), idx
-        vals = np.take_along_axis(input, idx if keepdim else np.expand_dims(idx, axis), axis)
-        return (vals if keepdim else np.squeeze(vals, axis)), idx
+        vals = np.take_along_axis(input, idx, axis)
+        return (vals, idx) if keepdim else (np.squeeze(vals, axis), np.squeeze(idx, axis))
     return impl
 
 

@@ -329,17 +329,23 @@ def _make_conv(nd):
             y += bias.reshape(_bias_shape(nd))
         return y if input.ndim == nd + 2 else y[0]
 
-    def vjp(g, input, weight, bias, weight_shape, stride, padding, dilation, groups):
+    def vjp(g, input, weight, bias, weight_shape, stride, padding, dilation, groups,
+            needs_input_grad=(True, True, True)):
         s, p, d = _conv_params(nd, weight_shape, stride, padding, dilation)
         x, unb = _batched(input, nd)
         gb = g.unsqueeze(0) if unb else g
         # (sizes read from `input` itself: they stay symbolic when compiled backwards trace
         # this rule, those of the unsqueezed copy would not)
-        gi = _conv_nd_input_grad(gb, weight, tuple(input.shape[input.ndim - nd:]), s, p, d,
-                                 groups)
-        gw = _conv_nd_weight_grad(x, gb, tuple(weight_shape[2:]), s, p, d, groups)
-        gbias = None if bias is None else gb.sum((0,) + tuple(range(2, nd + 2)))
-        return (gi.select(0, 0) if unb else gi), gw, gbias
+        gi = gw = gbias = None
+        if needs_input_grad[0]:  # (not for a first layer's input)
+            gi = _conv_nd_input_grad(gb, weight, tuple(input.shape[input.ndim - nd:]), s, p,
+                                     d, groups)
+            gi = gi.select(0, 0) if unb else gi
+        if needs_input_grad[1]:
+            gw = _conv_nd_weight_grad(x, gb, tuple(weight_shape[2:]), s, p, d, groups)
+        if bias is not None and needs_input_grad[2]:
+            gbias = gb.sum((0,) + tuple(range(2, nd + 2)))
+        return gi, gw, gbias
 
     def jvp(t_input, t_weight, t_bias, input, weight, stride, padding, dilation, groups):
         s, p, d = _conv_params(nd, weight.shape, stride, padding, dilation)

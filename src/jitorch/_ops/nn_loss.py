@@ -22,6 +22,7 @@ from . import infer
 from .composite import composite, expose
 from .nn_activation import _max_shift, log_softmax, logsigmoid
 from .registry import FAST_TYPES, _mode_state, _pt_name, defop
+from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 from .batching import CLASS_INDEX
 from .ternary import where
 from .. import _autocast
@@ -343,6 +344,14 @@ def _nll_loss_fused_impl(input, target, weight, ignore_index, reduction):
 
 
 def _nll_loss_fused_vjp(g, input, target, weight, ignore_index, reduction):
+    if not _grad_state.enabled and not _mode_state.stack and not _fwd_level[0] and \
+            all(type(x) in FAST_TYPES and x._device is Tensor._device
+                for x in (g, input, target, weight) if x is not None):
+        # a first-order backward on the CPU: the rule's arithmetic below in NumPy (the same
+        # operations) rather than ~12 ops; a graph (create_graph) or tangents take the ops
+        return Tensor._make(_nll_loss_grad(g._data, input._data, target._data,
+                                           None if weight is None else weight._data,
+                                           ignore_index, reduction), input._dtype), None, None
     t = target.reshape(-1)
     mask = t != ignore_index
     safe = where(mask, t, 0)
@@ -352,6 +361,20 @@ def _nll_loss_fused_vjp(g, input, target, weight, ignore_index, reduction):
     gl = g.reshape(-1) if reduction == "none" else g if reduction == "sum" else g / w.sum()
     hit = safe.unsqueeze(1) == arange(input.shape[-1], device=g.device)
     return where(hit, (-(w * gl)).unsqueeze(1), 0.0).reshape(input.shape), None, None
+
+
+def _nll_loss_grad(g, input, target, weight, ignore_index, reduction):
+    """`_nll_loss_fused_vjp`'s input gradient on arrays, operation for operation."""
+    t = target.reshape(-1)
+    mask = t != ignore_index
+    safe = np.where(mask, t, 0)
+    w = mask.astype(input.dtype)
+    if weight is not None:
+        w = w * weight[safe]
+    gl = g.reshape(-1) if reduction == "none" else g if reduction == "sum" else \
+        np.true_divide(g, np.add.reduce(w))
+    hit = safe[:, None] == np.arange(input.shape[-1])
+    return np.where(hit, np.negative(w * gl)[:, None], 0.0).reshape(input.shape)
 
 
 def _nll_loss_fused_jvp(t_input, target, weight, ignore_index, reduction):

@@ -48,11 +48,13 @@ def _linear_fused_impl(input, weight, bias):
     return out
 
 
-def _linear_fused_vjp(g, input, weight, bias):
+def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True)):
     # leading dims flattened (a 1-D input: one row); a 2-D input needs no reshape op
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
-    gw = g2.t().matmul(input if input.ndim == 2 else input.reshape(-1, input.shape[-1]))
-    return g.matmul(weight), gw, None if bias is None else g2.sum(0)
+    gw = g2.t().matmul(input if input.ndim == 2 else input.reshape(-1, input.shape[-1])) \
+        if needs_input_grad[1] else None
+    return (g.matmul(weight) if needs_input_grad[0] else None, gw,
+            None if bias is None or not needs_input_grad[2] else g2.sum(0))
 
 
 def _linear_fused_jvp(t_input, t_weight, t_bias, input, weight):

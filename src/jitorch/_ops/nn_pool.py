@@ -3,7 +3,9 @@ avg_pool1d/2d/3d, adaptive_avg_pool1d/2d/3d, adaptive_max_pool1d/2d/3d, lp_pool1
 fractional_max_pool2d/3d, unfold (im2col) and fold (col2im).
 
 Kernels are NumPy over strided window views (`nn_conv._windows`, no Python loop over pixels),
-for any leading dims ((C, *S) unbatched or (N, C, *S)). Autograd:
+for any leading dims ((C, *S) unbatched or (N, C, *S)); 1-D and 2-D float max pooling (forward,
+indices, backward) calls the compiled, disk-cached kernels of script/targets/cpu/pool.py
+instead (`_planes`). Autograd:
 - max pools return (values, flat indices into each (n, c) plane, as PyTorch); the VJP scatters
   the gradient through the indices (`scatter_add`), the JVP gathers the tangent: both jitorch
   ops, so twice differentiable. Adaptive max pools share these rules.
@@ -109,11 +111,47 @@ def _argmax_windows(win, nd, starts, steps, spatial):
 
 
 # --- max pooling ---------------------------------------------------------------------------------
-def _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode):
+_KERNELS = None  # script/targets/cpu/pool.py (imported at the first 1-D / 2-D float pool)
+
+
+def _planes(nd, a):
+    """1-D and 2-D float max pooling run the compiled kernels of script/targets/cpu/pool.py
+    (one pass per output element, disk-cached, the first maximum in window order with a NaN
+    winning: eager's `argmax` choice; one pass instead of a window copy plus `argmax`).
+    Returns `a` (..., *S) as the kernels' C-contiguous (R, H, W) planes (1-D: H == 1); None
+    where the NumPy path runs it."""
+    global _KERNELS
+    if nd > 2 or a.dtype not in (np.float32, np.float64):
+        return None
+    if _KERNELS is None:
+        from ..script.targets.cpu import pool
+        _KERNELS = pool
+    lead = a.shape[:a.ndim - nd]
+    return np.ascontiguousarray(a).reshape((math.prod(lead),) + (1,) * (2 - nd) +
+                                           a.shape[a.ndim - nd:])
+
+
+def _hw(nd, params):
+    """The kernels' (h, w) pairs of per-dim (out, kernel, stride, padding, dilation) tuples,
+    in that order (a 1-D pool is 1 high, unpadded)."""
+    if nd == 2:
+        return tuple(v for t in params for v in t)
+    return tuple(v for fill, t in zip((1, 1, 1, 0, 1)[5 - len(params):], params)
+                 for v in (fill, t[0]))
+
+
+def _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode,
+                   want_idx=True):
+    """(values, flat per-plane indices, or None when not `want_idx`)."""
     _check_rank(name, nd, input)
     k, s, p, d = _pool_params(nd, kernel_size, stride, padding, dilation)
     spatial = input.shape[-nd:]
     out, pads = _pool_out(spatial, input.shape[-nd - 1], k, s, p, d, ceil_mode)
+    x = _planes(nd, input)
+    if x is not None:
+        vals, idx = _KERNELS.max_pool2d_forward(x, *_hw(nd, (out, k, s, p, d)), want_idx)
+        shape = input.shape[:input.ndim - nd] + out
+        return vals.reshape(shape), idx.reshape(shape) if want_idx else None
     xp = _pad(input, pads, _lowest(input.dtype))
     win = _windows(xp, out, k, s, d)
     starts = [np.arange(out[i]) * s[i] - p[i] for i in range(nd)]
@@ -161,7 +199,8 @@ def _make_max_pool(nd):
     # the values-only op (torch.max_pool2d): its rules recompute the indices from the saved
     # input (one more pooling pass) rather than keeping a second output alive
     def values_impl(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
-        return impl(input, kernel_size, stride, padding, dilation, ceil_mode)[0]
+        return _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation,
+                              ceil_mode, want_idx=False)[0]
 
     def indices(input, kernel_size, stride, padding, dilation, ceil_mode):
         return with_indices(input.detach(), kernel_size, stride, padding, dilation,
@@ -189,6 +228,15 @@ def _max_pool_nd_backward_impl(grad, input, kernel_size, stride, padding, dilati
     """Input gradient of the values-only max pool: each grad element added at its window's
     argmax (normalised tuples; nd = len(kernel_size))."""
     nd = len(kernel_size)
+    k, s, d = kernel_size, stride, dilation
+    if grad.dtype == input.dtype and all(s[i] >= d[i] * (k[i] - 1) + 1 for i in range(nd)):
+        # disjoint windows: each input element takes at most one gradient element, so the
+        # kernel's in-dtype sum is exact (overlapping windows keep the float64 bincount below)
+        x = _planes(nd, input)
+        if x is not None:
+            g = np.ascontiguousarray(grad).reshape(x.shape[:3 - nd] + grad.shape[grad.ndim - nd:])
+            return _KERNELS.max_pool2d_backward(g, x, *_hw(nd, (k, s, padding, d))).reshape(
+                input.shape)
     _, idx = _max_pool_impl(nd, f"max_pool{nd}d", input, tuple(kernel_size), tuple(stride),
                             tuple(padding), tuple(dilation), ceil_mode)
     lead = input.shape[:input.ndim - nd]

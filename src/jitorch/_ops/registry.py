@@ -201,8 +201,15 @@ def _rule_params(fn, op_tensors, op_attrs, skip_first: bool):
             out.append(("shape", n[:-6]))
         elif n.endswith("_dtype") and n[:-6] in op_tensors:
             out.append(("dtype", n[:-6]))
+        elif n == "needs_input_grad" and skip_first:
+            # a VJP may skip the gradients no input takes: eager autograd passes one flag per
+            # tensor slot (Node.apply, from its edges); callers that pass none (compiled
+            # backwards) leave the rule's default, every gradient
+            out.append(("needs", n))
         else:
             raise TypeError(f"rule {fn.__name__}: unknown parameter '{n}'")
+    if any(kind == "needs" for kind, _ in out[:-1]):
+        raise TypeError(f"rule {fn.__name__}: needs_input_grad must be its last parameter")
     return tuple(out)
 
 

@@ -269,10 +269,15 @@ def _addcmul(input, tensor1, tensor2, *, value=1):
         return input + _value_for(input, value) * tensor1 * tensor2
 
 
+def _addcmul_into(out, input, tensor1, tensor2, *, value=1):  # (extra["into"], see binary.py)
+    with np.errstate(invalid="ignore", over="ignore"):
+        np.add(input, _value_for(input, value) * tensor1 * tensor2, out=out)
+
+
 addcmul = defop("addcmul", _addcmul, tensors=("input", "tensor1", "tensor2"),
                 autocast={"cuda": "promote"}, kind="elementwise", inplace=True,
                 dtype=_value_rule("addcmul_cpu_out"),
-                extra={"dtype_attrs": True},
+                extra={"dtype_attrs": True, "into": _addcmul_into},
                 vjp=lambda g, tensor1, tensor2, value: (g, g * tensor2 * value,
                                                         g * tensor1 * value),
                 jvp=lambda t_input, t_tensor1, t_tensor2, tensor1, tensor2, value:
@@ -299,9 +304,15 @@ def _addcdiv(input, tensor1, tensor2, *, value=1):
         return input + value * (tensor1 / tensor2)
 
 
+def _addcdiv_into(out, input, tensor1, tensor2, *, value=1):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        np.add(input, value * (tensor1 / tensor2), out=out)
+
+
 defop("addcdiv", _addcdiv, tensors=("input", "tensor1", "tensor2"),
       autocast={"cuda": "promote"}, kind="elementwise",
-      inplace=True, dtype=_value_rule("addcdiv_cpu_out"), extra={"dtype_attrs": True},
+      inplace=True, dtype=_value_rule("addcdiv_cpu_out"),
+      extra={"dtype_attrs": True, "into": _addcdiv_into},
       vjp=lambda g, tensor1, tensor2, value: (g, g * value / tensor2,
                                               -g * value * tensor1 / (tensor2 * tensor2)),
       jvp=lambda t_input, t_tensor1, t_tensor2, tensor1, tensor2, value:

@@ -134,6 +134,9 @@ class Node:
         kwargs = {}
         if saved is not None:
             kwargs = saved
+            if op.vjp_params[-1][0] == "needs":  # (see _rule_params; not added to `saved`)
+                kwargs = dict(saved)
+                kwargs["needs_input_grad"] = tuple([e is not None for e in self.next_edges])
         dev = _placed[0] and _grads_device(grads)
         if dev and dev is not CPU:  # the rule's own constants and zeros are made there too
             with _on_device(dev):
@@ -326,6 +329,8 @@ def _make_recorder(op):
                              f"_s{i}._data.shape if isinstance(_s{i}, _T) else ()")
             elif kind == "dtype":
                 items.append(f"{name + '_dtype'!r}: _s{idx[name]}._dtype")
+            elif kind == "needs":  # nothing saved: Node.apply passes it
+                continue
             else:  # not a VJP parameter kind: the generic path raises as before
                 return False
         if vers:

@@ -4,8 +4,11 @@ Owns PyTorch's in-place rules: a leaf that requires grad (or a view of one) cann
 place while grad mode is on; the written tensor takes the op's node as its new history; writing
 through a view rebases the view's base onto a `copy_slices` node, so gradients reach both the
 old base value and the written source. Every in-place write bumps the shared version counter.
+An elementwise write with no history to record skips the result tensor (`_write_direct`).
 """
 from __future__ import annotations
+
+import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
@@ -29,6 +32,8 @@ def apply_inplace(op, self: Tensor, slots: tuple, attrs: dict) -> Tensor:
     check_inplace_allowed(self)
     tracking = grad_mode._state.enabled and op.vjp is not None and any(
         isinstance(s, Tensor) and s._requires_grad for s in slots)
+    if not tracking and op.kind == "elementwise" and _write_direct(op, self, slots, attrs):
+        return self
     if tracking and self._requires_grad and any(k == "slot" and n == op.tensors[0]
                                                for k, n in op.vjp_params):
         # the rule reads the old value of self: give it a copy that keeps self's history
@@ -40,6 +45,57 @@ def apply_inplace(op, self: Tensor, slots: tuple, attrs: dict) -> Tensor:
     if r._tangent is not None:
         self._tangent = r._tangent
     return self
+
+
+_REG = None  # jitorch._ops.registry
+
+
+def _write_direct(op, self: Tensor, slots: tuple, attrs: dict) -> bool:
+    """`self.op_(...)` of an elementwise op with no history to record, written straight into
+    self's array: with the op's declared `extra["into"]` (its impl with NumPy `out=`: no result
+    array, no copy) where the operands are already of self's dtype, else its impl's result
+    cast as `dispatch` casts it, then copied in. The same values, version bump and aliasing as
+    the general path (NumPy buffers operands that overlap `out`); False, having written
+    nothing, where the general path must run it: another dtype or shape of result (it raises
+    the errors), a read-only (expanded) self, operands other than plain tensors and numbers,
+    or any profiler, autocast, dispatch mode, device placement or forward-AD level."""
+    global _REG
+    if _REG is None:  # (the registry imports this module: imported at first use)
+        from .._ops import registry
+        _REG = registry
+    reg = _REG
+    FAST_TYPES = reg.FAST_TYPES
+    if reg._intercept[0] is not None or reg._mode_state.stack or reg._placed[0] or \
+            grad_mode._fwd_level[0] or type(self) not in FAST_TYPES:
+        return False
+    for s in slots:
+        if type(s) not in FAST_TYPES and type(s) is not float and type(s) is not int:
+            return False
+    dst = self._data
+    if not dst.flags.writeable:
+        return False
+    out_dtype, arrays = reg._elementwise_args(op, slots, attrs)
+    if out_dtype is not self._dtype:
+        return False
+    shape, same = dst.shape, True
+    for a in arrays:
+        if type(a) is np.ndarray:
+            if a.shape != shape and a.ndim:
+                return False  # (a broadcast result shape: the general path checks it)
+            same = same and a.dtype == dst.dtype
+    into = op.extra.get("into")
+    try:
+        if into is not None and same:
+            into(dst, *arrays, **attrs)
+        else:
+            res = reg._finish_elementwise(op.impl(*arrays, **attrs), out_dtype, arrays)
+            if res.shape != shape:
+                return False
+            dst[...] = res
+    except ValueError:  # (checked before any write) the general path raises PyTorch's error
+        return False
+    self._version[0] += 1
+    return True
 
 
 def write_result(self: Tensor, r: Tensor, name: str) -> None:

@@ -4,7 +4,8 @@ Owns the decision, at an eager (not scripted, not traced) call of `nn.RNN` / `nn
 `nn.GRU`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer` or `nn.TransformerDecoderLayer`,
 to run the call as one scripted "flat" function of its inputs and parameters instead of one
 eager op at a time, the flat sources of the attention and Transformer layers (`_Flat`), and the
-table of those functions (`_script`: one per source).
+table of those functions (`_script`: one per source; recurrent layers find theirs by
+configuration, `_BY_CONFIG`, without rebuilding the source).
 
 Recurrent layers run the whole sequence as one function instead of one Python step per time
 step. The function is the layer's "flat" twin
@@ -90,9 +91,27 @@ def _script(src: str, layer: str):
     return sf
 
 
+_BY_CONFIG: dict = {}  # recurrent layer configuration (_rnn_config) -> its ScriptFunction
+
+
+def _rnn_config(m) -> tuple:
+    """Everything `_rnn_script.source(m, "flat")` and `_script`'s name read from `m`, so one
+    key stands for one source (the dropout by repr: the source writes it so, and 1 == 1.0)."""
+    return (type(m).__name__, m.mode, m.num_layers, m.bidirectional, m.bias, m.proj_size,
+            m.batch_first, repr(m.dropout), m.dropout > 0, m.training,
+            tuple(map(tuple, m._all_weights)))
+
+
 def _function(m):
-    from . import _rnn_script
-    return _script(_rnn_script.source(m, "flat"), type(m).__name__)
+    """The flat function of recurrent layer `m`'s configuration; the source is built only at
+    the configuration's first call (a per-call rebuild cost about as much as the call's own
+    Python work)."""
+    key = _rnn_config(m)
+    sf = _BY_CONFIG.get(key)
+    if sf is None:
+        from . import _rnn_script
+        sf = _BY_CONFIG[key] = _script(_rnn_script.source(m, "flat"), type(m).__name__)
+    return sf
 
 
 def rnn(m, input: Tensor, states: tuple):

@@ -1,0 +1,62 @@
+"""Cheaper eager backward paths that keep values: a float matmul with inner size 1 (a Linear's
+weight gradient for one sample) is an elementwise product, signed zeros as PyTorch; nll_loss's
+first-order input gradient is NumPy arithmetic (_ops/nn_loss.py `_nll_loss_grad`), the same
+operations as its differentiable rule, which create_graph keeps."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import jitorch as jt
+from jitorch._ops import nn_loss
+
+F = jt.nn.functional
+
+
+def test_outer_product_matmul_keeps_the_sign_of_zero_products():
+    a = jt.tensor([[-1.0], [0.0], [2.0]])
+    b = jt.tensor([[0.0, -3.0, 5.0]])
+    r = (a @ b).numpy()  # PyTorch: [[-0., 3., -5.], [0., -0., 0.], [0., -6., 10.]]
+    np.testing.assert_array_equal(r, [[0.0, 3.0, -5.0], [0.0, 0.0, 0.0], [0.0, -6.0, 10.0]])
+    np.testing.assert_array_equal(np.signbit(r), [[True, False, True], [False, True, False],
+                                                  [False, True, False]])
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_nll_loss_first_order_gradient_is_numpy(reduction, monkeypatch):
+    rng = np.random.default_rng(0)
+    x_np = rng.standard_normal((4, 5)).astype(np.float32)
+    target = jt.tensor([1, 2, 2, 4])
+    weight = jt.tensor(rng.random(5).astype(np.float32))
+    x = jt.tensor(x_np, requires_grad=True)
+    loss = F.nll_loss(x, target, weight=weight, ignore_index=4, reduction=reduction)
+    g = rng.standard_normal(tuple(loss.shape)).astype(np.float32)
+    # create_graph: the rule's ops (the gradient depends on a g that requires grad)
+    (gx_graph,) = jt.autograd.grad(loss, x, jt.tensor(g, requires_grad=True), create_graph=True)
+
+    def boom(*a, **k):
+        raise AssertionError("a first-order nll_loss backward ran the rule's tensor ops")
+    monkeypatch.setattr(nn_loss, "where", boom)
+    x2 = jt.tensor(x_np, requires_grad=True)
+    F.nll_loss(x2, target, weight=weight, ignore_index=4, reduction=reduction).backward(
+        jt.tensor(g))
+    np.testing.assert_array_equal(x2.grad.numpy(), gx_graph.detach().numpy())
+    assert x2.grad.dtype == jt.float32 and gx_graph.requires_grad
+
+
+def test_fan_in_gradients_summed_without_the_add_op(monkeypatch):
+    """Two gradients reaching one output are summed in NumPy in a first-order backward (the
+    same `np.add` the op runs); create_graph sums them with the op, which records."""
+    from jitorch._tensor import Tensor
+    x = jt.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    (gx,) = jt.autograd.grad((x * 3).sum() + (x * x).sum(), x, create_graph=True)
+    np.testing.assert_array_equal(gx.detach().numpy(), [5.0, -1.0, 4.0])
+    (ggx,) = jt.autograd.grad(gx.sum(), x)
+    np.testing.assert_array_equal(ggx.numpy(), [2.0, 2.0, 2.0])
+
+    def boom(*a, **k):
+        raise AssertionError("a first-order backward summed gradients with the add op")
+    y = (x * 3).sum() + (x * x).sum()
+    monkeypatch.setattr(Tensor, "__add__", boom)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [5.0, -1.0, 4.0])
