@@ -229,31 +229,37 @@ def compact_decode(node, buffers: list, depth: int = 0):
 
 
 def _compact_tensor(i, dtype, shape, buffers):
-    from ...serialization import _DTYPES
-    from ..._tensor import Tensor
+    if _TENSOR is None:
+        _tensor_type()
     d = _DTYPES.get(dtype) if type(dtype) is str else None
-    if d is None or type(i) is not int or not 0 <= i < len(buffers) or type(shape) is not list \
-            or not all(type(n) is int and n >= 0 for n in shape):
+    if d is None or type(i) is not int or not 0 <= i < len(buffers) or type(shape) is not list:
         raise MessageError("its compact payload holds a malformed tensor")
-    raw = buffers[i]
     numel = 1
     for n in shape:
+        if type(n) is not int or n < 0:
+            raise MessageError("its compact payload holds a malformed tensor")
         numel *= n
+    raw = buffers[i]
     if raw.size != numel * d.itemsize:
         raise MessageError(f"storage {i}: its buffer holds {raw.size} bytes, the tensor needs "
                            f"{numel} x {d.name}")
-    return Tensor._make(raw.view(d.np).reshape(shape), d)
+    return _TENSOR._make(raw.view(d.np).reshape(shape), d)
 
 
 def _tensor_type():
-    global _TENSOR
+    # jitorch's Tensor and dtype table, imported on first use (not at import: jitorch imports
+    # this module); an import statement per tensor would cost ~3 us
+    global _TENSOR, _DTYPES
     if _TENSOR is None:
         from ..._tensor import Tensor
+        from ...serialization import _DTYPES as dtypes
+        _DTYPES = dtypes
         _TENSOR = Tensor
     return _TENSOR
 
 
 _TENSOR = None
+_DTYPES: dict = {}
 
 
 # --- names ------------------------------------------------------------------------------------
