@@ -70,17 +70,31 @@ _ZEROS = bytes(_ALIGN)
 
 
 def pack(call_id: int, manifest: dict, storages: list) -> bytes:
-    """The bytes of one message (storages: contiguous arrays)."""
+    """The bytes of one message (storages: arrays)."""
     text = _dumps(manifest).encode("utf-8")
-    if not storages:
+    n = len(storages)
+    if not n:
         return _PREFIX.pack(call_id, 0, len(text)) + text
-    raws = [a.reshape(-1).view(np.uint8) for a in storages]
-    n = _PREFIX.size + 8 * len(raws) + len(text)
-    parts = [_PREFIX.pack(call_id, len(raws), len(text)),
-             struct.pack(f"<{len(raws)}Q", *(r.size for r in raws)), text, _ZEROS[:_pad(n)]]
-    for r in raws:
-        parts += (r, _ZEROS[:_pad(r.size)])
+    parts = [_PREFIX.pack(call_id, n, len(text)), b"", text,
+             _ZEROS[:_pad(_PREFIX.size + 8 * n + len(text))]]
+    sizes = []
+    for a in storages:  # joined as they are: bytes.join reads any C-contiguous buffer
+        if not a.flags.c_contiguous:
+            a = np.ascontiguousarray(a)
+        sizes.append(a.nbytes)
+        parts += (a, _ZEROS[:_pad(a.nbytes)])
+    parts[1] = _sizes(n).pack(*sizes)
     return b"".join(parts)
+
+
+_SIZE_STRUCTS: dict = {}  # number of storages -> the Struct of their byte sizes
+
+
+def _sizes(n: int) -> struct.Struct:
+    st = _SIZE_STRUCTS.get(n)
+    if st is None:
+        st = _SIZE_STRUCTS[n] = struct.Struct(f"<{n}Q")
+    return st
 
 
 def _encoder():
@@ -106,15 +120,16 @@ def call_id_of(buf: np.ndarray) -> int | None:
 
 def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     """(call id, manifest, storage buffers as views of `buf`); MessageError when malformed."""
-    if buf.size < _PREFIX.size:
-        raise MessageError(f"a message of {buf.size} bytes is shorter than its header")
+    total = buf.size
+    if total < _PREFIX.size:
+        raise MessageError(f"a message of {total} bytes is shorter than its header")
     call_id, n, m = _PREFIX.unpack_from(buf)
     pos = _PREFIX.size
-    if n > (buf.size - pos) // 8 or m > buf.size:
+    if n > (total - pos) // 8 or m > total:
         raise MessageError("its header claims more storages or manifest bytes than it holds")
-    sizes = struct.unpack_from(f"<{n}Q", buf, pos) if n else ()
+    sizes = (_SIZE_STRUCTS.get(n) or struct.Struct(f"<{n}Q")).unpack_from(buf, pos) if n else ()
     pos += 8 * n
-    if pos + m > buf.size:
+    if pos + m > total:
         raise MessageError("its manifest runs past its end")
     try:
         manifest = _loads(str(memoryview(buf)[pos:pos + m], "utf-8"))
@@ -125,7 +140,7 @@ def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     pos += m + _pad(pos + m)
     buffers = []
     for size in sizes:
-        if pos + size > buf.size:
+        if pos + size > total:
             raise MessageError("its storages run past its end")
         buffers.append(buf[pos:pos + size])
         pos += size + _pad(size)
