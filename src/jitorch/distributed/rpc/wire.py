@@ -173,7 +173,7 @@ _FINITE = float("inf")
 
 
 def compact_encode(obj, storages: list):
-    """The compact JSON tree of `obj`, appending its tensors' contiguous arrays to `storages`;
+    """The compact JSON tree of `obj`, appending its tensors' arrays to `storages`;
     NotCompact when `obj` holds anything else (then the general form is used)."""
     return _enc(obj, 0, storages, [])
 
@@ -214,7 +214,7 @@ def _enc(obj, depth, storages, roots):
         if id(root) in roots:
             raise NotCompact
         roots.append(id(root))
-        storages.append(np.ascontiguousarray(a))
+        storages.append(a)  # (pack copies it into the message, contiguous)
         return {"t": [len(storages) - 1, obj._dtype.name, list(a.shape)]}
     raise NotCompact
 
