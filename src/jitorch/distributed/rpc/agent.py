@@ -39,6 +39,7 @@ import builtins
 import concurrent.futures
 import importlib
 import itertools
+import os
 import sys
 import threading
 import time
@@ -52,7 +53,8 @@ from . import wire
 
 TAG_REQUEST, TAG_RESPONSE = 1, 2
 _DIRECT_TAG = 16  # answers to synchronous calls: this + call id (mod the tag range)
-_SPIN_S = 1e-3  # poll without pause this long after the last message (calls come in runs) ...
+_SPIN_S = 1e-3  # poll this long after the last message (calls come in runs), yielding the
+_SPIN_YIELD_EVERY = 16  # core every this many polls; ...
 _HOT_S = 0.005  # ... then, up to this, pause every _YIELD_EVERY polls to let other threads run
 _MIN_SLEEP_S = 1e-5  # then sleep, from this (the kernel makes it ~60 us) ...
 _MAX_SLEEP_S = 1e-3  # ... to this: the most latency an idle worker adds to a call
@@ -84,6 +86,9 @@ class _Call:
         self.dst, self.tag = dst, tag
 
 
+_yield_core = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (Windows: Sleep(0))
+
+
 class _Backoff:
     """How a poller waits between probes that found nothing: it spins while traffic is recent
     (`hot`), then sleeps longer and longer."""
@@ -94,19 +99,23 @@ class _Backoff:
 
     def wait(self, now: float, hot: bool = True) -> None:
         # right after a message the next one comes soon (a caller's next call, the answer to a
-        # nested call): probe again at once, as a blocking MPI receive spins. Not even
-        # sleep(0): it is no yield but a sleep, of the kernel's timer slack (50 us) and more on
-        # a busy machine (2-core box at load 7: 70 us median; when it came every 64 polls,
-        # the prober slept 80% of the time and it added ~40 us to each way of a round trip).
-        # Each probe releases the GIL, so another thread of the process gets it within the
-        # switch interval (5 ms) at worst; past _SPIN_S the poller pauses now and then so
-        # that a thread working beside it is not slowed for long.
+        # nested call): probe again at once, as a blocking MPI receive spins. Not sleep(0):
+        # it is no yield but a sleep of the kernel's timer slack (50 us) and more on a busy
+        # machine (2-core box at load 7: 70 us median; taken every 64 polls it kept a prober
+        # asleep 80% of the time and added ~40 us to each way of a round trip). Yielding the
+        # core (sched_yield, ~1 us when no other thread waits for it) every 16 polls: two
+        # ranks spinning on one core (a loaded machine puts them there) otherwise answer each
+        # other once per time slice (2 ms round trips pinned to one core; 0.2-0.6 ms
+        # yielding). Each probe releases the GIL, so another thread of the process gets it
+        # within the switch interval (5 ms) at worst; past _SPIN_S the poller pauses now and
+        # then so that a thread working beside it is not slowed for long.
         elapsed = now - self.active
         if hot and elapsed < _HOT_S:
-            if elapsed < _SPIN_S:
-                return
             self.polls += 1
-            if self.polls % _YIELD_EVERY == 0:
+            if elapsed < _SPIN_S:
+                if self.polls % _SPIN_YIELD_EVERY == 0:
+                    _yield_core()
+            elif self.polls % _YIELD_EVERY == 0:
                 time.sleep(0)
         else:
             self.sleep = min(_MAX_SLEEP_S, max(_MIN_SLEEP_S, self.sleep * 2))
