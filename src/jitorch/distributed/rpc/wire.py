@@ -258,7 +258,8 @@ def _compact_tensor(i, dtype, shape, buffers):
     if raw.size != numel * d.itemsize:
         raise MessageError(f"storage {i}: its buffer holds {raw.size} bytes, the tensor needs "
                            f"{numel} x {d.name}")
-    return _TENSOR._make(raw.view(d.np).reshape(shape), d)
+    a = raw.view(d.np)
+    return _TENSOR._make(a if len(shape) == 1 else a.reshape(shape), d)
 
 
 def _tensor_type():
