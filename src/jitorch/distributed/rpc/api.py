@@ -184,26 +184,28 @@ def _display_name(func) -> str:
     return getattr(func, "__qualname__", None) or repr(func)
 
 
-def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Future:
-    """An asynchronous call ("async", "remote"): a Future of its answer."""
+def _begin(mode: str, to, what: str):
+    """(agent, destination, the call's name, profiler, its range) of a call; the range (None
+    when not profiling) ends when the answer arrives."""
     a = _agent()
     dst = _worker(a, to)
     key = f"rpc_{mode}#{what}({a.name} -> {dst.name})"
     c = _profiling.collector[0]
-    ev = c.begin_async(key, "rpc") if c is not None else None
+    return a, dst, key, c, c.begin_async(key, "rpc") if c is not None else None
+
+
+def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Future:
+    """An asynchronous call ("async", "remote"): a Future of its answer."""
+    a, dst, key, c, ev = _begin(mode, to, what)
     fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout))
-    if ev is not None:  # the range ends when the answer arrives, on whichever thread that is
+    if ev is not None:  # on whichever thread the answer arrives
         concurrent.futures.Future.add_done_callback(fut, lambda _: c.end(ev))
     return fut
 
 
 def _invoke_sync(to, envelope: dict, payload, what: str, timeout):
     """A synchronous call: its answer's value (the caller receives it itself, agent.call)."""
-    a = _agent()
-    dst = _worker(a, to)
-    key = f"rpc_sync#{what}({a.name} -> {dst.name})"
-    c = _profiling.collector[0]
-    ev = c.begin_async(key, "rpc") if c is not None else None
+    a, dst, key, c, ev = _begin("sync", to, what)
     try:
         return a.call(dst.id, envelope, payload, key, _timeout_s(a, timeout))
     finally:
