@@ -360,6 +360,41 @@ def test_message_names_of_the_tensor_api_resolve():
         assert wire.resolve(wire.qualified_name(fn)) is fn
 
 
+def test_resolved_names_are_remembered_and_refused_again_once_they_change(monkeypatch):
+    import os
+    import sys
+    import types
+    from jitorch.distributed.rpc import wire
+    mod = types.ModuleType("rpc_names_mod")  # a module of the program (no installed file)
+    exec("def f():\n    return 1\n\n\ndef g():\n    return 2\n\n\nclass C:\n"
+         "    @staticmethod\n    def m():\n        return 3\n", vars(mod))
+    monkeypatch.setitem(sys.modules, "rpc_names_mod", mod)
+    f, C = mod.f, mod.C
+    for _ in range(2):  # resolved, then found among the names resolved before
+        assert wire.resolve("rpc_names_mod:f") is f
+        assert wire.resolve("rpc_names_mod:C.m") is C.__dict__["m"].__func__
+    assert "rpc_names_mod:f" in wire._RESOLVED and "rpc_names_mod:C.m" in wire._RESOLVED
+
+    def refused(name, why):
+        with pytest.raises(RuntimeError, match=why):
+            wire.resolve(name)
+    mod.f = os.system  # the name now finds what a message may not call
+    refused("rpc_names_mod:f", "RPC calls only Python functions")
+    mod.f = mod.g  # ... a function defined under another name
+    refused("rpc_names_mod:f", "defined elsewhere")
+    mod.f = f
+    f.__qualname__ = "g"  # ... the same function, renamed
+    refused("rpc_names_mod:f", "defined elsewhere")
+    f.__qualname__ = "f"
+    assert wire.resolve("rpc_names_mod:f") is f
+    del C.m
+    refused("rpc_names_mod:C.m", "no such function")
+    monkeypatch.setitem(sys.modules, "rpc_names_mod", types.ModuleType("rpc_names_mod"))
+    refused("rpc_names_mod:f", "no such function")  # another module under that name
+    monkeypatch.delitem(sys.modules, "rpc_names_mod")
+    refused("rpc_names_mod:f", "not imported")
+
+
 def test_compact_messages_round_trip_and_refuse_what_is_not_a_value():
     import numpy as np
     import jitorch

@@ -8,8 +8,9 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
     message is one whole message (wire.py);
   * the serving threads (`num_worker_threads`), leader and followers: one of them at a time,
     the prober, probes MPI (`Improbe`; MPI has no blocking wait that does not spin a core, so
-    it polls: spinning for `_HOT_S` after the last message, as a blocking MPI receive spins,
-    then with sleeps growing to `_MAX_SLEEP_S`), receives each message with `Mrecv`,
+    it polls: spinning for `_SPIN_S` after the last message, as a blocking MPI receive spins,
+    then pausing now and then up to `_HOT_S`, then with sleeps growing to `_MAX_SLEEP_S`;
+    `_Backoff`), receives each message with `Mrecv`,
     completes the futures of answers, tests the sends in flight and fails calls past their
     deadline. A request it serves itself: decode, run the operation, send the answer, with no
     thread handoff on the way, then it probes on. If that takes over `_TAKEOVER_S` (a slow
@@ -21,16 +22,16 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
   * the pool (`num_worker_threads` threads, made as needed) that runs futures' callbacks, the
     answers of `@async_execution` functions and requests that come when no serving thread is
     free to take the lead;
-  * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`: `request(direct=True)`) ask
-    for their answer on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread
-    receives it itself (`_wait_direct`): no thread wakes another on a call's way back; a late
-    answer of one that timed out is received and dropped by the prober;
+  * synchronous calls (`rpc_sync`, `to_here`, `rref.rpc_sync()`: `call`) ask for their answer
+    on a tag of their own (`_DIRECT_TAG` + call id), and the waiting thread receives it itself
+    (`_wait_direct`) and returns its value: no thread wakes another and no Future is made on a
+    call's way; a late answer of one that timed out is received and dropped by the prober;
   * the operations a request may ask for: one table, `_OPS`, of jitorch's own handlers (a call
     of a named function, an RRef's creation, fetch and method call, distributed backward, ...).
     A request naming anything else is refused;
-  * the calls in flight: their futures (callbacks run on the pool), their deadlines (a call
-    past its `timeout` fails with RuntimeError naming it; its late answer is dropped), and the
-    values of the RRefs this worker owns.
+  * the calls in flight: the futures of asynchronous ones (callbacks run on the pool), their
+    deadlines (a call past its `timeout` fails with RuntimeError naming it; its late answer is
+    dropped), and the values of the RRefs this worker owns.
 """
 from __future__ import annotations
 
@@ -38,6 +39,7 @@ import builtins
 import concurrent.futures
 import importlib
 import itertools
+import os
 import sys
 import threading
 import time
@@ -51,7 +53,9 @@ from . import wire
 
 TAG_REQUEST, TAG_RESPONSE = 1, 2
 _DIRECT_TAG = 16  # answers to synchronous calls: this + call id (mod the tag range)
-_HOT_S = 0.005  # poll without sleeping this long after the last message (calls come in runs)
+_SPIN_S = 1e-3  # poll this long after the last message (calls come in runs), yielding the
+_SPIN_YIELD_EVERY = 16  # core every this many polls; ...
+_HOT_S = 0.005  # ... then, up to this, pause every _YIELD_EVERY polls to let other threads run
 _MIN_SLEEP_S = 1e-5  # then sleep, from this (the kernel makes it ~60 us) ...
 _MAX_SLEEP_S = 1e-3  # ... to this: the most latency an idle worker adds to a call
 _YIELD_EVERY = 64
@@ -77,7 +81,12 @@ class _Call:
     def __init__(self, future, what, deadline, timeout, cid, dst, tag):
         self.future, self.what, self.deadline, self.timeout, self.cid = \
             future, what, deadline, timeout, cid
-        self.dst, self.tag = dst, tag  # tag: the answer's own tag (a synchronous call) or None
+        # future: None for a synchronous call (its caller waits for the answer itself);
+        # tag: the answer's own tag (a synchronous call) or None
+        self.dst, self.tag = dst, tag
+
+
+_yield_core = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (Windows: Sleep(0))
 
 
 class _Backoff:
@@ -90,13 +99,23 @@ class _Backoff:
 
     def wait(self, now: float, hot: bool = True) -> None:
         # right after a message the next one comes soon (a caller's next call, the answer to a
-        # nested call): probe again at once, as a blocking MPI receive spins. Not even
-        # sleep(0): on a busy machine each one gives the core away for a time slice (2-core
-        # box at load 10: 1.5 ms round trips yielding, spinning see bench/distributed.py).
-        # Each probe releases the GIL, so other threads of the process still run.
-        if now - self.active < _HOT_S and hot:
+        # nested call): probe again at once, as a blocking MPI receive spins. Not sleep(0):
+        # it is no yield but a sleep of the kernel's timer slack (50 us) and more on a busy
+        # machine (2-core box at load 7: 70 us median; taken every 64 polls it kept a prober
+        # asleep 80% of the time and added ~40 us to each way of a round trip). Yielding the
+        # core (sched_yield, ~1 us when no other thread waits for it) every 16 polls: two
+        # ranks spinning on one core (a loaded machine puts them there) otherwise answer each
+        # other once per time slice (2 ms round trips pinned to one core; 0.2-0.6 ms
+        # yielding). Each probe releases the GIL, so another thread of the process gets it
+        # within the switch interval (5 ms) at worst; past _SPIN_S the poller pauses now and
+        # then so that a thread working beside it is not slowed for long.
+        elapsed = now - self.active
+        if hot and elapsed < _HOT_S:
             self.polls += 1
-            if self.polls % _YIELD_EVERY == 0:
+            if elapsed < _SPIN_S:
+                if self.polls % _SPIN_YIELD_EVERY == 0:
+                    _yield_core()
+            elif self.polls % _YIELD_EVERY == 0:
                 time.sleep(0)
         else:
             self.sleep = min(_MAX_SLEEP_S, max(_MIN_SLEEP_S, self.sleep * 2))
@@ -130,7 +149,7 @@ class Agent:
         self._prober = None  # the serving thread that leads (probes MPI), by thread id
         self._standby = None  # the follower that takes the lead from a prober serving long
         self._inline_since = None  # when the prober began serving a request itself
-        self._serving = 0  # requests being served by serving threads
+        self._serving = 0  # requests being served (by serving threads or the pool)
         self._followers = 0  # serving threads waiting for the lead
         self._accepting = True  # False once shutdown drained this worker: requests refused
         self._running = True
@@ -146,65 +165,87 @@ class Agent:
             return
         comm = self.direct if tag >= _DIRECT_TAG else self.comm
         req = comm.Isend([buf, self.MPI.BYTE], dst, tag)
-        with self._lock:
-            self._sends.append((req, buf))  # keeps the buffer alive until the send completes
+        if not req.Test():  # a small message is sent at once (eager): nothing left to watch
+            with self._lock:
+                self._sends.append((req, buf))  # keeps the buffer alive until the send completes
 
     def new_future(self) -> Future:
         fut = Future()
         fut._executor = self.pool
         return fut
 
-    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float,
-                direct: bool = False) -> Future:
-        """Send a request; its Future completes with the answer's value (or error).
-        `timeout` in seconds, 0 for none. `direct`: the caller waits for it at once (a
-        synchronous call): whoever waits on the future receives the answer itself."""
-        from .. import autograd as dist_autograd
-        cid = dist_autograd._current_id()
+    def _message(self, dst: int, envelope: dict, payload):
+        """(manifest, storages, autograd context id) of a request."""
+        autograd = _autograd()
+        cid = autograd._current_id()
         envelope = dict(envelope, cid=cid)
         manifest, storages = encode_compact(payload)
         if manifest is None:
             manifest, storages, tensors = encode(payload)
             if cid is not None:
-                envelope["grads"] = dist_autograd._outgoing(cid, dst, tensors)
+                envelope["grads"] = autograd._outgoing(cid, dst, tensors)
         manifest["rpc"] = envelope
+        return manifest, storages, cid
 
-        def make(call_id, tag=None):
-            if tag is not None:
-                envelope["reply"] = tag
-            return wire.pack(call_id, manifest, storages)
-        return self.send_message(dst, make, what, timeout, cid, direct)
+    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float) -> Future:
+        """Send a request; its Future completes with the answer's value (or error), which the
+        prober receives. `timeout` in seconds, 0 for none."""
+        manifest, storages, cid = self._message(dst, envelope, payload)
+        return self.send_message(dst, lambda call_id: wire.pack(call_id, manifest, storages),
+                                 what, timeout, cid)
 
-    def send_message(self, dst: int, make, what: str, timeout: float, cid=None,
-                     direct: bool = False) -> Future:
-        """Register a call and send `make(call_id)` (the message's bytes; `make(call_id, tag)`
-        for a direct call, whose answer comes on `tag`) to `dst`."""
+    def send_message(self, dst: int, make, what: str, timeout: float, cid=None) -> Future:
+        """Register a call and send `make(call_id)` (the message's bytes) to `dst`."""
         call_id = next(self._ids)
-        tag = None
-        if direct:
-            tag = _DIRECT_TAG + call_id % self._tag_range
-            fut = Future._driven(lambda: self._wait_direct(call_id), None)
-        else:
-            fut = self.new_future()
-        deadline = time.perf_counter() + timeout if timeout and timeout > 0 else None
-        call = _Call(fut, what, deadline, timeout, cid, dst, tag)
+        fut = self.new_future()
+        call = _Call(fut, what, _deadline(timeout), timeout, cid, dst, None)
         with self._lock:
             self._calls[call_id] = call
         try:
-            self._post(dst, make(call_id, tag) if direct else make(call_id), TAG_REQUEST)
-            if not direct:  # its answer comes to the prober: keep it probing hot. (A direct
-                # call's caller probes itself; a second thread spinning in this process would
-                # make each wait for the GIL, up to the 5 ms switch interval.)
-                self._backoff.hit(time.perf_counter())
+            self._post(dst, make(call_id), TAG_REQUEST)
+            # its answer comes to the prober: keep it probing hot
+            self._backoff.hit(time.perf_counter())
         except BaseException:
             with self._lock:
                 self._calls.pop(call_id, None)
             raise
         return fut
 
-    def pending(self) -> list:
+    def call(self, dst: int, envelope: dict, payload, what: str, timeout: float):
+        """A synchronous call (`rpc_sync`, `to_here`, `rref.rpc_sync()`): send a request and
+        wait for its answer; its value, or its error raised. The answer comes on a tag of this
+        call's own and this thread receives it itself: no other thread wakes and no Future is
+        made on the way (a Future costs ~10 us of locks and notifications a call). A second
+        thread spinning in this process would make each wait for the GIL, up to the 5 ms
+        switch interval: the prober is not kept hot for it."""
+        manifest, storages, cid = self._message(dst, envelope, payload)
+        call_id = next(self._ids)
+        tag = _DIRECT_TAG + call_id % self._tag_range
+        manifest["rpc"]["reply"] = tag
+        buf = wire.pack(call_id, manifest, storages)
+        call = _Call(None, what, _deadline(timeout), timeout, cid, dst, tag)
         with self._lock:
-            return [c.future for c in self._calls.values()]
+            self._calls[call_id] = call
+        try:
+            self._post(dst, buf, TAG_REQUEST)
+            return self._wait_direct(call_id, call)
+        finally:
+            with self._lock:
+                self._calls.pop(call_id, None)
+
+    def pending(self) -> list:
+        """Futures of the calls in flight (a synchronous call's completes when it returns)."""
+        with self._lock:
+            calls = list(self._calls.items())
+        return [c.future if c.future is not None else self._returned(i) for i, c in calls]
+
+    def _returned(self, call_id: int) -> Future:
+        def drive():
+            while call_id in self._calls:
+                time.sleep(1e-3)
+            fut.set_result(None)
+        fut = Future._driven(drive, None)
+        return fut
 
     # -- receiving -----------------------------------------------------------------------------
     def _recv(self, msg, status) -> np.ndarray:
@@ -212,34 +253,32 @@ class Agent:
         msg.Recv([buf, self.MPI.BYTE])  # MPI_Mrecv
         return buf
 
-    def _wait_direct(self, call_id: int) -> None:
-        """Receive the answer of synchronous call `call_id` on this (the waiting) thread."""
-        with self._lock:
-            call = self._calls.get(call_id)
-        if call is None:
-            return  # answered or failed already
+    def _wait_direct(self, call_id: int, call: _Call):
+        """Receive the answer of synchronous call `call_id` on this (the waiting) thread: its
+        value, or its error raised."""
         status = self.MPI.Status()
+        improbe = self.direct.Improbe
+        dst, tag, deadline = call.dst, call.tag, call.deadline
         backoff = _Backoff()
-        fut = call.future
-        while not fut.done():
-            msg = self.direct.Improbe(call.dst, call.tag, status)
-            now = time.perf_counter()
+        while True:
+            msg = improbe(dst, tag, status)
             if msg is not None:
                 buf = self._recv(msg, status)
                 if wire.call_id_of(buf) == call_id:  # else a late answer of an earlier use
-                    self._answer(call.dst, buf)
-                    return
+                    return self._value(dst, buf, call)
                 continue
-            if call.deadline is not None and now >= call.deadline:
-                self._expire(now)
+            now = time.perf_counter()
+            if deadline is not None and now >= deadline:
+                error = _timed_out(call)
             elif not self._running:
-                with self._lock:
-                    self._calls.pop(call_id, None)
-                fut.set_exception(RuntimeError(f"RPC: the agent of {self.name} stopped while "
-                                               f"{call.what} waited for its answer"))
-            backoff.wait(now)
-        with self._lock:  # failed (timed out, or the agent stopped): its answer is dropped
-            self._abandoned.add((call.dst, call.tag))
+                error = RuntimeError(f"RPC: the agent of {self.name} stopped while {call.what} "
+                                     f"waited for its answer")
+            else:
+                backoff.wait(now)
+                continue
+            with self._lock:  # its answer, if it comes, is dropped
+                self._abandoned.add((dst, tag))
+            raise error
 
     # -- the serving threads ---------------------------------------------------------------
     def _serving_thread(self) -> None:
@@ -289,7 +328,8 @@ class Agent:
         with cv:
             if not self._followers:  # no thread could take the lead: the pool serves it
                 try:
-                    self.pool.submit(self._serve, src, buf)
+                    self.pool.submit(self._serve_pooled, src, buf)
+                    self._serving += 1  # (counted: the prober does not spin beside it)
                 except RuntimeError:  # shut down: this worker is stopping
                     self._refuse(src, buf)
                 return True
@@ -308,6 +348,13 @@ class Agent:
                 if still:
                     self._inline_since = None
         return still
+
+    def _serve_pooled(self, src: int, buf: np.ndarray) -> None:
+        try:
+            self._serve(src, buf)
+        finally:
+            with self._cv:
+                self._serving -= 1
 
     def _lead_until_request(self):
         """Probe until a request comes that this thread should serve: (source, bytes);
@@ -365,35 +412,41 @@ class Agent:
                 f"RPC: worker {self.name} is shutting down and serves no more calls"))
 
     def _expire(self, now: float) -> None:
+        """Fail the asynchronous calls past their deadline (a synchronous call's caller
+        watches its own)."""
         with self._lock:
             late = [(i, c) for i, c in self._calls.items()
-                    if c.deadline is not None and now >= c.deadline]
+                    if c.deadline is not None and c.future is not None and now >= c.deadline]
             for i, _ in late:
                 del self._calls[i]
         for _, c in late:
-            c.future.set_exception(RuntimeError(
-                f"RPC ran for more than set timeout ({int(c.timeout * 1000)} ms) and will now be "
-                f"marked with an error: {c.what}"))
+            c.future.set_exception(_timed_out(c))
 
     def _answer(self, src: int, buf: np.ndarray) -> None:
+        """Complete the future of the asynchronous call that `buf` answers."""
         call_id = wire.call_id_of(buf)
         with self._lock:
-            call = self._calls.pop(call_id, None)
-        if call is None or call.dst != src:  # timed out already (or not ours): dropped
-            return
+            call = self._calls.get(call_id)
+            if call is None or call.future is None or call.dst != src:
+                return  # timed out already (or not an answer of ours): dropped
+            del self._calls[call_id]
         try:
-            _, manifest, buffers = wire.unpack(buf)
-            env = manifest["rpc"]
-            if env.get("ok") is not True:
-                raise remote_error(env.get("error"), self.workers[src])
-            value, tensors = decode(manifest, buffers, f"the answer from {self.workers[src]}")
-            if call.cid is not None and env.get("grads"):
-                from .. import autograd as dist_autograd
-                dist_autograd._incoming(call.cid, src, env["grads"], tensors)
+            value = self._value(src, buf, call)
         except BaseException as e:  # noqa: BLE001 - the caller's future carries it
             call.future.set_exception(e)
             return
         call.future.set_result(value)
+
+    def _value(self, src: int, buf: np.ndarray, call: _Call):
+        """The value an answer carries, or the error it reports raised."""
+        _, manifest, buffers = wire.unpack(buf)
+        env = manifest["rpc"]
+        if env.get("ok") is not True:
+            raise remote_error(env.get("error"), self.workers[src])
+        value, tensors = decode(manifest, buffers, _Source("the answer from", self.workers[src]))
+        if call.cid is not None and env.get("grads"):
+            _autograd()._incoming(call.cid, src, env["grads"], tensors)
+        return value
 
     # -- serving -------------------------------------------------------------------------------
     def _serve(self, src: int, buf: np.ndarray) -> None:
@@ -419,11 +472,12 @@ class Agent:
             cid = env.get("cid")
             if cid is not None and not isinstance(cid, int):
                 raise RuntimeError("RPC: bad autograd context id in the request")
-            payload, tensors = decode(manifest, buffers, f"the request from {self.workers[src]}")
+            payload, tensors = decode(manifest, buffers,
+                                      _Source("the request from", self.workers[src]))
             if cid is None:
                 result = handler(self, src, env, payload)
             else:
-                from .. import autograd as dist_autograd
+                dist_autograd = _autograd()
                 if env.get("grads"):
                     dist_autograd._incoming(cid, src, env["grads"], tensors)
                 with dist_autograd._entered(cid):
@@ -452,7 +506,7 @@ class Agent:
                 manifest, storages, tensors = encode(value)
                 env = {"ok": True}
                 if cid is not None:
-                    from .. import autograd as dist_autograd
+                    dist_autograd = _autograd()
                     with dist_autograd._entered(cid):
                         env["grads"] = dist_autograd._outgoing(cid, src, tensors)
             else:
@@ -514,6 +568,36 @@ def _reply_tag(env) -> int:
     return TAG_RESPONSE
 
 
+def _deadline(timeout):
+    return time.perf_counter() + timeout if timeout and timeout > 0 else None
+
+
+def _timed_out(call: _Call) -> RuntimeError:
+    return RuntimeError(f"RPC ran for more than set timeout ({int(call.timeout * 1000)} ms) and "
+                        f"will now be marked with an error: {call.what}")
+
+
+_AUTOGRAD: list = []  # jitorch.distributed.autograd, imported once (it imports this module)
+
+
+def _autograd():
+    if not _AUTOGRAD:
+        from .. import autograd
+        _AUTOGRAD.append(autograd)
+    return _AUTOGRAD[0]
+
+
+class _Source:
+    """Names a message's sender in decoding errors; formatted only when one is raised."""
+    __slots__ = ("what", "worker")
+
+    def __init__(self, what: str, worker):
+        self.what, self.worker = what, worker
+
+    def __str__(self):
+        return f"{self.what} {self.worker}"
+
+
 # --- payloads ---------------------------------------------------------------------------------
 _encoding = threading.local()  # set while a message is encoded: RRefs may be pickled only then
 
@@ -550,8 +634,9 @@ def encoding() -> bool:
 _PROTOCOL_CLASSES: dict = {}  # path -> class: what a message may hold beyond the user's list
 
 
-def decode(manifest, buffers, source: str):
-    """(value, {node id: tensor}) of a message's payload, either form."""
+def decode(manifest, buffers, source):
+    """(value, {node id: tensor}) of a message's payload, either form; `source` names the
+    sender in errors (its str())."""
     if "c" in manifest:
         try:
             return wire.compact_decode(manifest["c"], buffers), {}
@@ -562,8 +647,9 @@ def decode(manifest, buffers, source: str):
         from .api import RRef, WorkerInfo
         _PROTOCOL_CLASSES.update({f"{c.__module__}.{c.__qualname__}": c
                                   for c in (RRef, WorkerInfo)})
-    return load_message(manifest, buffers, source=source, what="RPC", format_name=wire.FORMAT,
-                        max_version=wire.VERSION, extra_globals=_PROTOCOL_CLASSES)
+    return load_message(manifest, buffers, source=str(source), what="RPC",
+                        format_name=wire.FORMAT, max_version=wire.VERSION,
+                        extra_globals=_PROTOCOL_CLASSES)
 
 
 _BUILTIN_ERRORS = {n: c for n, c in vars(builtins).items()

@@ -184,17 +184,33 @@ def _display_name(func) -> str:
     return getattr(func, "__qualname__", None) or repr(func)
 
 
-def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Future:
+def _begin(mode: str, to, what: str):
+    """(agent, destination, the call's name, profiler, its range) of a call; the range (None
+    when not profiling) ends when the answer arrives."""
     a = _agent()
     dst = _worker(a, to)
     key = f"rpc_{mode}#{what}({a.name} -> {dst.name})"
     c = _profiling.collector[0]
-    ev = c.begin_async(key, "rpc") if c is not None else None
-    # "sync": the caller waits at once, and receives the answer itself (agent.py)
-    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout), mode == "sync")
-    if ev is not None:  # the range ends when the answer arrives, on whichever thread that is
+    return a, dst, key, c, c.begin_async(key, "rpc") if c is not None else None
+
+
+def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Future:
+    """An asynchronous call ("async", "remote"): a Future of its answer."""
+    a, dst, key, c, ev = _begin(mode, to, what)
+    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout))
+    if ev is not None:  # on whichever thread the answer arrives
         concurrent.futures.Future.add_done_callback(fut, lambda _: c.end(ev))
     return fut
+
+
+def _invoke_sync(to, envelope: dict, payload, what: str, timeout):
+    """A synchronous call: its answer's value (the caller receives it itself, agent.call)."""
+    a, dst, key, c, ev = _begin("sync", to, what)
+    try:
+        return a.call(dst.id, envelope, payload, key, _timeout_s(a, timeout))
+    finally:
+        if ev is not None:
+            c.end(ev)
 
 
 def _call_payload(args, kwargs):
@@ -211,8 +227,8 @@ def rpc_async(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT) -> Fu
 def rpc_sync(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT):
     """Run `func(*args, **kwargs)` on worker `to` and return its value."""
     name = wire.qualified_name(func)
-    return _invoke("sync", to, {"op": "call", "fn": name}, _call_payload(args, kwargs),
-                   _display_name(func), timeout).wait()
+    return _invoke_sync(to, {"op": "call", "fn": name}, _call_payload(args, kwargs),
+                        _display_name(func), timeout)
 
 
 def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT) -> "RRef":
@@ -238,7 +254,7 @@ def shutdown(graceful: bool = True, timeout: float = 0) -> None:
         from .._work import wait_requests
         for f in a.pending():
             try:
-                f.result()
+                f.wait()
             except BaseException:  # noqa: BLE001 - its caller saw (or ignored) the error
                 pass
         limit = timeout or (a.options.rpc_timeout if a.options.rpc_timeout > 0 else 1800)
@@ -282,8 +298,9 @@ class _Proxy:
                 env.update(result_rref=out._id)
                 out._created = _invoke("remote", rref._owner, env, payload, what, timeout)
                 return out
-            fut = _invoke(mode, rref._owner, env, payload, what, timeout)
-            return fut.wait() if mode == "sync" else fut
+            if mode == "sync":
+                return _invoke_sync(rref._owner, env, payload, what, timeout)
+            return _invoke(mode, rref._owner, env, payload, what, timeout)
         return call
 
 
@@ -349,8 +366,8 @@ class RRef:
         """A copy of the value (the value itself on its owner)."""
         if self.is_owner():
             return self.local_value()
-        return _invoke("sync", self._owner, {"op": "fetch", "rref": self._id}, None,
-                       "to_here", timeout).wait()
+        return _invoke_sync(self._owner, {"op": "fetch", "rref": self._id}, None, "to_here",
+                            timeout)
 
     def rpc_sync(self, timeout=UNSET_RPC_TIMEOUT) -> _Proxy:
         return _Proxy(self, "sync", timeout)
