@@ -52,6 +52,9 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
         return graph, None, f"internal error in {stage}: {type(e).__name__}: {e}"
 
 
+_LOWER = _lower  # (runtime/plans.py records only what the real pipeline built)
+
+
 def optimise(graph: ir.Graph, arg_types: list, static: dict | None = None, target=None,
              where: list | None = None):
     """`graph` specialised for `arg_types` and through the pass pipeline: the graph the
