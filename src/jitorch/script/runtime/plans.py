@@ -112,6 +112,8 @@ def _lit(v, memo: dict) -> str:
         cells = [c.cell_contents for c in getattr(v, "__closure__", None) or ()]
         return f"fn:{mod}.{qn}:" + _lit([getattr(v, "__defaults__", None), getattr(
             v, "__kwdefaults__", None), cells], memo)
+    if isinstance(v, np.generic):
+        return f"np:{v.dtype.str}:{v.tobytes().hex()}"
     if isinstance(v, slice):
         return f"slice({_lit(v.start, memo)},{_lit(v.stop, memo)},{_lit(v.step, memo)})"
     if v is Ellipsis:
@@ -265,8 +267,9 @@ def _program(entry) -> dict | None:
     text does not read back as itself)."""
     from ..ir.parser import parse_type
     from ..kernels import cache
-    if entry is None or entry.kind != "compiled" or entry.origin is None:
-        return None
+    if entry is None or entry.origin is None or entry.fn is None or not (
+            entry.kind == "compiled" or entry.pending is not None):
+        return None  # (a program the compile worker builds is recorded: it is the program)
     source, options, name, kernels = entry.origin
     mod = sys.modules.get(getattr(entry.fn, "__module__", None) or "")
     if mod is None or not getattr(mod, "__file__", None):
@@ -400,6 +403,10 @@ def _load_program(p, graph_of):
                 return None
             mods.append(m)
         fn = getattr(mods[-1], str(p["entry"]))
+        py = getattr(fn, "py_func", None)  # the module's own njit entry, nothing else
+        if getattr(py, "__module__", None) != mods[-1].__name__ or \
+                getattr(py, "__name__", None) != p["entry"]:
+            return None
         out_types = [parse_type(str(t)) for t in p["out_types"]]
         return _WarmEntry("compiled", graph_of, files=[m.__file__ for m in mods],
                           entry_name=str(p["entry"]), fn=fn, out_types=out_types,
@@ -450,7 +457,9 @@ def load_autodiff(k, sf, arg_types, static, args):
         return None
     try:
         d = _CachedDiff(rec["diff"])
-    except Exception:  # noqa: BLE001
+        if d.key_kind not in ("pattern", "exact") or not isinstance(d.n_saved, int):
+            return None
+    except Exception:  # noqa: BLE001 - a record that does not fit: built as always
         return None
     if d.key_of(args) != d.shape_key:
         return None  # keyed by exact shapes, and these are others
