@@ -370,7 +370,10 @@ class _WarmEntry(_Entry):
         if not self._files:
             return None
         from ..kernels import cache
-        texts = self._texts()
+        try:
+            texts = self._texts()
+        except OSError as e:  # removed from the cache directory since it was loaded
+            return f"# the program's source is no longer in the cache directory ({e})\n"
         return cache.listing(texts[-1], texts[:-1])
 
     @source.setter
@@ -380,7 +383,10 @@ class _WarmEntry(_Entry):
     @property
     def origin(self):
         if self._origin is None and self._files:
-            texts = self._texts()  # prepared already: preparing again gives the same names
+            try:
+                texts = self._texts()  # prepared already: preparing again gives the same names
+            except OSError:  # (gone since it was loaded: the caller compiles it itself)
+                return None
             self._origin = (texts[-1], None, self._entry_name, texts[:-1])
         return self._origin
 
