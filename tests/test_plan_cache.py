@@ -1,7 +1,9 @@
 """The plan cache (script/runtime/plans.py): a specialisation built again (a fresh process, or
 here a new ScriptFunction of the same function) is served from its record without the passes,
 autodiff or code generation; a changed source misses; a damaged, stale or lying record falls
-back to a normal build. One small function, compiled once for the module's cache directory."""
+back to a normal build. One small function, compiled once for the module's cache directory.
+Also: loading a cached overload runs no Numba LLVM-lock event callbacks (kernels/numba_cache.py:
+they time compiles, and were ~10% of a warm start's CPU)."""
 import os
 
 import numpy as np
@@ -170,3 +172,27 @@ def test_a_replaced_pipeline_never_reads_or_writes_records(cache_dir, monkeypatc
     _run(_g)  # a new graph, built by the stand-in: interpreted, nothing recorded
     assert jitorch.jit.stats()["plan_hits"] == 0
     assert len(_records(cache_dir)) == n
+
+
+def test_a_cached_load_fires_no_llvm_lock_events(cache_dir):
+    from numba.core import event, types
+
+    src = "import numba\n\n@numba.njit(cache=False)\ndef add1(x):\n    return x + 1\n"
+    mod, _ = cache.load_module(src)
+    assert mod.add1(41) == 42  # compiled and saved to Numba's cache
+    name = mod.__name__
+    cache.forget(name)
+    disp = cache.load_module(src)[0].add1  # a new dispatcher: its overload is on disk
+    assert not disp.overloads
+    seen = []
+
+    class Count(event.Listener):
+        def on_start(self, ev):
+            seen.append(ev)
+
+        def on_end(self, ev):
+            pass
+    with event.install_listener("numba:llvm_lock", Count()):
+        cres = disp._cache.load_overload((types.int64,), disp.targetctx)
+    assert cres is not None  # loaded, not compiled
+    assert seen == []
