@@ -170,6 +170,9 @@ def load_module(source: str, options: dict | None = None):
         return mod, True
 
 
+_LOAD_MODULE = load_module  # (runtime/plans.py: records only what the real loader loaded)
+
+
 def loaded(name: str):
     """The module `name` if this process has loaded it completely, else None (never one
     whose code is still running in another thread: see the module docstring)."""

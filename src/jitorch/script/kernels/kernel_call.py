@@ -160,8 +160,7 @@ def ensure(symbol: str) -> bool:
         disp = _libraries.get(ident)  # (imported by the module that calls it)
         bind = lambda sig: _bind_library(ident, sig)  # noqa: E731
     try:
-        from numba.core.registry import cpu_target
-        magic = cpu_target.target_context.codegen().magic_tuple()
+        magic = _magic_tuple()
         index = disp._cache._cache_file._load_index()
         sigs = [tuple(k[0]) for k in index if k[1] == magic]
     except Exception:  # noqa: BLE001 - no cache, a damaged index: not available
@@ -173,6 +172,18 @@ def ensure(symbol: str) -> bool:
             except Exception:  # noqa: BLE001 - it cannot be had: compile the caller
                 return False
     return False
+
+
+_magic: list = []
+
+
+def _magic_tuple():
+    """Numba's (triple, CPU name, CPU features) of this host, once per process: each query
+    makes LLVM calls (~0.1 ms), and a warm start asks once per kernel it loads."""
+    if not _magic:
+        from numba.core.registry import cpu_target
+        _magic.append(cpu_target.target_context.codegen().magic_tuple())
+    return _magic[0]
 
 
 def library(disp, canonical=None):

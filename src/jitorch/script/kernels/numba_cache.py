@@ -22,10 +22,13 @@ and the data file; Numba writes each with temp file + os.replace).
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import sys
+
+from llvmlite.binding import ffi as _ffi
 
 from numba.core import sigutils
 from numba.core.caching import FunctionCache, IndexDataCacheFile
@@ -114,7 +117,8 @@ class GuardedCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         try:
-            cres = super().load_overload(sig, target_context)
+            with _quiet_llvm_lock():
+                cres = super().load_overload(sig, target_context)
             if cres is not None:
                 self._check_is_mine(cres, sig)
             return cres
@@ -195,6 +199,36 @@ class EntryCache(GuardedCache):
                      f"({type(e).__name__}: {e}); this process keeps it in memory")
             return
         super().save_overload(sig, data)
+
+
+_quiet = {"depth": 0, "saved": None}
+
+
+@contextlib.contextmanager
+def _quiet_llvm_lock():
+    """Numba times every LLVM call: llvmlite calls two Python callbacks around each (Numba's
+    `numba:llvm_lock` event, for the compile timers in an overload's metadata). Loading a
+    cached overload compiles nothing but makes thousands of LLVM calls (reading the symbols of
+    its library back), and the callbacks were ~10% of a warm start's CPU (encoder train step:
+    ~60 of ~600 ms); they are left out while loads run. The callback list is swapped under
+    llvmlite's own lock taken without callbacks, so every LLVM call sees one list from its
+    entry to its exit, and only the outermost of nested or concurrent loads restores it."""
+    lock = getattr(getattr(_ffi, "lib", None), "_lock", None)
+    raw = getattr(lock, "_lock", None)
+    if raw is None or not isinstance(getattr(lock, "_cblist", None), list):
+        yield  # another llvmlite: nothing to leave out
+        return
+    with raw:
+        if _quiet["depth"] == 0:
+            _quiet["saved"], lock._cblist = lock._cblist, []
+        _quiet["depth"] += 1
+    try:
+        yield
+    finally:
+        with raw:
+            _quiet["depth"] -= 1
+            if _quiet["depth"] == 0:
+                lock._cblist, _quiet["saved"] = _quiet["saved"], None
 
 
 def guard(module) -> None:

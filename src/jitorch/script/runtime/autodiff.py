@@ -53,13 +53,14 @@ def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
 class AutodiffEntry:
     how = "compiled"
     reason = None
+    plan_key = None  # its key in the plan cache (runtime/plans.py), where it has one
 
     def __init__(self, sf, base: ir.Graph, d, fwd_entry, arg_types, static=None):
         self.base, self.d, self.fwd, self.arg_types = base, d, fwd_entry, arg_types
         self.static = static
         self.fwds: dict = {}  # shape key -> forward entry, for keys whose saved layout differs
         self.forward = fwd_entry
-        self.n_out = len(base.outputs)
+        self.n_out = len(d.output_requires_grad)  # (one per output of the graph)
         self.bwd: dict = {}
         self.diffs = {d.shape_key: d}
         self.lock = _fork.lock()
@@ -121,7 +122,12 @@ class AutodiffEntry:
             outputs, inputs, run_backward, saved=d.saved_to_check(inputs, outputs),
             name=sf.name, differentiable=d.output_requires_grad,
             # create_graph=True (higher order) re-runs the graph eagerly to build a tape
-            create_graph_backward=grad_node.recompute_backward(self.base, inputs))
+            create_graph_backward=grad_node.recompute_backward(self._base_of, inputs))
+
+    def _base_of(self) -> ir.Graph:
+        """The pre-fusion graph (called only for create_graph: a plan-cache entry,
+        runtime/plans.py, derives it then)."""
+        return self.base
 
     def _diff_for(self, sk, args):
         """The Differentiated for shape key `sk` (derived once per key, with the example's
@@ -175,13 +181,16 @@ class AutodiffEntry:
                 stats.record_compile(dt_s, how="interpreted", reason=reason)
                 stats.log_compile(e.name, e.why, "interpreted", dt_s, reason)
             self.bwd[sk] = e
-            return e
+        if sk == self.d.shape_key and self.plan_key is not None:
+            from . import plans  # the example's backward: part of the plan's record
+            plans.store_autodiff(self.plan_key, self)
+        return e
 
 
 def _direct(e) -> bool:
     """Can `e` (a forward or backward entry) be called on boundary values: a compiled program
     (not one compiling in the background: script/runtime/tiers.py, whose `run` switches it)?"""
-    return type(e) is _Entry and e.kind == "compiled" and e.fn is not None and \
+    return isinstance(e, _Entry) and e.kind == "compiled" and e.fn is not None and \
         getattr(e, "pending", None) is None
 
 

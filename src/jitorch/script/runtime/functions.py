@@ -504,21 +504,29 @@ class ScriptFunction(FunctionInfo):
                      for a, t, p in zip(args, self._types, key)]
         static = {n: a for n, a, k in zip(self._names, args, self._kinds)
                   if n in self._static or k == "bool"}
+        from . import plans  # a warm process: the record of what this was built into
+        pk = plans.key(self, key, static, args, need_grad)
         if need_grad:
             from . import autodiff as autodiff_rt
-            ad, reason = autodiff_rt.build(self, arg_types, static, args)
+            ad = plans.load_autodiff(pk, self, arg_types, static, args)
+            if ad is None:
+                ad, reason = autodiff_rt.build(self, arg_types, static, args)
             if ad is not None:
-                entry = _Entry("autodiff", ad.forward.graph, autodiff=ad)
+                entry = plans.entry_of(ad)
                 try:
                     outs = ad.run(args, self)
                 except Exception:
                     self._cache[key] = entry  # a user error in the first call keeps it
                     raise
                 entry.reason = ad.reason
+                ad.plan_key = pk
+                plans.store_autodiff(pk, ad)
                 return entry, outs, ad.how
             entry = _Entry("interpreted", self.graph, reason=reason)
             return entry, self._first_run(key, entry, args), "interpreted"
-        entry, how = build_entry(self.graph, arg_types, static)
+        entry = plans.load_plain(pk, self, arg_types, static)
+        if entry is None:
+            entry, how = build_entry(self.graph, arg_types, static)
         if entry.kind == "interpreted":
             return entry, self._first_run(key, entry, args), how
         try:
@@ -533,6 +541,7 @@ class ScriptFunction(FunctionInfo):
             raise
         if outs is None:  # Numba could not type/lower the program: interpret instead
             return entry, self._first_run(key, entry, args), "interpreted"
+        plans.store_plain(pk, entry)
         return entry, outs, how
 
     def _first_run(self, key, entry, args):

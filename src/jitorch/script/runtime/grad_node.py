@@ -151,16 +151,18 @@ def attach(outputs, inputs, run_backward, *, saved=(), name: str = "ScriptFuncti
 
 
 def recompute_backward(graph, inputs):
-    """A `create_graph_backward` for `attach`: rerun `graph` through the interpreter on the
-    call's inputs with grad mode on (so the eager tape links to the inputs' history) and
-    differentiate it with `create_graph=True`. Costs one extra forward; only for higher order."""
+    """A `create_graph_backward` for `attach`: rerun `graph` (or `graph()`) through the
+    interpreter on the call's inputs with grad mode on (so the eager tape links to the inputs'
+    history) and differentiate it with `create_graph=True`. Costs one extra forward; only for
+    higher order."""
     from ...autograd import engine
     from ..ir.interpreter import run_graph
 
     def run(grads):
-        _record_fallback(graph)
+        gr = graph() if callable(graph) else graph  # a function: the graph made when needed
+        _record_fallback(gr)
         with grad_mode.enable_grad():
-            outs = run_graph(graph, list(inputs))
+            outs = run_graph(gr, list(inputs))
         pairs = [(o, g) for o, g in zip(outs, grads)
                  if isinstance(o, Tensor) and o._requires_grad and g is not None]
         wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x._requires_grad]

@@ -34,17 +34,11 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
             target = get_target(device_of(arg_types))
         except NotImplementedError as e:  # a device whose target is not written yet
             raise NotLowered(str(e)) from None
-        from ..passes import types as _types
-        stage = "passes.types.specialize"
-        g = _types.specialize(graph, arg_types, static)
-        g.capabilities = target.capabilities  # what fusion may group (passes/capabilities.py)
-        stage = "passes.pipeline"
-        from ..passes import pipeline
-        stage = "passes.pipeline.run"
-        g = pipeline.run(g)
-        # the passes make nodes of their own (fusion groups, CSE'd and simplified ops), typed
-        # on the default device: each value's device again, by the same rules (types.py)
-        _types.stamp_device(_types.one_device(arg_types), g)
+        where = ["passes", graph]
+        try:
+            g = optimise(graph, arg_types, static, target, where)
+        finally:
+            stage, g = where
         stage = f"targets.{target.name}.generate"
         # the program checks that the arguments it writes share no memory (runtime/alias.py)
         return g, target.generate(g, written=tuple(getattr(graph, "mutated_inputs", None) or ())
@@ -56,6 +50,32 @@ def _lower(graph: ir.Graph, arg_types: list, static: dict | None = None):
             raise
         # a compiler bug must not break the user's call: run the frontend's graph instead
         return graph, None, f"internal error in {stage}: {type(e).__name__}: {e}"
+
+
+_LOWER = _lower  # (runtime/plans.py records only what the real pipeline built)
+
+
+def optimise(graph: ir.Graph, arg_types: list, static: dict | None = None, target=None,
+             where: list | None = None):
+    """`graph` specialised for `arg_types` and through the pass pipeline: the graph the
+    target's code generator lowers (and the interpreter runs where a program does not).
+    `where`: [stage, graph so far], kept up to date (what an error leaves: its reason, and
+    the graph the interpreter then runs)."""
+    where = where if where is not None else ["", graph]
+    if target is None:
+        target = get_target(device_of(arg_types))
+    from ..passes import types as _types
+    where[0] = "passes.types.specialize"
+    g = where[1] = _types.specialize(graph, arg_types, static)
+    g.capabilities = target.capabilities  # what fusion may group (passes/capabilities.py)
+    where[0] = "passes.pipeline"
+    from ..passes import pipeline
+    where[0] = "passes.pipeline.run"
+    g = where[1] = pipeline.run(g)
+    # the passes make nodes of their own (fusion groups, CSE'd and simplified ops), typed
+    # on the default device: each value's device again, by the same rules (types.py)
+    _types.stamp_device(_types.one_device(arg_types), g)
+    return g
 
 
 def _symbolic(t):

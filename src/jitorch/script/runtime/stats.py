@@ -52,6 +52,9 @@ class Stats(dict):
     "interpreted" or "not called", its number of programs, compile_wall_s, worker_cpu_s and
     the reasons of its interpreted programs; `tiers.function_report`).
 
+    plan_hits: specialisations built from the plan cache's record (runtime/plans.py: no
+    passes, autodiff or code generation ran for them); plan_stores: records written.
+
     host_copies: device-to-host copies made by CUDA programs (a number read from a device
     tensor, e.g. control flow on a device value: targets/cuda/launch.host_scalar).
 
@@ -98,6 +101,8 @@ class _Counters:
         self.worker_wall_seconds = 0.0
         self.worker_cpu_seconds = 0.0
         self.spurious_errors: Counter = Counter()
+        self.plan_hits = 0
+        self.plan_stores = 0
         self.host_copies_at_reset = _host_copies()
 
 
@@ -140,6 +145,7 @@ def snapshot() -> Stats:
                    worker_wall_seconds=_c.worker_wall_seconds,
                    worker_cpu_seconds=_c.worker_cpu_seconds,
                    spurious_errors=dict(_c.spurious_errors),
+                   plan_hits=_c.plan_hits, plan_stores=_c.plan_stores,
                    functions=_function_reports(), kernels=_kernel_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
@@ -195,6 +201,16 @@ def record_compile(seconds: float, *, how: str, reason: str | None = None) -> No
             _c.disk_hits += 1
         elif how == "interpreted":
             _c.interpreted_reasons[reason or "unknown"] += 1
+
+
+def record_plan(what: str) -> None:
+    """The plan cache (runtime/plans.py): a specialisation built from its record ("hit"), or
+    a record written ("stored")."""
+    with _lock:
+        if what == "hit":
+            _c.plan_hits += 1
+        else:
+            _c.plan_stores += 1
 
 
 def record_background_start() -> None:
