@@ -141,3 +141,133 @@ def test_views_and_autograd_through_the_fast_path():
     dispatch(OPS["sum"], (h,), _attrs(OPS["sum"])).backward()
     np.testing.assert_array_equal(ga, a.grad.numpy())
     np.testing.assert_array_equal(gb, b.grad.numpy())
+
+
+# --- the shortcuts in front of the registry's fast path (issue 20: eager latency) -------------
+def _spy_dispatch(monkeypatch, name):
+    """Make op `name`'s general path (the `dispatch` its generated function calls) fail, so a
+    call that still works took the fast path."""
+    def fail(op, slots, attrs):
+        raise AssertionError(f"{op.name} took the general path")
+    monkeypatch.setitem(OPS[name].fn.__globals__, "_dispatch", fail)
+
+
+@pytest.mark.parametrize("args,kw,size", [
+    ((-1,), {}, (-1,)), ((2, 8), {}, (2, 8)), (((2, 8),), {}, (2, 8)), (([8, 2],), {}, (8, 2)),
+    ((), {"size": (16,)}, (16,)), ((np.int64(16),), {}, (16,)), ((jt.tensor(16),), {}, (16,))])
+def test_view_and_reshape_sizes_agree_with_dispatch(args, kw, size):
+    base = _tensor(jt.float32, (4, 4)).requires_grad_()
+    for name, fn, attr in (("view", base.view, "size"), ("reshape", base.reshape, "shape")):
+        kws = {attr: v for v in kw.values()}
+        _same(_outcome(lambda: fn(*args, **kws)),
+              _outcome(lambda: dispatch(OPS[name], (base,), {attr: size})))
+        v = fn(*args, **kws)
+        assert v._base is base and v._version is base._version
+        assert v._view_spec[2] == {attr: size}
+
+
+def test_view_is_the_op_and_answers_dtype_and_errors():
+    assert jt.Tensor.view is OPS["view"].fn  # no wrapper in front of `x.view(-1)`
+    base = _tensor(jt.float32, (4, 4))
+    vd = OPS["_view_dtype"]
+    for call in (lambda: base.view(jt.int32), lambda: base.view(dtype=jt.int32)):
+        _same(_outcome(call), _outcome(lambda: dispatch(vd, (base,), {"dtype": jt.int32})))
+        assert call()._base is base
+    view = OPS["view"]
+    for bad, size in ((lambda: base.t().view(-1), (-1,)), (lambda: base.view(5), (5,)),
+                      (lambda: base.view(-1, -1), (-1, -1))):
+        got = _outcome(bad)
+        assert got[0] == "error" and got[1] is RuntimeError
+        _same(got, _outcome(lambda: dispatch(view, (base.t() if size == (-1,) else base,),
+                                             {"size": size})))
+    with pytest.raises(TypeError, match="expected a sequence of ints, but got an element of "
+                                        "type str"):
+        base.view("a")
+
+
+def test_maybe_views_share_exactly_when_numpy_shares():
+    """reshape's result is a view (shared storage and version) exactly when NumPy's is: the
+    fast path's base test, against `np.may_share_memory` and dispatch's marking."""
+    base = _tensor(jt.float32, (4, 4))
+    reshape = OPS["reshape"]
+    for x, shape in ((base, (16,)), (base.t(), (16,)), (base[:, :2], (2, 2, 2)),
+                     (base[1:3], (8,)), (base[:, 1], (2, 2)), (base[::2].t(), (8,))):
+        r = x.reshape(shape)
+        ref = dispatch(reshape, (x,), {"shape": shape})
+        shares = np.may_share_memory(r._data, base._data)
+        assert (r._base is base) == shares == (ref._base is base)
+        assert (r._version is base._version) == shares
+        np.testing.assert_array_equal(r.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("d", [jt.int64, jt.int32])
+def test_index_tensor_fast_path(monkeypatch, d):
+    x = _tensor(jt.float32, (5, 3)).requires_grad_()
+    idx = jt.tensor([4, 0, -1, 4], dtype=d)
+    index = OPS["_index"]
+    for i in (idx, idx.view(2, 2)):
+        _same(_outcome(lambda: x[i]), _outcome(lambda: dispatch(index, (x, [i]), {
+            "basic": (), "adv": (0,)})))
+        _same(_outcome(lambda: x[i]), _outcome(lambda: x[(i,)]))  # _parse's split
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        x[jt.tensor([1, 5])]
+    x[idx].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy()[:, 0], [1, 0, 0, 0, 3])
+    from jitorch._ops import indexing
+    monkeypatch.setattr(indexing, "_parse", None)  # x[index tensor] no longer parses...
+    _spy_dispatch(monkeypatch, "_index")  # ...and runs the op's fast path
+    assert x[idx].grad_fn.name() == "IndexBackward0"
+
+
+def test_cat_common_join_agrees_with_the_checks(monkeypatch):
+    x, y = _tensor(jt.float32), _tensor(jt.float32, seed=1)
+    cat = OPS["cat"]
+    cases = [([x, y], 0), ([x, y], -1), ([x, y.t()], 0), ([x, _tensor(jt.float64)], 0),
+             ([x, jt.tensor([])], 0), ([x.view(-1), jt.tensor([])], 0), ([x, y], 2),
+             ([jt.tensor(1.0), jt.tensor(2.0)], 0), ([jt.tensor([]), jt.tensor([])], 1),
+             ([x, jt.zeros(0, 4)], 0), ([x], 1)]
+    for ts, dim in cases:
+        _same(_outcome(lambda: jt.cat(ts, dim)),
+              _outcome(lambda: dispatch(cat, (ts,), {"dim": dim})))
+    from jitorch._ops import join
+    monkeypatch.setattr(join, "_cat_arrays", None)  # the common join: no per-array checks
+    r = jt.cat([x, y], 1)
+    assert r.shape == (3, 8) and r._base is None and not np.shares_memory(r._data, x._data)
+
+
+@pytest.mark.parametrize("fn,log", [(jt.nn.functional.softmax, False),
+                                    (jt.nn.functional.log_softmax, True)])
+@pytest.mark.parametrize("d", [jt.float32, jt.float64])
+def test_small_softmax_runs_the_compiled_rows(monkeypatch, fn, log, d):
+    """A small softmax is one compiled loop (_ops/_row_kernels.py): NumPy's arithmetic to the
+    last place or so, nan and inf as NumPy's, any dim, any strides."""
+    from jitorch._ops import nn_activation as na
+    a = np.random.default_rng(0).standard_normal((3, 4, 5)) * 4
+    a[0, 1] = np.nan
+    a[1, :, 2] = -np.inf
+    a[2, 3, 4] = np.inf
+    x = jt.tensor(a, dtype=d)
+    fn(x, dim=0)  # the loops loaded (their first call replaces na._rows' entries)
+    calls = []
+    rows = list(na._rows)
+    monkeypatch.setattr(na, "_rows", [lambda *a: calls.append(0) or rows[0](*a),
+                                      lambda *a: calls.append(1) or rows[1](*a)])
+    tol = dict(rtol=1e-6, atol=1e-7) if d is jt.float32 else dict(rtol=1e-14, atol=1e-15)
+    for t in (x, x.transpose(0, 2)):
+        for dim in (0, 1, -1):
+            with np.errstate(invalid="ignore"):  # inf - inf: nan, as in the op
+                e = t.numpy() - t.numpy().max(dim, keepdims=True)
+            ref = e - np.log(np.exp(e).sum(dim, keepdims=True)) if log else \
+                np.exp(e) / np.exp(e).sum(dim, keepdims=True)
+            got = fn(t, dim=dim)
+            assert got.dtype is d and got.shape == t.shape
+            np.testing.assert_allclose(got.numpy(), ref.astype(d.np), **tol)
+    assert calls == [int(log)] * 6
+    big = jt.randn(40, 30, dtype=d)  # over _ROWS_MAX elements: NumPy's calls
+    fn(big, dim=1)
+    assert len(calls) == 6
+    w = jt.randn(3, 4, dtype=d, requires_grad=True)
+    comp = (na._log_softmax if log else na._softmax).body(1, None)
+    g1, = jt.autograd.grad((fn(w, dim=1) * w).sum(), w)
+    g2, = jt.autograd.grad((comp(w) * w).sum(), w)
+    np.testing.assert_allclose(g1.numpy(), g2.numpy(), **tol)

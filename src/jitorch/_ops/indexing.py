@@ -355,7 +355,8 @@ def _check_bounds(arr: np.ndarray, size: int, dim: int, exc=IndexError, lo=None,
 
 # --- reading: t[idx] -----------------------------------------------------------------------
 def _index_view_impl(input, basic):
-    return input[_np_basic(basic)]
+    r = _NP_BASIC.get(basic)  # _np_basic's memo, read inline (the hot path of x[i], x[a:b])
+    return input[_np_basic(basic) if r is None else r]
 
 
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
@@ -366,7 +367,7 @@ _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, me
 
 
 def _index_impl(input, indices, basic, adv):
-    v = input[_np_basic(basic)]
+    v = input[_np_basic(basic)] if basic else input
     if not adv:
         return np.array(v, copy=True)
     try:
@@ -427,6 +428,9 @@ def _getitem(self: Tensor, idx) -> Tensor:
                 and (step is None or type(step) is int and step > 0)):
             s = idx.indices(shape[0])
             return _index_view(self, () if s == (0, shape[0], 1) else (s,))  # as _trim_basic
+    if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
+            and idx._data.ndim:  # fast path: x[index tensor], as _parse splits it
+        return _index(self, [idx], (), (0,))
     basic, adv, tensors = _parse(shape, idx)
     if not adv:
         return _index_view(self, basic)
