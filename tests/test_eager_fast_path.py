@@ -235,39 +235,23 @@ def test_cat_common_join_agrees_with_the_checks(monkeypatch):
     assert r.shape == (3, 8) and r._base is None and not np.shares_memory(r._data, x._data)
 
 
-@pytest.mark.parametrize("fn,log", [(jt.nn.functional.softmax, False),
-                                    (jt.nn.functional.log_softmax, True)])
-@pytest.mark.parametrize("d", [jt.float32, jt.float64])
-def test_small_softmax_runs_the_compiled_rows(monkeypatch, fn, log, d):
-    """A small softmax is one compiled loop (_ops/_row_kernels.py): NumPy's arithmetic to the
-    last place or so, nan and inf as NumPy's, any dim, any strides."""
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
+    """F.softmax's common call runs the fused op without the autocast wrapper of
+    `jitorch.softmax` in front; autocast, dtype= and the other calls still go through it."""
     from jitorch._ops import nn_activation as na
-    a = np.random.default_rng(0).standard_normal((3, 4, 5)) * 4
-    a[0, 1] = np.nan
-    a[1, :, 2] = -np.inf
-    a[2, 3, 4] = np.inf
-    x = jt.tensor(a, dtype=d)
-    fn(x, dim=0)  # the loops loaded (their first call replaces na._rows' entries)
-    calls = []
-    rows = list(na._rows)
-    monkeypatch.setattr(na, "_rows", [lambda *a: calls.append(0) or rows[0](*a),
-                                      lambda *a: calls.append(1) or rows[1](*a)])
-    tol = dict(rtol=1e-6, atol=1e-7) if d is jt.float32 else dict(rtol=1e-14, atol=1e-15)
-    for t in (x, x.transpose(0, 2)):
-        for dim in (0, 1, -1):
-            with np.errstate(invalid="ignore"):  # inf - inf: nan, as in the op
-                e = t.numpy() - t.numpy().max(dim, keepdims=True)
-            ref = e - np.log(np.exp(e).sum(dim, keepdims=True)) if log else \
-                np.exp(e) / np.exp(e).sum(dim, keepdims=True)
-            got = fn(t, dim=dim)
-            assert got.dtype is d and got.shape == t.shape
-            np.testing.assert_allclose(got.numpy(), ref.astype(d.np), **tol)
-    assert calls == [int(log)] * 6
-    big = jt.randn(40, 30, dtype=d)  # over _ROWS_MAX elements: NumPy's calls
-    fn(big, dim=1)
-    assert len(calls) == 6
-    w = jt.randn(3, 4, dtype=d, requires_grad=True)
-    comp = (na._log_softmax if log else na._softmax).body(1, None)
-    g1, = jt.autograd.grad((fn(w, dim=1) * w).sum(), w)
-    g2, = jt.autograd.grad((comp(w) * w).sum(), w)
-    np.testing.assert_allclose(g1.numpy(), g2.numpy(), **tol)
+    fn = getattr(jt.nn.functional, name)
+    x = _tensor(jt.float32, (3, 4)).requires_grad_()
+    want = getattr(jt, name)(x, 1)
+    monkeypatch.setattr(jt.nn.functional, "_" + name, None)  # the wrapped public function
+    got = fn(x, dim=1)
+    _same(("ok", got), ("ok", want))
+    fused = OPS["_" + name + "_fused"]
+    _same(("ok", got), _outcome(lambda: dispatch(fused, (x,), {"dim": 1})))
+    with pytest.raises(TypeError):  # dtype=: the general path (here: the patched-out one)
+        fn(x, dim=1, dtype=jt.float64)
+    assert na._fused_call(fused.fn, x, 1, None) is not None
+    assert na._fused_call(fused.fn, x.int(), 1, None) is None
+    assert na._fused_call(fused.fn, x, 2, None) is None
+    with jt.autocast("cpu"):
+        assert na._fused_call(fused.fn, x, 1, None) is None  # autocast's policy applies

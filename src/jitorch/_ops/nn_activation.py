@@ -442,32 +442,11 @@ def _softmin(dim, dtype):
 # --- eager softmax / log_softmax as one op each --------------------------------------------------
 # Eager code runs the composites above as 5-6 recorded ops (~12 us on a 4x4 tensor, PyTorch ~1.5).
 # The common eager call (a float32/float64 tensor of rank >= 1 with elements, an int dim in range,
-# no dtype=, no dispatch mode such as a tracer or vmap) runs one op instead, with the same
-# arithmetic as the composite's ops (NumPy's calls, or on a small tensor one compiled loop that
-# may round differently in the last place) and PyTorch's softmax backward formulas as its VJP/JVP.
+# no dtype=, no dispatch mode such as a tracer or vmap) runs one op instead, with the same NumPy
+# arithmetic as the composite's ops and PyTorch's softmax backward formulas as its VJP/JVP.
 # Scripted and traced code keep the composites (the compiler fuses them: passes/fuse_rows.py);
 # every other call (checks, errors, dtype=, empty or 0-d inputs) runs the composite body.
-# A small CPU array (at most _ROWS_MAX elements) takes one compiled loop (_row_kernels.py: NumPy's
-# five calls cost more than PyTorch's whole op there); a larger one NumPy's calls, whose
-# vectorised exp is the faster loop.
-_ROWS_MAX = 1024
-
-
-def _load_rows(k):
-    def load(a, dim):
-        """The first small softmax: import (and compile) the loops, then run one."""
-        from ._row_kernels import log_softmax_rows, softmax_rows
-        _rows[:] = softmax_rows, log_softmax_rows
-        return _rows[k](a, dim)
-    return load
-
-
-_rows = [_load_rows(0), _load_rows(1)]  # softmax's, log_softmax's
-
-
 def _softmax_fused_impl(input, dim):
-    if type(input) is np.ndarray and input.size <= _ROWS_MAX:
-        return _rows[0](input, dim)
     if type(input) is not np.ndarray:  # a device array: NumPy's dispatching functions
         e = np.exp(input - np.max(input, axis=dim, keepdims=True))
         return e / np.sum(e, axis=dim, keepdims=True)
@@ -479,8 +458,6 @@ def _softmax_fused_impl(input, dim):
 
 
 def _log_softmax_fused_impl(input, dim):
-    if type(input) is np.ndarray and input.size <= _ROWS_MAX:
-        return _rows[1](input, dim)
     if type(input) is not np.ndarray:
         s = input - np.max(input, axis=dim, keepdims=True)
         return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))

@@ -429,6 +429,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                "_plc": _placed, "_fwl": _fwd_level, "_mst": _mode_state, "_gst": _grad_state,
                "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
                "_new": _new, "_record": record, "_dtype_of": _dtype_of, "_wrap": _wrap,
+               "_dnp": dt._BY_NP.get,  # from_numpy_dtype's table, read without its call
                "_mark_views": _mark_views,
                "_fattrs": {p.name: p.default for p in sig.parameters.values()
                            if p.name in op.attrs}})
@@ -525,7 +526,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"            if type(_r) is _nd:\n"
                 f"                _o = _new(_Tensor)\n"
                 f"                _o._data = _r\n"
-                f"                _o._dtype = _dtype_of(_r.dtype)\n")
+                f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n")
         if ind:
             src += (f"                _a = {t}._data\n"
                     f"                _b = _r.base\n"
@@ -559,7 +560,7 @@ def _wrap_impl_src(call: str) -> str:
             f"            if type(_r) is _nd:\n"
             f"                _o = _new(_Tensor)\n"
             f"                _o._data = _r\n"
-            f"                _o._dtype = _dtype_of(_r.dtype)\n"
+            f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n"
             f"                _o._version = [0]\n"
             f"            else:\n"
             f"                _o = _wrap(_r)\n")
