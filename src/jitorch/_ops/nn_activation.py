@@ -446,7 +446,28 @@ def _softmin(dim, dtype):
 # arithmetic as the composite's ops and PyTorch's softmax backward formulas as its VJP/JVP.
 # Scripted and traced code keep the composites (the compiler fuses them: passes/fuse_rows.py);
 # every other call (checks, errors, dtype=, empty or 0-d inputs) runs the composite body.
+# A small C-contiguous CPU array (at most _ROWS_MAX elements) takes two compiled loops around
+# NumPy's exp (_row_kernels.py: the same result to the bit, for about half of NumPy's calls'
+# cost); a larger one NumPy's calls, whose vectorised loops are the faster ones there.
+_ROWS_MAX = 1024
+_rows = [None, None]  # _row_kernels' shift_rows and normalise_rows, once imported
+
+
+def _small_softmax(a, dim):
+    shift, normalise = _rows
+    if shift is None:  # the first small softmax: import (and compile) the loops
+        from ._row_kernels import normalise_rows, shift_rows
+        shift, normalise = _rows[:] = shift_rows, normalise_rows
+    e = shift(a, dim)
+    np.exp(e, out=e)
+    if not normalise(e, dim):  # an innermost dim too long for the loop: NumPy's sum
+        np.divide(e, _add_reduce(e, axis=dim, keepdims=True), out=e)
+    return e
+
+
 def _softmax_fused_impl(input, dim):
+    if type(input) is np.ndarray and input.size <= _ROWS_MAX and input.flags.c_contiguous:
+        return _small_softmax(input, dim)
     if type(input) is not np.ndarray:  # a device array: NumPy's dispatching functions
         e = np.exp(input - np.max(input, axis=dim, keepdims=True))
         return e / np.sum(e, axis=dim, keepdims=True)
