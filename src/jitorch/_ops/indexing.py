@@ -423,10 +423,11 @@ def _getitem(self: Tensor, idx) -> Tensor:
             raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {size}")
         return _index_view(self, (idx % size,))
     if type(idx) is slice and shape:  # fast path: x[a:b], int bounds and a positive step
-        start, stop, step = idx.start, idx.stop, idx.step
-        if ((start is None or type(start) is int) and (stop is None or type(stop) is int)
-                and (step is None or type(step) is int and step > 0)):
+        try:  # bounds as _parse's _slice_bound reads them (operator.index), or its error
             s = idx.indices(shape[0])
+        except (TypeError, ValueError):
+            s = (0, 0, 0)
+        if s[2] > 0:
             return _index_view(self, () if s == (0, shape[0], 1) else (s,))  # as _trim_basic
     if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
             and idx._data.ndim:  # fast path: x[index tensor], as _parse splits it
