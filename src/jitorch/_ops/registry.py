@@ -400,7 +400,8 @@ FAST_TYPES = {Tensor}
 
 
 def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
-    """Source of the public function's fast path, or "" (ops with list slots take none).
+    """Source of the public function's fast path, or "" (an op whose one list slot is not its
+    last, or that has several tensor slots before it, takes none).
 
     It covers the common call exactly as `dispatch` would run it: every tensor slot given a
     tensor of `FAST_TYPES`, no `out=`, on the CPU, with no profiler, autocast, dispatch mode or
