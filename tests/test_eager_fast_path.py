@@ -141,3 +141,148 @@ def test_views_and_autograd_through_the_fast_path():
     dispatch(OPS["sum"], (h,), _attrs(OPS["sum"])).backward()
     np.testing.assert_array_equal(ga, a.grad.numpy())
     np.testing.assert_array_equal(gb, b.grad.numpy())
+
+
+# --- the shortcuts in front of the registry's fast path (issue 20: eager latency) -------------
+def _spy_dispatch(monkeypatch, name):
+    """Make op `name`'s general path (the `dispatch` its generated function calls) fail, so a
+    call that still works took the fast path."""
+    def fail(op, slots, attrs):
+        raise AssertionError(f"{op.name} took the general path")
+    monkeypatch.setitem(OPS[name].fn.__globals__, "_dispatch", fail)
+
+
+@pytest.mark.parametrize("args,kw,size", [
+    ((-1,), {}, (-1,)), ((2, 8), {}, (2, 8)), (((2, 8),), {}, (2, 8)), (([8, 2],), {}, (8, 2)),
+    ((), {"size": (16,)}, (16,)), ((np.int64(16),), {}, (16,)), ((jt.tensor(16),), {}, (16,))])
+def test_view_and_reshape_sizes_agree_with_dispatch(args, kw, size):
+    base = _tensor(jt.float32, (4, 4)).requires_grad_()
+    for name, fn, attr in (("view", base.view, "size"), ("reshape", base.reshape, "shape")):
+        kws = {attr: v for v in kw.values()}
+        _same(_outcome(lambda: fn(*args, **kws)),
+              _outcome(lambda: dispatch(OPS[name], (base,), {attr: size})))
+        v = fn(*args, **kws)
+        assert v._base is base and v._version is base._version
+        assert v._view_spec[2] == {attr: size}
+
+
+def test_view_is_the_op_and_answers_dtype_and_errors():
+    assert jt.Tensor.view is OPS["view"].fn  # no wrapper in front of `x.view(-1)`
+    base = _tensor(jt.float32, (4, 4))
+    vd = OPS["_view_dtype"]
+    for call in (lambda: base.view(jt.int32), lambda: base.view(dtype=jt.int32)):
+        _same(_outcome(call), _outcome(lambda: dispatch(vd, (base,), {"dtype": jt.int32})))
+        assert call()._base is base
+    view = OPS["view"]
+    for bad, size in ((lambda: base.t().view(-1), (-1,)), (lambda: base.view(5), (5,)),
+                      (lambda: base.view(-1, -1), (-1, -1))):
+        got = _outcome(bad)
+        assert got[0] == "error" and got[1] is RuntimeError
+        _same(got, _outcome(lambda: dispatch(view, (base.t() if size == (-1,) else base,),
+                                             {"size": size})))
+    with pytest.raises(TypeError, match="expected a sequence of ints, but got an element of "
+                                        "type str"):
+        base.view("a")
+
+
+def test_maybe_views_share_exactly_when_numpy_shares():
+    """reshape's result is a view (shared storage and version) exactly when NumPy's is: the
+    fast path's base test, against `np.may_share_memory` and dispatch's marking."""
+    base = _tensor(jt.float32, (4, 4))
+    reshape = OPS["reshape"]
+    for x, shape in ((base, (16,)), (base.t(), (16,)), (base[:, :2], (2, 2, 2)),
+                     (base[1:3], (8,)), (base[:, 1], (2, 2)), (base[::2].t(), (8,))):
+        r = x.reshape(shape)
+        ref = dispatch(reshape, (x,), {"shape": shape})
+        shares = np.may_share_memory(r._data, base._data)
+        assert (r._base is base) == shares == (ref._base is base)
+        assert (r._version is base._version) == shares
+        np.testing.assert_array_equal(r.numpy(), ref.numpy())
+
+
+@pytest.mark.parametrize("d", [jt.int64, jt.int32])
+def test_index_tensor_fast_path(monkeypatch, d):
+    x = _tensor(jt.float32, (5, 3)).requires_grad_()
+    idx = jt.tensor([4, 0, -1, 4], dtype=d)
+    index = OPS["_index"]
+    for i in (idx, idx.view(2, 2)):
+        _same(_outcome(lambda: x[i]), _outcome(lambda: dispatch(index, (x, [i]), {
+            "basic": (), "adv": (0,)})))
+        _same(_outcome(lambda: x[i]), _outcome(lambda: x[(i,)]))  # _parse's split
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 0 with size 5"):
+        x[jt.tensor([1, 5])]
+    x[idx].sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy()[:, 0], [1, 0, 0, 0, 3])
+    from jitorch._ops import indexing
+    monkeypatch.setattr(indexing, "_parse", None)  # x[index tensor] no longer parses...
+    _spy_dispatch(monkeypatch, "_index")  # ...and runs the op's fast path
+    assert x[idx].grad_fn.name() == "IndexBackward0"
+
+
+def test_cat_common_join_agrees_with_the_checks(monkeypatch):
+    x, y = _tensor(jt.float32), _tensor(jt.float32, seed=1)
+    cat = OPS["cat"]
+    cases = [([x, y], 0), ([x, y], -1), ([x, y.t()], 0), ([x, _tensor(jt.float64)], 0),
+             ([x, jt.tensor([])], 0), ([x.view(-1), jt.tensor([])], 0), ([x, y], 2),
+             ([jt.tensor(1.0), jt.tensor(2.0)], 0), ([jt.tensor([]), jt.tensor([])], 1),
+             ([x, jt.zeros(0, 4)], 0), ([x], 1)]
+    for ts, dim in cases:
+        _same(_outcome(lambda: jt.cat(ts, dim)),
+              _outcome(lambda: dispatch(cat, (ts,), {"dim": dim})))
+    from jitorch._ops import join
+    monkeypatch.setattr(join, "_cat_arrays", None)  # the common join: no per-array checks
+    r = jt.cat([x, y], 1)
+    assert r.shape == (3, 8) and r._base is None and not np.shares_memory(r._data, x._data)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
+    """F.softmax's common call runs the fused op without the autocast wrapper of
+    `jitorch.softmax` in front; autocast, dtype= and the other calls still go through it."""
+    from jitorch._ops import nn_activation as na
+    fn = getattr(jt.nn.functional, name)
+    x = _tensor(jt.float32, (3, 4)).requires_grad_()
+    want = getattr(jt, name)(x, 1)
+    monkeypatch.setattr(jt.nn.functional, "_" + name, None)  # the wrapped public function
+    got = fn(x, dim=1)
+    _same(("ok", got), ("ok", want))
+    fused = OPS["_" + name + "_fused"]
+    _same(("ok", got), _outcome(lambda: dispatch(fused, (x,), {"dim": 1})))
+    with pytest.raises(TypeError):  # dtype=: the general path (here: the patched-out one)
+        fn(x, dim=1, dtype=jt.float64)
+    assert na._fused_call(fused.fn, x, 1, None) is not None
+    assert na._fused_call(fused.fn, x.int(), 1, None) is None
+    assert na._fused_call(fused.fn, x, 2, None) is None
+    with jt.autocast("cpu"):
+        assert na._fused_call(fused.fn, x, 1, None) is None  # autocast's policy applies
+
+
+@pytest.mark.parametrize("d", [jt.float32, jt.float64])
+def test_small_softmax_loops_match_the_composite_to_the_bit(monkeypatch, d):
+    """A small softmax runs two compiled loops around NumPy's exp (_ops/_row_kernels.py): the
+    composite's result bit for bit (its sums in NumPy's order), on any dim, with nan and inf;
+    an innermost dim over 128 long sums with NumPy; other strides take NumPy's calls."""
+    from jitorch._ops import nn_activation as na
+    rng = np.random.default_rng(0)
+    jt.nn.functional.softmax(jt.ones(2, dtype=d), 0)  # the loops loaded
+    ran = []
+    shift, normalise = na._rows
+    monkeypatch.setattr(na, "_rows", [lambda a, k: ran.append(k) or shift(a, k), normalise])
+    cases = [(3, 4, 5), (2, 9), (2, 20), (1, 128), (2, 129), (200, 1), (130, 3), (7,)]
+    expect = 0
+    for shape in cases:
+        a = rng.standard_normal(shape) * 6
+        a.flat[0] = np.nan
+        a.flat[-1] = np.inf
+        a.flat[len(a.flat) // 2] = -np.inf
+        x = jt.tensor(a, dtype=d)
+        for dim in range(-len(shape), len(shape)):
+            got = jt.nn.functional.softmax(x, dim=dim)
+            want = na._softmax.body(dim, None)(x)
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+            expect += 1
+    assert len(ran) == expect  # every case ran the loops
+    xt = jt.tensor(rng.standard_normal((4, 6)), dtype=d).t()  # not C-contiguous: NumPy's calls
+    np.testing.assert_array_equal(jt.nn.functional.softmax(xt, dim=1).numpy(),
+                                  na._softmax.body(1, None)(xt).numpy())
+    assert len(ran) == expect

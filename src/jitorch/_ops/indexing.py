@@ -355,7 +355,8 @@ def _check_bounds(arr: np.ndarray, size: int, dim: int, exc=IndexError, lo=None,
 
 # --- reading: t[idx] -----------------------------------------------------------------------
 def _index_view_impl(input, basic):
-    return input[_np_basic(basic)]
+    r = _NP_BASIC.get(basic)  # _np_basic's memo, read inline (the hot path of x[i], x[a:b])
+    return input[_np_basic(basic) if r is None else r]
 
 
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
@@ -366,7 +367,7 @@ _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, me
 
 
 def _index_impl(input, indices, basic, adv):
-    v = input[_np_basic(basic)]
+    v = input[_np_basic(basic)] if basic else input
     if not adv:
         return np.array(v, copy=True)
     try:
@@ -422,11 +423,15 @@ def _getitem(self: Tensor, idx) -> Tensor:
             raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {size}")
         return _index_view(self, (idx % size,))
     if type(idx) is slice and shape:  # fast path: x[a:b], int bounds and a positive step
-        start, stop, step = idx.start, idx.stop, idx.step
-        if ((start is None or type(start) is int) and (stop is None or type(stop) is int)
-                and (step is None or type(step) is int and step > 0)):
+        try:  # bounds as _parse's _slice_bound reads them (operator.index), or its error
             s = idx.indices(shape[0])
+        except (TypeError, ValueError):
+            s = (0, 0, 0)
+        if s[2] > 0:
             return _index_view(self, () if s == (0, shape[0], 1) else (s,))  # as _trim_basic
+    if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
+            and idx._data.ndim:  # fast path: x[index tensor], as _parse splits it
+        return _index(self, [idx], (), (0,))
     basic, adv, tensors = _parse(shape, idx)
     if not adv:
         return _index_view(self, basic)

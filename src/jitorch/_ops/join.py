@@ -90,16 +90,47 @@ def _cat_arrays(arrays, dim, out_dtype):
     return np.concatenate([a for _, a in keep], axis=d, dtype=out_dtype.np)
 
 
+def _cat_common(arrays, dim):
+    """The common join: a list of NumPy arrays of one dtype and an int dim, which NumPy then
+    joins as PyTorch would (for rank >= 1 a skipped 1-D empty array joins as nothing) or
+    refuses (ranks or sizes that differ, 0-d arrays, a dim out of range); None for anything
+    else, or NumPy's refusal, which the checks of `_check_list` and `_cat_arrays` then word."""
+    if type(arrays) is not list or not arrays or type(dim) is not int:
+        return None
+    d0 = arrays[0].dtype
+    if type(arrays[0]) is not np.ndarray:
+        return None
+    for a in arrays:
+        if a.dtype is not d0:
+            return None
+    try:
+        return _concatenate_np(arrays, dim)
+    except ValueError:  # also NumPy's AxisError
+        return None
+
+
+_concatenate_np = np.concatenate
+
+
 def _cat(tensors, dim=0):
+    r = _cat_common(tensors, dim)
+    if r is not None:
+        return r
     return _cat_arrays(tensors, _index(dim, "dim"), _check_list(tensors, "cat", "torch.cat"))
 
 
 def _concat(tensors, dim=0):
+    r = _cat_common(tensors, dim)
+    if r is not None:
+        return r
     return _cat_arrays(tensors, _index(dim, "dim"), _check_list(tensors, "concat",
                                                                 "torch.cat"))
 
 
 def _concatenate(tensors, axis=0):
+    r = _cat_common(tensors, axis)
+    if r is not None:
+        return r
     return _cat_arrays(tensors, _index(axis, "axis"), _check_list(tensors, "concatenate",
                                                                   "torch.cat"))
 

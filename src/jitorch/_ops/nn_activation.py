@@ -23,6 +23,7 @@ import scipy.special as sps
 
 from .. import _autocast
 from .. import _dtype as dt
+from .._profiling import intercept as _icp
 from .._tensor import Tensor
 from . import infer
 from .composite import body_helper, composite, expose
@@ -84,23 +85,25 @@ def _act(name, impl, deriv=None, mask=None, **kw):
 def _relu(input):
     # np.maximum keeps nan and input's dtype; it may keep -0.0 as -0.0, so floats add +0.0,
     # which makes every zero +0.0 (one rule on every CPU). A 0-d zero of input's own dtype is
-    # the cheapest operand NumPy takes (a Python 0 costs a conversion per call).
-    if type(input) is not np.ndarray:  # a device array: its own scalars
-        r = np.maximum(input, 0)
-        return r + 0 if r.dtype.kind == "f" else r
-    z = _ZERO.get(input.dtype)
-    if z is None:
-        z = _ZERO[input.dtype] = np.zeros((), input.dtype)
-    r = np.maximum(input, z)
-    if r.dtype.kind == "f":
-        if type(r) is np.ndarray:
-            np.add(r, z, out=r)
-        else:  # a 0-d input gives a NumPy scalar
-            r = r + z
-    return r
+    # the cheapest operand NumPy takes (a Python 0 costs a conversion per call); `out` given
+    # by position costs less than by keyword.
+    if type(input) is np.ndarray:
+        z = _FLOAT_ZERO.get(input.dtype)
+        if z is not None and input.ndim:  # the common call: a float array
+            r = _maximum(input, z)
+            _add(r, z, r)
+            return r
+        z = np.zeros((), input.dtype)
+        if input.dtype.kind == "f":
+            _FLOAT_ZERO[input.dtype] = z
+            return np.maximum(input, z) + z  # 0-d: NumPy scalars
+        return np.maximum(input, z)
+    r = np.maximum(input, 0)  # a device array: its own scalars
+    return r + 0 if r.dtype.kind == "f" else r
 
 
-_ZERO: dict = {}  # NumPy dtype -> its 0-d zero (read-only use)
+_FLOAT_ZERO: dict = {}  # NumPy float dtype -> its 0-d zero (read-only use)
+_maximum, _add = np.maximum, np.add
 
 
 relu = _act("relu", _relu, mask=lambda result: result > 0, method=True, function=True,
@@ -443,7 +446,28 @@ def _softmin(dim, dtype):
 # arithmetic as the composite's ops and PyTorch's softmax backward formulas as its VJP/JVP.
 # Scripted and traced code keep the composites (the compiler fuses them: passes/fuse_rows.py);
 # every other call (checks, errors, dtype=, empty or 0-d inputs) runs the composite body.
+# A small C-contiguous CPU array (at most _ROWS_MAX elements) takes two compiled loops around
+# NumPy's exp (_row_kernels.py: the same result to the bit, for about half of NumPy's calls'
+# cost); a larger one NumPy's calls, whose vectorised loops are the faster ones there.
+_ROWS_MAX = 1024
+_rows = [None, None]  # _row_kernels' shift_rows and normalise_rows, once imported
+
+
+def _small_softmax(a, dim):
+    shift, normalise = _rows
+    if shift is None:  # the first small softmax: import (and compile) the loops
+        from ._row_kernels import normalise_rows, shift_rows
+        shift, normalise = _rows[:] = shift_rows, normalise_rows
+    e = shift(a, dim)
+    np.exp(e, out=e)
+    if not normalise(e, dim):  # an innermost dim too long for the loop: NumPy's sum
+        np.divide(e, _add_reduce(e, axis=dim, keepdims=True), out=e)
+    return e
+
+
 def _softmax_fused_impl(input, dim):
+    if type(input) is np.ndarray and input.size <= _ROWS_MAX and input.flags.c_contiguous:
+        return _small_softmax(input, dim)
     if type(input) is not np.ndarray:  # a device array: NumPy's dispatching functions
         e = np.exp(input - np.max(input, axis=dim, keepdims=True))
         return e / np.sum(e, axis=dim, keepdims=True)
@@ -492,14 +516,27 @@ _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
 _FUSED_DTYPES = (dt.float32, dt.float64)
 
 
-def _run_softmax(form, input, dim, dtype, fused=None):
-    """The one-op eager form when the call is the common one (above), else the argument's type
-    check (Python's business), then the body (the other checks)."""
-    if (fused is not None and dtype is None and type(dim) is int and type(input) in FAST_TYPES
-            and input._dtype in _FUSED_DTYPES and not _mode_state.stack):
+def _fused_call(fused, input, dim, dtype, hooked=False):
+    """`fused(input, dim)`, the one-op eager form, when the call is the common one (above);
+    else None. Unless `hooked`, also only when no autocast or profiler intercepts ops: then the
+    public functions' autocast policy has nothing to do, so `nn.functional` calls this first,
+    without that wrapper."""
+    if (dtype is None and type(dim) is int and type(input) in FAST_TYPES
+            and input._dtype in _FUSED_DTYPES and not _mode_state.stack
+            and (hooked or _icp[0] is None)):
         a = input._data
         if a.size and -a.ndim <= dim < a.ndim:
             return fused(input, dim)
+    return None
+
+
+def _run_softmax(form, input, dim, dtype, fused=None):
+    """The one-op eager form when the call is the common one (above), else the argument's type
+    check (Python's business), then the body (the other checks)."""
+    if fused is not None:
+        r = _fused_call(fused, input, dim, dtype, True)
+        if r is not None:
+            return r
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")

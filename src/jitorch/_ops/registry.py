@@ -292,8 +292,26 @@ def _signature_parts(op: OpDef, sig: inspect.Signature):
 
 
 def _varargs_line(op: OpDef) -> str:
+    """Normalise the `*varargs` attribute; the common call (plain ints, `x.view(-1)`,
+    `x.reshape(2, 8)`) is checked inline, as `_norm_varargs` would pass it, without its call.
+    An op may declare its own normaliser (`extra["varargs_norm"]`, called with the first tensor
+    slot too), which may also answer a call itself by returning anything but a tuple (so
+    `Tensor.view(dtype)` is the generated `view`, with no wrapper in front of `x.view(-1)`)."""
     v = op.extra.get("varargs")
-    return f"    {v} = _norm_varargs({v}, _kw, '{v}')\n" if v else ""
+    if not v:
+        return ""
+    if op.extra.get("varargs_norm") is None:
+        call, answer = f"_norm_varargs({v}, _kw, '{v}')", ""
+    else:
+        call = f"_op.extra['varargs_norm']({op.tensors[0]}, {v}, _kw, '{v}')"
+        answer = f"{{0}}if type({v}) is not tuple:\n{{0}}    return {v}\n"
+    return (f"    for _s in {v}:\n"
+            f"        if type(_s) is not int:\n"
+            f"            {v} = {call}\n" + answer.format(" " * 12) +
+            f"            break\n"
+            f"    else:\n"
+            f"        if _kw:\n"
+            f"            {v} = {call}\n" + answer.format(" " * 12))
 
 
 def _norm_varargs(args: tuple, kw=None, name=None):
@@ -389,7 +407,8 @@ FAST_TYPES = {Tensor}
 
 
 def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
-    """Source of the public function's fast path, or "" (ops with list slots take none).
+    """Source of the public function's fast path, or "" (an op whose one list slot is not its
+    last, or that has several tensor slots before it, takes none).
 
     It covers the common call exactly as `dispatch` would run it: every tensor slot given a
     tensor of `FAST_TYPES`, no `out=`, on the CPU, with no profiler, autocast, dispatch mode or
@@ -398,7 +417,8 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     its dtype rule reads at their defaults. Anything else (and an elementwise NumPy error,
     which the general path turns into PyTorch's) runs `dispatch`, whose semantics this only
     shortcuts: the same impl call, result wrapping, view marking and autograd recording."""
-    if not op.tensors or op.lists and (op.tensors != op.lists or len(op.tensors) != 1
+    # list slots: one, last, after at most one tensor (cat's `tensors`, `_index`'s `indices`)
+    if not op.tensors or op.lists and (op.tensors[-1:] != op.lists or len(op.tensors) > 2
                                        or op.kind == "elementwise"):
         return ""
     elementwise = op.kind == "elementwise"
@@ -417,6 +437,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                "_plc": _placed, "_fwl": _fwd_level, "_mst": _mode_state, "_gst": _grad_state,
                "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
                "_new": _new, "_record": record, "_dtype_of": _dtype_of, "_wrap": _wrap,
+               "_dnp": dt._BY_NP.get,  # from_numpy_dtype's table, read without its call
                "_mark_views": _mark_views,
                "_fattrs": {p.name: p.default for p in sig.parameters.values()
                            if p.name in op.attrs}})
@@ -425,21 +446,27 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     arrays = ", ".join(f"{t}._data" for t in ts)
     slots = "(" + "".join(t + ", " for t in ts) + ")"
     attrs = "{" + ", ".join(f"'{a}': {a}" for a in op.attrs) + "}"
-    kw = "".join(f", {a}={a}" for a in op.attrs)
+    # attributes by position when the impl takes them there, after its tensor slots (a keyword
+    # costs its name's lookup on every call)
+    ps = list(sig.parameters.values())
+    positional = [p.name for p in ps] == list(ts) + list(op.attrs) and all(
+        p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in ps)
+    kw = "".join(f", {a}" if positional else f", {a}={a}" for a in op.attrs)
     src = (f"    if (out is None{''.join(' and ' + c for c in cond)} and _icp[0] is None\n"
            f"            and not _plc[0] and not _fwl[0] and not _mst.stack and {tcond}):\n")
     if op.lists:  # one list of tensors (cat, stack): every item a FAST_TYPES tensor
-        (lst,) = ts
-        src = src.replace(tcond, f"type({lst}) in _SEQ")
+        *lead, lst = ts
+        src = src.replace(tcond, "".join(f"type({t}) in _FT and " for t in lead)
+                          + f"type({lst}) in _SEQ")
         src += (f"        _al = []\n"
-                f"        _gr = False\n"
+                f"        _gr = {''.join(f'{t}._requires_grad' for t in lead) or False}\n"
                 f"        for _x in {lst}:\n"
                 f"            if type(_x) not in _FT:\n"
                 f"                break\n"
                 f"            _al.append(_x._data)\n"
                 f"            _gr = _gr or _x._requires_grad\n"
                 f"        else:\n"
-                + _wrap_impl_src(f"_impl(_al{kw})"))
+                + _wrap_impl_src(f"_impl({''.join(f'{t}._data, ' for t in lead)}_al{kw})"))
         if op.view:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
         grad_cond = "_gr"
@@ -496,17 +523,36 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"            _o._version = [0]\n")
     if op.lists:
         pass
+    elif not elementwise and op.view and len(ts) == 1:
+        # _mark_views' single-output case, inline (a "maybe" view: `_is_view_of`, inline): a
+        # view shares the version counter, so it gets none of its own
+        t = ts[0]
+        ns["_msm"] = np.may_share_memory
+        ind = "    " if op.view == "maybe" else ""
+        src += (f"        if True:\n"
+                f"            _r = _impl({arrays}{kw})\n"
+                f"            if type(_r) is _nd:\n"
+                f"                _o = _new(_Tensor)\n"
+                f"                _o._data = _r\n"
+                f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n")
+        if ind:
+            src += (f"                _a = {t}._data\n"
+                    f"                _b = _r.base\n"
+                    f"                if (_b is not None and (_b is _a or _b is _a.base or "
+                    f"_msm(_r, _a))\n"
+                    f"                        or _r is _a):\n")
+        src += (f"{ind}                _o._base = {t} if {t}._base is None else {t}._base\n"
+                f"{ind}                _o._version = {t}._version\n"
+                f"{ind}                _o._view_spec = (_op, (), {attrs}, -1, {t}._view_spec)\n")
+        if ind:
+            src += (f"                else:\n"
+                    f"                    _o._version = [0]\n")
+        src += (f"            else:\n"
+                f"                _o = _wrap(_r)\n"
+                f"                _mark_views(_op, {slots}, {attrs}, _o)\n")
     elif not elementwise:
         src += "        if True:\n" + _wrap_impl_src(f"_impl({arrays}{kw})")
-        if op.view is True and len(ts) == 1:  # _mark_views' single-output case, inline
-            t = ts[0]
-            src += (f"            if type(_o) is _Tensor:\n"
-                    f"                _o._base = {t} if {t}._base is None else {t}._base\n"
-                    f"                _o._version = {t}._version\n"
-                    f"                _o._view_spec = (_op, (), {attrs}, -1, {t}._view_spec)\n"
-                    f"            else:\n"
-                    f"                _mark_views(_op, {slots}, {attrs}, _o)\n")
-        elif op.view:
+        if op.view:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
     if op.vjp is not None and not op.nondiff:
         grad = grad_cond or " or ".join(f"{t}._requires_grad" for t in ts)
@@ -522,7 +568,7 @@ def _wrap_impl_src(call: str) -> str:
             f"            if type(_r) is _nd:\n"
             f"                _o = _new(_Tensor)\n"
             f"                _o._data = _r\n"
-            f"                _o._dtype = _dtype_of(_r.dtype)\n"
+            f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n"
             f"                _o._version = [0]\n"
             f"            else:\n"
             f"                _o = _wrap(_r)\n")
@@ -806,7 +852,7 @@ def _mark_views(op, slots, attrs, outs):
     src = slots[0]
     base = src._base if src._base is not None else src
     if type(outs) is Tensor:  # the common single-output case, kept short
-        if op.view == "maybe" and not np.may_share_memory(outs._data, src._data):
+        if op.view == "maybe" and not _is_view_of(outs._data, src._data):
             return
         outs._base = base
         outs._version = src._version
@@ -816,11 +862,22 @@ def _mark_views(op, slots, attrs, outs):
         if not isinstance(o, Tensor):
             continue
         # a copy never overlaps its source, so the cheap bounds test is exact here
-        if op.view == "maybe" and not np.may_share_memory(o._data, src._data):
+        if op.view == "maybe" and not _is_view_of(o._data, src._data):
             continue
         o._base = base
         o._version = src._version
         o._view_spec = (op, slots[1:], attrs, k, src._view_spec)
+
+
+def _is_view_of(r, a) -> bool:
+    """Whether a "maybe"-view op's result `r` shares `a`'s memory. NumPy gives a view the
+    array that owns the memory as its `base` (`a` itself, or `a`'s own base), and an array it
+    allocated no base: both cheap to read; anything else asks `np.may_share_memory` (a copy
+    never overlaps its source, so its bounds test is exact here)."""
+    b = r.base
+    if r is a or b is not None and (b is a or b is a.base):
+        return True
+    return b is not None and np.may_share_memory(r, a)
 
 
 def _write_out(out: Tensor, r):

@@ -20,7 +20,7 @@ from .. import _dtype as dt
 from .._tensor import _LEGACY_NAMES, Size, Tensor
 from ._util import wrap_dim
 from . import infer
-from .registry import _pt_name, defop
+from .registry import _norm_varargs, _pt_name, defop
 from .batching import FLAT, LEADING, LIKE_SHAPE, PERMUTE, SQUEEZE, dims, sizes
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
@@ -116,6 +116,13 @@ reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape"
 
 def _view(input, size):
     shape = _infer_shape(size, input.size)
+    if type(input) is np.ndarray:
+        # the plain method is the cheapest reshape; its result is a view exactly when its base
+        # is the owner of input's memory (see registry._is_view_of); else `copy=False` decides
+        r = input.reshape(shape)
+        b = r.base
+        if b is input or b is input.base and b is not None:
+            return r
     try:
         if type(input) is np.ndarray:  # the method skips np.reshape's dispatch layer
             return input.reshape(shape, copy=False)  # raises instead of copying
@@ -126,10 +133,23 @@ def _view(input, size):
                            ".reshape(...) instead.") from None
 
 
+def _view_args(input, size, kwargs, name):
+    """`Tensor.view`'s arguments other than plain int sizes (the registry's `varargs_norm`):
+    a dtype answers the call (`x.view(dtype)`: the same bytes as another dtype), anything
+    else is normalised as every varargs op's sizes are."""
+    if len(size) == 1 and isinstance(size[0], dt.dtype) and not kwargs:
+        return _view_dtype(input, size[0])
+    if not size and set(kwargs) == {"dtype"}:
+        return _view_dtype(input, kwargs["dtype"])
+    return _norm_varargs(size, kwargs, name)
+
+
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
                     method=False, vjp=lambda g, input_shape: g.reshape(input_shape),
                     jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized(),
-                    batch=sizes("size"))
+                    batch=sizes("size"), extra={"varargs_norm": _view_args},
+                    doc="`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` "
+                        "(the same bytes).")
 
 
 def _view_dtype_impl(input, dtype):
@@ -158,17 +178,6 @@ def _view_dtype_impl(input, dtype):
 _view_dtype = defop("_view_dtype", _view_dtype_impl, kind="shape", view=True, nondiff=True,
                     method=False, interpreted=_NOT_YET,
                     batch=LEADING)
-
-
-def _tensor_view(self, *size, **kwargs):
-    """`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` (same bytes)."""
-    if not kwargs and size and type(size[0]) is int:  # the common call, `x.view(-1)`
-        return _view_shape(self, *size)
-    if len(size) == 1 and isinstance(size[0], dt.dtype) and not kwargs:
-        return _view_dtype(self, size[0])
-    if not size and set(kwargs) == {"dtype"}:
-        return _view_dtype(self, kwargs["dtype"])
-    return _view_shape(self, *size, **kwargs)
 
 
 def _view_as(input, other):
@@ -676,4 +685,4 @@ def atleast_3d(*tensors):
     return _atleast(tensors, 3, lambda s: {0: (1, 1, 1), 1: (1,) + s + (1,)}.get(len(s), s + (1,)))
 
 
-Tensor.view = _tensor_view
+Tensor.view = _view_shape  # also `x.view(dtype)`: _view_args
