@@ -8,9 +8,19 @@ import subprocess
 import sys
 
 import jitorch
+from jitorch.distributed import run as launcher
 
 SRC = os.path.dirname(os.path.dirname(jitorch.__file__))
 MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+_OPEN_MPI = None  # whether MPIEXEC is Open MPI's, asked once
+
+
+def mpiexec(n: int) -> list[str]:
+    """`mpiexec -n n` with the launcher's flags for this venv's MPI (Open MPI's as root...)."""
+    global _OPEN_MPI
+    if _OPEN_MPI is None:
+        _OPEN_MPI = launcher.detect_open_mpi(MPIEXEC)
+    return [MPIEXEC, *launcher.mpiexec_flags(_OPEN_MPI, n), "-n", str(n)]
 
 
 def env(**extra) -> dict:
@@ -30,7 +40,7 @@ def mpi_job(tmp_path, source: str, n: int, *args, timeout: float = 90, name="job
     """`mpiexec -n n python <source as a file> args...`"""
     script = tmp_path / name
     script.write_text(source)
-    return run([MPIEXEC, "-n", str(n), sys.executable, str(script), *map(str, args)],
+    return run([*mpiexec(n), sys.executable, str(script), *map(str, args)],
                timeout=timeout)
 
 

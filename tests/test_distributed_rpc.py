@@ -12,6 +12,7 @@ import os, sys, time
 import jitorch
 import jitorch.distributed.rpc as rpc
 from jitorch.futures import Future
+from mpi4py import MPI
 
 
 def add(a, b):
@@ -63,7 +64,7 @@ class Evil:  # never allowed: its code must never run from a message
         open(os.path.join(sys.argv[1], "evil-ran"), "w").close()
 
 
-r = int(os.environ["PMI_RANK"])
+r = MPI.COMM_WORLD.Get_rank()  # before init_rpc, under either MPI
 rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
     num_worker_threads=1 if r == 2 else 4, rpc_timeout=30))
 assert rpc.get_worker_info().name == f"worker{r}" and rpc.get_worker_info().id == r
@@ -226,6 +227,7 @@ import jitorch.distributed.autograd as dist_autograd
 import jitorch.distributed.rpc as rpc
 from jitorch import nn, optim
 from jitorch.distributed.optim import DistributedOptimizer
+from mpi4py import MPI
 
 
 def stage1():
@@ -253,7 +255,7 @@ def grads(module_rref, cid):
     return [g[p] for p in ps]
 
 
-r = int(os.environ["PMI_RANK"])
+r = MPI.COMM_WORLD.Get_rank()  # before init_rpc, under either MPI
 rpc.init_rpc(f"worker{r}")
 if r == 0:
     # the local run first: its optimizer step compiles here, and the owners then load it from
@@ -443,6 +445,7 @@ SERVING = r'''
 import os, threading, time
 import jitorch
 import jitorch.distributed.rpc as rpc
+from mpi4py import MPI
 
 meet = threading.Barrier(2, timeout=20)
 
@@ -473,7 +476,7 @@ def slow(s):
     return s
 
 
-r = int(os.environ["PMI_RANK"])
+r = MPI.COMM_WORLD.Get_rank()  # before init_rpc, under either MPI
 rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
     num_worker_threads=1 if r == 2 else 4, rpc_timeout=30))
 if r in (0, 2):  # two callers at once: worker1 serves both together

@@ -1,7 +1,10 @@
 """The launcher `python -m jitorch.distributed.run`: torchrun's variables in each rank, a rank
 that crashes once is restarted with the whole job and resumes from its checkpoint, and a rank
-that leaves early with os._exit(0) (mpiexec then exits 0) still counts as a failure."""
+that leaves early with os._exit(0) (mpiexec then exits 0) still counts as a failure; the
+mpiexec command lines of MPICH and Open MPI, checked against each one's `--version` output."""
 import sys
+
+import pytest
 
 import jitorch
 from jitorch.distributed import run as launcher
@@ -58,19 +61,75 @@ def test_a_rank_leaving_early_fails_the_job_though_mpiexec_exits_0(tmp_path):
     assert "ranks [1] did not finish" in p.stderr or "ranks [0, 1] did not finish" in p.stderr
 
 
-def test_mpiexec_command_lines(tmp_path):
+# what each implementation's `mpiexec --version` prints (the wheels' MPICH 5.0.2, Open MPI 5.0.11)
+HYDRA_VERSION = "HYDRA build details:\n    Version:                                 5.0.2\n"
+OPEN_MPI_VERSION = ("mpiexec (Open MPI) 5.0.11\n\n"
+                    "Report bugs to https://www.open-mpi.org/community/help/\n")
+
+
+def test_mpiexec_command_lines(tmp_path, monkeypatch):
+    assert launcher.is_open_mpi(OPEN_MPI_VERSION) and not launcher.is_open_mpi(HYDRA_VERSION)
     args = launcher.parse_args(["--nproc-per-node", "2", "-m", "pkg.train", "--lr", "1"])
     cmd = launcher.command(args, "/v/bin/mpiexec", open_mpi=False)
     assert cmd == ["/v/bin/mpiexec", "-n", "2", sys.executable, "-m",
                    "jitorch.distributed._worker", "-m", "pkg.train", "--lr", "1"]
+    # Open MPI: root needs a flag; more ranks than cores and no binding, as Hydra and torchrun
+    for uid, root in ((0, ["--allow-run-as-root"]), (1000, [])):
+        monkeypatch.setattr(launcher.os, "geteuid", lambda: uid)
+        cmd = launcher.command(args, "mpiexec", open_mpi=True)
+        assert cmd[:len(root) + 1] == ["mpiexec", *root]
+        assert cmd[cmd.index("--map-by"):cmd.index("-n") + 2] == \
+            ["--map-by", "ppr:2:node:OVERSUBSCRIBE", "--bind-to", "none", "-n", "2"]
+        assert cmd[cmd.index("-x") + 1] == "JITORCH_RUN_MARKERS"
     hosts = tmp_path / "hosts"
-    hosts.write_text("node1:2\n# a comment\nnode2:2\n")
+    hosts.write_text("node1:2\n# a comment\nnode2 slots=4  # Open MPI's syntax\n\nnode3\n")
+    assert launcher.read_hostfile(str(hosts)) == ["node1", "node2", "node3"]
+    assert launcher.hostfile_text(["a", "b"], 2, open_mpi=False) == "a:2\nb:2\n"
+    assert launcher.hostfile_text(["a", "b"], 2, open_mpi=True) == "a slots=2\nb slots=2\n"
     args = launcher.parse_args(["--nproc-per-node", "2", "--hostfile", str(hosts), "t.py"])
-    assert launcher.command(args, "mpiexec", open_mpi=False)[:7] == \
-        ["mpiexec", "-f", str(hosts), "-ppn", "2", "-n", "4"]
-    ompi = launcher.command(args, "mpiexec", open_mpi=True)
-    assert ["--hostfile", str(hosts), "--map-by", "ppr:2:node", "-n", "4"] == \
-        ompi[ompi.index("--hostfile"):ompi.index("-n") + 2]
+    assert launcher.command(args, "mpiexec", False, "hf")[:7] == \
+        ["mpiexec", "-f", "hf", "-ppn", "2", "-n", "6"]
+    ompi = launcher.command(args, "mpiexec", True, "hf")
+    assert ["--hostfile", "hf", "--map-by", "ppr:2:node:OVERSUBSCRIBE"] == \
+        ompi[ompi.index("--hostfile"):ompi.index("--map-by") + 2]
+
+
+FAKE_MPIEXEC = r"""#!/bin/sh
+if [ "$1" = "--version" ]; then printf '%s' "$JITORCH_FAKE_VERSION"; exit 0; fi
+d=$(dirname "$0")
+printf '%s\n' "$@" > "$d/argv"
+while [ $# -gt 0 ]; do
+  case "$1" in --hostfile|-f) cat "$2" > "$d/hostfile.seen";; esac
+  shift
+done
+"""
+
+
+@pytest.mark.parametrize("version", [HYDRA_VERSION, OPEN_MPI_VERSION], ids=["mpich", "openmpi"])
+def test_the_launcher_reads_the_implementation_and_writes_its_hostfile(tmp_path, monkeypatch,
+                                                                       version):
+    """The whole launcher against a fake mpiexec that prints the real `--version` of each MPI
+    and records what it was given (no rank runs, so the job fails for want of markers)."""
+    fake = tmp_path / "mpiexec"
+    fake.write_text(FAKE_MPIEXEC)
+    fake.chmod(0o755)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("node1:8\nnode2 slots=8\n")
+    monkeypatch.setenv("JITORCH_FAKE_VERSION", version)
+    monkeypatch.setattr(launcher.signal, "signal", lambda *a: None)  # leave pytest's SIGTERM
+    rc = launcher.main(["--mpiexec", str(fake), "--nproc-per-node", "3", "--hostfile",
+                        str(hosts), "--monitor-interval", "0.01", "train.py", "--lr", "1"])
+    assert rc == 1  # mpiexec exited 0, but no rank left its success marker
+    argv = (tmp_path / "argv").read_text().split("\n")[:-1]
+    assert argv[argv.index("-n"):] == ["-n", "6", sys.executable, "-m",
+                                       "jitorch.distributed._worker", "train.py", "--lr", "1"]
+    seen = (tmp_path / "hostfile.seen").read_text()
+    if version is OPEN_MPI_VERSION:
+        assert seen == "node1 slots=3\nnode2 slots=3\n"
+        assert {"--hostfile", "--bind-to", "ppr:3:node:OVERSUBSCRIBE"} <= set(argv)
+    else:
+        assert seen == "node1:3\nnode2:3\n"
+        assert argv[argv.index("-ppn") + 1] == "3" and "--bind-to" not in argv
 
 
 def test_ddp_example_trains_on_two_ranks(tmp_path):

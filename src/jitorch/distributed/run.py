@@ -10,7 +10,9 @@ AND every rank left its marker (MPICH exits 0 when a rank leaves early with `os.
 A failed job is restarted as a whole up to `--max-restarts` times (TorchElastic's semantics: the
 script resumes from its own checkpoint); TORCHELASTIC_RESTART_COUNT tells it which attempt runs.
 With `--hostfile` the ranks spread over the listed hosts (`--nproc-per-node` on each), which
-need the same venv path.
+need the same venv path. MPICH's Hydra and Open MPI's mpiexec differ in flags, hostfile syntax
+and defaults; `mpiexec_flags` and `hostfile_text` make both start the ranks the same way (the
+implementation is read from `mpiexec --version`).
 """
 from __future__ import annotations
 
@@ -27,7 +29,8 @@ import uuid
 
 from ._worker import MARKERS_ENV, marker_path
 
-__all__ = ["main", "parse_args"]
+__all__ = ["command", "detect_open_mpi", "hostfile_text", "is_open_mpi", "main",
+           "mpiexec_flags", "parse_args", "read_hostfile"]
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -36,7 +39,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1,
                    help="ranks per host (default 1)")
     p.add_argument("--hostfile", default=None,
-                   help="a file of hosts, one a line; the job runs nproc-per-node ranks on each")
+                   help="a file of hosts, one a line (`host`, `host:N` or `host slots=N`); the "
+                   "job runs nproc-per-node ranks on each")
     p.add_argument("--max-restarts", "--max_restarts", type=int, default=0,
                    help="restart the whole job up to this many times when a rank fails")
     p.add_argument("--monitor-interval", "--monitor_interval", type=float, default=0.1,
@@ -68,33 +72,66 @@ def find_mpiexec(given=None) -> str:
     return found
 
 
-def _is_open_mpi(mpiexec: str) -> bool:
+def is_open_mpi(version_output: str) -> bool:
+    """Whether `mpiexec --version` printed this for Open MPI ("mpiexec (Open MPI) 5.0.11");
+    anything else is taken for MPICH's Hydra ("HYDRA build details: ...")."""
+    return "open mpi" in version_output.lower()
+
+
+def detect_open_mpi(mpiexec: str) -> bool:
     out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=60)
-    return "open mpi" in (out.stdout + out.stderr).lower()
+    return is_open_mpi(out.stdout + out.stderr)
 
 
-def _hosts(path: str) -> list[str]:
+def read_hostfile(path: str) -> list[str]:
+    """The hosts of a hostfile in either MPI's syntax: `host`, `host:slots` (MPICH) or
+    `host slots=N` (Open MPI) lines, `#` comments. The slots are not read: the launcher puts
+    --nproc-per-node ranks on every host."""
+    hosts = []
     with open(path) as f:
-        return [ln.split()[0].split(":")[0] for ln in f
-                if ln.strip() and not ln.lstrip().startswith("#")]
+        for ln in f:
+            ln = ln.split("#", 1)[0].strip()
+            if ln:
+                hosts.append(ln.split()[0].split(":")[0])
+    return hosts
 
 
-def command(args, mpiexec: str, open_mpi: bool) -> list[str]:
-    """The mpiexec command line of one attempt."""
-    nodes = len(_hosts(args.hostfile)) if args.hostfile else 1
-    cmd = [mpiexec]
-    if open_mpi:
-        if os.geteuid() == 0:
-            cmd.append("--allow-run-as-root")
-        for var in (MARKERS_ENV, "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
-                    "TORCHELASTIC_MAX_RESTARTS", "PYTHONPATH"):
-            cmd += ["-x", var]
-        if args.hostfile:
-            cmd += ["--hostfile", args.hostfile, "--map-by", f"ppr:{args.nproc_per_node}:node"]
-    elif args.hostfile:  # MPICH's Hydra
-        cmd += ["-f", args.hostfile, "-ppn", str(args.nproc_per_node)]
-    cmd += ["-n", str(args.nproc_per_node * nodes), sys.executable, "-m",
-            "jitorch.distributed._worker"]
+def hostfile_text(hosts: list[str], nproc_per_node: int, open_mpi: bool) -> str:
+    """The hostfile the launcher gives mpiexec, in its implementation's syntax (Open MPI takes a
+    `host:N` line for a host named "host:N"; Hydra does not read `slots=N`)."""
+    line = "{} slots={}\n" if open_mpi else "{}:{}\n"
+    return "".join(line.format(h, nproc_per_node) for h in hosts)
+
+
+# Open MPI's mpiexec, made to start ranks as MPICH's Hydra and torchrun do: it refuses to run
+# as root without a flag; it refuses more ranks than cores ("not enough slots"; torchrun starts
+# --nproc-per-node processes whatever the cores); and it binds each rank to one core (with 2
+# ranks or fewer), which would confine a rank's Numba and BLAS threads to that core. Locally
+# the ranks inherit mpiexec's environment; `-x` forwards these variables to other hosts too.
+_OPEN_MPI_FORWARDED = (MARKERS_ENV, "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
+                       "TORCHELASTIC_MAX_RESTARTS", "PYTHONPATH")
+
+
+def mpiexec_flags(open_mpi: bool, nproc_per_node: int, hostfile: str | None = None) -> list[str]:
+    """mpiexec's options before `-n`: the same placement and rights under both MPIs.
+    `hostfile` is one in the implementation's syntax (`hostfile_text`)."""
+    if not open_mpi:  # MPICH's Hydra
+        return ["-f", hostfile, "-ppn", str(nproc_per_node)] if hostfile else []
+    flags = ["--allow-run-as-root"] if os.geteuid() == 0 else []
+    for var in _OPEN_MPI_FORWARDED:
+        flags += ["-x", var]
+    if hostfile:
+        flags += ["--hostfile", hostfile]
+    return flags + ["--map-by", f"ppr:{nproc_per_node}:node:OVERSUBSCRIBE", "--bind-to", "none"]
+
+
+def command(args, mpiexec: str, open_mpi: bool, hostfile: str | None = None) -> list[str]:
+    """The mpiexec command line of one attempt; `hostfile` is the one written for mpiexec from
+    `args.hostfile` (`hostfile_text`)."""
+    nodes = len(read_hostfile(args.hostfile)) if args.hostfile else 1
+    cmd = [mpiexec, *mpiexec_flags(open_mpi, args.nproc_per_node, hostfile),
+           "-n", str(args.nproc_per_node * nodes), sys.executable, "-m",
+           "jitorch.distributed._worker"]
     if args.module:
         cmd.append("-m")
     return cmd + [args.training_script, *args.training_script_args]
@@ -109,8 +146,11 @@ def main(argv=None) -> int:
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _exit_on_sigterm)
     mpiexec = find_mpiexec(args.mpiexec)
-    open_mpi = _is_open_mpi(mpiexec)
-    world = args.nproc_per_node * (len(_hosts(args.hostfile)) if args.hostfile else 1)
+    open_mpi = detect_open_mpi(mpiexec)
+    hosts = read_hostfile(args.hostfile) if args.hostfile else None
+    if hosts == []:
+        raise SystemExit(f"jitorch-run: no hosts in the hostfile {args.hostfile}")
+    world = args.nproc_per_node * (len(hosts) if hosts else 1)
     run_id = os.environ.get("TORCHELASTIC_RUN_ID") or uuid.uuid4().hex[:12]
     rc = 1
     for attempt in range(args.max_restarts + 1):
@@ -119,7 +159,12 @@ def main(argv=None) -> int:
                        TORCHELASTIC_RESTART_COUNT=str(attempt),
                        TORCHELASTIC_MAX_RESTARTS=str(args.max_restarts))
             env[MARKERS_ENV] = markers
-            proc = subprocess.Popen(command(args, mpiexec, open_mpi), env=env)
+            hostfile = None
+            if hosts:
+                hostfile = os.path.join(markers, "hostfile")
+                with open(hostfile, "w") as f:
+                    f.write(hostfile_text(hosts, args.nproc_per_node, open_mpi))
+            proc = subprocess.Popen(command(args, mpiexec, open_mpi, hostfile), env=env)
             try:
                 while proc.poll() is None:
                     time.sleep(args.monitor_interval)
