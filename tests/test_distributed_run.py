@@ -81,6 +81,14 @@ def test_mpiexec_command_lines(tmp_path, monkeypatch):
         assert cmd[cmd.index("--map-by"):cmd.index("-n") + 2] == \
             ["--map-by", "ppr:2:node:OVERSUBSCRIBE", "--bind-to", "none", "-n", "2"]
         assert cmd[cmd.index("-x") + 1] == "JITORCH_RUN_MARKERS"
+    # settings that are set reach other hosts' ranks (Hydra passes the whole environment)
+    monkeypatch.setenv("NUMBA_NUM_THREADS", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    cmd = launcher.command(args, "mpiexec", open_mpi=True)
+    forwarded = [cmd[i + 1] for i, a in enumerate(cmd) if a == "-x"]
+    assert {"NUMBA_NUM_THREADS", "OMP_NUM_THREADS"} <= set(forwarded)
+    assert "MKL_NUM_THREADS" not in forwarded and "HOME" not in forwarded
     hosts = tmp_path / "hosts"
     hosts.write_text("node1:2\n# a comment\nnode2 slots=4  # Open MPI's syntax\n\nnode3\n")
     assert launcher.read_hostfile(str(hosts)) == ["node1", "node2", "node3"]

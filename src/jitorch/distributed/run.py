@@ -107,9 +107,12 @@ def hostfile_text(hosts: list[str], nproc_per_node: int, open_mpi: bool) -> str:
 # as root without a flag; it refuses more ranks than cores ("not enough slots"; torchrun starts
 # --nproc-per-node processes whatever the cores); and it binds each rank to one core (with 2
 # ranks or fewer), which would confine a rank's Numba and BLAS threads to that core. Locally
-# the ranks inherit mpiexec's environment; `-x` forwards these variables to other hosts too.
+# the ranks inherit mpiexec's environment; `-x` forwards these variables to other hosts too
+# (Hydra passes the whole environment), with the settings of jitorch, Numba and the BLAS/OpenMP
+# thread pools that are set when the launcher runs.
 _OPEN_MPI_FORWARDED = (MARKERS_ENV, "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT",
                        "TORCHELASTIC_MAX_RESTARTS", "PYTHONPATH")
+_OPEN_MPI_FORWARDED_PREFIXES = ("JITORCH_", "NUMBA_", "OMP_", "OPENBLAS_", "MKL_")
 
 
 def mpiexec_flags(open_mpi: bool, nproc_per_node: int, hostfile: str | None = None) -> list[str]:
@@ -118,7 +121,8 @@ def mpiexec_flags(open_mpi: bool, nproc_per_node: int, hostfile: str | None = No
     if not open_mpi:  # MPICH's Hydra
         return ["-f", hostfile, "-ppn", str(nproc_per_node)] if hostfile else []
     flags = ["--allow-run-as-root"] if os.geteuid() == 0 else []
-    for var in _OPEN_MPI_FORWARDED:
+    settings = sorted(v for v in os.environ if v.startswith(_OPEN_MPI_FORWARDED_PREFIXES))
+    for var in (*_OPEN_MPI_FORWARDED, *settings):
         flags += ["-x", var]
     if hostfile:
         flags += ["--hostfile", hostfile]
