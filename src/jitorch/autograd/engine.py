@@ -17,7 +17,7 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import AccumulateGrad, edge_of
+from .graph import _APPLIERS, AccumulateGrad, applier, edge_of
 
 
 def _as_tuple(x):
@@ -163,26 +163,25 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
         buf[nr] = _add(buf[nr], g)
     ready = [(-n.seq, id(n), n) for n in buffers if deps[n] == 0]
     heapq.heapify(ready)
-    executed = []
     stack = _runs.__dict__.setdefault("stack", [])
     stack.append(Run(capture, captured, accumulate_only, create_graph))
     try:
         _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
-                 create_graph, executed)
+                 create_graph, not retain_graph)
     finally:
         stack.pop()
-    if not retain_graph:
-        for n in executed:
-            n.release()
     return captured
 
 
 def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
-             create_graph, executed):
+             create_graph, release):
     pop, push = heapq.heappop, heapq.heappush
+    appliers = _APPLIERS
+    if not ready:
+        return
+    node = pop(ready)[2]
     with grad_mode.set_grad_enabled(create_graph):
-        while ready:
-            node = pop(ready)[2]
+        while True:
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
             if node.tensor_hooks or node.retains:
                 grads = _run_tensor_hooks(node, grads)
@@ -194,6 +193,9 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
                     node.accumulate(grads[0], create_graph)
+                if not ready:
+                    break
+                node = pop(ready)[2]
                 continue
             for g in grads:  # run the node if some gradient arrived (and it leads somewhere)
                 if g is not None:
@@ -207,15 +209,26 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         r = h(tuple(grads))
                         if r is not None:
                             grads = list(r)
-                in_grads = node.apply(grads) if node.custom is None else node.custom(grads)
+                if node.custom is None:
+                    app = appliers.get(node.op)
+                    if app is None:
+                        app = applier(node.op)
+                    in_grads = app(node, grads)
+                else:
+                    in_grads = node.custom(grads)
                 if node.hooks:
                     for h in node.hooks:
                         r = h(tuple(in_grads), tuple(grads))
                         if r is not None:
                             in_grads = list(r)
-                executed.append(node)
+                # saved tensors are freed once their node ran, as PyTorch's engine frees them
+                # (a node with nothing saved has nothing to free: no call)
+                if release and (node.versions or node.saved is not None
+                                or node.custom is not None):
+                    node.release()
             else:
                 in_grads = [None] * len(node.next_edges)
+            nxt = None  # the first node this one made ready: run next if it is the only one
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -240,7 +253,22 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 d = deps[m] - 1
                 deps[m] = d
                 if d == 0:
-                    push(ready, (-m.seq, id(m), m))
+                    if nxt is None:
+                        nxt = m
+                    else:
+                        push(ready, (-m.seq, id(m), m))
+            # among ready nodes the most recently created runs first; a lone ready node (a
+            # chain) runs without passing through the heap
+            if nxt is not None:
+                if ready:
+                    push(ready, (-nxt.seq, id(nxt), nxt))
+                    node = pop(ready)[2]
+                else:
+                    node = nxt
+            elif ready:
+                node = pop(ready)[2]
+            else:
+                break
 
 
 _CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)

@@ -32,6 +32,9 @@ _FREED_MSG = (
     "backward.")
 
 
+_PLAIN = {int, float, bool, str, type(None)}  # saved values that are never tensors
+
+
 def _holds_tensor(v) -> bool:
     if isinstance(v, (list, tuple)):
         return any(_holds_tensor(x) for x in v)
@@ -111,7 +114,8 @@ class Node:
                     n for kind, n in getattr(self.op, "vjp_params", None) or
                     [("attr", k) for k in saved] if kind in ("attr", "slot", "result"))
             for n in names:
-                if _holds_tensor(saved.get(n)):
+                v = saved.get(n)
+                if type(v) not in _PLAIN and _holds_tensor(v):  # (a number: no call)
                     break
             else:
                 return
@@ -156,10 +160,15 @@ class Node:
             elif type(g) is Tensor and g._data.shape == meta[0] and g._dtype is meta[1]:
                 out.append(g)  # already the input's shape and dtype: nothing to fit
             else:
-                if not isinstance(g, Tensor):
-                    g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
-                out.append(_fit(g, meta))
+                out.append(_fit_any(g, meta))
         return out
+
+
+def _fit_any(g, meta) -> Tensor:
+    """`_fit` of a VJP's result (a Tensor, or a NumPy array or number: wrapped first)."""
+    if not isinstance(g, Tensor):
+        g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
+    return _fit(g, meta)
 
 
 def _fit(g: Tensor, meta) -> Tensor:
@@ -293,21 +302,32 @@ def _make_recorder(op):
     src = ["def rec(slots, attrs, outs):",
            f"    {''.join(f'_s{i}, ' for i in range(n))}= slots"]
     src += [f"    _r{i} = isinstance(_s{i}, _T) and _s{i}._requires_grad" for i in range(n)]
+    # the node is made without `Node.__init__` (a call): every slot is set here, as it sets them
     src += [f"    if not ({' or '.join(f'_r{i}' for i in range(n))}):",
             "        return",
-            "    node = _Node()",
+            "    node = _new(_Node)",
+            "    node.seq = _next(_seq)",
             "    node.op = _op",
-            "    node.next_edges = (" + "".join(f"_edge(_s{i}) if _r{i} else None, "
-                                             for i in range(n)) + ")",
+            "    node.pre_hooks = node.hooks = node.tensor_hooks = node.retains = None",
+            "    node.custom = node._metadata = None",
+            "    node.freed = False"]
+    # an edge as `edge_of` makes it, inline for an input with history (a call per edge saved)
+    src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
+            f"else _edge(_s{i})) if _r{i} else None" for i in range(n)]
+    src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
             "    node.in_meta = (" + "".join(
                 f"(_s{i}._data.shape, _s{i}._dtype) if isinstance(_s{i}, _T) else None, "
                 for i in range(n)) + ")",
-            "    if isinstance(outs, (tuple, list)):",
-            "        node.multi = True",
-            "        outs_l = outs",
+            "    if type(outs) is _T:",  # one output (most ops): no loop over outputs
+            "        node.multi = False",
+            "        node.out_meta = ((outs._data.shape, outs._dtype),)",
+            "        outs_l = None",
             "    else:",
-            "        outs_l = (outs,)",
-            "    node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+            "        node.multi = isinstance(outs, (tuple, list))",
+            "        outs_l = outs if node.multi else (outs,)",
+            "        node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+    vers_expr = "()"
+    saved_expr = "None"
     if op.vjp_params:
         items, vers = [], []
         for kind, name in op.vjp_params:
@@ -320,7 +340,7 @@ def _make_recorder(op):
                             f"        vs.append((_s{i}, _s{i}._version[0]))")
             elif kind == "result":
                 items.append(f"{name!r}: outs")
-                vers.append("    for _t in outs_l:\n"
+                vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
                             "        if isinstance(_t, _T):\n"
                             "            vs.append((_t, _t._version[0]))")
             elif kind == "shape":
@@ -334,16 +354,86 @@ def _make_recorder(op):
             else:  # not a VJP parameter kind: the generic path raises as before
                 return False
         if vers:
-            src += ["    vs = []"] + vers + ["    node.versions = tuple(vs)"]
-        src.append("    node.saved = {" + ", ".join(items) + "}")
-    src += ["    for k, o in enumerate(outs_l):",
+            src += ["    vs = []"] + vers
+            vers_expr = "tuple(vs)"
+        saved_expr = "{" + ", ".join(items) + "}"
+    src += [f"    node.versions = {vers_expr}",
+            f"    node.saved = {saved_expr}",
+            "    if outs_l is None:",
+            "        if outs._dtype.category >= _FLOAT:",
+            "            outs._requires_grad = True",
+            "            outs._grad_fn = node",
+            "            outs._output_nr = 0",
+            "        return",
+            "    for k, o in enumerate(outs_l):",
             "        if o._dtype.category >= _FLOAT:",
             "            o._requires_grad = True",
             "            o._grad_fn = node",
             "            o._output_nr = k"]
-    ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT}
+    ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
+          "_new": object.__new__, "_next": next, "_seq": _seq}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
+
+
+# Per-op appliers: `Node.apply` (and `_normalize`) written out for one op's tensor slots and
+# VJP parameters, as the recorders are: no loops over one-item lists, no calls to unpack or
+# flatten. The engine runs a plain node (no `custom`) with its op's applier; ops with list slots
+# keep `Node.apply`, and so does a node whose grads or results leave the common case (several
+# outputs, a missing gradient, a device, another count of results): both compute the same.
+_APPLIERS: dict = {}  # op -> its applier (Node.apply for ops with list slots)
+
+
+def applier(op):
+    app = _APPLIERS.get(op)
+    if app is None:
+        app = _APPLIERS[op] = _make_applier(op)
+    return app
+
+
+def _make_applier(op):
+    if op.lists:
+        return Node.apply
+    n = len(op.tensors)
+    src = ["def app(node, grads):",
+           "    if _placed[0] or node.multi or len(grads) != 1:",
+           "        return _apply(node, grads)",
+           "    g = grads[0]",
+           "    if g is None:",
+           "        return _apply(node, grads)"]
+    if not op.extra.get("complex_grad"):
+        src += ["    if g._dtype.category == _COMPLEX:",
+                f"        _no_complex({op.name!r})"]
+    if op.vjp_params:
+        src += ["    if node.freed or node.versions:",
+                "        node.unpack()  # raises PyTorch's errors",
+                "    kw = node.saved"]
+        if op.vjp_params[-1][0] == "needs":
+            src += ["    kw = dict(kw)",
+                    "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
+        src.append("    res = _vjp(g, **kw)")
+    else:
+        src.append("    res = _vjp(g)")
+    names = "".join(f"_g{i}, " for i in range(n))
+    if n == 1:
+        src.append("    _g0 = res")
+    else:
+        src += [f"    if type(res) is not tuple or len(res) != {n}:",
+                "        return node._normalize(res)",
+                f"    {names}= res"]
+    src += [f"    {''.join(f'_e{i}, ' for i in range(n))}= node.next_edges",
+            f"    {''.join(f'_m{i}, ' for i in range(n))}= node.in_meta"]
+    for i in range(n):  # as `_normalize`: the input's shape and dtype, else fitted
+        src += [f"    if _e{i} is None or _g{i} is None:",
+                f"        _g{i} = None",
+                f"    elif type(_g{i}) is not _T or _g{i}._data.shape != _m{i}[0] or "
+                f"_g{i}._dtype is not _m{i}[1]:",
+                f"        _g{i} = _fit_any(_g{i}, _m{i})"]
+    src.append(f"    return [{names}]")
+    ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
+          "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any}
+    exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
+    return ns["app"]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
