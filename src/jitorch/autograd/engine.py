@@ -17,7 +17,8 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import _APPLIERS, AccumulateGrad, applier, edge_of
+from .graph import _APPLIERS, _CPU_DEV, SUM_DTYPES, AccumulateGrad, applier, \
+    edge_of, ops_needed
 
 
 def _as_tuple(x):
@@ -240,11 +241,11 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                     a = buf[nr]
                     if a is None:
                         buf[nr] = g
-                    elif (not create_graph and type(a) is Tensor and type(g) is Tensor
-                          and a._dtype is g._dtype and a._dtype in _SUM_DTYPES
+                    elif (type(a) is Tensor and type(g) is Tensor
+                          and a._dtype is g._dtype and a._dtype in SUM_DTYPES
                           and a._data.shape == g._data.shape
                           and a._device is _CPU_DEV and g._device is _CPU_DEV
-                          and not _fast_off()):
+                          and not ops_needed()):
                         # two gradients of one output (fan-in) summed as `a + g` computes
                         # them, without the op's dispatch: nothing records, nothing casts
                         buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
@@ -269,22 +270,6 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 node = pop(ready)[2]
             else:
                 break
-
-
-_CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
-_SUM_DTYPES = (dt.float32, dt.float64)  # computed in their own dtype by `add`, as np.add
-_REG = None  # jitorch._ops.registry (imported at first use: it imports autograd)
-
-
-def _fast_off() -> bool:
-    """A profiler, autocast, dispatch mode (vmap, a tracer) or forward-AD level is active:
-    gradient sums take the op (they must see it, or it them)."""
-    global _REG
-    if _REG is None:
-        from .._ops import registry
-        _REG = registry
-    return _REG._intercept[0] is not None or bool(_REG._mode_state.stack) or \
-        bool(grad_mode._fwd_level[0])
 
 
 def _run_tensor_hooks(node, grads):

@@ -20,6 +20,7 @@ from .._device import CPU, on_device as _on_device, placed as _placed
 from .._device.transfer import data_copy as _data_copy, full as _full, \
     grads_device as _grads_device
 from .._tensor import Tensor
+from . import grad_mode
 from .rule_args import rule_kwargs
 
 _seq = itertools.count()
@@ -179,6 +180,17 @@ def _fit(g: Tensor, meta) -> Tensor:
         lead = len(gs) - len(shape)
         dims = tuple(range(lead)) + tuple(
             i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        if lead >= 0 and type(g) is Tensor and g._dtype is d and d in SUM_DTYPES and \
+                g._device is _CPU_DEV and not ops_needed():
+            # the `sum` and `reshape` below on the arrays (nothing records, nothing casts,
+            # nothing watches): the sum op's own impl, no dispatch
+            a = g._data
+            if dims:
+                a = _sum_op().impl(a, dims, True)
+            if lead:
+                a = a.reshape(shape)
+            if a.shape == shape:
+                return Tensor._make(a, d)
         if dims:
             g = g.sum(dim=dims, keepdim=True)
         if lead:
@@ -191,6 +203,30 @@ def _fit(g: Tensor, meta) -> Tensor:
             g = real(g)  # a real input's gradient is the real part (PyTorch's convention)
         g = g.to(d)
     return g
+
+
+_CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
+SUM_DTYPES = (dt.float32, dt.float64)  # summed in their own dtype by `add` / `sum`, as NumPy
+_REG = []  # [jitorch._ops.registry, the sum op] (imported at first use: they import autograd)
+
+
+def _sum_op():
+    if not _REG:
+        from .._ops import registry
+        _REG.extend((registry, registry.OPS["sum"]))
+    return _REG[1]
+
+
+def ops_needed() -> bool:
+    """Gradient arithmetic in the engine must take the ops: grad mode is on (create_graph), or
+    a profiler, autocast, dispatch mode (vmap, a tracer), device placement or forward-AD level
+    is active (they must see the ops, or the ops them)."""
+    if grad_mode._state.enabled or _placed[0] or grad_mode._fwd_level[0]:
+        return True
+    if not _REG:
+        _sum_op()
+    reg = _REG[0]
+    return reg._intercept[0] is not None or bool(reg._mode_state.stack)
 
 
 def _no_complex(name):
