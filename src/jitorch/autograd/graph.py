@@ -5,7 +5,8 @@ gradients go), `AccumulateGrad` (the sink that writes a leaf's `.grad`), and `re
 dispatch calls after an op ran with an input that requires grad.
 
 Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
-or None when that input does not require grad. Saved tensors remember their version at save time;
+or None when that input does not require grad (and then `in_meta[i]`, the shape and dtype its
+gradient is fitted to, is None too). Saved tensors remember their version at save time;
 unpacking a tensor modified in place since raises PyTorch's RuntimeError.
 """
 from __future__ import annotations
@@ -313,6 +314,23 @@ def edge_of(t: Tensor):
     return (acc, 0)
 
 
+def in_meta_of(t: Tensor):
+    """`(shape, dtype)` of an input that gets a gradient: the tuple its producer's node keeps
+    for it when that still describes it (one tuple alive for both nodes, not two: each object a
+    node keeps alive costs the garbage collector's generational passes over the graph). Inputs
+    that get no gradient keep no meta (None): only gradients are fitted to it."""
+    shape = t._data.shape
+    n = t._grad_fn
+    if n is not None:
+        outs = n.out_meta
+        nr = t._output_nr
+        if nr < len(outs):
+            m = outs[nr]
+            if m is not None and m[1] is t._dtype and m[0] == shape:
+                return m
+    return (shape, t._dtype)
+
+
 def record(op, slots, attrs, outs) -> None:
     """Attach a backward node to `outs` if any input requires grad."""
     rec = _RECORDERS.get(op)
@@ -351,9 +369,8 @@ def _make_recorder(op):
     src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
             f"else _edge(_s{i})) if _r{i} else None" for i in range(n)]
     src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
-            "    node.in_meta = (" + "".join(
-                f"(_s{i}._data.shape, _s{i}._dtype) if isinstance(_s{i}, _T) else None, "
-                for i in range(n)) + ")",
+            "    node.in_meta = (" + "".join(f"_meta(_s{i}) if _r{i} else None, "
+                                          for i in range(n)) + ")",
             "    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
             "        node.out_meta = ((outs._data.shape, outs._dtype),)",
@@ -407,7 +424,7 @@ def _make_recorder(op):
             "            o._grad_fn = node",
             "            o._output_nr = k"]
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
-          "_new": object.__new__, "_next": next, "_seq": _seq}
+          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
 
@@ -487,8 +504,8 @@ def _record_any(op, slots, attrs, outs) -> None:
     node.op = op
     node.next_edges = tuple([edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
                              for t in live])
-    node.in_meta = tuple([(t._data.shape, t._dtype) if isinstance(t, Tensor) else None
-                          for t in flat])
+    node.in_meta = tuple([in_meta_of(t) if e is not None else None
+                          for t, e in zip(flat, node.next_edges)])
     node.multi = multi = isinstance(outs, (tuple, list))
     outs_l = outs if multi else (outs,)
     node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])
