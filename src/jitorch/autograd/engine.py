@@ -2,8 +2,11 @@
 
 Owns graph discovery, the execution order (a node runs once every gradient for it has arrived;
 among ready nodes the most recently created runs first, as in PyTorch), hooks, retain_grad,
-capture of gradients for `autograd.grad`, and freeing saved tensors unless `retain_graph`.
+capture of gradients for `autograd.grad`, and freeing saved tensors unless `retain_graph` (each
+node's right after it ran, as PyTorch's engine frees them).
 Gradients of one output are summed as `add` sums them (in NumPy when nothing records).
+A plain node runs through its op's generated applier (graph.py); a node that alone became ready
+runs next without passing through the ready heap (a chain never touches it).
 """
 from __future__ import annotations
 
@@ -132,10 +135,12 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
         if node not in deps:
             deps[node] = 0
             stack.append(node)
-    order = []
+    targets = capture if capture is not None else accumulate_only
+    order = [] if targets is not None else None  # (only `_reaching` reads it)
     while stack:
         n = stack.pop()
-        order.append(n)
+        if order is not None:
+            order.append(n)
         for e in n.next_edges:
             if e is None:
                 continue
@@ -145,7 +150,6 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
             else:
                 deps[m] = 1
                 stack.append(m)
-    targets = capture if capture is not None else accumulate_only
     needed = None
     if targets is not None:
         # a node that hides its graph may reach any target: it and its ancestors must run

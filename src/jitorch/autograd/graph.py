@@ -369,8 +369,9 @@ def _make_recorder(op):
     src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
             f"else _edge(_s{i})) if _r{i} else None" for i in range(n)]
     src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
-            "    node.in_meta = (" + "".join(f"_meta(_s{i}) if _r{i} else None, "
-                                          for i in range(n)) + ")",
+            "    " + "".join(f"_m{i}, " for i in range(n)) + "= " + "".join(
+                f"_meta(_s{i}) if _r{i} else None, " for i in range(n)),
+            "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")",
             "    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
             "        node.out_meta = ((outs._data.shape, outs._dtype),)",
@@ -398,7 +399,8 @@ def _make_recorder(op):
                             "            vs.append((_t, _t._version[0]))")
             elif kind == "shape":
                 i = idx[name]
-                items.append(f"{name + '_shape'!r}: "
+                # (the meta's own shape tuple where there is one: one object less alive)
+                items.append(f"{name + '_shape'!r}: _m{i}[0] if _m{i} is not None else "
                              f"_s{i}._data.shape if isinstance(_s{i}, _T) else ()")
             elif kind == "dtype":
                 items.append(f"{name + '_dtype'!r}: _s{idx[name]}._dtype")
