@@ -252,7 +252,8 @@ class AccumulateGrad(Node):
 
     def accumulate(self, g: Tensor, create_graph: bool):
         var = self.variable
-        if getattr(g, "_vlevel", 0):  # a per-sample gradient cannot go into one .grad
+        # (only a BatchedTensor has `_vlevel`: a plain tensor skips the failing attribute lookup)
+        if type(g) is not Tensor and getattr(g, "_vlevel", 0):  # per-sample: not one .grad
             raise RuntimeError("vmap: backward() into a tensor that is not vmapped over is not "
                                "supported inside vmap; use jitorch.func.grad / vjp instead")
         if g._dtype is not var._dtype:
@@ -260,7 +261,12 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
-            var._grad = g if create_graph else _data_copy(g, _layout(var._data))
+            if create_graph:
+                var._grad = g
+            elif g._device is _CPU_DEV:  # `_data_copy` on the CPU, without its device lookups
+                var._grad = Tensor._make(np.array(g._data, order=_layout(var._data)), g._dtype)
+            else:
+                var._grad = _data_copy(g, _layout(var._data))
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:
