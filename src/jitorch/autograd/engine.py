@@ -20,7 +20,7 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import _APPLIERS, _CPU_DEV, SUM_DTYPES, AccumulateGrad, applier, \
+from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, SUM_DTYPES, AccumulateGrad, applier, \
     edge_of, ops_needed
 
 
@@ -182,6 +182,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
              create_graph, release):
     pop, push = heapq.heappop, heapq.heappush
     appliers = _APPLIERS
+    maybe_tensors = _MAYBE_TENSORS
     if not ready:
         return
     node = pop(ready)[2]
@@ -227,9 +228,10 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         if r is not None:
                             in_grads = list(r)
                 # saved tensors are freed once their node ran, as PyTorch's engine frees them
-                # (a node with nothing saved has nothing to free: no call)
-                if release and (node.versions or node.saved is not None
-                                or node.custom is not None):
+                # (no call where `release` would find nothing: no saved value that may hold a
+                # tensor, e.g. a view's shape; ops not seen yet are left to it)
+                if release and (node.versions or node.custom is not None or
+                                node.saved is not None and maybe_tensors.get(node.op, True)):
                     node.release()
             else:
                 in_grads = [None] * len(node.next_edges)
