@@ -2,7 +2,9 @@
 
 Owns `Node` (one per differentiable op call: its VJP rule, what it saved, where its input
 gradients go), `AccumulateGrad` (the sink that writes a leaf's `.grad`), and `record`, which
-dispatch calls after an op ran with an input that requires grad.
+dispatch calls after an op ran with an input that requires grad. Per op, a generated recorder
+builds the node and a generated applier runs it (`Node.apply` written out); both compute what
+the generic `_record_any` / `Node.apply` compute, which ops with list slots keep.
 
 Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
 or None when that input does not require grad (and then `in_meta[i]`, the shape and dtype its
