@@ -2,8 +2,11 @@
 
 Owns graph discovery, the execution order (a node runs once every gradient for it has arrived;
 among ready nodes the most recently created runs first, as in PyTorch), hooks, retain_grad,
-capture of gradients for `autograd.grad`, and freeing saved tensors unless `retain_graph`.
+capture of gradients for `autograd.grad`, and freeing saved tensors unless `retain_graph` (each
+node's right after it ran, as PyTorch's engine frees them).
 Gradients of one output are summed as `add` sums them (in NumPy when nothing records).
+A plain node runs through its op's generated applier (graph.py); a node that alone became ready
+runs next without passing through the ready heap (a chain never touches it).
 """
 from __future__ import annotations
 
@@ -17,7 +20,8 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import AccumulateGrad, edge_of
+from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, SUM_DTYPES, AccumulateGrad, applier, \
+    edge_of, ops_needed
 
 
 def _as_tuple(x):
@@ -131,10 +135,12 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
         if node not in deps:
             deps[node] = 0
             stack.append(node)
-    order = []
+    targets = capture if capture is not None else accumulate_only
+    order = [] if targets is not None else None  # (only `_reaching` reads it)
     while stack:
         n = stack.pop()
-        order.append(n)
+        if order is not None:
+            order.append(n)
         for e in n.next_edges:
             if e is None:
                 continue
@@ -144,7 +150,6 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
             else:
                 deps[m] = 1
                 stack.append(m)
-    targets = capture if capture is not None else accumulate_only
     needed = None
     if targets is not None:
         # a node that hides its graph may reach any target: it and its ancestors must run
@@ -163,26 +168,26 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
         buf[nr] = _add(buf[nr], g)
     ready = [(-n.seq, id(n), n) for n in buffers if deps[n] == 0]
     heapq.heapify(ready)
-    executed = []
     stack = _runs.__dict__.setdefault("stack", [])
     stack.append(Run(capture, captured, accumulate_only, create_graph))
     try:
         _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
-                 create_graph, executed)
+                 create_graph, not retain_graph)
     finally:
         stack.pop()
-    if not retain_graph:
-        for n in executed:
-            n.release()
     return captured
 
 
 def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowed_acc,
-             create_graph, executed):
+             create_graph, release):
     pop, push = heapq.heappop, heapq.heappush
+    appliers = _APPLIERS
+    maybe_tensors = _MAYBE_TENSORS
+    if not ready:
+        return
+    node = pop(ready)[2]
     with grad_mode.set_grad_enabled(create_graph):
-        while ready:
-            node = pop(ready)[2]
+        while True:
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
             if node.tensor_hooks or node.retains:
                 grads = _run_tensor_hooks(node, grads)
@@ -194,6 +199,9 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
                     node.accumulate(grads[0], create_graph)
+                if not ready:
+                    break
+                node = pop(ready)[2]
                 continue
             for g in grads:  # run the node if some gradient arrived (and it leads somewhere)
                 if g is not None:
@@ -207,15 +215,27 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         r = h(tuple(grads))
                         if r is not None:
                             grads = list(r)
-                in_grads = node.apply(grads) if node.custom is None else node.custom(grads)
+                if node.custom is None:
+                    app = appliers.get(node.op)
+                    if app is None:
+                        app = applier(node.op)
+                    in_grads = app(node, grads)
+                else:
+                    in_grads = node.custom(grads)
                 if node.hooks:
                     for h in node.hooks:
                         r = h(tuple(in_grads), tuple(grads))
                         if r is not None:
                             in_grads = list(r)
-                executed.append(node)
+                # saved tensors are freed once their node ran, as PyTorch's engine frees them
+                # (no call where `release` would find nothing: no saved value that may hold a
+                # tensor, e.g. a view's shape; ops not seen yet are left to it)
+                if release and (node.versions or node.custom is not None or
+                                node.saved is not None and maybe_tensors.get(node.op, True)):
+                    node.release()
             else:
                 in_grads = [None] * len(node.next_edges)
+            nxt = None  # the first node this one made ready: run next if it is the only one
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -227,11 +247,11 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                     a = buf[nr]
                     if a is None:
                         buf[nr] = g
-                    elif (not create_graph and type(a) is Tensor and type(g) is Tensor
-                          and a._dtype is g._dtype and a._dtype in _SUM_DTYPES
+                    elif (type(a) is Tensor and type(g) is Tensor
+                          and a._dtype is g._dtype and a._dtype in SUM_DTYPES
                           and a._data.shape == g._data.shape
                           and a._device is _CPU_DEV and g._device is _CPU_DEV
-                          and not _fast_off()):
+                          and not ops_needed()):
                         # two gradients of one output (fan-in) summed as `a + g` computes
                         # them, without the op's dispatch: nothing records, nothing casts
                         buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
@@ -240,23 +260,22 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 d = deps[m] - 1
                 deps[m] = d
                 if d == 0:
-                    push(ready, (-m.seq, id(m), m))
-
-
-_CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
-_SUM_DTYPES = (dt.float32, dt.float64)  # computed in their own dtype by `add`, as np.add
-_REG = None  # jitorch._ops.registry (imported at first use: it imports autograd)
-
-
-def _fast_off() -> bool:
-    """A profiler, autocast, dispatch mode (vmap, a tracer) or forward-AD level is active:
-    gradient sums take the op (they must see it, or it them)."""
-    global _REG
-    if _REG is None:
-        from .._ops import registry
-        _REG = registry
-    return _REG._intercept[0] is not None or bool(_REG._mode_state.stack) or \
-        bool(grad_mode._fwd_level[0])
+                    if nxt is None:
+                        nxt = m
+                    else:
+                        push(ready, (-m.seq, id(m), m))
+            # among ready nodes the most recently created runs first; a lone ready node (a
+            # chain) runs without passing through the heap
+            if nxt is not None:
+                if ready:
+                    push(ready, (-nxt.seq, id(nxt), nxt))
+                    node = pop(ready)[2]
+                else:
+                    node = nxt
+            elif ready:
+                node = pop(ready)[2]
+            else:
+                break
 
 
 def _run_tensor_hooks(node, grads):

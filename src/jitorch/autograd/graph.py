@@ -2,10 +2,13 @@
 
 Owns `Node` (one per differentiable op call: its VJP rule, what it saved, where its input
 gradients go), `AccumulateGrad` (the sink that writes a leaf's `.grad`), and `record`, which
-dispatch calls after an op ran with an input that requires grad.
+dispatch calls after an op ran with an input that requires grad. Per op, a generated recorder
+builds the node and a generated applier runs it (`Node.apply` written out); both compute what
+the generic `_record_any` / `Node.apply` compute, which ops with list slots keep.
 
 Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
-or None when that input does not require grad. Saved tensors remember their version at save time;
+or None when that input does not require grad (and then `in_meta[i]`, the shape and dtype its
+gradient is fitted to, is None too). Saved tensors remember their version at save time;
 unpacking a tensor modified in place since raises PyTorch's RuntimeError.
 """
 from __future__ import annotations
@@ -20,6 +23,7 @@ from .._device import CPU, on_device as _on_device, placed as _placed
 from .._device.transfer import data_copy as _data_copy, full as _full, \
     grads_device as _grads_device
 from .._tensor import Tensor
+from . import grad_mode
 from .rule_args import rule_kwargs
 
 _seq = itertools.count()
@@ -30,6 +34,9 @@ _FREED_MSG = (
     "call .backward() or autograd.grad(). Specify retain_graph=True if you need to backward "
     "through the graph a second time or if you need to access saved tensors after calling "
     "backward.")
+
+
+_PLAIN = {int, float, bool, str, type(None)}  # saved values that are never tensors
 
 
 def _holds_tensor(v) -> bool:
@@ -111,7 +118,8 @@ class Node:
                     n for kind, n in getattr(self.op, "vjp_params", None) or
                     [("attr", k) for k in saved] if kind in ("attr", "slot", "result"))
             for n in names:
-                if _holds_tensor(saved.get(n)):
+                v = saved.get(n)
+                if type(v) not in _PLAIN and _holds_tensor(v):  # (a number: no call)
                     break
             else:
                 return
@@ -156,10 +164,15 @@ class Node:
             elif type(g) is Tensor and g._data.shape == meta[0] and g._dtype is meta[1]:
                 out.append(g)  # already the input's shape and dtype: nothing to fit
             else:
-                if not isinstance(g, Tensor):
-                    g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
-                out.append(_fit(g, meta))
+                out.append(_fit_any(g, meta))
         return out
+
+
+def _fit_any(g, meta) -> Tensor:
+    """`_fit` of a VJP's result (a Tensor, or a NumPy array or number: wrapped first)."""
+    if not isinstance(g, Tensor):
+        g = Tensor._make(np.asarray(g, meta[1].np), meta[1])
+    return _fit(g, meta)
 
 
 def _fit(g: Tensor, meta) -> Tensor:
@@ -170,6 +183,17 @@ def _fit(g: Tensor, meta) -> Tensor:
         lead = len(gs) - len(shape)
         dims = tuple(range(lead)) + tuple(
             i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        if lead >= 0 and type(g) is Tensor and g._dtype is d and d in SUM_DTYPES and \
+                g._device is _CPU_DEV and not ops_needed():
+            # the `sum` and `reshape` below on the arrays (nothing records, nothing casts,
+            # nothing watches): the sum op's own impl, no dispatch
+            a = g._data
+            if dims:
+                a = _sum_op().impl(a, dims, True)
+            if lead:
+                a = a.reshape(shape)
+            if a.shape == shape:
+                return Tensor._make(a, d)
         if dims:
             g = g.sum(dim=dims, keepdim=True)
         if lead:
@@ -182,6 +206,30 @@ def _fit(g: Tensor, meta) -> Tensor:
             g = real(g)  # a real input's gradient is the real part (PyTorch's convention)
         g = g.to(d)
     return g
+
+
+_CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
+SUM_DTYPES = (dt.float32, dt.float64)  # summed in their own dtype by `add` / `sum`, as NumPy
+_REG = []  # [jitorch._ops.registry, the sum op] (imported at first use: they import autograd)
+
+
+def _sum_op():
+    if not _REG:
+        from .._ops import registry
+        _REG.extend((registry, registry.OPS["sum"]))
+    return _REG[1]
+
+
+def ops_needed() -> bool:
+    """Gradient arithmetic in the engine must take the ops: grad mode is on (create_graph), or
+    a profiler, autocast, dispatch mode (vmap, a tracer), device placement or forward-AD level
+    is active (they must see the ops, or the ops them)."""
+    if grad_mode._state.enabled or _placed[0] or grad_mode._fwd_level[0]:
+        return True
+    if not _REG:
+        _sum_op()
+    reg = _REG[0]
+    return reg._intercept[0] is not None or bool(reg._mode_state.stack)
 
 
 def _no_complex(name):
@@ -206,7 +254,8 @@ class AccumulateGrad(Node):
 
     def accumulate(self, g: Tensor, create_graph: bool):
         var = self.variable
-        if getattr(g, "_vlevel", 0):  # a per-sample gradient cannot go into one .grad
+        # (only a BatchedTensor has `_vlevel`: a plain tensor skips the failing attribute lookup)
+        if type(g) is not Tensor and getattr(g, "_vlevel", 0):  # per-sample: not one .grad
             raise RuntimeError("vmap: backward() into a tensor that is not vmapped over is not "
                                "supported inside vmap; use jitorch.func.grad / vjp instead")
         if g._dtype is not var._dtype:
@@ -214,7 +263,12 @@ class AccumulateGrad(Node):
         if var._grad is None:
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
-            var._grad = g if create_graph else _data_copy(g, _layout(var._data))
+            if create_graph:
+                var._grad = g
+            elif g._device is _CPU_DEV:  # `_data_copy` on the CPU, without its device lookups
+                var._grad = Tensor._make(np.array(g._data, order=_layout(var._data)), g._dtype)
+            else:
+                var._grad = _data_copy(g, _layout(var._data))
         elif create_graph or var._grad._requires_grad:
             var._grad = var._grad + g
         else:
@@ -268,6 +322,23 @@ def edge_of(t: Tensor):
     return (acc, 0)
 
 
+def in_meta_of(t: Tensor):
+    """`(shape, dtype)` of an input that gets a gradient: the tuple its producer's node keeps
+    for it when that still describes it (one tuple alive for both nodes, not two: each object a
+    node keeps alive costs the garbage collector's generational passes over the graph). Inputs
+    that get no gradient keep no meta (None): only gradients are fitted to it."""
+    shape = t._data.shape
+    n = t._grad_fn
+    if n is not None:
+        outs = n.out_meta
+        nr = t._output_nr
+        if nr < len(outs):
+            m = outs[nr]
+            if m is not None and m[1] is t._dtype and m[0] == shape:
+                return m
+    return (shape, t._dtype)
+
+
 def record(op, slots, attrs, outs) -> None:
     """Attach a backward node to `outs` if any input requires grad."""
     rec = _RECORDERS.get(op)
@@ -293,21 +364,32 @@ def _make_recorder(op):
     src = ["def rec(slots, attrs, outs):",
            f"    {''.join(f'_s{i}, ' for i in range(n))}= slots"]
     src += [f"    _r{i} = isinstance(_s{i}, _T) and _s{i}._requires_grad" for i in range(n)]
+    # the node is made without `Node.__init__` (a call): every slot is set here, as it sets them
     src += [f"    if not ({' or '.join(f'_r{i}' for i in range(n))}):",
             "        return",
-            "    node = _Node()",
+            "    node = _new(_Node)",
+            "    node.seq = _next(_seq)",
             "    node.op = _op",
-            "    node.next_edges = (" + "".join(f"_edge(_s{i}) if _r{i} else None, "
-                                             for i in range(n)) + ")",
-            "    node.in_meta = (" + "".join(
-                f"(_s{i}._data.shape, _s{i}._dtype) if isinstance(_s{i}, _T) else None, "
-                for i in range(n)) + ")",
-            "    if isinstance(outs, (tuple, list)):",
-            "        node.multi = True",
-            "        outs_l = outs",
+            "    node.pre_hooks = node.hooks = node.tensor_hooks = node.retains = None",
+            "    node.custom = node._metadata = None",
+            "    node.freed = False"]
+    # an edge as `edge_of` makes it, inline for an input with history (a call per edge saved)
+    src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
+            f"else _edge(_s{i})) if _r{i} else None" for i in range(n)]
+    src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
+            "    " + "".join(f"_m{i}, " for i in range(n)) + "= " + "".join(
+                f"_meta(_s{i}) if _r{i} else None, " for i in range(n)),
+            "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")",
+            "    if type(outs) is _T:",  # one output (most ops): no loop over outputs
+            "        node.multi = False",
+            "        node.out_meta = ((outs._data.shape, outs._dtype),)",
+            "        outs_l = None",
             "    else:",
-            "        outs_l = (outs,)",
-            "    node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+            "        node.multi = isinstance(outs, (tuple, list))",
+            "        outs_l = outs if node.multi else (outs,)",
+            "        node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+    vers_expr = "()"
+    saved_expr = "None"
     if op.vjp_params:
         items, vers = [], []
         for kind, name in op.vjp_params:
@@ -320,12 +402,13 @@ def _make_recorder(op):
                             f"        vs.append((_s{i}, _s{i}._version[0]))")
             elif kind == "result":
                 items.append(f"{name!r}: outs")
-                vers.append("    for _t in outs_l:\n"
+                vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
                             "        if isinstance(_t, _T):\n"
                             "            vs.append((_t, _t._version[0]))")
             elif kind == "shape":
                 i = idx[name]
-                items.append(f"{name + '_shape'!r}: "
+                # (the meta's own shape tuple where there is one: one object less alive)
+                items.append(f"{name + '_shape'!r}: _m{i}[0] if _m{i} is not None else "
                              f"_s{i}._data.shape if isinstance(_s{i}, _T) else ()")
             elif kind == "dtype":
                 items.append(f"{name + '_dtype'!r}: _s{idx[name]}._dtype")
@@ -334,16 +417,86 @@ def _make_recorder(op):
             else:  # not a VJP parameter kind: the generic path raises as before
                 return False
         if vers:
-            src += ["    vs = []"] + vers + ["    node.versions = tuple(vs)"]
-        src.append("    node.saved = {" + ", ".join(items) + "}")
-    src += ["    for k, o in enumerate(outs_l):",
+            src += ["    vs = []"] + vers
+            vers_expr = "tuple(vs)"
+        saved_expr = "{" + ", ".join(items) + "}"
+    src += [f"    node.versions = {vers_expr}",
+            f"    node.saved = {saved_expr}",
+            "    if outs_l is None:",
+            "        if outs._dtype.category >= _FLOAT:",
+            "            outs._requires_grad = True",
+            "            outs._grad_fn = node",
+            "            outs._output_nr = 0",
+            "        return",
+            "    for k, o in enumerate(outs_l):",
             "        if o._dtype.category >= _FLOAT:",
             "            o._requires_grad = True",
             "            o._grad_fn = node",
             "            o._output_nr = k"]
-    ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT}
+    ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
+          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
+
+
+# Per-op appliers: `Node.apply` (and `_normalize`) written out for one op's tensor slots and
+# VJP parameters, as the recorders are: no loops over one-item lists, no calls to unpack or
+# flatten. The engine runs a plain node (no `custom`) with its op's applier; ops with list slots
+# keep `Node.apply`, and so does a node whose grads or results leave the common case (several
+# outputs, a missing gradient, a device, another count of results): both compute the same.
+_APPLIERS: dict = {}  # op -> its applier (Node.apply for ops with list slots)
+
+
+def applier(op):
+    app = _APPLIERS.get(op)
+    if app is None:
+        app = _APPLIERS[op] = _make_applier(op)
+    return app
+
+
+def _make_applier(op):
+    if op.lists:
+        return Node.apply
+    n = len(op.tensors)
+    src = ["def app(node, grads):",
+           "    if _placed[0] or node.multi or len(grads) != 1:",
+           "        return _apply(node, grads)",
+           "    g = grads[0]",
+           "    if g is None:",
+           "        return _apply(node, grads)"]
+    if not op.extra.get("complex_grad"):
+        src += ["    if g._dtype.category == _COMPLEX:",
+                f"        _no_complex({op.name!r})"]
+    if op.vjp_params:
+        src += ["    if node.freed or node.versions:",
+                "        node.unpack()  # raises PyTorch's errors",
+                "    kw = node.saved"]
+        if op.vjp_params[-1][0] == "needs":
+            src += ["    kw = dict(kw)",
+                    "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
+        src.append("    res = _vjp(g, **kw)")
+    else:
+        src.append("    res = _vjp(g)")
+    names = "".join(f"_g{i}, " for i in range(n))
+    if n == 1:
+        src.append("    _g0 = res")
+    else:
+        src += [f"    if type(res) is not tuple or len(res) != {n}:",
+                "        return node._normalize(res)",
+                f"    {names}= res"]
+    src += [f"    {''.join(f'_e{i}, ' for i in range(n))}= node.next_edges",
+            f"    {''.join(f'_m{i}, ' for i in range(n))}= node.in_meta"]
+    for i in range(n):  # as `_normalize`: the input's shape and dtype, else fitted
+        src += [f"    if _e{i} is None or _g{i} is None:",
+                f"        _g{i} = None",
+                f"    elif type(_g{i}) is not _T or _g{i}._data.shape != _m{i}[0] or "
+                f"_g{i}._dtype is not _m{i}[1]:",
+                f"        _g{i} = _fit_any(_g{i}, _m{i})"]
+    src.append(f"    return [{names}]")
+    ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
+          "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any}
+    exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
+    return ns["app"]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
@@ -361,8 +514,8 @@ def _record_any(op, slots, attrs, outs) -> None:
     node.op = op
     node.next_edges = tuple([edge_of(t) if isinstance(t, Tensor) and t._requires_grad else None
                              for t in live])
-    node.in_meta = tuple([(t._data.shape, t._dtype) if isinstance(t, Tensor) else None
-                          for t in flat])
+    node.in_meta = tuple([in_meta_of(t) if e is not None else None
+                          for t, e in zip(flat, node.next_edges)])
     node.multi = multi = isinstance(outs, (tuple, list))
     outs_l = outs if multi else (outs,)
     node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])

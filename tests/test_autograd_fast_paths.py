@@ -1,0 +1,113 @@
+"""The backward engine's fast paths agree with its general paths: per-op generated appliers
+against `Node.apply`, a lone ready node run without the heap against PyTorch's order, broadcast
+gradients reduced in NumPy against the ops (create_graph), saved tensors freed as each node
+runs. Hooks, retain_grad and higher order keep working through them."""
+import numpy as np
+import pytest
+
+import jitorch as torch
+import jitorch.nn.functional as F
+from jitorch.autograd import graph
+
+
+def leaf(values, dtype=torch.float64):
+    return torch.tensor(values, dtype=dtype, requires_grad=True)
+
+
+@pytest.mark.parametrize("call,b_dtype", [
+    (lambda a, b: torch.add(a, b, alpha=2), np.float32),  # two slots, an attr, a cast
+    (lambda a, b: (a * b[0]).sum(1), np.float64),         # a broadcast operand, a shape
+    (lambda a, b: torch.sort(a + b, 1)[0] * 2, np.float64),  # several outputs, `result`
+    (lambda a, b: F.linear(a, b), np.float64),            # an absent optional slot
+    (lambda a, b: a / b, np.float32),                     # needs_input_grad
+    (lambda a, b: torch.cat([a, b]).exp(), np.float64),   # a list slot (Node.apply), result
+])
+def test_generated_appliers_give_node_apply_s_gradients(call, b_dtype):
+    rng = np.random.default_rng(0)
+    an, bn = rng.standard_normal((2, 3, 3)) + 2.0
+
+    def grads(make):
+        graph._APPLIERS.clear()
+        saved_make = graph._make_applier
+        graph._make_applier = make
+        try:
+            a = torch.tensor(an, requires_grad=True)
+            b = torch.tensor(bn.astype(b_dtype), requires_grad=True)
+            call(a, b).sum().backward()
+        finally:
+            graph._make_applier = saved_make
+            graph._APPLIERS.clear()
+        return [(g.dtype, g.numpy()) for g in (a.grad, b.grad)]
+
+    fast, general = grads(graph._make_applier), grads(lambda op: graph.Node.apply)
+    for (df, gf), (dg, gg) in zip(fast, general):
+        assert df is dg
+        np.testing.assert_array_equal(gf, gg)
+
+
+def test_execution_order_and_tensor_hooks_follow_pytorch():
+    # (order from PyTorch 2.13: among ready nodes the most recently created runs first;
+    # chains in between run without the ready heap)
+    order = []
+    x = leaf([0.5, 1.5])
+    a = x * 2
+    b, c, d = a.exp(), a.sin(), a.cos()
+    e = b * c
+    loss = (e + d + b).sum()
+    for name, t in (("a", a), ("b", b), ("c", c), ("d", d), ("e", e)):
+        t.register_hook(lambda g, name=name: order.append(name))
+    loss.backward()
+    assert order == ["e", "d", "c", "b", "a"]
+    t = 2 * np.array([0.5, 1.5])
+    want = 2 * (np.exp(t) * (np.sin(t) + np.cos(t)) - np.sin(t) + np.exp(t))
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+
+
+def test_chain_keeps_hooks_retain_grad_and_post_accumulate_hooks():
+    x = leaf([1.0, 2.0])
+    y = x
+    for _ in range(5):
+        y = y * 2
+    mid = y
+    mid.retain_grad()
+    seen = []
+    mid.register_hook(lambda g: seen.append(g.numpy().copy()) or g * 10)
+    posted = []
+    x.register_post_accumulate_grad_hook(lambda p: posted.append(p.grad.numpy().copy()))
+    (mid + 1).sum().backward()
+    np.testing.assert_array_equal(seen[0], [1.0, 1.0])
+    np.testing.assert_array_equal(mid.grad.numpy(), [10.0, 10.0])  # after it (as PyTorch)
+    np.testing.assert_array_equal(x.grad.numpy(), [320.0, 320.0])
+    np.testing.assert_array_equal(posted[0], [320.0, 320.0])
+
+
+def test_broadcast_reduction_in_numpy_matches_the_ops_and_create_graph_records():
+    rng = np.random.default_rng(1)
+    an = rng.standard_normal((4, 1, 3)).astype(np.float32)
+    bn = rng.standard_normal((5, 3)).astype(np.float32)
+    a, b = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+    ((a * b).exp() * 0.5).sum().backward()  # grads of both reduced: (4,1,3) and (5,3)
+    a2, b2 = torch.tensor(an, requires_grad=True), torch.tensor(bn, requires_grad=True)
+    ga, gb = torch.autograd.grad(((a2 * b2).exp() * 0.5).sum(), (a2, b2), create_graph=True)
+    assert ga.grad_fn is not None and gb.grad_fn is not None  # the ops ran, recorded
+    for got, want in ((a.grad, ga), (b.grad, gb)):
+        assert got.dtype is torch.float32 and got.shape == want.shape
+        np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    ga.sum().backward()  # second order through the reduced gradient
+    assert b2.grad is not None and b2.grad.shape == (5, 3)
+
+
+def test_freeing_as_nodes_run_keeps_pytorch_s_errors():
+    x = leaf([1.0, 2.0])
+    y = (x * x).exp().sum()
+    y.backward(retain_graph=True)
+    y.backward()  # the retained graph runs again, and is then freed
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 2 * np.array([1.0, 2.0]) *
+                               np.exp([1.0, 4.0]))
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second"):
+        y.backward()
+    z = x.exp()
+    w = (z * 2).sum()
+    z.mul_(3)  # exp saved its result: the applier still checks its version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        w.backward()
