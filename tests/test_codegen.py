@@ -263,7 +263,25 @@ def _shapes(x, x3, y, v, s):
 
 
 def test_shape_ops():
-    check(_shapes, (R(3, 4), R(2, 3, 4), R(3, 2), R(4), R(3)))
+    _, prog, _ = check(_shapes, (R(3, 4), R(2, 3, 4), R(3, 2), R(4), R(3)))
+    # expand's view is views.py's intrinsic: no Numba broadcast_to overload per rank
+    assert "_jt_expand(" in prog.full_source and "np.broadcast_to" not in prog.full_source
+
+
+def _expand_runtime(x, n: int):
+    return x.expand(n, 3, 4) + 1
+
+
+def test_expand_to_runtime_sizes_and_negative_size_error():
+    f = t.jit.script(_expand_runtime)
+    x = R(3, 1)
+    np.testing.assert_array_equal(f(x, 2).numpy(), _expand_runtime(x, 2).numpy())
+    np.testing.assert_array_equal(f(x, 0).numpy(), _expand_runtime(x, 0).numpy())
+    with pytest.raises(RuntimeError) as eager:
+        _expand_runtime(x, -2)
+    with pytest.raises(RuntimeError) as scripted:  # (the program hands it to the interpreter)
+        f(x, -2)
+    assert str(eager.value) in str(scripted.value)
 
 
 def test_runtime_errors_have_pytorch_messages():

@@ -166,13 +166,11 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
     nf = em.fresh("nf")
     em.emit(f"{nf} = {' * '.join(sizes)}")
     flat = {}
-    if tensor_in and views.import_line() not in em.globals:
-        em.globals.append(views.import_line())
     for p, x, _ in tensor_in:
         f = em.fresh("f")
         # a view typed C-contiguous (Numba types values from views as 'A' layout, which it
         # does not reshape): views.py's intrinsic, the condition above checked the layout
-        em.emit(f"{f} = _jt_flat({x}, {nf})")
+        em.emit(f"{f} = {views.use(em, '_jt_flat')}({x}, {nf})")
         flat[p.uid] = f
     oflat = []
     for j, (o, _) in enumerate(out_names):
