@@ -1,7 +1,10 @@
 """Where a workload's compile time goes, per Numba function (issue 17): one fresh process, empty
 caches, JITORCH_COMPILE=sync; every `numba:compile` event is timed (CPU seconds, exclusive of
-the compiles nested in it: a kernel typed from its entry, an overload typed from a kernel), and
-the functions are listed by cost with a one-line description of what each is.
+the compiles nested in it: a kernel typed from its entry, an overload typed from a kernel, and
+of it the time under Numba's LLVM lock), then listed: by function (generated kernels and
+entries together), and the costliest single compiles with their argument types. The
+workloads are bench/_compile_workloads.py's; the generated sources stay in the temporary
+JITORCH_CACHE_DIR it prints, named as listed.
 
     python bench/compile_profile.py mlp_train [--top 40]
 """
@@ -61,7 +64,7 @@ def main() -> None:
         cpu = time.process_time() - t0
     excl = sum(r[0] for r in rows)
     print(f"{a.workload}: {cpu:.2f} CPU-s in go(); {len(rows)} Numba compiles, "
-          f"{excl:.2f} CPU-s in them")
+          f"{excl:.2f} CPU-s in them; sources in {os.environ['JITORCH_CACHE_DIR']}")
     groups: dict = {}
     for e, _, name, _, _ in rows:
         kind = name.split(".")[-1] + " (generated)" if name.startswith("_jitorch_prog_") else name
