@@ -105,6 +105,30 @@ def test_broadcast_chain_fused_and_size_independent():
     assert "divmod" not in prog.full_source
 
 
+def _two_outputs(x, y, z):
+    a = (x * y).tanh()
+    b = a + z
+    return a, b @ b.transpose(0, 1)  # (a second compute node: the group becomes a kernel)
+
+
+def test_kernel_shape_code_is_computed_once_and_flat_views_are_intrinsics():
+    """What a kernel costs Numba to compile follows its lines and the functions it calls:
+    each broadcast size and 0/1 multiplier is one assignment however many outputs use it
+    (Emitter.named), and the flat loop views its operands through views.py's intrinsic (no
+    `np.ascontiguousarray` overload to compile per array type). Both loops stay correct:
+    contiguous operands of one shape, broadcasts, a transposed view."""
+    import re
+    _, prog, _ = check(_two_outputs, (R(3, 4), R(3, 4), R(3, 4)),
+                       (R(3, 1), R(1, 4), R(3, 4)), (R(4, 3).t(), R(3, 4), R(1, 4)))
+    (group,) = [k for k in prog.kernels if "tanh" in k]
+    assert "_jt_flat(" in group and "ascontiguousarray" not in group
+    assert "int(p0.shape[0] != 1)" in group
+    for k in prog.kernels:
+        shape_code = re.findall(r"^    [nm]\d+ = (.*)$", k, re.M)  # the top level's
+        assert len(shape_code) == len(set(shape_code)), k
+        assert "no_cpython_wrapper=True, no_cfunc_wrapper=True" in k  # (test_kernels.py)
+
+
 ZERO_D = t.tensor(1.5, dtype=t.float64)
 
 
@@ -239,7 +263,25 @@ def _shapes(x, x3, y, v, s):
 
 
 def test_shape_ops():
-    check(_shapes, (R(3, 4), R(2, 3, 4), R(3, 2), R(4), R(3)))
+    _, prog, _ = check(_shapes, (R(3, 4), R(2, 3, 4), R(3, 2), R(4), R(3)))
+    # expand's view is views.py's intrinsic: no Numba broadcast_to overload per rank
+    assert "_jt_expand(" in prog.full_source and "np.broadcast_to" not in prog.full_source
+
+
+def _expand_runtime(x, n: int):
+    return x.expand(n, 3, 4) + 1
+
+
+def test_expand_to_runtime_sizes_and_negative_size_error():
+    f = t.jit.script(_expand_runtime)
+    x = R(3, 1)
+    np.testing.assert_array_equal(f(x, 2).numpy(), _expand_runtime(x, 2).numpy())
+    np.testing.assert_array_equal(f(x, 0).numpy(), _expand_runtime(x, 0).numpy())
+    with pytest.raises(RuntimeError) as eager:
+        _expand_runtime(x, -2)
+    with pytest.raises(RuntimeError) as scripted:  # (the program hands it to the interpreter)
+        f(x, -2)
+    assert str(eager.value) in str(scripted.value)
 
 
 def test_runtime_errors_have_pytorch_messages():

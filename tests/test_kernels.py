@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 
+import numba
 import numpy as np
 
 import jitorch
@@ -200,8 +201,10 @@ def test_matrix_products_call_the_blas_library_through_symbols():
         assert len(srcs) == 1
         ns: dict = {}  # a fresh dispatcher (the source says cache=False): compiled here
         exec(compile(srcs[0], "<kernel>", "exec"), ns)
-        np.testing.assert_allclose(ns["kernel"](a, b), a @ b, rtol=1e-12)
-        (cres,) = ns["kernel"].overloads.values()
+        kern = ns["kernel"]  # called from native code only: a kernel has no CPython wrapper
+        np.testing.assert_allclose(numba.njit(lambda a, b: kern(a, b))(a, b), a @ b,
+                                   rtol=1e-12)
+        (cres,) = kern.overloads.values()
         llvm = cres.library.get_llvm_str()
         assert any(s in llvm for s in symbols)  # called by its symbol...
         for fn in ("matmul2", "mm_into", "_float_mm", "_small"):  # ...nothing linked in
@@ -263,7 +266,15 @@ _COUNT_CHILD = textwrap.dedent("""
     ws = [jitorch.randn(*s, requires_grad=True) for s in ((12, 6), (12,), (8, 3))]
     f(x, *ws, y).backward()
     s = jitorch.jit.stats()
-    print(json.dumps({"compiled": compiled, "interpreted": s["interpreted_reasons"]}))
+    from jitorch.script.kernels import cache, kernel_call
+    wrapped = []  # kernels compiled with a CPython wrapper (a Python entry point)
+    for module, tys in list(kernel_call._bound):
+        if str(module).startswith(cache.MODULE_PREFIX):
+            cres = cache.load_named(module).kernel.overloads[tys]
+            name = cres.fndesc.llvm_cpython_wrapper_name
+            wrapped += [module] if cres.library.get_pointer_to_function(name) else []
+    print(json.dumps({"compiled": compiled, "interpreted": s["interpreted_reasons"],
+                      "wrapped": wrapped, "kernels": s["kernels"]}))
 """)
 
 
@@ -271,7 +282,8 @@ def test_numba_functions_a_train_step_compiles(tmp_path):
     """What a cold train step compiles, counted (fresh caches, a process of its own): the BLAS
     glue once per dtype whatever the layouts (it is called through symbols), no string
     formatting helpers (an array slice assignment in narrow's backward compiled Numba's
-    unicode and repr code), and kernels at most once per layout they are called with."""
+    unicode and repr code), kernels at most once per layout they are called with, and each
+    without a CPython wrapper (kernel.kernel_decorator)."""
     env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "j"),
                NUMBA_CACHE_DIR=str(tmp_path / "n"), JITORCH_COMPILE="sync")
     script = tmp_path / "child_count.py"
@@ -289,6 +301,10 @@ def test_numba_functions_a_train_step_compiles(tmp_path):
     assert not [k for k in got if k.startswith("numba.cpython.unicode")], got
     # every fastmath function it uses, compiled once (not typed again per call site)
     assert all(n == 1 for k, n in got.items() if ".fastmath." in k), got
+    # no Numba function of its own per array type allocated (alloc._jt_huge: an intrinsic)
+    # or viewed flat (views._jt_flat), and kernels without the wrappers Python needs
+    assert not [k for k in got if "._jt_huge" in k or "._jt_flat" in k], got
+    assert out["kernels"]["compiled"] >= 5 and out["wrapped"] == [], out
 
 
 def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):

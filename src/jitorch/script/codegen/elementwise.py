@@ -143,13 +143,9 @@ def broadcast_size(em: Emitter, sizes: list) -> str:
         return "1"
     cur = sizes[0]
     for s in sizes[1:]:
-        nxt = em.fresh("n")
-        em.emit(f"{nxt} = {cur} * ({s} == 1) + {s} * ({s} != 1)")
-        cur = nxt
+        cur = em.named("n", f"{cur} * ({s} == 1) + {s} * ({s} != 1)")
     if not cur.isidentifier():
-        nxt = em.fresh("n")
-        em.emit(f"{nxt} = {cur}")
-        cur = nxt
+        cur = em.named("n", cur)
     return cur
 
 
@@ -185,9 +181,7 @@ def loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
     for p, x, r in tensor_in:
         ms = []
         for j in range(r):
-            m = em.fresh("m")
-            em.emit(f"{m} = int({x}.shape[{j}] != 1)")
-            ms.append(m)
+            ms.append(em.named("m", f"int({x}.shape[{j}] != 1)"))
         mult[p.uid] = ms
     return sizes, mult
 
@@ -206,9 +200,7 @@ def output_shape(em: Emitter, r: ir.Value, tensor_in, deps: dict, sizes: list, r
         sd = broadcast_size(em, [f"{x}.shape[{d - (rank - rr)}]" for p, x, rr in tensor_in
                                  if p.uid in dep and d - (rank - rr) >= 0])
         shape_parts.append(sd)
-        mm = em.fresh("m")
-        em.emit(f"{mm} = int({sd} != 1)")
-        om.append(mm)
+        om.append(em.named("m", f"int({sd} != 1)"))
     return shape_parts, om
 
 

@@ -36,6 +36,8 @@ class Emitter:
         self.writes_arguments = False  # the program writes list arguments' arrays in place
         self.kernels: dict = {}  # kernel module name -> source (targets/cpu/kernel.py)
         self.outline = False  # compute nodes become kernels (set by generate)
+        # expression -> the name holding it, for `named`; None: every call names it anew
+        self.top_names: dict | None = None
         self._n = 0
 
     def fresh(self, prefix: str = "v") -> str:
@@ -44,6 +46,24 @@ class Emitter:
 
     def emit(self, line: str) -> None:
         self.lines.append("    " * self.indent + line)
+
+    def named(self, prefix: str, expr: str) -> str:
+        """A fresh name `prefix<n>` assigned `expr`, or, where `top_names` is a dict, the name
+        an earlier call already assigned the same expression at the function's top level.
+        Why: the shape code of a fused kernel (broadcast sizes, 0/1 multipliers) names the same
+        expressions again for each output (a layer norm's backward kernel emitted 40 such
+        lines twice), and Numba's compile time follows the number of lines. Only kernel
+        emitters (targets/cpu/kernel.py) enable it: their names are single-assignment (their
+        inputs are parameters, never rebound, and every local is fresh), so a top-level
+        assignment holds everywhere after it; an entry's loops rebind values."""
+        top = self.top_names is not None and self.indent == 1
+        if top and expr in self.top_names:
+            return self.top_names[expr]
+        nm = self.fresh(prefix)
+        self.emit(f"{nm} = {expr}")
+        if top:
+            self.top_names[expr] = nm
+        return nm
 
     def is_const(self, v: ir.Value) -> bool:
         return v.uid in self.consts

@@ -93,7 +93,5 @@ def output_shape(em, plan: RowPlan, r: ir.Value) -> tuple:
                                  if p.uid in dep and d - (rank - rr) >= 0 and
                                  (d < rank - 1 or dep[p.uid])])
         parts.append(sd)
-        m = em.fresh("m")
-        em.emit(f"{m} = int({sd} != 1)")
-        om.append(m)
+        om.append(em.named("m", f"int({sd} != 1)"))
     return parts, om

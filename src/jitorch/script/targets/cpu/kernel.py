@@ -76,6 +76,7 @@ def _kernel_emitter_class():
             self.tuples = parent.tuples      # (lists of IR values: shared)
             self.lists = parent.lists
             self.writes_arguments = parent.writes_arguments
+            self.top_names = {}  # shape code named once (Emitter.named)
 
         def param(self, expr: str) -> str:
             p = self._param_of.get(expr)
@@ -159,11 +160,23 @@ def _worth_a_kernel(ke) -> bool:
     return bool(ke.lines)
 
 
-def kernel_source(ke, rets) -> str:
+def kernel_decorator() -> str:
+    """An entry's decorator (program.DECORATOR) without Numba's wrappers: a kernel is only
+    ever called through its symbol by native code (kernel_call.py), never from Python or as
+    a C callback, and Numba otherwise builds both a CPython wrapper (unboxing each argument,
+    boxing the returned tuple) and a cfunc wrapper for every function it compiles: typed,
+    lowered and turned into machine code for nothing (bench/compile_profile.py). The
+    dispatcher of such a module compiles and loads from disk as before; calling it from
+    Python is not possible (its Python entry point is null)."""
     from .program import DECORATOR
+    assert DECORATOR.endswith(")")
+    return DECORATOR[:-1] + ", no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+
+
+def kernel_source(ke, rets) -> str:
     from .module_text import module_head
     head, body = module_head(ke)
-    return head + "\n\n" + DECORATOR + "\n" + \
+    return head + "\n\n" + kernel_decorator() + "\n" + \
         f"def kernel({', '.join(ke.params)}):\n" + "\n".join(body) + "\n" + \
         f"    return {_returned(rets)}\n"
 

@@ -25,6 +25,7 @@ from ...codegen.casts import cast
 from ...codegen.elementwise import (dependencies, group_inputs, group_rank, loads, loop_shape,
                                     members, output_shape, single_group)
 from ...codegen.emitter import Emitter, np_type
+from . import views
 
 FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"
 _F32_FUNCS = {"np.exp": "exp_f32", "np.tanh": "tanh_f32", "np.log": "log_f32",
@@ -167,9 +168,9 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
     flat = {}
     for p, x, _ in tensor_in:
         f = em.fresh("f")
-        # a view typed C-contiguous: Numba types values from views as 'A' layout (no reshape);
-        # ascontiguousarray of an 'A' array that is contiguous at run time does not copy
-        em.emit(f"{f} = np.ascontiguousarray({x}).reshape({nf})")
+        # a view typed C-contiguous (Numba types values from views as 'A' layout, which it
+        # does not reshape): views.py's intrinsic, the condition above checked the layout
+        em.emit(f"{f} = {views.use(em, '_jt_flat')}({x}, {nf})")
         flat[p.uid] = f
     oflat = []
     for j, (o, _) in enumerate(out_names):

@@ -1,7 +1,7 @@
 """Lowering of shape ops to NumPy array methods Numba supports.
 
 Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
-`None` indexing, expand via `np.broadcast_to`); reshape/view/flatten go through
+`None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand`); reshape/view/flatten go through
 `np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). A view
 op (registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the
 view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
@@ -18,6 +18,7 @@ from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter, np_type
 from ...codegen.lowering import lowers
+from . import views
 
 
 def _tup(parts) -> str:
@@ -286,7 +287,17 @@ def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
                   "[...]")
         em.indent -= 1
         parts.append(s)
-    em.emit(f"{out} = np.broadcast_to({xs}, {_tup(parts)})")
+    for s in parts:  # (a negative size: the interpreter raises eager's error)
+        if s.lstrip("-").isdigit():
+            if int(s) < 0:
+                raise NotLowered("expand: a negative size")
+            continue
+        em.emit(f"if {s} < 0:")
+        em.indent += 1
+        em.raise_in_interpreter()
+        em.indent -= 1
+    # np.broadcast_to's view, without its overload's checks (done above): views.py
+    em.emit(f"{out} = {views.use(em, '_jt_expand')}({xs}, {_tup(parts)})")
 
 
 @lowers("expand", "broadcast_to", target="cpu")
