@@ -79,6 +79,7 @@ def test_sim_tier_matches_eager():
     assert res["matched"] > len(EXTRA)
 
 
+@pytest.mark.first  # (conftest.py)
 def test_ptx_tier_compiles_every_kernel_for_sm90_without_float64():
     res = _tier("ptx", sim=False)
     _report(res)
