@@ -11,7 +11,12 @@ the same cases is compiled to PTX for sm_90 by the real NVVM (`numba.cuda.compil
 needed: the `nvidia-nvvm` and `nvidia-cuda-nvrtc` wheels), and a kernel whose arrays are not
 float64 must type no variable as float64 (a float64 literal in float32 code compiles silently).
 The host entry runs on the CPU with its launches recorded instead of made, so each kernel is
-compiled for the very argument types the entry passes.
+compiled for the very argument types the entry passes. A kernel is compiled unless both halves
+of what compiling it checks were compiled before (`_coverage`): its computation (the op code
+with the indexing taken out) for its element types, and its indexing (the loops, loads and
+stores with the op code taken out) for its exact signature; the same op at another rank or
+layout is then not compiled again (about half the kernels: NVVM and Numba's typing are the
+tier's time).
 
 Cases: each OpInfo entry (tests/opinfo.py) whose traced sample runs a registry op (kernels of
 the target: elementwise groups, reductions and row regions; every other op a library call,
@@ -323,6 +328,40 @@ def _no_float64(cres, ptx: str, what: str, names) -> None:
     assert not f64, f"{what}: float64 in a float32 kernel's PTX: {f64[:3]}"
 
 
+# a kernel's variables: its parameters `p<n>`, and its locals from the kernel's own counter
+# (kernel.py, reduce.py, rows.py); math/NumPy names with digits (log2, float32) are not ones
+_VARIABLE = re.compile(r"\b(p|k|i|q|qk|qr|x|t|r|j|w|v|nv|acc|sh|row|m|lse|mean)(\d+)\b")
+# the parameter list, and the splitting of a flat index into one per dim (as many as the
+# rank: `i2 = k1 % p4`, `q3 = k1 // p4`; reduce.py's `k`/`qk` and `r`/`qr`)
+_INDEX_LINE = re.compile(r"\s*(def |(i|q|k|qk|r|qr)\d+ = \w+ (%|//) p\d+$)")
+_MEMBER_LINE = re.compile(r"\s*t\d+ = ")  # an op's scalar template (codegen/elementwise.py)
+
+
+def _renumbered(lines) -> str:
+    """`lines` with each variable renumbered by its first appearance (so the variables that
+    the rank adds or removes elsewhere in the kernel change nothing)."""
+    names = {}
+    return "\n".join(_VARIABLE.sub(lambda mt: names.setdefault(
+        mt.group(0), f"{mt.group(1)}{len(names)}"), ln) for ln in lines)
+
+
+def _coverage(src: str, sig) -> tuple:
+    """What compiling kernel `src` for the Numba types `sig` checks, as two keys: its
+    computation (every line but the parameter list and the index splitting, each array
+    access's indices taken out: the op code and which arrays it reads and writes) for the
+    element types of its arrays and its scalar operands (the int64 sizes and multipliers
+    dropped), and its indexing (every line but the op code's) for `sig` itself. Typing and
+    compiling a line depends only on the types of what it reads: an op's lines read elements
+    and scalars, the indexing reads the arrays, the sizes and each op's result, whose type the
+    element types fix."""
+    lines = src.splitlines()
+    computation = _renumbered(re.sub(r"\b(p\d+)\[[^\]]*\]", r"\1[]", ln) for ln in lines
+                              if not _INDEX_LINE.match(ln))
+    elements = tuple(str(getattr(t, "dtype", t)) for t in sig if str(t) != "int64")
+    indexing = _renumbered(ln for ln in lines if not _MEMBER_LINE.match(ln))
+    return ("computation", computation, elements), ("indexing", indexing, tuple(map(str, sig)))
+
+
 def run_ptx():
     """Every kernel of every case compiled to PTX for sm_90; float64 checked (docstring)."""
     from numba import cuda, typeof
@@ -338,6 +377,7 @@ def run_ptx():
                          "install it with `pip install nvidia-nvvm nvidia-cuda-nvrtc`")
     all_cases, entries = cases()
     seen, kernels, not_lowered, failed, f32, partial = set(), 0, {}, {}, 0, []
+    covered = set()  # the _coverage keys of the kernels compiled
     real_compile_cuda = compiler.compile_cuda
     compiled = []
 
@@ -356,6 +396,7 @@ def run_ptx():
     for name, prog, tensors, want in _lowered(all_cases, not_lowered, failed):
         launches = []
         mod, _ = cache.load_program(prog)
+        sources = {cache.module_name(cache.prepare_source(k)): k for k in prog.kernels}
         mod.alloc = np.empty  # host memory stands in for the device's: nothing launches
         mod.launch = mod.launch_blocks = lambda kernel, n, args: launches.append((kernel, args))
         try:
@@ -371,6 +412,10 @@ def run_ptx():
                 if key in seen:
                     continue
                 seen.add(key)
+                keys = _coverage(sources[key[0]], sig)
+                if covered.issuperset(keys):
+                    continue
+                covered.update(keys)
                 compiled.clear()
                 ptx, _ = cuda.compile_ptx(kernel.py_func, sig, cc=(9, 0))
                 assert ".target sm_90" in ptx, f"{name}: not PTX for sm_90"
@@ -384,7 +429,8 @@ def run_ptx():
     compiler.compile_cuda = real_compile_cuda
     return {"tier": "ptx", "cases": len(all_cases), "entries": len(entries),
             "entries_never_lowered": _never(all_cases, entries, not_lowered),
-            "kernels_compiled": kernels, "kernels_checked_no_float64": f32,
+            "kernels_generated": len(seen), "kernels_compiled": kernels,
+            "kernels_checked_no_float64": f32,
             "entries_stopped_early": len(partial), "not_lowered": not_lowered,
             "failed": failed}
 

@@ -14,6 +14,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 # the files whose tests take the `device`/`cuda` fixtures or claim cuda in the OpInfo table
@@ -23,11 +25,14 @@ SIM_TIER_FILES = ("test_device.py", "test_ops_generic.py", "test_dlpack.py",
                   "test_cuda_reduce.py", "test_cuda_rows.py")
 
 
+@pytest.mark.first  # (conftest.py)
 def test_cuda_simulator_tier_passes():
     env = dict(os.environ, JITORCH_CUDA_SIM="1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)  # this jitorch, as seen here
+    # (-k cuda also matches the files named cuda: their cpu cases ran here, conftest.py's
+    # --no-cpu-cases leaves them out)
     cmd = [sys.executable, "-m", "pytest", *[os.path.join(HERE, f) for f in SIM_TIER_FILES],
-           "-k", "cuda", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
+           "-k", "cuda", "--no-cpu-cases", "-q", "-p", "no:cacheprovider", "-p", "no:xdist"]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),
                        timeout=900)
     out = r.stdout + r.stderr
