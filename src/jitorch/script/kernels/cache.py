@@ -205,6 +205,26 @@ def listing(entry_source: str, kernels) -> str:
     return out
 
 
+def read_regular_file(path: str, limit: int) -> bytes | None:
+    """Up to `limit` bytes of the regular file at `path`, or None (missing, unreadable, a link,
+    a FIFO or device: opened without following links or blocking, so a planted special file
+    in the cache directory can neither redirect nor hang the read)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+                     | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def load_named(name: str):
     """The module `name` from the cache directory, when its file holds a source whose hash is
     that name (so what runs is what the name stands for): for a process that has an entry but
@@ -215,21 +235,9 @@ def load_named(name: str):
     d = cache_dir()
     if d is None or not re.fullmatch(MODULE_PREFIX + "[0-9a-f]{24}", name):
         return None
-    path = os.path.join(d, name + ".py")
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+    data = read_regular_file(os.path.join(d, name + ".py"), 1 << 24)
+    if data is None:
         return None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(1 << 24)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     try:
         src = data.decode("utf-8")
     except UnicodeDecodeError:

@@ -207,24 +207,11 @@ def _path(k: str) -> str | None:
 
 def _read(k: str) -> dict | None:
     """The record of key `k`, or None (none, damaged, another format: a miss)."""
+    from ..kernels.cache import read_regular_file
     path = _path(k)
-    if path is None:
+    data = None if path is None else read_regular_file(path, 1 << 22)
+    if data is None:
         return None
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-                     | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
-        return None
-    try:
-        import stat
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(1 << 22)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
     head = len(_MAGIC) + 64
     if not data.startswith(_MAGIC) or len(data) < head + 1 or data[head:head + 1] != b"\n":
         return _damaged(path, "not a plan record")
