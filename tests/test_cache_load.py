@@ -1,7 +1,8 @@
 """Loading a cached overload (kernels/numba_cache.py's lean load): the machine code runs and
 gives the right result, its bitcode for linking is parsed only when a caller links it (and
 linking still works), the symbols it defines are those Numba's bitcode walk finds, and the
-target context is refreshed once per process, not before every load. One small program,
+target context is refreshed, and LLVM asked for the host's magic tuple, once per process,
+not for every load. One small program,
 compiled once for the module's cache directory."""
 import os
 
@@ -85,13 +86,15 @@ def test_the_object_files_symbols_are_numbas(cache_dir, monkeypatch):
     assert numba_cache._elf_defined_symbols(b"not an object file") is None
 
 
-def test_loads_refresh_the_target_context_once(cache_dir, monkeypatch):
+def test_loads_refresh_the_context_and_ask_llvm_for_the_host_once(cache_dir, monkeypatch):
     disp = _fresh_dispatcher(cache_dir)
-    _load(disp)  # this process has refreshed by now
+    _load(disp)  # this process has refreshed, and asked for the host's magic tuple, by now
     loader = disp._cache
     calls = []
-    real = type(disp.targetctx).refresh
-    monkeypatch.setattr(type(disp.targetctx), "refresh",
-                        lambda self: (calls.append(self), real(self))[1])
+    for cls, name in ((type(disp.targetctx), "refresh"),
+                      (type(disp.targetctx.codegen()), "magic_tuple")):
+        real = getattr(cls, name)
+        monkeypatch.setattr(cls, name, lambda self, real=real, name=name:
+                            (calls.append(name), real(self))[1])
     assert loader.load_overload(SIG, disp.targetctx) is not None  # a second load
     assert calls == []

@@ -29,7 +29,8 @@ its functions through LLVM to learn the symbols the library defines (what
 from the object file's ELF symbol table (the same set: for every defined function and global
 the object has a symbol of that name), and the bitcode is parsed only when a caller links the
 library (`_ObjectCodeLibrary`). Also the target context is refreshed once per process before
-loads, not before each (a load compiles nothing; a compile refreshes on its own). Any other
+loads, not before each (a load compiles nothing; a compile refreshes on its own), and
+the host's magic tuple in an index key is asked of LLVM once (`magic_tuple`). Any other
 entry (bitcode, a non-ELF object, another Numba's layout) loads Numba's way.
 """
 from __future__ import annotations
@@ -207,6 +208,28 @@ class _LeanImpl(CompileResultCacheImpl):
         return cres
 
 
+_magics = weakref.WeakKeyDictionary()  # codegen -> its host's (triple, CPU, features)
+
+
+def magic_tuple(codegen):
+    """`codegen.magic_tuple()` once per codegen and process: each query makes LLVM calls
+    (~0.1 ms), and Numba asks for every overload's index key (a warm start loads ~80)."""
+    got = _magics.get(codegen)
+    if got is None:
+        got = _magics[codegen] = codegen.magic_tuple()
+    return got
+
+
+class _KnownMagic:
+    """What Cache._index_key reads of a codegen, its magic tuple, already known."""
+
+    def __init__(self, magic):
+        self._magic = magic
+
+    def magic_tuple(self):
+        return self._magic
+
+
 _refreshed = weakref.WeakSet()  # the target contexts a load refreshed in this process
 
 
@@ -236,6 +259,9 @@ class GuardedCache(FunctionCache):
         except Exception as e:  # noqa: BLE001 - any failure to load is a damaged cache
             self._drop(e)
             return None  # Numba compiles, then save_overload writes fresh files
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, _KnownMagic(magic_tuple(codegen)))
 
     def save_overload(self, sig, data):
         try:
