@@ -174,16 +174,12 @@ def ensure(symbol: str) -> bool:
     return False
 
 
-_magic: list = []
-
-
 def _magic_tuple():
-    """Numba's (triple, CPU name, CPU features) of this host, once per process: each query
-    makes LLVM calls (~0.1 ms), and a warm start asks once per kernel it loads."""
-    if not _magic:
-        from numba.core.registry import cpu_target
-        _magic.append(cpu_target.target_context.codegen().magic_tuple())
-    return _magic[0]
+    """Numba's (triple, CPU name, CPU features) of this host: asked of LLVM once per process
+    (numba_cache.magic_tuple), and a warm start asks once per kernel it loads."""
+    from numba.core.registry import cpu_target
+    from .numba_cache import magic_tuple
+    return magic_tuple(cpu_target.target_context.codegen())
 
 
 def library(disp, canonical=None):

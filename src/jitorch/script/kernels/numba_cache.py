@@ -19,6 +19,19 @@ it imports) gets a `GuardedCache` in place of Numba's `FunctionCache`. Differenc
 
 A missing file is a plain miss, not damage (another process may be between writing the index
 and the data file; Numba writes each with temp file + os.replace).
+
+Loading is leaner than Numba's (`_LeanImpl`, a warm start loads ~80 overloads; encoder train
+step: ~200 of ~600 ms CPU went to unpacking them). Numba's object-code entry holds the machine
+code and the library's bitcode "for linking"; Numba parses that bitcode on every load and walks
+its functions through LLVM to learn the symbols the library defines (what
+`get_pointer_to_function` may answer). jitorch calls kernels and library code through symbols
+(kernel_call.py), so that bitcode is almost never linked: here the defined symbols are read
+from the object file's ELF symbol table (the same set: for every defined function and global
+the object has a symbol of that name), and the bitcode is parsed only when a caller links the
+library (`_ObjectCodeLibrary`). Also the target context is refreshed once per process before
+loads, not before each (a load compiles nothing; a compile refreshes on its own), and
+the host's magic tuple in an index key is asked of LLVM once (`magic_tuple`). Any other
+entry (bitcode, a non-ELF object, another Numba's layout) loads Numba's way.
 """
 from __future__ import annotations
 
@@ -26,12 +39,17 @@ import contextlib
 import hashlib
 import os
 import pickle
+import struct
 import sys
+import weakref
 
+from llvmlite import binding as _llb
 from llvmlite.binding import ffi as _ffi
 
 from numba.core import sigutils
-from numba.core.caching import FunctionCache, IndexDataCacheFile
+from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
+from numba.core.codegen import JITCodeLibrary
+from numba.core.compiler import CompileResult
 from numba.core.dispatcher import Dispatcher
 
 from .log import log_enabled
@@ -105,8 +123,120 @@ def _files(cache_file) -> list:
                               and n[len(base):-len(".nbc")].isdigit())]
 
 
+def _elf_defined_symbols(obj: bytes):
+    """Names of the symbols an ELF64 little-endian object file defines (functions, globals;
+    not sections or file names); None for any other object format."""
+    if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
+        return None
+    shoff, = struct.unpack_from("<Q", obj, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
+                for i in range(shnum)]
+    names = set()
+    for _, kind, _, _, offset, size, link, _, _, entsize in sections:
+        if kind != 2:  # SHT_SYMTAB
+            continue
+        strtab = sections[link][4]
+        for name, info, _, shndx, _, _ in struct.iter_unpack(
+                "<IBBHQQ", obj[offset:offset + size - size % entsize]):
+            if name and shndx != 0 and (info & 0xF) not in (3, 4):  # defined; not SECTION/FILE
+                start = strtab + name
+                names.add(obj[start:obj.index(b"\0", start)].decode())
+    return names
+
+
+class _ObjectCodeLibrary(JITCodeLibrary):
+    """A library loaded from cached object code whose bitcode for linking is parsed only when
+    a caller links it (Numba parses it on every load)."""
+
+    _shared_bitcode = None
+
+    def _get_module_for_linking(self):
+        if self._shared_module is None and self._shared_bitcode is not None:
+            self._shared_module = _llb.parse_bitcode(self._shared_bitcode)
+            self._shared_bitcode = None
+        return super()._get_module_for_linking()
+
+
+def _object_symbols(codegen, state):
+    """The symbols an object-code entry's machine code defines, when `_load_object` can load
+    it; None otherwise (then Numba's own unserialize is used)."""
+    name, kind, data = state
+    if kind != "object" or codegen._library_class is not JITCodeLibrary or \
+            not isinstance(getattr(codegen._engine, "_defined_symbols", None), set):
+        return None
+    return _elf_defined_symbols(data[0]) or None
+
+
+def _load_object(codegen, state, symbols):
+    """Numba's CPUCodeLibrary._unserialize of an object-code entry, without parsing its
+    bitcode nor walking it for the symbols it defines (`symbols`, from the object file)."""
+    name, _, (object_code, shared_bitcode) = state
+    lib = _ObjectCodeLibrary(codegen, name)
+    lib.enable_object_caching()
+    lib._set_compiled_object(object_code)
+    lib._shared_bitcode = shared_bitcode
+    lib._finalize_final_module()  # loads the machine code (the engine asks the object cache)
+    codegen._engine._defined_symbols |= symbols
+    return lib
+
+
+class _LeanImpl(CompileResultCacheImpl):
+    """Numba's CompileResult cache, loading object code through `_load_object`."""
+
+    def rebuild(self, target_context, payload):
+        codegen = target_context.codegen()
+        symbols = _object_symbols(codegen, payload[0]) if len(payload) == 9 else None
+        if symbols is None:  # bitcode, not ELF, another Numba's CompileResult._reduce
+            return super().rebuild(target_context, payload)
+        (libdata, fndesc, env, signature, objectmode, lifted, typeann, reload_init,
+         referenced_envs) = payload
+        # the rest as Numba's CompileResult._rebuild
+        for fn in reload_init or ():
+            fn()
+        library = _load_object(codegen, libdata, symbols)
+        cres = CompileResult(target_context=target_context,
+                             typing_context=target_context.typing_context, library=library,
+                             environment=env,
+                             entry_point=target_context.get_executable(library, fndesc, env),
+                             fndesc=fndesc, type_annotation=typeann, signature=signature,
+                             objectmode=objectmode, lifted=lifted, typing_error=None,
+                             call_helper=None, metadata=None, reload_init=reload_init,
+                             referenced_envs=referenced_envs)
+        for e in referenced_envs:
+            library.codegen.set_env(e.env_name, e)
+        return cres
+
+
+_magics = weakref.WeakKeyDictionary()  # codegen -> its host's (triple, CPU, features)
+
+
+def magic_tuple(codegen):
+    """`codegen.magic_tuple()` once per codegen and process: each query makes LLVM calls
+    (~0.1 ms), and Numba asks for every overload's index key (a warm start loads ~80)."""
+    got = _magics.get(codegen)
+    if got is None:
+        got = _magics[codegen] = codegen.magic_tuple()
+    return got
+
+
+class _KnownMagic:
+    """What Cache._index_key reads of a codegen, its magic tuple, already known."""
+
+    def __init__(self, magic):
+        self._magic = magic
+
+    def magic_tuple(self):
+        return self._magic
+
+
+_refreshed = weakref.WeakSet()  # the target contexts a load refreshed in this process
+
+
 class GuardedCache(FunctionCache):
     """Numba's per-function disk cache with checked loads and saves that cannot fail a call."""
+
+    _impl_class = _LeanImpl
 
     def __init__(self, py_func, sealed: bool = True):
         super().__init__(py_func)
@@ -118,13 +248,20 @@ class GuardedCache(FunctionCache):
     def load_overload(self, sig, target_context):
         try:
             with _quiet_llvm_lock():
-                cres = super().load_overload(sig, target_context)
+                # FunctionCache.load_overload without its refresh before every load
+                if target_context not in _refreshed:
+                    target_context.refresh()
+                    _refreshed.add(target_context)
+                cres = self._load_overload(sig, target_context)
             if cres is not None:
                 self._check_is_mine(cres, sig)
             return cres
         except Exception as e:  # noqa: BLE001 - any failure to load is a damaged cache
             self._drop(e)
             return None  # Numba compiles, then save_overload writes fresh files
+
+    def _index_key(self, sig, codegen):
+        return super()._index_key(sig, _KnownMagic(magic_tuple(codegen)))
 
     def save_overload(self, sig, data):
         try:

@@ -1,0 +1,100 @@
+"""Loading a cached overload (kernels/numba_cache.py's lean load): the machine code runs and
+gives the right result, its bitcode for linking is parsed only when a caller links it (and
+linking still works), the symbols it defines are those Numba's bitcode walk finds, and the
+target context is refreshed, and LLVM asked for the host's magic tuple, once per process,
+not for every load. One small program,
+compiled once for the module's cache directory."""
+import os
+
+import numba
+import pytest
+from llvmlite import binding as llb
+from numba.core import types
+
+from jitorch.script.kernels import cache, numba_cache
+
+SRC = ("import numba\n\n@numba.njit(cache=False)\ndef mul_add(x, y):\n"
+       "    return x * 3 + y\n")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("lean_load")
+    old = os.environ.get("JITORCH_CACHE_DIR")
+    os.environ["JITORCH_CACHE_DIR"] = str(d)
+    yield d
+    if old is None:
+        del os.environ["JITORCH_CACHE_DIR"]
+    else:
+        os.environ["JITORCH_CACHE_DIR"] = old
+
+
+def _fresh_dispatcher(cache_dir):
+    """A new dispatcher of SRC whose overload is on disk (compiled once per module)."""
+    mod, _ = cache.load_module(SRC)
+    if not mod.mul_add.overloads:
+        assert mod.mul_add(4, 2) == 14  # compiled and saved
+    cache.forget(mod.__name__)
+    disp = cache.load_module(SRC)[0].mul_add
+    assert not disp.overloads
+    return disp
+
+
+SIG = (types.int64, types.int64)
+
+
+def _load(disp):
+    disp.compile(SIG)
+    assert sum(disp.stats.cache_hits.values()) == 1  # loaded, not compiled
+    return disp.overloads[SIG]
+
+
+def test_a_loaded_overload_runs_without_parsing_its_bitcode(cache_dir):
+    disp = _fresh_dispatcher(cache_dir)
+    cres = _load(disp)
+    assert disp(5, 1) == 16
+    assert cres.library._shared_module is None  # not parsed: nothing linked it
+
+
+def test_a_loaded_overload_can_still_be_linked_into_a_caller(cache_dir):
+    disp = _fresh_dispatcher(cache_dir)
+    cres = _load(disp)
+    assert cres.library._shared_module is None
+
+    @numba.njit
+    def caller(a, b):
+        return disp(a, b) + 1  # a plain call: Numba links the callee's library
+
+    assert caller(2, 7) == 14
+    assert sum(disp.stats.cache_misses.values()) == 0  # the loaded overload is the one linked
+    assert cres.library._shared_module is not None
+
+
+def test_the_object_files_symbols_are_numbas(cache_dir, monkeypatch):
+    seen = []
+    real = numba_cache._load_object
+    monkeypatch.setattr(numba_cache, "_load_object",
+                        lambda cg, state, symbols: (seen.append((state, symbols)),
+                                                    real(cg, state, symbols))[1])
+    cres = _load(_fresh_dispatcher(cache_dir))
+    [((_, kind, (object_code, bitcode)), symbols)] = seen
+    mod = llb.parse_bitcode(bitcode)
+    walked = {g.name for gs in (mod.functions, mod.global_variables) for g in gs
+              if not g.is_declaration}  # what Numba's load registers
+    assert symbols == walked == numba_cache._elf_defined_symbols(object_code)
+    assert cres.fndesc.llvm_func_name in walked
+    assert numba_cache._elf_defined_symbols(b"not an object file") is None
+
+
+def test_loads_refresh_the_context_and_ask_llvm_for_the_host_once(cache_dir, monkeypatch):
+    disp = _fresh_dispatcher(cache_dir)
+    _load(disp)  # this process has refreshed, and asked for the host's magic tuple, by now
+    loader = disp._cache
+    calls = []
+    for cls, name in ((type(disp.targetctx), "refresh"),
+                      (type(disp.targetctx.codegen()), "magic_tuple")):
+        real = getattr(cls, name)
+        monkeypatch.setattr(cls, name, lambda self, real=real, name=name:
+                            (calls.append(name), real(self))[1])
+    assert loader.load_overload(SIG, disp.targetctx) is not None  # a second load
+    assert calls == []
