@@ -65,10 +65,6 @@ class MessageError(Exception):
     """A message that cannot be read (the reason; the agent answers it with a RuntimeError)."""
 
 
-def _pad(n: int) -> int:
-    return -n % _ALIGN
-
-
 _ZEROS = bytes(_ALIGN)
 
 
@@ -82,15 +78,16 @@ def _frame(call_id: int, text: bytes, storages: list) -> bytes:
     n = len(storages)
     if not n:
         return _PREFIX.pack(call_id, 0, len(text)) + text
-    parts = [_PREFIX.pack(call_id, n, len(text)), b"", text,
-             _ZEROS[:_pad(_PREFIX.size + 8 * n + len(text))]]
-    sizes = []
+    # (once per message: the header's fields in one Struct, padding inline)
+    parts = [b"", text, _ZEROS[:-(_PREFIX.size + 8 * n + len(text)) % _ALIGN]]
+    fields = [call_id, n, len(text)]
     for a in storages:  # joined as they are: bytes.join reads any C-contiguous buffer
         if not a.flags.c_contiguous:
             a = np.ascontiguousarray(a)
-        sizes.append(a.nbytes)
-        parts += (a, _ZEROS[:_pad(a.nbytes)])
-    parts[1] = _sizes(n).pack(*sizes)
+        size = a.nbytes
+        fields.append(size)
+        parts += (a, _ZEROS[:-size % _ALIGN])
+    parts[0] = _sizes(n + 3).pack(*fields)
     return b"".join(parts)
 
 
@@ -138,24 +135,23 @@ def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     pos += 8 * n
     if pos + m > total:
         raise MessageError("its manifest runs past its end")
-    head = memoryview(buf)[pos:pos + m]
-    binary = m and head[0] in _BINARY_KINDS
-    if binary:
-        head = bytes(head)  # (tens of bytes: indexing bytes is faster than a buffer's)
-    else:
+    end = pos + m
+    binary = m and buf[pos] in _BINARY_KINDS
+    head = buf[pos:end].tobytes()  # (tens of bytes: indexing bytes is faster than a buffer's)
+    if not binary:
         try:
             manifest = _loads(str(head, "utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise MessageError(f"its manifest is not JSON: {e}") from None
         if not isinstance(manifest, dict) or not isinstance(manifest.get("rpc"), dict):
             raise MessageError("its manifest is not an object with an \"rpc\" envelope")
-    pos += m + _pad(pos + m)
+    pos = end - end % -_ALIGN
     buffers = []
     for size in sizes:
         if pos + size > total:
             raise MessageError("its storages run past its end")
         buffers.append(buf[pos:pos + size])
-        pos += size + _pad(size)
+        pos += size - size % -_ALIGN
     if binary:
         manifest = _binary_decode(head, buffers)
     return call_id, manifest, buffers
