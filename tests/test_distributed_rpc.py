@@ -207,6 +207,9 @@ if r == 0:
             raise AssertionError("a malformed message was accepted")
         except RuntimeError as e:
             assert "not a valid message" in str(e) or "message" in str(e), str(e)
+    # a reply tag past MPI's bound: answered on the answers' tag (the callee serves on)
+    assert raw(lambda cid: wire.pack_call(cid, "__main__:add", 0xFFFFFFFF, (2, 3)),
+               "tag").wait() == 5
     assert rpc.rpc_sync("worker1", add, args=(2, 3)) == 5  # the callee still serves
     assert not [f for f in os.listdir(marker) if f.endswith("ran")], os.listdir(marker)
     print("[OK hostile]")

@@ -427,7 +427,7 @@ class Agent:
         call_id = wire.call_id_of(buf)
         if call_id is not None:
             try:
-                tag = _reply_tag(wire.unpack(buf)[1]["rpc"])
+                tag = _reply_tag(wire.unpack(buf)[1]["rpc"], self._tag_range)
             except wire.MessageError:
                 tag = TAG_RESPONSE
             self._respond_error(src, call_id, tag, RuntimeError(
@@ -482,7 +482,7 @@ class Agent:
                 raise RuntimeError(f"RPC: the request from {self.workers[src]} is not a valid "
                                    f"message: {e}") from None
             env = manifest["rpc"]
-            tag = _reply_tag(env)
+            tag = _reply_tag(env, self._tag_range)
             op = env.get("op")
             handler = _HANDLERS.get(op) if isinstance(op, str) else None
             if handler is None:
@@ -589,11 +589,12 @@ class Agent:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _reply_tag(env) -> int:
+def _reply_tag(env, tag_range: int) -> int:
     """The tag a request's answer goes on: the one it asked for (a synchronous call's own)
-    when that is a tag of direct answers, else TAG_RESPONSE."""
+    when that is a tag of direct answers, else TAG_RESPONSE (a tag past MPI's bound would
+    fail the send of the answer, and with it the serving thread)."""
     tag = env.get("reply") if isinstance(env, dict) else None
-    if type(tag) is int and tag >= _DIRECT_TAG:
+    if type(tag) is int and _DIRECT_TAG <= tag < _DIRECT_TAG + tag_range:
         return tag
     return TAG_RESPONSE
 
