@@ -317,9 +317,10 @@ _DTYPE_CODES: dict = {}
 # --- the binary form --------------------------------------------------------------------------
 # The commonest messages, a call of a named function with positional arguments and its answer,
 # each argument or value None, a bool, an int of 64 bits, a float, a str or a plain tensor,
-# take a binary manifest: struct fields, no JSON, no tree of dicts on either side (a round trip
-# of a 4 KB tensor spent ~20 us of its ~45 in building, writing, reading and walking JSON
-# trees). Its first byte, the kind, is never one JSON text begins with:
+# take a binary manifest: struct fields, no JSON, no tree of dicts on either side (encoding and
+# reading both messages of a 4 KB tensor's echo: 12 us of CPU, 23 in the compact JSON form;
+# its round trip went from ~49 us to ~36). Its first byte, the kind, is never one JSON text
+# begins with:
 #   call:  u8 1 | u8 number of arguments | u16 name length | u32 reply tag (0: none) | the
 #          function's name (UTF-8) | the arguments
 #   value: u8 2 (one value) or 3 (a tuple) | u8 number of values | the values
