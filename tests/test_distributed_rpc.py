@@ -182,6 +182,13 @@ if r == 0:
             raise AssertionError(f"accepted: {env}")
         except Exception as e:
             assert want in str(e), (want, str(e))
+    for fn, want in (("os:system", "standard library"), ("__main__:add.__globals__", "dunders")):
+        try:  # the binary form: the same name checks
+            raw(lambda cid: wire.pack_call(cid, fn, 0, (f"touch {marker}/os-ran",)),
+                "hostile").wait()
+            raise AssertionError(f"accepted: {fn}")
+        except RuntimeError as e:
+            assert want in str(e), (want, str(e))
     # a tensor claiming more bytes than its storage has; bytes that are not a message
     import numpy as np
     t_node = {"$": "tensor", "id": 0, "storage": 0, "dtype": "float32", "shape": [1000],
@@ -191,13 +198,18 @@ if r == 0:
            crafted(call_env("__main__:add"), t_node, [np.zeros(4, np.float32)],
                    [{"dtype": "float32", "numel": 1000}]),
            lambda cid: np.concatenate([np.array([cid, 0, 50], np.uint64).view(np.uint8),
-                                       np.frombuffer(b"{not json" * 10, np.uint8)])]
+                                       np.frombuffer(b"{not json" * 10, np.uint8)]),
+           lambda cid: wire._frame(cid, wire.pack_call(cid, "__main__:add", 0, (1, 2))[24:-1],
+                                   [])]  # a binary call cut short
     for make in bad:
         try:
             raw(make, "malformed").wait()
             raise AssertionError("a malformed message was accepted")
         except RuntimeError as e:
             assert "not a valid message" in str(e) or "message" in str(e), str(e)
+    # a reply tag past MPI's bound: answered on the answers' tag (the callee serves on)
+    assert raw(lambda cid: wire.pack_call(cid, "__main__:add", 0xFFFFFFFF, (2, 3)),
+               "tag").wait() == 5
     assert rpc.rpc_sync("worker1", add, args=(2, 3)) == 5  # the callee still serves
     assert not [f for f in os.listdir(marker) if f.endswith("ran")], os.listdir(marker)
     print("[OK hostile]")
@@ -439,6 +451,83 @@ def test_compact_messages_round_trip_and_refuse_what_is_not_a_value():
         deep = {"l": [deep]}
     with pytest.raises(RuntimeError, match="nests too deep"):
         agent.decode({"c": deep}, [], "test")
+
+
+def _binary(pack, *args):
+    """(call id, manifest, storages) of a binary message read back."""
+    import numpy as np
+    from jitorch.distributed.rpc import wire
+    buf = np.frombuffer(pack(9, *args), np.uint8).copy()
+    return wire.unpack(buf) + (buf,)
+
+
+def test_binary_messages_round_trip_every_dtype_shape_and_value():
+    import math
+    import numpy as np
+    import jitorch
+    from jitorch.distributed.rpc import agent, wire
+    from jitorch.serialization import _DTYPES
+    base = jitorch.arange(24.).reshape(2, 3, 4) % 3
+    for d in _DTYPES.values():
+        x = base.to(d)
+        for t in (x, x.transpose(0, 2), x[:, ::2, 1], x[0, 1, 2], x[:0]):
+            _, manifest, _, buf = _binary(wire.pack_call, "m:f", 17, (t, 5))
+            assert manifest == {"rpc": {"op": "call", "fn": "m:f", "cid": None, "reply": 17}}
+            got, _ = agent.decode(manifest, None, "test")
+            g = got["args"][0]
+            assert got["args"][1] == 5 and got["kwargs"] == {}
+            assert g.dtype is d and g.shape == t.shape and jitorch.equal(g, t), (d, t.shape)
+            assert not t.numel() or np.shares_memory(g._data, buf)  # a view of the message
+    values = (None, True, False, -(1 << 63), (1 << 63) - 1, -2.5, math.inf, "é ✓", "")
+    _, manifest, _, _ = _binary(wire.pack_call, "m:f", 0, values)
+    assert manifest["rpc"] == {"op": "call", "fn": "m:f", "cid": None}  # reply 0: none asked
+    got = manifest.value["args"]
+    assert got == values and [type(v) for v in got] == [type(v) for v in values]
+    nan = _binary(wire.pack_value, float("nan"))[1].value
+    assert type(nan) is float and math.isnan(nan)
+    y = jitorch.ones(2, 3)
+    for value in (y, (y, 1, None), ()):
+        _, manifest, _, _ = _binary(wire.pack_value, value)
+        assert manifest == {"rpc": {"ok": True}}
+        got = manifest.value
+        assert type(got) is type(value) and jitorch.equal(
+            got if type(got) is not tuple else got[0] if got else y, y)
+    # what it does not carry takes the JSON forms
+    for value in ([1], {"a": 1}, 1 << 63, jitorch.float32, (y, y), (y, y[0]),
+                  jitorch.ones(2, requires_grad=True), "\ud800", (0,) * 256):
+        with pytest.raises(wire.NotCompact):
+            wire.pack_value(1, value)
+
+
+def test_malformed_binary_messages_are_refused():
+    import numpy as np
+    import jitorch
+    from jitorch.distributed.rpc import wire
+    good = wire.pack_call(1, "m:f", 17, (jitorch.ones(4), 3))
+    head_at, n = 32, int.from_bytes(good[16:24], "little")  # (after one storage size)
+    assert good[head_at] == 1 and n == 8 + 3 + 11 + 9
+
+    def refused(head, storages, why):
+        buf = np.frombuffer(wire._frame(1, head, storages), np.uint8).copy()
+        with pytest.raises(wire.MessageError, match=why):
+            wire.unpack(buf)
+    head = good[head_at:head_at + n]
+    four = [np.ones(4, np.float32)]
+    refused(head[:-3], four, "past its end")  # cut short
+    refused(head + b"N", four, "1 bytes after its items")
+    refused(head, four * 2, "carries 2 storages and its items use 1")
+    refused(head, [np.ones(5, np.float32)], "buffer holds 20 bytes")
+    refused(head[:-9] + b"?", four, "unknown code 63")  # the int's code byte replaced
+    refused(head[:8] + b"\xff\xfe\xfd" + head[11:], four, "not UTF-8")  # the name
+    refused(head[:2] + b"\xff" + head[3:], four, "past its manifest")  # its name length
+    t_at = 8 + 3
+    refused(head[:t_at + 1] + b"\xee" + head[t_at + 2:], four, "dtype code 238")
+    dims = head[:t_at + 2] + bytes([65]) + bytes(8 * 65) + head[t_at + 11:]
+    refused(dims, [np.ones(0, np.float32)], "65 dimensions")
+    neg = head[:t_at + 3] + (-4).to_bytes(8, "little", signed=True) + head[t_at + 11:]
+    refused(neg, four, "negative size")
+    refused(bytes([2, 2, ord("N"), ord("N")]), [], "holds 2 values, not one")
+    refused(bytes([3, 5, ord("N")]), [], "past its end")
 
 
 SERVING = r'''

@@ -187,12 +187,31 @@ class Agent:
         manifest["rpc"] = envelope
         return manifest, storages, cid
 
+    @staticmethod
+    def _binary_call(call_id: int, envelope: dict, payload, reply: int):
+        """The bytes of a request in wire.py's binary form (a call of a function with
+        positional arguments it carries; the caller checks it is outside distributed
+        autograd), or None."""
+        if envelope.get("op") != "call" or len(envelope) != 2 or type(payload) is not dict or \
+                payload["kwargs"]:
+            return None
+        try:
+            return wire.pack_call(call_id, envelope["fn"], reply, payload["args"])
+        except wire.NotCompact:
+            return None
+
     def request(self, dst: int, envelope: dict, payload, what: str, timeout: float) -> Future:
         """Send a request; its Future completes with the answer's value (or error), which the
         prober receives. `timeout` in seconds, 0 for none."""
-        manifest, storages, cid = self._message(dst, envelope, payload)
-        return self.send_message(dst, lambda call_id: wire.pack(call_id, manifest, storages),
-                                 what, timeout, cid)
+        cid = _autograd()._current_id()
+
+        def make(call_id):
+            buf = self._binary_call(call_id, envelope, payload, 0) if cid is None else None
+            if buf is None:
+                manifest, storages, _ = self._message(dst, envelope, payload)
+                buf = wire.pack(call_id, manifest, storages)
+            return buf
+        return self.send_message(dst, make, what, timeout, cid)
 
     def send_message(self, dst: int, make, what: str, timeout: float, cid=None) -> Future:
         """Register a call and send `make(call_id)` (the message's bytes) to `dst`."""
@@ -218,11 +237,14 @@ class Agent:
         made on the way (a Future costs ~10 us of locks and notifications a call). A second
         thread spinning in this process would make each wait for the GIL, up to the 5 ms
         switch interval: the prober is not kept hot for it."""
-        manifest, storages, cid = self._message(dst, envelope, payload)
         call_id = next(self._ids)
         tag = _DIRECT_TAG + call_id % self._tag_range
-        manifest["rpc"]["reply"] = tag
-        buf = wire.pack(call_id, manifest, storages)
+        cid = _autograd()._current_id()
+        buf = self._binary_call(call_id, envelope, payload, tag) if cid is None else None
+        if buf is None:
+            manifest, storages, cid = self._message(dst, envelope, payload)
+            manifest["rpc"]["reply"] = tag
+            buf = wire.pack(call_id, manifest, storages)
         call = _Call(None, what, _deadline(timeout), timeout, cid, dst, tag)
         with self._lock:
             self._calls[call_id] = call
@@ -405,7 +427,7 @@ class Agent:
         call_id = wire.call_id_of(buf)
         if call_id is not None:
             try:
-                tag = _reply_tag(wire.unpack(buf)[1]["rpc"])
+                tag = _reply_tag(wire.unpack(buf)[1]["rpc"], self._tag_range)
             except wire.MessageError:
                 tag = TAG_RESPONSE
             self._respond_error(src, call_id, tag, RuntimeError(
@@ -460,7 +482,7 @@ class Agent:
                 raise RuntimeError(f"RPC: the request from {self.workers[src]} is not a valid "
                                    f"message: {e}") from None
             env = manifest["rpc"]
-            tag = _reply_tag(env)
+            tag = _reply_tag(env, self._tag_range)
             op = env.get("op")
             handler = _HANDLERS.get(op) if isinstance(op, str) else None
             if handler is None:
@@ -500,6 +522,14 @@ class Agent:
         self._respond_value(src, call_id, tag, value, cid)
 
     def _respond_value(self, src: int, call_id: int, tag: int, value, cid) -> None:
+        if cid is None:  # (in distributed autograd an answer carries its gradient edges)
+            try:
+                buf = wire.pack_value(call_id, value)
+            except wire.NotCompact:
+                buf = None
+            if buf is not None:
+                self._post(src, buf, tag)
+                return
         try:
             manifest, storages = encode_compact(value)
             if manifest is None:
@@ -559,11 +589,12 @@ class Agent:
         self.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _reply_tag(env) -> int:
+def _reply_tag(env, tag_range: int) -> int:
     """The tag a request's answer goes on: the one it asked for (a synchronous call's own)
-    when that is a tag of direct answers, else TAG_RESPONSE."""
+    when that is a tag of direct answers, else TAG_RESPONSE (a tag past MPI's bound would
+    fail the send of the answer, and with it the serving thread)."""
     tag = env.get("reply") if isinstance(env, dict) else None
-    if type(tag) is int and tag >= _DIRECT_TAG:
+    if type(tag) is int and _DIRECT_TAG <= tag < _DIRECT_TAG + tag_range:
         return tag
     return TAG_RESPONSE
 
@@ -637,6 +668,8 @@ _PROTOCOL_CLASSES: dict = {}  # path -> class: what a message may hold beyond th
 def decode(manifest, buffers, source):
     """(value, {node id: tensor}) of a message's payload, either form; `source` names the
     sender in errors (its str())."""
+    if type(manifest) is wire.Decoded:  # the binary form: read with its manifest
+        return manifest.value, {}
     if "c" in manifest:
         try:
             return wire.compact_decode(manifest["c"], buffers), {}
