@@ -71,12 +71,21 @@ def _infer_shape(shape, numel: int) -> tuple:
     if len(shape) == 1 and shape[0] == -1:  # the common flatten, `view(-1)`: always valid
         return (numel,)
     n = 1
-    for s in shape:  # the common case: sizes given in full and valid
-        if s < 0:
+    neg = None
+    for i, s in enumerate(shape):  # the common cases: valid sizes, at most one -1
+        if s >= 0:
+            n *= s
+        elif s == -1 and neg is None:
+            neg = i
+        else:
             break
-        n *= s
     else:
-        if n == numel:
+        if neg is None:
+            if n == numel:
+                return tuple(shape)
+        elif n and not numel % n:  # (`view(1, -1)`: the -1 as the checks below infer it)
+            shape = list(shape)
+            shape[neg] = numel // n
             return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
