@@ -44,11 +44,12 @@ def test_basic_index_is_a_view(idx):
 
 
 def test_tuple_of_ints_takes_the_fast_path_with_parse_s_results(monkeypatch):
-    """x[i, j] with ints or 0-d int tensors is split without `_parse` (a Python loop's common
-    index), into the basic index `_parse` makes: the same view, grads and errors."""
+    """x[i, j] and x[t] with ints or 0-d int tensors are split without `_parse` (a Python loop's
+    common indices), into the basic index `_parse` makes: the same view, grads and errors."""
     from jitorch._ops import indexing
     x = _t(X.astype(np.float64), requires_grad=True)
     want = {k: x[k] for k in [(1, -2), (0, 1, 3), (-1,)]}
+    want[_t(-1)] = x[-1]
     want[(_t(1), _t(-1))] = x[1, -1]
     with monkeypatch.context() as mp:
         mp.setattr(indexing, "_parse", None)  # (a call would raise TypeError)

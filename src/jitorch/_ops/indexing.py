@@ -417,6 +417,9 @@ _index_backward = defop(
 def _getitem(self: Tensor, idx) -> Tensor:
     """`self[idx]`: a view for ints, slices, None and Ellipsis; a copy with index tensors."""
     shape = self._data.shape
+    if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
+            and not idx._data.ndim:
+        idx = int(idx._data)  # a 0-d int tensor selects as an int (_classify): the path below
     if type(idx) is int and shape:  # fast path: x[i], the most common index
         size = shape[0]
         if not -size <= idx < size:
