@@ -1,7 +1,10 @@
 """The backward engine's fast paths agree with its general paths: per-op generated appliers
-against `Node.apply` and recorders against `_record_any` (list slots too), a lone ready node run without the heap against PyTorch's order, broadcast
-gradients reduced in NumPy against the ops (create_graph), saved tensors freed as each node
-runs. Hooks, retain_grad and higher order keep working through them."""
+against `Node.apply` and recorders against `_record_any` (list slots too), a lone ready node
+run without the heap against PyTorch's order, broadcast gradients reduced in NumPy against the
+ops (create_graph), saved tensors freed as each node runs. Hooks, retain_grad and higher order
+keep working through them."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -122,26 +125,22 @@ LIST_CALLS = [
 ]
 
 
+@contextlib.contextmanager
 def _generic(recorders=True, appliers=True):
-    """Patch graph.py's generators to give the generic paths (a context for one run)."""
-    import contextlib
-
-    @contextlib.contextmanager
-    def ctx():
-        saved = graph._make_recorder, graph._make_applier
+    """graph.py's generators patched to give the generic paths, for one run."""
+    saved = graph._make_recorder, graph._make_applier
+    graph._RECORDERS.clear()
+    graph._APPLIERS.clear()
+    if recorders:
+        graph._make_recorder = lambda op: False
+    if appliers:
+        graph._make_applier = lambda op: graph.Node.apply
+    try:
+        yield
+    finally:
+        graph._make_recorder, graph._make_applier = saved
         graph._RECORDERS.clear()
         graph._APPLIERS.clear()
-        if recorders:
-            graph._make_recorder = lambda op: False
-        if appliers:
-            graph._make_applier = lambda op: graph.Node.apply
-        try:
-            yield
-        finally:
-            graph._make_recorder, graph._make_applier = saved
-            graph._RECORDERS.clear()
-            graph._APPLIERS.clear()
-    return ctx()
 
 
 def _list_inputs():
@@ -152,13 +151,19 @@ def _list_inputs():
     return a, b, c
 
 
+def _list_node(t):
+    """The cat / stack / _index node behind `t`."""
+    n = t.grad_fn
+    while n.op.name not in ("cat", "stack", "_index"):
+        n = next(e[0] for e in n.next_edges if e is not None)
+    return n
+
+
 @pytest.mark.parametrize("call", LIST_CALLS)
 def test_list_slot_recorder_builds_the_generic_node(call):
     def node_of(generic):
         with _generic(appliers=False) if generic else _generic(False, False):
-            n = call(*_list_inputs()).grad_fn
-            while n.op.name not in ("cat", "stack", "_index"):
-                n = next(e[0] for e in n.next_edges if e is not None)
+            n = _list_node(call(*_list_inputs()))
             return (n.op, [e if e is None else (type(e[0]), e[1]) for e in n.next_edges],
                     n.in_meta, n.out_meta, n.multi, n.saved is None or sorted(n.saved),
                     n.saved and n.saved.get("tensors_shape"),
@@ -177,7 +182,7 @@ def test_list_slot_paths_give_the_generic_grads_hooks_and_create_graph(call):
             seen = []
             a.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 3)
             out = call(a, b, c)
-            out.grad_fn.register_hook(lambda gi, go: seen.append(len(gi)))
+            _list_node(out).register_hook(lambda gi, go: seen.append(len(gi)))
             ga, gb = torch.autograd.grad((out * out).sum(), (a, b), create_graph=True)
             assert ga.grad_fn is not None  # the rules' ops recorded
             (ga.sum() + gb.sum()).backward()  # second order through the list-slot nodes

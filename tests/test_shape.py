@@ -112,8 +112,8 @@ def test_reshape_flatten_ravel_copy_only_when_strides_require():
     assert at.unsqueeze(0).reshape(3, 2)._base is a  # view possible despite the transpose
 
 
-@pytest.mark.parametrize("size,want", [((1, -1), (1, 6)), ((-1, 3), (2, 3)), ((3, -1, 1), (3, 2, 1)),
-                                       ((-1,), (6,)), ((6, 1), (6, 1))])
+@pytest.mark.parametrize("size,want", [((1, -1), (1, 6)), ((-1, 3), (2, 3)),
+                                       ((3, -1, 1), (3, 2, 1)), ((-1,), (6,)), ((6, 1), (6, 1))])
 def test_view_infers_one_minus_one(size, want):
     x = torch.arange(6.0)
     assert tuple(x.view(*size).shape) == want and tuple(x.reshape(size).shape) == want
