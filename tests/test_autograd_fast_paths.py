@@ -1,7 +1,10 @@
 """The backward engine's fast paths agree with its general paths: per-op generated appliers
-against `Node.apply`, a lone ready node run without the heap against PyTorch's order, broadcast
-gradients reduced in NumPy against the ops (create_graph), saved tensors freed as each node
-runs. Hooks, retain_grad and higher order keep working through them."""
+against `Node.apply` and recorders against `_record_any` (list slots too), a lone ready node
+run without the heap against PyTorch's order, broadcast gradients reduced in NumPy against the
+ops (create_graph), saved tensors freed as each node runs. Hooks, retain_grad and higher order
+keep working through them."""
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -20,7 +23,7 @@ def leaf(values, dtype=torch.float64):
     (lambda a, b: torch.sort(a + b, 1)[0] * 2, np.float64),  # several outputs, `result`
     (lambda a, b: F.linear(a, b), np.float64),            # an absent optional slot
     (lambda a, b: a / b, np.float32),                     # needs_input_grad
-    (lambda a, b: torch.cat([a, b]).exp(), np.float64),   # a list slot (Node.apply), result
+    (lambda a, b: torch.cat([a, b]).exp(), np.float64),   # a list slot, result
 ])
 def test_generated_appliers_give_node_apply_s_gradients(call, b_dtype):
     rng = np.random.default_rng(0)
@@ -111,3 +114,89 @@ def test_freeing_as_nodes_run_keeps_pytorch_s_errors():
     z.mul_(3)  # exp saved its result: the applier still checks its version
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         w.backward()
+
+
+# ops with list slots: cat's and stack's `tensors` (items with and without grad), and advanced
+# indexing's `indices` (integer tensors: saved, versioned, no edge)
+LIST_CALLS = [
+    lambda a, b, c: torch.cat([a, c, b], 1),
+    lambda a, b, c: torch.stack((c, a * 2, b), 0).exp(),
+    lambda a, b, c: a[torch.tensor([0, 2, 0]), torch.tensor([1, 1, 2])] * b[0, :3],
+]
+
+
+@contextlib.contextmanager
+def _generic(recorders=True, appliers=True):
+    """graph.py's generators patched to give the generic paths, for one run."""
+    saved = graph._make_recorder, graph._make_applier
+    graph._RECORDERS.clear()
+    graph._APPLIERS.clear()
+    if recorders:
+        graph._make_recorder = lambda op: False
+    if appliers:
+        graph._make_applier = lambda op: graph.Node.apply
+    try:
+        yield
+    finally:
+        graph._make_recorder, graph._make_applier = saved
+        graph._RECORDERS.clear()
+        graph._APPLIERS.clear()
+
+
+def _list_inputs():
+    rng = np.random.default_rng(3)
+    a = torch.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    b = torch.tensor(rng.standard_normal((3, 3)), requires_grad=True)
+    c = torch.tensor(rng.standard_normal((3, 3)))  # no grad: a None edge among the items
+    return a, b, c
+
+
+def _list_node(t):
+    """The cat / stack / _index node behind `t`."""
+    n = t.grad_fn
+    while n.op.name not in ("cat", "stack", "_index"):
+        n = next(e[0] for e in n.next_edges if e is not None)
+    return n
+
+
+@pytest.mark.parametrize("call", LIST_CALLS)
+def test_list_slot_recorder_builds_the_generic_node(call):
+    def node_of(generic):
+        with _generic(appliers=False) if generic else _generic(False, False):
+            n = _list_node(call(*_list_inputs()))
+            return (n.op, [e if e is None else (type(e[0]), e[1]) for e in n.next_edges],
+                    n.in_meta, n.out_meta, n.multi, n.saved is None or sorted(n.saved),
+                    n.saved and n.saved.get("tensors_shape"),
+                    [(tuple(t.shape), v) for t, v in n.versions])
+
+    fast = node_of(False)
+    assert graph._make_recorder(fast[0]) is not False  # (the generated path ran)
+    assert fast == node_of(True)
+
+
+@pytest.mark.parametrize("call", LIST_CALLS)
+def test_list_slot_paths_give_the_generic_grads_hooks_and_create_graph(call):
+    def run(generic):
+        with _generic() if generic else _generic(False, False):
+            a, b, c = _list_inputs()
+            seen = []
+            a.register_hook(lambda g: seen.append(g.detach().numpy().copy()) or g * 3)
+            out = call(a, b, c)
+            _list_node(out).register_hook(lambda gi, go: seen.append(len(gi)))
+            ga, gb = torch.autograd.grad((out * out).sum(), (a, b), create_graph=True)
+            assert ga.grad_fn is not None  # the rules' ops recorded
+            (ga.sum() + gb.sum()).backward()  # second order through the list-slot nodes
+            return [ga.detach().numpy(), gb.detach().numpy(), a.grad.numpy(), b.grad.numpy(),
+                    *seen]
+
+    for got, want in zip(run(False), run(True), strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_list_slot_recorder_keeps_saved_index_versions():
+    a = leaf([[1.0, 2.0], [3.0, 4.0]])
+    i = torch.tensor([1, 0])
+    y = a[i, i].sum()
+    i.add_(0)  # an in-place write to a saved index bumps its version
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()

@@ -43,6 +43,29 @@ def test_basic_index_is_a_view(idx):
     assert y.numel() == 0 or np.shares_memory(y.numpy(), x.numpy())
 
 
+def test_tuple_of_ints_takes_the_fast_path_with_parse_s_results(monkeypatch):
+    """x[i, j] and x[t] with ints or 0-d int tensors are split without `_parse` (a Python loop's
+    common indices), into the basic index `_parse` makes: the same view, grads and errors."""
+    from jitorch._ops import indexing
+    x = _t(X.astype(np.float64), requires_grad=True)
+    want = {k: x[k] for k in [(1, -2), (0, 1, 3), (-1,)]}
+    want[_t(-1)] = x[-1]
+    want[(_t(1), _t(-1))] = x[1, -1]
+    with monkeypatch.context() as mp:
+        mp.setattr(indexing, "_parse", None)  # (a call would raise TypeError)
+        for k, w in want.items():
+            y = x[k]
+            assert y._base is x and y.shape == w.shape and y.grad_fn.name() == w.grad_fn.name()
+            np.testing.assert_array_equal(y.detach().numpy(), w.detach().numpy())
+        y.sum().backward()  # (the last: x[1, -1])
+    np.testing.assert_array_equal(x.grad.numpy()[1, -1], 1.0)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 1 with size 3"):
+        x[0, 3]
+    with pytest.raises(IndexError, match="too many indices"):
+        x[0, 0, 0, 0]
+    check(x[True, 1], X[None, 1])  # a bool is not an int here
+
+
 @pytest.mark.parametrize("idx", [
     [0, 1], np.array([[0, 1], [1, 0]]), ([0, 1], [1, 2]), ([0, 1], slice(None), [1, 2]),
     ([0, 1], None, [1, 2]), (None, [0, 1], [1, 2]), ([[0], [1]], slice(None), [[1, 2]]),

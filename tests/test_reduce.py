@@ -52,6 +52,26 @@ def test_max_ties_pick_first_index_and_nan_wins():
     _check(jitorch.argmax(T([1.0, float("nan"), 3.0, float("nan")])), 1, jitorch.int64, ())
 
 
+@pytest.mark.parametrize("shape,dt", [((5,), np.float32), ((3, 4, 2), np.float64),
+                                      ((2, 1, 3), np.int64)])
+def test_max_min_dim_gather_is_numpy_s_take_along_axis(shape, dt):
+    """minmax.py gathers the chosen values itself: bit for bit np.take_along_axis's result
+    (NaN and signed zeros included), strides too."""
+    from jitorch._ops.minmax import _lane_values
+    x = (np.random.default_rng(0).standard_normal(shape) * 3).astype(dt)
+    if dt != np.int64:
+        x.flat[0], x.flat[-1] = np.nan, -0.0
+    for axis in range(len(shape)):
+        for arg in (np.argmax, np.argmin):
+            idx = arg(x, axis=axis, keepdims=True)
+            want, got = np.take_along_axis(x, idx, axis), _lane_values(x, idx, axis)
+            assert got.dtype == want.dtype and got.strides == want.strides
+            assert got.tobytes() == want.tobytes()
+        vals, idx = jitorch.max(jitorch.tensor(x), axis)
+        np.testing.assert_array_equal(vals.numpy(), np.take_along_axis(
+            x, np.argmax(x, axis=axis, keepdims=True), axis).squeeze(axis))
+
+
 def test_max_with_other_is_maximum():
     a, b = T([[1.0, 2.0], [5.0, 2.0]]), T([3.0, 0.0])
     _check(jitorch.max(a, b), [[3.0, 2.0], [5.0, 2.0]], jitorch.float32)

@@ -112,6 +112,14 @@ def test_reshape_flatten_ravel_copy_only_when_strides_require():
     assert at.unsqueeze(0).reshape(3, 2)._base is a  # view possible despite the transpose
 
 
+@pytest.mark.parametrize("size,want", [((1, -1), (1, 6)), ((-1, 3), (2, 3)),
+                                       ((3, -1, 1), (3, 2, 1)), ((-1,), (6,)), ((6, 1), (6, 1))])
+def test_view_infers_one_minus_one(size, want):
+    x = torch.arange(6.0)
+    assert tuple(x.view(*size).shape) == want and tuple(x.reshape(size).shape) == want
+    assert tuple(torch.ones(0, 4).view(-1, 2).shape) == (0, 2)
+
+
 def test_view_of_non_contiguous_raises():
     with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's "
                                            r"size and stride .* Use .reshape\(...\) instead."):
@@ -142,6 +150,10 @@ def test_expand_views_broadcast_and_refuse_overlapping_writes():
     u = a.expand(1, 3)  # no overlap: writable, as in PyTorch
     u.mul_(2)
     check(a, [4, 6, 8])
+    s = torch.ones(2, 1).expand(2, 1)  # its own shape: a writable view
+    assert s._base is not None and s.shape == (2, 1)
+    s.mul_(3)
+    assert s._base.tolist() == [[3.0], [3.0]]
 
 
 # --- view(dtype) ---------------------------------------------------------------------------------
@@ -411,6 +423,11 @@ ERRORS = [
      "size -1 can be any value and is ambiguous"),
     (lambda: _ones(2, 3).view(-2, 3), RuntimeError,
      "invalid shape dimension -2 at index 0 of shape [-2, 3]"),
+    (lambda: _ones(2, 5).view(3, -1), RuntimeError, "shape '[3, -1]' is invalid for input of "
+                                                     "size 10"),
+    (lambda: _ones(2, 5).view(0, -1), RuntimeError, "shape '[0, -1]' is invalid for input of "
+                                                     "size 10"),
+    (lambda: _ones(2, 3).view(-1, 2, -1), RuntimeError, "only one dimension can be inferred"),
     (lambda: _ones(2, 3).expand(2, 3, 4), RuntimeError,
      "The expanded size of the tensor (4) must match the existing size (3) at non-singleton "
      "dimension 2.  Target sizes: [2, 3, 4].  Tensor sizes: [2, 3]"),

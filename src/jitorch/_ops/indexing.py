@@ -417,6 +417,9 @@ _index_backward = defop(
 def _getitem(self: Tensor, idx) -> Tensor:
     """`self[idx]`: a view for ints, slices, None and Ellipsis; a copy with index tensors."""
     shape = self._data.shape
+    if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
+            and not idx._data.ndim:
+        idx = int(idx._data)  # a 0-d int tensor selects as an int (_classify): the path below
     if type(idx) is int and shape:  # fast path: x[i], the most common index
         size = shape[0]
         if not -size <= idx < size:
@@ -432,6 +435,19 @@ def _getitem(self: Tensor, idx) -> Tensor:
     if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
             and idx._data.ndim:  # fast path: x[index tensor], as _parse splits it
         return _index(self, [idx], (), (0,))
+    if type(idx) is tuple and len(idx) <= len(shape):
+        # fast path: x[i, j] with ints (or 0-d int64/int32 tensors, which select as ints), in
+        # bounds: _parse's basic index of ints (never trimmed); anything else goes to _parse
+        basic = []
+        for i, size in zip(idx, shape):
+            if type(i) is Tensor and (i._dtype is dt.int64 or i._dtype is dt.int32) and \
+                    not i._data.ndim:
+                i = int(i._data)
+            if type(i) is not int or not -size <= i < size:
+                break
+            basic.append(i % size)
+        else:
+            return _index_view(self, tuple(basic))
     basic, adv, tensors = _parse(shape, idx)
     if not adv:
         return _index_view(self, basic)

@@ -71,12 +71,21 @@ def _infer_shape(shape, numel: int) -> tuple:
     if len(shape) == 1 and shape[0] == -1:  # the common flatten, `view(-1)`: always valid
         return (numel,)
     n = 1
-    for s in shape:  # the common case: sizes given in full and valid
-        if s < 0:
+    neg = None
+    for i, s in enumerate(shape):  # the common cases: valid sizes, at most one -1
+        if s >= 0:
+            n *= s
+        elif s == -1 and neg is None:
+            neg = i
+        else:
             break
-        n *= s
     else:
-        if n == numel:
+        if neg is None:
+            if n == numel:
+                return tuple(shape)
+        elif n and not numel % n:  # (`view(1, -1)`: the -1 as the checks below infer it)
+            shape = list(shape)
+            shape[neg] = numel // n
             return tuple(shape)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -202,6 +211,11 @@ defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view=
 
 # --- broadcasting views -------------------------------------------------------------------------
 def _expand(input, size):
+    if size == input.shape and type(input) is np.ndarray and input.size and \
+            input.flags.c_contiguous:  # `x.expand(x.shape)` in a loop: the checks below pass
+        out = _broadcast_view(input, size, 0)
+        if out is not None:
+            return out
     nd = len(size)
     if nd < input.ndim:
         raise RuntimeError(f"expand({_legacy(input)}{{{list(input.shape)}}}, size={list(size)}): "
@@ -242,17 +256,17 @@ def _broadcast_view(input: np.ndarray, target: tuple, lead: int):
     """`_expand`'s result made directly over a contiguous input's buffer (np.broadcast_to and
     as_strided cost microseconds in Python): read-only exactly where `_expand` makes it so
     (a stride-0 dim longer than 1); None when NumPy refuses the buffer (then the general way)."""
-    strides = [0] * lead  # as np.broadcast_to's: stride 0 for new and for size-1 dims
-    for n, st in zip(input.shape, input.strides):
-        strides.append(0 if n == 1 else st)
+    # as np.broadcast_to's: stride 0 for new and for size-1 dims
+    strides = [0] * lead + [0 if n == 1 else st for n, st in zip(input.shape, input.strides)]
     try:
         out = np.ndarray(target, input.dtype, buffer=input, strides=strides)
     except (TypeError, ValueError, BufferError):
         return None
-    for st, n in zip(strides, target):
-        if st == 0 and n > 1:
-            out.flags.writeable = False
-            break
+    if target != input.shape:  # (else no dim was broadcast: nothing overlaps)
+        for st, n in zip(strides, target):
+            if st == 0 and n > 1:
+                out.flags.writeable = False
+                break
     return out  # (a read-only input's buffer already gives a read-only array)
 
 

@@ -4,7 +4,7 @@ Owns `Node` (one per differentiable op call: its VJP rule, what it saved, where 
 gradients go), `AccumulateGrad` (the sink that writes a leaf's `.grad`), and `record`, which
 dispatch calls after an op ran with an input that requires grad. Per op, a generated recorder
 builds the node and a generated applier runs it (`Node.apply` written out); both compute what
-the generic `_record_any` / `Node.apply` compute, which ops with list slots keep.
+the generic `_record_any` / `Node.apply` compute, which ops with shape-only slots keep.
 
 Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
 or None when that input does not require grad (and then `in_meta[i]`, the shape and dtype its
@@ -189,7 +189,10 @@ def _fit(g: Tensor, meta) -> Tensor:
             # nothing watches): the sum op's own impl, no dispatch
             a = g._data
             if dims:
-                a = _sum_op().impl(a, dims, True)
+                # the sum op's impl for a float32/64 ndarray over sorted, wrapped dims is this
+                # one reduce (reduce.py's `_sum`): called as it calls it, without its checks
+                a = np.add.reduce(a, axis=dims, keepdims=True) if type(a) is np.ndarray \
+                    else _sum_op().impl(a, dims, True)
             if lead:
                 a = a.reshape(shape)
             if a.shape == shape:
@@ -350,20 +353,31 @@ def record(op, slots, attrs, outs) -> None:
 
 
 # Per-op recorders: `record`'s work written out for one op's slots and its VJP's parameters
-# (no generic loops over slot names, no `rule_kwargs` per call: ~2x cheaper per node). Ops with
-# list or shape-only slots keep the generic `_record_any`; both build the same node.
+# (no generic loops over slot names, no `rule_kwargs` per call: ~2x cheaper per node). A list
+# slot (cat's `tensors`, `_index`'s `indices`) is a loop over its items, one edge each, as
+# `flatten_slots` places them. Ops with shape-only slots, and VJPs asking a list slot's dtype,
+# keep the generic `_record_any`; both build the same node.
 _RECORDERS: dict = {}  # op -> its recorder, or False (the generic path)
 
 
 def _make_recorder(op):
-    if op.lists or op.shape_only:
+    if op.shape_only:
         return False
     ts = op.tensors
     n = len(ts)
     idx = {name: i for i, name in enumerate(ts)}
+    lists = {i for i, name in enumerate(ts) if name in op.lists}
     src = ["def rec(slots, attrs, outs):",
            f"    {''.join(f'_s{i}, ' for i in range(n))}= slots"]
-    src += [f"    _r{i} = isinstance(_s{i}, _T) and _s{i}._requires_grad" for i in range(n)]
+    for i in range(n):
+        if i in lists:  # any item that requires grad
+            src += [f"    _r{i} = False",
+                    f"    for _x in _s{i}:",
+                    f"        if isinstance(_x, _T) and _x._requires_grad:",
+                    f"            _r{i} = True",
+                    f"            break"]
+        else:
+            src.append(f"    _r{i} = isinstance(_s{i}, _T) and _s{i}._requires_grad")
     # the node is made without `Node.__init__` (a call): every slot is set here, as it sets them
     src += [f"    if not ({' or '.join(f'_r{i}' for i in range(n))}):",
             "        return",
@@ -375,12 +389,27 @@ def _make_recorder(op):
             "    node.freed = False"]
     # an edge as `edge_of` makes it, inline for an input with history (a call per edge saved)
     src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
-            f"else _edge(_s{i})) if _r{i} else None" for i in range(n)]
-    src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
-            "    " + "".join(f"_m{i}, " for i in range(n)) + "= " + "".join(
-                f"_meta(_s{i}) if _r{i} else None, " for i in range(n)),
-            "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")",
-            "    if type(outs) is _T:",  # one output (most ops): no loop over outputs
+            f"else _edge(_s{i})) if _r{i} else None" for i in range(n) if i not in lists]
+    src += [f"    _m{i} = _meta(_s{i}) if _r{i} else None" for i in range(n) if i not in lists]
+    if not lists:
+        src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
+                "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")"]
+    else:  # one edge and meta per item of a list slot, in slot order
+        src += ["    _E = []", "    _M = []"]
+        for i in range(n):
+            if i not in lists:
+                src += [f"    _E.append(_e{i})", f"    _M.append(_m{i})"]
+                continue
+            src += [f"    for _x in _s{i}:",
+                    "        if isinstance(_x, _T) and _x._requires_grad:",
+                    "            _E.append((_x._grad_fn, _x._output_nr) if _x._grad_fn is not "
+                    "None else _edge(_x))",
+                    "            _M.append(_meta(_x))",
+                    "        else:",
+                    "            _E.append(None)",
+                    "            _M.append(None)"]
+        src += ["    node.next_edges = tuple(_E)", "    node.in_meta = tuple(_M)"]
+    src += ["    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
             "        node.out_meta = ((outs._data.shape, outs._dtype),)",
             "        outs_l = None",
@@ -395,6 +424,12 @@ def _make_recorder(op):
         for kind, name in op.vjp_params:
             if kind == "attr":
                 items.append(f"{name!r}: attrs[{name!r}]")
+            elif kind == "slot" and idx[name] in lists:  # the list as given; each tensor's version
+                i = idx[name]
+                items.append(f"{name!r}: _s{i}")
+                vers.append(f"    for _t in _s{i}:\n"
+                            f"        if isinstance(_t, _T):\n"
+                            f"            vs.append((_t, _t._version[0]))")
             elif kind == "slot":
                 i = idx[name]
                 items.append(f"{name!r}: _s{i}")
@@ -405,6 +440,11 @@ def _make_recorder(op):
                 vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
                             "        if isinstance(_t, _T):\n"
                             "            vs.append((_t, _t._version[0]))")
+            elif kind == "shape" and idx[name] in lists:  # one shape per item
+                items.append(f"{name + '_shape'!r}: tuple([_x._data.shape for _x in "
+                             f"_s{idx[name]}])")
+            elif kind == "dtype" and idx[name] in lists:  # (no such rule: the generic path)
+                return False
             elif kind == "shape":
                 i = idx[name]
                 # (the meta's own shape tuple where there is one: one object less alive)
@@ -441,10 +481,12 @@ def _make_recorder(op):
 
 # Per-op appliers: `Node.apply` (and `_normalize`) written out for one op's tensor slots and
 # VJP parameters, as the recorders are: no loops over one-item lists, no calls to unpack or
-# flatten. The engine runs a plain node (no `custom`) with its op's applier; ops with list slots
-# keep `Node.apply`, and so does a node whose grads or results leave the common case (several
-# outputs, a missing gradient, a device, another count of results): both compute the same.
-_APPLIERS: dict = {}  # op -> its applier (Node.apply for ops with list slots)
+# flatten. The engine runs a plain node (no `custom`) with its op's applier; a node whose grads
+# or results leave the common case (several outputs, a missing gradient, a device, another count
+# of results) runs `Node.apply`: both compute the same. An op with list slots gets the same
+# applier up to its VJP's call; `_normalize` then places each item's gradient (their number is
+# known only per call).
+_APPLIERS: dict = {}  # op -> its applier
 
 
 def applier(op):
@@ -455,8 +497,6 @@ def applier(op):
 
 
 def _make_applier(op):
-    if op.lists:
-        return Node.apply
     n = len(op.tensors)
     src = ["def app(node, grads):",
            "    if _placed[0] or node.multi or len(grads) != 1:",
@@ -478,21 +518,24 @@ def _make_applier(op):
     else:
         src.append("    res = _vjp(g)")
     names = "".join(f"_g{i}, " for i in range(n))
-    if n == 1:
+    if op.lists:
+        src.append("    return node._normalize(res)")
+    elif n == 1:
         src.append("    _g0 = res")
     else:
         src += [f"    if type(res) is not tuple or len(res) != {n}:",
                 "        return node._normalize(res)",
                 f"    {names}= res"]
-    src += [f"    {''.join(f'_e{i}, ' for i in range(n))}= node.next_edges",
-            f"    {''.join(f'_m{i}, ' for i in range(n))}= node.in_meta"]
-    for i in range(n):  # as `_normalize`: the input's shape and dtype, else fitted
-        src += [f"    if _e{i} is None or _g{i} is None:",
-                f"        _g{i} = None",
-                f"    elif type(_g{i}) is not _T or _g{i}._data.shape != _m{i}[0] or "
-                f"_g{i}._dtype is not _m{i}[1]:",
-                f"        _g{i} = _fit_any(_g{i}, _m{i})"]
-    src.append(f"    return [{names}]")
+    if not op.lists:
+        src += [f"    {''.join(f'_e{i}, ' for i in range(n))}= node.next_edges",
+                f"    {''.join(f'_m{i}, ' for i in range(n))}= node.in_meta"]
+        for i in range(n):  # as `_normalize`: the input's shape and dtype, else fitted
+            src += [f"    if _e{i} is None or _g{i} is None:",
+                    f"        _g{i} = None",
+                    f"    elif type(_g{i}) is not _T or _g{i}._data.shape != _m{i}[0] or "
+                    f"_g{i}._dtype is not _m{i}[1]:",
+                    f"        _g{i} = _fit_any(_g{i}, _m{i})"]
+        src.append(f"    return [{names}]")
     ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
           "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any}
     exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
