@@ -83,9 +83,9 @@ _DTYPES = (np.bool_, np.uint8, np.int8, np.int16, np.int32, np.int64, np.float32
     ((), np.float32), (0, np.float32), ((3, 0, 2, 1), np.int64), (7, np.bool_),
     ((BIG,), np.float32)])  # each a signature of its own
 def test_empty_intrinsic_allocates_as_numpy(shape, dtype):
-    """alloc._jt_empty (np.empty emitted in place): C order, Numba's 32-byte alignment, an
-    array that owns its memory, every value written inside njit read back in Python; compiling
-    it compiles no np.empty overload (one per array type, as it was)."""
+    """alloc._jt_empty (np.empty emitted in place): C order, Numba's 32-byte alignment, every
+    value written inside njit read back in Python; compiling it compiles no np.empty overload
+    (one per array type, as it was)."""
     compiled = []
 
     class Seen(event.Listener):
