@@ -1,9 +1,9 @@
 """Array allocation for generated programs: NumPy-speed large outputs inside njit.
 
-Owns `_jt_huge(array)` (wrapped around a generated program's `np.empty(...)` calls) and the
-`_jt_zeros` / `_jt_ones` / `_jt_full` functions called instead of `np.zeros` / `np.ones` /
-`np.full` (`rewrite()` edits a program's entry body; `cpu.generate` applies it), and the `madvise`
-binding they use. `_jt_empty` is the same for hand-written callers.
+Owns `_jt_empty(shape, dtype)`, an intrinsic called instead of `np.empty`, and the `_jt_zeros` /
+`_jt_ones` / `_jt_full` functions called instead of `np.zeros` / `np.ones` / `np.full`
+(`rewrite()` edits the body of a generated entry or kernel; module_text.py applies it), and the
+`madvise` binding they use. Hand-written njit code may call them too.
 
 Why: Numba's `np.empty` gets its memory from `malloc`, which serves big blocks with a fresh
 `mmap` every call, so filling a 40 MB output takes one page fault per 4 KiB page. NumPy's
@@ -33,8 +33,9 @@ from llvmlite import binding as _llb
 from llvmlite import ir as _llir
 from numba import types
 from numba.core import cgutils
-from numba.core.imputils import impl_ret_borrowed
+from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
+from numba.np.arrayobj import make_array, populate_array
 
 HUGE_MIN_BYTES = 1 << 22   # NumPy's threshold for asking for huge pages
 _MADV_HUGEPAGE = 14        # <sys/mman.h>, Linux
@@ -59,123 +60,138 @@ def _madvise_address() -> int:
 _llb.add_symbol(_SYMBOL, _madvise_address())
 
 
+def _madvise_fn(builder):
+    i64 = _llir.IntType(64)
+    fnty = _llir.FunctionType(_llir.IntType(32), [i64, i64, _llir.IntType(32)])
+    return cgutils.get_or_insert_function(builder.module, fnty, _SYMBOL)
+
+
 @intrinsic
 def _madvise(typingctx, addr, length, advice):
     """int32 madvise(uintp addr, uintp length, int32 advice), libc's (or a no-op)."""
     sig = types.int32(types.uintp, types.uintp, types.int32)
 
     def codegen(context, builder, signature, args):
-        i64 = _llir.IntType(64)
-        fnty = _llir.FunctionType(_llir.IntType(32), [i64, i64, _llir.IntType(32)])
-        fn = cgutils.get_or_insert_function(builder.module, fnty, _SYMBOL)
-        return builder.call(fn, args)
+        return builder.call(_madvise_fn(builder), args)
+    return sig, codegen
+
+
+def _advise_huge(context, builder, data, nbytes):
+    """Emit: ask for huge pages for the `nbytes` bytes at `data` (a fresh, still untouched
+    block) when they are 4 MiB or more, from the first page boundary on."""
+    intp = context.get_value_type(types.intp)
+    big = builder.icmp_signed(">=", nbytes, intp(HUGE_MIN_BYTES))
+    with builder.if_then(big, likely=False):
+        p = builder.ptrtoint(data, intp)
+        off = builder.and_(builder.neg(p), intp(4095))  # (4096 - p % 4096) % 4096
+        builder.call(_madvise_fn(builder), [builder.add(p, off), builder.sub(nbytes, off),
+                                            _llir.IntType(32)(_MADV_HUGEPAGE)])
+
+
+@intrinsic
+def _jt_empty(typingctx, shape, dtype):
+    """`np.empty(shape, dtype)` (C order, Numba's alignment, NumPy's ValueErrors for negative
+    and too large sizes) that asks for huge pages when 4 MiB or more; `shape` an integer or a
+    tuple of integers, `dtype` a NumPy number or bool type (or an array's dtype).
+
+    An intrinsic, not Numba's `np.empty`: the allocation (the NRT call NumPy's overload makes)
+    is emitted into the caller. Numba compiles its overload once per array type a program
+    allocates (13 compiles, 0.7 CPU-s, of an MLP train step; bench/compile_profile.py); the
+    first-ever compile of bench/compile_time.py's mlp_train went from 9.9 to 9.6 CPU-s,
+    encoder1's from 26.9 to 26.0, with the same per-call cost."""
+    if isinstance(shape, types.Integer):
+        sizes_t = (shape,)
+    elif isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape):
+        sizes_t = tuple(shape)
+    else:
+        return None
+    if not isinstance(dtype, types.DTypeSpec) or \
+            not isinstance(dtype.dtype, (types.Number, types.Boolean)):
+        return None
+    ret = types.Array(dtype.dtype, len(sizes_t), "C")
+    sig = ret(shape, dtype)
+
+    def codegen(context, builder, signature, args):
+        intp = context.get_value_type(types.intp)
+        vals = [args[0]] if isinstance(shape, types.Integer) else \
+            cgutils.unpack_tuple(builder, args[0], len(sizes_t))
+        sizes = [context.cast(builder, v, t, types.intp) for v, t in zip(vals, sizes_t)]
+        datatype = context.get_data_type(ret.dtype)
+        itemsize = intp(context.get_abi_sizeof(datatype))
+        n, bad, neg = intp(1), cgutils.false_bit, cgutils.false_bit
+        for s in sizes:
+            neg = builder.or_(neg, builder.icmp_signed("<", s, intp(0)))
+            m = builder.smul_with_overflow(n, s)
+            n, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
+        m = builder.smul_with_overflow(n, itemsize)
+        nbytes, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
+        with builder.if_then(neg, likely=False):
+            context.call_conv.return_user_exc(builder, ValueError,
+                                              ("negative dimensions not allowed",))
+        with builder.if_then(bad, likely=False):  # NumPy's message (as Numba's np.empty)
+            context.call_conv.return_user_exc(
+                builder, ValueError, ("array is too big; `arr.size * arr.dtype.itemsize` is "
+                                      "larger than the maximum possible size.",))
+        align = context.get_preferred_array_alignment(ret.dtype)
+        meminfo = context.nrt.meminfo_alloc_aligned(builder, nbytes, align)
+        with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
+            context.call_conv.return_user_exc(builder, MemoryError, ("out of memory",))
+        data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                               datatype.as_pointer())
+        _advise_huge(context, builder, data, nbytes)
+        strides = [itemsize] if sizes else []  # C order: the last dimension's is the itemsize
+        for s in reversed(sizes[1:]):
+            strides.insert(0, builder.mul(strides[0], s))
+        out = make_array(ret)(context, builder)
+        populate_array(out, data=data, shape=cgutils.pack_array(builder, sizes, ty=intp),
+                       strides=cgutils.pack_array(builder, strides, ty=intp),
+                       itemsize=itemsize, meminfo=meminfo)
+        return impl_ret_new_ref(context, builder, ret, out._getvalue())
     return sig, codegen
 
 
 _OPTS = dict(nogil=True, cache=True)
 
 
-@intrinsic
-def _jt_huge(typingctx, a):
-    """Ask for huge pages for a fresh, still untouched, array of 4 MiB or more; returns a.
-
-    An intrinsic, not an njit function: its dozen instructions are emitted into the caller.
-    As a function it was compiled once per array type a program allocates (dtype x rank: ten
-    Numba compiles, 0.8 CPU-s, on an MLP train step; bench/compile_profile.py)."""
-    if not isinstance(a, types.Array):
-        return None
-    sig = a(a)
-
-    def codegen(context, builder, signature, args):
-        ary = context.make_array(a)(context, builder, args[0])
-        intp = context.get_value_type(types.intp)
-        nb = builder.mul(ary.nitems, ary.itemsize)
-        big = builder.icmp_signed(">=", nb, intp(HUGE_MIN_BYTES))
-        with builder.if_then(big, likely=False):
-            p = builder.ptrtoint(ary.data, intp)
-            off = builder.and_(builder.neg(p), intp(4095))  # (4096 - p % 4096) % 4096
-            i64 = _llir.IntType(64)
-            fnty = _llir.FunctionType(_llir.IntType(32), [i64, i64, _llir.IntType(32)])
-            fn = cgutils.get_or_insert_function(builder.module, fnty, _SYMBOL)
-            builder.call(fn, [builder.add(p, off), builder.sub(nb, off),
-                              _llir.IntType(32)(_MADV_HUGEPAGE)])
-        return impl_ret_borrowed(context, builder, a, args[0])
-    return sig, codegen
-
-
-@numba.njit(**_OPTS)
-def _jt_empty(shape, dtype):
-    return _jt_huge(np.empty(shape, dtype))
-
-
 @numba.njit(**_OPTS)
 def _jt_zeros(shape, dtype):
-    a = _jt_huge(np.empty(shape, dtype))
+    a = _jt_empty(shape, dtype)
     a.reshape(a.size)[:] = dtype(0)  # reshape: fill() and [:] reject 0-d arrays
     return a
 
 
 @numba.njit(**_OPTS)
 def _jt_ones(shape, dtype):
-    a = _jt_huge(np.empty(shape, dtype))
+    a = _jt_empty(shape, dtype)
     a.reshape(a.size)[:] = dtype(1)
     return a
 
 
 @numba.njit(**_OPTS)
 def _jt_full(shape, fill, dtype):
-    a = _jt_huge(np.empty(shape, dtype))
+    a = _jt_empty(shape, dtype)
     a.reshape(a.size)[:] = fill
     return a
 
 
-_CALL = re.compile(r"\bnp\.(empty|zeros|ones|full)\(")
-
-
-def _close(line: str, start: int) -> int:
-    """Index just after the parenthesis closing the one before `start`, or -1 (unbalanced, or a
-    string literal in the arguments: then the call is left alone)."""
-    depth = 1
-    for i in range(start, len(line)):
-        c = line[i]
-        if c in "([{":
-            depth += 1
-        elif c in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        elif c in "'\"":
-            return -1
-    return -1
+# a string literal (left as it is: a message may quote a call) or an allocation call
+_CALL = re.compile(r"""('(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*")|\bnp\.(empty|zeros|ones|full)\(""")
 
 
 def rewrite(lines: list) -> tuple:
     """Route NumPy allocation calls in generated lines through this module; returns
-    (new lines, sorted names used). `np.empty(...)` becomes `_jt_huge(np.empty(...))` (the
-    source keeps its `np.empty(` calls, which tests count); `np.zeros/ones/full(` become
-    `_jt_zeros/ones/full(`, which advise before filling."""
+    (new lines, sorted names used): `np.empty/zeros/ones/full(` become
+    `_jt_empty/zeros/ones/full(`, which ask for huge pages before the first write."""
     used = set()
+
+    def _use(kind: str) -> str:
+        used.add("_jt_" + kind)
+        return f"_jt_{kind}("
     out = []
     for ln in lines:
-        if "np." not in ln:
-            out.append(ln)
-            continue
-        pos, parts = 0, []
-        for m in _CALL.finditer(ln):
-            if m.start() < pos:
-                continue  # inside a call already wrapped
-            if m.group(1) == "empty":
-                end = _close(ln, m.end())
-                if end < 0:
-                    continue
-                parts.append(ln[pos:m.start()] + "_jt_huge(" + ln[m.start():end] + ")")
-                used.add("_jt_huge")
-                pos = end
-            else:
-                parts.append(ln[pos:m.start()] + f"_jt_{m.group(1)}(")
-                used.add(f"_jt_{m.group(1)}")
-                pos = m.end()
-        out.append("".join(parts) + ln[pos:])
+        if "np." in ln:
+            ln = _CALL.sub(lambda m: m.group(1) or _use(m.group(2)), ln)
+        out.append(ln)
     return out, sorted(used)
 
 

@@ -44,6 +44,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 from ...kernels import kernel_call
+from .alloc import _jt_empty  # an intrinsic: no np.empty overload compiled per type
 
 with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
@@ -417,16 +418,16 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
         _small(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
         return 0
     ta, lda = _lead(m, k, a0, a1, isz)
-    ta_ = np.empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
-    tb_ = np.empty(0, np.int8)
+    ta_ = _jt_empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
+    tb_ = _jt_empty(0, np.int8)
     if lda < 0:
-        ta_ = np.empty(m * k * isz, np.int8)
+        ta_ = _jt_empty(m * k * isz, np.int8)
         _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, 1, m, k, z)
         pa, a0, a1 = ta_.ctypes.data, k * isz, isz
         ta, lda = False, max(1, k)
     tb, ldb = _lead(k, n, b0, b1, isz)
     if ldb < 0:
-        tb_ = np.empty(k * n * isz, np.int8)
+        tb_ = _jt_empty(k * n * isz, np.int8)
         _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, 1, k, n, z)
         pb = tb_.ctypes.data
         tb, ldb = False, max(1, n)
@@ -434,7 +435,7 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     if c_rows and c0 // isz >= max(1, n):
         _blas(ta, lda, tb, ldb, pa, pb, pc, c0 // isz, m, n, k, xinc_ok, accumulate, z)
     else:  # BLAS needs C with a unit column stride and ldc >= n: go through a new array
-        t = np.empty(m * n * isz, np.int8)
+        t = _jt_empty(m * n * isz, np.int8)
         pt = t.ctypes.data
         if accumulate:
             _copy(pc, c0 // isz, c1 // isz, pt, n, 1, m, n, z)
@@ -490,7 +491,7 @@ def mm_into(a, b, c, accumulate):
 @njit(**_OPTS)
 def matmul2(a, b):
     """A new C-contiguous a @ b for 2-D operands."""
-    c = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    c = _jt_empty((a.shape[0], b.shape[1]), a.dtype)
     mm_into(a, b, c, False)
     return c
 
