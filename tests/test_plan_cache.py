@@ -78,6 +78,7 @@ def test_second_build_is_served_from_the_record(cache_dir, monkeypatch):
     jitorch.jit.reset_stats()
     with monkeypatch.context() as m:
         _no_build(m)
+        cache._loaded.clear()  # (as in a fresh process: the record's modules read from files)
         plain, out, grad, sf = _run(_f)
         st = jitorch.jit.stats()
         assert st["plan_hits"] == 2 and st["plan_stores"] == 0

@@ -235,7 +235,8 @@ def load_named(name: str):
     d = cache_dir()
     if d is None or not re.fullmatch(MODULE_PREFIX + "[0-9a-f]{24}", name):
         return None
-    data = read_regular_file(os.path.join(d, name + ".py"), 1 << 24)
+    path = os.path.join(d, name + ".py")
+    data = read_regular_file(path, 1 << 24)
     if data is None:
         return None
     try:
