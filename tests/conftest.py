@@ -57,5 +57,19 @@ def device(request):
     return request.param
 
 
+@pytest.fixture(scope="module")
+def module_cache_dir(tmp_path_factory):
+    """JITORCH_CACHE_DIR pointed at a directory of the test module's own (what it compiles
+    once, its later tests load), restored afterwards."""
+    d = tmp_path_factory.mktemp("cache")
+    old = os.environ.get("JITORCH_CACHE_DIR")
+    os.environ["JITORCH_CACHE_DIR"] = str(d)
+    yield d
+    if old is None:
+        del os.environ["JITORCH_CACHE_DIR"]
+    else:
+        os.environ["JITORCH_CACHE_DIR"] = old
+
+
 def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(header())  # also under -q, where the header is not shown

@@ -4,7 +4,6 @@ linking still works), the symbols it defines are those Numba's bitcode walk find
 target context is refreshed, and LLVM asked for the host's magic tuple, once per process,
 not for every load. One small program,
 compiled once for the module's cache directory."""
-import os
 
 import numba
 import pytest
@@ -18,15 +17,8 @@ SRC = ("import numba\n\n@numba.njit(cache=False)\ndef mul_add(x, y):\n"
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("lean_load")
-    old = os.environ.get("JITORCH_CACHE_DIR")
-    os.environ["JITORCH_CACHE_DIR"] = str(d)
-    yield d
-    if old is None:
-        del os.environ["JITORCH_CACHE_DIR"]
-    else:
-        os.environ["JITORCH_CACHE_DIR"] = old
+def cache_dir(module_cache_dir):
+    return module_cache_dir
 
 
 def _fresh_dispatcher(cache_dir):

@@ -4,7 +4,6 @@ autodiff or code generation; a changed source misses; a damaged, stale or lying 
 back to a normal build. One small function, compiled once for the module's cache directory.
 Also: loading a cached overload runs no Numba LLVM-lock event callbacks (kernels/numba_cache.py:
 they time compiles, and were ~10% of a warm start's CPU)."""
-import os
 
 import numpy as np
 import pytest
@@ -16,15 +15,8 @@ from jitorch.script.targets.cpu.target import CpuTarget
 
 
 @pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory):
-    d = tmp_path_factory.mktemp("plans")
-    old = os.environ.get("JITORCH_CACHE_DIR")
-    os.environ["JITORCH_CACHE_DIR"] = str(d)
-    yield d
-    if old is None:
-        del os.environ["JITORCH_CACHE_DIR"]
-    else:
-        os.environ["JITORCH_CACHE_DIR"] = old
+def cache_dir(module_cache_dir):
+    return module_cache_dir
 
 
 def _f(x, y):
