@@ -16,6 +16,9 @@ from jitorch.script.targets.cpu.target import CpuTarget
 
 @pytest.fixture(scope="module")
 def cache_dir(module_cache_dir):
+    # modules loaded earlier in this process from another cache directory (another test
+    # compiled the same kernels) would not be written to this one, which the records name
+    cache._loaded.clear()
     return module_cache_dir
 
 

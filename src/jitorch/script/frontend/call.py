@@ -198,7 +198,7 @@ class CallBuilder:
         `evaluated`: the call's (args, kwargs), when the caller evaluated them already."""
         from ..._ops import registry
         st = self.st
-        inner = op_of(getattr(f, "__wrapped__", None))
+        inner = op_of(getattr(f, "__wrapped__", None)) or op_of(f)
         if inner is None and name in _SAME_AS_OP:
             inner = registry.OPS.get(name)
         if inner is None:

@@ -79,7 +79,9 @@ class MethodBuilder:
             if f is None:
                 st.fail(f"Tensor has no method '{name}'", node)
             op = op_of(f)
-            if op is not None:
+            # an op whose method normalises calls its signature does not take (x.view(dtype):
+            # `varargs_norm`) is an overload: the op when the call binds (overload_op below)
+            if op is not None and op.extra.get("varargs_norm") is None:
                 args, kwargs = st.calls.eval_args(node)
                 return st.calls.op_call(op, [v] + args, kwargs, node)
             st.evaluated = None
