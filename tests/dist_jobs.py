@@ -31,17 +31,21 @@ def env(**extra) -> dict:
     return e
 
 
-def run(cmd, timeout: float = 90, **kw) -> subprocess.CompletedProcess:
-    """Run `cmd`; a hang fails the test (subprocess.TimeoutExpired) instead of the suite."""
-    return subprocess.run(cmd, env=env(), capture_output=True, text=True, timeout=timeout, **kw)
+def run(cmd, timeout: float = 90, extra_env=None, **kw) -> subprocess.CompletedProcess:
+    """Run `cmd` (with `extra_env` added to its environment); a hang fails the test
+    (subprocess.TimeoutExpired) instead of the suite."""
+    return subprocess.run(cmd, env=env(**(extra_env or {})), capture_output=True, text=True,
+                          timeout=timeout, **kw)
 
 
-def mpi_job(tmp_path, source: str, n: int, *args, timeout: float = 90, name="job.py"):
-    """`mpiexec -n n python <source as a file> args...`"""
+def mpi_job(tmp_path, source: str, n: int, *args, timeout: float = 90, name="job.py",
+            extra_env=None):
+    """`mpiexec -n n python <source as a file> args...` (`extra_env`: variables for every rank,
+    e.g. JITORCH_CUDA_SIM=1 for the CUDA simulator)."""
     script = tmp_path / name
     script.write_text(source)
     return run([*mpiexec(n), sys.executable, str(script), *map(str, args)],
-               timeout=timeout)
+               timeout=timeout, extra_env=extra_env)
 
 
 def ok_lines(p: subprocess.CompletedProcess) -> list[str]:

@@ -5,7 +5,6 @@ import sys
 
 import pytest
 
-import jitorch
 import jitorch.distributed as dist
 from dist_jobs import mpi_job, ok_lines, run
 
@@ -373,15 +372,6 @@ def test_faults_end_the_job_instead_of_hanging(tmp_path, mode):
                f"operation timeout: {op} ran for 1000 milliseconds" in p.stderr \
                or f"aborting the job after [Rank 0] Watchdog caught collective operation " \
                   f"timeout: {op}" in p.stderr, p.stderr
-
-
-def test_cuda_tensors_are_refused_naming_them():
-    from jitorch.distributed.distributed_c10d import _check_tensor
-    t = jitorch.zeros(2)
-    t._device = jitorch.device("cuda:0")  # a stand-in: only the device is looked at
-    with pytest.raises(NotImplementedError, match=r"all_reduce: tensors on cuda:0 are not "
-                                                  r"supported yet"):
-        _check_tensor(t, "tensor", "all_reduce")
 
 
 def test_reduce_op_and_errors_are_pytorchs():

@@ -49,6 +49,11 @@ class Backend:
         """A copy of a device array onto device `index` (the same or another device)."""
         return arr.copy()
 
+    def write(self, dst, src: np.ndarray) -> None:
+        """Copy host array `src` into device array `dst` in place (its memory, and so every
+        tensor and view sharing it, receives the values; cast to `dst`'s dtype)."""
+        dst[...] = src
+
     def pinned(self, arr: np.ndarray) -> np.ndarray:
         """`arr` in page-locked host memory (where the backend has such memory)."""
         return arr

@@ -39,6 +39,13 @@ class CupyBackend(Backend):
     def to_host(self, arr):
         return self.cp.asnumpy(arr) if isinstance(arr, self.cp.ndarray) else np.asarray(arr)
 
+    def write(self, dst, src):
+        with dst.device:
+            if dst.flags.c_contiguous and dst.dtype == src.dtype and dst.shape == src.shape:
+                dst.set(np.ascontiguousarray(src))  # one host-to-device copy, no temporary
+            else:
+                dst[...] = self.cp.asarray(src)
+
     def copy(self, arr, index):
         with self.on(index):
             out = self.cp.array(arr, copy=True)

@@ -6,9 +6,14 @@ Device memory is modelled, not assumed: every array placed on or produced on the
 registered by its owning buffer (views count once) and released when that buffer is collected;
 sizes round up to 512 bytes as PyTorch's caching allocator rounds them. `memory_reserved` models
 the caching pool: freed blocks stay reserved until `empty_cache()`.
+
+One device by default; `JITORCH_CUDA_SIM_DEVICES=N` models N (each with its own memory
+bookkeeping), so code for several GPUs (a model split over cuda:0 and cuda:1, DDP's buckets per
+device) runs without them.
 """
 from __future__ import annotations
 
+import os
 import weakref
 
 import numpy as np
@@ -53,6 +58,14 @@ class _Pool:
             self.allocated -= self.live.pop(key, 0)
 
 
+def _device_count() -> int:
+    n = os.environ.get("JITORCH_CUDA_SIM_DEVICES", "1")
+    if not n.isdigit() or int(n) < 1:
+        raise ValueError(f"JITORCH_CUDA_SIM_DEVICES must be a positive number of devices, "
+                         f"got {n!r}")
+    return int(n)
+
+
 def _owner(arr: np.ndarray):
     """The array that owns `arr`'s memory (a view's ultimate base ndarray)."""
     while isinstance(arr.base, np.ndarray):
@@ -66,7 +79,7 @@ class SimBackend(Backend):
     name = "jitorch CUDA simulator (NumPy device memory)"
 
     def __init__(self):
-        self.pools = [_Pool()]
+        self.pools = [_Pool() for _ in range(_device_count())]
 
     def count(self) -> int:
         return len(self.pools)

@@ -11,6 +11,11 @@ Staging (`_stage`): MPI reads and writes contiguous memory, so a non-contiguous 
 into a contiguous array and written back when the operation completes; MPI has no reductions for
 float16/bfloat16, so those reduce in float32 and are rounded back. Operations that only move data
 (broadcast, gather, send, ...) send the raw bytes (MPI.BYTE), so every dtype moves unchanged.
+A CUDA tensor (a GPU through CuPy, or the simulator) is staged through host memory, as Gloo
+stages it: the MPI wheels are not CUDA-aware, so its values are copied to a host array when the
+operation starts and the result is written back into its device memory when the operation
+completes (in `wait()` for `async_op`). The tensors of one operation must share a device
+(PyTorch's RuntimeError otherwise).
 
 Ranks given as `src`/`dst` are global ranks, as in PyTorch (`group_src`/`group_dst` name a rank
 within the group). A rank outside the group an operation names does nothing and gets None, as
@@ -28,6 +33,8 @@ from datetime import timedelta
 import numpy as np
 
 from .. import _dtype as dt
+from .._device import CPU, backend_of
+from .._device.transfer import host
 from .._tensor import Tensor
 from ._work import Work, install_fault_hooks, wait_requests
 
@@ -205,8 +212,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     name = "mpi" if backend is None else str(backend).lower()
     if name == "nccl" or name.startswith("cuda"):
         raise NotImplementedError(
-            f"jitorch.distributed: backend {backend!r} (CUDA tensors) is not supported yet; "
-            f"use backend='mpi' with CPU tensors")
+            f"jitorch.distributed: backend {backend!r} is not supported yet; use "
+            f"backend='mpi' (it takes CUDA tensors too, staged through host memory)")
     if name not in ("mpi", "gloo", "cpu:mpi", "cpu:gloo"):
         raise ValueError(f"Invalid backend: '{backend}'")
     MPI = _mpi()
@@ -318,10 +325,6 @@ def _check_tensor(t, param: str, op: str) -> None:
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{param}` of type "
                         f"torch.Tensor but got {type(t)} instead.")
-    if t.device.type != "cpu":
-        raise NotImplementedError(
-            f"jitorch.distributed.{op}: tensors on {t.device} are not supported yet (the MPI "
-            f"backend moves CPU tensors); move the tensor to the CPU")
 
 
 def _check_list(ts, param: str, op: str) -> None:
@@ -343,6 +346,17 @@ def _check_like(ts, ref: Tensor, op: str, what: str) -> None:
                                f"{what} (expected {list(ref.shape)}, got {list(t.shape)})")
 
 
+def _check_device(op: str, *tensors) -> None:
+    """The tensors of one operation (single tensors or lists) live on one device, as PyTorch's
+    backends require (Gloo's assertSameDevice), though MPI sees host buffers either way."""
+    flat = [t for x in tensors for t in (x if isinstance(x, (list, tuple)) else (x,))
+            if isinstance(t, Tensor)]
+    for t in flat[1:]:
+        if t._device is not flat[0]._device:
+            raise RuntimeError(f"ProcessGroupMPI::{op}: Expected list of tensors on the same "
+                               f"device, but found {flat[0].device} and {t.device}")
+
+
 def _check_count(ts, n: int, op: str, what: str) -> None:
     if len(ts) != n:
         raise RuntimeError(f"ProcessGroupMPI::{op}: {what} must have one tensor per rank of "
@@ -350,19 +364,27 @@ def _check_count(ts, n: int, op: str, what: str) -> None:
 
 
 def _stage(t: Tensor, arith: bool = False):
-    """(a C-contiguous array MPI works on, a write-back callable or None). `arith`: the array
-    will be reduced, so float16/bfloat16 become float32."""
+    """(a C-contiguous host array MPI works on, a write-back callable or None). `arith`: the
+    array will be reduced, so float16/bfloat16 become float32. A contiguous CPU tensor is its
+    own buffer; anything else is a copy (a CUDA tensor's on the host), written back into the
+    tensor's memory by the callable."""
     a = t._data
-    if arith and t._dtype in _REDUCE_IN_FLOAT32:
-        s = a.astype(np.float32)
-    elif a.flags.c_contiguous:
-        return a, None
+    wide = arith and t._dtype in _REDUCE_IN_FLOAT32
+    be = backend_of(t._device)
+    if t._device is CPU:
+        if not wide and a.flags.c_contiguous:
+            return a, None
+        src = a
     else:
-        s = np.ascontiguousarray(a)
+        src = be.to_host(a)
+    s = src.astype(np.float32) if wide else np.asarray(src, order="C")
+    return s, lambda: be.write(a, s)
 
-    def back():
-        a[...] = s
-    return s, back
+
+def _write(t: Tensor, arr: np.ndarray) -> None:
+    """Copy host array `arr` into `t`'s memory on its device (an operation's output)."""
+    backend_of(t._device).write(t._data, arr)
+    t._version[0] += 1
 
 
 def _raw(a: np.ndarray) -> list:
@@ -506,8 +528,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
 def _scatter_rows(rows: np.ndarray, outs) -> None:
     """Copy row i of a (n, nbytes) byte array into tensor `outs[i]`."""
     for row, t in zip(rows, outs):
-        t._data[...] = row.view(t._data.dtype).reshape(t._data.shape)
-        t._version[0] += 1
+        _write(t, row.view(t._data.dtype).reshape(t._data.shape))
 
 
 def _stack_bytes(ts) -> np.ndarray:
@@ -515,7 +536,7 @@ def _stack_bytes(ts) -> np.ndarray:
     nbytes = ts[0]._data.nbytes if ts else 0
     out = np.empty((len(ts), nbytes), np.uint8)
     for row, t in zip(out, ts):
-        row.view(t._data.dtype).reshape(t._data.shape)[...] = t._data
+        row.view(t._data.dtype).reshape(t._data.shape)[...] = host(t)
     return out
 
 
@@ -523,6 +544,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """`tensor_list[i]` receives rank i's `tensor`."""
     _check_list(tensor_list, "tensor_list", "all_gather")
     _check_tensor(tensor, "tensor", "all_gather")
+    _check_device("allgather", tensor, tensor_list)
     pg = _resolve(group)
     if pg is None:
         return None
@@ -540,6 +562,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     dim 0) receives every rank's `input_tensor` in rank order."""
     _check_tensor(output_tensor, "output_tensor", "all_gather_into_tensor")
     _check_tensor(input_tensor, "input_tensor", "all_gather_into_tensor")
+    _check_device("_allgather_base", input_tensor, output_tensor)
     pg = _resolve(group)
     if pg is None:
         return None
@@ -569,6 +592,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     """`output` on rank i receives the reduction over ranks of their `input_list[i]`."""
     _check_tensor(output, "output", "reduce_scatter")
     _check_list(input_list, "input_list", "reduce_scatter")
+    _check_device("reduce_scatter", output, input_list)
     pg = _resolve(group)
     if pg is None:
         return None
@@ -577,7 +601,7 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bo
     cast = np.float32 if output._dtype in _REDUCE_IN_FLOAT32 else output._data.dtype
     send = np.empty((pg.size(),) + output._data.shape, cast)
     for i, t in enumerate(input_list):
-        send[i] = t._data
+        send[i] = host(t)
     return _reduce_scatter("reduce_scatter", output, send, op, pg, async_op)
 
 
@@ -587,6 +611,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None,  # noqa: A
     output's numel elements)."""
     _check_tensor(output, "output", "reduce_scatter_tensor")
     _check_tensor(input, "input", "reduce_scatter_tensor")
+    _check_device("_reduce_scatter_base", output, input)
     pg = _resolve(group)
     if pg is None:
         return None
@@ -612,6 +637,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
         if not gather_list:
             raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
         _check_list(gather_list, "gather_list", "gather")
+        _check_device("gather", tensor, gather_list)
         _check_count(gather_list, pg.size(), "gather", "gather_list")
         _check_like(gather_list, tensor, "gather", "gather_list")
         recv = np.empty((pg.size(), send.nbytes), np.uint8)
@@ -638,6 +664,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
         if not scatter_list:
             raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
         _check_list(scatter_list, "scatter_list", "scatter")
+        _check_device("scatter", tensor, scatter_list)
         _check_count(scatter_list, pg.size(), "scatter", "scatter_list")
         _check_like(scatter_list, tensor, "scatter", "scatter_list")
         send = _stack_bytes(scatter_list)
@@ -679,6 +706,7 @@ def all_to_all_single(output, input, output_split_sizes=None,  # noqa: A002
     and concatenate the pieces received into `output` (by `output_split_sizes`)."""
     _check_tensor(output, "output", "all_to_all_single")
     _check_tensor(input, "input", "all_to_all_single")
+    _check_device("alltoall_base", output, input)
     pg = _resolve(group)
     if pg is None:
         return None
@@ -702,13 +730,14 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     """`output_tensor_list[i]` receives rank i's `input_tensor_list[<this rank>]`."""
     _check_list(output_tensor_list, "output_tensor_list", "all_to_all")
     _check_list(input_tensor_list, "input_tensor_list", "all_to_all")
+    _check_device("alltoall", output_tensor_list, input_tensor_list)
     pg = _resolve(group)
     if pg is None:
         return None
     n = pg.size()
     _check_count(output_tensor_list, n, "alltoall", "output_tensor_list")
     _check_count(input_tensor_list, n, "alltoall", "input_tensor_list")
-    send = np.concatenate([np.ascontiguousarray(t._data).reshape(-1).view(np.uint8)
+    send = np.concatenate([np.asarray(host(t), order="C").reshape(-1).view(np.uint8)
                            for t in input_tensor_list])
     rcounts = [t._data.nbytes for t in output_tensor_list]
     recv = np.empty(sum(rcounts), np.uint8)

@@ -147,7 +147,8 @@ class FullyShardedDataParallel(Module):
                                           f"supported yet")
         if any(p.device.type != "cpu" for p in module.parameters()):
             raise NotImplementedError("jitorch: FullyShardedDataParallel of a module on CUDA "
-                                      "is not supported yet (the MPI backend moves CPU tensors)")
+                                      "is not supported yet (DDP and the collectives take CUDA "
+                                      "tensors)")
         pg = c10d._resolve(process_group)
         if pg is None:
             raise ValueError("FullyShardedDataParallel: this rank is not in the process group")

@@ -4,8 +4,9 @@ averaged over the ranks during backward.
 Owns the reducer, PyTorch's design in Python:
   * construction broadcasts rank 0's parameters and buffers, so every replica starts equal;
   * the parameters that require grad are grouped into buckets in reverse `parameters()` order
-    (the order backward produces their gradients), per dtype, the first bucket closing at 1 MiB
-    and the others at `bucket_cap_mb` (PyTorch's limits);
+    (the order backward produces their gradients), per dtype and device, the first bucket
+    closing at 1 MiB and the others at `bucket_cap_mb` (PyTorch's limits); a bucket's flat
+    buffer lives on its parameters' device, so gradients are reduced and written back there;
   * a post-accumulate-grad hook per parameter copies its `.grad` into its bucket's flat buffer
     (with `gradient_as_bucket_view=True` the `.grad` then becomes a view into that buffer, so
     later backwards accumulate straight into it); a full bucket starts its reduction, strictly
@@ -35,7 +36,10 @@ rank's forward notifies the join context, picks the buffers' source among the ac
 tells the joined ranks whether this iteration syncs gradients; `_DDPJoinHook.main_hook` makes a
 joined rank issue the same collectives in the same order (zeros for its gradients), and its
 `post_hook` broadcasts the final model from a last joiner.
-Not supported yet (NotImplementedError naming them): CUDA modules.
+Devices (PyTorch's rules): a module on the CPU, on one CUDA device (`device_ids=[i]` or None;
+with `device_ids` the forward's inputs are moved to `cuda:i` first) or on several CUDA devices
+(a multi-device module, `device_ids=None`); its parameters share one device type. CUDA buckets
+reach MPI through host memory (distributed_c10d's staging).
 """
 from __future__ import annotations
 
@@ -45,6 +49,7 @@ import time
 import numpy as np
 
 from ... import _dtype as dt
+from ..._device.transfer import same_device
 from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...distributed._grad_bucket import GradBucket
@@ -67,10 +72,12 @@ _UNFINISHED = (
 
 
 class _Bucket:
-    """Parameters (indices into the reducer's list) reduced together through one flat buffer."""
+    """Parameters (indices into the reducer's list) reduced together through one flat buffer
+    on their device."""
 
-    def __init__(self, dtype):
+    def __init__(self, dtype, device):
         self.dtype = dtype
+        self.device = device
         self.members: list[int] = []
         self.offsets: list[int] = []
         self.numel = 0
@@ -91,23 +98,59 @@ class _Bucket:
 
 def _assign_buckets(params, first_bytes: int, cap_bytes: int) -> list[_Bucket]:
     """PyTorch's compute_bucket_assignment_by_size: reverse parameter order, one open bucket
-    per dtype, the first of each dtype closing at `first_bytes` and the rest at `cap_bytes`."""
+    per (dtype, device), the first of each closing at `first_bytes` and the rest at
+    `cap_bytes`."""
     buckets: list[_Bucket] = []
     open_: dict = {}
-    closed_per_dtype: dict = {}
+    closed: dict = {}
     for i in reversed(range(len(params))):
         p = params[i]
-        b = open_.get(p.dtype)
+        key = (p.dtype, p.device)
+        b = open_.get(key)
         if b is None:
-            b = open_[p.dtype] = _Bucket(p.dtype)
+            b = open_[key] = _Bucket(p.dtype, p.device)
         b.add(i, p.numel())
-        limit = first_bytes if closed_per_dtype.get(p.dtype, 0) == 0 else cap_bytes
+        limit = first_bytes if closed.get(key, 0) == 0 else cap_bytes
         if b.nbytes >= limit:
             buckets.append(b)
-            closed_per_dtype[p.dtype] = closed_per_dtype.get(p.dtype, 0) + 1
-            del open_[p.dtype]
+            closed[key] = closed.get(key, 0) + 1
+            del open_[key]
     buckets.extend(open_.values())
     return buckets
+
+
+def _device_index(d) -> int:
+    """PyTorch's `_get_device_index(d, optional=True)` for `device_ids`/`output_device`: an
+    int as it is, a CUDA device's index (none: the current device); the CPU is refused."""
+    from ... import cuda
+    from ... import device as _device
+    if isinstance(d, str):
+        d = _device(d)
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    if isinstance(d, _device):
+        if d.type == "cpu":
+            raise ValueError(f"Expected a non cpu device, but got: {d}")
+        return cuda.current_device() if d.index is None else d.index
+    if d is None:
+        return cuda.current_device()
+    raise ValueError(f"Expected a torch.device with a specified index or an integer, but got:{d}")
+
+
+def _to_device(obj, dev):
+    """`obj` (the forward's inputs: tensors inside tuples, lists, dicts, named tuples) with
+    every tensor on `dev` (differentiable moves), as PyTorch's `_recursive_to`."""
+    from ..utils.rnn import PackedSequence
+    if isinstance(obj, (Tensor, PackedSequence)):
+        d = obj.data.device if isinstance(obj, PackedSequence) else obj.device
+        return obj if d == dev else obj.to(dev)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_to_device(o, dev) for o in obj))
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(o, dev) for o in obj)
+    if isinstance(obj, dict):
+        return type(obj)((k, _to_device(v, dev)) for k, v in obj.items())
+    return obj
 
 
 def _reachable_leaves(outputs) -> set[int]:
@@ -157,23 +200,36 @@ class DistributedDataParallel(Module, Joinable):
                  mixed_precision=None, device_mesh=None, *, overlap_comm: bool = True):
         super().__init__()
         Joinable.__init__(self)
-        from ... import device as _device
         from ...distributed.distributed_c10d import _resolve
         params = [p for p in module.parameters() if p.requires_grad]
         if not params:
             raise RuntimeError("DistributedDataParallel is not needed when a module doesn't "
                                "have any parameter that requires a gradient.")
-        devices = {p.device.type for p in module.parameters()}
-        if devices != {"cpu"}:
-            raise NotImplementedError(
-                "jitorch: DistributedDataParallel of a module on CUDA is not supported yet "
-                "(the MPI backend reduces CPU tensors)")
-        if device_ids is not None or output_device is not None:
+        if device_ids is not None and len(device_ids) > 1:
+            raise ValueError("device_ids can only be None or contain a single element.")
+        module_params = list(module.parameters())
+        devices = {p.device for p in module_params}
+        device_types = {p.device.type for p in module_params}
+        if len(device_types) != 1:
             raise ValueError(
-                f"DistributedDataParallel device_ids and output_device arguments only work with "
-                f"single-device/multiple-device GPU modules or CPU modules, but got device_ids "
-                f"{device_ids}, output_device {output_device}, and module parameters "
-                f"{devices}.")
+                f"DistributedDataParallel's input module must be on the same type of devices, "
+                f"but input module parameters locate in {device_types}.")
+        self.device_type = next(iter(device_types))
+        self.is_multi_device_module = len(devices) > 1
+        if (device_ids is None or len(device_ids) == 0 or self.device_type == "cpu"
+                or self.is_multi_device_module):
+            if device_ids or output_device:
+                raise ValueError(
+                    f"DistributedDataParallel device_ids and output_device arguments only work "
+                    f"with single-device/multiple-device GPU modules or CPU modules, but got "
+                    f"device_ids {device_ids}, output_device {output_device}, and module "
+                    f"parameters {devices}.")
+            self.device_ids = None
+            self.output_device = None
+        else:
+            self.device_ids = [_device_index(d) for d in device_ids]
+            self.output_device = _device_index(device_ids[0] if output_device is None
+                                               else output_device)
         if mixed_precision is not None or device_mesh is not None:
             raise NotImplementedError("jitorch: DistributedDataParallel's mixed_precision and "
                                       "device_mesh are not supported yet")
@@ -181,9 +237,7 @@ class DistributedDataParallel(Module, Joinable):
         self.process_group = _resolve(process_group)
         if self.process_group is None:
             raise ValueError("DistributedDataParallel: this rank is not in the process group")
-        self.device = _device("cpu")
-        self.device_ids = None
-        self.output_device = None
+        self.device = module_params[0].device
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
         self.find_unused_parameters = find_unused_parameters
@@ -287,6 +341,10 @@ class DistributedDataParallel(Module, Joinable):
             self._sync_buffers()
         if self._join_config.enable:
             self._check_global_requires_backward_grad_sync(is_joined_rank=False)
+        if self.device_ids:  # a single-device CUDA module: its inputs go to its device
+            from ... import device as _device
+            dev = _device(self.device_type, self.device_ids[0])
+            inputs, kwargs = _to_device(inputs, dev), _to_device(kwargs, dev)
         out = self.module(*inputs, **kwargs)
         if grad_mode.is_grad_enabled() and self.require_backward_grad_sync:
             self.require_forward_param_sync = True
@@ -302,7 +360,7 @@ class DistributedDataParallel(Module, Joinable):
             b.future = b.background = None
             if b.flat is None:
                 from ..._creation import zeros
-                b.flat = zeros(b.numel, dtype=b.dtype)
+                b.flat = zeros(b.numel, dtype=b.dtype, device=b.device)
         it = {"ready": set(), "next": 0, "unused": []}
         object.__setattr__(self, "_iteration", it)
         if self.find_unused_parameters:
@@ -428,7 +486,7 @@ class DistributedDataParallel(Module, Joinable):
                     continue
                 avg = b.flat._data[off:off + p.numel()].reshape(p.shape)
                 if p.grad is None:
-                    p.grad = Tensor._make(avg.copy(), p.dtype)
+                    p.grad = same_device(Tensor._make(avg.copy(), p.dtype), b.device)
                 else:
                     p.grad._data[...] = avg
                     p.grad._version[0] += 1
@@ -483,7 +541,8 @@ class DistributedDataParallel(Module, Joinable):
         from ..._creation import zeros
         self._wait_stray_works()
         # all at once, with no compute left to overlap: completed on this thread
-        pending = [self._reduce_bucket(i, zeros(b.numel, dtype=b.dtype), False)[0]
+        pending = [self._reduce_bucket(i, zeros(b.numel, dtype=b.dtype, device=b.device),
+                                       False)[0]
                    for i, b in enumerate(self._buckets)]
         for fut in pending:
             fut.wait()

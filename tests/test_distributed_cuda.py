@@ -1,0 +1,283 @@
+"""jitorch.distributed on CUDA tensors, in MPI jobs (mpiexec -n 2) on the CUDA simulator with two
+devices (JITORCH_CUDA_SIM=1, JITORCH_CUDA_SIM_DEVICES=2): every collective and point-to-point
+call on CUDA tensors against NumPy references (a few dtypes, async and not; results written
+back into the device tensors, for async_op on wait), mixed-device calls refused with PyTorch's
+RuntimeError; DistributedDataParallel of a module split over cuda:0 and cuda:1 and of a
+single-device module with `device_ids` against PyTorch's `_test_DDP_niter` oracle (DDP on
+per-rank slices equals single-process training on the whole batch, every iteration), and
+PyTorch's ValueErrors for device_ids that do not fit the module."""
+from dist_jobs import mpi_job, ok_lines
+
+SIM2 = {"JITORCH_CUDA_SIM": "1", "JITORCH_CUDA_SIM_DEVICES": "2"}
+
+COLLECTIVES = r'''
+from datetime import timedelta
+import numpy as np
+import jitorch
+import jitorch.distributed as dist
+from jitorch.distributed import ReduceOp
+
+dist.init_process_group("mpi", timeout=timedelta(seconds=60))
+r, n = dist.get_rank(), dist.get_world_size()
+assert jitorch.cuda.device_count() == 2
+DEV = f"cuda:{r}"  # each rank its own device, as one GPU per rank
+
+
+def raw(k, shape=(2, 3)):
+    return np.arange(int(np.prod(shape))).reshape(shape) * (k + 1) + k
+
+
+def val(k, dtype, shape=(2, 3), dev=DEV):
+    return jitorch.tensor(raw(k, shape)).to(dtype).to(dev)
+
+
+def host(t):
+    return t.cpu().to(jitorch.float64).numpy()
+
+
+def check(t, want, what, dev=DEV):
+    assert t.device == jitorch.device(dev), (what, t.device)
+    np.testing.assert_allclose(host(t), want, rtol=1e-6, err_msg=what)
+
+
+def call(fn, *a, async_op, **kw):
+    w = fn(*a, async_op=async_op, **kw)
+    if async_op:
+        assert isinstance(w, dist.Work) and w.wait() is True and w.is_completed()
+    else:
+        assert w is None
+
+
+ALL = np.stack([raw(k) for k in range(n)]).astype(np.float64)
+REF = {ReduceOp.SUM: ALL.sum(0), ReduceOp.MAX: ALL.max(0), ReduceOp.MIN: ALL.min(0),
+       ReduceOp.AVG: ALL.mean(0)}
+cases = [(d, op) for d in (jitorch.float32, jitorch.int64, jitorch.float16)
+         for op in (ReduceOp.SUM, ReduceOp.AVG, ReduceOp.MAX)] + \
+        [(jitorch.bfloat16, ReduceOp.MIN), (jitorch.float64, ReduceOp.SUM)]
+for i, (d, op) in enumerate(cases):
+    want = np.trunc(REF[op]) if op is ReduceOp.AVG and d is jitorch.int64 else REF[op]
+    t = val(r, d)
+    call(dist.all_reduce, t, op=op, async_op=bool(i % 2))
+    assert t.dtype is d
+    check(t, want, f"all_reduce {d} {op}")
+    t = val(r, d)
+    call(dist.reduce, t, dst=1, op=op, async_op=not i % 2)
+    check(t, want if r == 1 else raw(r), f"reduce {d} {op}")
+
+# async: the result is written back into the device tensor when the work is waited on
+t = val(r, jitorch.float32)
+v0 = t._version[0]
+w = dist.all_reduce(t, async_op=True)
+w.wait()
+assert t._version[0] > v0
+check(t, REF[ReduceOp.SUM], "async all_reduce")
+assert dist.all_reduce(t, async_op=True).get_future().wait()[0] is t
+
+# a non-contiguous CUDA view: the result lands in its elements, the rest of the base is untouched
+base = jitorch.full((3, 4), -1.0, device=DEV)
+view = base[:, 1::2]
+view.copy_(val(r, jitorch.float32, (3, 2)))
+dist.all_reduce(view)
+check(view, sum(raw(k, (3, 2)) for k in range(n)), "non-contiguous")
+assert (base[:, 0::2] == -1).all()
+
+for d, a in ((jitorch.int64, False), (jitorch.bfloat16, True), (jitorch.bool, False)):
+    t = val(r, d) if d is not jitorch.bool else jitorch.tensor(raw(r) % 3 == r, device=DEV)
+    call(dist.broadcast, t, src=1, async_op=a)
+    check(t, raw(1) if d is not jitorch.bool else raw(1) % 3 == 1, f"broadcast {d}")
+
+for d, a in ((jitorch.float32, True), (jitorch.int32, False)):
+    outs = [jitorch.zeros(2, 3, dtype=d, device=DEV) for _ in range(n)]
+    call(dist.all_gather, outs, val(r, d), async_op=a)
+    for k in range(n):
+        check(outs[k], raw(k), f"all_gather {d}")
+    stacked = jitorch.zeros(n, 2, 3, dtype=d, device=DEV)
+    call(dist.all_gather_into_tensor, stacked, val(r, d), async_op=not a)
+    check(stacked, ALL, f"all_gather_into_tensor {d}")
+
+    out = jitorch.zeros(2, 3, dtype=d, device=DEV)
+    call(dist.reduce_scatter, out, [val(r, d) * (k + 1) for k in range(n)], async_op=a)
+    check(out, REF[ReduceOp.SUM] * (r + 1), f"reduce_scatter {d}")
+    out = jitorch.zeros(1, 3, dtype=d, device=DEV)
+    call(dist.reduce_scatter_tensor, out, val(r, d), op=ReduceOp.MAX, async_op=not a)
+    check(out, ALL.max(0)[r:r + 1], f"reduce_scatter_tensor {d}")
+
+    got = [jitorch.zeros(2, 3, dtype=d, device=DEV) for _ in range(n)] if r == 0 else None
+    call(dist.gather, val(r, d), got, dst=0, async_op=a)
+    if r == 0:
+        for k in range(n):
+            check(got[k], raw(k), f"gather {d}")
+    t = jitorch.zeros(2, 3, dtype=d, device=DEV)
+    call(dist.scatter, t, [val(k, d) * 10 for k in range(n)] if r == 1 else None, src=1,
+         async_op=not a)
+    check(t, raw(r) * 10, f"scatter {d}")
+
+    outs = [jitorch.zeros(2, 3, dtype=d, device=DEV) for _ in range(n)]
+    call(dist.all_to_all, outs, [val(r, d) + 100 * k for k in range(n)], async_op=a)
+    for k in range(n):
+        check(outs[k], raw(k) + 100 * r, f"all_to_all {d}")
+    # uneven splits: rank k sends k + 1 rows to each rank
+    inp = jitorch.arange(n * (r + 1), dtype=d, device=DEV) + 10 * r
+    out = jitorch.zeros(sum(k + 1 for k in range(n)), dtype=d, device=DEV)
+    call(dist.all_to_all_single, out, inp, [k + 1 for k in range(n)],
+         [r + 1] * n, async_op=not a)
+    check(out, np.concatenate([np.arange(k + 1) + r * (k + 1) + 10 * k for k in range(n)]),
+          f"all_to_all_single {d}")
+
+# point to point: CUDA to CUDA, and CUDA to CPU (staging makes the other side's device moot)
+peer = 1 - r
+for d in (jitorch.float32, jitorch.int16):
+    if r == 0:
+        dist.send(val(0, d), dst=1)
+        t = jitorch.zeros(2, 3, dtype=d)  # a CPU tensor receives a CUDA one
+        assert dist.recv(t, src=1) == 1
+        check(t, raw(1), f"recv into cpu {d}", dev="cpu")
+    else:
+        t = jitorch.zeros(2, 3, dtype=d, device=DEV)
+        assert dist.recv(t) == 0
+        check(t, raw(0), f"recv {d}")
+        dist.send(val(1, d), dst=0)
+    out = jitorch.zeros(2, 3, dtype=d, device=DEV)
+    works = [dist.isend(val(r, d), dst=peer), dist.irecv(out, src=peer)]
+    for w in works:
+        w.wait()
+    assert works[1].source_rank() == peer
+    check(out, raw(peer), f"isend/irecv {d}")
+    out = jitorch.zeros(2, 3, dtype=d, device=DEV)
+    for w in dist.batch_isend_irecv([dist.P2POp(dist.isend, val(r, d), peer),
+                                     dist.P2POp(dist.irecv, out, peer)]):
+        w.wait()
+    check(out, raw(peer), f"batch_isend_irecv {d}")
+
+# one device per call, as PyTorch's backends require
+cpu, dev = jitorch.zeros(2, 3), val(r, jitorch.float32)
+bad = [(dist.all_gather, ([cpu] * n, dev)),
+       (dist.all_gather, ([cpu, dev][:n], cpu)),
+       (dist.all_gather_into_tensor, (jitorch.zeros(n, 2, 3), dev)),
+       (dist.reduce_scatter, (dev, [cpu] * n)),
+       (dist.reduce_scatter_tensor, (jitorch.zeros(1, 3), dev)),
+       (dist.all_to_all, ([dev] * n, [cpu] * n)),
+       (dist.all_to_all_single, (jitorch.zeros(2, 3), val(r, jitorch.float32)))]
+for fn, args in bad:
+    try:
+        fn(*args)
+        raise AssertionError(f"{fn.__name__}: expected a RuntimeError")
+    except RuntimeError as e:
+        assert "Expected list of tensors on the same device" in str(e), str(e)
+dist.barrier()
+print(f"[OK {r}]")
+'''
+
+
+def test_collectives_and_p2p_on_cuda_tensors(tmp_path):
+    p = mpi_job(tmp_path, COLLECTIVES, 2, extra_env=SIM2)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK 0", "OK 1"], p.stdout + p.stderr
+
+
+DDP = r'''
+import numpy as np
+import jitorch
+import jitorch.distributed as dist
+from jitorch import nn
+from jitorch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("mpi")
+r, n = dist.get_rank(), dist.get_world_size()
+cuda0, cuda1 = jitorch.device("cuda:0"), jitorch.device("cuda:1")
+
+
+class Split(nn.Module):
+    """A multi-device module: fc1 on d0, fc2 on d1, the activations moved between them."""
+
+    def __init__(self, d0, d1):
+        super().__init__()
+        self.d0, self.d1 = d0, d1
+        self.fc1 = nn.Linear(4, 6).to(d0)
+        self.fc2 = nn.Linear(6, 3).to(d1)
+
+    def forward(self, x):
+        return self.fc2(jitorch.tanh(self.fc1(x.to(self.d0))).to(self.d1))
+
+
+def raises(msg, fn):
+    try:
+        fn()
+    except ValueError as e:
+        assert msg in str(e), str(e)
+        return
+    raise AssertionError(f"expected ValueError: {msg}")
+
+
+# PyTorch's device rules
+raises("device_ids can only be None or contain a single element.",
+       lambda: DDP(nn.Linear(2, 2).to(cuda0), device_ids=[0, 1]))
+raises("DistributedDataParallel's input module must be on the same type of devices, but "
+       "input module parameters locate in", lambda: DDP(Split("cpu", cuda0)))
+raises("DistributedDataParallel device_ids and output_device arguments only work with "
+       "single-device/multiple-device GPU modules or CPU modules, but got device_ids [0], "
+       "output_device None, and module parameters",
+       lambda: DDP(Split(cuda0, cuda1), device_ids=[0]))
+raises("output_device 1", lambda: DDP(Split(cuda0, cuda1), output_device=1))
+raises("Expected a non cpu device, but got: cpu",
+       lambda: DDP(nn.Linear(2, 2).to(cuda0), device_ids=["cpu"]))
+
+rng = np.random.default_rng(0)
+B = 2  # samples per rank
+loss_fn = nn.functional.mse_loss
+
+
+def oracle(ddp, local, steps, where):
+    """PyTorch's _test_DDP_niter: DDP on this rank's slice vs `local` on the whole batch."""
+    local.load_state_dict(ddp.module.state_dict())
+    opt_l = jitorch.optim.SGD(local.parameters(), lr=0.1, fused=False)
+    opt_d = jitorch.optim.SGD(ddp.parameters(), lr=0.1, fused=False)
+    worst = 0.0
+    for _ in range(steps):
+        x = jitorch.tensor(rng.standard_normal((B * n, 4)), dtype=jitorch.float32)
+        y = jitorch.tensor(rng.standard_normal((B * n, 3)), dtype=jitorch.float32)
+        opt_l.zero_grad()
+        opt_d.zero_grad()
+        loss_fn(local(x), y).backward()
+        out = ddp(x[r * B:(r + 1) * B])
+        assert out.device == where, out.device
+        loss_fn(out, y[r * B:(r + 1) * B].to(out.device)).backward()
+        for p in ddp.parameters():
+            assert p.grad.device == p.device, (p.grad.device, p.device)
+        opt_l.step()
+        opt_d.step()
+        for a, b in zip(local.parameters(), ddp.module.parameters()):
+            worst = max(worst, float((a - b.cpu()).abs().max()))
+    return worst
+
+
+# a module split over two devices: device_ids None, buckets per device
+jitorch.manual_seed(0)
+local = Split("cpu", "cpu")
+jitorch.manual_seed(100 + r)  # every rank starts different: DDP broadcasts rank 0's state
+ddp = DDP(Split(cuda0, cuda1), bucket_cap_mb=0.00002)  # 20-byte buckets: 3 over 2 devices
+assert ddp.device_ids is None and ddp.output_device is None and ddp.device == cuda0
+assert {b.device for b in ddp._buckets} == {cuda0, cuda1} and len(ddp._buckets) >= 3
+for b in ddp._buckets:
+    assert all(ddp._params[i].device == b.device for i in b.members)
+worst_split = oracle(ddp, local, 3, cuda1)
+for b in ddp._buckets:
+    assert b.flat.device == b.device
+
+# a single-device module: device_ids=[1] moves the CPU inputs to cuda:1
+jitorch.manual_seed(0)
+local = nn.Linear(4, 3)
+jitorch.manual_seed(200 + r)
+ddp = DDP(nn.Linear(4, 3).to(cuda1), device_ids=[jitorch.device("cuda:1")])
+assert ddp.device_ids == [1] and ddp.output_device == 1 and ddp.device == cuda1
+worst_single = oracle(ddp, local, 2, cuda1)
+print(f"[OK {r} {worst_split:.3g} {worst_single:.3g}]")
+'''
+
+
+def test_ddp_on_cuda_modules_matches_single_process_training(tmp_path):
+    p = mpi_job(tmp_path, DDP, 2, extra_env=SIM2)
+    assert p.returncode == 0, p.stdout + p.stderr
+    oks = ok_lines(p)
+    assert len(oks) == 2, p.stdout + p.stderr
+    assert all(float(x) < 1e-5 for line in oks for x in line.split()[2:]), oks
