@@ -188,16 +188,19 @@ cuda0, cuda1 = jitorch.device("cuda:0"), jitorch.device("cuda:1")
 
 
 class Split(nn.Module):
-    """A multi-device module: fc1 on d0, fc2 on d1, the activations moved between them."""
+    """A multi-device module: fc1 on d0, fc2 and a buffer on d1, the activations moved between
+    them; `unused` (on d0) is never in the loss."""
 
     def __init__(self, d0, d1):
         super().__init__()
         self.d0, self.d1 = d0, d1
         self.fc1 = nn.Linear(4, 6).to(d0)
         self.fc2 = nn.Linear(6, 3).to(d1)
+        self.unused = nn.Linear(2, 2).to(d0)
+        self.register_buffer("scale", jitorch.ones(1, device=d1))
 
     def forward(self, x):
-        return self.fc2(jitorch.tanh(self.fc1(x.to(self.d0))).to(self.d1))
+        return self.fc2(jitorch.tanh(self.fc1(x.to(self.d0))).to(self.d1)) * self.scale
 
 
 def raises(msg, fn):
@@ -242,8 +245,11 @@ def oracle(ddp, local, steps, where):
         out = ddp(x[r * B:(r + 1) * B])
         assert out.device == where, out.device
         loss_fn(out, y[r * B:(r + 1) * B].to(out.device)).backward()
-        for p in ddp.parameters():
-            assert p.grad.device == p.device, (p.grad.device, p.device)
+        for name, p in ddp.module.named_parameters():
+            if name.startswith("unused"):  # unused on every rank: left alone, as PyTorch does
+                assert p.grad is None
+            else:
+                assert p.grad.device == p.device, (p.grad.device, p.device)
         opt_l.step()
         opt_d.step()
         for a, b in zip(local.parameters(), ddp.module.parameters()):
@@ -255,8 +261,14 @@ def oracle(ddp, local, steps, where):
 jitorch.manual_seed(0)
 local = Split("cpu", "cpu")
 jitorch.manual_seed(100 + r)  # every rank starts different: DDP broadcasts rank 0's state
-ddp = DDP(Split(cuda0, cuda1), bucket_cap_mb=0.00002)  # 20-byte buckets: 3 over 2 devices
+mod = Split(cuda0, cuda1)
+mod.scale.fill_(r + 2)
+# 20-byte buckets: several on each device
+ddp = DDP(mod, bucket_cap_mb=0.00002, find_unused_parameters=True,
+          gradient_as_bucket_view=True)
 assert ddp.device_ids is None and ddp.output_device is None and ddp.device == cuda0
+assert mod.scale.device == cuda1 and mod.scale.item() == 2  # rank 0's buffer
+local.scale.fill_(2)
 assert {b.device for b in ddp._buckets} == {cuda0, cuda1} and len(ddp._buckets) >= 3
 for b in ddp._buckets:
     assert all(ddp._params[i].device == b.device for i in b.members)
