@@ -68,6 +68,7 @@ for i, (d, op) in enumerate(cases):
 t = val(r, jitorch.float32)
 v0 = t._version[0]
 w = dist.all_reduce(t, async_op=True)
+np.testing.assert_array_equal(host(t), raw(r))  # staged: the device tensor waits for wait()
 w.wait()
 assert t._version[0] > v0
 check(t, REF[ReduceOp.SUM], "async all_reduce")
