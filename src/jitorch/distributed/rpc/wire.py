@@ -26,6 +26,9 @@ forms:
 Storages are the tensors' raw bytes, copied once into the message and received as views of the
 receive buffer.
 
+The RRef lifetime messages (a batch of forks announced and dropped) have a binary form of their
+own (`pack_forks`), on a tag of their own.
+
 Functions travel by name, "module:qualname" (`qualified_name`), and the callee finds them with
 `resolve`, which never imports, evaluates or unpickles anything: the module must already be
 imported there, the name is looked up attribute by attribute in `vars()` (no `__getattr__`,
@@ -498,6 +501,46 @@ def _dims(ndim: int) -> struct.Struct:
     if st is None:
         st = _DIMS[ndim] = struct.Struct(f"<{ndim}q")
     return st
+
+
+# --- fork records -----------------------------------------------------------------------------
+# The RRef lifetime messages (agent.py, "RRef lifetime"): a batch of records, each a fork of an
+# RRef announced or dropped, for their owner:
+#   u8 4 | u32 number of records | per record: u8 op ("A" announce, "D" drop) | u64 RRef id |
+#   u64 fork id
+# Reading it yields only those numbers; the owner checks what they name.
+_FORKS_KIND = 4
+_FORKS_HEAD = struct.Struct("<BI")
+_FORK_RECORD = struct.Struct("<BQQ")
+FORK_ANNOUNCE, FORK_DROP = b"AD"
+
+
+def pack_forks(call_id: int, records: list) -> bytes:
+    """The message of fork records [(op, RRef id, fork id)]."""
+    head = [_FORKS_HEAD.pack(_FORKS_KIND, len(records))]
+    head += [_FORK_RECORD.pack(op, rid, fork) for op, rid, fork in records]
+    return _frame(call_id, b"".join(head), [])
+
+
+def unpack_forks(buf: np.ndarray) -> list:
+    """[(op, RRef id, fork id)] of a fork-records message; MessageError when it is not one."""
+    total = buf.size
+    if total < _PREFIX.size:
+        raise MessageError(f"a message of {total} bytes is shorter than its header")
+    _, n, m = _PREFIX.unpack_from(buf)
+    if n or m != total - _PREFIX.size:
+        raise MessageError("fork records carry no storages and fill the message")
+    head = buf[_PREFIX.size:].tobytes()
+    if m < _FORKS_HEAD.size or head[0] != _FORKS_KIND:
+        raise MessageError("it is not a batch of fork records")
+    count = _FORKS_HEAD.unpack_from(head)[1]
+    if m != _FORKS_HEAD.size + count * _FORK_RECORD.size:
+        raise MessageError(f"it claims {count} fork records in {m} bytes")
+    records = list(_FORK_RECORD.iter_unpack(head[_FORKS_HEAD.size:]))
+    for op, _, _ in records:
+        if op != FORK_ANNOUNCE and op != FORK_DROP:
+            raise MessageError(f"a fork record of unknown operation {op}")
+    return records
 
 
 # --- names ------------------------------------------------------------------------------------
