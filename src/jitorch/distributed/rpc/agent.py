@@ -487,6 +487,8 @@ class Agent:
         env = manifest["rpc"]
         if env.get("ok") is not True:
             raise remote_error(env.get("error"), self.workers[src])
+        if type(manifest) is wire.Decoded:  # the binary form: read already, no autograd edges
+            return manifest.value
         value, tensors = decode(manifest, buffers, _Source("the answer from", self.workers[src]))
         if call.cid is not None and env.get("grads"):
             _autograd()._incoming(call.cid, src, env["grads"], tensors)
@@ -516,8 +518,11 @@ class Agent:
             cid = env.get("cid")
             if cid is not None and not isinstance(cid, int):
                 raise RuntimeError("RPC: bad autograd context id in the request")
-            payload, tensors = decode(manifest, buffers,
-                                      _Source("the request from", self.workers[src]))
+            if type(manifest) is wire.Decoded:  # the binary form: read already (cid None)
+                payload = manifest.value
+            else:
+                payload, tensors = decode(manifest, buffers,
+                                          _Source("the request from", self.workers[src]))
             if cid is None:
                 result = handler(self, src, env, payload)
             else:

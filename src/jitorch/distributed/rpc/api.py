@@ -418,11 +418,13 @@ class RRef:
 
 # --- serving (agent._OPS) ---------------------------------------------------------------------
 def _args(payload):
-    if not isinstance(payload, dict) or not isinstance(payload.get("args"), tuple) or \
-            not isinstance(payload.get("kwargs"), dict) or \
-            not all(isinstance(k, str) for k in payload["kwargs"]):
+    if type(payload) is not dict:
         raise RuntimeError("RPC: malformed call arguments")
-    return payload["args"], payload["kwargs"]
+    args, kwargs = payload.get("args"), payload.get("kwargs")
+    if type(args) is not tuple or type(kwargs) is not dict or \
+            (kwargs and not all(type(k) is str for k in kwargs)):
+        raise RuntimeError("RPC: malformed call arguments")
+    return args, kwargs
 
 
 def _run(func, payload):

@@ -134,13 +134,15 @@ def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     pos = _PREFIX.size
     if n > (total - pos) // 8 or m > total:
         raise MessageError("its header claims more storages or manifest bytes than it holds")
-    sizes = (_SIZE_STRUCTS.get(n) or struct.Struct(f"<{n}Q")).unpack_from(buf, pos) if n else ()
+    # (a Struct kept for the counts of storages calls carry, not for any a message claims)
+    sizes = (_sizes(n) if n <= 64 else struct.Struct(f"<{n}Q")).unpack_from(buf, pos) \
+        if n else ()
     pos += 8 * n
     if pos + m > total:
         raise MessageError("its manifest runs past its end")
     end = pos + m
-    binary = m and buf[pos] in _BINARY_KINDS
     head = buf[pos:end].tobytes()  # (tens of bytes: indexing bytes is faster than a buffer's)
+    binary = m and head[0] in _BINARY_KINDS
     if not binary:
         try:
             manifest = _loads(str(head, "utf-8"))
@@ -355,11 +357,11 @@ def pack_call(call_id: int, fn: str, reply: int, args: tuple) -> bytes:
     if type(args) is not tuple or len(args) > _MAX_ITEMS or len(name) > 0xFFFF or \
             not 0 <= reply <= 0xFFFFFFFF:
         raise NotCompact
-    fmt = ["<BBHI", str(len(name)), "s"]
+    fmt = ["BBHI", str(len(name)), "s"]
     vals = [_CALL, len(args), len(name), reply, name]
     storages: list = []
     _items(args, fmt, vals, storages)
-    return _frame(call_id, struct.pack("".join(fmt), *vals), storages)
+    return _binary_frame(call_id, fmt, vals, storages)
 
 
 def pack_value(call_id: int, value) -> bytes:
@@ -371,11 +373,50 @@ def pack_value(call_id: int, value) -> bytes:
             raise NotCompact
     else:
         kind, items = _VALUE, (value,)
-    fmt = ["<BB"]
+    fmt = ["BB"]
     vals = [kind, len(items)]
     storages: list = []
     _items(items, fmt, vals, storages)
-    return _frame(call_id, struct.pack("".join(fmt), *vals), storages)
+    return _binary_frame(call_id, fmt, vals, storages)
+
+
+# (struct format of a binary manifest's fields, number of storages) -> (the Struct of the
+# message up to its first storage: prefix, storage sizes, the fields, padding; the manifest's
+# length). A call site sends the same kinds of values again and again: one struct.pack makes
+# that whole head (with _frame's layout) instead of one for the fields and one for the rest.
+_HEADS: dict = {}
+_MAX_HEADS = 4096
+
+
+def _binary_frame(call_id: int, fmt: list, vals: list, storages: list) -> bytes:
+    """The bytes of one message of a binary manifest (fields `vals` of struct format `fmt`,
+    without byte order) and `storages` (arrays)."""
+    n = len(storages)
+    key = ("".join(fmt), n)
+    hit = _HEADS.get(key)
+    if hit is None:
+        if len(_HEADS) >= _MAX_HEADS:  # (formats of long strings vary without end)
+            _HEADS.clear()
+        m = struct.calcsize("<" + key[0])
+        pad = -(_PREFIX.size + 8 * n + m) % _ALIGN if n else 0
+        hit = _HEADS[key] = (struct.Struct(f"<QQQ{n}Q{key[0]}{pad}x"), m)
+    head, m = hit
+    if not n:
+        return head.pack(call_id, 0, m, *vals)
+    parts = [b""]
+    sizes = []
+    for a in storages:
+        size = a.nbytes
+        sizes.append(size)
+        parts.append(a)
+        if size % _ALIGN:
+            parts.append(_ZEROS[:-size % _ALIGN])
+    parts[0] = head.pack(call_id, n, m, *sizes, *vals)
+    try:
+        return b"".join(parts)  # (reads any C-contiguous buffer)
+    except (BufferError, TypeError, ValueError):  # a strided tensor: copied contiguous
+        return b"".join(np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a
+                        for a in parts)
 
 
 def _items(values, fmt: list, vals: list, storages: list) -> None:
@@ -459,17 +500,18 @@ def _read_items(head: bytes, pos: int, n: int, buffers: list) -> tuple:
         _tensor_type()
     out = []
     used = 0
+    dtypes = _DTYPE_LIST
     for _ in range(n):
         code = head[pos]
         pos += 1
         if code == _TENSOR_ITEM:
             dcode, ndim = head[pos], head[pos + 1]
             pos += 2
-            if dcode >= len(_DTYPE_LIST):
+            if dcode >= len(dtypes):
                 raise MessageError(f"its binary manifest names dtype code {dcode}")
-            shape = _dims(ndim).unpack_from(head, pos)
+            shape = (_DIMS.get(ndim) or _dims(ndim)).unpack_from(head, pos)
             pos += 8 * ndim
-            out.append(_tensor_of(used, _DTYPE_LIST[dcode], shape, buffers))
+            out.append(_tensor_of(used, dtypes[dcode], shape, buffers))
             used += 1
         elif code == _INT:
             out.append(_I64.unpack_from(head, pos)[0])
@@ -637,13 +679,14 @@ def resolve(name) -> object:
     """The function or class a message names, or RuntimeError saying why it is refused."""
     hit = _RESOLVED.get(name) if type(name) is str else None
     if hit is not None:
-        m, steps, found = hit
-        mod, _, qual = name.partition(":")
-        if sys.modules.get(mod) is m and \
-                all(vars(ns).get(part) is held for ns, part, held in steps) and \
-                getattr(found, "__module__", None) == mod and \
+        m, steps, found, mod, qual = hit
+        if sys.modules.get(mod) is m and getattr(found, "__module__", None) == mod and \
                 getattr(found, "__qualname__", None) == qual:
-            return found
+            for ns, part, held in steps:
+                if vars(ns).get(part) is not held:
+                    break
+            else:
+                return found
         del _RESOLVED[name]
     return _resolve(name)
 
@@ -688,5 +731,5 @@ def _resolve(name) -> object:
     if getattr(found, "__module__", None) != mod or getattr(found, "__qualname__", None) != qual:
         raise refuse("the name finds an object defined elsewhere (RPC calls functions by the "
                      "name they were defined under)")
-    _RESOLVED[name] = (module, tuple(steps), found)
+    _RESOLVED[name] = (module, tuple(steps), found, mod, qual)
     return found
