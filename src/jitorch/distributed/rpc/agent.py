@@ -2,10 +2,10 @@
 
 Owns the transport and the dispatch of `jitorch.distributed.rpc`:
   * communicators of its own (`COMM_WORLD.Dup()`: RPC traffic never matches a collective's or
-    the user's messages): `comm` with requests on tag 1 and answers on tag 2, and `direct` with
-    the answers of synchronous calls, each on the tag its request asked for (below), so the
-    thread that waits for one receives it and no other thread's probe can take it; each
-    message is one whole message (wire.py);
+    the user's messages): `comm` with requests on tag 1, answers on tag 2 and RRef fork
+    records on tag 3, and `direct` with the answers of synchronous calls, each on the tag its
+    request asked for (below), so the thread that waits for one receives it and no other
+    thread's probe can take it; each message is one whole message (wire.py);
   * the serving threads (`num_worker_threads`), leader and followers: one of them at a time,
     the prober, probes MPI (`Improbe`; MPI has no blocking wait that does not spin a core, so
     it polls: spinning for `_SPIN_S` after the last message, as a blocking MPI receive spins,
@@ -420,12 +420,12 @@ class Agent:
                 elif tag == TAG_FORKS:
                     self._serve_forks(src, buf)
                 continue
-            if self._fork_records:
-                self.flush_forks()
             if self._sends:
                 with self._lock:
                     self._sends = [(r, b) for r, b in self._sends if not r.Test()]
             if now >= next_check:
+                if self._fork_records:  # (a batch a millisecond at most)
+                    self.flush_forks()
                 self._expire(now)
                 if self._abandoned:
                     self._drop_abandoned(status)
