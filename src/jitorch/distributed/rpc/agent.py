@@ -608,13 +608,11 @@ class Agent:
         """Mark the value of `rref_id` created here, with its first fork (the caller's of
         `remote`, or the owner's own object); RuntimeError when that id exists already."""
         with self._lock:
-            st = self._forks.get(rref_id)
-            if st is None:
-                st = self._forks[rref_id] = _Forks()
-            elif st.created:
+            st = self._forks_of(rref_id)
+            if st.created:
                 raise RuntimeError(f"RPC: RRef id {rref_id} exists already on {self.name}")
             st.created = True
-            self._fork_event(st, rref_id, fork, True)
+            self._fork_event(rref_id, fork, True)
 
     def new_fork(self, owner: int, rref_id: int) -> int:
         """A new fork of RRef `rref_id` (of `owner`) made here: its id. The owner (this worker)
@@ -622,10 +620,7 @@ class Agent:
         fork = self.new_rref_id()
         if owner == self.rank:
             with self._lock:
-                st = self._forks.get(rref_id)
-                if st is None:
-                    st = self._forks[rref_id] = _Forks()
-                self._fork_event(st, rref_id, fork, True)
+                self._fork_event(rref_id, fork, True)
         else:
             self._fork_records.append((owner, wire.FORK_ANNOUNCE, rref_id, fork))
         return fork
@@ -635,10 +630,17 @@ class Agent:
         prober)."""
         self._fork_records.append((owner, wire.FORK_DROP, rref_id, fork))
 
-    def _fork_event(self, st: "_Forks", rref_id: int, fork: int, announce: bool):
+    def _forks_of(self, rref_id: int) -> "_Forks":
+        st = self._forks.get(rref_id)
+        if st is None:
+            st = self._forks[rref_id] = _Forks()
+        return st
+
+    def _fork_event(self, rref_id: int, fork: int, announce: bool):
         """Apply one record (under self._lock); the reason when it contradicts the forks
         known (None when applied). Deletes the value once it was created and no fork is
         left."""
+        st = self._forks_of(rref_id)
         if announce:
             if fork in st.live:
                 return f"fork {fork} of RRef {rref_id} announced twice"
@@ -671,10 +673,7 @@ class Agent:
         problems = []
         with self._lock:
             for op, rref_id, fork in records:
-                st = self._forks.get(rref_id)
-                if st is None:
-                    st = self._forks[rref_id] = _Forks()
-                why = self._fork_event(st, rref_id, fork, op == wire.FORK_ANNOUNCE)
+                why = self._fork_event(rref_id, fork, op == wire.FORK_ANNOUNCE)
                 if why is not None:
                     problems.append(why)
         return problems
@@ -716,10 +715,7 @@ class Agent:
                     batches.setdefault(owner, []).append((op, rref_id, fork))
                     continue
                 with self._lock:
-                    st = self._forks.get(rref_id)
-                    if st is None:
-                        st = self._forks[rref_id] = _Forks()
-                    why = self._fork_event(st, rref_id, fork, op == wire.FORK_ANNOUNCE)
+                    why = self._fork_event(rref_id, fork, op == wire.FORK_ANNOUNCE)
                 if why is not None:
                     problems.append(why)
             if problems:
@@ -775,8 +771,7 @@ def _fork_ack(fut) -> None:
     try:
         fut.result()
     except BaseException as e:  # noqa: BLE001
-        if "is shutting down" not in str(e):
-            _report_fork_error(e)
+        _report_fork_error(e)
 
 
 def _reply_tag(env, tag_range: int) -> int:
