@@ -325,6 +325,28 @@ def edge_of(t: Tensor):
     return (acc, 0)
 
 
+# Interned metas. Every node keeps `(shape, dtype)` tuples for its outputs and inputs; a program
+# has few distinct ones, so each is made once and shared by all nodes (as `((shape, dtype),)`, a
+# one-output node's `out_meta`). Each object a live node holds is one more allocation counted
+# towards the cyclic garbage collector's next pass and one more object its passes walk: a CRF
+# loop's graph holds ~900 nodes, and fresh metas were 4 of the ~10 objects per node.
+_ONES: dict = {}  # dtype -> {shape: ((shape, dtype),)}
+_ONES_MAX = 4096  # distinct shapes kept per dtype (beyond them metas are made per node)
+
+
+def meta_one(shape: tuple, d) -> tuple:
+    """The shared `((shape, d),)`: a one-output node's `out_meta` (its item: the meta)."""
+    tab = _ONES.get(d)
+    if tab is None:
+        tab = _ONES[d] = {}
+    w = tab.get(shape)
+    if w is None:
+        w = ((shape, d),)
+        if len(tab) < _ONES_MAX:
+            tab[shape] = w
+    return w
+
+
 def in_meta_of(t: Tensor):
     """`(shape, dtype)` of an input that gets a gradient: the tuple its producer's node keeps
     for it when that still describes it (one tuple alive for both nodes, not two: each object a
@@ -339,7 +361,7 @@ def in_meta_of(t: Tensor):
             m = outs[nr]
             if m is not None and m[1] is t._dtype and m[0] == shape:
                 return m
-    return (shape, t._dtype)
+    return meta_one(shape, t._dtype)[0]
 
 
 def record(op, slots, attrs, outs) -> None:
@@ -391,7 +413,10 @@ def _make_recorder(op):
     src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
             f"else _edge(_s{i})) if _r{i} else None" for i in range(n) if i not in lists]
     src += [f"    _m{i} = _meta(_s{i}) if _r{i} else None" for i in range(n) if i not in lists]
-    if not lists:
+    if not lists and n == 1:  # (its meta's shared one-tuple: no tuple made per node)
+        src += ["    node.next_edges = (_e0,)",
+                "    node.in_meta = _one(_m0[0], _m0[1]) if _m0 is not None else (None,)"]
+    elif not lists:
         src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
                 "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")"]
     else:  # one edge and meta per item of a list slot, in slot order
@@ -411,12 +436,12 @@ def _make_recorder(op):
         src += ["    node.next_edges = tuple(_E)", "    node.in_meta = tuple(_M)"]
     src += ["    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
-            "        node.out_meta = ((outs._data.shape, outs._dtype),)",
+            "        node.out_meta = _one(outs._data.shape, outs._dtype)",
             "        outs_l = None",
             "    else:",
             "        node.multi = isinstance(outs, (tuple, list))",
             "        outs_l = outs if node.multi else (outs,)",
-            "        node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+            "        node.out_meta = tuple([_one(o._data.shape, o._dtype)[0] for o in outs_l])"]
     vers_expr = "()"
     saved_expr = "None"
     if op.vjp_params:
@@ -474,7 +499,8 @@ def _make_recorder(op):
             "            o._grad_fn = node",
             "            o._output_nr = k"]
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
-          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of}
+          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
+          "_one": meta_one}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
 
@@ -561,7 +587,7 @@ def _record_any(op, slots, attrs, outs) -> None:
                           for t, e in zip(flat, node.next_edges)])
     node.multi = multi = isinstance(outs, (tuple, list))
     outs_l = outs if multi else (outs,)
-    node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])
+    node.out_meta = tuple([meta_one(o._data.shape, o._dtype)[0] for o in outs_l])
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
         names = _SAVED_TENSORS.get(op)
