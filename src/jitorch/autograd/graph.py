@@ -330,20 +330,18 @@ def edge_of(t: Tensor):
 # one-output node's `out_meta`). Each object a live node holds is one more allocation counted
 # towards the cyclic garbage collector's next pass and one more object its passes walk: a CRF
 # loop's graph holds ~900 nodes, and fresh metas were 4 of the ~10 objects per node.
-_ONES: dict = {}  # dtype -> {shape: ((shape, dtype),)}
-_ONES_MAX = 4096  # distinct shapes kept per dtype (beyond them metas are made per node)
+_ONES: dict = {}  # (shape, dtype) -> ((shape, dtype),): its key is the meta itself
+_ONES_MAX = 16384  # distinct metas kept (beyond them metas are made per node)
 
 
 def meta_one(shape: tuple, d) -> tuple:
     """The shared `((shape, d),)`: a one-output node's `out_meta` (its item: the meta)."""
-    tab = _ONES.get(d)
-    if tab is None:
-        tab = _ONES[d] = {}
-    w = tab.get(shape)
+    key = (shape, d)
+    w = _ONES.get(key)
     if w is None:
-        w = ((shape, d),)
-        if len(tab) < _ONES_MAX:
-            tab[shape] = w
+        w = (key,)
+        if len(_ONES) < _ONES_MAX:
+            _ONES[key] = w
     return w
 
 
@@ -415,7 +413,8 @@ def _make_recorder(op):
     src += [f"    _m{i} = _meta(_s{i}) if _r{i} else None" for i in range(n) if i not in lists]
     if not lists and n == 1:  # (its meta's shared one-tuple: no tuple made per node)
         src += ["    node.next_edges = (_e0,)",
-                "    node.in_meta = _one(_m0[0], _m0[1]) if _m0 is not None else (None,)"]
+                "    node.in_meta = (_ones_get(_m0) or _one(*_m0)) if _m0 is not None else "
+                "(None,)"]
     elif not lists:
         src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
                 "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")"]
@@ -436,7 +435,8 @@ def _make_recorder(op):
         src += ["    node.next_edges = tuple(_E)", "    node.in_meta = tuple(_M)"]
     src += ["    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
-            "        node.out_meta = _one(outs._data.shape, outs._dtype)",
+            "        _k = (outs._data.shape, outs._dtype)",
+            "        node.out_meta = _ones_get(_k) or _one(*_k)",
             "        outs_l = None",
             "    else:",
             "        node.multi = isinstance(outs, (tuple, list))",
@@ -500,7 +500,7 @@ def _make_recorder(op):
             "            o._output_nr = k"]
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
           "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
-          "_one": meta_one}
+          "_one": meta_one, "_ones_get": _ONES.get}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
 
