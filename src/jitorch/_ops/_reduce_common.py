@@ -199,6 +199,8 @@ def unsqueeze_dims(g: Tensor, axes: tuple, ndim: int) -> Tensor:
 
 
 def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
+    if not keepdim and g.dim() == 0:  # everything reduced: the 0-d value expands directly
+        return g.expand(input_shape)
     if not keepdim:
         g = unsqueeze_dims(g, axes, len(input_shape))
     return g.expand(input_shape)

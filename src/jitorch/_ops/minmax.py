@@ -189,6 +189,16 @@ def _lane_values(input: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
 
 def _dim_impl(np_fn, np_arg, name):
     def impl(input, dim, keepdim=False):
+        nd = input.ndim
+        if type(input) is np.ndarray and type(dim) is int and input.dtype.kind == "f" and \
+                -nd <= dim < nd and input.shape[dim]:
+            # the common call (`max(vec, 1)` in a Python loop): what the general path below
+            # computes for a float array and a valid dim, without its checks' calls
+            axis = dim % nd
+            idx = np.asarray((input.argmax if np_arg is np.argmax else input.argmin)(
+                axis=axis, keepdims=True), np.int64)
+            vals = _lane_values(input, idx, axis)
+            return (vals, idx) if keepdim else (vals.squeeze(axis), idx.squeeze(axis))
         _no_complex(name, input)
         axis = one_dim(dim, input.ndim, name)
         check_dims_nonempty(name, input, (axis,))

@@ -181,8 +181,12 @@ def _fit(g: Tensor, meta) -> Tensor:
     if g._data.shape != shape:
         gs = g._data.shape
         lead = len(gs) - len(shape)
-        dims = tuple(range(lead)) + tuple(
-            i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        dims = _FIT_DIMS.get((gs, shape))  # (a program fits few distinct pairs of shapes)
+        if dims is None:
+            dims = tuple(range(lead)) + tuple(
+                i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+            if len(_FIT_DIMS) < _ONES_MAX:
+                _FIT_DIMS[(gs, shape)] = dims
         if lead >= 0 and type(g) is Tensor and g._dtype is d and d in SUM_DTYPES and \
                 g._device is _CPU_DEV and not ops_needed():
             # the `sum` and `reshape` below on the arrays (nothing records, nothing casts,
@@ -211,6 +215,7 @@ def _fit(g: Tensor, meta) -> Tensor:
     return g
 
 
+_FIT_DIMS: dict = {}  # (gradient shape, input shape) -> the dims `_fit` sums over
 _CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
 SUM_DTYPES = (dt.float32, dt.float64)  # summed in their own dtype by `add` / `sum`, as NumPy
 _REG = []  # [jitorch._ops.registry, the sum op] (imported at first use: they import autograd)
