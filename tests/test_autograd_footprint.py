@@ -103,3 +103,18 @@ def test_gather_gradient_still_accumulates_repeated_indices():
     x.retain_grad()
     torch.gather(x, 1, torch.tensor([[0, 0], [2, 1]])).sum().backward()
     assert x.grad.tolist() == [[2., 0., 0.], [0., 1., 1.]]
+
+
+def test_fan_in_sums_in_place_and_a_leaf_takes_its_sum_without_aliasing_anything_kept():
+    w = torch.tensor([[1., 2.], [3., 4.]], requires_grad=True)
+    kept = []
+    x = torch.ones(2, 2, requires_grad=True)
+    x.register_hook(lambda g: kept.append(g))  # a hook that keeps the gradient: copied
+    loss = (w * 2).sum() + (w * x).sum() + (w + 1).sum() + (x * 3).sum()
+    loss.backward()
+    assert w.grad.tolist() == [[4., 4.], [4., 4.]]  # 2 + x + 1, summed over three uses
+    assert x.grad.tolist() == [[4., 5.], [6., 7.]]
+    ((w * 2).sum() + (w * x).sum() + (x * 3).sum()).backward()  # accumulates into .grad
+    assert w.grad.tolist() == [[7., 7.], [7., 7.]]
+    assert x.grad.tolist() == [[8., 10.], [12., 14.]]
+    assert [g.tolist() for g in kept] == [[[4., 5.], [6., 7.]]] * 2

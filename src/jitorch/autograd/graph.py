@@ -260,7 +260,9 @@ class AccumulateGrad(Node):
     def name(self):
         return "AccumulateGrad"
 
-    def accumulate(self, g: Tensor, create_graph: bool):
+    def accumulate(self, g: Tensor, create_graph: bool, owned: bool = False):
+        """`owned`: `g` is the engine's own fan-in sum (referenced nowhere else): a fresh
+        `.grad` of the same layout takes it instead of a copy."""
         var = self.variable
         # (only a BatchedTensor has `_vlevel`: a plain tensor skips the failing attribute lookup)
         if type(g) is not Tensor and getattr(g, "_vlevel", 0):  # per-sample: not one .grad
@@ -272,6 +274,9 @@ class AccumulateGrad(Node):
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
             if create_graph:
+                var._grad = g
+            elif owned and type(g) is Tensor and g._device is _CPU_DEV and \
+                    g._data.strides == var._data.strides:
                 var._grad = g
             elif g._device is _CPU_DEV:  # `_data_copy` on the CPU, without its device lookups
                 var._grad = Tensor._make(np.array(g._data, order=_layout(var._data)), g._dtype)
