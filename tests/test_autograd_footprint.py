@@ -5,7 +5,8 @@ Every object a live node holds is an allocation counted towards the collector's 
 one more object its passes walk (a CRF loop keeps ~900 nodes alive per step): nodes share their
 `(shape, dtype)` metas instead of holding fresh tuples. max/min over a dim put their gradient
 at one index per lane, which needs no np.add.at (its per-call cost dominated a `max(vec, 1)`
-loop's backward); repeated indices (gather) still accumulate."""
+loop's backward); repeated indices (gather) still accumulate. The engine's own fan-in sums are
+added to in place and may become a leaf's `.grad`, never aliasing a gradient a hook kept."""
 import gc
 
 import numpy as np
