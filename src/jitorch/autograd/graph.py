@@ -40,8 +40,11 @@ _PLAIN = {int, float, bool, str, type(None)}  # saved values that are never tens
 
 
 def _holds_tensor(v) -> bool:
-    if isinstance(v, (list, tuple)):
-        return any(_holds_tensor(x) for x in v)
+    if isinstance(v, (list, tuple)):  # (a loop: an index's few ints cost no generator)
+        for x in v:
+            if type(x) not in _PLAIN and _holds_tensor(x):
+                return True
+        return False
     return isinstance(v, Tensor)
 
 
