@@ -119,3 +119,6 @@ def test_fan_in_sums_in_place_and_a_leaf_takes_its_sum_without_aliasing_anything
     assert w.grad.tolist() == [[7., 7.], [7., 7.]]
     assert x.grad.tolist() == [[8., 10.], [12., 14.]]
     assert [g.tolist() for g in kept] == [[[4., 5.], [6., 7.]]] * 2
+    s = torch.tensor(2., requires_grad=True)  # 0-d gradients: NumPy sums them to scalars
+    (s * s + s * 3 + s).backward()
+    assert s.grad.item() == 8.

@@ -270,7 +270,8 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                             np.add(a._data, g._data, out=a._data)
                         else:
                             a = buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
-                            owned.add(id(a))
+                            if type(a._data) is np.ndarray:  # (0-d operands: a NumPy scalar)
+                                owned.add(id(a))
                     else:
                         buf[nr] = a + g
                 d = deps[m] - 1

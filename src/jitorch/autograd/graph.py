@@ -279,7 +279,7 @@ class AccumulateGrad(Node):
             if create_graph:
                 var._grad = g
             elif owned and type(g) is Tensor and g._device is _CPU_DEV and \
-                    g._data.strides == var._data.strides:
+                    type(g._data) is np.ndarray and g._data.strides == var._data.strides:
                 var._grad = g
             elif g._device is _CPU_DEV:  # `_data_copy` on the CPU, without its device lookups
                 var._grad = Tensor._make(np.array(g._data, order=_layout(var._data)), g._dtype)
