@@ -200,3 +200,20 @@ def test_list_slot_recorder_keeps_saved_index_versions():
     i.add_(0)  # an in-place write to a saved index bumps its version
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.backward()
+
+
+@pytest.mark.parametrize("rows,dtype", [(1, np.float32), (5, np.float64)])
+def test_linear_backward_in_numpy_matches_its_ops_bit_for_bit(rows, dtype):
+    # a first-order backward runs _linear_fused's VJP on arrays; create_graph takes its ops
+    rng = np.random.default_rng(1)
+    x, w = (torch.tensor(rng.standard_normal(s).astype(dtype), requires_grad=True)
+            for s in ((rows, 7), (4, 7)))
+    b = torch.tensor(rng.standard_normal(4).astype(dtype), requires_grad=True)
+    gy = rng.standard_normal((rows, 4)).astype(dtype)
+    gy[0, 0] = -0.0  # an outer product (one row) keeps the product's sign
+    fast = torch.autograd.grad(F.linear(x, w, b), (x, w, b), torch.tensor(gy))
+    ops = torch.autograd.grad(F.linear(x, w, b), (x, w, b), torch.tensor(gy), create_graph=True)
+    for f, o in zip(fast, ops):
+        assert f.dtype == o.dtype and not f.requires_grad
+        np.testing.assert_array_equal(f.numpy(), o.detach().numpy())
+        assert (np.signbit(f.numpy()) == np.signbit(o.detach().numpy())).all()

@@ -97,8 +97,18 @@ def _put_along_impl(src, index, dim, shape):
     out = np.zeros(shape, src.dtype)
     if len(shape) == 0:
         return np.asarray(out + src.sum(), src.dtype)
-    if index.size:
-        np.add.at(out, _index_tuple(index.astype(np.intp), dim), src)
+    if index.size == 1 and src.size == 1 and index.ndim == len(shape):
+        # one index (a max over a vector's only lane): one element, as np.add.at adds it
+        pos = [0] * len(shape)
+        pos[dim] = int(index.reshape(-1)[0])
+        out[tuple(pos)] += src.reshape(-1)[0]
+    elif index.size:
+        if index.shape[dim] == 1 and index.shape == src.shape:
+            # one index per lane (the gradient of max/min/median/mode over `dim`): no position
+            # is hit twice, so a buffered `+=` adds what np.add.at adds, without its cost
+            out[_index_tuple(index.astype(np.intp), dim)] += src
+        else:
+            np.add.at(out, _index_tuple(index.astype(np.intp), dim), src)
     return out
 
 
@@ -189,6 +199,8 @@ def unsqueeze_dims(g: Tensor, axes: tuple, ndim: int) -> Tensor:
 
 
 def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
+    if not keepdim and g.dim() == 0:  # everything reduced: the 0-d value expands directly
+        return g.expand(input_shape)
     if not keepdim:
         g = unsqueeze_dims(g, axes, len(input_shape))
     return g.expand(input_shape)

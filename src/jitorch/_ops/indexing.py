@@ -391,7 +391,7 @@ _index = defop("_index", _index_impl, lists=("indices",), kind="index", method=F
 
 def _index_backward_impl(grad, indices, shape, basic, adv):
     """Zeros of `shape`, with `grad` added at `input[basic][adv]` (repeats accumulate)."""
-    half = dt.is_half_np(grad.dtype)
+    half = grad.dtype.itemsize == 2 and dt.is_half_np(grad.dtype)  # (no calls for the others)
     z = np.zeros(shape, np.float32 if half else grad.dtype)
     zv = z[_np_basic(basic)]
     if adv:

@@ -19,6 +19,7 @@ from .registry import FAST_TYPES, _mode_state, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
+from ..autograd.graph import ops_needed
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
@@ -49,12 +50,27 @@ def _linear_fused_impl(input, weight, bias):
 
 
 def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True)):
+    if type(g) is Tensor and g._data.ndim == 2 and type(g._data) is np.ndarray and \
+            input._data.ndim == 2 and g._device is Tensor._device and not ops_needed():
+        # a first-order backward of a 2-D input on the CPU (nothing records or watches): the
+        # three ops below as their impls compute them (matmul's, sum's), without dispatch
+        from .linalg import _matmul
+        ga, d = g._data, g._dtype
+        return (Tensor._make(_matmul(ga, weight._data), d) if needs_input_grad[0] else None,
+                Tensor._make(_matmul(ga.T, input._data), d) if needs_input_grad[1] else None,
+                None if bias is None or not needs_input_grad[2] else
+                Tensor._make(_sum_impl()(ga, 0), d))
     # leading dims flattened (a 1-D input: one row); a 2-D input needs no reshape op
     g2 = g if g.ndim == 2 else g.reshape(-1, g.shape[-1])
     gw = g2.t().matmul(input if input.ndim == 2 else input.reshape(-1, input.shape[-1])) \
         if needs_input_grad[1] else None
     return (g.matmul(weight) if needs_input_grad[0] else None, gw,
             None if bias is None or not needs_input_grad[2] else g2.sum(0))
+
+
+def _sum_impl():
+    from .registry import OPS
+    return OPS["sum"].impl
 
 
 def _linear_fused_jvp(t_input, t_weight, t_bias, input, weight):

@@ -56,6 +56,7 @@ from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.forward_ad import propagate
 from ..autograd.graph import record
+from ..autograd.inplace import apply_inplace as _apply_inplace  # (not imported per x.op_() call)
 from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 
 _new = object.__new__
@@ -910,9 +911,8 @@ def inplace_dispatch(op: OpDef, self: Tensor, slots: tuple, attrs: dict):
     """`x.op_(...)`: compute out of place, check the cast, write into x, rebase x's history."""
     if not isinstance(self, Tensor):
         raise TypeError(f"{op.name}_(): self must be a Tensor")
-    from ..autograd import inplace
     try:
-        return inplace.apply_inplace(op, self, slots, attrs)
+        return _apply_inplace(op, self, slots, attrs)
     except _SparseOperand:  # no in-place op has a sparse form
         from .._layout import unsupported
         raise NotImplementedError(unsupported(f"aten::{op.name}_")) from None

@@ -211,11 +211,32 @@ defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view=
 
 # --- broadcasting views -------------------------------------------------------------------------
 def _expand(input, size):
-    if size == input.shape and type(input) is np.ndarray and input.size and \
-            input.flags.c_contiguous:  # `x.expand(x.shape)` in a loop: the checks below pass
-        out = _broadcast_view(input, size, 0)
-        if out is not None:
-            return out
+    if type(input) is np.ndarray and input.size and input.flags.c_contiguous:
+        # the common call (valid sizes, a -1 only on an existing dim): the target size and
+        # strides in one pass, as the checks below and `np.broadcast_to` make them; anything
+        # else (an error, a size 0) falls through to them
+        lead = len(size) - input.ndim
+        if lead >= 0:
+            strides, ro = [0] * lead, False
+            for s in size[:lead]:
+                if s < 1:
+                    break
+                ro = ro or s > 1
+            else:
+                for n, s, st in zip(input.shape, size[lead:], input.strides):
+                    if s == n or s == -1:
+                        strides.append(0 if n == 1 else st)
+                    elif n == 1 and s > 0:
+                        strides.append(0)
+                        ro = True
+                    else:
+                        break
+                else:
+                    out = _broadcast_view(input, size if -1 not in size else tuple(
+                        n if s == -1 else s for n, s in zip((0,) * lead + input.shape, size)),
+                        strides, ro)
+                    if out is not None:
+                        return out
     nd = len(size)
     if nd < input.ndim:
         raise RuntimeError(f"expand({_legacy(input)}{{{list(input.shape)}}}, size={list(size)}): "
@@ -240,10 +261,6 @@ def _expand(input, size):
                                f"{list(size)}.  Tensor sizes: {list(input.shape)}")
         target[i] = s
     target = tuple(target)
-    if type(input) is np.ndarray and input.size and input.flags.c_contiguous:
-        out = _broadcast_view(input, target, lead)
-        if out is not None:
-            return out
     out = np.broadcast_to(input, target)
     # NumPy makes every broadcast read-only; PyTorch only refuses in-place writes where elements
     # overlap (a stride-0 dim longer than 1), so keep the other expansions writable
@@ -252,21 +269,17 @@ def _expand(input, size):
     return out
 
 
-def _broadcast_view(input: np.ndarray, target: tuple, lead: int):
+def _broadcast_view(input: np.ndarray, target: tuple, strides: list, ro: bool):
     """`_expand`'s result made directly over a contiguous input's buffer (np.broadcast_to and
-    as_strided cost microseconds in Python): read-only exactly where `_expand` makes it so
-    (a stride-0 dim longer than 1); None when NumPy refuses the buffer (then the general way)."""
-    # as np.broadcast_to's: stride 0 for new and for size-1 dims
-    strides = [0] * lead + [0 if n == 1 else st for n, st in zip(input.shape, input.strides)]
-    try:
-        out = np.ndarray(target, input.dtype, buffer=input, strides=strides)
+    as_strided cost microseconds in Python), with the strides np.broadcast_to gives (0 for new
+    and for size-1 dims): read-only exactly where `_expand` makes it so (`ro`: a stride-0 dim
+    longer than 1); None when NumPy refuses the buffer (then the general way)."""
+    try:  # (positional arguments: NumPy parses keywords to the constructor slowly)
+        out = np.ndarray(target, input.dtype, input, 0, strides)
     except (TypeError, ValueError, BufferError):
         return None
-    if target != input.shape:  # (else no dim was broadcast: nothing overlaps)
-        for st, n in zip(strides, target):
-            if st == 0 and n > 1:
-                out.flags.writeable = False
-                break
+    if ro:
+        out.setflags(write=False)
     return out  # (a read-only input's buffer already gives a read-only array)
 
 

@@ -186,10 +186,21 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     if not ready:
         return
     node = pop(ready)[2]
+    # ids of the fan-in sums this run made (see below): nobody else holds them while they sit
+    # in `buffers`, so a further gradient is added in place and a leaf's `.grad` takes one
+    # without a copy, as PyTorch's engine does; an id leaves with its buffer (never reused)
+    owned = set()
     with grad_mode.set_grad_enabled(create_graph):
         while True:
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
+            mine = False  # (an AccumulateGrad's gradient is a sum made here)
+            if owned:
+                for g in grads:
+                    if g is not None and id(g) in owned:
+                        owned.discard(id(g))
+                        mine = True
             if node.tensor_hooks or node.retains:
+                mine = False  # (a hook may keep the gradient)
                 grads = _run_tensor_hooks(node, grads)
             if capture_at:
                 for nr in range(len(grads)):
@@ -198,7 +209,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
             if type(node) is AccumulateGrad:
                 if capture is None and grads[0] is not None and (
                         allowed_acc is None or node in allowed_acc):
-                    node.accumulate(grads[0], create_graph)
+                    node.accumulate(grads[0], create_graph, mine)
                 if not ready:
                     break
                 node = pop(ready)[2]
@@ -253,8 +264,14 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                           and a._device is _CPU_DEV and g._device is _CPU_DEV
                           and not ops_needed()):
                         # two gradients of one output (fan-in) summed as `a + g` computes
-                        # them, without the op's dispatch: nothing records, nothing casts
-                        buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
+                        # them, without the op's dispatch: nothing records, nothing casts;
+                        # into the sum made here before, if `a` is one
+                        if id(a) in owned:
+                            np.add(a._data, g._data, out=a._data)
+                        else:
+                            a = buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
+                            if type(a._data) is np.ndarray:  # (0-d operands: a NumPy scalar)
+                                owned.add(id(a))
                     else:
                         buf[nr] = a + g
                 d = deps[m] - 1

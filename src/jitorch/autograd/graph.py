@@ -40,8 +40,11 @@ _PLAIN = {int, float, bool, str, type(None)}  # saved values that are never tens
 
 
 def _holds_tensor(v) -> bool:
-    if isinstance(v, (list, tuple)):
-        return any(_holds_tensor(x) for x in v)
+    if isinstance(v, (list, tuple)):  # (a loop: an index's few ints cost no generator)
+        for x in v:
+            if type(x) not in _PLAIN and _holds_tensor(x):
+                return True
+        return False
     return isinstance(v, Tensor)
 
 
@@ -181,8 +184,12 @@ def _fit(g: Tensor, meta) -> Tensor:
     if g._data.shape != shape:
         gs = g._data.shape
         lead = len(gs) - len(shape)
-        dims = tuple(range(lead)) + tuple(
-            i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+        dims = _FIT_DIMS.get((gs, shape))  # (a program fits few distinct pairs of shapes)
+        if dims is None:
+            dims = tuple(range(lead)) + tuple(
+                i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1)
+            if len(_FIT_DIMS) < _ONES_MAX:
+                _FIT_DIMS[(gs, shape)] = dims
         if lead >= 0 and type(g) is Tensor and g._dtype is d and d in SUM_DTYPES and \
                 g._device is _CPU_DEV and not ops_needed():
             # the `sum` and `reshape` below on the arrays (nothing records, nothing casts,
@@ -211,6 +218,7 @@ def _fit(g: Tensor, meta) -> Tensor:
     return g
 
 
+_FIT_DIMS: dict = {}  # (gradient shape, input shape) -> the dims `_fit` sums over
 _CPU_DEV = Tensor._device  # (the class default: a tensor on another device sets its own)
 SUM_DTYPES = (dt.float32, dt.float64)  # summed in their own dtype by `add` / `sum`, as NumPy
 _REG = []  # [jitorch._ops.registry, the sum op] (imported at first use: they import autograd)
@@ -255,7 +263,9 @@ class AccumulateGrad(Node):
     def name(self):
         return "AccumulateGrad"
 
-    def accumulate(self, g: Tensor, create_graph: bool):
+    def accumulate(self, g: Tensor, create_graph: bool, owned: bool = False):
+        """`owned`: `g` is the engine's own fan-in sum (referenced nowhere else): a fresh
+        `.grad` of the same layout takes it instead of a copy."""
         var = self.variable
         # (only a BatchedTensor has `_vlevel`: a plain tensor skips the failing attribute lookup)
         if type(g) is not Tensor and getattr(g, "_vlevel", 0):  # per-sample: not one .grad
@@ -267,6 +277,9 @@ class AccumulateGrad(Node):
             # PyTorch's layout contract: a fresh .grad of a dense parameter has the parameter's
             # strides (a Linear weight's grad arrives transposed from its matmul VJP)
             if create_graph:
+                var._grad = g
+            elif owned and type(g) is Tensor and g._device is _CPU_DEV and \
+                    type(g._data) is np.ndarray and g._data.strides == var._data.strides:
                 var._grad = g
             elif g._device is _CPU_DEV:  # `_data_copy` on the CPU, without its device lookups
                 var._grad = Tensor._make(np.array(g._data, order=_layout(var._data)), g._dtype)
@@ -325,6 +338,26 @@ def edge_of(t: Tensor):
     return (acc, 0)
 
 
+# Interned metas. Every node keeps `(shape, dtype)` tuples for its outputs and inputs; a program
+# has few distinct ones, so each is made once and shared by all nodes (as `((shape, dtype),)`, a
+# one-output node's `out_meta`). Each object a live node holds is one more allocation counted
+# towards the cyclic garbage collector's next pass and one more object its passes walk: a CRF
+# loop's graph holds ~900 nodes, and fresh metas were 4 of the ~10 objects per node.
+_ONES: dict = {}  # (shape, dtype) -> ((shape, dtype),): its key is the meta itself
+_ONES_MAX = 16384  # distinct metas kept (beyond them metas are made per node)
+
+
+def meta_one(shape: tuple, d) -> tuple:
+    """The shared `((shape, d),)`: a one-output node's `out_meta` (its item: the meta)."""
+    key = (shape, d)
+    w = _ONES.get(key)
+    if w is None:
+        w = (key,)
+        if len(_ONES) < _ONES_MAX:
+            _ONES[key] = w
+    return w
+
+
 def in_meta_of(t: Tensor):
     """`(shape, dtype)` of an input that gets a gradient: the tuple its producer's node keeps
     for it when that still describes it (one tuple alive for both nodes, not two: each object a
@@ -339,7 +372,7 @@ def in_meta_of(t: Tensor):
             m = outs[nr]
             if m is not None and m[1] is t._dtype and m[0] == shape:
                 return m
-    return (shape, t._dtype)
+    return meta_one(shape, t._dtype)[0]
 
 
 def record(op, slots, attrs, outs) -> None:
@@ -391,7 +424,11 @@ def _make_recorder(op):
     src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
             f"else _edge(_s{i})) if _r{i} else None" for i in range(n) if i not in lists]
     src += [f"    _m{i} = _meta(_s{i}) if _r{i} else None" for i in range(n) if i not in lists]
-    if not lists:
+    if not lists and n == 1:  # (its meta's shared one-tuple: no tuple made per node)
+        src += ["    node.next_edges = (_e0,)",
+                "    node.in_meta = (_ones_get(_m0) or _one(*_m0)) if _m0 is not None else "
+                "(None,)"]
+    elif not lists:
         src += ["    node.next_edges = (" + "".join(f"_e{i}, " for i in range(n)) + ")",
                 "    node.in_meta = (" + "".join(f"_m{i}, " for i in range(n)) + ")"]
     else:  # one edge and meta per item of a list slot, in slot order
@@ -411,12 +448,13 @@ def _make_recorder(op):
         src += ["    node.next_edges = tuple(_E)", "    node.in_meta = tuple(_M)"]
     src += ["    if type(outs) is _T:",  # one output (most ops): no loop over outputs
             "        node.multi = False",
-            "        node.out_meta = ((outs._data.shape, outs._dtype),)",
+            "        _k = (outs._data.shape, outs._dtype)",
+            "        node.out_meta = _ones_get(_k) or _one(*_k)",
             "        outs_l = None",
             "    else:",
             "        node.multi = isinstance(outs, (tuple, list))",
             "        outs_l = outs if node.multi else (outs,)",
-            "        node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])"]
+            "        node.out_meta = tuple([_one(o._data.shape, o._dtype)[0] for o in outs_l])"]
     vers_expr = "()"
     saved_expr = "None"
     if op.vjp_params:
@@ -474,7 +512,8 @@ def _make_recorder(op):
             "            o._grad_fn = node",
             "            o._output_nr = k"]
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
-          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of}
+          "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
+          "_one": meta_one, "_ones_get": _ONES.get}
     exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
     return ns["rec"]
 
@@ -561,7 +600,7 @@ def _record_any(op, slots, attrs, outs) -> None:
                           for t, e in zip(flat, node.next_edges)])
     node.multi = multi = isinstance(outs, (tuple, list))
     outs_l = outs if multi else (outs,)
-    node.out_meta = tuple([(o._data.shape, o._dtype) for o in outs_l])
+    node.out_meta = tuple([meta_one(o._data.shape, o._dtype)[0] for o in outs_l])
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
         names = _SAVED_TENSORS.get(op)

@@ -28,12 +28,14 @@ def check_inplace_allowed(self: Tensor) -> None:
 
 
 def apply_inplace(op, self: Tensor, slots: tuple, attrs: dict) -> Tensor:
-    from .._ops.registry import dispatch, _pt_name
     check_inplace_allowed(self)
     tracking = grad_mode._state.enabled and op.vjp is not None and any(
         isinstance(s, Tensor) and s._requires_grad for s in slots)
     if not tracking and op.kind == "elementwise" and _write_direct(op, self, slots, attrs):
         return self
+    # (imported here, after the direct write: an import statement costs ~1 us per call, an
+    # optimizer's step makes several in-place calls per parameter)
+    from .._ops.registry import dispatch
     if tracking and self._requires_grad and any(k == "slot" and n == op.tensors[0]
                                                for k, n in op.vjp_params):
         # the rule reads the old value of self: give it a copy that keeps self's history
@@ -99,8 +101,8 @@ def _write_direct(op, self: Tensor, slots: tuple, attrs: dict) -> bool:
 
 
 def write_result(self: Tensor, r: Tensor, name: str) -> None:
-    from .._ops.registry import _pt_name
     if not dt.can_cast(r._dtype, self._dtype):
+        from .._ops.registry import _pt_name  # (the error only: an import costs ~1 us a call)
         raise RuntimeError(f"result type {_pt_name(r._dtype)} can't be cast to the desired "
                            f"output type {_pt_name(self._dtype)}")
     if r._data.shape != self._data.shape:
