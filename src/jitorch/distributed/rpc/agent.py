@@ -2,10 +2,10 @@
 
 Owns the transport and the dispatch of `jitorch.distributed.rpc`:
   * communicators of its own (`COMM_WORLD.Dup()`: RPC traffic never matches a collective's or
-    the user's messages): `comm` with requests on tag 1 and answers on tag 2, and `direct` with
-    the answers of synchronous calls, each on the tag its request asked for (below), so the
-    thread that waits for one receives it and no other thread's probe can take it; each
-    message is one whole message (wire.py);
+    the user's messages): `comm` with requests on tag 1, answers on tag 2 and RRef fork
+    records on tag 3, and `direct` with the answers of synchronous calls, each on the tag its
+    request asked for (below), so the thread that waits for one receives it and no other
+    thread's probe can take it; each message is one whole message (wire.py);
   * the serving threads (`num_worker_threads`), leader and followers: one of them at a time,
     the prober, probes MPI (`Improbe`; MPI has no blocking wait that does not spin a core, so
     it polls: spinning for `_SPIN_S` after the last message, as a blocking MPI receive spins,
@@ -31,11 +31,17 @@ Owns the transport and the dispatch of `jitorch.distributed.rpc`:
     A request naming anything else is refused;
   * the calls in flight: the futures of asynchronous ones (callbacks run on the pool), their
     deadlines (a call past its `timeout` fails with RuntimeError naming it; its late answer is
-    dropped), and the values of the RRefs this worker owns.
+    dropped), and the values of the RRefs this worker owns;
+  * the lifetime of those values (PyTorch's Remote Reference Protocol, "RRef lifetime" below):
+    every RRef object on any worker is one fork of its RRef id; the owner keeps the value while
+    a fork is alive. Forks are announced ("A") and dropped ("D") in batches, the records of
+    one worker to one owner in the order they were made, on a tag of their own
+    (`TAG_FORKS`), and the prober applies them when it receives them, so they keep that order.
 """
 from __future__ import annotations
 
 import builtins
+import collections
 import concurrent.futures
 import importlib
 import itertools
@@ -51,7 +57,7 @@ from ... import _fork
 from ...futures import Future
 from . import wire
 
-TAG_REQUEST, TAG_RESPONSE = 1, 2
+TAG_REQUEST, TAG_RESPONSE, TAG_FORKS = 1, 2, 3
 _DIRECT_TAG = 16  # answers to synchronous calls: this + call id (mod the tag range)
 _SPIN_S = 1e-3  # poll this long after the last message (calls come in runs), yielding the
 _SPIN_YIELD_EVERY = 16  # core every this many polls; ...
@@ -76,14 +82,15 @@ _HANDLERS: dict = {}  # op -> its handler, imported on first use
 
 
 class _Call:
-    __slots__ = ("future", "what", "deadline", "timeout", "cid", "dst", "tag")
+    __slots__ = ("future", "what", "deadline", "timeout", "cid", "dst", "tag", "hold")
 
-    def __init__(self, future, what, deadline, timeout, cid, dst, tag):
+    def __init__(self, future, what, deadline, timeout, cid, dst, tag, hold=None):
         self.future, self.what, self.deadline, self.timeout, self.cid = \
             future, what, deadline, timeout, cid
         # future: None for a synchronous call (its caller waits for the answer itself);
-        # tag: the answer's own tag (a synchronous call) or None
-        self.dst, self.tag = dst, tag
+        # tag: the answer's own tag (a synchronous call) or None; hold: what must live until
+        # the answer comes (the RRef whose value the call uses: its fork keeps the value)
+        self.dst, self.tag, self.hold = dst, tag, hold
 
 
 _yield_core = getattr(os, "sched_yield", None) or (lambda: time.sleep(0))  # (Windows: Sleep(0))
@@ -143,6 +150,11 @@ class Agent:
         self._sends: list = []  # (request, buffer) in flight
         self._abandoned: set = set()  # (source, tag) of direct answers no one waits for now
         self._owned: dict[int, Future] = {}  # RRef id -> its value (a Future: may be pending)
+        self._forks: dict[int, _Forks] = {}  # RRef id -> the forks that keep its value
+        # (owner, op, RRef id, fork id) records to send, in order: RRef.__del__ appends here
+        # (deque.append takes no lock the collector could hold) and the prober sends them
+        self._fork_records: collections.deque = collections.deque()
+        self._flushing = _fork.lock()  # one thread at a time sends the records (in order)
         self._rref_ids = itertools.count(1)
         self._backoff = _Backoff()  # the prober's
         self._cv = _fork.condition()  # guards the lead: _prober, _standby, _inline_since
@@ -156,6 +168,10 @@ class Agent:
         self._threads = [threading.Thread(target=self._serving_thread, name=f"rpc-serve-{i}",
                                           daemon=True)
                          for i in range(options.num_worker_threads)]
+
+    def start(self) -> None:
+        """Start serving (once init_rpc made this the worker's agent: a callee may ask for it
+        at once)."""
         for t in self._threads:
             t.start()
 
@@ -200,9 +216,10 @@ class Agent:
         except wire.NotCompact:
             return None
 
-    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float) -> Future:
+    def request(self, dst: int, envelope: dict, payload, what: str, timeout: float,
+                hold=None) -> Future:
         """Send a request; its Future completes with the answer's value (or error), which the
-        prober receives. `timeout` in seconds, 0 for none."""
+        prober receives. `timeout` in seconds, 0 for none; `hold` lives until the answer."""
         cid = _autograd()._current_id()
 
         def make(call_id):
@@ -211,17 +228,18 @@ class Agent:
                 manifest, storages, _ = self._message(dst, envelope, payload)
                 buf = wire.pack(call_id, manifest, storages)
             return buf
-        return self.send_message(dst, make, what, timeout, cid)
+        return self.send_message(dst, make, what, timeout, cid, hold=hold)
 
-    def send_message(self, dst: int, make, what: str, timeout: float, cid=None) -> Future:
-        """Register a call and send `make(call_id)` (the message's bytes) to `dst`."""
+    def send_message(self, dst: int, make, what: str, timeout: float, cid=None,
+                     tag: int = TAG_REQUEST, hold=None) -> Future:
+        """Register a call and send `make(call_id)` (the message's bytes) to `dst` on `tag`."""
         call_id = next(self._ids)
         fut = self.new_future()
-        call = _Call(fut, what, _deadline(timeout), timeout, cid, dst, None)
+        call = _Call(fut, what, _deadline(timeout), timeout, cid, dst, None, hold)
         with self._lock:
             self._calls[call_id] = call
         try:
-            self._post(dst, make(call_id), TAG_REQUEST)
+            self._post(dst, make(call_id), tag)
             # its answer comes to the prober: keep it probing hot
             self._backoff.hit(time.perf_counter())
         except BaseException:
@@ -399,11 +417,15 @@ class Agent:
                         return src, buf
                 elif tag == TAG_RESPONSE:
                     self._answer(src, buf)
+                elif tag == TAG_FORKS:
+                    self._serve_forks(src, buf)
                 continue
             if self._sends:
                 with self._lock:
                     self._sends = [(r, b) for r, b in self._sends if not r.Test()]
             if now >= next_check:
+                if self._fork_records:  # (a batch a millisecond at most)
+                    self.flush_forks()
                 self._expire(now)
                 if self._abandoned:
                     self._drop_abandoned(status)
@@ -465,6 +487,8 @@ class Agent:
         env = manifest["rpc"]
         if env.get("ok") is not True:
             raise remote_error(env.get("error"), self.workers[src])
+        if type(manifest) is wire.Decoded:  # the binary form: read already, no autograd edges
+            return manifest.value
         value, tensors = decode(manifest, buffers, _Source("the answer from", self.workers[src]))
         if call.cid is not None and env.get("grads"):
             _autograd()._incoming(call.cid, src, env["grads"], tensors)
@@ -494,8 +518,11 @@ class Agent:
             cid = env.get("cid")
             if cid is not None and not isinstance(cid, int):
                 raise RuntimeError("RPC: bad autograd context id in the request")
-            payload, tensors = decode(manifest, buffers,
-                                      _Source("the request from", self.workers[src]))
+            if type(manifest) is wire.Decoded:  # the binary form: read already (cid None)
+                payload = manifest.value
+            else:
+                payload, tensors = decode(manifest, buffers,
+                                          _Source("the request from", self.workers[src]))
             if cid is None:
                 result = handler(self, src, env, payload)
             else:
@@ -568,6 +595,142 @@ class Agent:
                 fut = self._owned[rref_id] = self.new_future()
             return fut
 
+    # -- RRef lifetime -------------------------------------------------------------------------
+    # PyTorch's Remote Reference Protocol: each RRef object is one fork of its RRef id (a user's
+    # or the owner's own), and the owner deletes the value once no fork is left. A fork is made
+    # by the worker that makes the object or sends an RRef in a message (`new_fork`); a fork
+    # made off the owner is announced to it in this worker's records, before any later record
+    # of this worker (the one dropping the sender's own fork included), and MPI keeps the
+    # order of one sender's messages: so the owner learns of a new user before the sender's
+    # drop can free the value. The new fork's own drop comes from another worker and may
+    # arrive before its announcement: it is kept (`_Forks.early`) until that comes.
+    def create(self, rref_id: int, fork: int) -> None:
+        """Mark the value of `rref_id` created here, with its first fork (the caller's of
+        `remote`, or the owner's own object); RuntimeError when that id exists already."""
+        with self._lock:
+            st = self._forks_of(rref_id)
+            if st.created:
+                raise RuntimeError(f"RPC: RRef id {rref_id} exists already on {self.name}")
+            st.created = True
+            self._fork_event(rref_id, fork, True)
+
+    def new_fork(self, owner: int, rref_id: int) -> int:
+        """A new fork of RRef `rref_id` (of `owner`) made here: its id. The owner (this worker)
+        counts it at once; another owner is told in this worker's next records."""
+        fork = self.new_rref_id()
+        if owner == self.rank:
+            with self._lock:
+                self._fork_event(rref_id, fork, True)
+        else:
+            self._fork_records.append((owner, wire.FORK_ANNOUNCE, rref_id, fork))
+        return fork
+
+    def drop_fork(self, owner: int, rref_id: int, fork: int) -> None:
+        """Record that fork `fork` is gone (from RRef.__del__: no lock, no MPI; sent by the
+        prober)."""
+        self._fork_records.append((owner, wire.FORK_DROP, rref_id, fork))
+
+    def _forks_of(self, rref_id: int) -> "_Forks":
+        st = self._forks.get(rref_id)
+        if st is None:
+            st = self._forks[rref_id] = _Forks()
+        return st
+
+    def _fork_event(self, rref_id: int, fork: int, announce: bool):
+        """Apply one record (under self._lock); the reason when it contradicts the forks
+        known (None when applied). Deletes the value once it was created and no fork is
+        left."""
+        st = self._forks_of(rref_id)
+        if announce:
+            if fork in st.live:
+                return f"fork {fork} of RRef {rref_id} announced twice"
+            if fork in st.early:
+                st.early.discard(fork)
+            else:
+                st.live.add(fork)
+        elif fork in st.live:
+            st.live.discard(fork)
+        elif fork in st.early:
+            return f"fork {fork} of RRef {rref_id} dropped twice"
+        else:
+            st.early.add(fork)
+        if not st.live and not st.early:  # nothing left to remember
+            del self._forks[rref_id]
+            if st.created:  # (else its creation is still to come: its slot waits for it)
+                self._owned.pop(rref_id, None)
+        return None
+
+    def _apply_forks(self, src: int, records) -> list:
+        """Apply records from worker `src` (their ids checked first: a message of any record
+        it could not have made is refused whole); the reasons of records not applied."""
+        for op, rref_id, fork in records:
+            if rref_id >> 40 >= self.size or fork >> 40 >= self.size:
+                raise RuntimeError(f"RPC: a fork record from {self.workers[src]} names an id "
+                                   f"made by no worker ({rref_id}, {fork})")
+            if op == wire.FORK_ANNOUNCE and fork >> 40 != src:
+                raise RuntimeError(f"RPC: {self.workers[src]} announced fork {fork}, which "
+                                   f"another worker made")
+        problems = []
+        with self._lock:
+            for op, rref_id, fork in records:
+                why = self._fork_event(rref_id, fork, op == wire.FORK_ANNOUNCE)
+                if why is not None:
+                    problems.append(why)
+        return problems
+
+    def _serve_forks(self, src: int, buf: np.ndarray) -> None:
+        """Apply a batch of fork records (on the prober, in the order they came) and
+        acknowledge it, or answer why it is refused."""
+        call_id = wire.call_id_of(buf)
+        try:
+            try:
+                records = wire.unpack_forks(buf)
+            except wire.MessageError as e:
+                raise RuntimeError(f"RPC: the fork records from {self.workers[src]} are not a "
+                                   f"valid message: {e}") from None
+            problems = self._apply_forks(src, records)
+            if problems:
+                raise RuntimeError(f"RPC: {len(problems)} fork records from "
+                                   f"{self.workers[src]} refused: {'; '.join(problems)}")
+        except RuntimeError as e:
+            if call_id is not None:
+                self._respond_error(src, call_id, TAG_RESPONSE, e)
+            return
+        self._post(src, wire.pack_value(call_id, None), TAG_RESPONSE)
+
+    def flush_forks(self, wait: bool = False) -> list:
+        """Send the fork records made so far, each owner's in one message in the order they
+        were made (this worker's own applied here); the Futures of their acknowledgements.
+        One thread at a time (it keeps the order); without `wait`, none when another is at
+        it."""
+        if not self._flushing.acquire(blocking=wait):
+            return []
+        try:
+            records = self._fork_records
+            batches: dict = {}
+            problems = []
+            while records:
+                owner, op, rref_id, fork = records.popleft()
+                if owner != self.rank:
+                    batches.setdefault(owner, []).append((op, rref_id, fork))
+                    continue
+                with self._lock:
+                    why = self._fork_event(rref_id, fork, op == wire.FORK_ANNOUNCE)
+                if why is not None:
+                    problems.append(why)
+            if problems:
+                _report_fork_error(RuntimeError("; ".join(problems)))
+            futs = []
+            timeout = self.options.rpc_timeout
+            for owner, batch in batches.items():
+                fut = self.send_message(owner, lambda cid, b=batch: wire.pack_forks(cid, b),
+                                        "RRef fork records", timeout, tag=TAG_FORKS)
+                fut.add_done_callback(_fork_ack)
+                futs.append(fut)
+            return futs
+        finally:
+            self._flushing.release()
+
     # -- ending ------------------------------------------------------------------------------
     def drain(self) -> None:
         """Wait until every request this worker serves is answered; later ones are refused."""
@@ -587,6 +750,28 @@ class Agent:
             if t is not threading.current_thread():
                 t.join(max(0.0, deadline - time.perf_counter()))
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+class _Forks:
+    """The forks of one RRef id on its owner: `live` (announced, not dropped), `early`
+    (dropped before their announcement came), and whether its value was `created` (a `remote`
+    creates it when served, and forks of it may come and go before)."""
+    __slots__ = ("live", "early", "created")
+
+    def __init__(self):
+        self.live, self.early, self.created = set(), set(), False
+
+
+def _report_fork_error(e: BaseException) -> None:
+    # records are sent from the prober for objects already gone: no caller to raise to
+    sys.stderr.write(f"jitorch.distributed.rpc: RRef fork records refused: {e}\n")
+
+
+def _fork_ack(fut) -> None:
+    try:
+        fut.result()
+    except BaseException as e:  # noqa: BLE001
+        _report_fork_error(e)
 
 
 def _reply_tag(env, tag_range: int) -> int:
@@ -637,10 +822,16 @@ def encode(obj):
     """(manifest, storages, tensors requiring grad as (node id, tensor)) of a payload."""
     from ...serialization import to_manifest
     _encoding.active = True
+    _encoding.forks = forks = []  # (agent, owner, RRef id, fork) made for the message
     try:
         manifest, storages, enc = to_manifest(obj, wire.FORMAT, wire.VERSION)
+    except BaseException:
+        for a, owner, rref_id, fork in forks:  # no message: its forks go at once
+            a.drop_fork(owner, rref_id, fork)
+        raise
     finally:
         _encoding.active = False
+        _encoding.forks = None
     if enc.arrays:
         raise TypeError("RPC arguments and results carry tensors, not NumPy arrays: convert "
                         "them with jitorch.from_numpy")
@@ -660,6 +851,11 @@ def encode_compact(obj):
 
 def encoding() -> bool:
     return getattr(_encoding, "active", False)
+
+
+def encoded_fork(agent, owner: int, rref_id: int, fork: int) -> None:
+    """Note a fork made for the message being encoded (dropped if its encoding fails)."""
+    _encoding.forks.append((agent, owner, rref_id, fork))
 
 
 _PROTOCOL_CLASSES: dict = {}  # path -> class: what a message may hold beyond the user's list

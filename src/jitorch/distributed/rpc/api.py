@@ -11,8 +11,10 @@ containers, `RRef`s and `WorkerInfo`s, and objects of classes allowed with
 `jitorch.serialization.add_safe_globals`.
 
 RRefs: `remote` returns at once an RRef whose value the callee (its owner) is creating; the
-owner keeps it until `shutdown` (there is no distributed reference counting yet). `to_here`
-fetches a copy; `rpc_sync()/rpc_async()/remote()` call a method of the value on its owner.
+owner keeps it while any RRef object to it lives on any worker, its own included (agent.py,
+"RRef lifetime": each object is a fork, announced when sent and dropped by `__del__`).
+`to_here` fetches a copy; `rpc_sync()/rpc_async()/remote()` call a method of the value on its
+owner.
 """
 from __future__ import annotations
 
@@ -147,6 +149,7 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
             raise RuntimeError(f"init_rpc: worker names must be unique, got {dup} more than once")
         workers = [WorkerInfo(n, i) for i, n in enumerate(names)]
         _state["agent"] = _agent_mod.Agent(name, opts, comm.Get_rank(), size, comm, workers)
+        _state["agent"].start()
     install_fault_hooks()
 
 
@@ -194,10 +197,11 @@ def _begin(mode: str, to, what: str):
     return a, dst, key, c, c.begin_async(key, "rpc") if c is not None else None
 
 
-def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout) -> Future:
-    """An asynchronous call ("async", "remote"): a Future of its answer."""
+def _invoke(mode: str, to, envelope: dict, payload, what: str, timeout, hold=None) -> Future:
+    """An asynchronous call ("async", "remote"): a Future of its answer (`hold` lives until
+    it comes)."""
     a, dst, key, c, ev = _begin(mode, to, what)
-    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout))
+    fut = a.request(dst.id, envelope, payload, key, _timeout_s(a, timeout), hold)
     if ev is not None:  # on whichever thread the answer arrives
         concurrent.futures.Future.add_done_callback(fut, lambda _: c.end(ev))
     return fut
@@ -237,7 +241,7 @@ def remote(to, func, args=None, kwargs=None, timeout=UNSET_RPC_TIMEOUT) -> "RRef
     name = wire.qualified_name(func)
     a = _agent()
     dst = _worker(a, to)
-    rref = RRef._user(dst.id, a.new_rref_id())
+    rref = RRef._user(a, dst.id, a.new_rref_id())
     rref._created = _invoke("remote", dst, {"op": "remote", "fn": name, "rref": rref._id},
                             _call_payload(args, kwargs), _display_name(func), timeout)
     return rref
@@ -252,11 +256,15 @@ def shutdown(graceful: bool = True, timeout: float = 0) -> None:
                            "first.")
     if graceful:
         from .._work import wait_requests
-        for f in a.pending():
-            try:
-                f.wait()
-            except BaseException:  # noqa: BLE001 - its caller saw (or ignored) the error
-                pass
+        while True:  # the calls in flight and the fork records made so far (a call's end
+            pending = a.flush_forks(wait=True) + a.pending()  # may drop forks: again)
+            if not pending:
+                break
+            for f in pending:
+                try:
+                    f.wait()
+                except BaseException:  # noqa: BLE001 - its caller saw (or ignored) the error
+                    pass
         limit = timeout or (a.options.rpc_timeout if a.options.rpc_timeout > 0 else 1800)
         wait_requests([a.comm.Ibarrier()], "rpc.shutdown", limit, a.rank)
         a.drain()  # every request this worker serves is answered
@@ -293,14 +301,16 @@ class _Proxy:
             env = {"op": "method", "rref": rref._id, "method": method}
             payload = _call_payload(args, kwargs)
             what = f"{method}"
+            # (the call holds `rref` until its answer: its fork keeps the value it uses)
             if mode == "remote":
-                out = RRef._user(rref._owner, a.new_rref_id())
+                out = RRef._user(a, rref._owner, a.new_rref_id())
                 env.update(result_rref=out._id)
-                out._created = _invoke("remote", rref._owner, env, payload, what, timeout)
+                out._created = _invoke("remote", rref._owner, env, payload, what, timeout,
+                                       rref)
                 return out
             if mode == "sync":
                 return _invoke_sync(rref._owner, env, payload, what, timeout)
-            return _invoke(mode, rref._owner, env, payload, what, timeout)
+            return _invoke(mode, rref._owner, env, payload, what, timeout, rref)
         return call
 
 
@@ -308,32 +318,55 @@ class RRef:
     """`rpc.RRef`: a reference to a value owned by one worker. `RRef(value)` makes this worker
     the owner of `value`; `remote` returns RRefs owned by the callee."""
 
+    # Each object is one fork of its RRef (`_fork`, agent.py "RRef lifetime"): made with the
+    # object (`RRef(value)`, `remote`: its id is the RRef's) or when an RRef is sent (the
+    # sender makes the receiver's fork, `__getstate__`), dropped by `__del__`.
     def __init__(self, value=None, type_hint=None):
         a = _agent()
-        self._owner = a.rank
-        self._id = a.new_rref_id()
-        self._created = None
+        self._agent, self._owner, self._id, self._created = a, a.rank, a.new_rref_id(), None
+        self._fork = self._id
         a.owned(self._id).set_result(value)
+        a.create(self._id, self._fork)
 
     @classmethod
-    def _user(cls, owner: int, rref_id: int) -> "RRef":
+    def _user(cls, a, owner: int, rref_id: int) -> "RRef":
+        """The caller's RRef of a `remote` call: its fork is the RRef's id (the owner counts
+        it when it creates the value)."""
         r = cls.__new__(cls)
-        r._owner, r._id, r._created = owner, rref_id, None
+        r._agent, r._owner, r._id, r._fork, r._created = a, owner, rref_id, rref_id, None
         return r
+
+    def __del__(self):
+        # (the collector may run this on any thread, inside any lock: it only appends a
+        # record, which the agent's prober sends)
+        a = self.__dict__.get("_agent")
+        if a is not None and a._running:
+            a.drop_fork(self._owner, self._id, self._fork)
 
     # sent only inside RPC messages (as PyTorch: "RRef is not picklable outside RPC")
     def __getstate__(self):
         if not _agent_mod.encoding():
             raise RuntimeError("RRef can only be sent inside RPC arguments and results, not "
                                "saved or pickled")
-        return {"_owner": self._owner, "_id": self._id}
+        a = _agent()
+        fork = a.new_fork(self._owner, self._id)  # the receiver's
+        _agent_mod.encoded_fork(a, self._owner, self._id, fork)
+        return {"_owner": self._owner, "_id": self._id, "_fork": fork}
 
     def __setstate__(self, state):
-        owner, rid = state.get("_owner"), state.get("_id")
+        owner, rid, fork = state.get("_owner"), state.get("_id"), state.get("_fork")
+        a = _agent()
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
-                   for v in (owner, rid)) or owner >= _agent().size:
+                   for v in (owner, rid, fork)) or owner >= a.size or \
+                rid >> 40 >= a.size or fork >> 40 >= a.size:
             raise RuntimeError(f"RPC: a malformed RRef in a message: {state!r}")
         self._owner, self._id, self._created = owner, rid, None
+        if owner == a.rank:  # back on its owner: a fork of the owner's own, the sent one gone
+            self._fork = a.new_fork(owner, rid)
+            a.drop_fork(owner, rid, fork)
+        else:
+            self._fork = fork
+        self._agent = a
 
     def is_owner(self) -> bool:
         return self._owner == _agent().rank
@@ -385,11 +418,13 @@ class RRef:
 
 # --- serving (agent._OPS) ---------------------------------------------------------------------
 def _args(payload):
-    if not isinstance(payload, dict) or not isinstance(payload.get("args"), tuple) or \
-            not isinstance(payload.get("kwargs"), dict) or \
-            not all(isinstance(k, str) for k in payload["kwargs"]):
+    if type(payload) is not dict:
         raise RuntimeError("RPC: malformed call arguments")
-    return payload["args"], payload["kwargs"]
+    args, kwargs = payload.get("args"), payload.get("kwargs")
+    if type(args) is not tuple or type(kwargs) is not dict or \
+            (kwargs and not all(type(k) is str for k in kwargs)):
+        raise RuntimeError("RPC: malformed call arguments")
+    return args, kwargs
 
 
 def _run(func, payload):
@@ -413,10 +448,16 @@ def _rref_id(env, key="rref") -> int:
     return rid
 
 
-def _store(agent, rref_id: int, compute) -> Future:
-    """Fill the owner's slot of `rref_id` with `compute()` (a value or a Future); a Future
-    completed (with None) when it is filled, the answer to the creating call."""
+def _store(agent, src: int, rref_id: int, compute) -> Future:
+    """Create the value of RRef `rref_id` for a `remote` of worker `src`: fill the owner's
+    slot with `compute()` (a value or a Future), the caller's fork (whose id is the RRef's,
+    made by the caller) its first; a Future completed (with None) when it is filled, the
+    answer to the creating call."""
+    if rref_id >> 40 != src:
+        raise RuntimeError(f"RPC: {agent.workers[src]} asks to create RRef {rref_id}, an id it "
+                           f"did not make")
     slot = agent.owned(rref_id)
+    agent.create(rref_id, rref_id)  # (after the slot: a drop that came first frees it now)
     done = agent.new_future()
 
     def fill(value=None, error=None):
@@ -447,7 +488,7 @@ def _store(agent, rref_id: int, compute) -> Future:
 
 def _serve_remote(agent, src, env, payload):
     func = wire.resolve(env.get("fn"))
-    return _store(agent, _rref_id(env), lambda: _run(func, payload))
+    return _store(agent, src, _rref_id(env), lambda: _run(func, payload))
 
 
 def _serve_fetch(agent, src, env, payload):
@@ -469,12 +510,12 @@ def _serve_method(agent, src, env, payload):
         return fn(*args, **kwargs)
     if slot.done():
         if "result_rref" in env:
-            return _store(agent, _rref_id(env, "result_rref"), call)
+            return _store(agent, src, _rref_id(env, "result_rref"), call)
         return call()
     out = agent.new_future()  # the value is still being created: call once it is
     slot.add_done_callback(lambda _: _settle(out, call))
     if "result_rref" in env:
-        return _store(agent, _rref_id(env, "result_rref"), lambda: out)
+        return _store(agent, src, _rref_id(env, "result_rref"), lambda: out)
     return out
 
 

@@ -26,6 +26,9 @@ forms:
 Storages are the tensors' raw bytes, copied once into the message and received as views of the
 receive buffer.
 
+The RRef lifetime messages (a batch of forks announced and dropped) have a binary form of their
+own (`pack_forks`), on a tag of their own.
+
 Functions travel by name, "module:qualname" (`qualified_name`), and the callee finds them with
 `resolve`, which never imports, evaluates or unpickles anything: the module must already be
 imported there, the name is looked up attribute by attribute in `vars()` (no `__getattr__`,
@@ -131,13 +134,15 @@ def unpack(buf: np.ndarray) -> tuple[int, dict, list]:
     pos = _PREFIX.size
     if n > (total - pos) // 8 or m > total:
         raise MessageError("its header claims more storages or manifest bytes than it holds")
-    sizes = (_SIZE_STRUCTS.get(n) or struct.Struct(f"<{n}Q")).unpack_from(buf, pos) if n else ()
+    # (a Struct kept for the counts of storages calls carry, not for any a message claims)
+    sizes = (_sizes(n) if n <= 64 else struct.Struct(f"<{n}Q")).unpack_from(buf, pos) \
+        if n else ()
     pos += 8 * n
     if pos + m > total:
         raise MessageError("its manifest runs past its end")
     end = pos + m
-    binary = m and buf[pos] in _BINARY_KINDS
     head = buf[pos:end].tobytes()  # (tens of bytes: indexing bytes is faster than a buffer's)
+    binary = m and head[0] in _BINARY_KINDS
     if not binary:
         try:
             manifest = _loads(str(head, "utf-8"))
@@ -352,11 +357,11 @@ def pack_call(call_id: int, fn: str, reply: int, args: tuple) -> bytes:
     if type(args) is not tuple or len(args) > _MAX_ITEMS or len(name) > 0xFFFF or \
             not 0 <= reply <= 0xFFFFFFFF:
         raise NotCompact
-    fmt = ["<BBHI", str(len(name)), "s"]
+    fmt = ["BBHI", str(len(name)), "s"]
     vals = [_CALL, len(args), len(name), reply, name]
     storages: list = []
     _items(args, fmt, vals, storages)
-    return _frame(call_id, struct.pack("".join(fmt), *vals), storages)
+    return _binary_frame(call_id, fmt, vals, storages)
 
 
 def pack_value(call_id: int, value) -> bytes:
@@ -368,11 +373,50 @@ def pack_value(call_id: int, value) -> bytes:
             raise NotCompact
     else:
         kind, items = _VALUE, (value,)
-    fmt = ["<BB"]
+    fmt = ["BB"]
     vals = [kind, len(items)]
     storages: list = []
     _items(items, fmt, vals, storages)
-    return _frame(call_id, struct.pack("".join(fmt), *vals), storages)
+    return _binary_frame(call_id, fmt, vals, storages)
+
+
+# (struct format of a binary manifest's fields, number of storages) -> (the Struct of the
+# message up to its first storage: prefix, storage sizes, the fields, padding; the manifest's
+# length). A call site sends the same kinds of values again and again: one struct.pack makes
+# that whole head (with _frame's layout) instead of one for the fields and one for the rest.
+_HEADS: dict = {}
+_MAX_HEADS = 4096
+
+
+def _binary_frame(call_id: int, fmt: list, vals: list, storages: list) -> bytes:
+    """The bytes of one message of a binary manifest (fields `vals` of struct format `fmt`,
+    without byte order) and `storages` (arrays)."""
+    n = len(storages)
+    key = ("".join(fmt), n)
+    hit = _HEADS.get(key)
+    if hit is None:
+        if len(_HEADS) >= _MAX_HEADS:  # (formats of long strings vary without end)
+            _HEADS.clear()
+        m = struct.calcsize("<" + key[0])
+        pad = -(_PREFIX.size + 8 * n + m) % _ALIGN if n else 0
+        hit = _HEADS[key] = (struct.Struct(f"<QQQ{n}Q{key[0]}{pad}x"), m)
+    head, m = hit
+    if not n:
+        return head.pack(call_id, 0, m, *vals)
+    parts = [b""]
+    sizes = []
+    for a in storages:
+        size = a.nbytes
+        sizes.append(size)
+        parts.append(a)
+        if size % _ALIGN:
+            parts.append(_ZEROS[:-size % _ALIGN])
+    parts[0] = head.pack(call_id, n, m, *sizes, *vals)
+    try:
+        return b"".join(parts)  # (reads any C-contiguous buffer)
+    except (BufferError, TypeError, ValueError):  # a strided tensor: copied contiguous
+        return b"".join(np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a
+                        for a in parts)
 
 
 def _items(values, fmt: list, vals: list, storages: list) -> None:
@@ -456,17 +500,18 @@ def _read_items(head: bytes, pos: int, n: int, buffers: list) -> tuple:
         _tensor_type()
     out = []
     used = 0
+    dtypes = _DTYPE_LIST
     for _ in range(n):
         code = head[pos]
         pos += 1
         if code == _TENSOR_ITEM:
             dcode, ndim = head[pos], head[pos + 1]
             pos += 2
-            if dcode >= len(_DTYPE_LIST):
+            if dcode >= len(dtypes):
                 raise MessageError(f"its binary manifest names dtype code {dcode}")
-            shape = _dims(ndim).unpack_from(head, pos)
+            shape = (_DIMS.get(ndim) or _dims(ndim)).unpack_from(head, pos)
             pos += 8 * ndim
-            out.append(_tensor_of(used, _DTYPE_LIST[dcode], shape, buffers))
+            out.append(_tensor_of(used, dtypes[dcode], shape, buffers))
             used += 1
         elif code == _INT:
             out.append(_I64.unpack_from(head, pos)[0])
@@ -498,6 +543,46 @@ def _dims(ndim: int) -> struct.Struct:
     if st is None:
         st = _DIMS[ndim] = struct.Struct(f"<{ndim}q")
     return st
+
+
+# --- fork records -----------------------------------------------------------------------------
+# The RRef lifetime messages (agent.py, "RRef lifetime"): a batch of records, each a fork of an
+# RRef announced or dropped, for their owner:
+#   u8 4 | u32 number of records | per record: u8 op ("A" announce, "D" drop) | u64 RRef id |
+#   u64 fork id
+# Reading it yields only those numbers; the owner checks what they name.
+_FORKS_KIND = 4
+_FORKS_HEAD = struct.Struct("<BI")
+_FORK_RECORD = struct.Struct("<BQQ")
+FORK_ANNOUNCE, FORK_DROP = b"AD"
+
+
+def pack_forks(call_id: int, records: list) -> bytes:
+    """The message of fork records [(op, RRef id, fork id)]."""
+    head = [_FORKS_HEAD.pack(_FORKS_KIND, len(records))]
+    head += [_FORK_RECORD.pack(op, rid, fork) for op, rid, fork in records]
+    return _frame(call_id, b"".join(head), [])
+
+
+def unpack_forks(buf: np.ndarray) -> list:
+    """[(op, RRef id, fork id)] of a fork-records message; MessageError when it is not one."""
+    total = buf.size
+    if total < _PREFIX.size:
+        raise MessageError(f"a message of {total} bytes is shorter than its header")
+    _, n, m = _PREFIX.unpack_from(buf)
+    if n or m != total - _PREFIX.size:
+        raise MessageError("fork records carry no storages and fill the message")
+    head = buf[_PREFIX.size:].tobytes()
+    if m < _FORKS_HEAD.size or head[0] != _FORKS_KIND:
+        raise MessageError("it is not a batch of fork records")
+    count = _FORKS_HEAD.unpack_from(head)[1]
+    if m != _FORKS_HEAD.size + count * _FORK_RECORD.size:
+        raise MessageError(f"it claims {count} fork records in {m} bytes")
+    records = list(_FORK_RECORD.iter_unpack(head[_FORKS_HEAD.size:]))
+    for op, _, _ in records:
+        if op != FORK_ANNOUNCE and op != FORK_DROP:
+            raise MessageError(f"a fork record of unknown operation {op}")
+    return records
 
 
 # --- names ------------------------------------------------------------------------------------
@@ -594,13 +679,14 @@ def resolve(name) -> object:
     """The function or class a message names, or RuntimeError saying why it is refused."""
     hit = _RESOLVED.get(name) if type(name) is str else None
     if hit is not None:
-        m, steps, found = hit
-        mod, _, qual = name.partition(":")
-        if sys.modules.get(mod) is m and \
-                all(vars(ns).get(part) is held for ns, part, held in steps) and \
-                getattr(found, "__module__", None) == mod and \
+        m, steps, found, mod, qual = hit
+        if sys.modules.get(mod) is m and getattr(found, "__module__", None) == mod and \
                 getattr(found, "__qualname__", None) == qual:
-            return found
+            for ns, part, held in steps:
+                if vars(ns).get(part) is not held:
+                    break
+            else:
+                return found
         del _RESOLVED[name]
     return _resolve(name)
 
@@ -645,5 +731,5 @@ def _resolve(name) -> object:
     if getattr(found, "__module__", None) != mod or getattr(found, "__qualname__", None) != qual:
         raise refuse("the name finds an object defined elsewhere (RPC calls functions by the "
                      "name they were defined under)")
-    _RESOLVED[name] = (module, tuple(steps), found)
+    _RESOLVED[name] = (module, tuple(steps), found, mod, qual)
     return found
