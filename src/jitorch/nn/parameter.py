@@ -10,6 +10,7 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._tensor import Tensor, _new
 from .._creation import empty
+from .._device import CPU
 from .._ops.registry import FAST_TYPES
 
 __all__ = ["Parameter", "Buffer"]
@@ -20,6 +21,8 @@ def _share(cls, data: Tensor):
     t._data = data._data
     t._dtype = data._dtype
     t._version = data._version  # in-place writes through either name bump one counter
+    if data._device is not CPU:  # a CUDA tensor's parameter stays on its device
+        t._device = data._device
     return t
 
 
