@@ -115,6 +115,15 @@ def test_module_to_device_trains_there(device):
     assert m.cpu() is m and all(p.device.type == "cpu" for p in m.parameters())
 
 
+def test_parameters_made_on_a_device_stay_there(device):
+    # nn.Parameter(t) and the modules' `device=` argument (FSDP's flat parameters are made so)
+    t = jitorch.ones(3, device=device)
+    assert nn.Parameter(t).device == t.device
+    m = nn.Linear(2, 3, device=device)
+    assert m.weight.device == t.device and m.bias.device == t.device
+    assert m(jitorch.ones(1, 2, device=device)).device == t.device
+
+
 def test_save_and_load_keep_the_device(device, tmp_path):
     t = jitorch.arange(4.0, device=device)
     m = nn.Linear(2, 2).to(device)

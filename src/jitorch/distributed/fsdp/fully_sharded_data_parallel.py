@@ -46,7 +46,7 @@ from ...autograd import grad_mode
 from ...nn.modules.module import ATTR_VERSION, Module
 from ...nn.parameter import Parameter
 from ..._device import CPU, as_device, backend_of
-from ..._device.transfer import host, same_device
+from ..._device.transfer import host
 from .. import distributed_c10d as c10d
 
 __all__ = ["BackwardPrefetch", "CPUOffload", "FullStateDictConfig", "FullyShardedDataParallel",
@@ -380,8 +380,8 @@ class FullyShardedDataParallel(Module):
     def _reduce_scatter_grad(self, full: Tensor) -> None:
         """The full gradient, averaged over the ranks, goes into this rank's shard's .grad."""
         u = self._unit
-        shard = same_device(Tensor._make(backend_of(self._flat._device).xp.empty_like(
-            self._flat._data), self._flat.dtype), self._flat)
+        with grad_mode.no_grad():  # (on the shard's device, made as any factory makes it)
+            shard = self._flat.new_empty(self._flat.shape)
         g = full.grad
         c10d.reduce_scatter_tensor(shard, g.contiguous(), op=c10d.ReduceOp.AVG,
                                    group=self.process_group)
