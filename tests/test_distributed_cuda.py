@@ -5,7 +5,10 @@ back into the device tensors, for async_op on wait), mixed-device calls refused 
 RuntimeError; DistributedDataParallel of a module split over cuda:0 and cuda:1 and of a
 single-device module with `device_ids` against PyTorch's `_test_DDP_niter` oracle (DDP on
 per-rank slices equals single-process training on the whole batch, every iteration), and
-PyTorch's ValueErrors for device_ids that do not fit the module."""
+PyTorch's ValueErrors for device_ids that do not fit the module; FullyShardedDataParallel of CUDA
+modules (moved by `device_id`, or already there) against DDP, its shards, gradients and state
+dicts on the device or offloaded to the CPU; RPC moving CUDA tensors by device maps (requests by
+the caller's map, answers by its inverse) and PyTorch's RuntimeErrors without one."""
 from dist_jobs import mpi_job, ok_lines
 
 SIM2 = {"JITORCH_CUDA_SIM": "1", "JITORCH_CUDA_SIM_DEVICES": "2"}

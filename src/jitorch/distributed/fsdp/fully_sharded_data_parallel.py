@@ -140,7 +140,10 @@ def _compute_device(module: Module, device_id):
     (a CPU module is moved there first); a module on several devices is refused."""
     want = None if device_id is None else as_device(device_id)
     devices = {p._device for p in module.parameters()}
-    if len(devices) > 1 and not (len(devices) == 2 and CPU in devices and want is not None):
+    if len(devices) == 2 and CPU in devices and want is None:
+        raise RuntimeError("To support a module with both CPU and GPU params, please pass in "
+                           "device_id argument.")
+    if len(devices) > 1 and not (len(devices) == 2 and CPU in devices):
         raise RuntimeError(f"FSDP only supports single device modules but got params on "
                            f"{sorted(str(d) for d in devices)}")
     if want is not None and CPU in devices:
