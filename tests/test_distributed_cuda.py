@@ -436,6 +436,16 @@ def raises(msg, fn):
 
 
 r = MPI.COMM_WORLD.Get_rank()  # before init_rpc
+# maps are checked on every worker in init_rpc (all raise alike), as PyTorch checks them
+for bad, msg in (({"worker9": {0: 1}}, "Node worker0 has invalid target node names"),
+                 ({"worker1": {7: 1}}, "Node worker0 has source devices with invalid indices "
+                                       "in its device map for worker1")):
+    try:
+        rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+            device_maps=bad if r == 0 else None))
+        raise AssertionError(msg)
+    except ValueError as e:
+        assert msg in str(e), str(e)
 opts = rpc.TensorPipeRpcBackendOptions(num_worker_threads=2)
 if r == 0:  # worker0's cuda:0 is worker1's cuda:1 (and cuda:1 its cuda:0); worker1 maps nothing
     opts.set_device_map("worker1", {0: 1})

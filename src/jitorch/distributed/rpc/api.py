@@ -154,22 +154,51 @@ def _response_locate(reverse_map, dst: str):
 
 def _exchange_device_maps(pg, opts, names: list, me: str) -> list:
     """Every worker's map for this one, inverted (by rank; None where it has none): the
-    reverse maps answers use (collective, in init_rpc)."""
+    reverse maps answers use. Collective (init_rpc): every worker sends its maps, `devices`
+    and device count, and every worker checks them all as PyTorch's `_validate_device_maps`
+    does, so all raise the same ValueError or none does."""
     import json
     import numpy as np
     from ..distributed_c10d import _allgather_bytes
-    mine = {to: {str(k): str(v) for k, v in m.items()}
-            for to, m in getattr(opts, "device_maps", {}).items()}
-    unknown = sorted(set(mine) - set(names))
-    if unknown:
-        raise ValueError(f"init_rpc: device_maps names workers that do not exist: {unknown}")
-    got = _allgather_bytes(pg, np.frombuffer(json.dumps(mine).encode("utf-8"), np.uint8),
-                           "init_rpc")
-    out = []
-    for raw in got:
-        m = json.loads(bytes(raw).decode("utf-8")).get(me)
-        out.append(None if m is None else {_as_device(v): _as_device(k) for k, v in m.items()})
-    return out
+    maps, devices = getattr(opts, "device_maps", {}), getattr(opts, "devices", [])
+    count = -1  # unknown: a worker that names no device does not look for CUDA
+    if maps or devices:
+        from ..._device import cuda_backend
+        be = cuda_backend()
+        count = be.count() if be is not None else 0
+    mine = {"maps": {to: {str(k): str(v) for k, v in m.items()} for to, m in maps.items()},
+            "devices": [str(d) for d in devices], "count": count}
+    got = [json.loads(bytes(raw).decode("utf-8")) for raw in _allgather_bytes(
+        pg, np.frombuffer(json.dumps(mine).encode("utf-8"), np.uint8), "init_rpc")]
+    by_name = dict(zip(names, got))
+    for src, info in by_name.items():
+        _validate_device_maps(src, info, by_name, names)
+    return [None if info["maps"].get(me) is None else
+            {_as_device(v): _as_device(k) for k, v in info["maps"][me].items()} for info in got]
+
+
+def _validate_device_maps(src: str, info: dict, by_name: dict, names: list) -> None:
+    """PyTorch's checks of worker `src`'s device maps (its ValueErrors): known target workers,
+    devices among a worker's `devices` when it lists them, else valid indices."""
+    def valid(devs, worker_info):
+        n = worker_info["count"]
+        return n < 0 or all(_as_device(d).type != "cuda" or 0 <= (_as_device(d).index or 0) < n
+                            for d in devs)
+    if not set(info["maps"]).issubset(names):
+        raise ValueError(f"Node {src} has invalid target node names in its device maps\n"
+                         f"device maps = {list(info['maps'])}\nnode names = {names}")
+    for dst, m in info["maps"].items():
+        for side, devs, owner in (("source", m.keys(), info),
+                                  ("target", m.values(), by_name[dst])):
+            if owner["devices"]:
+                if not set(devs).issubset(owner["devices"]):
+                    raise ValueError(f"Node {src} has unexpected {side} devices in its device "
+                                     f"map for {dst}\ndevice map = {m}\ndevices = "
+                                     f"{owner['devices']}")
+            elif not valid(devs, owner):
+                raise ValueError(f"Node {src} has {side} devices with invalid indices in its "
+                                 f"device map for {dst}\ndevice map = {m}\ndevice count = "
+                                 f"{owner['count']}")
 
 
 class WorkerInfo:
