@@ -91,8 +91,8 @@ def _to_device_map(device_map) -> dict:
 class TensorPipeRpcBackendOptions(RpcBackendOptions):
     """`rpc.TensorPipeRpcBackendOptions`: `num_worker_threads` (the pool that serves calls),
     `rpc_timeout`, `init_method`, `device_maps` ({worker name: {this worker's device: the
-    callee's}}, also `set_device_map`) and `devices` (accepted: staging through host memory
-    needs no per-device setup)."""
+    callee's}}, also `set_device_map`) and `devices` (the devices maps may name here, checked
+    in init_rpc; staging through host memory needs no per-device setup)."""
 
     def __init__(self, *, num_worker_threads: int = 16,
                  rpc_timeout: float = DEFAULT_RPC_TIMEOUT_SEC, init_method: str = "env://",
