@@ -335,19 +335,20 @@ class Net(nn.Module):
         return self.head(self.b1(x)) + self.shift
 
 
-def make():
-    jitorch.manual_seed(0)
+def make(seed=0):
+    jitorch.manual_seed(seed)
     return Net()
 
 
 S = ShardingStrategy
 rng = np.random.default_rng(r)
 # FULL_SHARD with nested units on a CPU module moved by device_id; SHARD_GRAD_OP on a module
-# already on the device
+# already on the device, different on each rank: rank 0's values broadcast
 for strategy, on_device in ((S.FULL_SHARD, False), (S.SHARD_GRAD_OP, True)):
-    ddp = DDP(make().to(DEV), device_ids=[r])
+    seed = 10 + r if on_device else 0
+    ddp = DDP(make(seed).to(DEV), device_ids=[r])
     if on_device:
-        fsdp = FSDP(make().to(DEV), sharding_strategy=strategy)
+        fsdp = FSDP(make(seed).to(DEV), sharding_strategy=strategy, sync_module_states=True)
     else:
         fsdp = FSDP(make(), sharding_strategy=strategy, device_id=r,
                     auto_wrap_policy=functools.partial(transformer_auto_wrap_policy,
