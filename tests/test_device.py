@@ -5,6 +5,7 @@ Device-generic tests take the `device` fixture (cpu, and cuda where this process
 tests/devices.py); tests of what only exists with CUDA take `cuda` (parametrised over the cuda
 devices under test: with none they are reported as not run, and the session header says why).
 Run the cuda tier with `JITORCH_CUDA_SIM=1` (docs/cuda.md)."""
+import copy
 import io
 import json
 import zipfile
@@ -113,6 +114,19 @@ def test_module_to_device_trains_there(device):
     assert all(p.device.type == device and p.grad.device.type == device
                for p in m.parameters())
     assert m.cpu() is m and all(p.device.type == "cpu" for p in m.parameters())
+
+
+def test_parameters_made_or_copied_on_a_device_stay_there(device):
+    # nn.Parameter(t) and the modules' `device=` argument (FSDP's flat parameters are made so)
+    t = jitorch.ones(3, device=device)
+    assert nn.Parameter(t).device == t.device
+    m = nn.Linear(2, 3, device=device)
+    assert m.weight.device == t.device and m.bias.device == t.device
+    assert m(jitorch.ones(1, 2, device=device)).device == t.device
+    m.weight.grad = jitorch.ones(3, 2, device=device)
+    c = copy.deepcopy(m)  # a copied module stays on the device, its grads too
+    assert c.weight.device == t.device and c.weight.grad.device == t.device
+    assert c(jitorch.ones(1, 2, device=device)).device == t.device
 
 
 def test_save_and_load_keep_the_device(device, tmp_path):

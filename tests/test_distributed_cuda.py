@@ -5,7 +5,10 @@ back into the device tensors, for async_op on wait), mixed-device calls refused 
 RuntimeError; DistributedDataParallel of a module split over cuda:0 and cuda:1 and of a
 single-device module with `device_ids` against PyTorch's `_test_DDP_niter` oracle (DDP on
 per-rank slices equals single-process training on the whole batch, every iteration), and
-PyTorch's ValueErrors for device_ids that do not fit the module."""
+PyTorch's ValueErrors for device_ids that do not fit the module; FullyShardedDataParallel of CUDA
+modules (moved by `device_id`, or already there) against DDP, its shards, gradients and state
+dicts on the device or offloaded to the CPU; RPC moving CUDA tensors by device maps (requests by
+the caller's map, answers by its inverse) and PyTorch's RuntimeErrors without one."""
 from dist_jobs import mpi_job, ok_lines
 
 SIM2 = {"JITORCH_CUDA_SIM": "1", "JITORCH_CUDA_SIM_DEVICES": "2"}
@@ -294,3 +297,202 @@ def test_ddp_on_cuda_modules_matches_single_process_training(tmp_path):
     oks = ok_lines(p)
     assert len(oks) == 2, p.stdout + p.stderr
     assert all(float(x) < 1e-5 for line in oks for x in line.split()[2:]), oks
+
+
+FSDP = r'''
+import functools
+import numpy as np
+import jitorch
+import jitorch.distributed as dist
+from jitorch import nn
+from jitorch.nn.parallel import DistributedDataParallel as DDP
+from jitorch.distributed.fsdp import (FullyShardedDataParallel as FSDP, ShardingStrategy,
+                                      StateDictType, FullStateDictConfig)
+from jitorch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+
+dist.init_process_group("mpi")
+r, n = dist.get_rank(), dist.get_world_size()
+DEV = jitorch.device(f"cuda:{r}")
+
+
+class Block(nn.Module):
+    def __init__(self, a, b):
+        super().__init__()
+        self.lin = nn.Linear(a, b)
+
+    def forward(self, x):
+        return jitorch.tanh(self.lin(x))
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.b1 = Block(5, 7)
+        self.head = nn.Linear(7, 3)
+        self.register_buffer("shift", jitorch.full((3,), 0.5))
+
+    def forward(self, x):
+        return self.head(self.b1(x)) + self.shift
+
+
+def make(seed=0):
+    jitorch.manual_seed(seed)
+    return Net()
+
+
+S = ShardingStrategy
+rng = np.random.default_rng(r)
+# FULL_SHARD with nested units on a CPU module moved by device_id; SHARD_GRAD_OP on a module
+# already on the device, different on each rank: rank 0's values broadcast
+for strategy, on_device in ((S.FULL_SHARD, False), (S.SHARD_GRAD_OP, True)):
+    seed = 10 + r if on_device else 0
+    ddp = DDP(make(seed).to(DEV), device_ids=[r])
+    if on_device:
+        fsdp = FSDP(make(seed).to(DEV), sharding_strategy=strategy, sync_module_states=True)
+    else:
+        fsdp = FSDP(make(), sharding_strategy=strategy, device_id=r,
+                    auto_wrap_policy=functools.partial(transformer_auto_wrap_policy,
+                                                       transformer_layer_cls={Block}))
+    assert fsdp.compute_device == DEV and fsdp.module.shift.device == DEV
+    assert all(p.device == DEV for p in fsdp.parameters())
+    opt_d = jitorch.optim.SGD(ddp.parameters(), lr=0.2, momentum=0.9)
+    opt_f = jitorch.optim.SGD(fsdp.parameters(), lr=0.2, momentum=0.9)
+    for step in range(2):
+        x = jitorch.tensor(rng.standard_normal((4, 5)), dtype=jitorch.float32)  # CPU inputs
+        y = jitorch.tensor(rng.standard_normal((4, 3)), dtype=jitorch.float32).to(DEV)
+        opt_d.zero_grad()
+        opt_f.zero_grad()
+        out = fsdp(x)
+        assert out.device == DEV, out.device
+        if not on_device:  # the nested unit freed its parameters after forward
+            assert not hasattr(fsdp.module.b1.module.lin, "weight")
+        ld = nn.functional.mse_loss(ddp(x), y)
+        lf = nn.functional.mse_loss(out, y)
+        ld.backward()
+        lf.backward()
+        assert all(p.grad.device == DEV for p in fsdp.parameters())
+        assert abs(ld.item() - lf.item()) < 1e-5, (strategy, step, ld.item(), lf.item())
+        opt_d.step()
+        opt_f.step()
+    assert all(p.device == DEV for p in fsdp.parameters())
+    want = ddp.module.state_dict()
+    sd = fsdp.state_dict()  # default config: every rank, tensors on the device
+    assert list(sd) == list(want) and all(v.device == DEV for v in sd.values()), sd
+    with FSDP.state_dict_type(fsdp, StateDictType.FULL_STATE_DICT,
+                              FullStateDictConfig(offload_to_cpu=True, rank0_only=True)):
+        sd = fsdp.state_dict()
+    if r == 0:
+        assert list(sd) == list(want), (list(sd), list(want))
+        assert all(v.device.type == "cpu" for v in sd.values())
+        worst = max(float((sd[k] - want[k].cpu()).abs().max()) for k in want)
+        assert worst < 1e-5, (strategy, worst)
+    else:
+        assert sd == {}, list(sd)
+    print(f"[OK fsdp {strategy.name} {r}]")
+
+for bad, exc, msg in (
+        (lambda: FSDP(make().to(DEV), device_id=1 - r), ValueError,
+         f"Inconsistent compute device and `device_id` on rank {r}: cuda:{r} vs cuda:{1 - r}"),
+        (lambda: FSDP(nn.Sequential(nn.Linear(2, 2).to("cuda:0"), nn.Linear(2, 2).to("cuda:1"))),
+         RuntimeError, "FSDP only supports single device modules")):
+    try:
+        bad()
+        raise AssertionError(msg)
+    except exc as e:
+        assert msg in str(e), str(e)
+print(f"[OK errors {r}]")
+'''
+
+
+def test_fsdp_on_cuda_modules_matches_ddp(tmp_path):
+    p = mpi_job(tmp_path, FSDP, 2, extra_env=SIM2, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == sorted(f"OK {w} {r}" for w in ("fsdp FULL_SHARD", "fsdp SHARD_GRAD_OP",
+                                                        "errors") for r in range(2)), p.stdout
+
+
+RPC = r'''
+import jitorch
+import jitorch.distributed.rpc as rpc
+from mpi4py import MPI
+
+C0, C1 = jitorch.device("cuda:0"), jitorch.device("cuda:1")
+
+
+def where(x):  # the device the argument arrived on, and a result on that device
+    return str(x.device), x * 2
+
+
+def on_device(i):  # a CUDA tensor made on the callee
+    return jitorch.ones(2, device=f"cuda:{i}")
+
+
+def raises(msg, fn):
+    try:
+        fn()
+    except RuntimeError as e:
+        assert msg in str(e), str(e)
+        return
+    raise AssertionError(f"expected RuntimeError: {msg}")
+
+
+r = MPI.COMM_WORLD.Get_rank()  # before init_rpc
+# maps are checked on every worker in init_rpc (all raise alike), as PyTorch checks them
+for bad, msg in (({"worker9": {0: 1}}, "Node worker0 has invalid target node names"),
+                 ({"worker1": {7: 1}}, "Node worker0 has source devices with invalid indices "
+                                       "in its device map for worker1")):
+    try:
+        rpc.init_rpc(f"worker{r}", rpc_backend_options=rpc.TensorPipeRpcBackendOptions(
+            device_maps=bad if r == 0 else None))
+        raise AssertionError(msg)
+    except ValueError as e:
+        assert msg in str(e), str(e)
+opts = rpc.TensorPipeRpcBackendOptions(num_worker_threads=2)
+if r == 0:  # worker0's cuda:0 is worker1's cuda:1 (and cuda:1 its cuda:0); worker1 maps nothing
+    opts.set_device_map("worker1", {0: 1})
+    opts.set_device_map("worker1", {"cuda:1": C0})
+    try:
+        opts.set_device_map("worker1", {0: 0})
+        raise AssertionError("a second target for cuda:0")
+    except ValueError as e:
+        assert "`set_device_map` only supports 1-to-1 mapping" in str(e), str(e)
+rpc.init_rpc(f"worker{r}", rank=r, world_size=2, rpc_backend_options=opts)
+if r == 0:
+    x = jitorch.arange(3.0, device=C0)
+    dev, y = rpc.rpc_sync("worker1", where, args=(x,))
+    assert dev == "cuda:1" and y.device == C0 and y.tolist() == [0.0, 2.0, 4.0], (dev, y)
+    dev, y = rpc.rpc_async("worker1", where, args=(x.to(C1),)).wait()
+    assert dev == "cuda:0" and y.device == C1, (dev, y.device)
+    rref = rpc.remote("worker1", where, args=(x,))
+    dev, y = rref.to_here()
+    assert dev == "cuda:1" and y.device == C0, (dev, y.device)
+    dev, y = rpc.rpc_sync("worker1", where, args=(jitorch.arange(3.0),))  # CPU stays CPU
+    assert dev == "cpu" and y.device.type == "cpu"
+    assert rpc.rpc_sync("worker1", on_device, args=(1,)).device == C0
+    raises("Response device mapping is not available for destination worker0 for device "
+           "cuda:2 but received a tensor on that device.",
+           lambda: rpc.rpc_sync("worker1", on_device, args=(2,)))
+else:  # no device map: PyTorch's errors, for a request and for an answer
+    raises("TensorPipe RPC backend only supports CPU tensors by default, please move your "
+           "tensors to CPU before sending them over RPC, or call `set_device_map` on "
+           "`TensorPipeRpcBackendOptions` to explicitly configure device mapping. Request "
+           "device mapping is not available for destination worker0 for device cuda:1 but "
+           "received a tensor on that device.",
+           lambda: rpc.rpc_sync("worker0", where, args=(jitorch.ones(2, device=C1),)))
+    raises("Request device mapping is not available for destination worker0",
+           lambda: rpc.remote("worker0", where, args=({"t": [jitorch.ones(1, device=C0)]},))
+           .to_here())
+    raises("Response device mapping is not available for destination worker1, but found "
+           "tensor on device: cuda:0", lambda: rpc.rpc_sync("worker0", on_device, args=(0,)))
+    assert rpc.rpc_sync("worker0", where, args=(jitorch.ones(2),))[0] == "cpu"
+rpc.shutdown()
+print(f"[OK {r}]")
+'''
+
+
+def test_rpc_moves_cuda_tensors_by_device_maps(tmp_path):
+    # three devices: worker1's cuda:2 is in no map
+    p = mpi_job(tmp_path, RPC, 2, extra_env=dict(SIM2, JITORCH_CUDA_SIM_DEVICES="3"),
+                timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert ok_lines(p) == ["OK 0", "OK 1"], p.stdout + p.stderr

@@ -10,6 +10,8 @@ from __future__ import annotations
 from .. import _dtype as dt
 from .._tensor import Tensor, _new
 from .._creation import empty
+from .._device import CPU
+from .._device.transfer import data_copy
 from .._ops.registry import FAST_TYPES
 
 __all__ = ["Parameter", "Buffer"]
@@ -20,6 +22,8 @@ def _share(cls, data: Tensor):
     t._data = data._data
     t._dtype = data._dtype
     t._version = data._version  # in-place writes through either name bump one counter
+    if data._device is not CPU:  # a CUDA tensor's parameter stays on its device
+        t._device = data._device
     return t
 
 
@@ -50,10 +54,10 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
-        data = Tensor._make(self._data.copy(), self._dtype)
+        data = data_copy(self)  # (on the parameter's device, as its grad's copy)
         result = type(self)(data, self._requires_grad)
         if self._grad is not None:
-            result._grad = Tensor._make(self._grad._data.copy(), self._grad._dtype)
+            result._grad = data_copy(self._grad)
         memo[id(self)] = result
         return result
 

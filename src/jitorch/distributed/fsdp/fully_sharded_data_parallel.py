@@ -16,10 +16,16 @@ views into an unsharded flat tensor:
     shard's `.grad` (accumulating, like `.grad`), and the unsharded buffer is dropped;
   * SHARD_GRAD_OP keeps the unsharded parameters from forward to the end of backward;
   * NO_SHARD keeps the whole flat parameter on every rank and all-reduces its gradient (DDP).
-`auto_wrap_policy` (wrap.py) wraps submodules in nested units first. Under
+`auto_wrap_policy` (wrap.py) wraps submodules in nested units first.
+CUDA: the unit computes on its module's device (`compute_device`: the device of the module's
+parameters, or `device_id`, to which a CPU module is moved first, as PyTorch's FSDP does); the
+flat parameter, its shard, the unsharded buffer and the gradients live there, the all-gathers and
+reduce-scatters go through the collectives' host staging (distributed_c10d), the root moves its
+tensor inputs to the device, and the optimizer steps on the device shards. Under
 `FSDP.state_dict_type(model, StateDictType.FULL_STATE_DICT, FullStateDictConfig(...))` (the
 default type) `state_dict()` gathers every unit and returns the original names and full
-tensors (only on rank 0 with `rank0_only=True`; other ranks get an empty dict).
+tensors (only on rank 0 with `rank0_only=True`; other ranks get an empty dict), on the CPU with
+`offload_to_cpu=True` (parameters and buffers), else on the unit's device.
 Every collective is blocking and issued in forward/backward order, the same on every rank.
 Not supported (NotImplementedError naming them): HYBRID_SHARD, mixed precision, ignored modules
 or states, `param_init_fn`, `use_orig_params=True`, LOCAL/SHARDED state dicts,
@@ -39,6 +45,8 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...nn.modules.module import ATTR_VERSION, Module
 from ...nn.parameter import Parameter
+from ..._device import CPU, as_device, backend_of
+from ..._device.transfer import host
 from .. import distributed_c10d as c10d
 
 __all__ = ["BackwardPrefetch", "CPUOffload", "FullStateDictConfig", "FullyShardedDataParallel",
@@ -113,8 +121,50 @@ def _tensors(obj):
             yield from _tensors(x)
 
 
-def _address(a: np.ndarray) -> int:
-    return a.__array_interface__["data"][0]
+def _address(a) -> int:
+    """The address of a host (NumPy) or device (CuPy) array's first element."""
+    iface = getattr(a, "__cuda_array_interface__", None) or a.__array_interface__
+    return iface["data"][0]
+
+
+def _view_at(buf, offset: int, shape, strides):
+    """An array viewing `buf`'s memory from byte `offset` with `shape`/`strides` (a saved
+    tensor put back onto a re-gathered buffer): NumPy's or, on a GPU, CuPy's constructor."""
+    if isinstance(buf, np.ndarray):
+        return np.ndarray(shape, buf.dtype, buffer=buf, offset=offset, strides=strides)
+    return type(buf)(shape, buf.dtype, memptr=buf.data + offset, strides=strides)
+
+
+def _compute_device(module: Module, device_id):
+    """PyTorch's `_get_compute_device`: the device of the module's parameters, or `device_id`
+    (a CPU module is moved there first); a module on several devices is refused."""
+    want = None if device_id is None else as_device(device_id)
+    devices = {p._device for p in module.parameters()}
+    if len(devices) == 2 and CPU in devices and want is None:
+        raise RuntimeError("To support a module with both CPU and GPU params, please pass in "
+                           "device_id argument.")
+    if len(devices) > 1 and not (len(devices) == 2 and CPU in devices):
+        raise RuntimeError(f"FSDP only supports single device modules but got params on "
+                           f"{sorted(str(d) for d in devices)}")
+    if want is not None and CPU in devices:
+        module.to(want)
+        devices = {want}
+    dev = next(iter(devices), want if want is not None else CPU)
+    if want is not None and dev is not want:
+        raise ValueError(f"Inconsistent compute device and `device_id` on rank "
+                         f"{c10d.get_rank()}: {dev} vs {want}")
+    return dev
+
+
+def _to_device(obj, dev):
+    """`obj`'s tensors (in lists, tuples, dicts) moved to `dev` (the root's inputs)."""
+    if isinstance(obj, Tensor):
+        return obj.to(dev)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_device(x, dev) for x in obj)
+    if isinstance(obj, dict):
+        return {k: _to_device(v, dev) for k, v in obj.items()}
+    return obj
 
 
 class FullyShardedDataParallel(Module):
@@ -145,14 +195,11 @@ class FullyShardedDataParallel(Module):
             if bad:
                 raise NotImplementedError(f"jitorch: FullyShardedDataParallel's {what} is not "
                                           f"supported yet")
-        if any(p.device.type != "cpu" for p in module.parameters()):
-            raise NotImplementedError("jitorch: FullyShardedDataParallel of a module on CUDA "
-                                      "is not supported yet (DDP and the collectives take CUDA "
-                                      "tensors)")
         pg = c10d._resolve(process_group)
         if pg is None:
             raise ValueError("FullyShardedDataParallel: this rank is not in the process group")
         self.process_group = pg
+        self.compute_device = _compute_device(module, device_id)
         self.sharding_strategy = strategy
         self.cpu_offload = cpu_offload
         self.backward_prefetch = backward_prefetch
@@ -164,7 +211,8 @@ class FullyShardedDataParallel(Module):
             def wrap(m):
                 return FullyShardedDataParallel(
                     m, process_group=pg, sharding_strategy=strategy, cpu_offload=cpu_offload,
-                    backward_prefetch=backward_prefetch, sync_module_states=sync_module_states)
+                    backward_prefetch=backward_prefetch, sync_module_states=sync_module_states,
+                    device_id=device_id)
             _recursive_wrap(module, _as_policy(auto_wrap_policy), wrap, only_wrap_children=True)
         self._fsdp_wrapped_module = module
         # the unit's own bookkeeping is plain Python, out of Module's attribute tables
@@ -217,14 +265,14 @@ class FullyShardedDataParallel(Module):
         chunk = -(-total // n) if sharded else total
         flat = np.zeros(chunk * n if sharded else total, order[0]._data.dtype)
         off = 0
-        for p in order:
-            flat[off:off + p.numel()] = p._data.reshape(-1)
+        for p in order:  # built on the host once, then placed on the compute device
+            flat[off:off + p.numel()] = host(p).reshape(-1)
             off += p.numel()
         data = flat[r * chunk:(r + 1) * chunk].copy() if sharded else flat
         for uses in u["uses"]:
             for m, name in uses:
                 del m._parameters[name]
-        flat_param = Parameter(Tensor._make(data, order[0].dtype))
+        flat_param = Parameter(Tensor._make(data, order[0].dtype).to(self.compute_device))
         self._fsdp_wrapped_module.register_parameter("_flat_param", flat_param)
         object.__setattr__(self, "_flat", flat_param)
         u["padded"] = chunk * n if sharded else total
@@ -242,11 +290,13 @@ class FullyShardedDataParallel(Module):
             self.sharding_strategy is not ShardingStrategy.NO_SHARD
 
     # --- unshard / reshard ------------------------------------------------------------------
-    def _all_gather(self) -> np.ndarray:
+    def _all_gather(self) -> Tensor:
+        """The unsharded flat parameter, a new tensor (no history) on the shard's device."""
         flat = self._flat
-        full = Tensor._make(np.empty(self._unit["padded"], flat._data.dtype), flat.dtype)
+        with grad_mode.no_grad():
+            full = flat.new_empty(self._unit["padded"])
         c10d.all_gather_into_tensor(full, flat.detach(), group=self.process_group)
-        return full._data
+        return full
 
     def _set_views(self, full: Tensor) -> None:
         """The original parameters as views of `full` (autograd views when grad is on)."""
@@ -274,7 +324,7 @@ class FullyShardedDataParallel(Module):
         if not self._sharded:
             self._set_views(self._flat)
             return
-        full = Tensor._make(self._all_gather(), self._flat.dtype)
+        full = self._all_gather()
         full.requires_grad_(grad_mode.is_grad_enabled())
         if full._requires_grad:
             full.register_post_accumulate_grad_hook(self._reduce_scatter_grad)
@@ -297,7 +347,8 @@ class FullyShardedDataParallel(Module):
             start = _address(a)
             if a.size and lo <= start < hi:
                 swapped.append((t, start - lo, a.shape, a.strides))
-                t._data = np.broadcast_to(np.zeros((), a.dtype), a.shape)
+                xp = backend_of(t._device).xp
+                t._data = xp.broadcast_to(xp.zeros((), a.dtype), a.shape)
 
         stack = [t._grad_fn for t in _tensors(outputs) if t._grad_fn is not None]
         while stack:
@@ -323,17 +374,17 @@ class FullyShardedDataParallel(Module):
         u = self._unit
         if u["regather"]:
             u["regather"] = False
-            buf = self._all_gather()
+            buf = self._all_gather()._data
             for t, offset, shape, strides in u["swapped"]:
-                t._data = np.ndarray(shape, buf.dtype, buffer=buf, offset=offset,
-                                     strides=strides)
+                t._data = _view_at(buf, offset, shape, strides)
             u["swapped"] = []
         return None
 
     def _reduce_scatter_grad(self, full: Tensor) -> None:
         """The full gradient, averaged over the ranks, goes into this rank's shard's .grad."""
         u = self._unit
-        shard = Tensor._make(np.empty_like(self._flat._data), self._flat.dtype)
+        with grad_mode.no_grad():  # (on the shard's device, made as any factory makes it)
+            shard = self._flat.new_empty(self._flat.shape)
         g = full.grad
         c10d.reduce_scatter_tensor(shard, g.contiguous(), op=c10d.ReduceOp.AVG,
                                    group=self.process_group)
@@ -356,6 +407,9 @@ class FullyShardedDataParallel(Module):
     # --- forward ----------------------------------------------------------------------------
     def forward(self, *args, **kwargs):
         is_root = getattr(_forward_depth, "n", 0) == 0
+        if is_root and self.compute_device is not CPU:
+            args, kwargs = _to_device(args, self.compute_device), \
+                _to_device(kwargs, self.compute_device)
         if self._flat is None:
             with _inside_forward():
                 return self._fsdp_wrapped_module(*args, **kwargs)
@@ -413,7 +467,9 @@ class FullyShardedDataParallel(Module):
         config = self._state_dict_config
         if getattr(config, "rank0_only", False) and self.process_group.rank() != 0:
             return OrderedDict()
-        out = OrderedDict((k.replace("_fsdp_wrapped_module.", ""), v) for k, v in sd.items())
+        cpu = getattr(config, "offload_to_cpu", False)
+        out = OrderedDict((k.replace("_fsdp_wrapped_module.", ""), v.cpu() if cpu else v)
+                          for k, v in sd.items())
         if destination is not None:
             destination.update(out)
             return destination
@@ -425,14 +481,13 @@ class FullyShardedDataParallel(Module):
         if self._flat is None:
             return lambda: None
         u = self._unit
-        full = self._all_gather() if self._sharded else self._flat._data
+        full = self._all_gather() if self._sharded else self._flat.detach()
         wrapped = self._fsdp_wrapped_module
         params = OrderedDict(wrapped._parameters)
         del wrapped._parameters["_flat_param"]
         off = 0
         for uses, numel, shape in zip(u["uses"], u["numels"], u["shapes"]):
-            p = Parameter(Tensor._make(full[off:off + numel].reshape(shape).copy(),
-                                       self._flat.dtype))
+            p = Parameter(full.narrow(0, off, numel).reshape(shape).clone())
             for m, name in uses:
                 m._parameters[name] = p
             off += numel

@@ -137,6 +137,9 @@ class Agent:
         from mpi4py import MPI
         self.MPI = MPI
         self.name, self.options, self.rank, self.size = name, options, rank, size
+        # per worker: where CUDA tensors of a request to it / an answer to it arrive (the
+        # device maps; init_rpc sets them, api._request_locate), None: where they are
+        self.locate_request = self.locate_response = [None] * size
         self.comm = comm
         self.direct = comm.Dup()  # collective: every rank makes its agent in init_rpc
         self.workers = workers
@@ -197,7 +200,7 @@ class Agent:
         envelope = dict(envelope, cid=cid)
         manifest, storages = encode_compact(payload)
         if manifest is None:
-            manifest, storages, tensors = encode(payload)
+            manifest, storages, tensors = encode(payload, self.locate_request[dst])
             if cid is not None:
                 envelope["grads"] = autograd._outgoing(cid, dst, tensors)
         manifest["rpc"] = envelope
@@ -560,7 +563,7 @@ class Agent:
         try:
             manifest, storages = encode_compact(value)
             if manifest is None:
-                manifest, storages, tensors = encode(value)
+                manifest, storages, tensors = encode(value, self.locate_response[src])
                 env = {"ok": True}
                 if cid is not None:
                     dist_autograd = _autograd()
@@ -818,13 +821,19 @@ class _Source:
 _encoding = threading.local()  # set while a message is encoded: RRefs may be pickled only then
 
 
-def encode(obj):
-    """(manifest, storages, tensors requiring grad as (node id, tensor)) of a payload."""
+def encode(obj, locate=None):
+    """(manifest, storages, tensors requiring grad as (node id, tensor)) of a payload.
+    `locate(device)`: the device (str) a CUDA tensor arrives on at the receiver (the device
+    maps, api.py), which raises when there is none; None: written where they are."""
     from ...serialization import to_manifest
     _encoding.active = True
     _encoding.forks = forks = []  # (agent, owner, RRef id, fork) made for the message
     try:
         manifest, storages, enc = to_manifest(obj, wire.FORMAT, wire.VERSION)
+        if locate is not None:
+            for t, node in enc.tensors:
+                if "device" in node:  # (a CUDA tensor: its values were copied to the host)
+                    node["device"] = locate(t._device)
     except BaseException:
         for a, owner, rref_id, fork in forks:  # no message: its forks go at once
             a.drop_fork(owner, rref_id, fork)

@@ -15,6 +15,14 @@ owner keeps it while any RRef object to it lives on any worker, its own included
 "RRef lifetime": each object is a fork, announced when sent and dropped by `__del__`).
 `to_here` fetches a copy; `rpc_sync()/rpc_async()/remote()` call a method of the value on its
 owner.
+
+CUDA tensors (PyTorch's CUDA RPC, `TensorPipeRpcBackendOptions(device_maps=...)` /
+`set_device_map`): a tensor on a device that the caller's map for the callee names travels
+through host memory (the general wire form, agent.encode) and arrives on the mapped device; an
+answer's CUDA tensors go back by the inverse of the caller's map (every worker learns the others'
+maps in init_rpc, as PyTorch's agent builds its reverse maps). A CUDA tensor on a device the map
+does not name raises PyTorch's RuntimeError (on the caller for a request, as the call's error for
+an answer). CPU tensors keep the binary and compact forms.
 """
 from __future__ import annotations
 
@@ -60,10 +68,31 @@ class RpcBackendOptions:
         self.init_method = init_method
 
 
+def _as_device(d):
+    """A device-map key or value as a device (an int is a CUDA device index), unchecked: the
+    other side of a map names the callee's devices."""
+    from ... import device
+    return d if isinstance(d, device) else device(d)
+
+
+def _to_device_map(device_map) -> dict:
+    """PyTorch's `_to_device_map`: {device: device}, one-to-one."""
+    full, reverse = {}, {}
+    for k, v in dict(device_map).items():
+        k, v = _as_device(k), _as_device(v)
+        if v in reverse:
+            raise ValueError(f"`device_map` only supports 1-to-1 mapping, trying to map {k} "
+                             f"and {reverse[v]} to {v}")
+        full[k] = v
+        reverse[v] = k
+    return full
+
+
 class TensorPipeRpcBackendOptions(RpcBackendOptions):
     """`rpc.TensorPipeRpcBackendOptions`: `num_worker_threads` (the pool that serves calls),
-    `rpc_timeout`, `init_method`. Device maps are for CUDA tensors, which RPC does not move
-    yet (NotImplementedError)."""
+    `rpc_timeout`, `init_method`, `device_maps` ({worker name: {this worker's device: the
+    callee's}}, also `set_device_map`) and `devices` (the devices maps may name here, checked
+    in init_rpc; staging through host memory needs no per-device setup)."""
 
     def __init__(self, *, num_worker_threads: int = 16,
                  rpc_timeout: float = DEFAULT_RPC_TIMEOUT_SEC, init_method: str = "env://",
@@ -72,20 +101,104 @@ class TensorPipeRpcBackendOptions(RpcBackendOptions):
         if int(num_worker_threads) < 1:
             raise ValueError(f"num_worker_threads must be positive, got {num_worker_threads}")
         self.num_worker_threads = int(num_worker_threads)
-        if device_maps or devices:
-            self._no_devices()
-        self.device_maps, self.devices = {}, []
+        self.device_maps = {to: _to_device_map(m) for to, m in (device_maps or {}).items()}
+        self.devices = [_as_device(d) for d in (devices or [])]
 
-    def set_device_map(self, to, device_map) -> None:
-        self._no_devices()
+    def set_device_map(self, to: str, device_map) -> None:
+        """Map this worker's devices to worker `to`'s (merged into an earlier map for `to`)."""
+        full = _to_device_map(device_map)
+        curr = self.device_maps.get(to, {})
+        for k, v in full.items():
+            if k in curr and v != curr[k]:
+                raise ValueError(f"`set_device_map` only supports 1-to-1 mapping, trying to map "
+                                 f"{k} to {v} and {curr[k]}")
+        self.device_maps[to] = {**curr, **full}
 
     def set_devices(self, devices) -> None:
-        self._no_devices()
+        self.devices = [_as_device(d) for d in devices]
 
-    @staticmethod
-    def _no_devices():
-        raise NotImplementedError("jitorch.distributed.rpc: device maps (CUDA tensors over RPC) "
-                                  "are not supported yet; RPC moves CPU tensors")
+
+_NO_MAP = ("TensorPipe RPC backend only supports CPU tensors by default, please move your "
+           "tensors to CPU before sending them over RPC, or call `set_device_map` on "
+           "`TensorPipeRpcBackendOptions` to explicitly configure device mapping. ")
+
+
+def _request_locate(device_map: dict, dst: str):
+    """The device a request's CUDA tensor on `dev` is written with for worker `dst`
+    (agent.encode's `locate`); PyTorch's RuntimeError when the map does not name `dev`."""
+    def locate(dev):
+        to = device_map.get(dev)
+        if to is None:
+            raise RuntimeError(f"{_NO_MAP}Request device mapping is not available for "
+                               f"destination {dst} for device {dev} but received a tensor on "
+                               f"that device.")
+        return str(to)
+    return locate
+
+
+def _response_locate(reverse_map, dst: str):
+    """As `_request_locate`, for an answer to worker `dst` (`reverse_map`: the inverse of its
+    map for this worker, or None when it has none)."""
+    def locate(dev):
+        to = None if reverse_map is None else reverse_map.get(dev)
+        if to is None:
+            if reverse_map is None:
+                raise RuntimeError(f"{_NO_MAP}Response device mapping is not available for "
+                                   f"destination {dst}, but found tensor on device: {dev}")
+            raise RuntimeError(f"TensorPipe RPC backend only supports CPU tensors by default. "
+                               f"Response device mapping is not available for destination "
+                               f"{dst} for device {dev} but received a tensor on that device.")
+        return str(to)
+    return locate
+
+
+def _exchange_device_maps(pg, opts, names: list, me: str) -> list:
+    """Every worker's map for this one, inverted (by rank; None where it has none): the
+    reverse maps answers use. Collective (init_rpc): every worker sends its maps, `devices`
+    and device count, and every worker checks them all as PyTorch's `_validate_device_maps`
+    does, so all raise the same ValueError or none does."""
+    import json
+    import numpy as np
+    from ..distributed_c10d import _allgather_bytes
+    maps, devices = getattr(opts, "device_maps", {}), getattr(opts, "devices", [])
+    count = -1  # unknown: a worker that names no device does not look for CUDA
+    if maps or devices:
+        from ..._device import cuda_backend
+        be = cuda_backend()
+        count = be.count() if be is not None else 0
+    mine = {"maps": {to: {str(k): str(v) for k, v in m.items()} for to, m in maps.items()},
+            "devices": [str(d) for d in devices], "count": count}
+    got = [json.loads(bytes(raw).decode("utf-8")) for raw in _allgather_bytes(
+        pg, np.frombuffer(json.dumps(mine).encode("utf-8"), np.uint8), "init_rpc")]
+    by_name = dict(zip(names, got))
+    for src, info in by_name.items():
+        _validate_device_maps(src, info, by_name, names)
+    return [None if info["maps"].get(me) is None else
+            {_as_device(v): _as_device(k) for k, v in info["maps"][me].items()} for info in got]
+
+
+def _validate_device_maps(src: str, info: dict, by_name: dict, names: list) -> None:
+    """PyTorch's checks of worker `src`'s device maps (its ValueErrors): known target workers,
+    devices among a worker's `devices` when it lists them, else valid indices."""
+    def valid(devs, worker_info):
+        n = worker_info["count"]
+        return n < 0 or all(_as_device(d).type != "cuda" or 0 <= (_as_device(d).index or 0) < n
+                            for d in devs)
+    if not set(info["maps"]).issubset(names):
+        raise ValueError(f"Node {src} has invalid target node names in its device maps\n"
+                         f"device maps = {list(info['maps'])}\nnode names = {names}")
+    for dst, m in info["maps"].items():
+        for side, devs, owner in (("source", m.keys(), info),
+                                  ("target", m.values(), by_name[dst])):
+            if owner["devices"]:
+                if not set(devs).issubset(owner["devices"]):
+                    raise ValueError(f"Node {src} has unexpected {side} devices in its device "
+                                     f"map for {dst}\ndevice map = {m}\ndevices = "
+                                     f"{owner['devices']}")
+            elif not valid(devs, owner):
+                raise ValueError(f"Node {src} has {side} devices with invalid indices in its "
+                                 f"device map for {dst}\ndevice map = {m}\ndevice count = "
+                                 f"{owner['count']}")
 
 
 class WorkerInfo:
@@ -148,8 +261,17 @@ def init_rpc(name, backend=None, rank=-1, world_size=None, rpc_backend_options=N
             dup = sorted({n for n in names if names.count(n) > 1})
             raise RuntimeError(f"init_rpc: worker names must be unique, got {dup} more than once")
         workers = [WorkerInfo(n, i) for i, n in enumerate(names)]
-        _state["agent"] = _agent_mod.Agent(name, opts, comm.Get_rank(), size, comm, workers)
-        _state["agent"].start()
+        try:
+            reverse = _exchange_device_maps(pg, opts, names, name)
+        except BaseException:
+            comm.Free()
+            raise
+        a = _agent_mod.Agent(name, opts, comm.Get_rank(), size, comm, workers)
+        maps = getattr(opts, "device_maps", {})
+        a.locate_request = [_request_locate(maps.get(w.name, {}), w.name) for w in workers]
+        a.locate_response = [_response_locate(reverse[w.id], w.name) for w in workers]
+        _state["agent"] = a
+        a.start()
     install_fault_hooks()
 
 
