@@ -330,9 +330,30 @@ class GuardedCache(FunctionCache):
     def __init__(self, py_func, sealed: bool = True):
         super().__init__(py_func)
         if sealed:
-            self._cache_file = _CheckedFile(cache_path=self._cache_path,
-                                            filename_base=self._impl.filename_base,
-                                            source_stamp=self._cache_file._source_stamp)
+            self._seal()
+
+    def _seal(self):
+        self._cache_file = _CheckedFile(cache_path=self._cache_path,
+                                        filename_base=self._impl.filename_base,
+                                        source_stamp=self._cache_file._source_stamp)
+
+    @classmethod
+    def replacing(cls, numba_cache, sealed: bool):
+        """The cache of the function of Numba's FunctionCache `numba_cache` (made when its
+        dispatcher was decorated), from its locator, file names and source stamp: Numba's
+        search for a locator test-writes a file in the cache directory, and a warm start made
+        it twice for each of its ~100 functions. Another Numba's cache: made afresh."""
+        try:
+            impl = cls._impl_class.__new__(cls._impl_class)
+            impl.__dict__.update(numba_cache._impl.__dict__)
+            self = cls.__new__(cls)
+            self.__dict__.update(numba_cache.__dict__)
+            self._impl = impl
+            if sealed:
+                self._seal()
+            return self
+        except AttributeError:  # (`_impl`, `_cache_file`: what this Numba's layout has)
+            return cls(numba_cache._py_func, sealed=sealed)
 
     def load_overload(self, sig, target_context):
         try:
@@ -471,7 +492,7 @@ def guard(module) -> None:
         # (kernel_call.py), directly or inside a library function linked into them
         own = owner == module.__name__
         try:
-            v._cache = (EntryCache if own else GuardedCache)(v.py_func, sealed=own)
+            v._cache = (EntryCache if own else GuardedCache).replacing(v._cache, sealed=own)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 
@@ -482,7 +503,7 @@ def guard_dispatcher(disp) -> None:
     a library function that itself calls symbols is loaded only once they are registered."""
     if type(getattr(disp, "_cache", None)) is FunctionCache:
         try:
-            disp._cache = EntryCache(disp.py_func, sealed=False)
+            disp._cache = EntryCache.replacing(disp._cache, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 
@@ -503,7 +524,7 @@ def guard_eager(module) -> None:
 def guard_eager_dispatcher(disp) -> None:
     if type(getattr(disp, "_cache", None)) is FunctionCache:
         try:
-            disp._cache = GuardedCache(disp.py_func, sealed=False)
+            disp._cache = GuardedCache.replacing(disp._cache, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             return
     if isinstance(disp._cache, GuardedCache):
