@@ -28,10 +28,15 @@ its functions through LLVM to learn the symbols the library defines (what
 (kernel_call.py), so that bitcode is almost never linked: here the defined symbols are read
 from the object file's ELF symbol table (the same set: for every defined function and global
 the object has a symbol of that name), and the bitcode is parsed only when a caller links the
-library (`_ObjectCodeLibrary`). Also the target context is refreshed once per process before
-loads, not before each (a load compiles nothing; a compile refreshes on its own), and
-the host's magic tuple in an index key is asked of LLVM once (`magic_tuple`). Any other
-entry (bitcode, a non-ELF object, another Numba's layout) loads Numba's way.
+library (`_ObjectCodeLibrary`). Numba refreshes the target context before every load: it
+imports Numba's whole implementation library and installs its typing and lowering registries
+(~0.1 s of a warm start), which only a compile uses (and a compile refreshes on its own). Here a
+load makes sure of what loading machine code needs (`_runtime_for_load`): Numba's runtime
+(NRT, whose C functions Numba registers at the first refresh) and every symbol the object file
+calls, known to LLVM's symbol table or defined by code loaded before; only an unknown one makes
+it refresh the context Numba's way first (once per process). The host's magic tuple in an
+index key is asked of LLVM once (`magic_tuple`). Any other entry (bitcode, a non-ELF object,
+another Numba's layout) is refreshed for and loads Numba's way.
 
 A load runs none of Numba's extension entry points (`numba_extensions`: in this environment
 rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba runs them
