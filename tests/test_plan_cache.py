@@ -192,3 +192,39 @@ def test_a_cached_load_fires_no_llvm_lock_events(cache_dir):
         cres = disp._cache.load_overload((types.int64,), disp.targetctx)
     assert cres is not None  # loaded, not compiled
     assert seen == []
+
+
+def test_a_record_of_another_shape_misses_quietly_and_a_failing_load_is_counted(
+        cache_dir, monkeypatch):
+    import warnings
+
+    from jitorch.script.runtime import plans
+    first = _run(_f)
+    jitorch.jit.reset_stats()
+    good = {"kernels": [], "module": "m", "entry": "e", "out_types": ["Tensor"],
+            "checks_overlap": False}
+    for bad in ([], {"kernels": 3}, dict(good, out_types=["no such ( type"]),
+                dict(good, module="_jitorch_prog_" + "0" * 24)):  # (not in the cache dir)
+        assert plans._load_program(bad, None) is None  # expected misses: quiet
+    assert jitorch.jit.stats()["plan_errors"] == 0
+
+    real = plans._WarmEntry.__init__
+
+    def broken(self, kind, *a, **k):
+        if kind == "compiled":  # (a loaded program's entry, not the build's autodiff entry)
+            raise ZeroDivisionError("a bug while loading")
+        real(self, kind, *a, **k)
+    # a failure that is no expected miss (here a bug building the entry) is counted and
+    # warned about once, and the specialisations are built as always
+    monkeypatch.setattr(plans._WarmEntry, "__init__", broken)
+    monkeypatch.setattr(plans, "_warned", [])
+    cache._loaded.clear()
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        plain, out, grad, _ = _run(_f)
+    said = [w for w in seen if "plan cache failed to load" in str(w.message)]
+    assert len(said) == 1 and "ZeroDivisionError: a bug while loading" in str(said[0].message)
+    st = jitorch.jit.stats()
+    assert st["plan_errors"] == 2 and st["plan_hits"] == 0  # the plain and the autodiff record
+    assert (plain, out) == first[:2]
+    np.testing.assert_array_equal(grad, first[2])

@@ -13,11 +13,14 @@ not install).
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numba import njit, types
 from numba.extending import intrinsic
 from llvmlite import ir
+
+from .script.kernels.numba_cache import guard_eager
 
 _OPTS = dict(nogil=True, cache=True)
 _f = np.float32
@@ -309,3 +312,6 @@ def fma64(x, b, c):
     for i in range(x.size):
         out[i] = _fma(x[i], b, c)
     return out
+
+
+guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/numba_cache.py)

@@ -16,8 +16,12 @@ calls, whose summation order follows the memory layout).
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from numba import njit
+
+from ..script.kernels.numba_cache import guard_eager
 
 ROW_MAX = 128  # NumPy's pairwise block: a longer innermost row splits in halves, not done here
 
@@ -107,3 +111,6 @@ def normalise_rows(e, dim):
             for j in range(n):
                 y[i, j, k] /= s
     return True
+
+
+guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/numba_cache.py)

@@ -194,9 +194,13 @@ class FunctionCompiler:
         st.fdef = fdefs[0]
         if isinstance(st.fdef, ast.AsyncFunctionDef):
             st.fail("async functions are not supported in scripted code", st.fdef)
-        st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
-        st.fdef = strip_grad_blocks(st.fdef, st.scope, st.fail)  # with no_grad(): ...
-        st.fdef = rewrite_regions(st.fdef, st.scope, st.fail)  # `with autocast(...)`
+        markers = ()
+        # the three rewrites change `with` statements only: a function without one (most of
+        # them) skips their three walks of its AST (a warm start scripts every function again)
+        if any(isinstance(n, (ast.With, ast.AsyncWith)) for n in ast.walk(st.fdef)):
+            st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
+            st.fdef = strip_grad_blocks(st.fdef, st.scope, st.fail)  # with no_grad(): ...
+            st.fdef = rewrite_regions(st.fdef, st.scope, st.fail)  # `with autocast(...)`
         st.graph = ir.Graph(name or fn.__name__)
         st.graph.profile_markers = markers  # record_function names (profiler ranges)
         st.block = st.graph.block

@@ -28,10 +28,26 @@ its functions through LLVM to learn the symbols the library defines (what
 (kernel_call.py), so that bitcode is almost never linked: here the defined symbols are read
 from the object file's ELF symbol table (the same set: for every defined function and global
 the object has a symbol of that name), and the bitcode is parsed only when a caller links the
-library (`_ObjectCodeLibrary`). Also the target context is refreshed once per process before
-loads, not before each (a load compiles nothing; a compile refreshes on its own), and
-the host's magic tuple in an index key is asked of LLVM once (`magic_tuple`). Any other
-entry (bitcode, a non-ELF object, another Numba's layout) loads Numba's way.
+library (`_ObjectCodeLibrary`). Numba refreshes the target context before every load: it
+imports Numba's whole implementation library and installs its typing and lowering registries
+(~0.1 s of a warm start), which only a compile uses (and a compile refreshes on its own). Here a
+load makes sure of what loading machine code needs (`_runtime_for_load`): Numba's runtime
+(NRT, whose C functions Numba registers at the first refresh) and every symbol the object file
+calls, known to LLVM's symbol table or defined by code loaded before; only an unknown one makes
+it refresh the context Numba's way first (once per process). The host's magic tuple in an
+index key is asked of LLVM once (`magic_tuple`). Any other entry (bitcode, a non-ELF object,
+another Numba's layout) is refreshed for and loads Numba's way.
+
+A load runs none of Numba's extension entry points (`numba_extensions`: in this environment
+rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba runs them
+(`numba.core.entrypoints.init_all`) from the target context's refresh and before typing a
+dispatcher's arguments, so that extensions are registered before anything compiles; a load
+compiles nothing. Here `init_all` does nothing while this thread refreshes the context for a
+load (`_entry_points_deferred`): it runs, as in Numba, at the next compile (Numba's compiler
+refreshes the context first) or the next call of any other dispatcher. jitorch's FFT programs
+import rocket_fft themselves (targets/cpu/lower_fft.py). `guard_eager` gives jitorch's own
+eager kernels (typed from NumPy arrays and scalars, which need no extension) the same checked
+load and leaves the entry points to their compile.
 """
 from __future__ import annotations
 
@@ -41,16 +57,18 @@ import os
 import pickle
 import struct
 import sys
+import threading
 import weakref
 
 from llvmlite import binding as _llb
 from llvmlite.binding import ffi as _ffi
 
-from numba.core import sigutils
+from numba.core import entrypoints as _entrypoints, sigutils
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompileResult
 from numba.core.dispatcher import Dispatcher
+from numba.core.runtime import rtsys
 
 from .log import log_enabled
 
@@ -126,23 +144,32 @@ def _files(cache_file) -> list:
 def _elf_defined_symbols(obj: bytes):
     """Names of the symbols an ELF64 little-endian object file defines (functions, globals;
     not sections or file names); None for any other object format."""
+    got = _elf_symbols(obj)
+    return None if got is None else got[0]
+
+
+def _elf_symbols(obj: bytes):
+    """(defined, undefined): the names of the symbols an ELF64 little-endian object file
+    defines (functions, globals; not sections or file names) and of those it refers to
+    without defining them; None for any other object format."""
     if obj[:4] != b"\x7fELF" or obj[4:6] != b"\x02\x01":
         return None
     shoff, = struct.unpack_from("<Q", obj, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", obj, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", obj, shoff + i * shentsize)
                 for i in range(shnum)]
-    names = set()
+    names, undefined = set(), set()
     for _, kind, _, _, offset, size, link, _, _, entsize in sections:
         if kind != 2:  # SHT_SYMTAB
             continue
         strtab = sections[link][4]
         for name, info, _, shndx, _, _ in struct.iter_unpack(
                 "<IBBHQQ", obj[offset:offset + size - size % entsize]):
-            if name and shndx != 0 and (info & 0xF) not in (3, 4):  # defined; not SECTION/FILE
+            if name and (info & 0xF) not in (3, 4):  # not SECTION/FILE
                 start = strtab + name
-                names.add(obj[start:obj.index(b"\0", start)].decode())
-    return names
+                (names if shndx != 0 else undefined).add(
+                    obj[start:obj.index(b"\0", start)].decode())
+    return names, undefined
 
 
 class _ObjectCodeLibrary(JITCodeLibrary):
@@ -159,13 +186,15 @@ class _ObjectCodeLibrary(JITCodeLibrary):
 
 
 def _object_symbols(codegen, state):
-    """The symbols an object-code entry's machine code defines, when `_load_object` can load
-    it; None otherwise (then Numba's own unserialize is used)."""
+    """(defined, undefined): the symbols an object-code entry's machine code defines and
+    those it calls, when `_load_object` can load it; None otherwise (then Numba's own
+    unserialize is used)."""
     name, kind, data = state
     if kind != "object" or codegen._library_class is not JITCodeLibrary or \
             not isinstance(getattr(codegen._engine, "_defined_symbols", None), set):
         return None
-    return _elf_defined_symbols(data[0]) or None
+    got = _elf_symbols(data[0])
+    return got if got and got[0] else None
 
 
 def _load_object(codegen, state, symbols):
@@ -188,13 +217,15 @@ class _LeanImpl(CompileResultCacheImpl):
         codegen = target_context.codegen()
         symbols = _object_symbols(codegen, payload[0]) if len(payload) == 9 else None
         if symbols is None:  # bitcode, not ELF, another Numba's CompileResult._reduce
+            _refresh_for_load(target_context)
             return super().rebuild(target_context, payload)
         (libdata, fndesc, env, signature, objectmode, lifted, typeann, reload_init,
          referenced_envs) = payload
         # the rest as Numba's CompileResult._rebuild
         for fn in reload_init or ():
             fn()
-        library = _load_object(codegen, libdata, symbols)
+        _runtime_for_load(target_context, symbols[1])
+        library = _load_object(codegen, libdata, symbols[0])
         cres = CompileResult(target_context=target_context,
                              typing_context=target_context.typing_context, library=library,
                              environment=env,
@@ -232,6 +263,69 @@ class _KnownMagic:
 
 _refreshed = weakref.WeakSet()  # the target contexts a load refreshed in this process
 
+# --- Numba's extension entry points: not run for a load (see the module doc) ------------------
+_NUMBA_INIT_ALL = getattr(_entrypoints.init_all, "__wrapped__", _entrypoints.init_all)
+_deferring = threading.local()  # .depth: this thread is refreshing a context for a load
+
+
+def _init_all():
+    """`numba.core.entrypoints.init_all`, except while this thread refreshes a target
+    context for a load: then nothing (not marked done: the next caller runs it)."""
+    if getattr(_deferring, "depth", 0):
+        return
+    _NUMBA_INIT_ALL()
+
+
+_init_all.__wrapped__ = _NUMBA_INIT_ALL
+# (Numba looks it up on the module at each call: dispatcher.py, cpu.py)
+_entrypoints.init_all = _init_all
+
+
+@contextlib.contextmanager
+def _entry_points_deferred():
+    _deferring.depth = getattr(_deferring, "depth", 0) + 1
+    try:
+        yield
+    finally:
+        _deferring.depth -= 1
+
+
+def _refresh_for_load(target_context) -> None:
+    """Numba's refresh before a load, once per context and process, without the entry
+    points (a compile refreshes, and runs them, on its own)."""
+    if target_context not in _refreshed:
+        with _entry_points_deferred():
+            target_context.refresh()
+        _refreshed.add(target_context)
+
+
+_resolved: set = set()  # symbols found in this process's symbol table (they stay there)
+
+
+def _runtime_for_load(target_context, calls) -> None:
+    """What loading object code that calls the symbols `calls` needs of Numba: its runtime
+    (NRT: Numba registers the symbols of its C API when the first compile or load refreshes
+    the context), and each symbol registered or defined by code already loaded. Numba's full
+    refresh (`_refresh_for_load`: it imports Numba's whole implementation library, ~0.1 s of a
+    warm start, for typing and lowering, which a load does not do) runs only when a symbol is
+    still unknown, e.g. the hash secret that numba.cpython.hashing registers on import."""
+    if target_context in _refreshed:
+        return
+    rtsys.initialize(target_context)
+    engine = target_context.codegen()._engine._defined_symbols
+    for sym in calls:
+        if sym not in _resolved and sym not in engine:
+            if not _llb.address_of_symbol(sym):
+                log(f"a cached overload calls {sym}, which nothing has registered yet: "
+                    "refreshing Numba's target context before loading it")
+                _refresh_for_load(target_context)
+                return
+            _resolved.add(sym)
+
+
+def _no_entry_points() -> None:
+    """The compilation-chain hook of jitorch's eager kernels (`guard_eager`)."""
+
 
 class GuardedCache(FunctionCache):
     """Numba's per-function disk cache with checked loads and saves that cannot fail a call."""
@@ -241,17 +335,36 @@ class GuardedCache(FunctionCache):
     def __init__(self, py_func, sealed: bool = True):
         super().__init__(py_func)
         if sealed:
-            self._cache_file = _CheckedFile(cache_path=self._cache_path,
-                                            filename_base=self._impl.filename_base,
-                                            source_stamp=self._cache_file._source_stamp)
+            self._seal()
+
+    def _seal(self):
+        self._cache_file = _CheckedFile(cache_path=self._cache_path,
+                                        filename_base=self._impl.filename_base,
+                                        source_stamp=self._cache_file._source_stamp)
+
+    @classmethod
+    def replacing(cls, numba_cache, sealed: bool):
+        """The cache of the function of Numba's FunctionCache `numba_cache` (made when its
+        dispatcher was decorated), from its locator, file names and source stamp: Numba's
+        search for a locator test-writes a file in the cache directory, and a warm start made
+        it twice for each of its ~100 functions. Another Numba's cache: made afresh."""
+        try:
+            impl = cls._impl_class.__new__(cls._impl_class)
+            impl.__dict__.update(numba_cache._impl.__dict__)
+            self = cls.__new__(cls)
+            self.__dict__.update(numba_cache.__dict__)
+            self._impl = impl
+            if sealed:
+                self._seal()
+            return self
+        except AttributeError:  # (`_impl`, `_cache_file`: what this Numba's layout has)
+            return cls(numba_cache._py_func, sealed=sealed)
 
     def load_overload(self, sig, target_context):
         try:
             with _quiet_llvm_lock():
-                # FunctionCache.load_overload without its refresh before every load
-                if target_context not in _refreshed:
-                    target_context.refresh()
-                    _refreshed.add(target_context)
+                # FunctionCache.load_overload without its refresh before every load (what a
+                # load needs of it, `_LeanImpl.rebuild` sees to)
                 cres = self._load_overload(sig, target_context)
             if cres is not None:
                 self._check_is_mine(cres, sig)
@@ -384,7 +497,7 @@ def guard(module) -> None:
         # (kernel_call.py), directly or inside a library function linked into them
         own = owner == module.__name__
         try:
-            v._cache = (EntryCache if own else GuardedCache)(v.py_func, sealed=own)
+            v._cache = (EntryCache if own else GuardedCache).replacing(v._cache, sealed=own)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
 
@@ -395,9 +508,32 @@ def guard_dispatcher(disp) -> None:
     a library function that itself calls symbols is loaded only once they are registered."""
     if type(getattr(disp, "_cache", None)) is FunctionCache:
         try:
-            disp._cache = EntryCache(disp.py_func, sealed=False)
+            disp._cache = EntryCache.replacing(disp._cache, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
+
+
+def guard_eager(module) -> None:
+    """For the `cache=True` njit functions that `module` (jitorch's eager kernels: the
+    random transforms, the small softmax loops, pooling) defines: a GuardedCache in Numba's
+    file format (checked, lean loads that run no extension entry points), and Numba's
+    compilation-chain hook, which runs the entry points before typing the arguments, left out:
+    these are typed from NumPy arrays and scalars, which need no extension, and a compile runs
+    the entry points itself (Numba's compiler refreshes the target context first)."""
+    for v in list(vars(module).values()):
+        if isinstance(v, Dispatcher) and getattr(v.py_func, "__module__", None) == \
+                module.__name__:
+            guard_eager_dispatcher(v)
+
+
+def guard_eager_dispatcher(disp) -> None:
+    if type(getattr(disp, "_cache", None)) is FunctionCache:
+        try:
+            disp._cache = GuardedCache.replacing(disp._cache, sealed=False)
+        except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
+            return
+    if isinstance(disp._cache, GuardedCache):
+        disp._compilation_chain_init_hook = _no_entry_points
 
 
 _said: set = set()

@@ -22,7 +22,8 @@ model of the program cache itself: what runs is exactly what that name was gener
 Numba loads their machine code from its own checked cache. A record that is damaged, of another
 format, names a module that is missing or altered, or was written half (files are written to a
 temp file and renamed) is a miss: the specialisation is built as always and the record
-rewritten.
+rewritten. Anything else that fails while a record loads is a bug, not a miss: it is counted
+(`stats()["plan_errors"]`) and warned about once per process, and the specialisation is built.
 
 What a hit does not have (the optimised graphs, the autodiff pass's graphs) is made when asked
 for (`_WarmEntry.graph`, `_WarmAutodiff._materialise`): the interpreter tier, another shape
@@ -382,29 +383,59 @@ class _WarmEntry(_Entry):
         pass
 
 
+def _is_str_list(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+_warned: list = []
+
+
+def _error(e: BaseException) -> None:
+    """Something other than an expected miss failed while loading a record: a bug, which a
+    silent miss would hide. Counted (`stats()["plan_errors"]`), warned about once per process;
+    the specialisation is then built as always."""
+    stats.record_plan("error")
+    from ..kernels.numba_cache import log
+    log(f"plan record failed to load ({type(e).__name__}: {e})")
+    if not _warned:
+        _warned.append(True)
+        import warnings
+        warnings.warn(f"jitorch: the plan cache failed to load a record ({type(e).__name__}: "
+                      f"{e}); the program is built instead. This is a bug in jitorch.",
+                      RuntimeWarning, stacklevel=2)
+
+
 def _load_program(p, graph_of):
-    """The compiled _WarmEntry of program record `p`, or None (a module is missing or
-    altered: a miss)."""
-    from ..ir.parser import parse_type
+    """The compiled _WarmEntry of program record `p`, or None: a miss where the record is not
+    of the shape `_program` writes, an output type does not parse, a module it names is
+    missing or altered (`cache.load_named`), or its entry is not that module's own njit
+    function. Any other failure is a bug: `_error`, then None."""
+    from ..ir.parser import ParseError, parse_type
     from ..kernels import cache
+    if not (isinstance(p, dict) and _is_str_list(p.get("kernels"))
+            and isinstance(p.get("module"), str) and isinstance(p.get("entry"), str)
+            and _is_str_list(p.get("out_types")) and isinstance(p.get("checks_overlap"), bool)):
+        return None  # (a record of another shape)
     try:
-        names = [str(n) for n in p["kernels"]] + [str(p["module"])]
+        out_types = [parse_type(t) for t in p["out_types"]]
         mods = []
-        for n in names:
+        for n in p["kernels"] + [p["module"]]:
             m = cache.load_named(n)
             if m is None:
                 return None
             mods.append(m)
-        fn = getattr(mods[-1], str(p["entry"]))
+        fn = getattr(mods[-1], p["entry"], None)
         py = getattr(fn, "py_func", None)  # the module's own njit entry, nothing else
         if getattr(py, "__module__", None) != mods[-1].__name__ or \
                 getattr(py, "__name__", None) != p["entry"]:
             return None
-        out_types = [parse_type(str(t)) for t in p["out_types"]]
         return _WarmEntry("compiled", graph_of, files=[m.__file__ for m in mods],
-                          entry_name=str(p["entry"]), fn=fn, out_types=out_types,
-                          checks_overlap=bool(p["checks_overlap"]))
-    except Exception:  # noqa: BLE001 - a record that does not fit: built as always
+                          entry_name=p["entry"], fn=fn, out_types=out_types,
+                          checks_overlap=p["checks_overlap"])
+    except ParseError:
+        return None
+    except Exception as e:  # noqa: BLE001 - not an expected miss: a bug, made visible
+        _error(e)
         return None
 
 
@@ -450,9 +481,9 @@ def load_autodiff(k, sf, arg_types, static, args):
         return None
     try:
         d = _CachedDiff(rec["diff"])
-        if d.key_kind not in ("pattern", "exact") or not isinstance(d.n_saved, int):
-            return None
-    except Exception:  # noqa: BLE001 - a record that does not fit: built as always
+    except (KeyError, TypeError):  # (not a mapping, a field missing)
+        return None
+    if d.key_kind not in ("pattern", "exact") or not isinstance(d.n_saved, int):
         return None
     if d.key_of(args) != d.shape_key:
         return None  # keyed by exact shapes, and these are others

@@ -53,7 +53,9 @@ class Stats(dict):
     the reasons of its interpreted programs; `tiers.function_report`).
 
     plan_hits: specialisations built from the plan cache's record (runtime/plans.py: no
-    passes, autodiff or code generation ran for them); plan_stores: records written.
+    passes, autodiff or code generation ran for them); plan_stores: records written;
+    plan_errors: records whose load failed otherwise than as an expected miss (a bug: warned
+    about once; the specialisation was built instead).
 
     host_copies: device-to-host copies made by CUDA programs (a number read from a device
     tensor, e.g. control flow on a device value: targets/cuda/launch.host_scalar).
@@ -103,6 +105,7 @@ class _Counters:
         self.spurious_errors: Counter = Counter()
         self.plan_hits = 0
         self.plan_stores = 0
+        self.plan_errors = 0
         self.host_copies_at_reset = _host_copies()
 
 
@@ -146,6 +149,7 @@ def snapshot() -> Stats:
                    worker_cpu_seconds=_c.worker_cpu_seconds,
                    spurious_errors=dict(_c.spurious_errors),
                    plan_hits=_c.plan_hits, plan_stores=_c.plan_stores,
+                   plan_errors=_c.plan_errors,
                    functions=_function_reports(), kernels=_kernel_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
@@ -204,11 +208,13 @@ def record_compile(seconds: float, *, how: str, reason: str | None = None) -> No
 
 
 def record_plan(what: str) -> None:
-    """The plan cache (runtime/plans.py): a specialisation built from its record ("hit"), or
-    a record written ("stored")."""
+    """The plan cache (runtime/plans.py): a specialisation built from its record ("hit"), a
+    record written ("stored"), or a record whose load failed unexpectedly ("error")."""
     with _lock:
         if what == "hit":
             _c.plan_hits += 1
+        elif what == "error":
+            _c.plan_errors += 1
         else:
             _c.plan_stores += 1
 

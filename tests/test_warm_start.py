@@ -1,0 +1,98 @@
+"""A warm start (script/kernels/numba_cache.py): a process whose programs and eager kernels all
+come from the disk caches loads them without running Numba's extension entry points (rocket-fft,
+whose import also imports scipy.fft) or importing Numba's implementation library (typing and
+lowering: a load does neither), gives the results of the process that compiled them, and a
+user's own Numba function afterwards still gets the entry points. Two processes of one small
+program (the first compiles it, the second loads it); and the fallback of a load whose machine
+code calls a symbol nobody has registered: Numba's full refresh first."""
+
+import json
+import os
+import subprocess
+import sys
+import weakref
+
+import numba
+
+from jitorch.script.kernels import numba_cache
+
+_CHILD = r"""
+import json
+import sys
+
+import numpy as np
+
+import jitorch
+
+
+def f(x, y):
+    return jitorch.tanh(x * 2.0 + y).sum()
+
+
+jitorch.manual_seed(0)
+w = jitorch.rand(8, 4)  # an eager draw: jitorch's eager Numba kernels (_mt19937_kernels.py)
+x = jitorch.tensor(np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4), requires_grad=True)
+out = jitorch.jit.script(f)(x, w)
+out.backward()
+st = jitorch.jit.stats()
+import numba
+from numba.core import entrypoints
+loaded = sorted(m for m in ("rocket_fft", "scipy.fft", "numba.np.arraymath") if m in sys.modules)
+entry_points_ran = entrypoints._already_initialized
+
+
+@numba.njit
+def user_fn(v):
+    return v + 1
+
+
+user_fn(1)  # a user's function: Numba runs the extension entry points before typing it
+print(json.dumps({"out": float(out), "grad": x.grad.numpy().tolist(), "w": w.numpy().tolist(),
+                  "plan_hits": st["plan_hits"], "numba_compiles": st["numba_compiles"],
+                  "loaded": loaded, "entry_points_ran": entry_points_ran,
+                  "entry_points_ran_for_user_fn": entrypoints._already_initialized}))
+"""
+
+
+def _child(tmp_path):
+    script = tmp_path / "child_warm.py"
+    script.write_text(_CHILD)
+    env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "cache"), JITORCH_COMPILE="sync")
+    p = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_a_warm_start_loads_without_entry_points_or_numbas_implementation_library(tmp_path):
+    first = _child(tmp_path)
+    assert first["numba_compiles"] >= 1 and first["plan_hits"] == 0
+    warm = _child(tmp_path)
+    assert warm["plan_hits"] == 1 and warm["numba_compiles"] == 0
+    assert warm["loaded"] == [] and not warm["entry_points_ran"]
+    assert warm["entry_points_ran_for_user_fn"]
+    for k in ("out", "grad", "w"):
+        assert warm[k] == first[k]
+
+
+def test_a_load_refreshes_numbas_context_only_for_a_symbol_nobody_registered(monkeypatch):
+    from numba.core.registry import cpu_target
+    ctx = cpu_target.target_context
+    refreshed = []
+    monkeypatch.setattr(numba_cache, "_refreshed", weakref.WeakSet())
+    monkeypatch.setattr(numba_cache, "_refresh_for_load", refreshed.append)
+    # Numba's runtime (registered by the load itself), the C library: no refresh
+    numba_cache._runtime_for_load(ctx, {"NRT_MemInfo_alloc_safe_aligned", "tanhf"})
+    assert refreshed == []
+    numba_cache._runtime_for_load(ctx, {"NRT_MemInfo_alloc", "jitorch_test_no_such_symbol"})
+    assert refreshed == [ctx]
+
+
+def test_entry_points_are_deferred_only_inside_a_load_on_its_thread(monkeypatch):
+    ran = []
+    monkeypatch.setattr(numba_cache, "_NUMBA_INIT_ALL", lambda: ran.append(1))
+    with numba_cache._entry_points_deferred():
+        numba.core.entrypoints.init_all()
+        assert ran == []
+    numba.core.entrypoints.init_all()  # (Numba looks it up on the module at each call)
+    assert ran == [1]
