@@ -17,21 +17,28 @@ from eager_layer_checks import check_compiled_matches_eager
 IN, HID, T, B = 3, 4, 5, 2
 
 CASES = {  # name: (layer, its kwargs, initial states given); together: 2 layers,
-    # bidirectional, batch_first, states given and not (a small set: each compiles twice)
+    # bidirectional, batch_first, states given and not (a small set); the fused loops
+    # (nn/modules/_rnn_fused.py) serve these
     "lstm-batch_first-states": (nn.LSTM, dict(batch_first=True), True),
     "gru-2layer-no-states": (nn.GRU, dict(num_layers=2), False),
     "rnn-relu-bidir-states": (nn.RNN, dict(bidirectional=True, nonlinearity="relu"), True),
+    "lstm-tanh-bidir-2layer": (nn.LSTM, dict(bidirectional=True, num_layers=2), False),
+    "gru-bidir-no-bias": (nn.GRU, dict(bidirectional=True, bias=False), True),
+}
+SCRIPTED = {  # ... and the scripted composite this one (a projection: compiles twice)
+    "lstm-proj-states": (nn.LSTM, dict(proj_size=2), True),
 }
 
-def _inputs(m, batched=True):
+def _inputs(m, batched=True, T_=T):
     g = np.random.default_rng(0)
     nd = 2 if m.bidirectional else 1
-    shape = (B, T, IN) if m.batch_first else (T, B, IN)
-    x = jt.tensor(g.standard_normal(shape if batched else (T, IN)).astype(np.float32),
+    shape = (B, T_, IN) if m.batch_first else (T_, B, IN)
+    x = jt.tensor(g.standard_normal(shape if batched else (T_, IN)).astype(np.float32),
                   requires_grad=True)
-    sshape = (m.num_layers * nd, B, HID) if batched else (m.num_layers * nd, HID)
-    states = [jt.tensor(g.standard_normal(sshape).astype(np.float32), requires_grad=True)
-              for _ in range(2 if m.mode == "LSTM" else 1)]
+    lead = (m.num_layers * nd, B) if batched else (m.num_layers * nd,)
+    sizes = [m.proj_size or HID] + ([HID] if m.mode == "LSTM" else [])  # h (projected), c
+    states = [jt.tensor(g.standard_normal(lead + (n,)).astype(np.float32), requires_grad=True)
+              for n in sizes]
     return x, states
 
 
@@ -51,9 +58,49 @@ def _step(m, x, states):
 
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
+def _fused_case(name, T_=T, dtype=np.float32):
     cls, kw, given = CASES[name]
+    jt.manual_seed(0)
+    m = cls(IN, HID, **kw)
+    if dtype == np.float64:
+        m.double()
+    x, states = _inputs(m, T_=T_)
+    x, states = (x.detach().to(jt.float64).requires_grad_(True),
+                 [s.detach().to(jt.float64).requires_grad_(True) for s in states]) \
+        if dtype == np.float64 else (x, states)
+    return m, x, states if given else []
+
+
+def _fused_matches_eager(m, x, states, monkeypatch, tol):
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    want = _step(m, x, states)
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    calls = jt.jit.stats()["calls"]
+    out, _ = m(x, *([tuple(states) if m.mode == "LSTM" else states[0]] if states else []))
+    # the whole sequence (all layers, directions, steps) is one autograd node
+    assert type(out.grad_fn).__name__ == "_FunctionNode" and out.grad_fn.name() == "_SeqBackward"
+    got = _step(m, x, states)
+    assert jt.jit.stats()["calls"] == calls  # no scripted function ran
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fused_layer_matches_the_eager_loop(name, monkeypatch):
+    _fused_matches_eager(*_fused_case(name), monkeypatch, 1e-5)
+
+
+def test_fused_layer_long_sequence_float64(monkeypatch):
+    """60 steps in float64: gradients through the whole recurrence match the eager loop's to
+    float64 precision (the weight gradients are one matmul over the sequence)."""
+    _fused_matches_eager(*_fused_case("lstm-tanh-bidir-2layer", T_=60, dtype=np.float64),
+                         monkeypatch, 1e-10)
+
+
+@pytest.mark.parametrize("name", list(SCRIPTED))
+def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
+    cls, kw, given = SCRIPTED[name]
     jt.manual_seed(0)
     m = cls(IN, HID, **kw)
     x, states = _inputs(m)

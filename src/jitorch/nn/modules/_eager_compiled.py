@@ -124,6 +124,9 @@ def rnn(m, input: Tensor, states: tuple):
     tensors = (input,) + tuple(states) + tuple(params)
     if not _eligible(tensors):
         return None
+    from . import _rnn_fused
+    if _rnn_fused.supported(m, input._data.dtype):  # fused loops; else the scripted composite
+        return _rnn_fused.run(m, input, states)
     return _function(m)(*tensors)
 
 
