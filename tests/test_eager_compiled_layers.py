@@ -198,3 +198,30 @@ def test_flat_function_found_by_configuration_without_rebuilding_its_source(monk
     g = nn.GRU(IN, HID, num_layers=2, dropout=0.25)  # same sizes, another mode: another function
     assert _eager_compiled._function(g) is _eager_compiled._script(source(g, "flat"), "GRU")
     assert _eager_compiled._function(g) is not _eager_compiled._function(m)
+
+
+def test_fused_layer_double_backward_and_in_place_error(monkeypatch):
+    """create_graph=True through the fused node gives the eager loop's differentiable grads
+    (its loop is run again and differentiated); a weight changed in place before backward
+    raises eager's error."""
+    def second_order():
+        jt.manual_seed(0)
+        m = nn.LSTM(IN, HID, batch_first=True)
+        x = jt.randn(B, T, IN, requires_grad=True)
+        out, (h, c) = m(x)
+        g, = jt.autograd.grad((out * out).sum() + c.sum(), x, create_graph=True)
+        (g * g).sum().backward()
+        return out.grad_fn.name(), g.detach().numpy(), m.weight_hh_l0.grad.numpy()
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    _, *want = second_order()
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    name, *got = second_order()
+    assert name == "_SeqBackward"
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    m = nn.GRU(IN, HID)
+    out, _ = m(jt.randn(T, B, IN))
+    with jt.no_grad():
+        m.weight_hh_l0.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

@@ -19,9 +19,10 @@ The math is the eager loop's (`rnn._recur`): gates i, f, g, o (LSTM), r, z, n wi
 `n = tanh(i_n + r * (W_hn h + b_hn))` (GRU). Layers, directions and batch_first are arranged in
 numpy around the loops. Not served here (the caller runs the scripted composite instead):
 projections (`proj_size`), dropout between layers in training mode (the random stream is the
-eager `F.dropout`'s), dtypes other than float32/float64 (the caller's `_eligible`). The
-backward is not itself differentiable (create_graph through it raises, as for a compiled
-program's backward node).
+eager `F.dropout`'s), dtypes other than float32/float64 (the caller's `_eligible`). Under
+`create_graph=True` the backward runs the eager loop again on the saved inputs and
+differentiates that tape (as a compiled program's node does); saved inputs changed in place
+raise eager's error.
 """
 from __future__ import annotations
 
@@ -30,6 +31,8 @@ from numba import njit, types
 from numba.extending import overload
 
 from ..._tensor import Tensor
+from ... import autograd as _autograd
+from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...script.kernels.numba_cache import guard_dispatcher
 from ...script.targets.cpu.blas import mm_into_by_symbol as mm_into
@@ -358,6 +361,7 @@ class _Seq(Function):
             layer_in = outs[0] if nd == 1 else np.concatenate(outs, 2)
         y = layer_in.transpose(1, 0, 2) if m.batch_first else layer_in
         ctx.m, ctx.lstm, ctx.tape, ctx.per = m, lstm, tape, per
+        ctx.save_for_backward(x, h0, c0, *weights)  # eager's checks: in-place changes, freed
         res = [Tensor._make(np.ascontiguousarray(y)), Tensor._make(np.stack(hn, 0))]
         if lstm:
             res.append(Tensor._make(np.stack(cn, 0)))
@@ -365,6 +369,9 @@ class _Seq(Function):
 
     @staticmethod
     def backward(ctx, dy, dhn, dcn=None):
+        saved = ctx.saved_tensors
+        if grad_mode.is_grad_enabled():  # create_graph=True: differentiable grads
+            return _eager_backward(ctx.m, saved, (dy, dhn, dcn))
         m, lstm, tape = ctx.m, ctx.lstm, ctx.tape
         nd = 2 if m.bidirectional else 1
         H = m.hidden_size
@@ -392,6 +399,21 @@ class _Seq(Function):
         res = [None, None, Tensor._make(np.ascontiguousarray(dxa)), Tensor._make(dh0),
                Tensor._make(dc0) if lstm else None]
         return tuple(res + [Tensor._make(g) for g in wgrads])
+
+
+def _eager_backward(m, saved, grads) -> tuple:
+    """The grads of `_Seq.apply`'s arguments as differentiable tensors (create_graph=True): the
+    layer's eager loop run again on the saved inputs, and its tape differentiated."""
+    x, h0, c0 = saved[:3]
+    lstm = c0 is not None
+    out, h_n, c_n = m._run(m._time_major(x), h0, c0)
+    outs = [m._time_major(out), h_n] + ([c_n] if lstm else [])
+    args = [x, h0, c0, *saved[3:]]
+    wrt = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+    got = iter(_autograd.grad(outs, wrt, list(grads[:len(outs)]), create_graph=True,
+                              allow_unused=True))
+    res = [next(got) if isinstance(a, Tensor) and a.requires_grad else None for a in args]
+    return (None, None, *res)
 
 
 def run(m, input: Tensor, states: tuple) -> tuple:
