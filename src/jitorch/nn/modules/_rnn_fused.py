@@ -83,7 +83,7 @@ def _one_ov(x):  # 1 in the array's dtype: float32 arithmetic stays float32 (vec
 # sigmoid/tanh inline). `h` of step t is read back from out[t] (and the LSTM cell state from
 # cs[t]): no per-step state copies.
 @njit(**_JIT)
-def _lstm_fwd(gi, whhT, h0, c0, rev, out, acts, cs):
+def _lstm_fwd(gi, whhT, bias, h0, c0, rev, out, acts, cs):
     T, B, G = gi.shape
     H = G // 4
     mm = np.empty((B, G), gi.dtype)
@@ -94,11 +94,11 @@ def _lstm_fwd(gi, whhT, h0, c0, rev, out, acts, cs):
         for b in range(B):
             a, x, m = acts[t, b], gi[t, b], mm[b]
             for j in range(2 * H):
-                a[j] = _sig(x[j] + m[j])
+                a[j] = _sig(x[j] + m[j] + bias[j])
             for j in range(2 * H, 3 * H):
-                a[j] = _tanh(x[j] + m[j])
+                a[j] = _tanh(x[j] + m[j] + bias[j])
             for j in range(3 * H, G):
-                a[j] = _sig(x[j] + m[j])
+                a[j] = _sig(x[j] + m[j] + bias[j])
             cb, cn, hn = c[b], cs[t, b], out[t, b]
             for j in range(H):
                 v = a[H + j] * cb[j] + a[j] * a[2 * H + j]
@@ -119,26 +119,28 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, dG):
         t = s if rev else T - 1 - s
         tp = t + 1 if rev else t - 1  # the step before t in the forward's order
         cprev = cs[tp] if 0 <= tp < T else c0
-        for b in range(B):
+        for b in range(B):  # two passes: few operands each, so both vectorise
             a, d, cb, cp, dcb, dhb, dob = acts[t, b], dG[t, b], cs[t, b], cprev[b], dc[b], \
                 dh[b], dout[t, b]
-            for j in range(H):
+            for j in range(H):  # dc (into dc) and the o gate
                 dhv = dhb[j] + dob[j]
                 o = a[3 * H + j]
                 tc = _tanh(cb[j])
-                dcv = dcb[j] + dhv * o * (one - tc * tc)
+                dcb[j] += dhv * o * (one - tc * tc)
+                d[3 * H + j] = dhv * tc * o * (one - o)
+            for j in range(H):  # the i, f, g gates; dc of the step before
+                dcv = dcb[j]
                 i, f, g = a[j], a[H + j], a[2 * H + j]
-                dcb[j] = dcv * f
                 d[j] = dcv * g * i * (one - i)
                 d[H + j] = dcv * cp[j] * f * (one - f)
                 d[2 * H + j] = dcv * i * (one - g * g)
-                d[3 * H + j] = dhv * tc * o * (one - o)
+                dcb[j] = dcv * f
         mm_into(dG[t], whh, dh, False)
     return dh, dc
 
 
 @njit(**_JIT)
-def _gru_fwd(gi, whhT, bhh, h0, rev, out, acts):
+def _gru_fwd(gi, whhT, bih, bhh, h0, rev, out, acts):
     """acts[t]: r, z, n and W_hn h + b_hn of each step."""
     T, B, G = gi.shape
     H = G // 3
@@ -151,10 +153,10 @@ def _gru_fwd(gi, whhT, bhh, h0, rev, out, acts):
         for b in range(B):
             a, x, m, hb, hn = acts[t, b], gi[t, b], mm[b], h[b], out[t, b]
             for j in range(2 * H):
-                a[j] = _sig(x[j] + m[j] + bhh[j])
+                a[j] = _sig(x[j] + bih[j] + m[j] + bhh[j])
             for j in range(H):
                 ghn = m[2 * H + j] + bhh[2 * H + j]
-                n = _tanh(x[2 * H + j] + a[j] * ghn)
+                n = _tanh(x[2 * H + j] + bih[2 * H + j] + a[j] * ghn)
                 a[2 * H + j] = n
                 a[3 * H + j] = ghn
                 z = a[H + j]
@@ -193,7 +195,7 @@ def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, dGi, dGh):
 
 
 @njit(**_JIT)
-def _rnn_fwd(gi, whhT, h0, rev, relu, out):
+def _rnn_fwd(gi, whhT, bias, h0, rev, relu, out):
     T, B, H = gi.shape
     mm = np.empty((B, H), gi.dtype)
     h = h0
@@ -204,10 +206,10 @@ def _rnn_fwd(gi, whhT, h0, rev, relu, out):
             x, m, hn = gi[t, b], mm[b], out[t, b]
             if relu:
                 for j in range(H):
-                    hn[j] = max(x[j] + m[j], 0.0)
+                    hn[j] = max(x[j] + m[j] + bias[j], 0.0)
             else:
                 for j in range(H):
-                    hn[j] = _tanh(x[j] + m[j])
+                    hn[j] = _tanh(x[j] + m[j] + bias[j])
         h = out[t]
 
 
@@ -236,11 +238,13 @@ for _d in (_lstm_fwd, _lstm_bwd, _gru_fwd, _gru_bwd, _rnn_fwd, _rnn_bwd):
 
 
 # --- one layer and direction in numpy ------------------------------------------------------
-def _prev_h(out, h0, rev):
-    """[T, B, H]: the state each step started from (in the forward's order)."""
-    if rev:
-        return np.concatenate([out[1:], h0[None]], 0)
-    return np.concatenate([h0[None], out[:-1]], 0)
+def _dw_hh(dGh, out, h0, rev):
+    """sum_t dGh[t]^T @ h_prev[t], h_prev[t] the state step t started from: one matmul over
+    the steps after the first (their h_prev are outputs) plus the first's (h_0)."""
+    T, B, H = out.shape
+    first, rest, prev = (T - 1, dGh[:-1], out[1:]) if rev else (0, dGh[1:], out[:-1])
+    n = (T - 1) * B
+    return rest.reshape(n, -1).T @ prev.reshape(n, H) + dGh[first].T @ h0
 
 
 def _cell_fwd(mode, x, h0, c0, w, rev):
@@ -249,23 +253,21 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     b_ih, b_hh = (w[2], w[3]) if len(w) > 2 else (None, None)
     T, B, _ = x.shape
     H = w_hh.shape[1]
-    gi = x.reshape(T * B, -1) @ w_ih.T
-    if b_ih is not None:
-        gi += b_ih if mode == "GRU" else b_ih + b_hh
-    gi = gi.reshape(T, B, -1)
+    gi = (x.reshape(T * B, -1) @ w_ih.T).reshape(T, B, -1)  # every step's projection
+    if b_ih is None:
+        b_ih = b_hh = np.zeros(gi.shape[2], x.dtype)
     whhT = np.ascontiguousarray(w_hh.T)
     out = np.empty((T, B, H), x.dtype)
     last = 0 if rev else T - 1
-    if mode == "LSTM":
+    if mode == "LSTM":  # (the biases are added in the loop: no pass over gi for them)
         acts, cs = np.empty_like(gi), np.empty((T, B, H), x.dtype)
-        _lstm_fwd(gi, whhT, h0, c0, rev, out, acts, cs)
+        _lstm_fwd(gi, whhT, b_ih + b_hh, h0, c0, rev, out, acts, cs)
         return out, out[last], cs[last], (acts, cs)
     if mode == "GRU":
         acts = np.empty((T, B, 4 * H), x.dtype)
-        bhh = b_hh if b_hh is not None else np.zeros(3 * H, x.dtype)
-        _gru_fwd(gi, whhT, bhh, h0, rev, out, acts)
+        _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, out, acts)
         return out, out[last], None, (acts,)
-    _rnn_fwd(gi, whhT, h0, rev, mode == "RNN_RELU", out)
+    _rnn_fwd(gi, whhT, b_ih + b_hh, h0, rev, mode == "RNN_RELU", out)
     return out, out[last], None, ()
 
 
@@ -287,9 +289,10 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn):
         dh0 = _rnn_bwd(dout, dhn, out, w_hh, rev, mode == "RNN_RELU", dG)
         dGh = dG
     dG2, dGh2 = dG.reshape(T * B, -1), dGh.reshape(T * B, -1)
-    grads = [dG2.T @ x.reshape(T * B, -1), dGh2.T @ _prev_h(out, h0, rev).reshape(T * B, -1)]
+    grads = [dG2.T @ x.reshape(T * B, -1), _dw_hh(dGh, out, h0, rev)]
     if len(w) > 2:
-        grads += [dG2.sum(0), dGh2.sum(0)]
+        db = dG2.sum(0)
+        grads += [db, dGh2.sum(0) if dGh is not dG else db.copy()]
     dx = (dG2 @ w_ih).reshape(x.shape)
     return dx, dh0, dc0, grads
 
