@@ -1,8 +1,10 @@
-"""Eager calls of nn.RNN / nn.LSTM / nn.GRU served by their compiled whole-sequence function
-(nn/modules/_eager_compiled.py): the same values, gradients (weights, input, initial states)
-and errors as the eager per-step loop (`JITORCH_EAGER_COMPILED_LAYERS=0`), the compiled tier
-counted in `jitorch.jit.stats()`, and a first call under background compiles answered at once.
-Small shapes, few configurations: each one is a forward and a backward program to compile."""
+"""Eager calls of nn.RNN / nn.LSTM / nn.GRU served by their fused whole-sequence loops
+(nn/modules/_rnn_fused.py: one autograd node) or their compiled whole-sequence function
+(nn/modules/_eager_compiled.py): the same values, gradients (weights, input, initial states,
+second order) and errors as the eager per-step loop (`JITORCH_EAGER_COMPILED_LAYERS=0`), the
+compiled tier counted in `jitorch.jit.stats()`, and a first call under background compiles
+answered at once. Small shapes, few configurations: each scripted one is a forward and a
+backward program to compile."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 import jitorch as jt
 from jitorch import nn
-from jitorch.nn.modules import _eager_compiled
+from jitorch.nn.modules import _eager_compiled, _rnn_fused
 
 from eager_layer_checks import check_compiled_matches_eager
 
@@ -133,6 +135,10 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     monkeypatch.setenv("JITORCH_COMPILE", "background")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))  # cold: nothing on disk
     monkeypatch.setenv(_eager_compiled.ENV, "1")
+    # the fused loops not yet loaded in this process: they load in a background thread
+    # meanwhile, the call runs the scripted composite
+    monkeypatch.setattr(_rnn_fused, "_READY", set())
+    monkeypatch.setattr(_rnn_fused, "_WARMING", {})
     jt.manual_seed(0)
     m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
     x = jt.randn(T, B, IN)
@@ -148,6 +154,8 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     assert after["numba_compiles"] == before["numba_compiles"]  # nothing compiled in the call
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
+    _rnn_fused._WARMING["RNN_TANH", np.dtype(np.float32)].join()
+    assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
 
 
 def test_cse_keeps_two_factory_buffers_apart():

@@ -2,7 +2,10 @@
 fused CPU implementation runs them.
 
 Owns `run(m, input, states)`: an eager call's `(output, h_n[, c_n])` computed as one autograd
-node (`_Seq`), and `supported(m)`, the configurations it serves. Per layer and direction:
+node (`_Seq`), and `supported(m, dtype)`, whether it serves a call now (the configuration, and
+`ready`: the loops are compiled or loaded from disk once per mode and dtype and process, in a
+background thread unless `JITORCH_COMPILE=sync`; the caller runs the scripted composite
+meanwhile). Per layer and direction:
 
 - forward: the input projection of every time step is one matmul before the loop
   (`x @ W_ih^T + b_ih`, plus `b_hh` where the recurrence adds it linearly: LSTM, RNN); then one
