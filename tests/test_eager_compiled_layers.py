@@ -208,10 +208,10 @@ def test_flat_function_found_by_configuration_without_rebuilding_its_source(monk
     assert _eager_compiled._function(g) is not _eager_compiled._function(m)
 
 
-def test_fused_layer_double_backward_and_in_place_error(monkeypatch):
+def test_fused_layer_double_backward_input_without_grad_and_in_place_error(monkeypatch):
     """create_graph=True through the fused node gives the eager loop's differentiable grads
-    (its loop is run again and differentiated); a weight changed in place before backward
-    raises eager's error."""
+    (its loop is run again and differentiated); an input without grad gives the eager weight
+    gradients; a weight changed in place before backward raises eager's error."""
     def second_order():
         jt.manual_seed(0)
         m = nn.LSTM(IN, HID, batch_first=True)
@@ -228,7 +228,16 @@ def test_fused_layer_double_backward_and_in_place_error(monkeypatch):
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
     m = nn.GRU(IN, HID)
-    out, _ = m(jt.randn(T, B, IN))
+    x = jt.randn(T, B, IN)  # no grad: the first layer's input gradient is not computed
+    grads = []
+    for env in ("0", "1"):
+        monkeypatch.setenv(_eager_compiled.ENV, env)
+        m.zero_grad()
+        m(x)[0].sum().backward()
+        grads.append([p.grad.numpy().copy() for p in m.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    out, _ = m(x)
     with jt.no_grad():
         m.weight_hh_l0.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):

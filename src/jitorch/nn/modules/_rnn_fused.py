@@ -288,8 +288,9 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     return out, out[last], None, ()
 
 
-def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn):
-    """-> (dx, dh0, dc0, [dW_ih, dW_hh(, db_ih, db_hh)]): weight gradients one matmul each."""
+def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True):
+    """-> (dx (None unless need_dx), dh0, dc0, [dW_ih, dW_hh(, db_ih, db_hh)]): weight
+    gradients one matmul each."""
     w_ih, w_hh = w[0], w[1]
     T, B, _ = x.shape
     dc0 = None
@@ -311,7 +312,7 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn):
         ones = np.ones(T * B, x.dtype)  # (a gemv: faster than sum(0))
         db = ones @ dG2
         grads += [db, ones @ dGh2 if dGh is not dG else db.copy()]
-    dx = (dG2 @ w_ih).reshape(x.shape)
+    dx = (dG2 @ w_ih).reshape(x.shape) if need_dx else None
     return dx, dh0, dc0, grads
 
 
@@ -408,16 +409,19 @@ class _Seq(Function):
                 x, h0, c0, w, rev, out, saved = tape[k]
                 dout = np.ascontiguousarray(d_in[:, :, d * H:(d + 1) * H])
                 dck = np.ascontiguousarray(dcna[k]) if lstm else None
+                # the first layer's input gradient only where the input needs one
                 g_x, g_h0, g_c0, gw = _cell_bwd(m.mode, x, h0, c0, w, rev, out, saved, dout,
-                                                np.ascontiguousarray(dhna[k]), dck)
+                                                np.ascontiguousarray(dhna[k]), dck,
+                                                layer > 0 or ctx.needs_input_grad[2])
                 dx = g_x if dx is None else dx + g_x
                 dh0[k] = g_h0
                 if lstm:
                     dc0[k] = g_c0
                 wgrads[k * ctx.per:k * ctx.per + len(gw)] = gw
             d_in = dx
-        dxa = d_in.transpose(1, 0, 2) if m.batch_first else d_in
-        res = [None, None, Tensor._make(np.ascontiguousarray(dxa)), Tensor._make(dh0),
+        dxa = None if d_in is None else d_in.transpose(1, 0, 2) if m.batch_first else d_in
+        res = [None, None, None if dxa is None else Tensor._make(np.ascontiguousarray(dxa)),
+               Tensor._make(dh0),
                Tensor._make(dc0) if lstm else None]
         return tuple(res + [Tensor._make(g) for g in wgrads])
 
