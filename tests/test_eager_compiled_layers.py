@@ -1,8 +1,10 @@
-"""Eager calls of nn.RNN / nn.LSTM / nn.GRU served by their compiled whole-sequence function
-(nn/modules/_eager_compiled.py): the same values, gradients (weights, input, initial states)
-and errors as the eager per-step loop (`JITORCH_EAGER_COMPILED_LAYERS=0`), the compiled tier
-counted in `jitorch.jit.stats()`, and a first call under background compiles answered at once.
-Small shapes, few configurations: each one is a forward and a backward program to compile."""
+"""Eager calls of nn.RNN / nn.LSTM / nn.GRU served by their fused whole-sequence loops
+(nn/modules/_rnn_fused.py: one autograd node) or their compiled whole-sequence function
+(nn/modules/_eager_compiled.py): the same values, gradients (weights, input, initial states,
+second order) and errors as the eager per-step loop (`JITORCH_EAGER_COMPILED_LAYERS=0`), the
+compiled tier counted in `jitorch.jit.stats()`, and a first call under background compiles
+answered at once. Small shapes, few configurations: each scripted one is a forward and a
+backward program to compile."""
 from __future__ import annotations
 
 import numpy as np
@@ -10,28 +12,35 @@ import pytest
 
 import jitorch as jt
 from jitorch import nn
-from jitorch.nn.modules import _eager_compiled
+from jitorch.nn.modules import _eager_compiled, _rnn_fused
 
 from eager_layer_checks import check_compiled_matches_eager
 
 IN, HID, T, B = 3, 4, 5, 2
 
 CASES = {  # name: (layer, its kwargs, initial states given); together: 2 layers,
-    # bidirectional, batch_first, states given and not (a small set: each compiles twice)
+    # bidirectional, batch_first, states given and not (a small set); the fused loops
+    # (nn/modules/_rnn_fused.py) serve these
     "lstm-batch_first-states": (nn.LSTM, dict(batch_first=True), True),
     "gru-2layer-no-states": (nn.GRU, dict(num_layers=2), False),
     "rnn-relu-bidir-states": (nn.RNN, dict(bidirectional=True, nonlinearity="relu"), True),
+    "lstm-tanh-bidir-2layer": (nn.LSTM, dict(bidirectional=True, num_layers=2), False),
+    "gru-bidir-no-bias": (nn.GRU, dict(bidirectional=True, bias=False), True),
+}
+SCRIPTED = {  # ... and the scripted composite this one (a projection: compiles twice)
+    "lstm-proj-states": (nn.LSTM, dict(proj_size=2), True),
 }
 
-def _inputs(m, batched=True):
+def _inputs(m, batched=True, T_=T):
     g = np.random.default_rng(0)
     nd = 2 if m.bidirectional else 1
-    shape = (B, T, IN) if m.batch_first else (T, B, IN)
-    x = jt.tensor(g.standard_normal(shape if batched else (T, IN)).astype(np.float32),
+    shape = (B, T_, IN) if m.batch_first else (T_, B, IN)
+    x = jt.tensor(g.standard_normal(shape if batched else (T_, IN)).astype(np.float32),
                   requires_grad=True)
-    sshape = (m.num_layers * nd, B, HID) if batched else (m.num_layers * nd, HID)
-    states = [jt.tensor(g.standard_normal(sshape).astype(np.float32), requires_grad=True)
-              for _ in range(2 if m.mode == "LSTM" else 1)]
+    lead = (m.num_layers * nd, B) if batched else (m.num_layers * nd,)
+    sizes = [m.proj_size or HID] + ([HID] if m.mode == "LSTM" else [])  # h (projected), c
+    states = [jt.tensor(g.standard_normal(lead + (n,)).astype(np.float32), requires_grad=True)
+              for n in sizes]
     return x, states
 
 
@@ -51,9 +60,49 @@ def _step(m, x, states):
 
 
 
-@pytest.mark.parametrize("name", list(CASES))
-def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
+def _fused_case(name, T_=T, dtype=np.float32):
     cls, kw, given = CASES[name]
+    jt.manual_seed(0)
+    m = cls(IN, HID, **kw)
+    if dtype == np.float64:
+        m.double()
+    x, states = _inputs(m, T_=T_)
+    x, states = (x.detach().to(jt.float64).requires_grad_(True),
+                 [s.detach().to(jt.float64).requires_grad_(True) for s in states]) \
+        if dtype == np.float64 else (x, states)
+    return m, x, states if given else []
+
+
+def _fused_matches_eager(m, x, states, monkeypatch, tol):
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    want = _step(m, x, states)
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    calls = jt.jit.stats()["calls"]
+    out, _ = m(x, *([tuple(states) if m.mode == "LSTM" else states[0]] if states else []))
+    # the whole sequence (all layers, directions, steps) is one autograd node
+    assert type(out.grad_fn).__name__ == "_FunctionNode" and out.grad_fn.name() == "_SeqBackward"
+    got = _step(m, x, states)
+    assert jt.jit.stats()["calls"] == calls  # no scripted function ran
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_fused_layer_matches_the_eager_loop(name, monkeypatch):
+    _fused_matches_eager(*_fused_case(name), monkeypatch, 1e-5)
+
+
+def test_fused_layer_long_sequence_float64(monkeypatch):
+    """60 steps in float64: gradients through the whole recurrence match the eager loop's to
+    float64 precision (the weight gradients are one matmul over the sequence)."""
+    _fused_matches_eager(*_fused_case("lstm-tanh-bidir-2layer", T_=60, dtype=np.float64),
+                         monkeypatch, 1e-10)
+
+
+@pytest.mark.parametrize("name", list(SCRIPTED))
+def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
+    cls, kw, given = SCRIPTED[name]
     jt.manual_seed(0)
     m = cls(IN, HID, **kw)
     x, states = _inputs(m)
@@ -86,6 +135,10 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     monkeypatch.setenv("JITORCH_COMPILE", "background")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))  # cold: nothing on disk
     monkeypatch.setenv(_eager_compiled.ENV, "1")
+    # the fused loops not yet loaded in this process: they load in a background thread
+    # meanwhile, the call runs the scripted composite
+    monkeypatch.setattr(_rnn_fused, "_READY", set())
+    monkeypatch.setattr(_rnn_fused, "_WARMING", {})
     jt.manual_seed(0)
     m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
     x = jt.randn(T, B, IN)
@@ -101,6 +154,8 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     assert after["numba_compiles"] == before["numba_compiles"]  # nothing compiled in the call
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
+    _rnn_fused._WARMING["RNN_TANH", np.dtype(np.float32)].join()
+    assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
 
 
 def test_cse_keeps_two_factory_buffers_apart():
@@ -151,3 +206,39 @@ def test_flat_function_found_by_configuration_without_rebuilding_its_source(monk
     g = nn.GRU(IN, HID, num_layers=2, dropout=0.25)  # same sizes, another mode: another function
     assert _eager_compiled._function(g) is _eager_compiled._script(source(g, "flat"), "GRU")
     assert _eager_compiled._function(g) is not _eager_compiled._function(m)
+
+
+def test_fused_layer_double_backward_input_without_grad_and_in_place_error(monkeypatch):
+    """create_graph=True through the fused node gives the eager loop's differentiable grads
+    (its loop is run again and differentiated); an input without grad gives the eager weight
+    gradients; a weight changed in place before backward raises eager's error."""
+    def second_order():
+        jt.manual_seed(0)
+        m = nn.LSTM(IN, HID, batch_first=True)
+        x = jt.randn(B, T, IN, requires_grad=True)
+        out, (h, c) = m(x)
+        g, = jt.autograd.grad((out * out).sum() + c.sum(), x, create_graph=True)
+        (g * g).sum().backward()
+        return out.grad_fn.name(), g.detach().numpy(), m.weight_hh_l0.grad.numpy()
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    _, *want = second_order()
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    name, *got = second_order()
+    assert name == "_SeqBackward"
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    m = nn.GRU(IN, HID)
+    x = jt.randn(T, B, IN)  # no grad: the first layer's input gradient is not computed
+    grads = []
+    for env in ("0", "1"):
+        monkeypatch.setenv(_eager_compiled.ENV, env)
+        m.zero_grad()
+        m(x)[0].sum().backward()
+        grads.append([p.grad.numpy().copy() for p in m.parameters()])
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    out, _ = m(x)
+    with jt.no_grad():
+        m.weight_hh_l0.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()

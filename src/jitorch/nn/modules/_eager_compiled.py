@@ -7,8 +7,13 @@ eager op at a time, the flat sources of the attention and Transformer layers (`_
 table of those functions (`_script`: one per source; recurrent layers find theirs by
 configuration, `_BY_CONFIG`, without rebuilding the source).
 
-Recurrent layers run the whole sequence as one function instead of one Python step per time
-step. The function is the layer's "flat" twin
+Recurrent layers run the whole sequence as one call instead of one Python step per time
+step. Where it serves the configuration (no projection, no dropout between layers in training)
+and its loops are loaded, that call is the fused implementation of `_rnn_fused.py` (one
+autograd node; PyTorch's structure: one input-projection matmul, one gate matmul and one gate
+pass per step, weight gradients one matmul over the sequence); its first use in a process
+loads or compiles the loops in a background thread meanwhile (in the call under
+`JITORCH_COMPILE=sync`). Otherwise the function is the layer's "flat" twin
 (`_rnn_script.source(m, "flat")`: `(input, h0[, c0], *parameters)`, dropout baked in for the
 training mode), scripted once per configuration (mode, layers, directions, bias, projection,
 batch_first, dropout in training) and shared by every instance with it; the `ScriptFunction`
@@ -124,6 +129,9 @@ def rnn(m, input: Tensor, states: tuple):
     tensors = (input,) + tuple(states) + tuple(params)
     if not _eligible(tensors):
         return None
+    from . import _rnn_fused
+    if _rnn_fused.supported(m, input._data.dtype):  # fused loops; else the scripted composite
+        return _rnn_fused.run(m, input, states)
     return _function(m)(*tensors)
 
 

@@ -1,0 +1,448 @@
+"""Fused whole-sequence forward and backward of `nn.RNN` / `nn.LSTM` / `nn.GRU`, as PyTorch's
+fused CPU implementation runs them.
+
+Owns `run(m, input, states)`: an eager call's `(output, h_n[, c_n])` computed as one autograd
+node (`_Seq`), and `supported(m, dtype)`, whether it serves a call now (the configuration, and
+`ready`: the loops are compiled or loaded from disk once per mode and dtype and process, in a
+background thread unless `JITORCH_COMPILE=sync`; the caller runs the scripted composite
+meanwhile). Per layer and direction:
+
+- forward: the input projection of every time step is one matmul before the loop
+  (`x @ W_ih^T + b_ih`, plus `b_hh` where the recurrence adds it linearly: LSTM, RNN); then one
+  njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`) does per step one gate matmul `h @ W_hh^T`
+  and the gate nonlinearities in one pass, writing `h` into the preallocated output sequence and
+  the activated gates (and LSTM cell states) into preallocated saved buffers: nothing allocated
+  per step;
+- backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
+  step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
+  then one matmul each over the whole sequence (`dG^T @ [h_prev]`, `dG^T @ x`), the biases one
+  sum, the input gradient one matmul (`dG @ W_ih`).
+
+The math is the eager loop's (`rnn._recur`): gates i, f, g, o (LSTM), r, z, n with
+`n = tanh(i_n + r * (W_hn h + b_hn))` (GRU). Layers, directions and batch_first are arranged in
+numpy around the loops. Not served here (the caller runs the scripted composite instead):
+projections (`proj_size`), dropout between layers in training mode (the random stream is the
+eager `F.dropout`'s), dtypes other than float32/float64 (the caller's `_eligible`). Under
+`create_graph=True` the backward runs the eager loop again on the saved inputs and
+differentiates that tape (as a compiled program's node does); saved inputs changed in place
+raise eager's error.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, types
+from numba.extending import overload
+
+from ..._tensor import Tensor
+from ... import autograd as _autograd
+from ...autograd import grad_mode
+from ...autograd.function import Function
+from ...script.kernels.numba_cache import guard_dispatcher
+from ...script.targets.cpu.blas import mm_into_by_symbol as mm_into
+from ...script.targets.cpu.fastmath import sigmoid_f32, tanh_f32
+
+# IEEE-safe flags (fastmath.py's functions need them) and the numpy error model (vectorised
+# divisions)
+_JIT = dict(nogil=True, cache=True, fastmath={"reassoc", "contract"}, error_model="numpy")
+
+
+def _sig(x):
+    raise NotImplementedError("only callable from njit code")
+
+
+def _tanh(x):
+    raise NotImplementedError("only callable from njit code")
+
+
+@overload(_sig, jit_options=_JIT)
+def _sig_ov(x):  # float32: fastmath.py's vectorisable form; float64: libm
+    if x == types.float32:
+        return lambda x: sigmoid_f32(x)
+    return lambda x: 1.0 / (1.0 + np.exp(-x))
+
+
+@overload(_tanh, jit_options=_JIT)
+def _tanh_ov(x):
+    if x == types.float32:
+        return lambda x: tanh_f32(x)
+    return lambda x: np.tanh(x)
+
+
+def _one(x):
+    raise NotImplementedError("only callable from njit code")
+
+
+@overload(_one, jit_options=_JIT)
+def _one_ov(x):  # 1 in the array's dtype: float32 arithmetic stays float32 (vectorised)
+    if x.dtype == types.float32:
+        return lambda x: np.float32(1.0)
+    return lambda x: 1.0
+
+
+@njit(**_JIT)
+def _mm(a, b, c, accumulate):
+    """c (+)= a @ b in blocks of 32 rows: blas.py's register-tiled kernel serves up to 48 rows
+    (BLAS above); 64 rows as two blocks of 32 measured 15.9 vs 18.3 us ((64, 64) @ (64, 256))
+    and 13.9 vs 20.1 us ((64, 256) @ (256, 64)), one thread."""
+    M = a.shape[0]
+    if M <= 48:
+        mm_into(a, b, c, accumulate)
+        return
+    for r in range(0, M, 32):
+        mm_into(a[r:r + 32], b, c[r:r + 32], accumulate)
+
+
+# --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
+# Per step: one `_mm(h, W_hh^T, mm)` (targets/cpu/blas.py's small-M kernel or BLAS, called
+# through its symbol, into a buffer made once), then 1-D loops over
+# contiguous rows with few operands each, which LLVM vectorises (fastmath.py's float32
+# sigmoid/tanh inline). `h` of step t is read back from out[t] (and the LSTM cell state from
+# cs[t]): no per-step state copies.
+@njit(**_JIT)
+def _lstm_fwd(gi, whhT, bias, h0, c0, rev, out, acts, cs):
+    T, B, G = gi.shape
+    H = G // 4
+    mm = np.empty((B, G), gi.dtype)
+    h, c = h0, c0
+    for s in range(T):
+        t = T - 1 - s if rev else s
+        _mm(h, whhT, mm, False)
+        for b in range(B):
+            a, x, m = acts[t, b], gi[t, b], mm[b]
+            for j in range(2 * H):
+                a[j] = _sig(x[j] + m[j] + bias[j])
+            for j in range(2 * H, 3 * H):
+                a[j] = _tanh(x[j] + m[j] + bias[j])
+            for j in range(3 * H, G):
+                a[j] = _sig(x[j] + m[j] + bias[j])
+            cb, cn, hn = c[b], cs[t, b], out[t, b]
+            for j in range(H):
+                v = a[H + j] * cb[j] + a[j] * a[2 * H + j]
+                cn[j] = v
+                hn[j] = a[3 * H + j] * _tanh(v)
+        h, c = out[t], cs[t]
+
+
+@njit(**_JIT)
+def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, dG):
+    """dG[t] (gate-input gradients); returns (dh0, dc0)."""
+    T, B, G = acts.shape
+    H = G // 4
+    one = _one(acts)
+    dh = dhn.copy()
+    dc = dcn.copy()
+    for s in range(T):
+        t = s if rev else T - 1 - s
+        tp = t + 1 if rev else t - 1  # the step before t in the forward's order
+        cprev = cs[tp] if 0 <= tp < T else c0
+        for b in range(B):  # two passes: few operands each, so both vectorise
+            a, d, cb, cp, dcb, dhb, dob = acts[t, b], dG[t, b], cs[t, b], cprev[b], dc[b], \
+                dh[b], dout[t, b]
+            for j in range(H):  # dc (into dc) and the o gate
+                dhv = dhb[j] + dob[j]
+                o = a[3 * H + j]
+                tc = _tanh(cb[j])
+                dcb[j] += dhv * o * (one - tc * tc)
+                d[3 * H + j] = dhv * tc * o * (one - o)
+            for j in range(H):  # the i, f, g gates; dc of the step before
+                dcv = dcb[j]
+                i, f, g = a[j], a[H + j], a[2 * H + j]
+                d[j] = dcv * g * i * (one - i)
+                d[H + j] = dcv * cp[j] * f * (one - f)
+                d[2 * H + j] = dcv * i * (one - g * g)
+                dcb[j] = dcv * f
+        _mm(dG[t], whh, dh, False)
+    return dh, dc
+
+
+@njit(**_JIT)
+def _gru_fwd(gi, whhT, bih, bhh, h0, rev, out, acts):
+    """acts[t]: r, z, n and W_hn h + b_hn of each step."""
+    T, B, G = gi.shape
+    H = G // 3
+    one = _one(gi)
+    mm = np.empty((B, G), gi.dtype)
+    h = h0
+    for s in range(T):
+        t = T - 1 - s if rev else s
+        _mm(h, whhT, mm, False)
+        for b in range(B):
+            a, x, m, hb, hn = acts[t, b], gi[t, b], mm[b], h[b], out[t, b]
+            for j in range(2 * H):
+                a[j] = _sig(x[j] + bih[j] + m[j] + bhh[j])
+            for j in range(H):
+                ghn = m[2 * H + j] + bhh[2 * H + j]
+                n = _tanh(x[2 * H + j] + bih[2 * H + j] + a[j] * ghn)
+                a[2 * H + j] = n
+                a[3 * H + j] = ghn
+                z = a[H + j]
+                hn[j] = (one - z) * n + z * hb[j]
+        h = out[t]
+
+
+@njit(**_JIT)
+def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, dGi, dGh):
+    T, B, G = dGi.shape
+    H = G // 3
+    one = _one(acts)
+    dh = dhn.copy()
+    for s in range(T):
+        t = s if rev else T - 1 - s
+        tp = t + 1 if rev else t - 1
+        hprev = out[tp] if 0 <= tp < T else h0
+        for b in range(B):
+            a, di, dg, hp, dhb, dob = acts[t, b], dGi[t, b], dGh[t, b], hprev[b], dh[b], \
+                dout[t, b]
+            for j in range(H):
+                dhv = dhb[j] + dob[j]
+                r, z, n, hn = a[j], a[H + j], a[2 * H + j], a[3 * H + j]
+                dnp = dhv * (one - z) * (one - n * n)
+                drp = dnp * hn * r * (one - r)
+                dzp = dhv * (hp[j] - n) * z * (one - z)
+                di[j] = drp
+                di[H + j] = dzp
+                di[2 * H + j] = dnp
+                dg[j] = drp
+                dg[H + j] = dzp
+                dg[2 * H + j] = dnp * r
+                dhb[j] = dhv * z
+        _mm(dGh[t], whh, dh, True)
+    return dh
+
+
+@njit(**_JIT)
+def _rnn_fwd(gi, whhT, bias, h0, rev, relu, out):
+    T, B, H = gi.shape
+    mm = np.empty((B, H), gi.dtype)
+    h = h0
+    for s in range(T):
+        t = T - 1 - s if rev else s
+        _mm(h, whhT, mm, False)
+        for b in range(B):
+            x, m, hn = gi[t, b], mm[b], out[t, b]
+            if relu:
+                for j in range(H):
+                    hn[j] = max(x[j] + m[j] + bias[j], 0.0)
+            else:
+                for j in range(H):
+                    hn[j] = _tanh(x[j] + m[j] + bias[j])
+        h = out[t]
+
+
+@njit(**_JIT)
+def _rnn_bwd(dout, dhn, out, whh, rev, relu, dG):
+    T, B, H = out.shape
+    one = _one(out)
+    dh = dhn.copy()
+    for s in range(T):
+        t = s if rev else T - 1 - s
+        for b in range(B):
+            d, v, dhb, dob = dG[t, b], out[t, b], dh[b], dout[t, b]
+            if relu:
+                for j in range(H):
+                    d[j] = (dhb[j] + dob[j]) * (v[j] > 0)
+            else:
+                for j in range(H):
+                    d[j] = (dhb[j] + dob[j]) * (one - v[j] * v[j])
+        _mm(dG[t], whh, dh, False)
+    return dh
+
+
+# the loops call blas through a symbol: their disk cache must know it (numba_cache.EntryCache)
+for _d in (_mm, _lstm_fwd, _lstm_bwd, _gru_fwd, _gru_bwd, _rnn_fwd, _rnn_bwd):
+    guard_dispatcher(_d)
+
+
+# --- one layer and direction in numpy ------------------------------------------------------
+def _dw_hh(dGh, out, h0, rev):
+    """sum_t dGh[t]^T @ h_prev[t], h_prev[t] the state step t started from: one matmul over
+    the steps after the first (their h_prev are outputs) plus the first's (h_0)."""
+    T, B, H = out.shape
+    first, rest, prev = (T - 1, dGh[:-1], out[1:]) if rev else (0, dGh[1:], out[:-1])
+    n = (T - 1) * B
+    return rest.reshape(n, -1).T @ prev.reshape(n, H) + dGh[first].T @ h0
+
+
+def _cell_fwd(mode, x, h0, c0, w, rev):
+    """x (T, B, I) -> (out (T, B, H), h_n, c_n, saved)."""
+    w_ih, w_hh = w[0], w[1]
+    b_ih, b_hh = (w[2], w[3]) if len(w) > 2 else (None, None)
+    T, B, _ = x.shape
+    H = w_hh.shape[1]
+    gi = np.empty((T, B, w_ih.shape[0]), x.dtype)  # every step's projection, one matmul
+    _mm(x.reshape(T * B, -1), np.ascontiguousarray(w_ih.T), gi.reshape(T * B, -1), False)
+    if b_ih is None:
+        b_ih = b_hh = np.zeros(gi.shape[2], x.dtype)
+    whhT = np.ascontiguousarray(w_hh.T)
+    out = np.empty((T, B, H), x.dtype)
+    last = 0 if rev else T - 1
+    if mode == "LSTM":  # (the biases are added in the loop: no pass over gi for them)
+        acts, cs = np.empty_like(gi), np.empty((T, B, H), x.dtype)
+        _lstm_fwd(gi, whhT, b_ih + b_hh, h0, c0, rev, out, acts, cs)
+        return out, out[last], cs[last], (acts, cs)
+    if mode == "GRU":
+        acts = np.empty((T, B, 4 * H), x.dtype)
+        _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, out, acts)
+        return out, out[last], None, (acts,)
+    _rnn_fwd(gi, whhT, b_ih + b_hh, h0, rev, mode == "RNN_RELU", out)
+    return out, out[last], None, ()
+
+
+def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True):
+    """-> (dx (None unless need_dx), dh0, dc0, [dW_ih, dW_hh(, db_ih, db_hh)]): weight
+    gradients one matmul each."""
+    w_ih, w_hh = w[0], w[1]
+    T, B, _ = x.shape
+    dc0 = None
+    if mode == "LSTM":
+        dG = np.empty_like(saved[0])
+        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, w_hh, rev, dG)
+        dGh = dG
+    elif mode == "GRU":
+        dG, dGh = np.empty((T, B, 3 * w_hh.shape[1]), x.dtype), \
+            np.empty((T, B, 3 * w_hh.shape[1]), x.dtype)
+        dh0 = _gru_bwd(dout, dhn, saved[0], out, h0, w_hh, rev, dG, dGh)
+    else:
+        dG = np.empty_like(out)
+        dh0 = _rnn_bwd(dout, dhn, out, w_hh, rev, mode == "RNN_RELU", dG)
+        dGh = dG
+    dG2, dGh2 = dG.reshape(T * B, -1), dGh.reshape(T * B, -1)
+    grads = [dG2.T @ x.reshape(T * B, -1), _dw_hh(dGh, out, h0, rev)]
+    if len(w) > 2:
+        ones = np.ones(T * B, x.dtype)  # (a gemv: faster than sum(0))
+        db = ones @ dG2
+        grads += [db, ones @ dGh2 if dGh is not dG else db.copy()]
+    dx = (dG2 @ w_ih).reshape(x.shape) if need_dx else None
+    return dx, dh0, dc0, grads
+
+
+# --- readiness: the loops compile (or load from disk) once per mode and dtype -------------------
+_READY: set = set()  # (mode, numpy dtype) whose loops are compiled in this process
+_WARMING: dict = {}  # the same, being compiled by a background thread
+
+
+def _warm(mode: str, dtype) -> None:
+    """Compile (or load) the loops of `mode` for `dtype`: one tiny forward and backward."""
+    T, B, H, G = 2, 1, 2, {"LSTM": 4, "GRU": 3}.get(mode, 1) * 2
+    x, h0 = np.zeros((T, B, 1), dtype), np.zeros((B, H), dtype)
+    w = [np.zeros((G, 1), dtype), np.zeros((G, H), dtype), np.zeros(G, dtype),
+         np.zeros(G, dtype)]
+    out, _, _, saved = _cell_fwd(mode, x, h0, h0, w, False)
+    _cell_bwd(mode, x, h0, h0, w, False, out, saved, np.zeros_like(out), h0, h0)
+    _READY.add((mode, dtype))
+
+
+def ready(mode: str, dtype) -> bool:
+    """Whether the loops of `mode` for `dtype` can run now. The first call compiles them in
+    the call under `JITORCH_COMPILE=sync`, else in a background thread while the caller runs
+    the scripted composite (which follows `@script`'s background rules): never a stall."""
+    key = (mode, dtype)
+    if key in _READY:
+        return True
+    from ...script.runtime import tiers
+    if tiers.mode() == "sync":
+        _warm(mode, dtype)
+        return True
+    if key not in _WARMING:
+        import threading
+        th = _WARMING[key] = threading.Thread(target=_warm, args=key, daemon=True,
+                                              name=f"jitorch-rnn-fused-{mode}")
+        th.start()
+    return False
+
+
+# --- the whole layer stack as one autograd node ----------------------------------------------
+def supported(m, dtype) -> bool:
+    """Whether `run` serves layer `m` on `dtype` data now (see the module doc)."""
+    return m.proj_size == 0 and not (m.training and m.dropout > 0 and m.num_layers > 1) and \
+        ready(m.mode, dtype)
+
+
+class _Seq(Function):
+    @staticmethod
+    def forward(ctx, m, lstm, x, h0, c0, *weights):
+        ws = [np.ascontiguousarray(w._data) for w in weights]
+        nd = 2 if m.bidirectional else 1
+        per = len(ws) // (m.num_layers * nd)
+        xs = x._data.transpose(1, 0, 2) if m.batch_first else x._data
+        h0a = np.ascontiguousarray(h0._data)
+        c0a = np.ascontiguousarray(c0._data) if lstm else None
+        layer_in = np.ascontiguousarray(xs)
+        hn, cn, tape = [], [], []
+        for layer in range(m.num_layers):
+            outs = []
+            for d in range(nd):
+                k = layer * nd + d
+                w = ws[k * per:(k + 1) * per]
+                ck = c0a[k] if lstm else None
+                out, h_last, c_last, saved = _cell_fwd(m.mode, layer_in, h0a[k], ck, w, d == 1)
+                tape.append((layer_in, h0a[k], ck, w, d == 1, out, saved))
+                outs.append(out)
+                hn.append(h_last)
+                cn.append(c_last)
+            layer_in = outs[0] if nd == 1 else np.concatenate(outs, 2)
+        y = layer_in.transpose(1, 0, 2) if m.batch_first else layer_in
+        ctx.m, ctx.lstm, ctx.tape, ctx.per = m, lstm, tape, per
+        ctx.save_for_backward(x, h0, c0, *weights)  # eager's checks: in-place changes, freed
+        res = [Tensor._make(np.ascontiguousarray(y)), Tensor._make(np.stack(hn, 0))]
+        if lstm:
+            res.append(Tensor._make(np.stack(cn, 0)))
+        return tuple(res)
+
+    @staticmethod
+    def backward(ctx, dy, dhn, dcn=None):
+        saved = ctx.saved_tensors
+        if grad_mode.is_grad_enabled():  # create_graph=True: differentiable grads
+            return _eager_backward(ctx.m, saved, (dy, dhn, dcn))
+        m, lstm, tape = ctx.m, ctx.lstm, ctx.tape
+        nd = 2 if m.bidirectional else 1
+        H = m.hidden_size
+        dya = dy._data.transpose(1, 0, 2) if m.batch_first else dy._data
+        dhna, dcna = dhn._data, dcn._data if lstm else None
+        dh0, dc0 = np.empty_like(dhna), np.empty_like(dhna) if lstm else None
+        wgrads = [None] * (len(tape) * ctx.per)
+        d_in = np.ascontiguousarray(dya)
+        for layer in reversed(range(m.num_layers)):
+            dx = None
+            for d in range(nd):
+                k = layer * nd + d
+                x, h0, c0, w, rev, out, saved = tape[k]
+                dout = np.ascontiguousarray(d_in[:, :, d * H:(d + 1) * H])
+                dck = np.ascontiguousarray(dcna[k]) if lstm else None
+                # the first layer's input gradient only where the input needs one
+                g_x, g_h0, g_c0, gw = _cell_bwd(m.mode, x, h0, c0, w, rev, out, saved, dout,
+                                                np.ascontiguousarray(dhna[k]), dck,
+                                                layer > 0 or ctx.needs_input_grad[2])
+                dx = g_x if dx is None else dx + g_x
+                dh0[k] = g_h0
+                if lstm:
+                    dc0[k] = g_c0
+                wgrads[k * ctx.per:k * ctx.per + len(gw)] = gw
+            d_in = dx
+        dxa = None if d_in is None else d_in.transpose(1, 0, 2) if m.batch_first else d_in
+        res = [None, None, None if dxa is None else Tensor._make(np.ascontiguousarray(dxa)),
+               Tensor._make(dh0),
+               Tensor._make(dc0) if lstm else None]
+        return tuple(res + [Tensor._make(g) for g in wgrads])
+
+
+def _eager_backward(m, saved, grads) -> tuple:
+    """The grads of `_Seq.apply`'s arguments as differentiable tensors (create_graph=True): the
+    layer's eager loop run again on the saved inputs, and its tape differentiated."""
+    x, h0, c0 = saved[:3]
+    lstm = c0 is not None
+    out, h_n, c_n = m._run(m._time_major(x), h0, c0)
+    outs = [m._time_major(out), h_n] + ([c_n] if lstm else [])
+    args = [x, h0, c0, *saved[3:]]
+    wrt = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+    got = iter(_autograd.grad(outs, wrt, list(grads[:len(outs)]), create_graph=True,
+                              allow_unused=True))
+    res = [next(got) if isinstance(a, Tensor) and a.requires_grad else None for a in args]
+    return (None, None, *res)
+
+
+def run(m, input: Tensor, states: tuple) -> tuple:
+    """`(output, h_n[, c_n])` of layer `m` on batched `input` and its checked states."""
+    lstm = m.mode == "LSTM"
+    c0 = states[1] if lstm else None
+    return _Seq.apply(m, lstm, input, states[0], c0, *m._flat_weights)
