@@ -106,7 +106,8 @@ def main():
     st = jt.jit.stats()
     fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
     print(f"\njit.stats: compiled_runs={st['compiled_runs']} "
-          f"interpreted_runs={st['interpreted_runs']} layers={fns}")
+          f"interpreted_runs={st['interpreted_runs']} layers={fns} "
+          f"fused_layers={st['fused_layers']}")
 
 
 if __name__ == "__main__":

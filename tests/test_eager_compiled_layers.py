@@ -78,7 +78,10 @@ def _fused_matches_eager(m, x, states, monkeypatch, tol):
     want = _step(m, x, states)
     monkeypatch.setenv(_eager_compiled.ENV, "1")
     calls = jt.jit.stats()["calls"]
+    layer = f"nn.{type(m).__name__}"
+    fused = jt.jit.stats()["fused_layers"].get(layer, 0)
     out, _ = m(x, *([tuple(states) if m.mode == "LSTM" else states[0]] if states else []))
+    assert jt.jit.stats()["fused_layers"][layer] == fused + 1  # jit.stats() shows the call
     # the whole sequence (all layers, directions, steps) is one autograd node
     assert type(out.grad_fn).__name__ == "_FunctionNode" and out.grad_fn.name() == "_SeqBackward"
     got = _step(m, x, states)

@@ -443,6 +443,8 @@ def _eager_backward(m, saved, grads) -> tuple:
 
 def run(m, input: Tensor, states: tuple) -> tuple:
     """`(output, h_n[, c_n])` of layer `m` on batched `input` and its checked states."""
+    from ...script.runtime import stats
+    stats.record_fused_layer(f"nn.{type(m).__name__}")
     lstm = m.mode == "LSTM"
     c0 = states[1] if lstm else None
     return _Seq.apply(m, lstm, input, states[0], c0, *m._flat_weights)

@@ -57,6 +57,10 @@ class Stats(dict):
     plan_errors: records whose load failed otherwise than as an expected miss (a bug: warned
     about once; the specialisation was built instead).
 
+    fused_layers (layer name -> calls): eager calls of the library's recurrent layers served by
+    their fused compiled loops (nn/modules/_rnn_fused.py), which are not ScriptFunction calls
+    (a call the scripted composite served meanwhile is counted under `functions`).
+
     host_copies: device-to-host copies made by CUDA programs (a number read from a device
     tensor, e.g. control flow on a device value: targets/cuda/launch.host_scalar).
 
@@ -106,6 +110,7 @@ class _Counters:
         self.plan_hits = 0
         self.plan_stores = 0
         self.plan_errors = 0
+        self.fused_layers: Counter = Counter()
         self.host_copies_at_reset = _host_copies()
 
 
@@ -149,7 +154,7 @@ def snapshot() -> Stats:
                    worker_cpu_seconds=_c.worker_cpu_seconds,
                    spurious_errors=dict(_c.spurious_errors),
                    plan_hits=_c.plan_hits, plan_stores=_c.plan_stores,
-                   plan_errors=_c.plan_errors,
+                   plan_errors=_c.plan_errors, fused_layers=dict(_c.fused_layers),
                    functions=_function_reports(), kernels=_kernel_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
@@ -217,6 +222,12 @@ def record_plan(what: str) -> None:
             _c.plan_errors += 1
         else:
             _c.plan_stores += 1
+
+
+def record_fused_layer(name: str) -> None:
+    """One eager call of layer `name` (e.g. "nn.LSTM") served by its fused compiled loops."""
+    with _lock:
+        _c.fused_layers[name] += 1
 
 
 def record_background_start() -> None:
