@@ -104,10 +104,12 @@ def _check_lengths(em, plan: _Plan, d_row) -> None:
     every input it reads along the row broadcasts along it (last dim 1) while another has
     more (see the module docstring). Static where it reads every row-read input."""
     every = {p.uid for p, _, r in plan.ext if r}
+    seen = set()
     for n in plan.nodes:
-        if id(n) not in plan.red_pass or _row_read(plan, n.inputs[0]) >= every:
+        own = _row_read(plan, n.inputs[0]) if id(n) in plan.red_pass else every
+        if own >= every or frozenset(own) in seen:
             continue
-        own = _row_read(plan, n.inputs[0])
+        seen.add(frozenset(own))
         ln = broadcast_size(em, [f"{x}.shape[{r - 1}]" for p, x, r in plan.ext
                                  if r and p.uid in own])
         em.emit(f"if {ln} != {d_row}:")
