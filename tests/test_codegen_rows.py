@@ -7,6 +7,8 @@ compiles once or twice for the whole file.
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -56,6 +58,13 @@ def scaled_softmax(x, s):
     return e / e.sum(-1, keepdim=True), z.amin(-1, keepdim=True)
 
 
+def row_of_one(x, s):
+    # s may be (rows, 1) while x is (rows, n): the reductions read only s, over one element
+    z = s - s.amax(-1, keepdim=True)
+    e = t.exp(z)
+    return x * e / e.sum(-1, keepdim=True)
+
+
 def shared_buffer(x):
     # u's row buffer is reused by v1 in the pass that still reads u for v2
     u = x - x.amax(-1, keepdim=True)
@@ -66,7 +75,7 @@ def shared_buffer(x):
 
 
 FUNCS = (shared_buffer, layernorm_softmax, softmax, log_softmax, layernorm_stats, rmsnorm, scaled_softmax,
-         log_softmax_lse)
+         log_softmax_lse, row_of_one)
 SF = {f.__name__: t.script(f) for f in FUNCS}
 EAGER = {f.__name__: f for f in FUNCS}
 
@@ -158,13 +167,32 @@ def test_row_outputs_and_rmsnorm_float64():
     assert len(_rows_nodes(SF["rmsnorm"], t.randn(2, 3), t.randn(3))) == 1
 
 
-def test_input_broadcast_along_the_row_takes_the_general_nest():
-    # s of last dim 1 is read along the row: the program checks and takes its general nest
+def _outer_row_loops(code: str) -> int:
+    """The loop nests of a program's row region: its least indented `for` lines."""
+    fors = [ln for ln in code.splitlines() if re.match(r"\s*for \w+ in range\(\w+\):$", ln)]
+    least = min(len(ln) - len(ln.lstrip()) for ln in fors)
+    return sum(1 for ln in fors if len(ln) - len(ln.lstrip()) == least)
+
+
+def test_input_broadcast_along_the_row_takes_the_one_nest():
+    # s of last dim 1 is read along the row: the same nest reads it through a 0/1 multiplier
+    # (a second, general nest doubled the compile cost of every such row kernel: issue 17)
     _check("scaled_softmax", R(4, 9), R(4, 1))
+    assert _outer_row_loops(SF["scaled_softmax"].code) == 1
     _check("scaled_softmax", R(4, 9), R(4, 9))
     _check("scaled_softmax", R(4, 1), R(4, 9))   # x broadcast along the row instead
     _check("scaled_softmax", R(4, 1), R(1, 1))   # rows of length 1
     _check("scaled_softmax", R(1, 9), R(3, 1))   # both broadcast, different dims
+
+
+def test_reduction_of_a_row_broadcast_along_a_longer_row():
+    # the reductions run over s's own row (one element), not x's: the interpreter runs that
+    # call (eager's result); rows of one length run compiled
+    _check("row_of_one", R(4, 9), R(4, 9))
+    assert _outer_row_loops(SF["row_of_one"].code) == 1
+    x, s = (t.from_numpy(a.astype(np.float32)) for a in (R(4, 9), R(4, 1)))
+    np.testing.assert_allclose(SF["row_of_one"](x, s).numpy(), row_of_one(x, s).numpy(),
+                               rtol=1e-6)
 
 
 def test_grads_through_the_fused_program():

@@ -236,6 +236,76 @@ def test_simplify_constant_if_and_loop():
     assert "exp" in ops(g) and "tanh" not in ops(g)
 
 
+LOOP = """graph @g(%x: f32[?,4], %n: int) {
+  %trip: int = prim::Constant[value=TRIP]()
+  %t: bool = prim::Constant[value=True]()
+  %3: f32[?,4] = prim::Loop(%trip, %t, %x, %x, %n) {
+    body(%i: int, %acc: f32[?,4], %xx: f32[?,4], %nn: int):
+      %go: bool = COND
+      %4: f32[?,4] = add(%acc, %xx, %i)
+      -> (%go, %4)
+  }
+  return (%3)
+}
+"""
+
+
+def test_simplify_unrolls_small_constant_loops():
+    # a `for j in range(k)` of a constant k (the norms' shape checks): the body once per trip,
+    # the counter a constant (each such loop cost Numba ~0.1 CPU-s in an entry: issue 17)
+    g = apply(simplify.run, LOOP.replace("TRIP", "3").replace(
+        "COND", "prim::Constant[value=True]()"), [X, 2])
+    assert "prim::Loop" not in ops(g) and ops(g).count("add") == 3
+    # kept: too many trips, a condition that may stop it, an unknown trip count
+    for trip, cond in (("9", "prim::Constant[value=True]()"),
+                       ("3", "prim::ScalarOp[fn='lt'](%i, %nn)")):
+        g = apply(simplify.run, LOOP.replace("TRIP", trip).replace("COND", cond), [X, 2])
+        assert "prim::Loop" in ops(g)
+    g = apply(simplify.run, LOOP.replace("%trip: int = prim::Constant[value=TRIP]()",
+                                         "%trip: int = prim::ScalarOp[fn='add'](%n, %n)")
+              .replace("COND", "prim::Constant[value=True]()"), [X, 2])
+    assert "prim::Loop" in ops(g)
+
+
+def test_simplify_if_that_picks_true_or_false_is_its_condition():
+    src = """graph @g(%x: f32[?,4], %n: int) {
+  %f: bool = prim::Constant[value=False]()
+  %k: int = prim::Constant[value=4]()
+  %c: bool = prim::ScalarOp[fn='ne'](%n, %k)
+  %d: bool = prim::If(%c, %f) {
+    then(%a: bool):
+      %y: bool = prim::Constant[value=True]()
+      -> (%y)
+    else(%b: bool):
+      -> (%b)
+  }
+  return (%d)
+}
+"""
+    for n in (3, 4):
+        g = apply(simplify.run, src, [X, n])
+        assert "prim::If" not in ops(g)
+
+
+def test_layer_norm_checks_leave_no_loop_in_the_program():
+    # F.layer_norm checks its input and weight against normalized_shape with a loop over it:
+    # unrolled, each check is a size compared with a constant, and the error is eager's
+    import jitorch.nn.functional as F
+
+    def ln(x, w, b):
+        return F.layer_norm(x, (2, 4), w, b)
+    f = t.jit.script(ln)
+    x, w, b = t.randn(3, 2, 4), t.randn(2, 4), t.randn(2, 4)
+    np.testing.assert_allclose(f(x, w, b).numpy(), ln(x, w, b).numpy(), rtol=1e-5, atol=1e-6)
+    assert "prim::Loop" not in ops(f.graph_for(x, w, b)) and "while" not in f.code
+    for bad in ((t.randn(3, 4, 2), w, b), (x, t.randn(4, 2), b)):
+        with pytest.raises(RuntimeError) as compiled:
+            f(*bad)
+        with pytest.raises(RuntimeError) as eager:
+            ln(*bad)
+        assert str(compiled.value).splitlines()[0] == str(eager.value).splitlines()[0]
+
+
 def test_simplify_tuples_and_lists():
     src = """graph @g(%x: f32[?,4], %y: f32[?,4]) {
   %0: Tuple[f32[?,4], f32[?,4]] = prim::TupleConstruct(%x, %y)

@@ -296,14 +296,17 @@ def _cross_entropy(ignore_index, reduction, label_smoothing):
         m = 1  # the dims after the class dim: reshape cannot infer a -1 for an empty batch
         for d in range(2, nd):
             m = m * input.size(d)
-        x = input.reshape([n, c, m]).transpose(1, 2)  # (n, m, C): the classes last (rows)
+        # (n, m, C): the classes last (rows); an (n, C) input stays 2-d (the rank is static
+        # in a compiled program, where rank-2 kernels compile cheaper than rank-3 ones)
+        rows = [n] if nd == 2 else [n, m]
+        x = input if nd == 2 else input.reshape([n, c, m]).transpose(1, 2)
         s = x - _max_shift(x, -1, True)
         logp = s - s.exp().sum(-1, True).log()
         # eager's target checks (out-of-range targets raise), then the classes as a mask
-        t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape([n, m])
+        t = _class_index(input, target, weight, ignore_index, "cross_entropy").reshape(rows)
         mask = t != ignore_index
         safe = where(mask, t, 0)
-        loss = -where(safe.unsqueeze(2) == arange(c, device=logp.device), logp, 0.0).sum(-1)
+        loss = -where(safe.unsqueeze(-1) == arange(c, device=logp.device), logp, 0.0).sum(-1)
         w = mask.to(logp.dtype)
         if weight is not None:
             w = w * weight[safe]

@@ -11,8 +11,16 @@ Owns `run(graph) -> graph` (rewrites in place, to a fixed point). Rewrites:
   promotion and broadcasting are unchanged), and not when that would make a graph output alias
   a graph input or when an in-place op uses either value;
 - `x.is_floating_point()` / `x.is_complex()` on a tensor of known dtype -> a constant;
-- `prim::If` on a constant condition -> the taken block's body;
+- `prim::If` on a constant condition -> the taken block's body; one whose blocks only give
+  True and False (`differ = True if c else differ` with differ False: what an unrolled check
+  loop leaves) -> its condition;
 - `prim::Loop` whose trip count is 0 or whose initial condition is False -> its initial values;
+  one of a constant trip count that always continues (a `for` over `range(k)` of a constant k,
+  no break) and is small (`UNROLL_TRIPS` trips, `UNROLL_NODES` nodes in all) -> its body, once
+  per trip with the counter a constant. Why: the library's shape checks loop over a constant
+  `normalized_shape` (`_sizes_differ`, ops/nn_norm.py), and each such loop cost Numba ~0.1
+  CPU-s in a program's entry (a 1-layer encoder's forward has six: issue 17); unrolled, the
+  counter folds and a check is a size compared with a constant;
 - `prim::TupleIndex` / `prim::TupleUnpack` of a `prim::TupleConstruct` or tuple constant -> the
   element(s); `prim::ListUnpack` of a `prim::ListConstruct` read by nothing else;
 - the transpose of a product of matrices, `(a @ b).t()` -> `b.t() @ a.t()` (the transpose of a
@@ -37,6 +45,8 @@ FOLD_MAX_ELEMENTS = 64
 _DTYPE_QUERIES = {"is_floating_point": lambda d: d.is_floating_point,
                   "is_complex": lambda d: d.is_complex}
 MAX_ROUNDS = 20
+UNROLL_TRIPS = 8    # a constant-trip loop of at most this many trips is unrolled...
+UNROLL_NODES = 96   # ...when its body (nested blocks included) times its trips has at most this
 
 _IDENTITY = {  # op -> [(operand index of x, operand index of the constant, neutral value)]
     "mul": [(0, 1, 1), (1, 0, 1)],
@@ -127,6 +137,11 @@ def _matrix_transpose(n: ir.Node) -> bool:
     (ok0, d0), (ok1, d1) = const(n.inputs[1]), const(n.inputs[2])
     return ok0 and ok1 and all(type(d) is int and -2 <= d < 2 for d in (d0, d1)) and \
         d0 % 2 != d1 % 2
+
+
+def _size(block: ir.Block) -> int:
+    """The number of nodes in `block`, nested blocks included."""
+    return sum(1 + sum(_size(b) for b in n.blocks) for n in block.nodes)
 
 
 class _Simplifier:
@@ -314,7 +329,22 @@ class _Simplifier:
         return []
 
     def fold_if(self, n: ir.Node, mapping: dict):
-        return fold_if(n, mapping)
+        r = fold_if(n, mapping)
+        if r is not None or len(n.outputs) != 1:
+            return r
+        picks = []
+        for b in n.blocks:
+            v = b.returns[0]
+            if v in b.params:  # a captured value: the If's input
+                v = n.inputs[1 + b.params.index(v)]
+            ok, c = const(v)
+            if not ok or type(c) is not bool:
+                return None
+            picks.append(c)
+        if picks != [True, False] or n.inputs[0].type != ir.BOOL:
+            return None
+        mapping[n.output] = mapping.get(n.inputs[0], n.inputs[0])
+        return []
 
     def fold_loop(self, n: ir.Node, mapping: dict):
         ok_t, trip = const(n.inputs[0])
@@ -322,10 +352,32 @@ class _Simplifier:
         never = (ok_t and isinstance(trip, int) and trip <= 0) or (
             ok_c and isinstance(cond, (bool, int)) and not cond)
         if not never:
-            return None
+            return self.unroll(n, mapping, trip if ok_t else None, cond if ok_c else None)
         for o, v in zip(n.outputs, n.inputs[2:2 + len(n.outputs)]):
             mapping[o] = mapping.get(v, v)
         return []
+
+    def unroll(self, n: ir.Node, mapping: dict, trip, cond):
+        """A small loop of a constant trip count that never stops early: its body once per
+        trip (the counter a constant, each copy reading the carried values of the one
+        before), or None."""
+        body = n.blocks[0]
+        if type(trip) is not int or trip > UNROLL_TRIPS or cond is not True or \
+                const(body.returns[0]) != (True, True) or \
+                _size(body) * trip > UNROLL_NODES:
+            return None
+        k = len(n.outputs)
+        carried, captured = list(n.inputs[2:2 + k]), list(n.inputs[2 + k:])
+        nodes = []
+        for i in range(trip):
+            c = ir.Node("prim::Constant", (), (body.params[0].type,), attrs={"value": i},
+                        loc=n.loc)
+            copy, rets = inline_block(body, [c.output, *carried, *captured])
+            nodes += [c, *copy]
+            carried = rets[1:]
+        for o, v in zip(n.outputs, carried):
+            mapping[o] = mapping.get(v, v)
+        return nodes
 
     def fold_unpack(self, n: ir.Node, mapping: dict):
         src = n.inputs[0]

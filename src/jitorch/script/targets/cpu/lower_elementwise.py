@@ -178,7 +178,9 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
             oflat.append(flat[stores[j].uid])
             continue
         f = em.fresh("g")
-        em.emit(f"{f} = {o}.reshape({nf})")
+        # (allocated C-contiguous with the loop's shape: the same view, without Numba's
+        # reshape, whose lowering cost each kernel ~0.1 CPU-s of compile time: issue 17)
+        em.emit(f"{f} = {views.use(em, '_jt_flat')}({o}, {nf})")
         oflat.append(f)
     k = em.fresh("k")
     em.emit(f"for {k} in range({nf}):")

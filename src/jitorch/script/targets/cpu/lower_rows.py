@@ -12,12 +12,18 @@ the rows (every dim but the last) holding several inner passes over the row:
   need; a full value that a later pass reads is kept in a row-sized scratch buffer (the row
   stays in L1), so nothing full-size is allocated except the outputs.
 
-This plan relies on every tensor input that is read along the row having the row's full length
-(the broadcast last dim D), which is checked at run time (it always holds when only one input is
-read along the row, as in softmax: no second nest then). Where it does not hold (an input of
-last dim 1 broadcast along the row) the program takes a second, general nest that recomputes
-full values in every loop that needs them, with 0/1 multipliers on every index and each
-reduction over its own input's last dim. Reductions accumulate in their result dtype; sums
+A tensor input read along the row has the row's length D (the broadcast last dim) or 1 (broadcast
+along it: a saved per-row statistic of shape (..., 1) in a layer norm's backward, a per-row
+scale). There is one nest for both: where more than one input is read along the row, their
+loads carry a 0/1 multiplier on the row index (LLVM versions the loop on it: no slower than
+plain indexing), and so do the stores of full outputs that do not depend on every such input
+(their last dim may be 1). Every reduction then runs over D; that is its own length unless
+every input it reads along the row has last dim 1 while D > 1 (a softmax of a (..., 1) input
+scaled by a (..., D) one), which is checked before the loops and hands that call to the
+interpreter, as `loop_shape` does for a reduced input of another row length. Why one nest: a
+second, general nest for ragged rows doubled the compile cost of every row kernel with two
+row-read inputs (0.5-0.8 CPU-s each; issue 17), and it was the nest that ran for every layer
+norm backward. Reductions accumulate in their result dtype; sums
 (and logsumexp's sum of exponentials) run over blocks of the row with float64 totals, like
 `lower_reduce.py`'s, so a long row sums as accurately as NumPy's pairwise sum. amax/amin
 propagate NaN and raise PyTorch's error on an empty row (`_max_shift`, the softmax twins' max,
@@ -29,7 +35,7 @@ from ...._ops import registry
 from ... import ir
 from ...passes.fuse_rows import ROW_REDUCE
 from ...codegen import NotLowered
-from ...codegen.elementwise import scalar_expr
+from ...codegen.elementwise import broadcast_size, scalar_expr
 from ...codegen.emitter import Emitter, np_type
 from ...codegen.rows import RowPlan, output_shape
 
@@ -43,10 +49,12 @@ def is_rows(block: ir.Block) -> bool:
 class _Plan(RowPlan):
     """The region's values (codegen/rows.RowPlan) and the CPU's schedule of them: each value's
     level (the pass it is computed in), the pass of each reduction of a full value, and the
-    full values a later pass reads (kept in a row buffer on the uniform path)."""
+    full values a later pass reads (kept in a row buffer)."""
 
     def __init__(self, em: Emitter, block: ir.Block, inputs: list):
         super().__init__(em, block, inputs)
+        # more than one input read along the row: each may be broadcast along it (last dim 1)
+        self.ragged = sum(1 for _, _, r in self.ext if r) > 1
         self.level = {p.uid: 0 for p in block.params}  # value uid -> level
         self.red_pass = {}  # id(reduction node with a full input) -> its pass
         self.lse_pass = {}  # id(logsumexp node) -> the pass of its sum (its max: red_pass)
@@ -79,36 +87,46 @@ def lower_rows(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> Non
     plan = _Plan(em, block, inputs)
     rank = plan.rank
     sizes, mult = _loop_shape(em, plan.ext, rank, rows=True)
-    d_row = sizes[-1]
-    uni = em.fresh("uni")
-    if sum(1 for _, _, r in plan.ext if r) > 1:
-        em.emit(f"{uni} = True")
-        for p, x, r in plan.ext:
-            if r:
-                em.emit(f"if {x}.shape[{r - 1}] != {d_row}:")
-                em.emit(f"    {uni} = False")
+    _check_lengths(em, plan, sizes[-1])
     outs = _alloc_outputs(em, plan, sizes)
-    if sum(1 for _, _, r in plan.ext if r) <= 1:
-        # one input read along the row defines the row's length: always uniform
-        _uniform(em, plan, sizes, mult, outs)
-    else:
-        em.emit(f"if {uni}:")
-        em.indent += 1
-        _uniform(em, plan, sizes, mult, outs)
-        em.indent -= 1
-        em.emit("else:")
-        em.indent += 1
-        _general(em, plan, sizes, mult, outs)
-        em.indent -= 1
+    _nest(em, plan, sizes, mult, outs)
     for (o, _, _), v in zip(outs, outputs):
         em.bind(v, o)
 
 
+def _row_read(plan: _Plan, v) -> set:
+    """The tensor inputs that value `v` reads along the row."""
+    return {k for k, f in plan.deps[v.uid].items() if f}
+
+
+def _check_lengths(em, plan: _Plan, d_row) -> None:
+    """Hand the call to the interpreter where a reduction's own row length is not the nest's:
+    every input it reads along the row broadcasts along it (last dim 1) while another has
+    more (see the module docstring). Static where it reads every row-read input."""
+    every = {p.uid for p, _, r in plan.ext if r}
+    seen = set()
+    for n in plan.nodes:
+        own = _row_read(plan, n.inputs[0]) if id(n) in plan.red_pass else every
+        if own >= every or frozenset(own) in seen:
+            continue
+        seen.add(frozenset(own))
+        ln = broadcast_size(em, [f"{x}.shape[{r - 1}]" for p, x, r in plan.ext
+                                 if r and p.uid in own])
+        em.emit(f"if {ln} != {d_row}:")
+        em.indent += 1
+        em.raise_in_interpreter()
+        em.indent -= 1
+
+
 def _alloc_outputs(em, plan: _Plan, sizes) -> list:
-    """Each returned value: allocated with the broadcast shape of what it depends on."""
+    """Each returned value: allocated with the broadcast shape of what it depends on; with it
+    the multipliers its stores use (the last one None where its last dim is the row's)."""
+    every = {p.uid for p, _, r in plan.ext if r}
     outs = []
     for r in plan.returns:
         parts, om = output_shape(em, plan, r)
+        if not plan.ragged or _row_read(plan, r) >= every:
+            om[-1] = None
         o = em.fresh("out")
         em.emit(f"{o} = np.empty(({''.join(s + ', ' for s in parts)}), "
                 f"{np_type(plan.dtype[r.uid])})")
@@ -134,13 +152,15 @@ def _row_locals(em, plan: _Plan, mult, idx) -> dict:
     return local
 
 
-def _load_full(em, plan: _Plan, v, local, mult, idx, uniform: bool) -> None:
-    """Load a full tensor input's element of this row at `idx[-1]`."""
+def _load_full(em, plan: _Plan, v, local, mult, idx) -> None:
+    """Load a full tensor input's element of this row at `idx[-1]` (through its multiplier
+    where it may broadcast along the row)."""
     rank = plan.rank
     for p, x, r in plan.ext:
         if p.uid == v.uid:
-            parts = [f"{idx[rank - r + k]} * {mult[p.uid][k]}" for k in range(r - 1)]
-            parts.append(idx[-1] if uniform else f"{idx[-1]} * {mult[p.uid][r - 1]}")
+            parts = [f"{idx[rank - r + k]} * {mult[p.uid][k]}" for k in range(r)]
+            if not plan.ragged:
+                parts[-1] = idx[-1]
             nm = em.fresh("x")
             em.emit(f"{nm} = {x}[{', '.join(parts)}]")
             local[v.uid] = (nm, plan.dtype[v.uid])
@@ -148,14 +168,14 @@ def _load_full(em, plan: _Plan, v, local, mult, idx, uniform: bool) -> None:
     raise NotLowered(f"row region: {v} is not an input")
 
 
-def _emit_full(em, plan: _Plan, v, local, mult, idx, uniform, bufs, level) -> None:
+def _emit_full(em, plan: _Plan, v, local, mult, idx, bufs, level) -> None:
     """Make the full value `v` available in the current inner loop (loads, members, buffers)."""
     if v.uid in local or v.uid in plan.consts:
         return
     if v.node is None:
-        _load_full(em, plan, v, local, mult, idx, uniform)
+        _load_full(em, plan, v, local, mult, idx)
         return
-    if uniform and v.uid in bufs and plan.level[v.uid] < level:
+    if v.uid in bufs and plan.level[v.uid] < level:
         nm = em.fresh("b")
         em.emit(f"{nm} = {bufs[v.uid]}[{idx[-1]}]")
         local[v.uid] = (nm, plan.dtype[v.uid])
@@ -164,7 +184,7 @@ def _emit_full(em, plan: _Plan, v, local, mult, idx, uniform, bufs, level) -> No
     n = v.node
     for u in n.inputs:
         if u.uid not in plan.consts and plan.full.get(u.uid):
-            _emit_full(em, plan, u, local, mult, idx, uniform, bufs, level)
+            _emit_full(em, plan, u, local, mult, idx, bufs, level)
     _emit_member(em, n, local, plan.consts)
 
 
@@ -191,26 +211,25 @@ def _store_row(em, plan, v, local, outs, idx) -> None:
             em.emit(f"{o}[{', '.join(ix)}] = {local[v.uid][0]}")
 
 
-def _store_full(em, plan, v, local, outs, idx, uniform) -> None:
+def _store_full(em, plan, v, local, outs, idx) -> None:
     for o, om, r in outs:
         if r.uid == v.uid:
             ix = [f"{idx[d]} * {om[d]}" for d in range(plan.rank - 1)]
-            ix.append(idx[-1] if uniform else f"{idx[-1]} * {om[-1]}")
+            ix.append(idx[-1] if om[-1] is None else f"{idx[-1]} * {om[-1]}")
             em.emit(f"{o}[{', '.join(ix)}] = {local[v.uid][0]}")
 
 
-def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, bufs,
-                 level, stores, outs, scratch=None, lse2=()) -> None:
+def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, bufs,
+                 level, stores, outs, scratch, lse2) -> None:
     """One inner loop: accumulate `reds`, compute and keep `stores` (buffers, outputs).
 
-    On the uniform path an amax/amin keeps only a NaN flag in the loop and takes the maximum
+    An amax/amin keeps only a NaN flag in the loop and takes the maximum
     of its input's row buffer (`scratch` or the value's own buffer) after it, with
     `_row_amax`/`_row_amin`: LLVM vectorises neither a max reduction nor its NaN branch, and the
     helper's eight independent chains ran 6x faster than one. A logsumexp takes its row's max
     as a reduction of `reds` and its sum of exp(x - max) as one of `lse2` (the next pass)."""
     from . import lower_reduce
     from ...codegen.casts import cast as _cast
-    scratch = scratch or {}
     accs = []
     for n in reds:
         d, op = plan.dtype[n.outputs[0].uid], _op1(n)
@@ -241,11 +260,11 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
     local = dict(row_local)
     for n, acc, d, flag in accs:
         x = n.inputs[0]
-        _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
+        _emit_full(em, plan, x, local, mult, idx, bufs, level)
         e, xd = local[x.uid]
         v = em.fresh("v")
         em.emit(f"{v} = {_cast(e, xd, d)}")
-        if _via_buffer(n, plan, bufs, scratch, uniform, level):
+        if _via_buffer(n, plan, bufs, scratch, level):
             em.emit(f"{flag} = {flag} | np.isnan({v})")
             if id(n) in scratch:
                 em.emit(f"{scratch[id(n)]}[{idx[-1]}] = {v}")
@@ -254,24 +273,24 @@ def _reduce_loop(em, plan: _Plan, reds, length, row_local, mult, idx, uniform, b
             em.emit(line)
     for n, acc, d in sums:
         x = n.inputs[0]
-        _emit_full(em, plan, x, local, mult, idx, uniform, bufs, level)
+        _emit_full(em, plan, x, local, mult, idx, bufs, level)
         e, xd = local[x.uid]
         ex = scalar_expr(em, registry.OPS["exp"], d, {"input": f"{_cast(e, xd, d)} - "
                                                             f"{plan.lse_m[id(n)]}"}, {})
         em.emit(f"{acc} = {acc} + {np_type(d)}({ex})")
     for v in stores:  # every value first, then the writes: a reused buffer is read first
-        _emit_full(em, plan, v, local, mult, idx, uniform, bufs, level)
+        _emit_full(em, plan, v, local, mult, idx, bufs, level)
     for v in stores:
-        if uniform and v.uid in bufs:
+        if v.uid in bufs:
             em.emit(f"{bufs[v.uid]}[{idx[-1]}] = {local[v.uid][0]}")
-        _store_full(em, plan, v, local, outs, idx, uniform)
+        _store_full(em, plan, v, local, outs, idx)
     if wide:
         lower_reduce.blocked_tail(em, wide, totals)
         for (acc, d), tot in zip(wide, totals):
             em.emit(f"{acc} = {np_type(d)}({tot})")
     em.indent = loop_base
     for n, acc, d, flag in accs:
-        if _via_buffer(n, plan, bufs, scratch, uniform, level):
+        if _via_buffer(n, plan, bufs, scratch, level):
             b = scratch.get(id(n)) or bufs[n.inputs[0].uid]
             # an empty row: only a logsumexp or a _max_shift gets here (amax/amin raised
             # before the loops)
@@ -305,8 +324,8 @@ def _op1(n) -> str:
     return "amax" if n.op in ("logsumexp", "_max_shift") else n.op
 
 
-def _via_buffer(n, plan, bufs, scratch, uniform, level) -> bool:
-    if not uniform or _op1(n) not in ("amax", "amin"):
+def _via_buffer(n, plan, bufs, scratch, level) -> bool:
+    if _op1(n) not in ("amax", "amin"):
         return False
     x = n.inputs[0]
     return id(n) in scratch or (x.uid in bufs and x.node is not None and
@@ -333,8 +352,8 @@ def _check_nonempty(em, reds, length, rank) -> None:
             return
 
 
-def _uniform(em, plan: _Plan, sizes, mult, outs) -> None:
-    """Every row-read input has the row's length: passes by level, row buffers."""
+def _nest(em, plan: _Plan, sizes, mult, outs) -> None:
+    """The loop nest: passes by level, row buffers."""
     rank, d_row = plan.rank, sizes[-1]
     _check_nonempty(em, [n for n in plan.nodes if id(n) in plan.red_pass], d_row, rank)
     bufs = _assign_buffers(em, plan, d_row)
@@ -364,7 +383,7 @@ def _uniform(em, plan: _Plan, sizes, mult, outs) -> None:
         stores += [r for r in plan.returns if r.uid in out_full and plan.level[r.uid] == level
                    and all(r is not s for s in stores)]
         if reds or stores or lse2:
-            _reduce_loop(em, plan, reds, d_row, row_local, mult, idx, True, bufs, level,
+            _reduce_loop(em, plan, reds, d_row, row_local, mult, idx, bufs, level,
                          stores, outs, scratch, lse2)
     for n in plan.nodes:
         o = n.outputs[0]
@@ -396,36 +415,3 @@ def _assign_buffers(em, plan: _Plan, d_row) -> dict:
             held.append([b, d, last[v.uid]])
             bufs[v.uid] = b
     return bufs
-
-
-def _general(em, plan: _Plan, sizes, mult, outs) -> None:
-    """Some row-read input broadcasts along the row: one loop per reduction over its own
-    input's length, full values recomputed from the inputs in each loop."""
-    from ...codegen.elementwise import broadcast_size
-    rank = plan.rank
-    lengths = {}
-    for n in plan.nodes:
-        if id(n) not in plan.red_pass:
-            continue
-        dep = plan.deps[n.inputs[0].uid]
-        ln = broadcast_size(em, [f"{x}.shape[{r - 1}]" for p, x, r in plan.ext
-                                 if dep.get(p.uid) and r])
-        lengths[id(n)] = ln
-        _check_nonempty(em, [n], ln, rank)
-    base = em.indent
-    idx = _open_rows(em, rank, sizes)
-    row_local = _row_locals(em, plan, mult, idx)
-    for n in plan.nodes:
-        o = n.outputs[0]
-        if id(n) in plan.red_pass:
-            _reduce_loop(em, plan, [n], lengths[id(n)], row_local, mult, idx, False, {}, 0,
-                         [], outs)
-            if n.op == "logsumexp":
-                _reduce_loop(em, plan, [], lengths[id(n)], row_local, mult, idx, False, {}, 0,
-                             [], outs, None, [n])
-        elif not plan.full[o.uid]:
-            _row_node(em, plan, n, row_local, outs, idx)
-    stores = [r for r in plan.returns if plan.full[r.uid]]
-    if stores:
-        _reduce_loop(em, plan, [], sizes[-1], row_local, mult, idx, False, {}, 0, stores, outs)
-    em.indent = base
