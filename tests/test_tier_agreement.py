@@ -88,10 +88,13 @@ def _relu(x):
 def test_relu_keeps_negative_zero_in_every_tier(dtype):
     x = jitorch.tensor([-0.0, 0.0, -1.0, float("nan"), -float("inf"), 2.0, -0.0], dtype=dtype)
     want_sign = [True, False, False, False, False, False, True]
-    traced = jitorch.jit.trace(lambda t: jitorch.relu(t), (x,), check_trace=False)
     inplace = x.clone()
     inplace.relu_()
-    for got in (jitorch.relu(x), F.relu(x), x.relu(), inplace, _relu(x), traced(x)):
+    results = [jitorch.relu(x), F.relu(x), x.relu(), inplace]
+    if dtype is jitorch.float32:  # compiled code: one dtype (the scalar template is generic)
+        results += [_relu(x), jitorch.jit.trace(lambda t: jitorch.relu(t), (x,),
+                                                check_trace=False)(x)]
+    for got in results:
         assert np.signbit(got.numpy()).tolist() == want_sign
         np.testing.assert_array_equal(got.numpy(), [0, 0, 0, np.nan, 0, 2, 0])
     strided = F.relu(x[::2])  # -0.0, -1, -inf, -0.0

@@ -100,12 +100,19 @@ def _put_impl(y, i, j, v):
 
 
 @njit(**_OPTS)
-def _row(x, i, y, log, buf, sbuf):
-    """Softmax (log_softmax if `log`) of row i of `x` into row i of `y`, as lower_rows' row
-    region computes a row (`buf`, `sbuf`: its scratch rows), reading x as that kernel does: a
-    2-D array with two indices, a 1-D array with one (LLVM vectorises a loop over a strided 1-D
-    array behind a check that the stride is 1, not one over a 2-D array: the sum's order)."""
+def _each_row(x, y, log, buf, sbuf):
+    """Softmax (log_softmax if `log`) of each row of `x` into `y`, as lower_rows' row region
+    computes a row (`buf`, `sbuf`: its scratch rows), reading x as that kernel does: a 2-D
+    array with two indices, a 1-D array (one row) with one (LLVM vectorises a loop over a
+    strided 1-D array behind a check that the stride is 1, not one over a 2-D array: the sum's
+    order). The rows' loop is in here: a call per row cost ~10 ns a row."""
     n = x.shape[-1]
+    for i in range(x.size // n):
+        _row(x, i, y, log, buf, sbuf, n)
+
+
+@njit(**_OPTS)
+def _row(x, i, y, log, buf, sbuf, n):
     nan = False
     for j in range(n):
         v = _at(x, i, j)
@@ -157,11 +164,10 @@ def _last_dim(x, log):
     buf = np.empty(n, x.dtype)
     sbuf = np.empty(n, x.dtype)
     if x.ndim <= 2:
-        for i in range(x.size // n):
-            _row(x, i, y, log, buf, sbuf)
+        _each_row(x, y, log, buf, sbuf)
     else:
         for idx in np.ndindex(x.shape[:-1]):
-            _row(x[idx], 0, y[idx], log, buf, sbuf)
+            _each_row(x[idx], y[idx], log, buf, sbuf)
     return y
 
 
@@ -217,16 +223,18 @@ def _other_dim(a, dim, log, row_blocks):
 
 
 @njit(**_OPTS)
-def _softmax_last(x):
+def softmax_last(x):
+    """Softmax along the last dim of a 1-D or 2-D array (any strides)."""
     return _last_dim(x, False)
 
 
 @njit(**_OPTS)
-def _log_softmax_last(x):
+def log_softmax_last(x):
+    """Log-softmax along the last dim of a 1-D or 2-D array (any strides)."""
     return _last_dim(x, True)
 
 
-def _rows(a: np.ndarray, dim: int, log: bool, last) -> np.ndarray:
+def _any_dim(a: np.ndarray, dim: int, log: bool, last) -> np.ndarray:
     if dim < 0:
         dim += a.ndim
     if dim == a.ndim - 1:  # the input itself, whatever its strides (see _last_dim)
@@ -241,15 +249,9 @@ def _rows(a: np.ndarray, dim: int, log: bool, last) -> np.ndarray:
 def softmax(a: np.ndarray, dim: int) -> np.ndarray:
     """Softmax of the float32/float64 array `a` (with elements) along `dim` (-a.ndim <= dim <
     a.ndim), as compiled code computes it."""
-    if dim == -1 or dim == a.ndim - 1:
-        if a.ndim <= 2:  # the common call, without _rows' frame
-            return _softmax_last(a)
-    return _rows(a, dim, False, _softmax_last)
+    return _any_dim(a, dim, False, softmax_last)
 
 
 def log_softmax(a: np.ndarray, dim: int) -> np.ndarray:
     """Log-softmax, as `softmax`."""
-    if dim == -1 or dim == a.ndim - 1:
-        if a.ndim <= 2:
-            return _log_softmax_last(a)
-    return _rows(a, dim, True, _log_softmax_last)
+    return _any_dim(a, dim, True, log_softmax_last)

@@ -455,31 +455,33 @@ def _softmin(dim, dtype):
 def _load_rows():
     """On the first eager softmax on the CPU: import the kernels (each compiles or loads from
     Numba's disk cache on its first call per dtype, rank and layout)."""
-    from . import _row_kernels
-    _rows[:] = _row_kernels.softmax, _row_kernels.log_softmax
+    from . import _row_kernels as rk
+    _rows[:] = rk.softmax, rk.log_softmax, rk.softmax_last, rk.log_softmax_last
 
 
-_rows = [None, None]  # _row_kernels.softmax and log_softmax, once imported
+# _row_kernels' softmax, log_softmax (any dim) and their last-dim kernels, once imported
+_rows = [None] * 4
 
 
 def _softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        f = _rows[0]
-        if f is None:
+        if _rows[0] is None:
             _load_rows()
-            f = _rows[0]
-        return f(input, dim)
+        # the common call (the last dim of a 1-D or 2-D array) straight to its kernel
+        if (dim == -1 or dim == 1) and input.ndim == 2:
+            return _rows[2](input)
+        return _rows[0](input, dim)
     e = np.exp(input - np.max(input, axis=dim, keepdims=True))
     return e / np.sum(e, axis=dim, keepdims=True)
 
 
 def _log_softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        f = _rows[1]
-        if f is None:
+        if _rows[0] is None:
             _load_rows()
-            f = _rows[1]
-        return f(input, dim)
+        if (dim == -1 or dim == 1) and input.ndim == 2:
+            return _rows[3](input)
+        return _rows[1](input, dim)
     s = input - np.max(input, axis=dim, keepdims=True)
     return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
 
