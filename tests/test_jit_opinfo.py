@@ -2,8 +2,8 @@
 
 For each entry and each of float32/float64/int64 it lists:
 - the traced graph of each sample, run by the IR interpreter, equals eager (values, dtypes,
-  shapes; values to the bit unless the entry says `interpreted_exact=False`); the graph prints and, where `script.parser` exists, print -> parse -> print is the
-  identity;
+  shapes; values to the bit unless the entry says `interpreted_exact=False`); the graph
+  prints and, where `script.parser` exists, print -> parse -> print is the identity;
 - `jitorch.jit.trace` of ONE function running all the samples (so one specialisation, one
   compile per (op, dtype)) equals eager when called on fresh copies of the inputs (by default
   for one dtype per entry, all three with JITORCH_OPINFO_FULL=1: compiles dominate the time;

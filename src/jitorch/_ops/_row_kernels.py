@@ -6,7 +6,7 @@ composite (x - max, exp, sum, divide; log_softmax: x - max, then minus the log o
 exps) to the loops of script/targets/cpu (lower_rows.py for the last dim, lower_reduce.py and
 elementwise kernels for another dim); eager code runs these loops, written to do the same
 operations in the same order, so eager, scripted and traced results agree to the bit
-(tests/test_softmax_tiers.py). What is mirrored, by the kind of dim:
+(tests/test_tier_agreement.py). What is mirrored, by the kind of dim:
 
 - the last dim (lower_rows' row region): per row the max of the row (`_row_amax`, nan if any
   element is nan), then one pass over blocks of `BLOCK` elements computing exp(x - max) (kept in
@@ -20,9 +20,13 @@ operations in the same order, so eager, scripted and traced results agree to the
   float64 (lower_reduce's `_accumulate_into`); float64 sums run in float64.
 
 exp and log are the compiled code's: `fastmath.exp_f32` / `log_f32` for float32, libm's for
-float64. Inputs must have at least one element; any strides (the last dim's kernel reads the input in
-place, as compiled code does: see `_last_dim`). Imported by nn_activation on the first eager softmax (never
-by `import jitorch`); each function compiles once per dtype and rank, cached on disk.
+float64. Inputs must have at least one element, any strides: the last dim's kernel reads the
+input in place, as compiled code does (a strided row sums in another order, see `_each_row`).
+Imported by nn_activation on the first eager softmax (never by `import jitorch`); each kernel
+compiles once per dtype, rank and layout, cached on disk. Numba's cache does not see changes to
+fastmath.py (exp_f32 is compiled into these kernels): clear it after changing that file. A
+change to the generated loops (lower_rows.py, lower_reduce.py) must be mirrored here; the tier
+agreement test fails until it is.
 """
 from __future__ import annotations
 
@@ -105,7 +109,7 @@ def _each_row(x, y, log, buf, sbuf):
     computes a row (`buf`, `sbuf`: its scratch rows), reading x as that kernel does: a 2-D
     array with two indices, a 1-D array (one row) with one (LLVM vectorises a loop over a
     strided 1-D array behind a check that the stride is 1, not one over a 2-D array: the sum's
-    order). The rows' loop is in here: a call per row cost ~10 ns a row."""
+    order)."""
     n = x.shape[-1]
     for i in range(x.size // n):
         _row(x, i, y, log, buf, sbuf, n)
@@ -113,6 +117,7 @@ def _each_row(x, y, log, buf, sbuf):
 
 @njit(**_OPTS)
 def _row(x, i, y, log, buf, sbuf, n):
+    """Row i of `_each_row` (n: the row's length)."""
     nan = False
     for j in range(n):
         v = _at(x, i, j)
@@ -224,13 +229,13 @@ def _other_dim(a, dim, log, row_blocks):
 
 @njit(**_OPTS)
 def softmax_last(x):
-    """Softmax along the last dim of a 1-D or 2-D array (any strides)."""
+    """Softmax along the last dim of `x` (any rank and strides)."""
     return _last_dim(x, False)
 
 
 @njit(**_OPTS)
 def log_softmax_last(x):
-    """Log-softmax along the last dim of a 1-D or 2-D array (any strides)."""
+    """Log-softmax along the last dim of `x` (any rank and strides)."""
     return _last_dim(x, True)
 
 
