@@ -115,7 +115,7 @@ def _each_row(x, y, log, buf, sbuf):
         _row(x, i, y, log, buf, sbuf, n)
 
 
-@njit(**_OPTS)
+@njit(**_OPTS, inline="always")
 def _row(x, i, y, log, buf, sbuf, n):
     """Row i of `_each_row` (n: the row's length)."""
     nan = False
