@@ -64,7 +64,10 @@ def test_nll_loss_one_op(reduction, with_weight):
         y = fn(x, tgt, w, reduction=reduction)
         assert y.grad_fn.name() == "NllLossFusedBackward0"
         ref = comp(x, tgt, w)
-        np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        if fn is F.nll_loss:
+            np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        else:  # eager log_softmax follows compiled code; the composite's runs NumPy's ops
+            np.testing.assert_allclose(y.detach().numpy(), ref.detach().numpy(), rtol=1e-14)
         assert y.shape == ref.shape
         assert gradcheck(lambda t: fn(t, tgt, w, reduction=reduction), (x,))
     assert gradgradcheck(lambda t: F.nll_loss(t, tgt, w, reduction=reduction), (x,))
