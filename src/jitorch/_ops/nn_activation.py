@@ -467,7 +467,7 @@ def _softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
         if _rows[0] is None:
             _load_rows()
-        # the common call (the last dim of a 1-D or 2-D array) straight to its kernel
+        # the common call (the last dim of a 2-D array) straight to its kernel
         if (dim == -1 or dim == 1) and input.ndim == 2:
             return _rows[2](input)
         return _rows[0](input, dim)
