@@ -255,34 +255,3 @@ def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
     assert na._fused_call(fused.fn, x, 2, None) is None
     with jt.autocast("cpu"):
         assert na._fused_call(fused.fn, x, 1, None) is None  # autocast's policy applies
-
-
-@pytest.mark.parametrize("d", [jt.float32, jt.float64])
-def test_small_softmax_loops_match_the_composite_to_the_bit(monkeypatch, d):
-    """A small softmax runs two compiled loops around NumPy's exp (_ops/_row_kernels.py): the
-    composite's result bit for bit (its sums in NumPy's order), on any dim, with nan and inf;
-    an innermost dim over 128 long sums with NumPy; other strides take NumPy's calls."""
-    from jitorch._ops import nn_activation as na
-    rng = np.random.default_rng(0)
-    jt.nn.functional.softmax(jt.ones(2, dtype=d), 0)  # the loops loaded
-    ran = []
-    shift, normalise = na._rows
-    monkeypatch.setattr(na, "_rows", [lambda a, k: ran.append(k) or shift(a, k), normalise])
-    cases = [(3, 4, 5), (2, 9), (2, 20), (1, 128), (2, 129), (200, 1), (130, 3), (7,)]
-    expect = 0
-    for shape in cases:
-        a = rng.standard_normal(shape) * 6
-        a.flat[0] = np.nan
-        a.flat[-1] = np.inf
-        a.flat[len(a.flat) // 2] = -np.inf
-        x = jt.tensor(a, dtype=d)
-        for dim in range(-len(shape), len(shape)):
-            got = jt.nn.functional.softmax(x, dim=dim)
-            want = na._softmax.body(dim, None)(x)
-            np.testing.assert_array_equal(got.numpy(), want.numpy())
-            expect += 1
-    assert len(ran) == expect  # every case ran the loops
-    xt = jt.tensor(rng.standard_normal((4, 6)), dtype=d).t()  # not C-contiguous: NumPy's calls
-    np.testing.assert_array_equal(jt.nn.functional.softmax(xt, dim=1).numpy(),
-                                  na._softmax.body(1, None)(xt).numpy())
-    assert len(ran) == expect

@@ -1,6 +1,6 @@
 """Eager softmax, log_softmax, F.linear and nll_loss run as one op each (`_softmax_fused`,
 `_log_softmax_fused`, `_linear_fused`, `_nll_loss_fused`; cross_entropy as log_softmax's and
-nll_loss's): the same values as the composites that scripted code inlines, one autograd node,
+nll_loss's): the values of the composites that scripted code inlines, one autograd node,
 and gradients (first and second order, forward AD) that match; and autograd's per-op
 recorders build the node the generic recorder builds."""
 import numpy as np
@@ -21,7 +21,10 @@ def test_softmax_one_op(fn, comp, node, dim):
     x = jt.randn(3, 4, 2, dtype=jt.float64, requires_grad=True)
     y = fn(x, dim)
     assert y.grad_fn.name() == node
-    np.testing.assert_array_equal(y.detach().numpy(), comp.body(dim, None)(x).detach().numpy())
+    # the composite run op by op (NumPy's exp and sums) within rounding; eager follows the
+    # compiled composite to the bit (tests/test_tier_agreement.py)
+    np.testing.assert_allclose(y.detach().numpy(), comp.body(dim, None)(x).detach().numpy(),
+                               rtol=1e-14, atol=1e-300)
     assert gradcheck(lambda t: fn(t, dim), (x,))
     assert gradgradcheck(lambda t: fn(t, dim), (x,))
     t = jt.randn(3, 4, 2, dtype=jt.float64)
@@ -61,7 +64,10 @@ def test_nll_loss_one_op(reduction, with_weight):
         y = fn(x, tgt, w, reduction=reduction)
         assert y.grad_fn.name() == "NllLossFusedBackward0"
         ref = comp(x, tgt, w)
-        np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        if fn is F.nll_loss:
+            np.testing.assert_array_equal(y.detach().numpy(), ref.detach().numpy())
+        else:  # eager log_softmax follows compiled code; the composite's runs NumPy's ops
+            np.testing.assert_allclose(y.detach().numpy(), ref.detach().numpy(), rtol=1e-14)
         assert y.shape == ref.shape
         assert gradcheck(lambda t: fn(t, tgt, w, reduction=reduction), (x,))
     assert gradgradcheck(lambda t: F.nll_loss(t, tgt, w, reduction=reduction), (x,))

@@ -90,49 +90,40 @@ def _cat_arrays(arrays, dim, out_dtype):
     return np.concatenate([a for _, a in keep], axis=d, dtype=out_dtype.np)
 
 
-def _cat_common(arrays, dim):
-    """The common join: a list of NumPy arrays of one dtype and an int dim, which NumPy then
-    joins as PyTorch would (for rank >= 1 a skipped 1-D empty array joins as nothing) or
-    refuses (ranks or sizes that differ, 0-d arrays, a dim out of range); None for anything
-    else, or NumPy's refusal, which the checks of `_check_list` and `_cat_arrays` then word."""
-    if type(arrays) is not list or not arrays or type(dim) is not int:
-        return None
-    d0 = arrays[0].dtype
-    if type(arrays[0]) is not np.ndarray:
-        return None
-    for a in arrays:
-        if a.dtype is not d0:
-            return None
-    try:
-        return _concatenate_np(arrays, dim)
-    except ValueError:  # also NumPy's AxisError
-        return None
+def _join_impl(name: str, argname: str):
+    """The impl of a join op named `name` (cat, concat; concatenate's `axis` through concat's):
+    the common join (a list of NumPy arrays of one dtype and an int dim, which NumPy then joins
+    as PyTorch would: for rank >= 1 a skipped 1-D empty array joins as nothing) straight to
+    NumPy, in this one frame (a helper call was ~0.1 of cat's ~1.2 us on small tensors); else,
+    or on NumPy's refusal (ranks or sizes that differ, 0-d arrays, a dim out of range), the
+    checks of `_check_list` and `_cat_arrays`, which word PyTorch's errors."""
+    def impl(tensors, dim=0):
+        if type(tensors) is list and type(dim) is int and tensors:
+            a0 = tensors[0]
+            if type(a0) is _nd:
+                d0 = a0.dtype
+                for a in tensors:
+                    if a.dtype is not d0:
+                        break
+                else:
+                    try:
+                        return _concatenate_np(tensors, dim)
+                    except ValueError:  # also NumPy's AxisError
+                        pass
+        return _cat_arrays(tensors, _index(dim, argname), _check_list(tensors, name,
+                                                                       "torch.cat"))
+    return impl
 
 
 _concatenate_np = np.concatenate
-
-
-def _cat(tensors, dim=0):
-    r = _cat_common(tensors, dim)
-    if r is not None:
-        return r
-    return _cat_arrays(tensors, _index(dim, "dim"), _check_list(tensors, "cat", "torch.cat"))
-
-
-def _concat(tensors, dim=0):
-    r = _cat_common(tensors, dim)
-    if r is not None:
-        return r
-    return _cat_arrays(tensors, _index(dim, "dim"), _check_list(tensors, "concat",
-                                                                "torch.cat"))
+_nd = np.ndarray
+_cat = _join_impl("cat", "dim")
+_concat = _join_impl("concat", "dim")
+_concat_axis = _join_impl("concatenate", "axis")
 
 
 def _concatenate(tensors, axis=0):
-    r = _cat_common(tensors, axis)
-    if r is not None:
-        return r
-    return _cat_arrays(tensors, _index(axis, "axis"), _check_list(tensors, "concatenate",
-                                                                  "torch.cat"))
+    return _concat_axis(tensors, axis)
 
 
 def _split_back(g, shapes, targets, d):

@@ -83,34 +83,37 @@ def _act(name, impl, deriv=None, mask=None, **kw):
 
 # --- piecewise linear ------------------------------------------------------------------------
 def _relu(input):
-    # np.maximum keeps nan and input's dtype; it may keep -0.0 as -0.0, so floats add +0.0,
-    # which makes every zero +0.0 (one rule on every CPU). A 0-d zero of input's own dtype is
-    # the cheapest operand NumPy takes (a Python 0 costs a conversion per call); `out` given
-    # by position costs less than by keyword.
+    # PyTorch's relu: 0 where input < 0, else input (-0.0 and nan kept as they are), in every
+    # tier (the scalar template below is the same rule). np.maximum with the zero FIRST returns
+    # its second operand on a tie, in NumPy's SIMD and scalar float32/float64 loops alike
+    # (tests/test_tier_agreement.py), so -0.0 stays -0.0 in one call; a 0-d zero of the input's
+    # own dtype is the cheapest operand NumPy takes. Other dtypes: integers have no signed zero;
+    # float16 (whose loops do not keep that order) and device arrays take an explicit `where`.
     if type(input) is np.ndarray:
         z = _FLOAT_ZERO.get(input.dtype)
-        if z is not None and input.ndim:  # the common call: a float array
-            r = _maximum(input, z)
-            _add(r, z, r)
-            return r
+        if z is not None:  # the common call: a float32/float64 array (0-d: a NumPy scalar)
+            return _maximum(z, input)
         z = np.zeros((), input.dtype)
-        if input.dtype.kind == "f":
-            _FLOAT_ZERO[input.dtype] = z
-            return np.maximum(input, z) + z  # 0-d: NumPy scalars
-        return np.maximum(input, z)
-    r = np.maximum(input, 0)  # a device array: its own scalars
-    return r + 0 if r.dtype.kind == "f" else r
+        if input.dtype.kind != "f":
+            return np.maximum(input, z)
+        return np.where(input < z, z, input)
+    if input.dtype.kind != "f":  # a device array: its own functions and scalars
+        return np.maximum(input, 0)
+    return np.where(input < 0, np.zeros((), input.dtype), input)
 
 
-_FLOAT_ZERO: dict = {}  # NumPy float dtype -> its 0-d zero (read-only use)
-_maximum, _add = np.maximum, np.add
+# NumPy float dtype -> its 0-d zero (read-only use), for the dtypes whose np.maximum keeps the
+# operand order on ties
+_FLOAT_ZERO = {np.dtype(np.float32): np.zeros((), np.float32),
+               np.dtype(np.float64): np.zeros((), np.float64)}
+_maximum = np.maximum
 
 
 relu = _act("relu", _relu, mask=lambda result: result > 0, method=True, function=True,
             inplace=True,
             dtype=_rule("relu", ints=True,
                         bool_error=(RuntimeError, "Boolean inputs not supported for relu")),
-            scalar="({input} if not {input} <= 0 else 0)")
+            scalar="(0 if {input} < 0 else {input})")
 
 
 
@@ -442,51 +445,45 @@ def _softmin(dim, dtype):
 # --- eager softmax / log_softmax as one op each --------------------------------------------------
 # Eager code runs the composites above as 5-6 recorded ops (~12 us on a 4x4 tensor, PyTorch ~1.5).
 # The common eager call (a float32/float64 tensor of rank >= 1 with elements, an int dim in range,
-# no dtype=, no dispatch mode such as a tracer or vmap) runs one op instead, with the same NumPy
-# arithmetic as the composite's ops and PyTorch's softmax backward formulas as its VJP/JVP.
-# Scripted and traced code keep the composites (the compiler fuses them: passes/fuse_rows.py);
-# every other call (checks, errors, dtype=, empty or 0-d inputs) runs the composite body.
-# A small C-contiguous CPU array (at most _ROWS_MAX elements) takes two compiled loops around
-# NumPy's exp (_row_kernels.py: the same result to the bit, for about half of NumPy's calls'
-# cost); a larger one NumPy's calls, whose vectorised loops are the faster ones there.
-_ROWS_MAX = 1024
-_rows = [None, None]  # _row_kernels' shift_rows and normalise_rows, once imported
+# no dtype=, no dispatch mode such as a tracer or vmap) runs one op instead, with PyTorch's
+# softmax backward formulas as its VJP/JVP. Scripted and traced code keep the composites (the
+# compiler fuses them: passes/fuse_rows.py); every other call (checks, errors, dtype=, empty or
+# 0-d inputs) runs the composite body, op by op (NumPy's arithmetic, as the IR interpreter's).
+# On the CPU the op runs what compiled code runs for the composite (_row_kernels.py: the same
+# operations in the same order), so eager, scripted and traced softmax agree to the bit; one
+# compiled call, loaded on the first eager softmax. A device array takes NumPy's functions.
+def _load_rows():
+    """On the first eager softmax on the CPU: import the kernels (each compiles or loads from
+    Numba's disk cache on its first call per dtype, rank and layout)."""
+    from . import _row_kernels as rk
+    _rows[:] = rk.softmax, rk.log_softmax, rk.softmax_last, rk.log_softmax_last
 
 
-def _small_softmax(a, dim):
-    shift, normalise = _rows
-    if shift is None:  # the first small softmax: import (and compile) the loops
-        from ._row_kernels import normalise_rows, shift_rows
-        shift, normalise = _rows[:] = shift_rows, normalise_rows
-    e = shift(a, dim)
-    np.exp(e, out=e)
-    if not normalise(e, dim):  # an innermost dim too long for the loop: NumPy's sum
-        np.divide(e, _add_reduce(e, axis=dim, keepdims=True), out=e)
-    return e
+# _row_kernels' softmax, log_softmax (any dim) and their last-dim kernels, once imported
+_rows = [None] * 4
 
 
 def _softmax_fused_impl(input, dim):
-    if type(input) is np.ndarray and input.size <= _ROWS_MAX and input.flags.c_contiguous:
-        return _small_softmax(input, dim)
-    if type(input) is not np.ndarray:  # a device array: NumPy's dispatching functions
-        e = np.exp(input - np.max(input, axis=dim, keepdims=True))
-        return e / np.sum(e, axis=dim, keepdims=True)
-    # ufunc methods skip np.max/np.sum's Python layer; in place on the fresh temporaries
-    e = np.subtract(input, _max_reduce(input, axis=dim, keepdims=True))
-    np.exp(e, out=e)
-    np.divide(e, _add_reduce(e, axis=dim, keepdims=True), out=e)
-    return e
+    if type(input) is np.ndarray:
+        if _rows[0] is None:
+            _load_rows()
+        # the common call (the last dim of a 2-D array) straight to its kernel
+        if (dim == -1 or dim == 1) and input.ndim == 2:
+            return _rows[2](input)
+        return _rows[0](input, dim)
+    e = np.exp(input - np.max(input, axis=dim, keepdims=True))
+    return e / np.sum(e, axis=dim, keepdims=True)
 
 
 def _log_softmax_fused_impl(input, dim):
-    if type(input) is not np.ndarray:
-        s = input - np.max(input, axis=dim, keepdims=True)
-        return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
-    s = np.subtract(input, _max_reduce(input, axis=dim, keepdims=True))
-    lse = _add_reduce(np.exp(s), axis=dim, keepdims=True)
-    np.log(lse, out=lse)
-    np.subtract(s, lse, out=s)
-    return s
+    if type(input) is np.ndarray:
+        if _rows[0] is None:
+            _load_rows()
+        if (dim == -1 or dim == 1) and input.ndim == 2:
+            return _rows[3](input)
+        return _rows[1](input, dim)
+    s = input - np.max(input, axis=dim, keepdims=True)
+    return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
 
 
 def _softmax_fused_vjp(g, result, dim):
@@ -594,7 +591,6 @@ def _max_shift_impl(input, dim, keepdim=True):
 
 
 _max_reduce = np.maximum.reduce
-_add_reduce = np.add.reduce
 
 
 # the softmax family's max shift (its composites above, the losses, attention): no gradient
