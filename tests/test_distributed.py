@@ -94,6 +94,28 @@ dist.all_reduce(view)
 check(view, expected(ReduceOp.SUM, jitorch.float32, (3, 2)), "non-contiguous")
 assert (base[:, 0::2] == -1).all()
 
+# blocking calls of 256 KB and more wait in MPI's blocking call under the watchdog
+# (distributed/_work.py): the same results, for each kind of staging
+big = (8, 1 << 15)
+for d, op in ((jitorch.float32, ReduceOp.SUM), (jitorch.float64, ReduceOp.AVG),
+              (jitorch.int64, ReduceOp.MAX), (jitorch.bool, ReduceOp.SUM),
+              (jitorch.complex64, ReduceOp.SUM)):
+    t = val(r, d, big)
+    v0 = t._version[0]
+    dist.all_reduce(t, op=op)
+    check(t, expected(op, d, big), f"large all_reduce {d} {op}")
+    assert t._version[0] == v0 + 1
+t = jitorch.tensor(raw(r, big) % 5).to(jitorch.float16)  # staged in float32, written back
+dist.all_reduce(t)
+np.testing.assert_array_equal(t.to(jitorch.float64).numpy(),
+                              sum(raw(k, big) % 5 for k in range(n)), "large float16")
+base = jitorch.full((8, 1 << 16), -1.0)
+view = base[:, 1::2]  # non-contiguous: staged, written back
+view.copy_(val(r, jitorch.float32, big))
+dist.all_reduce(view)
+check(view, expected(ReduceOp.SUM, jitorch.float32, big), "large non-contiguous")
+assert (base[:, 0::2] == -1).all()
+
 for d in (jitorch.bfloat16, jitorch.int64, jitorch.bool, jitorch.complex64):
     t = val(r, d)
     call(dist.broadcast, t, src=2, async_op=d is jitorch.int64)
@@ -343,6 +365,10 @@ if sys.argv[1] == "stall":
     if dist.get_rank() == 1:
         time.sleep(600)  # never joins: rank 0's all_reduce must time out and end the job
     dist.all_reduce(jitorch.ones(3))
+elif sys.argv[1] == "stall-large":
+    if dist.get_rank() == 1:
+        time.sleep(600)  # the same for an all_reduce inside MPI's blocking call (the watchdog)
+    dist.all_reduce(jitorch.ones(1 << 16))
 elif sys.argv[1] == "caught":
     if dist.get_rank() == 1:
         time.sleep(600)
@@ -358,7 +384,7 @@ print("unreachable")
 '''
 
 
-@pytest.mark.parametrize("mode", ["stall", "caught", "raise"])
+@pytest.mark.parametrize("mode", ["stall", "stall-large", "caught", "raise"])
 def test_faults_end_the_job_instead_of_hanging(tmp_path, mode):
     p = mpi_job(tmp_path, FAULTS, 2, mode, timeout=60)
     assert p.returncode != 0
@@ -367,7 +393,7 @@ def test_faults_end_the_job_instead_of_hanging(tmp_path, mode):
         assert "ValueError: rank 1 fails" in p.stderr
         assert "rank 1 raised ValueError; aborting the job" in p.stderr
     else:
-        op = "all_reduce" if mode == "stall" else "barrier"
+        op = "barrier" if mode == "caught" else "all_reduce"
         assert f"jitorch.distributed.DistBackendError: [Rank 0] Watchdog caught collective " \
                f"operation timeout: {op} ran for 1000 milliseconds" in p.stderr \
                or f"aborting the job after [Rank 0] Watchdog caught collective operation " \

@@ -10,6 +10,12 @@ Owns three things every operation in distributed_c10d shares:
     watchdog with async error handling): the same exception, uncaught, aborts at once through the
     excepthook below, and a daemon timer aborts after `_ABORT_GRACE_S` seconds if user code
     catches it, because the peers are stuck in the collective and cannot recover.
+    A large operation (`_BLOCKING_WAIT_BYTES` and up) is completed by MPI's own blocking
+    `Waitall` instead, watched by the watchdog thread (`_Watchdog`), which ends the job with the
+    same message at the deadline (PyTorch's NCCL watchdog does the same): MPI moves a large
+    message in chunks, each progressed inside an MPI call on both ranks, and the Python between
+    two `Testall` calls stalled that pipeline (a 1 MB float32 all-reduce on 2 ranks: 185 us
+    polled against 163-166 us for MPI's blocking calls, bench/distributed.py).
   * job teardown: MPI jobs hang when one rank dies with an exception (the others wait in a
     collective and the dying rank waits in `MPI_Finalize`), so `install_fault_hooks` (called by
     `init_process_group`) makes an uncaught exception call `MPI_Abort` on COMM_WORLD. MPICH's
@@ -18,6 +24,7 @@ Owns three things every operation in distributed_c10d shares:
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import queue
 import sys
@@ -28,7 +35,7 @@ from .. import _fork
 
 __all__ = ["DistBackendError", "DistError", "Pending", "Work", "abort_job",
            "background_progress_supported", "install_fault_hooks", "progress_in_background",
-           "recording_works"]
+           "recording_works", "wait_in_mpi", "watched"]
 
 _FORWARD_OUTPUT_S = 0.3
 _ABORT_GRACE_S = 3.0  # a caught DistBackendError still ends the job this many seconds later
@@ -39,6 +46,10 @@ _ABORT_GRACE_S = 3.0  # a caught DistBackendError still ends the job this many s
 _SPIN_S = 0.05
 _MIN_SLEEP_S = 5e-5
 _MAX_SLEEP_S = 2e-3  # the backoff's cap: the most latency polling adds to a long wait
+# from this size an operation waits in MPI's Waitall under the watchdog (module doc); below
+# it, polling's few microseconds are within the issue's 10 us and its timeout stays catchable
+_BLOCKING_WAIT_BYTES = 256 << 10
+_WATCH_PERIOD_S = 0.05  # how often the watchdog looks at the armed deadlines
 
 
 class DistError(RuntimeError):
@@ -108,11 +119,15 @@ def _world_rank() -> int:
     return MPI.COMM_WORLD.Get_rank()
 
 
+def _timeout_message(name: str, timeout_s: float, rank: int) -> str:
+    return (f"[Rank {rank}] Watchdog caught collective operation timeout: {name} ran for "
+            f"{int(timeout_s * 1000)} milliseconds before timing out (the process group's "
+            f"timeout is {timeout_s:g} s). Another rank did not join the operation; aborting "
+            f"the job.")
+
+
 def _timed_out(name: str, timeout_s: float, rank: int) -> DistBackendError:
-    err = DistBackendError(
-        f"[Rank {rank}] Watchdog caught collective operation timeout: {name} ran for "
-        f"{int(timeout_s * 1000)} milliseconds before timing out (the process group's timeout "
-        f"is {timeout_s:g} s). Another rank did not join the operation; aborting the job.")
+    err = DistBackendError(_timeout_message(name, timeout_s, rank))
 
     def abort_anyway():  # user code caught the error: the peers are still stuck, end the job
         sys.stderr.write(f"jitorch.distributed: aborting the job after {err}\n")
@@ -123,11 +138,73 @@ def _timed_out(name: str, timeout_s: float, rank: int) -> DistBackendError:
     return err
 
 
-def wait_requests(reqs, name: str, timeout_s: float, rank: int, statuses=None) -> None:
+class _Watchdog:
+    """A daemon thread that ends the job when a wait armed here passes its deadline (the
+    waiting thread is inside MPI's blocking Waitall and cannot raise). Arming and disarming
+    are a dict insert and a pop, atomic under the GIL; the thread looks every
+    `_WATCH_PERIOD_S` seconds, started at the first arm of each process (a forked child
+    starts its own)."""
+
+    def __init__(self):
+        self._armed: dict = {}  # token -> (deadline, name, timeout_s, rank)
+        self._tokens = itertools.count()
+        self._pid = None
+
+    def arm(self, name: str, timeout_s: float, rank: int) -> int:
+        if self._pid != os.getpid():
+            self._pid = os.getpid()
+            threading.Thread(target=self._run, name="jitorch-dist-watchdog",
+                             daemon=True).start()
+        token = next(self._tokens)
+        self._armed[token] = (time.perf_counter() + timeout_s, name, timeout_s, rank)
+        return token
+
+    def disarm(self, token: int) -> None:
+        self._armed.pop(token, None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(_WATCH_PERIOD_S)
+            now = time.perf_counter()
+            for deadline, name, timeout_s, rank in list(self._armed.values()):
+                if now >= deadline:
+                    sys.stderr.write(f"jitorch.distributed: aborting the job after "
+                                     f"{_timeout_message(name, timeout_s, rank)}\n")
+                    abort_job(1)
+
+
+_watchdog = _Watchdog()
+
+
+@contextlib.contextmanager
+def watched(name: str, timeout_s: float, rank: int):
+    """A blocking MPI call inside the block ends the job if it is still running after
+    `timeout_s` seconds (the watchdog; module doc)."""
+    token = _watchdog.arm(name, timeout_s, rank)
+    try:
+        yield
+    finally:
+        _watchdog.disarm(token)
+
+
+def wait_in_mpi(nbytes: int, async_op: bool) -> bool:
+    """Whether a blocking operation of `nbytes` makes MPI's blocking call under the watchdog
+    (no request, no Work: PyTorch's blocking collectives return None) rather than a
+    nonblocking one polled."""
+    return not async_op and nbytes >= _BLOCKING_WAIT_BYTES
+
+
+def wait_requests(reqs, name: str, timeout_s: float, rank: int, statuses=None,
+                  nbytes: int = 0) -> None:
     """Complete `reqs` (mpi4py Requests; `statuses` receives theirs) or raise DistBackendError
-    after `timeout_s` seconds."""
+    after `timeout_s` seconds; an operation of `nbytes` >= `_BLOCKING_WAIT_BYTES` waits in MPI
+    under the watchdog, which ends the job at the deadline (module doc)."""
     from mpi4py import MPI
     if not reqs or MPI.Request.Testall(reqs, statuses):
+        return
+    if nbytes >= _BLOCKING_WAIT_BYTES:
+        with watched(name, timeout_s, rank):
+            MPI.Request.Waitall(reqs, statuses)
         return
     start = time.perf_counter()
     deadline = start + timeout_s
@@ -146,8 +223,9 @@ class Work:
     DistBackendError at the deadline), `is_completed()` polls without blocking."""
 
     def __init__(self, name: str, reqs, timeout_s: float, rank: int, finish=None, result=None,
-                 statuses=None):
+                 statuses=None, nbytes: int = 0):
         self._name = name
+        self._nbytes = nbytes  # the message size, which picks how `wait` completes it
         self._reqs = list(reqs)
         self._statuses = statuses
         self._timeout_s = timeout_s
@@ -173,7 +251,7 @@ class Work:
         group's."""
         if not self._done:
             t = self._timeout_s if timeout is None else _seconds(timeout)
-            wait_requests(self._reqs, self._name, t, self._rank, self._statuses)
+            wait_requests(self._reqs, self._name, t, self._rank, self._statuses, self._nbytes)
             self._complete()
         return True
 

@@ -36,7 +36,7 @@ from .. import _dtype as dt
 from .._device import CPU, backend_of
 from .._device.transfer import host
 from .._tensor import Tensor
-from ._work import Work, install_fault_hooks, wait_requests
+from ._work import Work, _watchdog, install_fault_hooks, wait_in_mpi, wait_requests
 
 __all__ = [
     "Backend", "GroupMember", "P2POp", "ProcessGroup", "ReduceOp", "Work", "all_gather",
@@ -145,9 +145,9 @@ class ProcessGroup:
         except (KeyError, TypeError):
             raise ValueError(f"Global rank {global_rank} is not part of group {self}") from None
 
-    def _work(self, name, reqs, finish=None, result=None, statuses=None) -> Work:
+    def _work(self, name, reqs, finish=None, result=None, statuses=None, nbytes=0) -> Work:
         return Work(name, reqs, self._timeout_s, self._ranks[self.rank()], finish, result,
-                    statuses)
+                    statuses, nbytes)
 
     def __repr__(self):
         return f"<ProcessGroup {self.group_name!r} ranks={self._ranks}>"
@@ -484,9 +484,22 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     from mpi4py import MPI
     mop = _mpi_op(op, tensor, "all_reduce")
     buf, back = _stage(tensor, arith=True)
-    req = pg._comm.Iallreduce(MPI.IN_PLACE, _typed(buf), mop)
+    if wait_in_mpi(buf.nbytes, async_op):  # a large blocking call: MPI's, under the watchdog
+        token = _watchdog.arm("all_reduce", pg._timeout_s, pg._ranks[pg.rank()])
+        try:
+            pg._comm.Allreduce(MPI.IN_PLACE, buf, mop)
+        finally:
+            _watchdog.disarm(token)
+        if op is ReduceOp.AVG:
+            _average(buf, pg.size())
+        if back is not None:
+            back()
+        tensor._version[0] += 1
+        return None
     avg = (lambda: _average(buf, pg.size())) if op is ReduceOp.AVG else None
-    work = pg._work("all_reduce", [req], _finisher(avg, back, _written(tensor)), [tensor])
+    req = pg._comm.Iallreduce(MPI.IN_PLACE, _typed(buf), mop)
+    work = pg._work("all_reduce", [req], _finisher(avg, back, _written(tensor)), [tensor],
+                    nbytes=buf.nbytes)
     return _done(pg, work, async_op)
 
 
@@ -509,7 +522,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
         buf, _ = _stage(tensor, arith=True)
         req = pg._comm.Ireduce(_typed(buf), None, mop, root)
         finish = None
-    return _done(pg, pg._work("reduce", [req], finish, [tensor]), async_op)
+    return _done(pg, pg._work("reduce", [req], finish, [tensor], nbytes=buf.nbytes), async_op)
 
 
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
@@ -522,7 +535,8 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     buf, back = _stage(tensor)
     req = pg._comm.Ibcast(_raw(buf), root)
     finish = _finisher(back, _written(tensor)) if pg.rank() != root else None
-    return _done(pg, pg._work("broadcast", [req], finish, [tensor]), async_op)
+    return _done(pg, pg._work("broadcast", [req], finish, [tensor], nbytes=buf.nbytes),
+                 async_op)
 
 
 def _scatter_rows(rows: np.ndarray, outs) -> None:
