@@ -215,8 +215,10 @@ OPINFOS = [
            op=F.adaptive_avg_pool3d, method=False),
     OpInfo("adaptive_max_pool3d", _adaptive_ref(3, "max"), _adaptive3d_samples,
            op=F.adaptive_max_pool3d, method=False),
+    # its input is a log_softmax, whose eager and compiled arithmetic (exp_f32) the
+    # interpreter's NumPy does not share to the last bit: see opinfos/nn.py's SOFTMAX
     OpInfo("ctc_loss", _ctc_ref, _ctc_samples, op=_ctc, method=False, jvp=False,
-           skip_grad_args=(1,)),
+           skip_grad_args=(1,), interpreted_exact=False),
     OpInfo("linalg.solve_triangular", _tri_ref, _tri_samples, op=LA.solve_triangular,
            method=False),
     OpInfo("linalg.lu_factor", _lu_factor_ref, _square_samples, op=LA.lu_factor,
