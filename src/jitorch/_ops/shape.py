@@ -114,18 +114,18 @@ def _infer_shape(shape, numel: int) -> tuple:
 
 
 def _reshape(input, shape):
-    # NumPy's reshape first: when it gives exactly `shape`, every size was valid (none
-    # negative, their product the size), the case where `_infer_shape` returns `shape` itself,
-    # so its checks are skipped (~10% of a small reshape). Else (a -1 to infer, which NumPy
-    # infers for any negative size; an error) `_infer_shape` decides, in PyTorch's words.
-    try:
-        r = input.reshape(shape)
-    except (ValueError, TypeError, OverflowError):
-        r = None
-    if r is not None and r.shape == shape:
-        return r
-    shape = _infer_shape(shape, input.size)
-    return r if r is not None and r.shape == shape else input.reshape(shape)
+    # sizes with no -1 to infer: NumPy's reshape first. When it gives exactly `shape`, every
+    # size was valid (none negative, their product the size: the case where `_infer_shape`
+    # returns `shape` itself), so its checks are skipped (~10% of a small reshape); otherwise
+    # (NumPy infers any negative size; an error) `_infer_shape` decides, in PyTorch's words
+    if -1 not in shape:
+        try:
+            r = input.reshape(shape)
+        except Exception:  # noqa: BLE001  (any array type's error: the checks below raise)
+            r = None
+        if r is not None and r.shape == shape:
+            return r
+    return input.reshape(_infer_shape(shape, input.size))
 
 
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
