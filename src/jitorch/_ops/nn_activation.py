@@ -516,7 +516,7 @@ _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
 _FUSED_DTYPES = (dt.float32, dt.float64)
 _FUSED_IMPLS = {_softmax_fused: _softmax_fused_impl, _log_softmax_fused: _log_softmax_fused_impl}
 _FUSED_OPS = {f: OPS[f.__name__] for f in _FUSED_IMPLS}  # what autograd records
-_new = object.__new__
+_make = Tensor._make
 
 
 def _fused_call(fused, input, dim, dtype, hooked=False):
@@ -535,10 +535,7 @@ def _fused_call(fused, input, dim, dtype, hooked=False):
         a = input._data
         if a.size and -a.ndim <= dim < a.ndim:
             if _icp[0] is None and not _placed[0] and not _fwd_level[0]:
-                o = _new(Tensor)
-                o._data = _FUSED_IMPLS[fused](a, dim)
-                o._dtype = input._dtype
-                o._version = [0]
+                o = _make(_FUSED_IMPLS[fused](a, dim), input._dtype)
                 if _grad_state.enabled and input._requires_grad:
                     _record(_FUSED_OPS[fused], (input,), {"dim": dim}, o)
                 return o
