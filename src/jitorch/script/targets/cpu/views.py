@@ -26,12 +26,13 @@ elementwise kernel whose operands all have the loop's rank carry one flat loop o
 from __future__ import annotations
 
 import numba
-import numpy as np
 from numba import types
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
+
+from .alloc import _jt_empty
 
 MODULE = "jitorch.script.targets.cpu.views"
 
@@ -120,7 +121,7 @@ def _jt_dense(b, g):
     if contiguous:
         return _jt_flat(b, n)
     # a copy. Strides are non-negative (jitorch has no negative-step view).
-    out = np.empty(n, b.dtype)
+    out = _jt_empty(n, b.dtype)  # (alloc.py's intrinsic: no np.empty overload to compile)
     if n == 0:
         return out
     span = 1
