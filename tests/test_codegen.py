@@ -122,11 +122,33 @@ def test_kernel_shape_code_is_computed_once_and_flat_views_are_intrinsics():
                        (R(3, 1), R(1, 4), R(3, 4)), (R(4, 3).t(), R(3, 4), R(1, 4)))
     (group,) = [k for k in prog.kernels if "tanh" in k]
     assert "_jt_flat(" in group and "ascontiguousarray" not in group
-    assert "int(p0.shape[0] != 1)" in group
+    assert "int(p0.shape[0] != 1)" in group  # (output `a` has its own shape: the nest)
     for k in prog.kernels:
         shape_code = re.findall(r"^    [nm]\d+ = (.*)$", k, re.M)  # the top level's
         assert len(shape_code) == len(set(shape_code)), k
         assert "no_cpython_wrapper=True, no_cfunc_wrapper=True" in k  # (test_kernels.py)
+
+
+def _with_mm(a):
+    return a, a @ a.transpose(0, 1)  # (a second compute node: the group becomes a kernel)
+
+
+def test_operands_of_the_loops_rank_make_one_flat_loop():
+    """A group whose operands all have the loop's rank and whose outputs its shape is one flat
+    loop over each operand's dense elements (views.py's _jt_dense): no strided nest, nor its 0/1
+    multipliers, for Numba to compile (issue 17). Correct for contiguous operands, broadcasts,
+    transposed and strided views, 0-size ones. A lower-rank operand keeps the nest."""
+    import re
+    _, prog, _ = check(lambda x, y: _with_mm((x * y).tanh() + x), (R(3, 4), R(3, 4)),
+                       (R(3, 1), R(1, 4)), (R(4, 3).t(), R(3, 4)),
+                       (R(2, 1, 3)[:, 0].t(), R(1, 1)), (R(0, 4), R(1, 4)))
+    (group,) = [k for k in prog.kernels if "tanh" in k]
+    assert "_jt_dense(" in group and "int(p0.shape[0] != 1)" not in group
+    assert len(re.findall(r"^ *for ", group, re.M)) == 1, group
+    _, prog, _ = check(lambda x, b: _with_mm((x * b).tanh()), (R(3, 4), R(4)),
+                       (R(4, 3).t(), R(1)))
+    (bias,) = [k for k in prog.kernels if "tanh" in k]
+    assert "_jt_dense(" not in bias and "int(p1.shape[0] != 1)" in bias
 
 
 ZERO_D = t.tensor(1.5, dtype=t.float64)

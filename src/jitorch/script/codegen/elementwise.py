@@ -149,7 +149,7 @@ def broadcast_size(em: Emitter, sizes: list) -> str:
     return cur
 
 
-def loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
+def loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False, mults: bool = True):
     """Emit the broadcast loop shape (checked) and each input's 0/1 multipliers. `rows`: a
     row region (lower_rows.py), where inputs read only through a row reduction may have
     another row length than the rest (`z + s.sum(-1, keepdim=True)`): the program cannot run
@@ -184,7 +184,7 @@ def loop_shape(em: Emitter, tensor_in, rank: int, rows: bool = False):
             em.indent -= 1
         sizes.append(broadcast_size(em, [cur or "1"]))
     mult = {}
-    for p, x, r in tensor_in:
+    for p, x, r in (tensor_in if mults else ()):  # (none for a loop that reads no multiplier)
         ms = []
         for j in range(r):
             ms.append(em.named("m", f"int({x}.shape[{j}] != 1)"))

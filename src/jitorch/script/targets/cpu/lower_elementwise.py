@@ -6,6 +6,10 @@ dims and 1 elsewhere; the broadcast shape is computed and checked at run time wi
 message. Each output is allocated with the broadcast shape of the inputs it depends on and
 written through its own multipliers, so a member of size `(1, n)` inside an `(m, n)` loop is
 still correct (it is rewritten with the same value). No temporaries: members are scalar locals.
+A group whose operands all have the loop's rank and whose outputs all have its shape is one flat
+loop instead (`_one_flat_loop`): each operand read through views.py's `_jt_dense` (its own
+memory where it is C-contiguous with the loop's shape, else a broadcast copy), so the kernel
+carries no strided nest for Numba to compile (issue 17).
 
 Members are the registry's scalar templates, filled in by codegen/elementwise.py (shared with
 the other targets), which also emits the checked broadcast shape and the loads. This target's
@@ -96,8 +100,22 @@ def lower_group(em: Emitter, block: ir.Block, inputs: list, outputs: list) -> No
     rank = group_rank(em, block)
     tensor_in, local = group_inputs(em, block, inputs, rank)
     deps = dependencies(block)
-    sizes, mult = loop_shape(em, tensor_in, rank)
+    sizes, mult = loop_shape(em, tensor_in, rank, mults=not _one_flat_loop(block, tensor_in,
+                                                                             deps, rank))
     _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank)
+
+
+def _one_flat_loop(block, tensor_in, deps, rank) -> bool:
+    """Whether the group is one flat loop over its operands' dense elements (views.py's
+    `_jt_dense`) and no strided nest: every operand has the loop's rank (a lower-rank operand,
+    a bias, would be copied to the loop's shape) and every output the loop's shape (it depends
+    on every operand: output_shape). Float32 operands only: `_jt_dense` is compiled once per
+    dtype (~0.25 CPU-s), which the float32 kernels of a model share, while an integer group (a
+    label mask) is one kernel whose nest costs less than that."""
+    all_t = {p.uid for p, _, _ in tensor_in}
+    return 0 < rank <= views.MAX_RANK and \
+        all(r == rank and p.type.dtype is dt.float32 for p, _, r in tensor_in) and \
+        all(deps.get(r.uid, set()) & all_t == all_t for r in block.returns)
 
 
 def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, mult, rank):
@@ -111,6 +129,14 @@ def _lower_outputs_and_loop(em, block, outputs, tensor_in, local, deps, sizes, m
         out_names.append((o, om))
     base = em.indent
     fast = _fast_condition(tensor_in, out_names, sizes, rank)
+    if _one_flat_loop(block, tensor_in, deps, rank):
+        # one flat loop over the operands' dense elements (views.py's _jt_dense: a view where
+        # an operand is C-contiguous with the loop's shape, else a broadcast copy) and no
+        # strided nest, which cost Numba 0.1-0.2 CPU-s per kernel to compile (issue 17)
+        _flat_loop(em, block, tensor_in, dict(local), out_names, sizes, None)
+        for (o, _), v in zip(out_names, outputs):
+            em.bind(v, o)
+        return
     if fast is not None:
         _flat_loop(em, block, tensor_in, dict(local), out_names, sizes, fast)
         em.emit("else:")
@@ -156,21 +182,30 @@ def _fast_condition(tensor_in, out_names, sizes, rank):
 
 
 def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None) -> None:
-    """`if <conds>:` one loop over flattened views, with the same scalar members. `stores`
+    """`if <conds>:` one loop over flattened views, with the same scalar members (`conds`
+    None: unconditionally, over each operand's dense elements, views.py's `_jt_dense`). `stores`
     (output index -> input param; lower_list.py) stores that output through the flat view its
     element is loaded from: one pointer per array lets LLVM vectorise the loop (with separate
     views for the load and the store its run-time alias checks exceed its limit)."""
     stores = stores or {}
-    em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
-    em.indent += 1
+    base = em.indent
+    if conds is not None:
+        em.emit(f"if {' and '.join(conds) if conds else 'True'}:")
+        em.indent += 1
     nf = em.fresh("nf")
     em.emit(f"{nf} = {' * '.join(sizes)}")
     flat = {}
     for p, x, _ in tensor_in:
         f = em.fresh("f")
-        # a view typed C-contiguous (Numba types values from views as 'A' layout, which it
-        # does not reshape): views.py's intrinsic, the condition above checked the layout
-        em.emit(f"{f} = {views.use(em, '_jt_flat')}({x}, {nf})")
+        if conds is None:  # no condition checked the operand: its dense elements
+            shape = "".join(s + ", " for s in sizes)
+            e = em.named("e", f"{views.use(em, '_jt_expand')}({x}, ({shape}))")
+            em.emit(f"{f} = {views.use(em, '_jt_dense')}({views.use(em, '_jt_flat')}({e}, 1), "
+                    f"{views.use(em, '_jt_geom')}({e}))")
+        else:
+            # a view typed C-contiguous (Numba types values from views as 'A' layout, which
+            # it does not reshape): views.py's intrinsic, the condition above checked it
+            em.emit(f"{f} = {views.use(em, '_jt_flat')}({x}, {nf})")
         flat[p.uid] = f
     oflat = []
     for j, (o, _) in enumerate(out_names):
@@ -194,7 +229,7 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
         if r.uid not in local:
             raise NotLowered("fused group returns a value it does not compute")
         em.emit(f"{f}[{k}] = {local[r.uid][0]}")
-    em.indent -= 2
+    em.indent = base
 
 
 def _lower_reduce_group(em, block, inputs, outputs, red) -> None:
