@@ -13,10 +13,11 @@ Owns three things every operation in distributed_c10d shares:
     A large operation (`_BLOCKING_WAIT_BYTES` and up) waits inside MPI instead: a blocking
     all_reduce makes MPI's blocking call, another operation's wait is MPI's `Waitall`, watched by
     the watchdog thread (`_Watchdog`), which ends the job with the same message at the deadline
-    (as PyTorch's NCCL watchdog does; the waiting thread is inside MPI and cannot raise). MPI
-    moves a large message in chunks, each progressed inside an MPI call on both ranks, and the
-    Python between two `Testall` calls slowed it: a 1 MB float32 all-reduce on 2 ranks took
-    1.11-1.17x raw mpi4py's polled, 1.04-1.06x this way (bench/distributed.py, 2026-12-05).
+    (as PyTorch's NCCL watchdog does; the waiting thread is inside MPI and cannot raise). A 1 MB
+    float32 all-reduce on 2 ranks took 1.11-1.17x raw mpi4py's time as a polled request, still
+    1.12-1.16x with `Waitall` in place of the poll, and 1.04-1.06x as MPI's blocking call on
+    the array (bench/distributed.py, 2026-12-05): what costs is on the request path, not only
+    the poll, so the blocking all_reduce makes no request at all.
   * job teardown: MPI jobs hang when one rank dies with an exception (the others wait in a
     collective and the dying rank waits in `MPI_Finalize`), so `install_fault_hooks` (called by
     `init_process_group`) makes an uncaught exception call `MPI_Abort` on COMM_WORLD. MPICH's
