@@ -53,8 +53,8 @@ class OpInfo:
     # the generic tests run it on each of these that is under test (tests/devices.py)
     devices: tuple = ("cpu", "cuda")
     # the traced graph run op by op by the IR interpreter equals eager to the bit; False where
-    # eager follows the compiled composite's arithmetic instead (softmax, log_softmax:
-    # _ops/_row_kernels.py), which the interpreter's NumPy ops match to atol/rtol only
+    # eager runs the compiled composite's program instead (softmax, log_softmax:
+    # _ops/_row_programs.py), which the interpreter's NumPy ops match to atol/rtol only
     interpreted_exact: bool = True
 
     def fn(self):

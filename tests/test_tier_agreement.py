@@ -1,10 +1,11 @@
 """Eager, scripted and traced (compiled) code agree to the bit on softmax, log_softmax and relu.
 
-softmax / log_softmax: eager code runs the compiled composite's arithmetic (_ops/_row_kernels.py:
-the same max, exp, sum order and division as the generated loops), on the last dim (a row
-region) and another dim (the unfused kernels), C-contiguous and strided inputs (a strided row
-is summed in another order than a contiguous one, in compiled code as in eager), with -inf
-elements and a row of -inf only (nan, as in PyTorch). Compared as bits.
+softmax / log_softmax: eager code runs the program the code generator makes for the scripted
+call (_ops/_row_programs.py), the very overload a scripted call of the same input runs (checked:
+one entry point, so no second copy of the loops can drift), on the last dim (a row region) and
+another dim (the unfused kernels), C-contiguous and strided inputs (a strided row is summed in
+another order than a contiguous one), with -inf elements and a row of -inf only (nan, as in
+PyTorch). Compared as bits.
 relu: PyTorch's rule, 0 where x < 0 else x, so relu(-0.0) is -0.0 and nan stays nan, in eager
 (function, method, in place), scripted and traced code alike.
 """
@@ -75,6 +76,11 @@ def test_softmax_eager_scripted_traced_bits(fn, case, dim):
     assert eager.dtype is x.dtype and eager.shape == x.shape
     np.testing.assert_array_equal(_bits(eager), _bits(scripted))
     np.testing.assert_array_equal(_bits(eager), _bits(traced))
+    # eager ran the scripted call's own compiled overload, not a copy of its loops
+    from jitorch._ops import _row_programs
+    a = x._data
+    ep = _row_programs.EPS[fn.__name__, dim, a.dtype, a.ndim, a.flags.c_contiguous]
+    assert any(ep is e for ent in _SCRIPTED[fn, dim]._cache.values() for e in ent.eps.values())
     # a slice of -inf only gives nan, as in PyTorch
     assert np.isnan(eager.numpy()).any() == ((case, dim) in (("f32-4x4", -1), ("f64-5x3", 0)))
 

@@ -28,6 +28,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import body_helper, composite, expose
 from . import batching
+from . import _row_programs as _rp
 from .registry import FAST_TYPES, OPS, RULES, _mode_state, _pt_name, defop
 from .._device import placed as _placed
 from ..autograd.graph import record as _record
@@ -452,41 +453,29 @@ def _softmin(dim, dtype):
 # softmax backward formulas as its VJP/JVP. Scripted and traced code keep the composites (the
 # compiler fuses them: passes/fuse_rows.py); every other call (checks, errors, dtype=, empty or
 # 0-d inputs) runs the composite body, op by op (NumPy's arithmetic, as the IR interpreter's).
-# On the CPU the op runs what compiled code runs for the composite (_row_kernels.py: the same
-# operations in the same order), so eager, scripted and traced softmax agree to the bit; one
-# compiled call, loaded on the first eager softmax. A device array takes NumPy's functions.
-def _load_rows():
-    """On the first eager softmax on the CPU: import the kernels (each compiles or loads from
-    Numba's disk cache on its first call per dtype, rank and layout)."""
-    from . import _row_kernels as rk
-    _rows[:] = rk.softmax, rk.log_softmax, rk.softmax_last, rk.log_softmax_last
-
-
-# _row_kernels' softmax, log_softmax (any dim) and their last-dim kernels, once imported
-_rows = [None] * 4
+# On the CPU the op runs the program the code generator makes for the scripted call
+# (_row_programs.py: one program per op, dim, dtype, rank and layout, built on its first eager
+# call), so eager, scripted and traced softmax agree to the bit. A device array takes NumPy's
+# functions.
+_EPS = _rp.EPS  # (op, dim, dtype, ndim, C-contiguous) -> the program's entry point
 
 
 def _softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        if _rows[0] is None:
-            _load_rows()
-        # the common call (the last dim of a 2-D array) straight to its kernel
-        if (dim == -1 or dim == 1) and input.ndim == 2:
-            return _rows[2](input)
-        return _rows[0](input, dim)
-    e = np.exp(input - np.max(input, axis=dim, keepdims=True))
-    return e / np.sum(e, axis=dim, keepdims=True)
+        ep = _EPS.get(("softmax", dim, input.dtype, input.ndim, input.flags.c_contiguous))
+        if ep is not None:
+            return ep(input)[0]
+        return _rp.run("softmax", input, dim)
+    return _rp.numpy_softmax(input, dim, False)
 
 
 def _log_softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        if _rows[0] is None:
-            _load_rows()
-        if (dim == -1 or dim == 1) and input.ndim == 2:
-            return _rows[3](input)
-        return _rows[1](input, dim)
-    s = input - np.max(input, axis=dim, keepdims=True)
-    return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
+        ep = _EPS.get(("log_softmax", dim, input.dtype, input.ndim, input.flags.c_contiguous))
+        if ep is not None:
+            return ep(input)[0]
+        return _rp.run("log_softmax", input, dim)
+    return _rp.numpy_softmax(input, dim, True)
 
 
 def _softmax_fused_vjp(g, result, dim):
