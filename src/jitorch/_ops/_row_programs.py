@@ -28,6 +28,7 @@ Imported by nn_activation (cheap: the script runtime is imported at the first bu
 from __future__ import annotations
 
 import linecache
+import time
 
 import numpy as np
 
@@ -83,6 +84,7 @@ def _build(op: str, dim: int, a: np.ndarray):
     from ..script.runtime.entry import _entry_point
     from ..script.runtime.keys import _arg_type
     from ..script.runtime.programs import build_entry
+    t0 = time.perf_counter()
     sf = function(op, dim)
     t = Tensor._make(a, from_numpy_dtype(a.dtype))
     key, _ = sf._key([t])
@@ -91,14 +93,18 @@ def _build(op: str, dim: int, a: np.ndarray):
     entry = plans.load_plain(pk, sf, arg_types, {})
     if entry is None:
         entry, _ = build_entry(sf.graph, arg_types, {})
-    if entry.kind != "compiled" or getattr(entry.fn, "overloads", None) is None:
-        return None
-    try:
-        ep = _entry_point(entry.fn, [a])  # the overload a scripted call of `a` runs
-        ep(a)
-    except Exception:  # noqa: BLE001 - Numba could not compile it: NumPy's formula (doc)
-        return None
-    plans.store_plain(pk, entry)
+    ep = None
+    if entry.kind == "compiled" and getattr(entry.fn, "overloads", None) is not None:
+        try:
+            ep = _entry_point(entry.fn, [a])  # the overload a scripted call of `a` runs
+            ep(a)
+            plans.store_plain(pk, entry)
+        except Exception as e:  # noqa: BLE001 - Numba could not compile it: NumPy's (doc)
+            ep, entry.kind, entry.fn = None, "interpreted", None
+            entry.reason = f"numba could not compile the program: {type(e).__name__}"
+    # the function's specialisation, as a call of it would keep it: jit.stats() reports it
+    entry.build_s = time.perf_counter() - t0
+    sf._cache[key] = entry
     return ep
 
 
