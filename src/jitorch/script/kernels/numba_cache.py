@@ -515,7 +515,7 @@ def guard_dispatcher(disp) -> None:
 
 def guard_eager(module) -> None:
     """For the `cache=True` njit functions that `module` (jitorch's eager kernels: the
-    random transforms, the small softmax loops, pooling) defines: a GuardedCache in Numba's
+    random transforms, pooling) defines: a GuardedCache in Numba's
     file format (checked, lean loads that run no extension entry points), and Numba's
     compilation-chain hook, which runs the entry points before typing the arguments, left out:
     these are typed from NumPy arrays and scalars, which need no extension, and a compile runs
