@@ -18,8 +18,10 @@ whatever `JITORCH_COMPILE` says, as the hand-written loops this replaced compile
 (bit-equal results from the first call on). Measured at load ~5 on 2 cores: on a cold cache the
 first float32 softmax took 1.8 s (the loops: 3.1 s), a 3-D softmax over dim 0 (four unfused
 kernels) 4.0 s (2.3 s); in a warm process, where those loops loaded in ~0.02 s, the first call
-of a key takes 0.05-0.2 s (the frontend, the plan record, the module's load). Where no program comes out (the graph is not lowered, Numba fails), the key runs
-NumPy's formula instead (`numpy_softmax`: NumPy's exp and pairwise sum, equal to the compiled
+of a key takes 0.05-0.2 s (the frontend, the plan record, the module's load).
+
+Where no program comes out (the graph is not lowered, Numba fails), the key runs NumPy's
+formula instead (`numpy_softmax`: NumPy's exp and pairwise sum, equal to the compiled
 result to rounding, not to the bit) for the process; so does a call while a test has replaced a
 seam of the pipeline (`plans._pristine`), without keeping that. A change of a registered setting
 (_settings.py) forgets the table with every ScriptFunction's specialisations.
