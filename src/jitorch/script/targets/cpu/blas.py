@@ -249,6 +249,12 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
                     _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
 
 
+# Called by symbol from _float_mm: its tiles are the heaviest LLVM of the library, optimised
+# and turned into machine code once (linked, they went through O3 and codegen a second time
+# inside _float_mm).
+_small_by_symbol = kernel_call.library(_small)
+
+
 @intrinsic
 def _itemsize(typingctx, z):
     size = 4 if z == types.float32 else 8
@@ -415,20 +421,23 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     al = a0 % isz == 0 and a1 % isz == 0
     c_rows = (c1 == isz or n == 1) and c0 % isz == 0
     if m <= SMALL_M and al and c_rows and (b1 == isz or n == 1) and b0 % isz == 0:
-        _small(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
+        _small_by_symbol(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
         return 0
+    # a unit stride typed int64: a literal 1 types _copy's argument as Literal[int](1), one
+    # more compile of _copy per argument position it appears in
+    one = np.int64(1)
     ta, lda = _lead(m, k, a0, a1, isz)
     ta_ = _jt_empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
     tb_ = _jt_empty(0, np.int8)
     if lda < 0:
         ta_ = _jt_empty(m * k * isz, np.int8)
-        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, 1, m, k, z)
+        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, one, m, k, z)
         pa, a0, a1 = ta_.ctypes.data, k * isz, isz
         ta, lda = False, max(1, k)
     tb, ldb = _lead(k, n, b0, b1, isz)
     if ldb < 0:
         tb_ = _jt_empty(k * n * isz, np.int8)
-        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, 1, k, n, z)
+        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, one, k, n, z)
         pb = tb_.ctypes.data
         tb, ldb = False, max(1, n)
     xinc_ok = a1 == isz or k <= 1
@@ -438,9 +447,9 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
         t = _jt_empty(m * n * isz, np.int8)
         pt = t.ctypes.data
         if accumulate:
-            _copy(pc, c0 // isz, c1 // isz, pt, n, 1, m, n, z)
+            _copy(pc, c0 // isz, c1 // isz, pt, n, one, m, n, z)
         _blas(ta, lda, tb, ldb, pa, pb, pt, max(1, n), m, n, k, xinc_ok, accumulate, z)
-        _copy(pt, n, 1, pc, c0 // isz, c1 // isz, m, n, z)
+        _copy(pt, n, one, pc, c0 // isz, c1 // isz, m, n, z)
     # returned so that the copies stay alive until after the BLAS calls that read them through
     # addresses (Numba frees an array after its last use)
     return ta_.size + tb_.size
