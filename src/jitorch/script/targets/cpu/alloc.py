@@ -156,7 +156,8 @@ def emit_empty(context, builder, ret, sizes):
     return out._getvalue()
 
 
-_OPTS = dict(nogil=True, cache=True)
+# called from njit code only: no CPython or cfunc wrapper to lower, optimise and emit per overload
+_OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @numba.njit(**_OPTS)

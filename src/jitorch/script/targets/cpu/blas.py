@@ -172,6 +172,9 @@ def _make_tile(R: int, V: int):
 _TF, _TF2, _TF1 = _make_tile(RMAX, VMAX), _make_tile(2, VMAX), _make_tile(1, VMAX)
 _TN, _TN1, _TR = _make_tile(RMAX, 1), _make_tile(1, 1), _make_tile(1, 2 * VMAX)
 _OPTS["cache"] = True
+# Functions only njit code calls (directly or through a kernel_call symbol): no CPython or
+# cfunc wrapper (Numba lowers, optimises and emits one of each per overload otherwise)
+_INTERNAL = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @njit(inline="always", **_OPTS)
@@ -214,7 +217,7 @@ def _zero_of(typingctx, arr):
     return dt(arr), codegen
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
     """c (+)= a @ b by register tiles, on addresses and element strides (B and C have unit
     column strides): typed only by the dtype of `z`, so compiled once per dtype."""
@@ -333,7 +336,7 @@ def _check_return(context, builder, res):
     check_blas_return(context, builder, res)
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _lead(rows, cols, s0, s1, isz):
     """(transposed, leading dim) of a (rows, cols) operand with byte strides s0, s1 as a
     row-major BLAS operand, or (False, -1) when it has no unit stride (it must be copied)."""
@@ -346,7 +349,7 @@ def _lead(rows, cols, s0, s1, isz):
     return False, -1
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
     """c (+)= a @ b with BLAS on addresses; C row-major with leading dim ldc."""
     beta = 1.0 if accumulate else 0.0
@@ -361,7 +364,7 @@ def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
     _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pc, ldc, z)
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _loops(a, b, c, accumulate):
     """c (+)= a @ b for integer dtypes: i-k-j order, the j loop contiguous in b and c.
     Products wrap in the element type, as PyTorch's integer matmul does."""
@@ -399,7 +402,7 @@ def _st(typingctx, addr, off, v):
     return types.void(addr, off, v), codegen
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _copy(src, s0, s1, dst, d0, d1, m, n, z):
     # (m, n) elements between addresses with element strides; once per dtype, any layout
     for i in range(m):
@@ -407,7 +410,7 @@ def _copy(src, s0, s1, dst, d0, d1, m, n, z):
             _st(dst, i * d0 + j * d1, _ld(src, i * s0 + j * s1, z))
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     """c (+)= a @ b on addresses and byte strides (multiples of the item size), m, n > 0: typed
     only by the dtype of `z`, so it compiles once per dtype whatever the layouts."""
@@ -466,7 +469,7 @@ def _kernel(a, b, c, accumulate):
     raise NotImplementedError("only callable from njit code")
 
 
-@overload(_kernel, jit_options=_OPTS)
+@overload(_kernel, jit_options=_INTERNAL)
 def _kernel_ov(a, b, c, accumulate):
     if c.dtype not in (types.float32, types.float64) or a.dtype != c.dtype or \
             b.dtype != c.dtype:
