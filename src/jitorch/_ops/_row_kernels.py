@@ -37,7 +37,7 @@ from numba import njit, types
 from numba.extending import overload
 
 from ..script.kernels.numba_cache import guard_eager
-from ..script.targets.cpu.fastmath import exp_f32, log_f32
+from ..script.targets.cpu.fastmath import exp_f32_ir as exp_f32, log_f32  # (fastmath.IN_PLACE)
 from ..script.targets.cpu.lower_reduce import BLOCK
 from ..script.targets.cpu.row_helpers import _row_amax
 
