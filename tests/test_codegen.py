@@ -151,6 +151,34 @@ def test_operands_of_the_loops_rank_make_one_flat_loop():
     assert "_jt_dense(" not in bias and "int(p1.shape[0] != 1)" in bias
 
 
+def test_dense_elements_are_emitted_in_place_for_any_dtype():
+    """views._jt_dense is an intrinsic: a view where the operand is C-contiguous, else a copy in
+    C order, with no Numba function of its own compiled per dtype and linked into every caller
+    (first-ever compile of a one-group program: ~0.2 of ~0.8 CPU-s)."""
+    import numba
+    from numba.core.dispatcher import Dispatcher
+    from jitorch.script.targets.cpu.views import _jt_dense, _jt_expand, _jt_flat, _jt_geom
+    assert not isinstance(_jt_dense, Dispatcher)
+
+    @numba.njit
+    def dense(x):
+        return _jt_dense(_jt_flat(x, 1), _jt_geom(x))
+
+    @numba.njit
+    def dense_expanded(x, n):
+        e = _jt_expand(x, (2, n, x.shape[1]))
+        return _jt_dense(_jt_flat(e, 1), _jt_geom(e))
+
+    x = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
+    got = dense(x)
+    assert np.shares_memory(got, x) and np.array_equal(got, x.ravel())  # C-contiguous: a view
+    for v in (x.transpose(2, 0, 1), x[:, ::2, 1:3], x[:, :0]):  # transposed, strided, empty
+        got = dense(v)
+        assert not np.shares_memory(got, x) and np.array_equal(got, v.ravel())
+    i = np.arange(4, dtype=np.int32).reshape(1, 4)  # a broadcast, another dtype
+    assert np.array_equal(dense_expanded(i, 3), np.broadcast_to(i, (2, 3, 4)).ravel())
+
+
 ZERO_D = t.tensor(1.5, dtype=t.float64)
 
 

@@ -39,7 +39,8 @@ from ...autograd import grad_mode
 from ...autograd.function import Function
 from ...script.kernels.numba_cache import guard_dispatcher
 from ...script.targets.cpu.blas import mm_into_by_symbol as mm_into
-from ...script.targets.cpu.fastmath import sigmoid_f32, tanh_f32
+# (the in-place intrinsics: no Numba function of their own to compile, fastmath.IN_PLACE)
+from ...script.targets.cpu.fastmath import sigmoid_f32_ir as sigmoid_f32, tanh_f32_ir as tanh_f32
 
 # IEEE-safe flags (fastmath.py's functions need them) and the numpy error model (vectorised
 # divisions)

@@ -112,45 +112,52 @@ def _jt_empty(typingctx, shape, dtype):
     sig = ret(shape, dtype)
 
     def codegen(context, builder, signature, args):
-        intp = context.get_value_type(types.intp)
         vals = [args[0]] if isinstance(shape, types.Integer) else \
             cgutils.unpack_tuple(builder, args[0], len(sizes_t))
         sizes = [context.cast(builder, v, t, types.intp) for v, t in zip(vals, sizes_t)]
-        datatype = context.get_data_type(ret.dtype)
-        itemsize = intp(context.get_abi_sizeof(datatype))
-        n, bad, neg = intp(1), cgutils.false_bit, cgutils.false_bit
-        for s in sizes:
-            neg = builder.or_(neg, builder.icmp_signed("<", s, intp(0)))
-            m = builder.smul_with_overflow(n, s)
-            n, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
-        m = builder.smul_with_overflow(n, itemsize)
-        nbytes, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
-        with builder.if_then(neg, likely=False):
-            context.call_conv.return_user_exc(builder, ValueError,
-                                              ("negative dimensions not allowed",))
-        with builder.if_then(bad, likely=False):  # NumPy's message (as Numba's np.empty)
-            context.call_conv.return_user_exc(
-                builder, ValueError, ("array is too big; `arr.size * arr.dtype.itemsize` is "
-                                      "larger than the maximum possible size.",))
-        align = context.get_preferred_array_alignment(ret.dtype)
-        meminfo = context.nrt.meminfo_alloc_aligned(builder, nbytes, align)
-        with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
-            context.call_conv.return_user_exc(builder, MemoryError, ("out of memory",))
-        data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
-                               datatype.as_pointer())
-        _advise_huge(context, builder, data, nbytes)
-        strides = [itemsize] if sizes else []  # C order: the last dimension's is the itemsize
-        for s in reversed(sizes[1:]):
-            strides.insert(0, builder.mul(strides[0], s))
-        out = make_array(ret)(context, builder)
-        populate_array(out, data=data, shape=cgutils.pack_array(builder, sizes, ty=intp),
-                       strides=cgutils.pack_array(builder, strides, ty=intp),
-                       itemsize=itemsize, meminfo=meminfo)
-        return impl_ret_new_ref(context, builder, ret, out._getvalue())
+        return impl_ret_new_ref(context, builder, ret, emit_empty(context, builder, ret, sizes))
     return sig, codegen
 
 
-_OPTS = dict(nogil=True, cache=True)
+def emit_empty(context, builder, ret, sizes):
+    """Emit `_jt_empty`'s allocation of a C-contiguous array of type `ret` with the intp
+    `sizes`; returns the array value, a new reference (views.py's `_jt_dense` emits it too)."""
+    intp = context.get_value_type(types.intp)
+    datatype = context.get_data_type(ret.dtype)
+    itemsize = intp(context.get_abi_sizeof(datatype))
+    n, bad, neg = intp(1), cgutils.false_bit, cgutils.false_bit
+    for s in sizes:
+        neg = builder.or_(neg, builder.icmp_signed("<", s, intp(0)))
+        m = builder.smul_with_overflow(n, s)
+        n, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
+    m = builder.smul_with_overflow(n, itemsize)
+    nbytes, bad = builder.extract_value(m, 0), builder.or_(bad, builder.extract_value(m, 1))
+    with builder.if_then(neg, likely=False):
+        context.call_conv.return_user_exc(builder, ValueError,
+                                          ("negative dimensions not allowed",))
+    with builder.if_then(bad, likely=False):  # NumPy's message (as Numba's np.empty)
+        context.call_conv.return_user_exc(
+            builder, ValueError, ("array is too big; `arr.size * arr.dtype.itemsize` is "
+                                  "larger than the maximum possible size.",))
+    align = context.get_preferred_array_alignment(ret.dtype)
+    meminfo = context.nrt.meminfo_alloc_aligned(builder, nbytes, align)
+    with builder.if_then(cgutils.is_null(builder, meminfo), likely=False):
+        context.call_conv.return_user_exc(builder, MemoryError, ("out of memory",))
+    data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
+                           datatype.as_pointer())
+    _advise_huge(context, builder, data, nbytes)
+    strides = [itemsize] if sizes else []  # C order: the last dimension's is the itemsize
+    for s in reversed(sizes[1:]):
+        strides.insert(0, builder.mul(strides[0], s))
+    out = make_array(ret)(context, builder)
+    populate_array(out, data=data, shape=cgutils.pack_array(builder, sizes, ty=intp),
+                   strides=cgutils.pack_array(builder, strides, ty=intp),
+                   itemsize=itemsize, meminfo=meminfo)
+    return out._getvalue()
+
+
+# called from njit code only: no CPython or cfunc wrapper to lower, optimise and emit per overload
+_OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @numba.njit(**_OPTS)

@@ -172,6 +172,9 @@ def _make_tile(R: int, V: int):
 _TF, _TF2, _TF1 = _make_tile(RMAX, VMAX), _make_tile(2, VMAX), _make_tile(1, VMAX)
 _TN, _TN1, _TR = _make_tile(RMAX, 1), _make_tile(1, 1), _make_tile(1, 2 * VMAX)
 _OPTS["cache"] = True
+# Functions only njit code calls (directly or through a kernel_call symbol): no CPython or
+# cfunc wrapper (Numba lowers, optimises and emits one of each per overload otherwise)
+_INTERNAL = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
 @njit(inline="always", **_OPTS)
@@ -214,7 +217,7 @@ def _zero_of(typingctx, arr):
     return dt(arr), codegen
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
     """c (+)= a @ b by register tiles, on addresses and element strides (B and C have unit
     column strides): typed only by the dtype of `z`, so compiled once per dtype."""
@@ -247,6 +250,12 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
                     i0 += 2
                 if i0 < m:
                     _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+
+
+# Called by symbol from _float_mm: its tiles are the heaviest LLVM of the library, optimised
+# and turned into machine code once (linked, they went through O3 and codegen a second time
+# inside _float_mm).
+_small_by_symbol = kernel_call.library(_small)
 
 
 @intrinsic
@@ -327,7 +336,7 @@ def _check_return(context, builder, res):
     check_blas_return(context, builder, res)
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _lead(rows, cols, s0, s1, isz):
     """(transposed, leading dim) of a (rows, cols) operand with byte strides s0, s1 as a
     row-major BLAS operand, or (False, -1) when it has no unit stride (it must be copied)."""
@@ -340,7 +349,7 @@ def _lead(rows, cols, s0, s1, isz):
     return False, -1
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
     """c (+)= a @ b with BLAS on addresses; C row-major with leading dim ldc."""
     beta = 1.0 if accumulate else 0.0
@@ -355,7 +364,7 @@ def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
     _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pc, ldc, z)
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _loops(a, b, c, accumulate):
     """c (+)= a @ b for integer dtypes: i-k-j order, the j loop contiguous in b and c.
     Products wrap in the element type, as PyTorch's integer matmul does."""
@@ -393,7 +402,7 @@ def _st(typingctx, addr, off, v):
     return types.void(addr, off, v), codegen
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _copy(src, s0, s1, dst, d0, d1, m, n, z):
     # (m, n) elements between addresses with element strides; once per dtype, any layout
     for i in range(m):
@@ -401,7 +410,7 @@ def _copy(src, s0, s1, dst, d0, d1, m, n, z):
             _st(dst, i * d0 + j * d1, _ld(src, i * s0 + j * s1, z))
 
 
-@njit(**_OPTS)
+@njit(**_INTERNAL)
 def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     """c (+)= a @ b on addresses and byte strides (multiples of the item size), m, n > 0: typed
     only by the dtype of `z`, so it compiles once per dtype whatever the layouts."""
@@ -415,20 +424,23 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
     al = a0 % isz == 0 and a1 % isz == 0
     c_rows = (c1 == isz or n == 1) and c0 % isz == 0
     if m <= SMALL_M and al and c_rows and (b1 == isz or n == 1) and b0 % isz == 0:
-        _small(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
+        _small_by_symbol(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
         return 0
+    # a unit stride typed int64: a literal 1 types _copy's argument as Literal[int](1), one
+    # more compile of _copy per argument position it appears in
+    one = np.int64(1)
     ta, lda = _lead(m, k, a0, a1, isz)
     ta_ = _jt_empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
     tb_ = _jt_empty(0, np.int8)
     if lda < 0:
         ta_ = _jt_empty(m * k * isz, np.int8)
-        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, 1, m, k, z)
+        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, one, m, k, z)
         pa, a0, a1 = ta_.ctypes.data, k * isz, isz
         ta, lda = False, max(1, k)
     tb, ldb = _lead(k, n, b0, b1, isz)
     if ldb < 0:
         tb_ = _jt_empty(k * n * isz, np.int8)
-        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, 1, k, n, z)
+        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, one, k, n, z)
         pb = tb_.ctypes.data
         tb, ldb = False, max(1, n)
     xinc_ok = a1 == isz or k <= 1
@@ -438,9 +450,9 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
         t = _jt_empty(m * n * isz, np.int8)
         pt = t.ctypes.data
         if accumulate:
-            _copy(pc, c0 // isz, c1 // isz, pt, n, 1, m, n, z)
+            _copy(pc, c0 // isz, c1 // isz, pt, n, one, m, n, z)
         _blas(ta, lda, tb, ldb, pa, pb, pt, max(1, n), m, n, k, xinc_ok, accumulate, z)
-        _copy(pt, n, 1, pc, c0 // isz, c1 // isz, m, n, z)
+        _copy(pt, n, one, pc, c0 // isz, c1 // isz, m, n, z)
     # returned so that the copies stay alive until after the BLAS calls that read them through
     # addresses (Numba frees an array after its last use)
     return ta_.size + tb_.size
@@ -457,7 +469,7 @@ def _kernel(a, b, c, accumulate):
     raise NotImplementedError("only callable from njit code")
 
 
-@overload(_kernel, jit_options=_OPTS)
+@overload(_kernel, jit_options=_INTERNAL)
 def _kernel_ov(a, b, c, accumulate):
     if c.dtype not in (types.float32, types.float64) or a.dtype != c.dtype or \
             b.dtype != c.dtype:

@@ -23,11 +23,15 @@ from numba import njit
 __all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"]
 
 _OPTS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True)
+# the private helpers, which only these kernels call: no CPython or cfunc wrapper, which Numba
+# would lower, optimise and emit per overload (~0.03 CPU-s each on a first-ever compile; such a
+# function called from Python would crash, hence the public kernels keep theirs)
+_HELPER = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 CHUNK = 1 << 16  # im2col elements per gemm (256 KiB of float32)
 
 
 # --- kernels (x: (N, C, H, W), w: (O, C / groups, kh, kw), C-contiguous) ------------------------
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _span(size, out, k_off, s):
     """[lo, hi): the output positions z whose input z * s + k_off lies in [0, size)."""
     lo = 0 if k_off >= 0 else (-k_off + s - 1) // s
@@ -36,7 +40,7 @@ def _span(size, out, k_off, s):
     return min(lo, hi), hi
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _im2col(x, n, c0, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
     """cols[(c, i, j), y * ow + z] = x[n, c0 + c, y*sh - ph + i*dh, z*sw - pw + j*dw], or 0
     outside the input."""
@@ -68,7 +72,7 @@ def _im2col(x, n, c0, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
                         crow[base + z] = zero
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _col2im_add(cols, dx, n, c0, cg, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
     """The adjoint of `_im2col`: dx[n, c0 + c, ...] += each column entry at its input pixel."""
     h_in, w_in = dx.shape[2], dx.shape[3]
@@ -92,7 +96,7 @@ def _col2im_add(cols, dx, n, c0, cg, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw):
                             drow[z * sw + off] += crow[base + z]
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _pad_into(x, n, c0, cg, xp, ph, pw):
     """xp[c, ph:ph + H, pw:pw + W] = x[n, c0 + c] (xp's border stays as it is: zeros)."""
     h_in, w_in = x.shape[2], x.shape[3]
@@ -104,7 +108,7 @@ def _pad_into(x, n, c0, cg, xp, ph, pw):
                 dst[j] = src[j]
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _grid_cols(xp, cols, kh, kw, dh, dw, span, at):
     """Stride-1 im2col on the padded grid: row (c, i, j) is ONE contiguous run of xp[c]
     starting at (i*dh, j*dw); column at + y*Wp + z is output pixel (y, z) (z >= ow: unused)."""
@@ -123,7 +127,7 @@ def _grid_cols(xp, cols, kh, kw, dh, dw, span, at):
                     crow[z] = seg[z]
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, at):
     """The adjoint of `_grid_cols`: each row added back onto its run of dxp[c]."""
     cg, hp, wp = dxp.shape
@@ -139,18 +143,18 @@ def _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, at):
                     seg[z] += crow[z]
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _out_size(size, pad_total, k, s, d):
     return (size + pad_total - d * (k - 1) - 1) // s + 1
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _chunk(nb, per_sample):
     """Samples per gemm: about CHUNK elements of im2col buffer (L2-sized), at least one."""
     return max(1, min(nb, CHUNK // max(per_sample, 1)))
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _weight_groups(w, groups):
     """Each group's (O / groups, Cg*kh*kw) weight block as its own C-contiguous matrix."""
     o = w.shape[0]
@@ -228,7 +232,7 @@ def conv2d_forward(x, w, b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
     return y
 
 
-@njit(**_OPTS)
+@njit(**_HELPER)
 def _grid_grad(gy, n, o0, og, gg, wp, at):
     """gg[k, at + y*Wp + z] = gy[n, o0 + k, y, z] (gg's gap columns stay zero)."""
     oh, ow = gy.shape[2], gy.shape[3]

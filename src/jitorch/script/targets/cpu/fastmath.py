@@ -16,8 +16,15 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). Their private helpers are still IR-inlined into them,
-once. They are written to stay accurate under the caller's flags too: the order-sensitive steps (the "shifter" rounding and Cody-Waite argument
+float32 elements: within 5% either way). exp, tanh and sigmoid go one step further: their
+instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
+`*_ir` @intrinsic that emits them; generated programs import that intrinsic under the
+function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
+function for them at all (each cost ~0.12 CPU-s on a first-ever compile, about a sixth of
+bench/compile_time.py's gelu) and gets the same instructions LLVM inlined before (bit-identical
+results, checked over every 61st float32 bit pattern). Every instruction carries "contract"
+alone, as Numba gave the Python form under _F32. They are written to stay accurate under the
+caller's flags too: the order-sensitive steps (the "shifter" rounding and Cody-Waite argument
 reduction, 2**n * s + (2**n - 1)) are emitted by `@intrinsic`s whose instructions carry the
 harmless "contract" flag, which Numba's fastmath pass then leaves alone (it only flags
 instructions that have none); log, erf and gelu_tanh run their critical combinations in float64
@@ -88,6 +95,7 @@ with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
 __all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
+           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
 _I32 = llir.IntType(32)
@@ -176,57 +184,46 @@ def _protected(instr):
     return instr
 
 
-@intrinsic
-def _exp_split(typingctx, t, shifter):
-    """(r, 2**(n + b)) for exp(t) = 2**n * e**r: n = rint(t*log2(e)), r = t - n*ln2 by the
-    Cody-Waite split (|r| <= ln2/2, exact enough in float32), b chosen by the shifter (one of
-    the _S_* constants) so that n + 127 + b is in [1, 254] for the caller's range of t. A nan t
-    gives a nan r. Every step is protected from re-association (which would cancel the
-    shifter), so this is exact whatever the caller's flags."""
-    if (t, shifter) != (types.float32, types.float32):
-        return None
-    sig = types.UniTuple(types.float32, 2)(types.float32, types.float32)
-
-    def codegen(context, builder, signature, args):
-        t, s = args
-        f32 = llir.FloatType()
-        P = _protected
-        k = P(builder.fadd(P(builder.fmul(t, llir.Constant(f32, _LOG2E))), s))
-        n = P(builder.fsub(k, s))  # exact: k and s are integers below 2**24
-        r = P(builder.fsub(t, P(builder.fmul(n, llir.Constant(f32, _C1)))))
-        r = P(builder.fsub(r, P(builder.fmul(n, llir.Constant(f32, _C2)))))
-        pw = builder.bitcast(builder.shl(builder.bitcast(k, _I32), llir.Constant(_I32, 23)), f32)
-        return context.make_tuple(builder, signature.return_type, [r, pw])
-
-    return sig, codegen
+def _emit_exp_split(builder, t, s):
+    """(r, 2**(n + b)) for exp(t) = 2**n * e**r (float32 values t and shifter s): n =
+    rint(t*log2(e)), r = t - n*ln2 by the Cody-Waite split (|r| <= ln2/2, exact enough in
+    float32), b chosen by the shifter (one of the _S_* constants) so that n + 127 + b is in
+    [1, 254] for the caller's range of t. A nan t gives a nan r. Every step is protected from
+    re-association (which would cancel the shifter), so this is exact whatever the caller's
+    flags."""
+    f32 = llir.FloatType()
+    P = _protected
+    k = P(builder.fadd(P(builder.fmul(t, llir.Constant(f32, _LOG2E))), s))
+    n = P(builder.fsub(k, s))  # exact: k and s are integers below 2**24
+    r = P(builder.fsub(t, P(builder.fmul(n, llir.Constant(f32, _C1)))))
+    r = P(builder.fsub(r, P(builder.fmul(n, llir.Constant(f32, _C2)))))
+    pw = builder.bitcast(builder.shl(builder.bitcast(k, _I32), llir.Constant(_I32, 23)), f32)
+    return r, pw
 
 
-@intrinsic
-def _mul_add(typingctx, a, b, c):
+def _emit_mul_add(builder, a, b, c):
     """a*b + c in this order even under the caller's "reassoc" (the backend may fuse it into
     one fma, which is only more accurate). Used for 2**n * s + (2**n - 1) and 2**n * s + 2**n,
     which re-association would turn into 2**n * (s + 1) - 1, losing s for small arguments."""
-    if (a, b, c) != (types.float32,) * 3:
-        return None
-    sig = types.float32(types.float32, types.float32, types.float32)
-
-    def codegen(context, builder, signature, args):
-        a, b, c = args
-        return _protected(builder.fadd(_protected(builder.fmul(a, b)), c))
-
-    return sig, codegen
+    return _protected(builder.fadd(_protected(builder.fmul(a, b)), c))
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
-def _expm1_poly(r):
-    """e**r - 1 for |r| <= ln2/2 (Cephes expf polynomial without its final + 1), float32."""
-    p = np.float32(1.9875691500e-4)
-    p = p * r + np.float32(1.3981999507e-3)
-    p = p * r + np.float32(8.3334519073e-3)
-    p = p * r + np.float32(4.1665795894e-2)
-    p = p * r + np.float32(1.6666665459e-1)
-    p = p * r + np.float32(5.0000001201e-1)
-    return p * (r * r) + r
+# e**r - 1 for |r| <= ln2/2 (Cephes expf polynomial without its final + 1), float32: p(r) by
+# Horner from these coefficients (highest first), then p * (r * r) + r
+_EXPM1 = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
+          5.0000001201e-1)
+
+
+def _emit_expm1_poly(builder, r):
+    """e**r - 1 for the float32 value r, each instruction with the "contract" flag alone (what
+    Numba gave the polynomial's Python form under _F32, protected from a caller's
+    "reassoc")."""
+    f32 = llir.FloatType()
+    P = _protected
+    p = llir.Constant(f32, float(np.float32(_EXPM1[0])))
+    for c in _EXPM1[1:]:
+        p = P(builder.fadd(P(builder.fmul(p, r)), llir.Constant(f32, float(np.float32(c)))))
+    return P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r))
 
 
 @njit(inline="always", fastmath=_F32, error_model="numpy")
@@ -264,15 +261,9 @@ def _exp_nn(xd):
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def exp_f32(x):
-    """exp(x) for float32 x; max error 1 ulp. All float32 (no float64 on the way)."""
-    # exp(88.8) > FLT_MAX, exp(-104) < FLT_TRUE_MIN / 2: the clamp only keeps n in range.
-    # Python's min/max semantics keep a nan x as nan (it then propagates through r).
-    t = min(max(x, np.float32(-104.0)), np.float32(88.8))
-    high = t > np.float32(0.0)
-    r, pw = _exp_split(t, _S_HIGH if high else _S_LOW)
-    # 2**n * e**r = pw * (1 + s) * scale: rounded once by the fma (the scale by 2 or 2**-64 is
-    # exact, or it is the one gradual-underflow rounding / the overflow to inf).
-    return _mul_add(pw, _expm1_poly(r), pw) * (np.float32(2.0) if high else _TWO_M64)
+    """exp(x) for float32 x; max error 1 ulp. All float32 (no float64 on the way). Emitted as
+    LLVM instructions (_emit_exp) by exp_f32_ir."""
+    return exp_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -304,18 +295,96 @@ def log_f32(x):
     return x if x != x else r
 
 
+def _f32(v):
+    return llir.Constant(llir.FloatType(), float(np.float32(v)))
+
+
+def _min(builder, a, b):
+    """Python's (and Numba's) min(a, b) of floats: b if b < a else a (a nan `a` stays)."""
+    return builder.select(_protected(builder.fcmp_ordered("<", b, a)), b, a)
+
+
+def _max(builder, a, b):
+    """max(a, b) likewise: b if b > a else a."""
+    return builder.select(_protected(builder.fcmp_ordered(">", b, a)), b, a)
+
+
+def _unary(builder, name, x, nargs=1):
+    f32 = llir.FloatType()
+    fn = builder.module.declare_intrinsic(f"llvm.{name}", [f32],
+                                          llir.FunctionType(f32, [f32] * nargs))
+    return builder.call(fn, x, fastmath=("contract",))
+
+
+def _emit_exp(builder, x):
+    """exp_f32's instructions for the float32 value x (each with the "contract" flag alone)."""
+    P = _protected
+    # exp(88.8) > FLT_MAX, exp(-104) < FLT_TRUE_MIN / 2: the clamp only keeps n in range.
+    # Python's min/max semantics keep a nan x as nan (it then propagates through r).
+    t = _min(builder, _max(builder, x, _f32(-104.0)), _f32(88.8))
+    high = P(builder.fcmp_ordered(">", t, _f32(0.0)))
+    r, pw = _emit_exp_split(builder, t, builder.select(high, _f32(_S_HIGH), _f32(_S_LOW)))
+    # 2**n * e**r = pw * (1 + s) * scale: rounded once by the fma (the scale by 2 or 2**-64 is
+    # exact, or it is the one gradual-underflow rounding / the overflow to inf).
+    return P(builder.fmul(_emit_mul_add(builder, pw, _emit_expm1_poly(builder, r), pw),
+                          builder.select(high, _f32(2.0), _f32(_TWO_M64))))
+
+
+def _emit_tanh(builder, x):
+    """tanh_f32's instructions for the float32 value x (each with the "contract" flag alone)."""
+    P = _protected
+    # |x| >= 9.1 rounds to 1: the clamp keeps 2**n normal (n >= -28) and maps inf; a nan x
+    # stays nan through min (Python semantics) and propagates (nan r, nan m).
+    a = _min(builder, _unary(builder, "fabs", [x]), _f32(9.5))
+    r, pw = _emit_exp_split(builder, P(builder.fneg(P(builder.fadd(a, a)))),  # -2a is exact
+                            _f32(_S_TANH))
+    m = _emit_mul_add(builder, pw, _emit_expm1_poly(builder, r), P(builder.fsub(pw, _f32(1.0))))
+    # m <= 0 < m + 2, so m / (m + 2) = -tanh(|x|): copysign gives the sign (and -0.0 for -0.0)
+    return _unary(builder, "copysign", [P(builder.fdiv(m, P(builder.fadd(m, _f32(2.0))))), x],
+                  nargs=2)
+
+
+def _emit_sigmoid(builder, x):
+    """sigmoid_f32's instructions for the float32 value x (each with the "contract" flag
+    alone)."""
+    P = _protected
+    # sigmoid(-104) < FLT_TRUE_MIN / 2; nan stays nan
+    t = _max(builder, P(builder.fneg(_unary(builder, "fabs", [x]))), _f32(-104.0))
+    r, pw = _emit_exp_split(builder, t, _f32(_S_LOW))  # pw = 2**(n + 64), n in [-150, 0]
+    s = _emit_expm1_poly(builder, r)
+    e = P(builder.fmul(_emit_mul_add(builder, pw, s, pw), _f32(_TWO_M64)))
+    neg = P(builder.fcmp_ordered("<", x, _f32(0.0)))
+    v = P(builder.fdiv(builder.select(neg, P(builder.fadd(_f32(1.0), s)), _f32(1.0)),
+                       P(builder.fadd(_f32(1.0), e))))
+    return builder.select(neg, P(builder.fmul(P(builder.fmul(v, pw)), _f32(_TWO_M64))), v)
+
+
+def _in_place(emit, name):
+    """An @intrinsic float32 -> float32 whose call is `emit`'s instructions (IN_PLACE)."""
+    def typer(typingctx, x):
+        if x != types.float32:
+            return None
+
+        def codegen(context, builder, signature, args):
+            return emit(builder, args[0])
+        return types.float32(types.float32), codegen
+    typer.__name__ = typer.__qualname__ = name
+    return intrinsic(typer)
+
+
+# Emitted in place: what generated programs call (IN_PLACE); the njit functions below call them
+exp_f32_ir = _in_place(_emit_exp, "exp_f32_ir")
+tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
+sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
+
+
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def tanh_f32(x):
     """tanh(x) for float32 x; max error 2 ulp. One branch-free formula, all float32:
     tanh(|x|) = -m / (m + 2) with m = expm1(-2|x|) in [-1, 0] (no cancellation anywhere: m is
-    computed as 2**n * s + (2**n - 1) from the reduced s = expm1(r)), sign copied from x."""
-    # |x| >= 9.1 rounds to 1: the clamp keeps 2**n normal (n >= -28) and maps inf; a nan x
-    # stays nan through min (Python semantics) and propagates (nan r, nan m).
-    a = min(abs(x), np.float32(9.5))
-    r, pw = _exp_split(-(a + a), _S_TANH)  # -2a is exact
-    m = _mul_add(pw, _expm1_poly(r), pw - np.float32(1.0))
-    # m <= 0 < m + 2, so m / (m + 2) = -tanh(|x|): copysign gives the sign (and -0.0 for -0.0)
-    return np.copysign(m / (m + np.float32(2.0)), x)
+    computed as 2**n * s + (2**n - 1) from the reduced s = expm1(r)), sign copied from x.
+    Emitted as LLVM instructions (_emit_tanh) by tanh_f32_ir."""
+    return tanh_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -323,14 +392,8 @@ def sigmoid_f32(x):
     """1 / (1 + exp(-x)) for float32 x; max error 2 ulp. All float32. With e = exp(-|x|) in
     (0, 1] (never overflows): 1 / (1 + e) for x >= 0; for x < 0, e / (1 + e) computed as
     ((1 + s) / (1 + e)) * 2**n, so that results below FLT_MIN underflow gradually and exactly
-    once."""
-    t = max(-abs(x), np.float32(-104.0))  # sigmoid(-104) < FLT_TRUE_MIN / 2; nan stays nan
-    r, pw = _exp_split(t, _S_LOW)  # pw = 2**(n + 64), n in [-150, 0]
-    s = _expm1_poly(r)
-    e = _mul_add(pw, s, pw) * _TWO_M64
-    neg = x < np.float32(0.0)
-    v = ((np.float32(1.0) + s) if neg else np.float32(1.0)) / (np.float32(1.0) + e)
-    return (v * pw) * _TWO_M64 if neg else v
+    once. Emitted as LLVM instructions (_emit_sigmoid) by sigmoid_f32_ir."""
+    return sigmoid_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -382,3 +445,9 @@ FUNCTIONS = {
     "erf": erf_f32, "gelu_tanh": gelu_tanh_f32,
 }
 """Name -> function, for code generators that map elementwise ops to these."""
+
+IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir"}
+"""Function -> the @intrinsic that emits its instructions in place, which generated code
+imports under the function's name: no Numba function to type, lower and optimise per process
+(~0.12 CPU-s of a first-ever compile each) and link into every caller; the same instructions
+(LLVM inlined the function into the loop anyway)."""

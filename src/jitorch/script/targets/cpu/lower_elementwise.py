@@ -46,6 +46,9 @@ def fastmath_names() -> set:
             mod = importlib.import_module(FASTMATH_MODULE)
             names = {n for n in ("exp_f32", "tanh_f32", "log_f32", "sigmoid_f32", "erf_f32")
                      if hasattr(mod, n)}
+            # functions emitted in place by an @intrinsic, imported under their own name
+            _fastmath_state["in_place"] = {n: v for n, v in getattr(mod, "IN_PLACE", {}).items()
+                                           if n in names and hasattr(mod, v)}
             _fastmath_state["hash"] = getattr(mod, "SOURCE_HASH", None) or hashlib.sha256(
                 open(mod.__file__, "rb").read()).hexdigest()[:16]
         except Exception:
@@ -57,6 +60,14 @@ def fastmath_names() -> set:
 def fastmath_hash() -> str:
     fastmath_names()
     return str(_fastmath_state.get("hash"))
+
+
+def fastmath_import(name: str) -> str:
+    """How a generated module imports fastmath.py's `name`: its in-place intrinsic (fastmath
+    IN_PLACE) under that name where there is one."""
+    fastmath_names()
+    got = _fastmath_state.get("in_place", {}).get(name)
+    return f"{got} as {name}" if got else name
 
 
 def spell(em: Emitter, opdef, compute: dt.dtype, expr: str) -> str:

@@ -22,7 +22,8 @@ def module_head(em):
     if helpers:
         # the hash makes the module's content (and so its cache key) follow fastmath.py:
         # Numba's own cache does not notice changes in other files
-        head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {', '.join(helpers)}  "
+        names = ", ".join(lower_elementwise.fastmath_import(h) for h in helpers)
+        head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {names}  "
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
     head += exception_classes(em)
     return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body

@@ -18,12 +18,18 @@ from numba import types
 
 from ...kernels import kernel_call
 
-@numba.njit(nogil=True, cache=True)
+
+# called through kernel_call symbols only: no CPython or cfunc wrapper to lower, optimise
+# and emit per overload
+_OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
+@numba.njit(**_OPTS)
 def _jt_rows(n):
     return np.empty((3, n), np.int64)
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(**_OPTS)
 def _jt_put(sp, k, x, w):
     """Column k of sp: x's byte bounds [lo, hi) ([0, 0) when empty) and whether it is written.
     Returns True when x is written and two of its elements may share bytes (alias.self_overlap:
@@ -59,7 +65,7 @@ def _jt_put(sp, k, x, w):
     return False
 
 
-@numba.njit(nogil=True, cache=True)
+@numba.njit(**_OPTS)
 def _jt_meet(sp):
     """Does a written column of sp overlap another? Pairwise for up to 16 (measured faster
     than sorting there: bench/alias_check.py), else a sweep in start order keeping the

@@ -17,22 +17,25 @@ is a few instructions emitted in place: no function of its own to compile.
 
 And `_jt_dense(b, g)`: the 1-D C-contiguous elements of an array given as a 1-D view at its
 first element (`_jt_flat(e, 1)`) and its geometry `g = _jt_geom(e)` (sizes and element strides
-padded to MAX_RANK): the array's own memory where it is C-contiguous, else a copy. Its types
-are one per dtype, so Numba compiles it once per dtype for all kernels and ranks. It lets an
+padded to MAX_RANK): the array's own memory where it is C-contiguous, else a copy. It lets an
 elementwise kernel whose operands all have the loop's rank carry one flat loop over
 `_jt_expand`ed operands instead of the flat loop and a strided loop nest
-(lower_elementwise.py): Numba compiled the nest ~0.1-0.2 CPU-s per kernel (issue 17).
+(lower_elementwise.py): Numba compiled the nest ~0.1-0.2 CPU-s per kernel (issue 17). An
+intrinsic too (its contiguity test, view and copy loop emitted in place, the allocation by
+alloc.emit_empty), not an njit function: as one, Numba typed, lowered and optimised it once
+per dtype and process (~0.2 CPU-s, a quarter of the first-ever compile of a one-group
+program such as bench/compile_time.py's gelu) and then linked and optimised it again inside
+every caller; the machine code of the contiguous case is the same test and view.
 """
 from __future__ import annotations
 
-import numba
 from numba import types
 from numba.core import cgutils
-from numba.core.imputils import impl_ret_borrowed
+from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from .alloc import _jt_empty
+from .alloc import emit_empty
 
 MODULE = "jitorch.script.targets.cpu.views"
 
@@ -108,35 +111,60 @@ def _jt_geom(typingctx, x):
     return sig, codegen
 
 
-@numba.njit(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _jt_dense(b, g):
-    """The dense elements of the array whose first element `b` starts at and whose geometry is
-    `g` (_jt_geom: MAX_RANK sizes, then MAX_RANK strides in elements)."""
-    n, expect, contiguous = 1, 1, True
-    for d in range(MAX_RANK - 1, -1, -1):
-        n *= g[d]
-        if g[d] != 1:
-            contiguous = contiguous and g[MAX_RANK + d] == expect
-            expect *= g[d]
-    if contiguous:
-        return _jt_flat(b, n)
-    # a copy. Strides are non-negative (jitorch has no negative-step view).
-    out = _jt_empty(n, b.dtype)  # (alloc.py's intrinsic: no np.empty overload to compile)
-    if n == 0:
-        return out
-    span = 1
-    for d in range(MAX_RANK):
-        span += (g[d] - 1) * g[MAX_RANK + d]
-    src = _jt_flat(b, span)
-    inner, step = g[MAX_RANK - 1], g[2 * MAX_RANK - 1]
-    for q in range(n // inner):
-        rem, off = q, 0
-        for d in range(MAX_RANK - 2, -1, -1):
-            off += (rem % g[d]) * g[MAX_RANK + d]
-            rem //= g[d]
-        for j in range(inner):
-            out[q * inner + j] = src[off + j * step]
-    return out
+@intrinsic
+def _jt_dense(typingctx, b, g):
+    """The dense elements of the array whose first element `b` (a 1-D view) starts at and whose
+    geometry is `g` (_jt_geom: MAX_RANK sizes, then MAX_RANK strides in elements): a view of
+    its memory where those are C-contiguous, else a copy (alloc.emit_empty's allocation)."""
+    if not isinstance(b, types.Array) or b.ndim != 1 or not isinstance(g, types.UniTuple) or \
+            len(g) != 2 * MAX_RANK or not isinstance(g.dtype, types.Integer):
+        return None
+    ret = b.copy(ndim=1, layout="C")
+    sig = ret(b, g)
+
+    def codegen(context, builder, signature, args):
+        intp = context.get_value_type(types.intp)
+        src = make_array(b)(context, builder, args[0])
+        geo = [context.cast(builder, v, g.dtype, types.intp)
+               for v in cgutils.unpack_tuple(builder, args[1], 2 * MAX_RANK)]
+        sizes, strides = geo[:MAX_RANK], geo[MAX_RANK:]
+        # C-contiguous: each dimension of size != 1 has the stride of the dims after it
+        n, expect, contiguous = intp(1), intp(1), cgutils.true_bit
+        for d in range(MAX_RANK - 1, -1, -1):
+            n = builder.mul(n, sizes[d])
+            counts = builder.icmp_signed("!=", sizes[d], intp(1))
+            ok = builder.icmp_signed("==", strides[d], expect)
+            contiguous = builder.and_(contiguous, builder.or_(builder.not_(counts), ok))
+            expect = builder.select(counts, builder.mul(expect, sizes[d]), expect)
+        result = cgutils.alloca_once(builder, context.get_value_type(ret))
+        with builder.if_else(contiguous, likely=True) as (view, copy):
+            with view:  # b's memory, n elements (as _jt_flat), a new reference
+                out = make_array(ret)(context, builder)
+                populate_array(out, data=src.data, shape=[n], strides=[src.itemsize],
+                               itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
+                context.nrt.incref(builder, ret, out._getvalue())
+                builder.store(out._getvalue(), result)
+            with copy:  # strides are non-negative (jitorch has no negative-step view)
+                arr = emit_empty(context, builder, ret, [n])
+                builder.store(arr, result)
+                dst = make_array(ret)(context, builder, arr)
+                inner, step = sizes[MAX_RANK - 1], strides[MAX_RANK - 1]
+                nonempty = builder.icmp_signed(">", n, intp(0))
+                with builder.if_then(nonempty, likely=True):
+                    with cgutils.for_range(builder, builder.sdiv(n, inner)) as rows:
+                        rem, off = rows.index, intp(0)
+                        for d in range(MAX_RANK - 2, -1, -1):
+                            off = builder.add(off, builder.mul(builder.srem(rem, sizes[d]),
+                                                               strides[d]))
+                            rem = builder.sdiv(rem, sizes[d])
+                        base = builder.mul(rows.index, inner)
+                        with cgutils.for_range(builder, inner) as cols:
+                            j = cols.index
+                            v = builder.load(builder.gep(
+                                src.data, [builder.add(off, builder.mul(j, step))]))
+                            builder.store(v, builder.gep(dst.data, [builder.add(base, j)]))
+        return impl_ret_new_ref(context, builder, ret, builder.load(result))
+    return sig, codegen
 
 
 def import_line(name: str = "_jt_flat") -> str:
