@@ -6,7 +6,8 @@ capture of gradients for `autograd.grad`, and freeing saved tensors unless `reta
 node's right after it ran, as PyTorch's engine frees them).
 Gradients of one output are summed as `add` sums them (in NumPy when nothing records).
 A plain node runs through its op's generated applier (graph.py); a node that alone became ready
-runs next without passing through the ready heap (a chain never touches it).
+runs next without passing through the ready heap when it would come first anyway (a chain
+never touches it).
 """
 from __future__ import annotations
 
@@ -241,9 +242,14 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 # saved tensors are freed once their node ran, as PyTorch's engine frees them
                 # (no call where `release` would find nothing: no saved value that may hold a
                 # tensor, e.g. a view's shape; ops not seen yet are left to it)
-                if release and (node.versions or node.custom is not None or
-                                node.saved is not None and maybe_tensors.get(node.op, True)):
-                    node.release()
+                if release:
+                    if node.versions and node.custom is None:  # `Node.release` inline: saved
+                        node.freed = True  # tensors are always freed (a call per node saved)
+                        node.saved = None
+                        node.versions = ()
+                    elif node.custom is not None or (
+                            node.saved is not None and maybe_tensors.get(node.op, True)):
+                        node.release()
             else:
                 in_grads = [None] * len(node.next_edges)
             nxt = None  # the first node this one made ready: run next if it is the only one
@@ -284,10 +290,10 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
             # among ready nodes the most recently created runs first; a lone ready node (a
             # chain) runs without passing through the heap
             if nxt is not None:
-                if ready:
+                if ready and nxt.seq < -ready[0][0]:
                     push(ready, (-nxt.seq, id(nxt), nxt))
                     node = pop(ready)[2]
-                else:
+                else:  # (it is ready and comes before every node in the heap: no push, pop)
                     node = nxt
             elif ready:
                 node = pop(ready)[2]
