@@ -15,7 +15,8 @@ from typing import Optional
 from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
-from .registry import FAST_TYPES, _mode_state, _pt_name, defop
+from .registry import FAST_TYPES, OPS, _mode_state, _pt_name, defop
+from .linalg import _matmul
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
@@ -54,7 +55,6 @@ def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True
             input._data.ndim == 2 and g._device is Tensor._device and not ops_needed():
         # a first-order backward of a 2-D input on the CPU (nothing records or watches): the
         # three ops below as their impls compute them (matmul's, sum's), without dispatch
-        from .linalg import _matmul
         ga, d = g._data, g._dtype
         return (Tensor._make(_matmul(ga, weight._data), d) if needs_input_grad[0] else None,
                 Tensor._make(_matmul(ga.T, input._data), d) if needs_input_grad[1] else None,
@@ -69,8 +69,7 @@ def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True
 
 
 def _sum_impl():
-    from .registry import OPS
-    return OPS["sum"].impl
+    return OPS["sum"].impl  # (read at call time: sum may be declared after this module)
 
 
 def _linear_fused_jvp(t_input, t_weight, t_bias, input, weight):

@@ -580,8 +580,11 @@ def _make_applier(op):
         src += ["    if g._dtype.category == _COMPLEX:",
                 f"        _no_complex({op.name!r})"]
     if op.vjp_params:
-        src += ["    if node.freed or node.versions:",
-                "        node.unpack()  # raises PyTorch's errors",
+        src += ["    if node.freed:",
+                "        node.unpack()  # raises PyTorch's error",
+                "    for _t, _v in node.versions:  # (`unpack`'s check inline: no call)",
+                "        if _t._version[0] != _v:",
+                "            node.unpack()  # raises PyTorch's error",
                 "    kw = node.saved"]
         if op.vjp_params[-1][0] == "needs":
             src += ["    kw = dict(kw)",
