@@ -187,19 +187,16 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     if not ready:
         return
     node = pop(ready)[2]
-    # ids of the fan-in sums this run made (see below): nobody else holds them while they sit
-    # in `buffers`, so a further gradient is added in place and a leaf's `.grad` takes one
-    # without a copy, as PyTorch's engine does; an id leaves with its buffer (never reused)
-    owned = set()
+    # node -> the output numbers whose buffered gradient is a fan-in sum this run made (see
+    # below): nobody else holds it while it sits in `buffers`, so a further gradient is added in
+    # place and a leaf's `.grad` takes it without a copy, as PyTorch's engine does; the entry
+    # leaves with its buffer (one dict pop per node, no id per gradient)
+    owned = {}
     with grad_mode.set_grad_enabled(create_graph):
         while True:
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
-            mine = False  # (an AccumulateGrad's gradient is a sum made here)
-            if owned:
-                for g in grads:
-                    if g is not None and id(g) in owned:
-                        owned.discard(id(g))
-                        mine = True
+            # (an AccumulateGrad's gradient is a sum made here)
+            mine = bool(owned.pop(node, None)) if owned else False
             if node.tensor_hooks or node.retains:
                 mine = False  # (a hook may keep the gradient)
                 grads = _run_tensor_hooks(node, grads)
@@ -272,14 +269,21 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         # two gradients of one output (fan-in) summed as `a + g` computes
                         # them, without the op's dispatch: nothing records, nothing casts;
                         # into the sum made here before, if `a` is one
-                        if id(a) in owned:
+                        own = owned.get(m)
+                        if own is not None and nr in own:
                             np.add(a._data, g._data, out=a._data)
                         else:
                             a = buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
                             if type(a._data) is np.ndarray:  # (0-d operands: a NumPy scalar)
-                                owned.add(id(a))
+                                if own is None:
+                                    owned[m] = {nr}
+                                else:
+                                    own.add(nr)
                     else:
                         buf[nr] = a + g
+                        own = owned.get(m)
+                        if own is not None:
+                            own.discard(nr)  # (a sum made by the op: not this run's own)
                 d = deps[m] - 1
                 deps[m] = d
                 if d == 0:
