@@ -1,7 +1,7 @@
 """VJP rules with a `needs_input_grad` parameter (_ops/registry.py `_rule_params`) skip the
 gradients no input takes: eager autograd passes one flag per tensor slot from the node's edges
-(autograd/graph.py `Node.apply`), as PyTorch's `needs_input_grad`; mul, div, matmul, the fused
-linear and the convolutions use it. The gradients that are taken stay the same."""
+(autograd/graph.py `Node.apply`), as PyTorch's `needs_input_grad`; mul, div, sub, matmul, the
+fused linear and the convolutions use it. The gradients that are taken stay the same."""
 from __future__ import annotations
 
 import numpy as np
@@ -70,3 +70,11 @@ def test_matmul_computes_only_the_gradients_taken(sa, sb):
     assert only_a[1] is None and only_b[0] is None
     np.testing.assert_array_equal(only_a[0].numpy(), ga.numpy())
     np.testing.assert_array_equal(only_b[1].numpy(), gb.numpy())
+
+
+def test_sub_negates_only_for_an_other_that_takes_a_gradient():
+    g = jt.tensor([1.0, -2.0])
+    ga, gb = OPS["sub"].vjp(g, alpha=1, needs_input_grad=(True, False))
+    assert gb is None and ga.tolist() == [1.0, -2.0]
+    ga, gb = OPS["sub"].vjp(g, alpha=2, needs_input_grad=(True, True))
+    assert gb.tolist() == [-2.0, 4.0]

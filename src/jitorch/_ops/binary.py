@@ -24,6 +24,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._creation import zeros_like
 from .._tensor import Tensor
+from ..autograd.graph import plain_grad
 from .registry import OPS, PUBLIC, _pt_name, defop
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -205,10 +206,20 @@ def _sub_check(input, other, *, alpha=1, out=None):
                            "operator instead.")
 
 
+def _sub_vjp(g, alpha, needs_input_grad=(True, True)):
+    if not needs_input_grad[1]:  # (as PyTorch: no negation for an other without grad)
+        return g, None
+    if alpha != 1:
+        return g, -g * _cj(alpha)
+    if plain_grad(g):  # (a first-order CPU backward: neg's impl on the array, no dispatch)
+        return g, Tensor._make(np.negative(g._data), g._dtype)
+    return g, -g
+
+
 defop("sub", _sub, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
       dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True,
                                 "into": _sub_into},
-      vjp=lambda g, alpha: (g, -g * _cj(alpha) if alpha != 1 else -g),
+      vjp=_sub_vjp,
       jvp=lambda t_input, t_other, alpha: t_input - t_other * alpha,
       scalar="{input} - {alpha} * {other}")
 sub = guard("sub", _sub_check)
