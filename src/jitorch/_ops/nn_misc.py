@@ -15,12 +15,13 @@ from typing import Optional
 from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
-from .registry import FAST_TYPES, OPS, _mode_state, _pt_name, defop
-from .linalg import _matmul
+from .registry import FAST_TYPES, _mode_state, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
 from ..autograd.graph import ops_needed
+from .linalg import _matmul
+from .registry import OPS
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
