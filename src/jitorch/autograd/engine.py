@@ -21,8 +21,8 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, SUM_DTYPES, AccumulateGrad, applier, \
-    edge_of, ops_needed
+from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, _PLAIN, SUM_DTYPES, AccumulateGrad, \
+    applier, edge_of, ops_needed
 
 
 def _as_tuple(x):
@@ -184,6 +184,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     pop, push = heapq.heappop, heapq.heappush
     appliers = _APPLIERS
     maybe_tensors = _MAYBE_TENSORS
+    plain = _PLAIN
     if not ready:
         return
     node = pop(ready)[2]
@@ -244,9 +245,18 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         node.freed = True  # tensors are always freed (a call per node saved)
                         node.saved = None
                         node.versions = ()
-                    elif node.custom is not None or (
-                            node.saved is not None and maybe_tensors.get(node.op, True)):
+                    elif node.custom is not None:
                         node.release()
+                    elif node.saved is not None:
+                        names = maybe_tensors.get(node.op)
+                        if names is None:  # (an op not seen yet: `release` finds its names)
+                            node.release()
+                        elif names:  # only a value that may hold a tensor costs the call
+                            saved = node.saved
+                            for n in names:
+                                if type(saved.get(n)) not in plain:
+                                    node.release()
+                                    break
             else:
                 in_grads = [None] * len(node.next_edges)
             nxt = None  # the first node this one made ready: run next if it is the only one
