@@ -19,8 +19,7 @@ import scipy.special as sps
 
 from .. import _dtype as dt
 from .._creation import zeros_like
-from .._tensor import Tensor
-from ..autograd.graph import SUM_DTYPES, plain_grad
+from ._util import grad_on_arrays
 from .registry import RULES, _pt_name, defop
 from .batching import ELEMENTWISE
 
@@ -186,24 +185,13 @@ positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
-def _on_arrays(ufunc, g, t):
-    """`ufunc(g, t)` as mul's or div's impl computes it, on the arrays, in a first-order CPU
-    backward where `t` has g's dtype, float32 or float64 (nothing to promote); else None (the
-    caller runs the op). Called here, its warnings fall under the registry's filter as the
-    op's would."""
-    if plain_grad(g) and type(t) is Tensor and t._dtype is g._dtype and g._dtype in SUM_DTYPES:
-        r = ufunc(g._data, t._data)
-        return Tensor._make(r if type(r) is np.ndarray else np.asarray(r), g._dtype)
-    return None
-
-
 def _exp_vjp(g, result):
-    r = _on_arrays(np.multiply, g, result)
+    r = grad_on_arrays(np.multiply, g, result)
     return g * result if r is None else r
 
 
 def _log_vjp(g, input):
-    r = _on_arrays(np.divide, g, input)
+    r = grad_on_arrays(np.divide, g, input)
     return g / input if r is None else r
 
 
