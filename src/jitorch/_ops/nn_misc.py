@@ -19,7 +19,7 @@ from .registry import FAST_TYPES, _mode_state, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
-from ..autograd.graph import ops_needed
+from ..autograd.graph import SUM_DTYPES, ops_needed, plain_grad
 from .linalg import _matmul
 from .registry import OPS
 
@@ -207,6 +207,13 @@ def _embedding(input, weight, padding_idx=None):
 
 
 def _embedding_grad(g, input, weight_shape, padding_idx):
+    if padding_idx is None and g._dtype in SUM_DTYPES and type(input) is Tensor and \
+            plain_grad(g):
+        # a first-order CPU backward: the index_add below as its impl sums the rows (np.add.at,
+        # in index order), on the arrays without dispatch (the indices were checked forward)
+        z = np.zeros(tuple(weight_shape), g._data.dtype)
+        np.add.at(z, input._data.reshape(-1), g._data.reshape(-1, weight_shape[-1]))
+        return Tensor._make(z, g._dtype)
     from .scatter_ops import index_add  # noqa: F401  (declares the op)
     from .._creation import zeros
     idx = input.reshape(-1).long()
