@@ -9,10 +9,13 @@ of `backward()` near PyTorch's. Prints Markdown tables; ratios are jitorch time 
 2. a breakdown of jitorch's microseconds per op by phase (`--breakdown`): cProfile's own time of
    each function on a tight loop, each function assigned to the phase it belongs to (see
    `_PHASES`), the shares scaled to the measured un-profiled latency;
-3. autograd: a tiny MLP step (4x4, forward + backward), and a chain of 50 adds: recording per
-   node (forward) and `backward()` per node.
+3. autograd: a tiny MLP step (4x4, forward + backward), and chains of 50 adds, 50 muls and 50
+   matmuls (by a constant that needs no gradient): the forward per node (the op and its
+   recording) and `backward()` per node (forward + backward less forward).
 
-    python bench/eager_overhead.py [--breakdown] [--cpu]
+    python bench/eager_overhead.py [--breakdown] [--cpu] [--autograd]
+
+`--autograd` runs part 3 only.
 
 `--cpu` times each call in this process's CPU seconds instead of wall seconds (steadier on a
 shared machine). The process's CPU seconds close the report (one thread everywhere: PyTorch's
@@ -146,8 +149,8 @@ def breakdown(f, wall_s: float, n: int = 20000) -> dict:
 
 # --- autograd ----------------------------------------------------------------------------------
 def autograd_cases(m, F):
-    """{name: callable} for one backend: the tiny MLP step, and a 50-add chain's forward
-    (recording) and forward + backward."""
+    """{name: callable} for one backend: the tiny MLP step, and per chain op (add, mul,
+    matmul) a 50-node chain's forward (`<op>`) and forward + backward (`<op>+bwd`)."""
     rng = np.random.default_rng(1)
     x = m.from_numpy(rng.standard_normal((4, 4)).astype(np.float32))
     w1, w2 = (m.from_numpy(rng.standard_normal((4, 4)).astype(np.float32)).requires_grad_()
@@ -163,23 +166,39 @@ def autograd_cases(m, F):
         for p in (w1, w2, b1, b2):
             p.grad = None
 
-    def chain():
-        y = a
-        for _ in range(50):
-            y = y + c
-        return y.sum()
+    out = {"mlp": mlp}
+    for name, f in CHAIN_OPS.items():
+        def chain(f=f):
+            y = a
+            for _ in range(CHAIN):
+                y = f(m, y, c)
+            return y.sum()
 
-    def chain_backward():
-        chain().backward()
-        a.grad = None
+        def chain_backward(chain=chain):
+            chain().backward()
+            a.grad = None
+        out[name], out[name + "+bwd"] = chain, chain_backward
+    return out
 
-    return {"mlp": mlp, "chain": chain, "chain+bwd": chain_backward}
+
+CHAIN = 50  # nodes per chain (its final sum: one node more, in every peer alike)
+CHAIN_OPS = {"add": lambda m, y, c: y + c, "mul": lambda m, y, c: y * c,
+             "matmul": lambda m, y, c: m.matmul(y, c)}
 
 
 def main():
     show_breakdown = "--breakdown" in sys.argv
     timer = time.process_time if "--cpu" in sys.argv else time.perf_counter
     cpu0 = time.process_time()
+    print(f"eager_overhead — {stamp()} — {machine()}; "
+          f"{'CPU' if timer is time.process_time else 'wall'} us per call\n")
+    if "--autograd" not in sys.argv:
+        per_op(show_breakdown, timer)
+    autograd(timer)
+    print(f"\nCPU seconds (this process): {time.process_time() - cpu0:.1f}")
+
+
+def per_op(show_breakdown: bool, timer):
     rows = []
     for name, arrays, f, npf in cases():
         jt_args = [jt.from_numpy(a) for a in arrays]
@@ -190,8 +209,6 @@ def main():
         t = interleaved(fns, timer=timer)
         bd = breakdown(fns["jt"], t["jt"]) if show_breakdown and arrays[0].size <= 16 else None
         rows.append((name, t["jt"], t["np"], t.get("pt"), bd))
-    print(f"eager_overhead — {stamp()} — {machine()}; "
-          f"{'CPU' if timer is time.process_time else 'wall'} us per call\n")
     head = "| op | jitorch us | NumPy us | jitorch/NumPy |"
     head += " PyTorch us | jitorch/PyTorch |" if torch is not None else ""
     print(head)
@@ -210,27 +227,29 @@ def main():
             if bd is not None:
                 print(f"| {name} | " + " | ".join(f"{bd[k]:.2f}" for k in _ORDER) + " |")
 
+
+def autograd(timer):
     peers = {"jt": autograd_cases(jt, jF)}
     if torch is not None:
         peers["pt"] = autograd_cases(torch, tF)
+    keys = ["mlp"] + [k + s for k in CHAIN_OPS for s in ("", "+bwd")]
     t = {k: interleaved({p: c[k] for p, c in peers.items()}, rounds=5, timer=timer)
-         for k in ("mlp", "chain", "chain+bwd")}
-    print("\nautograd (4x4 float32; per node: a 50-add chain, recording = its forward, backward ="
-          " forward + backward less forward)\n")
+         for k in keys}
+    print(f"\nautograd (4x4 float32; per node: a {CHAIN}-node chain, forward = the op and its "
+          "recording, backward = forward + backward less forward)\n")
     head = "| case | jitorch us |" + (" PyTorch us | jitorch/PyTorch |" if torch else "")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
-    derived = {
-        "tiny MLP step (2 linear + relu + sum, backward)": {p: t["mlp"][p] for p in peers},
-        "record, per add node": {p: t["chain"][p] / 50 for p in peers},
-        "backward, per add node": {p: (t["chain+bwd"][p] - t["chain"][p]) / 50 for p in peers},
-    }
+    derived = {"tiny MLP step (2 linear + relu + sum, backward)": {p: t["mlp"][p] for p in peers}}
+    for k in CHAIN_OPS:
+        derived[f"forward, per {k} node"] = {p: t[k][p] / CHAIN for p in peers}
+        derived[f"backward, per {k} node"] = {p: (t[k + "+bwd"][p] - t[k][p]) / CHAIN
+                                              for p in peers}
     for name, v in derived.items():
         line = f"| {name} | {fmt_us(v['jt'])} |"
         if "pt" in v:
             line += f" {fmt_us(v['pt'])} | {v['jt'] / v['pt']:.2f} |"
         print(line)
-    print(f"\nCPU seconds (this process): {time.process_time() - cpu0:.1f}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """VJP rules with a `needs_input_grad` parameter (_ops/registry.py `_rule_params`) skip the
 gradients no input takes: eager autograd passes one flag per tensor slot from the node's edges
-(autograd/graph.py `Node.apply`), as PyTorch's `needs_input_grad`; mul, div, the fused linear
-and the convolutions use it. The gradients that are taken stay the same."""
+(autograd/graph.py `Node.apply`), as PyTorch's `needs_input_grad`; mul, div, sub, matmul, the
+fused linear and the convolutions use it. The gradients that are taken stay the same."""
 from __future__ import annotations
 
 import numpy as np
@@ -56,3 +56,25 @@ def test_needs_input_grad_must_be_the_last_rule_parameter():
         return g
     with pytest.raises(TypeError, match="needs_input_grad must be its last parameter"):
         _rule_params(rule, ("input",), (), skip_first=True)
+
+
+@pytest.mark.parametrize("sa,sb", [((2, 3), (3, 4)), ((3,), (3, 4)), ((2, 3), (3,)), ((3,), (3,)),
+                                   ((2, 2, 3), (3, 4))])
+def test_matmul_computes_only_the_gradients_taken(sa, sb):
+    rng = np.random.default_rng(0)
+    a, b = (jt.tensor(rng.standard_normal(s).astype(np.float32)) for s in (sa, sb))
+    g = jt.ones((a @ b).shape)
+    ga, gb = OPS["matmul"].vjp(g, input=a, other=b)
+    only_a = OPS["matmul"].vjp(g, input=a, other=b, needs_input_grad=(True, False))
+    only_b = OPS["matmul"].vjp(g, input=a, other=b, needs_input_grad=(False, True))
+    assert only_a[1] is None and only_b[0] is None
+    np.testing.assert_array_equal(only_a[0].numpy(), ga.numpy())
+    np.testing.assert_array_equal(only_b[1].numpy(), gb.numpy())
+
+
+def test_sub_negates_only_for_an_other_that_takes_a_gradient():
+    g = jt.tensor([1.0, -2.0])
+    ga, gb = OPS["sub"].vjp(g, alpha=1, needs_input_grad=(True, False))
+    assert gb is None and ga.tolist() == [1.0, -2.0]
+    ga, gb = OPS["sub"].vjp(g, alpha=2, needs_input_grad=(True, True))
+    assert gb.tolist() == [-2.0, 4.0]

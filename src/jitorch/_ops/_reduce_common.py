@@ -14,9 +14,11 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from ..autograd.graph import plain_grad
 from ._util import reduce_dims, wrap_dim
 from .registry import PUBLIC, _pt_name, defop
 from .batching import LOOP, dims
+from .shape import _expand
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _NOT_YET = "no CPU lowering yet"
@@ -199,6 +201,16 @@ def unsqueeze_dims(g: Tensor, axes: tuple, ndim: int) -> Tensor:
 
 
 def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
+    if plain_grad(g):
+        # a first-order CPU backward: the reshape and expand below as their impls compute them,
+        # on the array (no dispatch)
+        a = g._data
+        if not keepdim and a.ndim:
+            shape = list(a.shape)
+            for ax in axes:
+                shape.insert(ax, 1)
+            a = a.reshape(shape)
+        return Tensor._make(_expand(a, tuple(input_shape)), g._dtype)
     if not keepdim and g.dim() == 0:  # everything reduced: the 0-d value expands directly
         return g.expand(input_shape)
     if not keepdim:

@@ -24,6 +24,8 @@ import numpy as np
 from .. import _dtype as dt
 from .._creation import zeros_like
 from .._tensor import Tensor
+from ..autograd.graph import plain_grad
+from ._util import grad_on_arrays
 from .registry import OPS, PUBLIC, _pt_name, defop
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -205,10 +207,20 @@ def _sub_check(input, other, *, alpha=1, out=None):
                            "operator instead.")
 
 
+def _sub_vjp(g, alpha, needs_input_grad=(True, True)):
+    if not needs_input_grad[1]:  # (as PyTorch: no negation for an other without grad)
+        return g, None
+    if alpha != 1:
+        return g, -g * _cj(alpha)
+    if plain_grad(g):  # (a first-order CPU backward: neg's impl on the array, no dispatch)
+        return g, Tensor._make(np.negative(g._data), g._dtype)
+    return g, -g
+
+
 defop("sub", _sub, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
       dtype=_alpha_rule, extra={"dtype_attrs": True, "complex_grad": True,
                                 "into": _sub_into},
-      vjp=lambda g, alpha: (g, -g * _cj(alpha) if alpha != 1 else -g),
+      vjp=_sub_vjp,
       jvp=lambda t_input, t_other, alpha: t_input - t_other * alpha,
       scalar="{input} - {alpha} * {other}")
 sub = guard("sub", _sub_check)
@@ -223,10 +235,21 @@ def _mul_into(out, input, other):
     np.multiply(input, other, out=out)
 
 
+def _mul_vjp(g, input, other, needs_input_grad=(True, True)):
+    ga = gb = None  # (each product on the arrays where it can be: `grad_on_arrays`)
+    if needs_input_grad[0]:
+        ga = grad_on_arrays(np.multiply, g, other)
+        if ga is None:
+            ga = g * _cj(other)
+    if needs_input_grad[1]:
+        gb = grad_on_arrays(np.multiply, g, input)
+        if gb is None:
+            gb = g * _cj(input)
+    return ga, gb
+
+
 mul = defop("mul", _mul, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            vjp=lambda g, input, other, needs_input_grad=(True, True): (
-                g * _cj(other) if needs_input_grad[0] else None,
-                g * _cj(input) if needs_input_grad[1] else None),
+            vjp=_mul_vjp,
             extra={"complex_grad": True, "into": _mul_into},
             jvp=lambda t_input, t_other, input, other: t_input * other + input * t_other,
             scalar="{input} * {other}")

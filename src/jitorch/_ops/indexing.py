@@ -24,6 +24,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._device.transfer import constant as _constant
 from .._tensor import Tensor
+from ..autograd.graph import plain_grad
 from . import infer
 from .registry import _pt_name, defop
 from .batching import ELEMENTWISE, INDEX, INDEX_BACKWARD, INDEX_VIEW, LOOP
@@ -359,9 +360,14 @@ def _index_view_impl(input, basic):
     return input[_np_basic(basic) if r is None else r]
 
 
+def _index_view_vjp(g, input_shape, basic):
+    if plain_grad(g):  # (a first-order CPU backward: `_index_backward`'s impl, no dispatch)
+        return Tensor._make(_index_backward_impl(g._data, [], input_shape, basic, ()), g._dtype)
+    return _index_backward(g, [], input_shape, basic, ())
+
+
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
-                    vjp=lambda g, input_shape, basic:
-                    _index_backward(g, [], input_shape, basic, ()),
+                    vjp=_index_view_vjp,
                     jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view,
                     batch=INDEX_VIEW)
 

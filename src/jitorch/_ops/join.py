@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from ..autograd.graph import plain_grad
 from ._util import wrap_dim
 from . import infer
 from .registry import _pt_name, defop
@@ -131,6 +132,15 @@ def _split_back(g, shapes, targets, d):
     (not one `split`) because narrow lowers with run-time offsets and sizes, so a compiled
     backward stays compiled and size-generic."""
     grads, off = [], 0
+    if plain_grad(g):  # a first-order CPU backward: narrow's slices of the array, no dispatch
+        a, dtype, lead = g._data, g._dtype, (slice(None),) * d
+        for s, t in zip(shapes, targets):
+            size = 0 if _skipped(t) else t[d]
+            piece = a[lead + (slice(off, off + size),)]
+            grads.append(Tensor._make(piece if t is s and not _skipped(t) else piece.reshape(s),
+                                      dtype))
+            off += size
+        return grads
     for s, t in zip(shapes, targets):
         size = 0 if _skipped(t) else t[d]
         piece = g.narrow(d, off, size)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
+from ..autograd.graph import ops_needed
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
@@ -114,19 +115,30 @@ def _drop(t: Tensor, dim: int) -> Tensor:
     return t.reshape(s)
 
 
-def _matmul_vjp(g, input, other):
+def _matmul_vjp(g, input, other, needs_input_grad=(True, True)):
     a, b = input, other
+    need_a, need_b = needs_input_grad  # (as PyTorch: no product for an input without grad)
+    d = g._dtype
+    if type(g) is Tensor and type(a) is Tensor and type(b) is Tensor and \
+            g._data.ndim == 2 and a._data.ndim == 2 and b._data.ndim == 2 and \
+            a._dtype is d and b._dtype is d and type(g._data) is np.ndarray and \
+            g._device is Tensor._device and not ops_needed():
+        # a first-order backward of a 2-D product on the CPU (nothing records or watches): the
+        # products below as matmul's impl computes them, without dispatch
+        ga = g._data
+        return (Tensor._make(_matmul(ga, b._data.T), d) if need_a else None,
+                Tensor._make(_matmul(a._data.T, ga), d) if need_b else None)
     if a.ndim == 1 and b.ndim == 1:
-        return g * b, g * a
+        return g * b if need_a else None, g * a if need_b else None
     if a.ndim == 1:
-        ga = _drop(g.unsqueeze(-2) @ b.mT, -2)
-        gb = a.unsqueeze(-1) @ g.unsqueeze(-2)
+        ga = _drop(g.unsqueeze(-2) @ b.mT, -2) if need_a else None
+        gb = a.unsqueeze(-1) @ g.unsqueeze(-2) if need_b else None
         return ga, gb
     if b.ndim == 1:
-        ga = g.unsqueeze(-1) @ b.unsqueeze(-2)
-        gb = _drop(a.mT @ g.unsqueeze(-1), -1)
+        ga = g.unsqueeze(-1) @ b.unsqueeze(-2) if need_a else None
+        gb = _drop(a.mT @ g.unsqueeze(-1), -1) if need_b else None
         return ga, gb
-    return g @ b.mT, a.mT @ g
+    return g @ b.mT if need_a else None, a.mT @ g if need_b else None
 
 
 matmul = defop("matmul", _matmul, tensors=("input", "other"), kind="linalg",

@@ -19,7 +19,9 @@ from .registry import FAST_TYPES, _mode_state, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
-from ..autograd.graph import ops_needed
+from ..autograd.graph import SUM_DTYPES, ops_needed, plain_grad
+from .linalg import _matmul
+from .registry import OPS
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
@@ -54,7 +56,6 @@ def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True
             input._data.ndim == 2 and g._device is Tensor._device and not ops_needed():
         # a first-order backward of a 2-D input on the CPU (nothing records or watches): the
         # three ops below as their impls compute them (matmul's, sum's), without dispatch
-        from .linalg import _matmul
         ga, d = g._data, g._dtype
         return (Tensor._make(_matmul(ga, weight._data), d) if needs_input_grad[0] else None,
                 Tensor._make(_matmul(ga.T, input._data), d) if needs_input_grad[1] else None,
@@ -69,8 +70,7 @@ def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True
 
 
 def _sum_impl():
-    from .registry import OPS
-    return OPS["sum"].impl
+    return OPS["sum"].impl  # (read at call time: sum may be declared after this module)
 
 
 def _linear_fused_jvp(t_input, t_weight, t_bias, input, weight):
@@ -207,6 +207,13 @@ def _embedding(input, weight, padding_idx=None):
 
 
 def _embedding_grad(g, input, weight_shape, padding_idx):
+    if padding_idx is None and g._dtype in SUM_DTYPES and type(input) is Tensor and \
+            plain_grad(g):
+        # a first-order CPU backward: the index_add below as its impl sums the rows (np.add.at,
+        # in index order), on the arrays without dispatch (the indices were checked forward)
+        z = np.zeros(tuple(weight_shape), g._data.dtype)
+        np.add.at(z, input._data.reshape(-1), g._data.reshape(-1, weight_shape[-1]))
+        return Tensor._make(z, g._dtype)
     from .scatter_ops import index_add  # noqa: F401  (declares the op)
     from .._creation import zeros
     idx = input.reshape(-1).long()

@@ -18,6 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as dt
 from .._tensor import _LEGACY_NAMES, Size, Tensor
+from ..autograd.graph import plain_grad
 from ._util import wrap_dim
 from . import infer
 from .registry import _norm_varargs, _pt_name, defop
@@ -128,8 +129,14 @@ def _reshape(input, shape):
     return input.reshape(_infer_shape(shape, input.size))
 
 
+def _reshape_vjp(g, input_shape):
+    if plain_grad(g):  # (a first-order CPU backward: the array's reshape, no dispatch)
+        return Tensor._make(g._data.reshape(input_shape), g._dtype)
+    return g.reshape(input_shape)
+
+
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
-                vjp=lambda g, input_shape: g.reshape(input_shape),
+                vjp=_reshape_vjp,
                 jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized(),
                 batch=sizes("shape"))
 
@@ -167,7 +174,7 @@ def _view_args(input, size, kwargs, name):
 
 
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
-                    method=False, vjp=lambda g, input_shape: g.reshape(input_shape),
+                    method=False, vjp=_reshape_vjp,
                     jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized(),
                     batch=sizes("size"), extra={"varargs_norm": _view_args},
                     doc="`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` "

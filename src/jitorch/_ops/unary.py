@@ -19,6 +19,7 @@ import scipy.special as sps
 
 from .. import _dtype as dt
 from .._creation import zeros_like
+from ._util import grad_on_arrays
 from .registry import RULES, _pt_name, defop
 from .batching import ELEMENTWISE
 
@@ -184,9 +185,19 @@ positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
+def _exp_vjp(g, result):
+    r = grad_on_arrays(np.multiply, g, result)
+    return g * result if r is None else r
+
+
+def _log_vjp(g, input):
+    r = grad_on_arrays(np.divide, g, input)
+    return g / input if r is None else r
+
+
 exp = defop("exp", _silent(np.exp),
             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-            vjp=lambda g, result: g * result, jvp=lambda t_input, result: t_input * result,
+            vjp=_exp_vjp, jvp=lambda t_input, result: t_input * result,
             scalar="np.exp({input})")
 exp2 = defop("exp2", _silent(np.exp2), kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, result: g * result * _LN2,
@@ -197,7 +208,7 @@ expm1 = defop("expm1", _silent(np.expm1),
               jvp=lambda t_input, result: t_input * (result + 1), scalar="np.expm1({input})")
 log = defop("log", _silent(np.log),
             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-            vjp=lambda g, input: g / input, jvp=lambda t_input, input: t_input / input,
+            vjp=_log_vjp, jvp=lambda t_input, input: t_input / input,
             scalar="np.log({input})")
 log2 = defop("log2", _silent(np.log2),
              autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,

@@ -6,7 +6,8 @@ capture of gradients for `autograd.grad`, and freeing saved tensors unless `reta
 node's right after it ran, as PyTorch's engine frees them).
 Gradients of one output are summed as `add` sums them (in NumPy when nothing records).
 A plain node runs through its op's generated applier (graph.py); a node that alone became ready
-runs next without passing through the ready heap (a chain never touches it).
+runs next without passing through the ready heap when it would come first anyway (a chain
+never touches it).
 """
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ from .. import _dtype as dt
 from .._device.transfer import data_copy as _data_copy, full as _full
 from .._tensor import Tensor
 from . import grad_mode
-from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, SUM_DTYPES, AccumulateGrad, applier, \
-    edge_of, ops_needed
+from .graph import _APPLIERS, _CPU_DEV, _MAYBE_TENSORS, _PLAIN, SUM_DTYPES, AccumulateGrad, \
+    applier, edge_of, ops_needed
 
 
 def _as_tuple(x):
@@ -183,22 +184,20 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     pop, push = heapq.heappop, heapq.heappush
     appliers = _APPLIERS
     maybe_tensors = _MAYBE_TENSORS
+    plain = _PLAIN
     if not ready:
         return
     node = pop(ready)[2]
-    # ids of the fan-in sums this run made (see below): nobody else holds them while they sit
-    # in `buffers`, so a further gradient is added in place and a leaf's `.grad` takes one
-    # without a copy, as PyTorch's engine does; an id leaves with its buffer (never reused)
-    owned = set()
+    # node -> the output numbers whose buffered gradient is a fan-in sum this run made (see
+    # below): nobody else holds it while it sits in `buffers`, so a further gradient is added in
+    # place and a leaf's `.grad` takes it without a copy, as PyTorch's engine does; the entry
+    # leaves with its buffer (one dict pop per node, no id per gradient)
+    owned = {}
     with grad_mode.set_grad_enabled(create_graph):
         while True:
             grads = buffers.pop(node, None) or [None] * len(node.out_meta)
-            mine = False  # (an AccumulateGrad's gradient is a sum made here)
-            if owned:
-                for g in grads:
-                    if g is not None and id(g) in owned:
-                        owned.discard(id(g))
-                        mine = True
+            # (an AccumulateGrad's gradient is a sum made here)
+            mine = bool(owned.pop(node, None)) if owned else False
             if node.tensor_hooks or node.retains:
                 mine = False  # (a hook may keep the gradient)
                 grads = _run_tensor_hooks(node, grads)
@@ -241,9 +240,23 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 # saved tensors are freed once their node ran, as PyTorch's engine frees them
                 # (no call where `release` would find nothing: no saved value that may hold a
                 # tensor, e.g. a view's shape; ops not seen yet are left to it)
-                if release and (node.versions or node.custom is not None or
-                                node.saved is not None and maybe_tensors.get(node.op, True)):
-                    node.release()
+                if release:
+                    if node.versions and node.custom is None:  # `Node.release` inline: saved
+                        node.freed = True  # tensors are always freed (a call per node saved)
+                        node.saved = None
+                        node.versions = ()
+                    elif node.custom is not None:
+                        node.release()
+                    elif node.saved is not None:
+                        names = maybe_tensors.get(node.op)
+                        if names is None:  # (an op not seen yet: `release` finds its names)
+                            node.release()
+                        elif names:  # only a value that may hold a tensor costs the call
+                            saved = node.saved
+                            for n in names:
+                                if type(saved.get(n)) not in plain:
+                                    node.release()
+                                    break
             else:
                 in_grads = [None] * len(node.next_edges)
             nxt = None  # the first node this one made ready: run next if it is the only one
@@ -266,14 +279,21 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         # two gradients of one output (fan-in) summed as `a + g` computes
                         # them, without the op's dispatch: nothing records, nothing casts;
                         # into the sum made here before, if `a` is one
-                        if id(a) in owned:
+                        own = owned.get(m)
+                        if own is not None and nr in own:
                             np.add(a._data, g._data, out=a._data)
                         else:
                             a = buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
                             if type(a._data) is np.ndarray:  # (0-d operands: a NumPy scalar)
-                                owned.add(id(a))
+                                if own is None:
+                                    owned[m] = {nr}
+                                else:
+                                    own.add(nr)
                     else:
                         buf[nr] = a + g
+                        own = owned.get(m)
+                        if own is not None:
+                            own.discard(nr)  # (a sum made by the op: not this run's own)
                 d = deps[m] - 1
                 deps[m] = d
                 if d == 0:
@@ -284,10 +304,10 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
             # among ready nodes the most recently created runs first; a lone ready node (a
             # chain) runs without passing through the heap
             if nxt is not None:
-                if ready:
+                if ready and nxt.seq < -ready[0][0]:
                     push(ready, (-nxt.seq, id(nxt), nxt))
                     node = pop(ready)[2]
-                else:
+                else:  # (it is ready and comes before every node in the heap: no push, pop)
                     node = nxt
             elif ready:
                 node = pop(ready)[2]

@@ -243,6 +243,13 @@ def ops_needed() -> bool:
     return reg._intercept[0] is not None or bool(reg._mode_state.stack)
 
 
+def plain_grad(g) -> bool:
+    """`g` is a CPU tensor on a NumPy array and nothing must see the ops (`ops_needed`): a VJP
+    may compute its result on the array with its ops' impls, without their dispatch."""
+    return type(g) is Tensor and g._device is _CPU_DEV and type(g._data) is np.ndarray and \
+        not ops_needed()
+
+
 def _no_complex(name):
     raise NotImplementedError(
         f"jitorch: autograd through complex tensors is not implemented yet (op '{name}')")
@@ -420,10 +427,25 @@ def _make_recorder(op):
             "    node.pre_hooks = node.hooks = node.tensor_hooks = node.retains = None",
             "    node.custom = node._metadata = None",
             "    node.freed = False"]
-    # an edge as `edge_of` makes it, inline for an input with history (a call per edge saved)
-    src += [f"    _e{i} = ((_s{i}._grad_fn, _s{i}._output_nr) if _s{i}._grad_fn is not None "
-            f"else _edge(_s{i})) if _r{i} else None" for i in range(n) if i not in lists]
-    src += [f"    _m{i} = _meta(_s{i}) if _r{i} else None" for i in range(n) if i not in lists]
+    # an edge as `edge_of` makes it and a meta as `in_meta_of` finds it, inline for an input
+    # with history (two calls per edge saved); a leaf's edge and meta take the calls
+    for i in range(n):
+        if i not in lists:
+            src += [f"    if _r{i}:",
+                    f"        _n = _s{i}._grad_fn",
+                    "        if _n is None:",
+                    f"            _e{i} = _edge(_s{i})",
+                    f"            _m{i} = _meta(_s{i})",
+                    "        else:",
+                    f"            _k = _s{i}._output_nr",
+                    f"            _e{i} = (_n, _k)",
+                    "            _o = _n.out_meta",
+                    f"            _m{i} = _o[_k] if _k < len(_o) else None",
+                    f"            if _m{i} is None or _m{i}[1] is not _s{i}._dtype or "
+                    f"_m{i}[0] != _s{i}._data.shape:",
+                    f"                _m{i} = _meta(_s{i})",
+                    "    else:",
+                    f"        _e{i} = _m{i} = None"]
     if not lists and n == 1:  # (its meta's shared one-tuple: no tuple made per node)
         src += ["    node.next_edges = (_e0,)",
                 "    node.in_meta = (_ones_get(_m0) or _one(*_m0)) if _m0 is not None else "
@@ -459,6 +481,7 @@ def _make_recorder(op):
     saved_expr = "None"
     if op.vjp_params:
         items, vers = [], []
+        pairs = []  # (the saved tensor slots' version pairs, when every entry of vers is one)
         for kind, name in op.vjp_params:
             if kind == "attr":
                 items.append(f"{name!r}: attrs[{name!r}]")
@@ -473,6 +496,7 @@ def _make_recorder(op):
                 items.append(f"{name!r}: _s{i}")
                 vers.append(f"    if isinstance(_s{i}, _T):\n"
                             f"        vs.append((_s{i}, _s{i}._version[0]))")
+                pairs.append(i)
             elif kind == "result":
                 items.append(f"{name!r}: outs")
                 vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
@@ -494,7 +518,16 @@ def _make_recorder(op):
                 continue
             else:  # not a VJP parameter kind: the generic path raises as before
                 return False
-        if vers:
+        if vers and len(pairs) == len(vers):  # every saved slot a tensor (the common call):
+            # the tuple made at once, without the list
+            src += ["    if " + " and ".join(f"isinstance(_s{i}, _T)" for i in pairs) + ":",
+                    "        vs = (" + "".join(f"(_s{i}, _s{i}._version[0]), " for i in pairs)
+                    + ")",
+                    "    else:",
+                    "        vs = []"] + ["    " + v.replace("\n", "\n    ") for v in vers] + [
+                    "        vs = tuple(vs)"]
+            vers_expr = "vs"
+        elif vers:
             src += ["    vs = []"] + vers
             vers_expr = "tuple(vs)"
         saved_expr = "{" + ", ".join(items) + "}"
@@ -547,8 +580,11 @@ def _make_applier(op):
         src += ["    if g._dtype.category == _COMPLEX:",
                 f"        _no_complex({op.name!r})"]
     if op.vjp_params:
-        src += ["    if node.freed or node.versions:",
-                "        node.unpack()  # raises PyTorch's errors",
+        src += ["    if node.freed:",
+                "        node.unpack()  # raises PyTorch's error",
+                "    for _t, _v in node.versions:  # (`unpack`'s check inline: no call)",
+                "        if _t._version[0] != _v:",
+                "            node.unpack()  # raises PyTorch's error",
                 "    kw = node.saved"]
         if op.vjp_params[-1][0] == "needs":
             src += ["    kw = dict(kw)",
