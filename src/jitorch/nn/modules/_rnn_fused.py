@@ -106,7 +106,8 @@ def _mm(a, b, c, accumulate):
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
 def _lstm_fwd(gi, whhT, bias, h0, c0, rev, out, cs):
-    """gi: the input projections, overwritten by the activated gates (saved for backward)."""
+    """gi: the input projections, overwritten by the activated gates (saved for backward).
+    (`h @ W_hh^T` goes to a small buffer, not added into gi[t]: that measured slower.)"""
     T, B, G = gi.shape
     H = G // 4
     mm = np.empty((B, G), gi.dtype)
@@ -324,15 +325,6 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 
 
 # --- one layer and direction in numpy ------------------------------------------------------
-def _dw_hh(dGh, out, h0, rev):
-    """sum_t dGh[t]^T @ h_prev[t], h_prev[t] the state step t started from: one matmul over
-    the steps after the first (their h_prev are outputs) plus the first's (h_0)."""
-    T, B, H = out.shape
-    first, rest, prev = (T - 1, dGh[:-1], out[1:]) if rev else (0, dGh[1:], out[:-1])
-    n = (T - 1) * B
-    return rest.reshape(n, -1).T @ prev.reshape(n, H) + dGh[first].T @ h0
-
-
 def _cell_fwd(mode, x, h0, c0, w, rev):
     """x (T, B, I) -> (out (T, B, H), h_n, c_n, saved)."""
     w_ih, w_hh = w[0], w[1]
@@ -344,18 +336,22 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     if b_ih is None:
         b_ih = b_hh = np.zeros(gi.shape[2], x.dtype)
     whhT = np.ascontiguousarray(w_hh.T)
-    out = _empty((T, B, H), x.dtype)
+    # h_0 and the outputs in one array, in the order of time the loop runs: the state each
+    # step starts from (`hprev`) is then one contiguous slice, dW_hh one matmul
+    hs = _empty((T + 1, B, H), x.dtype)
+    hs[T if rev else 0] = h0
+    out, hprev = (hs[:T], hs[1:]) if rev else (hs[1:], hs[:T])
     last = 0 if rev else T - 1
     if mode == "LSTM":  # (the biases are added in the loop: no pass over gi for them)
         cs = _empty((T, B, H), x.dtype)
         _lstm_fwd(gi, whhT, b_ih + b_hh, h0, c0, rev, out, cs)
-        return out, out[last], cs[last], (gi, cs)
+        return out, out[last], cs[last], (hprev, gi, cs)
     if mode == "GRU":
         acts = _empty((T, B, 4 * H), x.dtype)
         _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, out, acts)
-        return out, out[last], None, (acts,)
+        return out, out[last], None, (hprev, acts)
     _rnn_fwd(gi, whhT, b_ih + b_hh, h0, rev, mode == "RNN_RELU", out)
-    return out, out[last], None, ()
+    return out, out[last], None, (hprev,)
 
 
 def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True):
@@ -363,6 +359,8 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     gradients one matmul each."""
     w_ih, w_hh = w[0], w[1]
     T, B, _ = x.shape
+    H = w_hh.shape[1]
+    hprev, saved = saved[0], saved[1:]
     dc0 = None
     if mode == "LSTM":
         dG = _empty(saved[0].shape, x.dtype)
@@ -377,7 +375,7 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
         dh0 = _rnn_bwd(dout, dhn, out, w_hh, rev, mode == "RNN_RELU", dG)
         dGh = dG
     dG2, dGh2 = dG.reshape(T * B, -1), dGh.reshape(T * B, -1)
-    grads = [dG2.T @ x.reshape(T * B, -1), _dw_hh(dGh, out, h0, rev)]
+    grads = [dG2.T @ x.reshape(T * B, -1), dGh2.T @ hprev.reshape(T * B, H)]
     if len(w) > 2:
         ones = np.ones(T * B, x.dtype)  # (a gemv: faster than sum(0))
         db = ones @ dG2
