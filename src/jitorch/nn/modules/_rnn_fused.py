@@ -7,16 +7,20 @@ node (`_Seq`), and `supported(m, dtype)`, whether it serves a call now (the conf
 background thread unless `JITORCH_COMPILE=sync`; the caller runs the scripted composite
 meanwhile). Per layer and direction:
 
-- forward: the input projection of every time step is one matmul before the loop
-  (`x @ W_ih^T + b_ih`, plus `b_hh` where the recurrence adds it linearly: LSTM, RNN); then one
-  njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`) does per step one gate matmul `h @ W_hh^T`
-  and the gate nonlinearities in one pass, writing `h` into the preallocated output sequence and
-  the activated gates (and LSTM cell states) into preallocated saved buffers: nothing allocated
-  per step;
+- forward: the input projection of every time step is one matmul before the loop (`x @ W_ih^T`;
+  the biases are added in the loop); then one njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`)
+  does per step one gate matmul `h @ W_hh^T` and the gate nonlinearities in one pass, writing
+  `h` into the preallocated output sequence (one array with h_0: `hs`) and the activated gates
+  (the LSTM's over its projections, in place) and LSTM cell states into preallocated saved
+  buffers: nothing allocated per step;
 - backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
   step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
-  then one matmul each over the whole sequence (`dG^T @ [h_prev]`, `dG^T @ x`), the biases one
-  sum, the input gradient one matmul (`dG @ W_ih`).
+  then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
+  `dG^T @ x`), the biases one sum, the input gradient one matmul (`dG @ W_ih`).
+
+The large arrays (projections, gates, states, outputs, gradients) come from a per-thread pool
+(`_empty`) and are handed out again once nothing references them: the tape goes with the saved
+tensors, so the engine's release after backward frees its arrays for the next call.
 
 The math is the eager loop's (`rnn._recur`): gates i, f, g, o (LSTM), r, z, n with
 `n = tanh(i_n + r * (W_hn h + b_hn))` (GRU). Layers, directions and batch_first are arranged in
