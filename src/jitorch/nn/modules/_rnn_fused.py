@@ -8,11 +8,12 @@ background thread unless `JITORCH_COMPILE=sync`; the caller runs the scripted co
 meanwhile). Per layer and direction:
 
 - forward: the input projection of every time step is one matmul before the loop (`x @ W_ih^T`;
-  the biases are added in the loop); then one njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`)
-  does per step one gate matmul `h @ W_hh^T` and the gate nonlinearities in one pass, writing
-  `h` into the preallocated output sequence (one array with h_0: `hs`) and the activated gates
-  (the LSTM's over its projections, in place) and LSTM cell states into preallocated saved
-  buffers: nothing allocated per step;
+  the biases are added in the loop; the LSTM's loop projects each step itself, into the buffer
+  its recurrent matmul adds to, so that its gates are computed from cache: 4% faster at T=50,
+  B=64, H=64); then one njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`) does per step one gate
+  matmul `h @ W_hh^T` and the gate nonlinearities in one pass, writing `h` into the
+  preallocated output sequence (one array with h_0: `hs`) and the activated gates (and LSTM
+  cell states) into preallocated saved buffers: nothing allocated per step;
 - backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
   step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
   then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
@@ -109,28 +110,29 @@ def _mm(a, b, c, accumulate):
 # wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
-def _lstm_fwd(gi, whhT, bias, h0, c0, rev, out, cs):
-    """gi: the input projections, overwritten by the activated gates (saved for backward).
-    (`h @ W_hh^T` goes to a small buffer, not added into gi[t]: that measured slower.)"""
-    T, B, G = gi.shape
+def _lstm_fwd(x, wihT, whhT, bias, h0, c0, rev, out, acts, cs):
+    """acts: the activated gates (saved for backward). Each step's input projection is made
+    here, into the buffer the recurrent matmul then adds to (see the module doc)."""
+    T, B, G = acts.shape
     H = G // 4
-    mm = np.empty((B, G), gi.dtype)
+    mm = np.empty((B, G), acts.dtype)
     b_s, b_g, b_o = bias[:2 * H], bias[2 * H:3 * H], bias[3 * H:]
     h, c = h0, c0
     for s in range(T):
         t = T - 1 - s if rev else s
-        _mm(h, whhT, mm, False)
+        _mm(x[t], wihT, mm, False)
+        _mm(h, whhT, mm, True)
         for b in range(B):
-            a, m = gi[t, b], mm[b]
+            a, m = acts[t, b], mm[b]
             a_s, m_s = a[:2 * H], m[:2 * H]  # i, f
             for j in range(2 * H):
-                a_s[j] = _sig(a_s[j] + m_s[j] + b_s[j])
+                a_s[j] = _sig(m_s[j] + b_s[j])
             a_g, m_g = a[2 * H:3 * H], m[2 * H:3 * H]
             for j in range(H):
-                a_g[j] = _tanh(a_g[j] + m_g[j] + b_g[j])
+                a_g[j] = _tanh(m_g[j] + b_g[j])
             a_o, m_o = a[3 * H:], m[3 * H:]
             for j in range(H):
-                a_o[j] = _sig(a_o[j] + m_o[j] + b_o[j])
+                a_o[j] = _sig(m_o[j] + b_o[j])
             a_i, a_f = a[:H], a[H:2 * H]
             cb, cn, hn = c[b], cs[t, b], out[t, b]
             for j in range(H):
@@ -335,11 +337,10 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     b_ih, b_hh = (w[2], w[3]) if len(w) > 2 else (None, None)
     T, B, _ = x.shape
     H = w_hh.shape[1]
-    gi = _empty((T, B, w_ih.shape[0]), x.dtype)  # every step's projection, one matmul
-    _mm(x.reshape(T * B, -1), np.ascontiguousarray(w_ih.T), gi.reshape(T * B, -1), False)
+    G = w_ih.shape[0]
     if b_ih is None:
-        b_ih = b_hh = np.zeros(gi.shape[2], x.dtype)
-    whhT = np.ascontiguousarray(w_hh.T)
+        b_ih = b_hh = np.zeros(G, x.dtype)
+    wihT, whhT = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T)
     # h_0 and the outputs in one array, in the order of time the loop runs: the state each
     # step starts from (`hprev`) is then one contiguous slice, dW_hh one matmul
     hs = _empty((T + 1, B, H), x.dtype)
@@ -347,9 +348,11 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     out, hprev = (hs[:T], hs[1:]) if rev else (hs[1:], hs[:T])
     last = 0 if rev else T - 1
     if mode == "LSTM":  # (the biases are added in the loop: no pass over gi for them)
-        cs = _empty((T, B, H), x.dtype)
-        _lstm_fwd(gi, whhT, b_ih + b_hh, h0, c0, rev, out, cs)
-        return out, out[last], cs[last], (hprev, gi, cs)
+        acts, cs = _empty((T, B, G), x.dtype), _empty((T, B, H), x.dtype)
+        _lstm_fwd(x, wihT, whhT, b_ih + b_hh, h0, c0, rev, out, acts, cs)
+        return out, out[last], cs[last], (hprev, acts, cs)
+    gi = _empty((T, B, G), x.dtype)  # every step's projection, one matmul
+    _mm(x.reshape(T * B, -1), wihT, gi.reshape(T * B, -1), False)
     if mode == "GRU":
         acts = _empty((T, B, 4 * H), x.dtype)
         _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, out, acts)
