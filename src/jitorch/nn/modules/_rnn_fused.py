@@ -10,10 +10,11 @@ meanwhile). Per layer and direction:
 - forward: the input projection of every time step is one matmul before the loop (`x @ W_ih^T`;
   the biases are added in the loop; the LSTM's loop projects each step itself, into the buffer
   its recurrent matmul adds to, so that its gates are computed from cache: 4% faster at T=50,
-  B=64, H=64); then one njit loop (`_lstm_fwd`, `_gru_fwd`, `_rnn_fwd`) does per step one gate
-  matmul `h @ W_hh^T` and the gate nonlinearities in one pass, writing `h` into the
-  preallocated output sequence (one array with h_0: `hs`) and the activated gates (and LSTM
-  cell states) into preallocated saved buffers: nothing allocated per step;
+  B=64, H=64; the GRU's measured no faster); then one njit loop (`_lstm_fwd`, `_gru_fwd`,
+  `_rnn_fwd`) does per step one gate matmul `h @ W_hh^T` and the gate nonlinearities in one
+  pass, writing `h` into the preallocated output sequence (one array with h_0: `hs`) and the
+  activated gates (and LSTM cell states) into preallocated saved buffers: nothing allocated per
+  step;
 - backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
   step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
   then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
@@ -347,7 +348,7 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     hs[T if rev else 0] = h0
     out, hprev = (hs[:T], hs[1:]) if rev else (hs[1:], hs[:T])
     last = 0 if rev else T - 1
-    if mode == "LSTM":  # (the biases are added in the loop: no pass over gi for them)
+    if mode == "LSTM":  # (the biases are added in the loop, as below)
         acts, cs = _empty((T, B, G), x.dtype), _empty((T, B, H), x.dtype)
         _lstm_fwd(x, wihT, whhT, b_ih + b_hh, h0, c0, rev, out, acts, cs)
         return out, out[last], cs[last], (hprev, acts, cs)
@@ -458,8 +459,11 @@ class _Seq(Function):
                 outs.append(out)
                 hn.append(h_last)
                 cn.append(c_last)
-            layer_in = outs[0] if nd == 1 else \
-                np.concatenate(outs, 2, out=_empty(outs[0].shape[:2] + (nd * m.hidden_size,), xs.dtype))
+            if nd == 1:
+                layer_in = outs[0]
+            else:
+                layer_in = _empty(outs[0].shape[:2] + (nd * m.hidden_size,), xs.dtype)
+                np.concatenate(outs, 2, out=layer_in)
         y = layer_in.transpose(1, 0, 2) if m.batch_first else layer_in
         ctx.m, ctx.lstm, ctx.per = m, lstm, per
         # eager's checks (in-place changes, freed); the tape goes with the saved tensors, so
