@@ -245,3 +245,35 @@ def test_fused_layer_double_backward_input_without_grad_and_in_place_error(monke
         m.weight_hh_l0.mul_(2)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         out.sum().backward()
+
+
+def test_fused_layer_reuses_only_arrays_nothing_holds(monkeypatch):
+    """The fused loops take their large arrays from a per-thread pool (_rnn_fused._empty; here
+    every array, small ones too): an output the caller still holds, and the saved arrays of a
+    graph kept with retain_graph=True, are never handed out again; those of a released graph
+    are (the pool stops growing)."""
+    monkeypatch.setattr(_rnn_fused, "_POOL_MIN", 0)
+    monkeypatch.setattr(_rnn_fused, "_POOL", type(_rnn_fused._POOL)())
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    jt.manual_seed(0)
+    m = nn.LSTM(IN, HID)
+    x1, x2 = jt.randn(T, B, IN, requires_grad=True), jt.randn(T, B, IN, requires_grad=True)
+    out1, _ = m(x1)
+    assert out1.grad_fn.name() == "_SeqBackward"
+    kept = out1.detach().numpy().copy()
+    loss1 = (out1 * out1).sum()
+    loss1.backward(retain_graph=True)
+    want = [t.grad.numpy().copy() for t in [x1, *m.parameters()]]
+    for i in range(3):  # other calls meanwhile, each released by its backward
+        out2, _ = m(x2)
+        (out2 * out2).sum().backward()
+        del out2
+        if i == 0:
+            size = len(_rnn_fused._POOL.arrays)
+    assert len(_rnn_fused._POOL.arrays) == size  # their arrays were reused
+    np.testing.assert_array_equal(out1.detach().numpy(), kept)  # held output untouched
+    for t in [x1, *m.parameters()]:
+        t.grad = None
+    loss1.backward()  # the retained graph's saved arrays are intact
+    for a, t in zip(want, [x1, *m.parameters()]):
+        np.testing.assert_array_equal(t.grad.numpy(), a)
