@@ -125,7 +125,7 @@ def test_views_and_autograd_through_the_fast_path():
     v.add_(1.0)
     assert base._version[0] == 1
     np.testing.assert_array_equal(base.numpy()[1:3], v.numpy())
-    assert base[0:4]._view_spec[2] == {"basic": ()}  # a whole-dim slice trims, as _parse does
+    assert base[0:4]._view_fn.attrs == {"basic": ()}  # a whole-dim slice trims, as _parse does
     assert base[::2].shape == (2, 4) and base[-3:].shape == (3, 4)
     with pytest.raises(ValueError, match="step must be greater than zero"):
         base[::-1]
@@ -163,7 +163,7 @@ def test_view_and_reshape_sizes_agree_with_dispatch(args, kw, size):
               _outcome(lambda: dispatch(OPS[name], (base,), {attr: size})))
         v = fn(*args, **kws)
         assert v._base is base and v._version is base._version
-        assert v._view_spec[2] == {attr: size}
+        assert v._view_fn.attrs == {attr: size}
 
 
 def test_view_is_the_op_and_answers_dtype_and_errors():
@@ -250,8 +250,9 @@ def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
     _same(("ok", got), _outcome(lambda: dispatch(fused, (x,), {"dim": 1})))
     with pytest.raises(TypeError):  # dtype=: the general path (here: the patched-out one)
         fn(x, dim=1, dtype=jt.float64)
-    assert na._fused_call(fused.fn, x, 1, None) is not None
-    assert na._fused_call(fused.fn, x.int(), 1, None) is None
-    assert na._fused_call(fused.fn, x, 2, None) is None
-    with jt.autocast("cpu"):
-        assert na._fused_call(fused.fn, x, 1, None) is None  # autocast's policy applies
+    assert na._fusable(x, 1, None) and not na._fusable(x, 1, jt.float32)
+    assert not na._fusable(x.int(), 1, None) and not na._fusable(x, 2, None)
+    assert not na._fusable(x[:0], 0, None)  # empty: the composite
+    with jt.autocast("cpu"):  # autocast's policy applies: the wrapped public function
+        with pytest.raises(TypeError):
+            fn(x, dim=1)
