@@ -512,23 +512,19 @@ _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
 _F32, _F64 = dt.float32, dt.float64
 
 
-def _fusable(input, dim, dtype) -> bool:
-    """Whether the call is the common one (above) that the one op (`_softmax_fused`,
-    `_log_softmax_fused`) covers; its generated function then runs it, through the registry's
-    fast path or `dispatch` as every op (profiler, devices, autograd, forward AD)."""
-    if (dtype is None and type(dim) is int and type(input) in FAST_TYPES
-            and (input._dtype is _F32 or input._dtype is _F64)
-            and (not _modes_on[0] or not _mode_state.stack)):
-        a = input._data
-        return a.size != 0 and -a.ndim <= dim < a.ndim
-    return False
-
-
 def _run_softmax(form, input, dim, dtype, fused=None):
-    """The one-op eager form when the call is the common one (above), else the argument's type
-    check (Python's business), then the body (the other checks)."""
-    if fused is not None and _fusable(input, dim, dtype):
-        return fused(input, dim)
+    """The one-op eager form `fused(input, dim)` when the call is the common one (above): its
+    generated function runs it, through the registry's fast path or `dispatch` as every op
+    (profiler, devices, autograd, forward AD). Else the argument's type check (Python's
+    business), then the body (the other checks)."""
+    if fused is not None and dtype is None and type(dim) is int and (
+            type(input) is Tensor or type(input) in FAST_TYPES):
+        d = input._dtype
+        if (d is _F32 or d is _F64) and (not _modes_on[0] or not _mode_state.stack):
+            a = input._data
+            n = a.ndim
+            if -n <= dim < n and a.size != 0:
+                return fused(input, dim)
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")

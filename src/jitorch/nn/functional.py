@@ -15,7 +15,7 @@ import warnings
 from .. import _ops
 from .._ops import nn_activation as _act
 from .._ops.nn_activation import log_softmax as _log_softmax, softmax as _softmax
-from .._ops.nn_activation import _fusable, _log_softmax_fused, _softmax_fused
+from .._ops.nn_activation import _log_softmax_fused, _run_softmax, _softmax_fused
 from .._profiling import autocast_hook as _ac_hook
 from .._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                             cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
@@ -204,17 +204,16 @@ def _get_softmax_dim(name, ndim, stacklevel):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
-    if _ac_hook[0] is None and _fusable(input, dim, dtype):
-        # the common call: the one op at once (no autocast: `_softmax`'s policy has no work)
-        return _softmax_fused(input, dim)
+    if _ac_hook[0] is None:  # no autocast: `_softmax`'s wrapper has no work
+        return _run_softmax(_act._softmax, input, dim, dtype, _softmax_fused)
     return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
-    if _ac_hook[0] is None and _fusable(input, dim, dtype):
-        return _log_softmax_fused(input, dim)
+    if _ac_hook[0] is None:
+        return _run_softmax(_act._log_softmax, input, dim, dtype, _log_softmax_fused)
     return _log_softmax(input, dim, dtype=dtype)
 
 
