@@ -34,6 +34,8 @@ def mark_placed() -> None:
     fast path leaves every call to it (`_profiling.slow`)."""
     placed[0] = True
     _profiling.set_slow(_profiling.PLACED, True)
+
+
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _cuda_devices: dict[int, device] = {}  # canonical cuda:N values (tensors hold these)
 

@@ -24,10 +24,11 @@ tangent(s).
 
 Eager fast path: each generated public function starts with a shortcut (`_fast_block`) for the
 common call: plain tensors (`FAST_TYPES`) on the CPU, no `out=`, no profiler, autocast, dispatch
-mode or forward-AD level. It does what `dispatch` does (the same impl call, result wrapping, view
-marking and autograd recording) without the general argument handling; an elementwise op also
-needs one operand dtype (or a tensor and a Python int/float) that its dtype rule keeps uncast,
-memoised per op in `OpDef.fast`. Everything else takes `dispatch`, the one general path.
+mode or forward-AD level (one switch read: `_profiling.slow`). It does what `dispatch` does (the
+same impl call, result wrapping, view marking and autograd recording) without the general
+argument handling; an elementwise op also needs one operand dtype (or a tensor and a Python
+int/float) that its dtype rule keeps uncast, memoised per op in `OpDef.fast`. Everything else
+takes `dispatch`, the one general path.
 
 Devices: once a tensor lives off the CPU, dispatch checks that an op's tensor operands share
 one device and runs the op there (`_device/transfer.py`: `common_device`, `dispatch_on`).
