@@ -125,7 +125,7 @@ def test_views_and_autograd_through_the_fast_path():
     v.add_(1.0)
     assert base._version[0] == 1
     np.testing.assert_array_equal(base.numpy()[1:3], v.numpy())
-    assert base[0:4]._view_spec[2] == {"basic": ()}  # a whole-dim slice trims, as _parse does
+    assert base[0:4]._view_fn.attrs == {"basic": ()}  # a whole-dim slice trims, as _parse does
     assert base[::2].shape == (2, 4) and base[-3:].shape == (3, 4)
     with pytest.raises(ValueError, match="step must be greater than zero"):
         base[::-1]
@@ -163,7 +163,7 @@ def test_view_and_reshape_sizes_agree_with_dispatch(args, kw, size):
               _outcome(lambda: dispatch(OPS[name], (base,), {attr: size})))
         v = fn(*args, **kws)
         assert v._base is base and v._version is base._version
-        assert v._view_spec[2] == {attr: size}
+        assert v._view_fn.attrs == {attr: size}
 
 
 def test_view_is_the_op_and_answers_dtype_and_errors():
@@ -237,9 +237,9 @@ def test_cat_common_join_agrees_with_the_checks(monkeypatch):
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
-    """F.softmax's common call runs the fused op without the autocast wrapper of
-    `jitorch.softmax` in front; autocast, dtype= and the other calls still go through it."""
-    from jitorch._ops import nn_activation as na
+    """F.softmax's common call runs the fused op (through its generated function, as every op)
+    without the autocast wrapper of `jitorch.softmax` in front; under autocast it goes through
+    that wrapper; dtype=, int, empty and out-of-range calls run the composite."""
     fn = getattr(jt.nn.functional, name)
     x = _tensor(jt.float32, (3, 4)).requires_grad_()
     want = getattr(jt, name)(x, 1)
@@ -248,10 +248,55 @@ def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
     _same(("ok", got), ("ok", want))
     fused = OPS["_" + name + "_fused"]
     _same(("ok", got), _outcome(lambda: dispatch(fused, (x,), {"dim": 1})))
-    with pytest.raises(TypeError):  # dtype=: the general path (here: the patched-out one)
-        fn(x, dim=1, dtype=jt.float64)
-    assert na._fused_call(fused.fn, x, 1, None) is not None
-    assert na._fused_call(fused.fn, x.int(), 1, None) is None
-    assert na._fused_call(fused.fn, x, 2, None) is None
+    assert got.grad_fn.name() == want.grad_fn.name()
+    composite = fn(x, dim=1, dtype=jt.float32)  # the composite's ops: another last node
+    assert composite.grad_fn.name() != got.grad_fn.name()
+    np.testing.assert_allclose(composite.detach().numpy(), got.detach().numpy(), rtol=1e-6)
+    assert fn(x[:0], dim=0).shape == (0, 4)
+    with pytest.raises(NotImplementedError):
+        fn(x.int(), dim=1)
+    with pytest.raises(IndexError):
+        fn(x, dim=2)
+    with jt.autocast("cpu"):  # autocast's policy applies: the wrapped public function
+        with pytest.raises(TypeError):
+            fn(x, dim=1)
+
+
+def test_one_switch_follows_every_reason_to_leave_the_fast_path():
+    """The fast path reads one switch (`_profiling.slow`) for the profiler, autocast, an open
+    forward-AD level and a dispatch mode: each sets it while active and clears it after; a mode
+    pushed on another thread sends this thread's ops to the general path, which runs them
+    as usual (modes are per thread)."""
+    import threading
+    from jitorch import _profiling
+    from jitorch._ops import registry
+    from jitorch.autograd import forward_ad as fwAD
+    x = _tensor(jt.float32)
+    assert _profiling.slow[0] == 0
+    with jt.autograd.profiler.profile():
+        assert _profiling.slow[0]
     with jt.autocast("cpu"):
-        assert na._fused_call(fused.fn, x, 1, None) is None  # autocast's policy applies
+        assert _profiling.slow[0]
+    with fwAD.dual_level():
+        assert _profiling.slow[0]
+        y = fwAD.make_dual(x, jt.ones_like(x)).exp()
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), y.detach().numpy())
+    assert _profiling.slow[0] == 0
+    seen, pushed, done = [], threading.Event(), threading.Event()
+
+    def other():
+        registry.push_mode(lambda op, slots, attrs: seen.append(op.name) or "mode")
+        try:
+            assert jt.exp(x) == "mode"
+            pushed.set()
+            done.wait(10)
+        finally:
+            registry.pop_mode()
+
+    th = threading.Thread(target=other)
+    th.start()
+    assert pushed.wait(10) and _profiling.slow[0]
+    _same(("ok", x.exp()), ("ok", dispatch(OPS["exp"], (x,), {})))
+    done.set()
+    th.join()
+    assert seen == ["exp"] and _profiling.slow[0] == 0

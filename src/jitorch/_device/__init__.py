@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 
-from .. import _settings
+from .. import _profiling, _settings
 from ._types import CPU, NoDeviceError, device
 from .backends import backend_of, cuda_backend
 
@@ -27,6 +27,15 @@ __all__ = ["device", "CPU", "NoDeviceError", "as_device", "set_default_device",
 # True once a tensor was placed off the CPU or another default device was set (dispatch's device
 # step, the factories' `device=`); naming a device (a generator's) does not set it
 placed = [False]
+
+
+def mark_placed() -> None:
+    """A tensor lives off the CPU from now on: dispatch checks devices (`placed`), and the ops'
+    fast path leaves every call to it (`_profiling.slow`)."""
+    placed[0] = True
+    _profiling.set_slow(_profiling.PLACED, True)
+
+
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 _cuda_devices: dict[int, device] = {}  # canonical cuda:N values (tensors hold these)
 
@@ -109,7 +118,7 @@ def set_default_device(device) -> None:
     A device that cannot hold storage raises at once (PyTorch raises at the first factory)."""
     _default[0] = CPU if device is None else as_device(device)
     if _default[0] is not CPU:
-        placed[0] = True
+        mark_placed()
 
 
 def get_default_device() -> device:
@@ -126,7 +135,7 @@ def _push_default(d) -> None:
     zeros a rule makes are made on its device)."""
     d = as_device(d)
     if d is not CPU:
-        placed[0] = True
+        mark_placed()
     _scoped.stack = _scoped.stack + [d]
 
 

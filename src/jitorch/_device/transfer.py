@@ -9,7 +9,8 @@ from __future__ import annotations
 import functools
 
 from .._tensor import Tensor
-from . import CPU, as_device, backend_of, cuda_backend, get_default_device, placed
+from . import CPU, as_device, backend_of, cuda_backend, get_default_device, mark_placed, \
+    placed
 
 
 def place(t: Tensor, dev) -> Tensor:
@@ -18,7 +19,7 @@ def place(t: Tensor, dev) -> Tensor:
         return t
     t._data = backend_of(dev).from_host(t._data, dev.index)
     t._device = dev
-    placed[0] = True
+    mark_placed()
     return t
 
 
@@ -37,7 +38,7 @@ def move(t: Tensor, dev) -> Tensor:
     r = _to_device(t, src, dev)
     r._device = dev
     if dev is not CPU:
-        placed[0] = True
+        mark_placed()
         backend_of(dev).adopt(r._data, dev.index)
     return r
 

@@ -423,15 +423,17 @@ _index_backward = defop(
 def _getitem(self: Tensor, idx) -> Tensor:
     """`self[idx]`: a view for ints, slices, None and Ellipsis; a copy with index tensors."""
     shape = self._data.shape
-    if type(idx) is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
+    t = type(idx)
+    if t is Tensor and shape and (idx._dtype is dt.int64 or idx._dtype is dt.int32) \
             and not idx._data.ndim:
         idx = int(idx._data)  # a 0-d int tensor selects as an int (_classify): the path below
-    if type(idx) is int and shape:  # fast path: x[i], the most common index
+        t = int
+    if t is int and shape:  # fast path: x[i], the most common index
         size = shape[0]
         if not -size <= idx < size:
             raise IndexError(f"index {idx} is out of bounds for dimension 0 with size {size}")
-        return _index_view(self, (idx % size,))
-    if type(idx) is slice and shape:  # fast path: x[a:b], int bounds and a positive step
+        return _index_view(self, (idx if idx >= 0 else idx + size,))
+    if t is slice and shape:  # fast path: x[a:b], int bounds and a positive step
         try:  # bounds as _parse's _slice_bound reads them (operator.index), or its error
             s = idx.indices(shape[0])
         except (TypeError, ValueError):

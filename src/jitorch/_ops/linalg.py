@@ -93,17 +93,23 @@ def _matmul_check(a, b):
         _bmm_check(a, b, int(np.prod(batch)))
 
 
+_F4, _F8 = np.dtype(np.float32), np.dtype(np.float64)  # (NumPy's own dtype instances)
+_np_matmul = np.matmul
+
+
 def _matmul(input, other):
-    if (input.ndim == 2 and other.ndim == 2 and input.dtype is other.dtype
-            and input.dtype.kind == "f" and input.itemsize >= 4
-            and input.shape[1] == other.shape[0]):
-        # fast path: the common float mm needs no other checks. An outer product (inner size
-        # 1: a Linear's weight gradient for one sample) is one multiply per element, which
-        # np.matmul's K == 1 loop makes 3-10x slower, and its 0 + a*b turns -0.0 into +0.0
-        # (PyTorch keeps the product's sign, as np.multiply)
-        if input.shape[1] == 1:
-            return np.multiply(input, other)
-        return np.matmul(input, other)
+    if input.ndim == 2 and other.ndim == 2:
+        d = input.dtype
+        if d is other.dtype and (d is _F4 or d is _F8 or d.kind == "f" and d.itemsize >= 4):
+            k = input.shape[1]
+            if k == len(other):
+                # fast path: the common float mm needs no other checks. An outer product
+                # (inner size 1: a Linear's weight gradient for one sample) is one multiply
+                # per element, which np.matmul's K == 1 loop makes 3-10x slower, and its
+                # 0 + a*b turns -0.0 into +0.0 (PyTorch keeps the product's sign)
+                if k == 1:
+                    return np.multiply(input, other)
+                return _np_matmul(input, other)
     _matmul_check(input, other)
     return matmul_arrays(input, other)
 

@@ -23,16 +23,12 @@ import scipy.special as sps
 
 from .. import _autocast
 from .. import _dtype as dt
-from .._profiling import intercept as _icp
 from .._tensor import Tensor
 from . import infer
 from .composite import body_helper, composite, expose
 from . import batching
 from . import _row_programs as _rp
-from .registry import FAST_TYPES, OPS, RULES, _mode_state, _pt_name, defop
-from .._device import placed as _placed
-from ..autograd.graph import record as _record
-from ..autograd.grad_mode import _fwd_level, _state as _grad_state
+from .registry import FAST_TYPES, RULES, _mode_state, _modes_on, _pt_name, defop
 from ._reduce_common import axes_of, np_axes
 from .ternary import where
 
@@ -502,43 +498,22 @@ _softmax_fused = defop("_softmax_fused", _softmax_fused_impl, vjp=_softmax_fused
 _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
                            vjp=_log_softmax_fused_vjp, jvp=_log_softmax_fused_jvp, method=False,
                            function=False, interpreted=_EAGER_ONLY, batch=batching.dims("dim"))
-_FUSED_DTYPES = (dt.float32, dt.float64)
-_FUSED_IMPLS = {_softmax_fused: _softmax_fused_impl, _log_softmax_fused: _log_softmax_fused_impl}
-_FUSED_OPS = {f: OPS[f.__name__] for f in _FUSED_IMPLS}  # what autograd records
-_make = Tensor._make
-
-
-def _fused_call(fused, input, dim, dtype, hooked=False):
-    """`fused(input, dim)`, the one-op eager form, when the call is the common one (above);
-    else None. Unless `hooked`, also only when no autocast or profiler intercepts ops: then the
-    public functions' autocast policy has nothing to do, so `nn.functional` calls this first,
-    without that wrapper.
-
-    With no profiler, device tensor or forward-AD level either (the op's own fast path's
-    conditions, registry._fast_block), this runs what that fast path runs (the impl, the
-    result's wrapping, the autograd record) without the op's call: on a 4x4 tensor each Python
-    call layer is ~5% of the op's latency (issue 20: 1.3x PyTorch's)."""
-    if (dtype is None and type(dim) is int and type(input) in FAST_TYPES
-            and input._dtype in _FUSED_DTYPES and not _mode_state.stack
-            and (hooked or _icp[0] is None)):
-        a = input._data
-        if a.size and -a.ndim <= dim < a.ndim:
-            if _icp[0] is None and not _placed[0] and not _fwd_level[0]:
-                o = _make(_FUSED_IMPLS[fused](a, dim), input._dtype)
-                if _grad_state.enabled and input._requires_grad:
-                    _record(_FUSED_OPS[fused], (input,), {"dim": dim}, o)
-                return o
-            return fused(input, dim)
-    return None
+_F32, _F64 = dt.float32, dt.float64
 
 
 def _run_softmax(form, input, dim, dtype, fused=None):
-    """The one-op eager form when the call is the common one (above), else the argument's type
-    check (Python's business), then the body (the other checks)."""
-    if fused is not None:
-        r = _fused_call(fused, input, dim, dtype, True)
-        if r is not None:
-            return r
+    """The one-op eager form `fused(input, dim)` when the call is the common one (above): its
+    generated function runs it, through the registry's fast path or `dispatch` as every op
+    (profiler, devices, autograd, forward AD). Else the argument's type check (Python's
+    business), then the body (the other checks)."""
+    if fused is not None and dtype is None and type(dim) is int and (
+            type(input) is Tensor or type(input) in FAST_TYPES):
+        d = input._dtype
+        if (d is _F32 or d is _F64) and (not _modes_on[0] or not _mode_state.stack):
+            a = input._data
+            n = a.ndim
+            if -n <= dim < n and a.size != 0:
+                return fused(input, dim)
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")

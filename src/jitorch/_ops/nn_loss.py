@@ -21,7 +21,7 @@ from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
 from .nn_activation import _max_shift, log_softmax, logsigmoid
-from .registry import FAST_TYPES, _mode_state, _pt_name, defop
+from .registry import FAST_TYPES, _mode_state, _modes_on, _pt_name, defop
 from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 from .batching import CLASS_INDEX
 from .ternary import where
@@ -394,7 +394,8 @@ _FUSED_DTYPES = (dt.float32, dt.float64)
 
 def _nll_fusable(input, target, weight, ignore_index) -> bool:
     """Whether an eager nll_loss (or cross_entropy's nll part) is the common call above."""
-    return (type(input) in FAST_TYPES and type(target) in FAST_TYPES and not _mode_state.stack
+    return (type(input) in FAST_TYPES and type(target) in FAST_TYPES
+            and (not _modes_on[0] or not _mode_state.stack)  # (the count: no thread-local read)
             and input._dtype in _FUSED_DTYPES and target._dtype is dt.int64
             and 1 <= input._data.ndim <= 2 and input._data.size > 0
             and type(ignore_index) is int

@@ -15,7 +15,7 @@ from typing import Optional
 from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
-from .registry import FAST_TYPES, _mode_state, _pt_name, defop
+from .registry import FAST_TYPES, _mode_state, _modes_on, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
@@ -88,7 +88,8 @@ _FUSED_DTYPES = (dt.float32, dt.float64)
 @_autocast.policy("lower")
 def linear(input, weight, bias=None):
     """input @ weight.T + bias."""
-    if (type(input) in FAST_TYPES and type(weight) in FAST_TYPES and not _mode_state.stack
+    if (type(input) in FAST_TYPES and type(weight) in FAST_TYPES
+            and (not _modes_on[0] or not _mode_state.stack)  # (the count: no thread-local read)
             and input._dtype in _FUSED_DTYPES and weight._dtype is input._dtype):
         ws = weight._data.shape
         if len(ws) == 2 and input._data.ndim and input._data.shape[-1] == ws[1] and (

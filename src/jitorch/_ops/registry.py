@@ -24,10 +24,11 @@ tangent(s).
 
 Eager fast path: each generated public function starts with a shortcut (`_fast_block`) for the
 common call: plain tensors (`FAST_TYPES`) on the CPU, no `out=`, no profiler, autocast, dispatch
-mode or forward-AD level. It does what `dispatch` does (the same impl call, result wrapping, view
-marking and autograd recording) without the general argument handling; an elementwise op also
-needs one operand dtype (or a tensor and a Python int/float) that its dtype rule keeps uncast,
-memoised per op in `OpDef.fast`. Everything else takes `dispatch`, the one general path.
+mode or forward-AD level (one switch read: `_profiling.slow`). It does what `dispatch` does (the
+same impl call, result wrapping, view marking and autograd recording) without the general
+argument handling; an elementwise op also needs one operand dtype (or a tensor and a Python
+int/float) that its dtype rule keeps uncast, memoised per op in `OpDef.fast`. Everything else
+takes `dispatch`, the one general path.
 
 Devices: once a tensor lives off the CPU, dispatch checks that an op's tensor operands share
 one device and runs the op there (`_device/transfer.py`: `common_device`, `dispatch_on`).
@@ -45,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _autocast, _dtype as dt
+from .. import _autocast, _dtype as dt, _profiling
 from .._device import placed as _placed
 from .._layout import SparseOperand as _SparseOperand
 from .._device.backends import device_array_types as _device_arrays
@@ -70,10 +71,26 @@ warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"jitorch\._op
 OPS: dict[str, "OpDef"] = {}
 PUBLIC: dict[str, Callable] = {}  # public function name -> function (jitorch.<name>)
 class _ModeStack(threading.local):
-    """Dispatch modes (tracers) per thread: the innermost handles every op call."""
+    """Dispatch modes (tracers) per thread: the innermost handles every op call.
+
+    Reading a thread-local attribute costs ~3 list reads, so dispatch reads `_modes_on[0]`
+    first, the number of threads whose stack is not empty, and the ops' fast path reads the
+    `_profiling.MODES` bit of its switch; every assignment to `stack` (push_mode, and the callers
+    that set it around a region) keeps both."""
     stack: list = []
 
+    def __setattr__(self, name, value):
+        if name == "stack":
+            with _modes_lock:
+                _modes_on[0] += bool(value) - bool(self.stack)
+                threading.local.__setattr__(self, name, value)
+                _profiling.set_slow(_profiling.MODES, _modes_on[0] > 0)
+        else:
+            threading.local.__setattr__(self, name, value)
 
+
+_modes_on = [0]  # threads with an active dispatch mode (0: the fast path needs no other look)
+_modes_lock = threading.Lock()
 _mode_state = _ModeStack()
 
 
@@ -407,6 +424,12 @@ def _sparse_call(op: OpDef, slots: tuple, attrs: dict):
 FAST_TYPES = {Tensor}
 
 
+def _ft(name: str) -> str:
+    """Fast-path source: `name` is a tensor of `FAST_TYPES` (a Tensor's own type tested first:
+    cheaper than the set's lookup)."""
+    return f"(type({name}) is _Tensor or type({name}) in _FT)"
+
+
 def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     """Source of the public function's fast path, or "" (an op whose one list slot is not its
     last, or that has several tensor slots before it, takes none).
@@ -434,15 +457,15 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     grad_cond = None
     ns.update({"_fast_scalar_entry": _fast_scalar_entry, "_asarray": np.asarray,
                "_SEQ": (list, tuple)})
-    ns.update({"_fast": op.fast, "_fast_entry": _fast_entry, "_FT": FAST_TYPES, "_icp": _intercept,
-               "_plc": _placed, "_fwl": _fwd_level, "_mst": _mode_state, "_gst": _grad_state,
+    ns.update({"_fast": op.fast, "_fast_entry": _fast_entry, "_FT": FAST_TYPES,
+               "_slow": _profiling.slow, "_gst": _grad_state,
                "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
                "_new": _new, "_record": record, "_dtype_of": _dtype_of, "_wrap": _wrap,
-               "_dnp": dt._BY_NP.get,  # from_numpy_dtype's table, read without its call
+               "_dnp": dt._BY_NP,  # from_numpy_dtype's table, read without its call
                "_mark_views": _mark_views,
                "_fattrs": {p.name: p.default for p in sig.parameters.values()
                            if p.name in op.attrs}})
-    tcond = " and ".join([f"type({t}) in _FT" for t in ts]
+    tcond = " and ".join([_ft(t) for t in ts]
                          + [f"{t}._dtype is {ts[0]}._dtype" for t in ts[1:] if elementwise])
     arrays = ", ".join(f"{t}._data" for t in ts)
     slots = "(" + "".join(t + ", " for t in ts) + ")"
@@ -453,16 +476,17 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     positional = [p.name for p in ps] == list(ts) + list(op.attrs) and all(
         p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD for p in ps)
     kw = "".join(f", {a}" if positional else f", {a}={a}" for a in op.attrs)
-    src = (f"    if (out is None{''.join(' and ' + c for c in cond)} and _icp[0] is None\n"
-           f"            and not _plc[0] and not _fwl[0] and not _mst.stack and {tcond}):\n")
+    # `_slow[0]`: no profiler, autocast, device tensor, forward-AD level or dispatch mode
+    src = (f"    if (out is None{''.join(' and ' + c for c in cond)} and not _slow[0]\n"
+           f"            and {tcond}):\n")
     if op.lists:  # one list of tensors (cat, stack): every item a FAST_TYPES tensor
         *lead, lst = ts
-        src = src.replace(tcond, "".join(f"type({t}) in _FT and " for t in lead)
+        src = src.replace(tcond, "".join(f"{_ft(t)} and " for t in lead)
                           + f"type({lst}) in _SEQ")
         src += (f"        _al = []\n"
                 f"        _gr = {''.join(f'{t}._requires_grad' for t in lead) or False}\n"
                 f"        for _x in {lst}:\n"
-                f"            if type(_x) not in _FT:\n"
+                f"            if not {_ft('_x')}:\n"
                 f"                break\n"
                 f"            _al.append(_x._data)\n"
                 f"            _gr = _gr or _x._requires_grad\n"
@@ -473,9 +497,9 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
         grad_cond = "_gr"
     elif elementwise and len(ts) == 2:  # a binary op: the second operand may be a number
         a, b = ts
-        src = src.replace(tcond, f"type({a}) in _FT")
+        src = src.replace(tcond, _ft(a))
         src += (f"        _t1 = type({b})\n"
-                f"        if _t1 in _FT:\n"
+                f"        if _t1 is _Tensor or _t1 in _FT:\n"
                 f"            _e = _fast.get({a}._dtype) if {b}._dtype is {a}._dtype else False\n"
                 f"            if _e is None:\n"
                 f"                _e = _fast_entry(_op, {a}._dtype, _fattrs)\n"
@@ -504,7 +528,9 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                 f"            _o._data = _r\n"
                 f"            _o._dtype = _e\n"
                 f"            _o._version = [0]\n")
-        grad_cond = f"{a}._requires_grad or _t1 in _FT and {b}._requires_grad"
+        # (here `_t1` is a FAST_TYPES type, float or int)
+        grad_cond = (f"{a}._requires_grad or _t1 is not float and _t1 is not int "
+                     f"and {b}._requires_grad")
     elif elementwise:
         alias = " or ".join(f"_r is {t}._data" for t in ts)
         src += (f"        _e = _fast.get({ts[0]}._dtype)\n"
@@ -529,13 +555,14 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
         # view shares the version counter, so it gets none of its own
         t = ts[0]
         ns["_msm"] = np.may_share_memory
+        vals = "(" + "".join(f"{a}, " for a in op.attrs) + ")"  # _ViewFn makes the dict
         ind = "    " if op.view == "maybe" else ""
         src += (f"        if True:\n"
                 f"            _r = _impl({arrays}{kw})\n"
                 f"            if type(_r) is _nd:\n"
                 f"                _o = _new(_Tensor)\n"
                 f"                _o._data = _r\n"
-                f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n")
+                + _dtype_src)
         if ind:
             src += (f"                _a = {t}._data\n"
                     f"                _b = _r.base\n"
@@ -544,7 +571,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
                     f"                        or _r is _a):\n")
         src += (f"{ind}                _o._base = {t} if {t}._base is None else {t}._base\n"
                 f"{ind}                _o._version = {t}._version\n"
-                f"{ind}                _o._view_spec = (_op, (), {attrs}, -1, {t}._view_spec)\n")
+                f"{ind}                _o._view_spec = (_op, (), {vals}, -1, {t}._view_spec)\n")
         if ind:
             src += (f"                else:\n"
                     f"                    _o._version = [0]\n")
@@ -557,9 +584,18 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
     if op.vjp is not None and not op.nondiff:
         grad = grad_cond or " or ".join(f"{t}._requires_grad" for t in ts)
-        src += (f"            if _gst.enabled and ({grad}):\n"
+        # the tensors' flags first: `_gst` is thread-local, ~3x dearer to read
+        src += (f"            if ({grad}) and _gst.enabled:\n"
                 f"                _record(_op, {slots}, {attrs}, _o)\n")
     return src + "            return _o\n"
+
+
+# `_o._dtype` of the array `_r` (16 spaces in): the table read by subscript (a `.get` call costs
+# ~20 ns more), `from_numpy_dtype` for the rest (a non-native byte order, an unsupported dtype)
+_dtype_src = ("                try:\n"
+              "                    _o._dtype = _dnp[_r.dtype]\n"
+              "                except KeyError:\n"
+              "                    _o._dtype = _dtype_of(_r.dtype)\n")
 
 
 def _wrap_impl_src(call: str) -> str:
@@ -569,7 +605,7 @@ def _wrap_impl_src(call: str) -> str:
             f"            if type(_r) is _nd:\n"
             f"                _o = _new(_Tensor)\n"
             f"                _o._data = _r\n"
-            f"                _o._dtype = _dnp(_r.dtype) or _dtype_of(_r.dtype)\n"
+            + _dtype_src +
             f"                _o._version = [0]\n"
             f"            else:\n"
             f"                _o = _wrap(_r)\n")
@@ -648,9 +684,10 @@ def dispatch(op: OpDef, slots: tuple, attrs: dict, _profile=True):
     one check of `_intercept` and runs it here with _profile=False."""
     if _intercept[0] is not None and _profile:
         return _intercept[0](op, slots, attrs)
-    modes = _mode_state.stack
-    if modes:
-        return modes[-1](op, slots, attrs)
+    if _modes_on[0]:
+        modes = _mode_state.stack
+        if modes:
+            return modes[-1](op, slots, attrs)
     if _placed[0] and type(_profile) is not _OnDevice:  # some tensor lives off the CPU
         dev = _common_device(slots)
         if dev is not None:
@@ -830,11 +867,15 @@ class _ViewFn:
     """Replays a view op on a new base: `view_fn(base) -> view` (for writes through views).
 
     Views store only a cheap spec tuple (`_view_spec`: op, other slots, attrs, output index,
-    parent spec); `Tensor._view_fn` builds this callable when an in-place write needs it."""
+    parent spec); `Tensor._view_fn` builds this callable when an in-place write needs it. The
+    fast path stores the attrs as the tuple of their values in `op.attrs` order (no dict per
+    view made); `dispatch`'s `_mark_views` stores the dict it was given."""
 
     __slots__ = ("op", "rest", "attrs", "k", "parent")
 
     def __init__(self, op, rest, attrs, k, parent):
+        if type(attrs) is tuple:
+            attrs = dict(zip(op.attrs, attrs))
         self.op, self.rest, self.attrs, self.k, self.parent = op, rest, attrs, k, parent
 
     def __call__(self, b):

@@ -10,7 +10,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .. import _dtype as dt
+from .. import _dtype as dt, _profiling
 from .._device import CPU, on_device, placed as _placed
 from .._tensor import Tensor
 from .rule_args import rule_kwargs
@@ -25,10 +25,12 @@ class dual_level:
         if grad_mode._fwd_level[0]:
             raise NotImplementedError("jitorch: nested forward AD levels are not implemented")
         grad_mode._fwd_level[0] = 1
+        _profiling.set_slow(_profiling.FORWARD_AD, True)
         return 0
 
     def __exit__(self, *exc):
         grad_mode._fwd_level[0] = 0
+        _profiling.set_slow(_profiling.FORWARD_AD, False)
         for ref in _live:
             ref._tangent = None
         _live.clear()

@@ -15,7 +15,8 @@ import warnings
 from .. import _ops
 from .._ops import nn_activation as _act
 from .._ops.nn_activation import log_softmax as _log_softmax, softmax as _softmax
-from .._ops.nn_activation import _fused_call, _log_softmax_fused, _softmax_fused
+from .._ops.nn_activation import _log_softmax_fused, _run_softmax, _softmax_fused
+from .._profiling import autocast_hook as _ac_hook
 from .._ops.nn_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: F401
                             cosine_embedding_loss, cross_entropy, huber_loss, kl_div, l1_loss,
                             margin_ranking_loss, mse_loss, nll_loss, smooth_l1_loss)
@@ -203,15 +204,17 @@ def _get_softmax_dim(name, ndim, stacklevel):
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("softmax", input.ndim, _stacklevel)
-    r = _fused_call(_softmax_fused, input, dim, dtype)  # the common call: one op, at once
-    return _softmax(input, dim, dtype=dtype) if r is None else r
+    if _ac_hook[0] is None:  # no autocast: `_softmax`'s wrapper has no work
+        return _run_softmax(_act._softmax, input, dim, dtype, _softmax_fused)
+    return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     if dim is None:
         dim = _get_softmax_dim("log_softmax", input.ndim, _stacklevel)
-    r = _fused_call(_log_softmax_fused, input, dim, dtype)
-    return _log_softmax(input, dim, dtype=dtype) if r is None else r
+    if _ac_hook[0] is None:
+        return _run_softmax(_act._log_softmax, input, dim, dtype, _log_softmax_fused)
+    return _log_softmax(input, dim, dtype=dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
