@@ -7,6 +7,10 @@ answered at once. Small shapes, few configurations: each scripted one is a forwa
 backward program to compile."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -138,10 +142,10 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     monkeypatch.setenv("JITORCH_COMPILE", "background")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))  # cold: nothing on disk
     monkeypatch.setenv(_eager_compiled.ENV, "1")
-    # the fused loops not yet loaded in this process: they load in a background thread
-    # meanwhile, the call runs the scripted composite
+    # the fused loops not yet loaded in this process nor marked in this cache: the compile
+    # worker compiles (here: loads) them meanwhile, the call runs the scripted composite
     monkeypatch.setattr(_rnn_fused, "_READY", set())
-    monkeypatch.setattr(_rnn_fused, "_WARMING", {})
+    monkeypatch.setattr(_rnn_fused, "_JOBS", {})
     jt.manual_seed(0)
     m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
     x = jt.randn(T, B, IN)
@@ -157,8 +161,59 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     assert after["numba_compiles"] == before["numba_compiles"]  # nothing compiled in the call
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
-    _rnn_fused._WARMING["RNN_TANH", np.dtype(np.float32)].join()
+    assert after["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
+    assert _rnn_fused._JOBS["RNN_TANH", np.dtype(np.float32)].done.wait(600)
     assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
+    assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"
+
+
+_WORKER_COMPILES = r"""
+import numpy as np, jitorch as jt
+from jitorch.nn.modules import _rnn_fused as r
+f32 = np.dtype(np.float32)
+assert not r.ready("RNN_TANH", f32)  # cold: queued on the compile worker, not compiled here
+assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
+assert jt.jit.wait_compiled(600)  # waits for the worker's job
+assert r._JOBS["RNN_TANH", f32].result["how"] == "compiled"  # the worker compiled them
+assert r.ready("RNN_TANH", f32)
+disps = (r._mm, r._rnn_fwd, r._rnn_bwd)
+assert all(sum(d.stats.cache_misses.values()) == 0 for d in disps)  # none compiled here:
+assert all(sum(d.stats.cache_hits.values()) > 0 for d in disps)  # loaded from the disk cache
+assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"
+r._READY.clear(), r._JOBS.clear()
+assert r.ready("RNN_TANH", f32) and not r._JOBS  # a warm start loads at once: no job
+print("ok")
+"""
+
+
+def test_fused_loops_stay_uncompiled_when_the_worker_dies(monkeypatch, tmp_path):
+    """A worker that dies mid-job leaves the loops unmarked (the next process asks again) and
+    this process's calls on the scripted composite, with the reason in `jitorch.jit.stats()`."""
+    monkeypatch.setenv("JITORCH_COMPILE", "background")
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "die")
+    monkeypatch.setattr(_rnn_fused, "_READY", set())
+    monkeypatch.setattr(_rnn_fused, "_JOBS", {})
+    f64 = np.dtype(np.float64)
+    assert not _rnn_fused.ready("GRU", f64)
+    assert _rnn_fused._JOBS["GRU", f64].done.wait(600)
+    assert not _rnn_fused.ready("GRU", f64)
+    assert jt.jit.stats()["fused_loops"]["GRU float64"].startswith(
+        "not compiled: the compile worker died")
+    assert not os.path.exists(_rnn_fused._marker("GRU", f64))
+
+
+def test_fused_loops_compile_in_the_compile_worker_not_in_the_caller(tmp_path):
+    """Cold (fresh Numba and jitorch cache directories), the first `ready` queues the loops on
+    jitorch's compile worker process and returns False (the scripted composite serves); after
+    `jitorch.jit.wait_compiled()` the caller loads them from the disk cache, compiling none
+    itself, and a later start finds them marked there and loads them at once."""
+    env = dict(os.environ, JITORCH_COMPILE="background", NUMBA_CACHE_DIR=str(tmp_path / "nb"),
+               JITORCH_CACHE_DIR=str(tmp_path / "cache"),
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    got = subprocess.run([sys.executable, "-c", _WORKER_COMPILES], env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert got.returncode == 0 and got.stdout.strip() == "ok", got.stderr[-3000:]
 
 
 def test_cse_keeps_two_factory_buffers_apart():

@@ -40,8 +40,9 @@ def stats():
 
 def wait_compiled(timeout: float | None = None) -> bool:
     """Wait until every compile this process started in the background is done (each program
-    of every scripted function and module, the optimizers' compiled steps included, then
-    compiled or settled interpreted with its reason in `stats()`): the next calls run the
+    of every scripted function and module, the optimizers' compiled steps and the fused loops
+    of nn.LSTM/GRU/RNN (`stats().fused_loops`) included, then compiled or settled
+    interpreted with its reason in `stats()`): the next calls run the
     compiled programs. False if `timeout` seconds passed first. Time scripted code after it:
     before, calls may run in the interpreter (`stats().interpreted_while_compiling`)."""
     from ..script.runtime import tiers

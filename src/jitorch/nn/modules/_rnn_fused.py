@@ -3,9 +3,9 @@ fused CPU implementation runs them.
 
 Owns `run(m, input, states)`: an eager call's `(output, h_n[, c_n])` computed as one autograd
 node (`_Seq`), and `supported(m, dtype)`, whether it serves a call now (the configuration, and
-`ready`: the loops are compiled or loaded from disk once per mode and dtype and process, in a
-background thread unless `JITORCH_COMPILE=sync`; the caller runs the scripted composite
-meanwhile). Per layer and direction:
+`ready`: the loops are loaded from disk once per mode and dtype and process, after jitorch's
+compile worker process compiled them into Numba's disk cache unless they are there already or
+`JITORCH_COMPILE=sync`; the caller runs the scripted composite meanwhile). Per layer and direction:
 
 - forward: the input projection of every time step is one matmul before the loop (`x @ W_ih^T`;
   the biases are added in the loop; the LSTM's loop projects each step itself, into the buffer
@@ -35,6 +35,7 @@ raise eager's error.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
 
@@ -398,7 +399,9 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
 
 # --- readiness: the loops compile (or load from disk) once per mode and dtype -------------------
 _READY: set = set()  # (mode, numpy dtype) whose loops are compiled in this process
-_WARMING: dict = {}  # the same, being compiled by a background thread
+_JOBS: dict = {}  # the same -> the compile worker's job compiling them into the disk cache
+_LOOPS = {"LSTM": (_lstm_fwd, _lstm_bwd), "GRU": (_gru_fwd, _gru_bwd)}
+_stamp: list = []  # (once) what the loops' machine code depends on, for the markers
 
 
 def _warm(mode: str, dtype) -> None:
@@ -409,26 +412,98 @@ def _warm(mode: str, dtype) -> None:
          np.zeros(G, dtype)]
     out, _, _, saved = _cell_fwd(mode, x, h0, h0, w, False)
     _cell_bwd(mode, x, h0, h0, w, False, out, saved, np.zeros_like(out), h0, h0)
+
+
+def _marker(mode: str, dtype) -> str | None:
+    """The file that says the loops of `mode` for `dtype` are in Numba's disk cache (written
+    once they are): in jitorch's cache directory, named by a hash of the sources they are
+    compiled from, the Numba and Python versions and Numba's cache directory of the loops.
+    None where either cache directory is missing (the loops then compile in the caller)."""
+    from ...script.kernels import cache
+    d, where = cache.cache_dir(), getattr(getattr(_mm, "_cache", None), "_cache_path", None)
+    if d is None or where is None:
+        return None
+    if not _stamp:
+        import hashlib
+        import numba
+        from ...script.targets.cpu import blas, fastmath
+        h = hashlib.sha256(repr((numba.__version__, sys.version, where)).encode())
+        for mod in (sys.modules[__name__], blas, fastmath):
+            with open(mod.__file__, "rb") as f:
+                h.update(f.read())
+        _stamp.append(h.hexdigest()[:24])
+    return os.path.join(d, "rnn-fused", f"{mode}-{np.dtype(dtype).name}-{_stamp[0]}")
+
+
+def _compile(mode: str, dtype) -> str:
+    """`_warm`, then write the marker (a temporary file renamed: a process killed before
+    leaves none, and Numba writes its own files the same way): "disk" if every loop loaded
+    from Numba's disk cache, else "compiled"."""
+    disps = (_mm,) + _LOOPS.get(mode, (_rnn_fwd, _rnn_bwd))
+    misses = [sum(d.stats.cache_misses.values()) for d in disps]
+    _warm(mode, dtype)
+    how = "disk" if misses == [sum(d.stats.cache_misses.values()) for d in disps] else \
+        "compiled"
+    path = _marker(mode, dtype)
+    if path is not None and not os.path.exists(path):
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = f"{path}.{os.getpid()}.tmp"
+            open(tmp, "wb").close()
+            os.replace(tmp, path)
+        except OSError:
+            pass  # a read-only cache: the next process asks the worker again
+    return how
+
+
+def compile_in_worker(mode: str, dtype: str) -> str:
+    """The compile worker's job (script/runtime/compile_worker.py, a "call" job): `_compile`."""
+    return _compile(mode, np.dtype(dtype))
+
+
+def _load(mode: str, dtype) -> None:
+    how = _compile(mode, dtype)
     _READY.add((mode, dtype))
+    from ...script.runtime import stats
+    stats.record_fused_loops(f"{mode} {np.dtype(dtype).name}",
+                             "loaded from the disk cache" if how == "disk" else
+                             "compiled in this process")
 
 
 def ready(mode: str, dtype) -> bool:
-    """Whether the loops of `mode` for `dtype` can run now. The first call compiles them in
-    the call under `JITORCH_COMPILE=sync`, else in a background thread while the caller runs
-    the scripted composite (which follows `@script`'s background rules): never a stall."""
+    """Whether the loops of `mode` for `dtype` can run now. Loops in the disk cache already
+    (their `_marker` exists) load in the call (milliseconds); else they compile in the call
+    under `JITORCH_COMPILE=sync` (or without a disk cache to carry them), and otherwise in
+    jitorch's compile worker process, as `@script`'s programs do (script/runtime/tiers.py):
+    the caller runs the scripted composite until the worker is done (`jitorch.jit.
+    wait_compiled()` waits for it), then loads them from disk. Never a stall: a compile in a
+    thread of this process would hold its GIL for seconds."""
     key = (mode, dtype)
     if key in _READY:
         return True
-    from ...script.runtime import tiers
-    if tiers.mode() == "sync":
-        _warm(mode, dtype)
-        return True
-    if key not in _WARMING:
-        import threading
-        th = _WARMING[key] = threading.Thread(target=_warm, args=key, daemon=True,
-                                              name=f"jitorch-rnn-fused-{mode}")
-        th.start()
-    return False
+    from ...script.runtime import compile_worker, stats, tiers
+    job = _JOBS.get(key)
+    if job is None:
+        path = _marker(mode, dtype)
+        if tiers.mode() == "sync" or path is None or os.path.exists(path):
+            _load(mode, dtype)
+            return True
+        from ...script.kernels import cache
+        name = f"{mode} {np.dtype(dtype).name}"
+        job = _JOBS[key] = compile_worker.submit(
+            ("rnn-fused", mode, np.dtype(dtype).str),
+            {"kind": "call", "module": __name__, "entry": "compile_in_worker",
+             "args": (mode, np.dtype(dtype).str), "lock": "rnn-fused-" + name.replace(" ", "-"),
+             "cache_dir": cache.cache_dir()})
+        stats.record_fused_loops(name, "compiling in the compile worker")
+    if not job.done.is_set():
+        return False
+    if not job.result["ok"]:  # (the scripted composite serves this process's calls)
+        stats.record_fused_loops(f"{mode} {np.dtype(dtype).name}",
+                                 "not compiled: " + job.result["reason"])
+        return False
+    _load(mode, dtype)
+    return True
 
 
 # --- the whole layer stack as one autograd node ----------------------------------------------

@@ -8,7 +8,10 @@ compiles (shared/NUMBA_NOTES.md, "Compile cost at model scale"). The worker inst
 disk cache, and the caller then loads the finished program from disk in milliseconds.
 
 A job is (a generated program's source and njit options, its module name, the entry function's
-name, the Numba signature of the overload to compile, the cache directory). The worker imports
+name, the Numba signature of the overload to compile, the cache directory), or a "call" job
+(`_call_job`: a jitorch module, the function of it to call, its arguments, a compile lock's
+name): the library's own `cache=True` njit functions compiled into Numba's disk cache (the
+fused RNN loops, nn/modules/_rnn_fused.py). The worker imports
 the module exactly as the caller did (`cache.load_module`: same checked file, same module name,
 same `numba_cache.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
 Numba's index key is (signature, target machine, the function's bytecode), all equal in both
@@ -365,6 +368,8 @@ def compile_job(job: dict) -> dict:
     if fault == "hang":
         time.sleep(1e6)
     t0, c0 = time.perf_counter(), time.process_time()
+    if job.get("kind") == "call":
+        return _call_job(job, t0, c0)
     from ..kernels import cache
     kernels = job.get("kernels") or []
     names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
@@ -404,6 +409,26 @@ def compile_job(job: dict) -> dict:
         return _failed(f"the compile worker failed: {type(e).__name__}: {first}")
     return {"ok": True, "how": cache.dispatcher_outcome(fn, before),
             "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+
+
+def _call_job(job: dict, t0: float, c0: float) -> dict:
+    """A "call" job: import jitorch module `module` and call its `entry(*args)` under the
+    compile lock `lock`; it compiles `cache=True` njit functions of the library into Numba's
+    disk cache (e.g. the fused RNN loops, nn/modules/_rnn_fused.py) and returns how ("disk"
+    or "compiled"). The caller then loads them from disk."""
+    import importlib
+    try:
+        fn = getattr(importlib.import_module(job["module"]), job["entry"])
+        with _compile_locks(job.get("cache_dir"), [job["lock"]]):
+            how = fn(*job["args"])
+    except Exception as e:  # noqa: BLE001 - reported to the caller
+        from numba.core.errors import NumbaError
+        text = str(e).strip()
+        first = text.splitlines()[0] if text else type(e).__name__
+        return _failed(f"the compile worker failed: {type(e).__name__}: {first}",
+                       numba_error=isinstance(e, NumbaError))
+    return {"ok": True, "how": how, "wall": time.perf_counter() - t0,
+            "cpu": time.process_time() - c0}
 
 
 @contextlib.contextmanager

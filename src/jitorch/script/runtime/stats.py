@@ -59,7 +59,10 @@ class Stats(dict):
 
     fused_layers (layer name -> calls): eager calls of the library's recurrent layers served by
     their fused compiled loops (nn/modules/_rnn_fused.py), which are not ScriptFunction calls
-    (a call the scripted composite served meanwhile is counted under `functions`).
+    (a call the scripted composite served meanwhile is counted under `functions`);
+    fused_loops ("LSTM float32" -> state): where those loops of each mode and dtype are, in
+    this process: "compiling in the compile worker", "loaded from the disk cache", "compiled
+    in this process" or "not compiled: <reason>" (not reset by `reset()`: a state).
 
     host_copies: device-to-host copies made by CUDA programs (a number read from a device
     tensor, e.g. control flow on a device value: targets/cuda/launch.host_scalar).
@@ -115,6 +118,7 @@ class _Counters:
 
 
 _c = _Counters()
+_fused_loops: dict = {}  # "LSTM float32" -> state (`record_fused_loops`)
 _functions: "weakref.WeakSet" = weakref.WeakSet()  # every ScriptFunction, for `functions`
 
 
@@ -155,6 +159,7 @@ def snapshot() -> Stats:
                    spurious_errors=dict(_c.spurious_errors),
                    plan_hits=_c.plan_hits, plan_stores=_c.plan_stores,
                    plan_errors=_c.plan_errors, fused_layers=dict(_c.fused_layers),
+                   fused_loops=dict(_fused_loops),
                    functions=_function_reports(), kernels=_kernel_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
@@ -228,6 +233,12 @@ def record_fused_layer(name: str) -> None:
     """One eager call of layer `name` (e.g. "nn.LSTM") served by its fused compiled loops."""
     with _lock:
         _c.fused_layers[name] += 1
+
+
+def record_fused_loops(name: str, state: str) -> None:
+    """The fused loops `name` (e.g. "LSTM float32") are now in `state` (see `Stats`)."""
+    with _lock:
+        _fused_loops[name] = state
 
 
 def record_background_start() -> None:
