@@ -18,8 +18,7 @@ is a few instructions emitted in place: no function of its own to compile.
 And `_jt_dense(b, g)`: the 1-D C-contiguous elements of an array given as a 1-D view at its
 first element (`_jt_flat(e, 1)`) and its geometry `g = _jt_geom(e)` (sizes and element strides
 padded to MAX_RANK): the array's own memory where it is C-contiguous, else a copy. Its types
-are one per dtype, so Numba compiles it once per dtype for all kernels and ranks (generated code
-calls it through a symbol, `_jt_dense_by_symbol`, below). It lets an
+are one per dtype, so Numba compiles it once per dtype for all kernels and ranks. It lets an
 elementwise kernel whose operands all have the loop's rank carry one flat loop over
 `_jt_expand`ed operands instead of the flat loop and a strided loop nest
 (lower_elementwise.py): Numba compiled the nest ~0.1-0.2 CPU-s per kernel (issue 17).
@@ -33,7 +32,6 @@ from numba.core.imputils import impl_ret_borrowed
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
-from ...kernels import kernel_call
 from .alloc import _jt_empty
 
 MODULE = "jitorch.script.targets.cpu.views"
@@ -141,16 +139,7 @@ def _jt_dense(b, g):
     return out
 
 
-# Called through a symbol (kernels/kernel_call.library): compiled once per dtype and process,
-# never linked into (and optimised again inside) each elementwise kernel (~0.05 CPU-s each);
-# a kernel calls it once per operand, so the call costs nothing measurable.
-_jt_dense_by_symbol = kernel_call.library(_jt_dense)
-_BY_SYMBOL = {"_jt_dense": "_jt_dense_by_symbol"}  # name in generated code -> what it imports
-
-
 def import_line(name: str = "_jt_flat") -> str:
-    if name in _BY_SYMBOL:
-        return f"from {MODULE} import {_BY_SYMBOL[name]} as {name}"
     return f"from {MODULE} import {name}"
 
 
