@@ -112,6 +112,33 @@ def convs_plain(x, w, b):
 convs_plain_s = jit.script(convs_plain)
 
 
+def conv_bias_and_not(x, w, b):
+    return F.conv2d(x, w, b, 1, 1) * F.conv2d(x, w, None, 1, 1)
+
+
+def test_conv_library_compiled_once_per_dtype():
+    """conv.py's functions are called through symbols: a convolution with a bias, one without,
+    and the stride-1 input gradient (a forward convolution inside) share ONE compile of the
+    forward per dtype (not one per bias case, nor a copy inside the gradient's)."""
+    from numba import types
+    from jitorch.script.targets.cpu import conv
+    gen = jitorch.Generator().manual_seed(3)
+    x, w, b = (jitorch.randn(*s, generator=gen) for s in [(2, 3, 6, 5), (4, 3, 3, 3), (4,)])
+    xs, xe = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    ys, ye = conv_bias_and_not_s(xs, w, b), conv_bias_and_not(xe, w, b)
+    ys.sum().backward()
+    ye.sum().backward()
+    np.testing.assert_allclose(ys.detach().numpy(), ye.detach().numpy(), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-4)
+    assert not _stats()[2]  # forward and backward compiled
+    f32 = [sig for sig in conv._forward.overloads if sig[0].dtype == types.float32]
+    assert len(f32) == 1, f32
+    assert any(sig[0].dtype == types.float32 for sig in conv._input_grad.overloads)
+
+
+conv_bias_and_not_s = jit.script(conv_bias_and_not)
+
+
 def test_new_batch_size_does_not_recompile():
     gen = jitorch.Generator().manual_seed(3)
     # (sizes that keep every output size >= 2 when autodiff's check grows each size by 1 and 2)

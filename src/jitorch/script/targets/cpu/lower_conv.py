@@ -153,9 +153,17 @@ def lower_conv(em: Emitter, n: ir.Node) -> None:
                (f"{d2[i]} * ({ks[i]} - 1) + 1",), "). Kernel size can't be greater than actual "
                "input size")
     y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_forward({x4}, {w4}, {em.name(b) if has_b else 'None'}, {s2[0]}, "
-            f"{s2[1]}, {lo[0]}, {lo[1]}, {hi[0]}, {hi[1]}, {d2[0]}, {d2[1]}, {g})")
+    em.emit(f"{y} = conv2d_forward({x4}, {w4}, {_bias(em, b if has_b else None, d)}, "
+            f"{s2[0]}, {s2[1]}, {lo[0]}, {lo[1]}, {hi[0]}, {hi[1]}, {d2[0]}, {d2[1]}, {g})")
     em.bind(n.outputs[0], _from4(em, y, tx.ndim, nd))
+
+
+def _bias(em: Emitter, b, d: dt.dtype) -> str:
+    """The bias and has-bias arguments of conv.py's forward: without a bias an empty array of
+    the dtype, so that a convolution with and one without a bias call the same compile."""
+    if b is not None:
+        return f"{em.name(b)}, True"
+    return f"np.empty(0, {literal.dtype(d)}), False"
 
 
 def _from4(em: Emitter, y: str, rank: int, nd: int) -> str:
@@ -196,7 +204,7 @@ def _internal_params(em: Emitter, n: ir.Node, nd: int, stride_v, pad_v, dil_v, g
 def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     """_conv_nd(input, weight, stride, padding (flat lo/hi), dilation, groups), batched."""
     x, w, stride_v, pad_v, dil_v, groups_v = n.inputs
-    float_operands(em, n, x, w)
+    d = float_operands(em, n, x, w)
     nd = em.tensor(w).ndim - 2
     if nd not in (1, 2) or em.tensor(x).ndim != nd + 2:
         raise NotLowered(f"op {n.op}: ranks")
@@ -205,8 +213,8 @@ def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     x4 = _as4(em, em.name(x), nd + 2, nd, nd + 2)
     w4 = _as4(em, em.name(w), nd + 2, nd, nd + 2)
     y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_forward({x4}, {w4}, None, {s[0]}, {s[1]}, {lo[0]}, {lo[1]}, "
-            f"{hi[0]}, {hi[1]}, {dl[0]}, {dl[1]}, {g})")
+    em.emit(f"{y} = conv2d_forward({x4}, {w4}, {_bias(em, None, d)}, {s[0]}, {s[1]}, "
+            f"{lo[0]}, {lo[1]}, {hi[0]}, {hi[1]}, {dl[0]}, {dl[1]}, {g})")
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
 

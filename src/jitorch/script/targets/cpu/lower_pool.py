@@ -19,6 +19,10 @@ MODULE = "jitorch.script.targets.cpu.pool"  # the kernels the generated code imp
 
 
 def _import(em: Emitter, names: str) -> None:
+    """`names` of pool.py, the kernels called through their symbols (pool.py's `*_by_symbol`)
+    under their own names."""
+    names = ", ".join(m if m == "pool_out_size" else f"{m}_by_symbol as {m}"
+                      for m in names.split(", "))
     line = f"from {MODULE} import {names}"
     if line not in em.globals:
         em.globals.append(line)

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from ...kernels import kernel_call
+
 __all__ = ["pool_out_size", "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
            "avg_pool2d_backward", "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward"]
 
@@ -231,4 +233,13 @@ def adaptive_avg_pool2d_backward(g, h, w):
     return dx
 
 
-# --- lowering ------------------------------------------------------------------------------------
+# --- what generated kernels call -----------------------------------------------------------------
+# Through symbols (kernels/kernel_call.library): each compiled once per dtype and process (or
+# loaded from its disk cache), never linked into (and optimised again inside) every kernel that
+# pools (~0.5 CPU-s per kernel). Eager code (_ops/nn_pool.py) calls the dispatchers themselves.
+max_pool2d_forward_by_symbol = kernel_call.library(max_pool2d_forward)
+max_pool2d_backward_by_symbol = kernel_call.library(max_pool2d_backward)
+avg_pool2d_forward_by_symbol = kernel_call.library(avg_pool2d_forward)
+avg_pool2d_backward_by_symbol = kernel_call.library(avg_pool2d_backward)
+adaptive_avg_pool2d_forward_by_symbol = kernel_call.library(adaptive_avg_pool2d_forward)
+adaptive_avg_pool2d_backward_by_symbol = kernel_call.library(adaptive_avg_pool2d_backward)
