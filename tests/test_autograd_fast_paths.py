@@ -129,7 +129,7 @@ LIST_CALLS = [
 def _generic(recorders=True, appliers=True):
     """graph.py's generators patched to give the generic paths, for one run."""
     saved = graph._make_recorder, graph._make_applier
-    graph._RECORDERS.clear()
+    graph.clear_recorders()
     graph._APPLIERS.clear()
     if recorders:
         graph._make_recorder = lambda op: False
@@ -139,8 +139,29 @@ def _generic(recorders=True, appliers=True):
         yield
     finally:
         graph._make_recorder, graph._make_applier = saved
-        graph._RECORDERS.clear()
+        graph.clear_recorders()
         graph._APPLIERS.clear()
+
+
+def test_fast_paths_record_through_the_op_s_recorder_and_follow_clear_recorders(monkeypatch):
+    """The registry's fast path calls the op's positional recorder directly (held in its own
+    namespace): `graph.clear_recorders` makes it follow `_make_recorder` as patched."""
+    a = leaf([[1.0, 2.0], [3.0, 4.0]])
+    y = torch.add(a, a, alpha=3.0)  # the positional recorder: the attr saved, both edges
+    assert y.grad_fn.saved == {"alpha": 3.0} and len(y.grad_fn.next_edges) == 2
+    t = a.tanh()
+    assert [(u is t, v) for u, v in t.grad_fn.versions] == [(True, 0)]  # the result's version
+    seen = []
+    record_any = graph._record_any
+    monkeypatch.setattr(graph, "_record_any", lambda op, *rest: seen.append(op.name)
+                        or record_any(op, *rest))
+    with _generic(appliers=False):
+        torch.add(a, a, alpha=3.0).tanh().view_as(a).sum().backward()
+    assert seen == ["add", "tanh", "view_as", "sum"]
+    np.testing.assert_allclose(a.grad.numpy(), 4 * (1 - np.tanh(4 * a.detach().numpy()) ** 2))
+    seen.clear()
+    a.view_as(y).tanh()  # `view_as` (a shape-only slot) has no recorder: always generic
+    assert seen == ["view_as"]
 
 
 def _list_inputs():

@@ -106,7 +106,7 @@ def test_per_op_recorder_builds_the_generic_node(call):
     from jitorch.autograd import graph
 
     def node_of(make):
-        graph._RECORDERS.clear()
+        graph.clear_recorders()
         saved_make = graph._make_recorder
         graph._make_recorder = make
         try:
@@ -115,7 +115,7 @@ def test_per_op_recorder_builds_the_generic_node(call):
             n = call(a, b).grad_fn
         finally:
             graph._make_recorder = saved_make
-            graph._RECORDERS.clear()
+            graph.clear_recorders()
         return (n.op, [e if e is None else (type(e[0]), e[1]) for e in n.next_edges],
                 n.in_meta, n.out_meta, n.multi,
                 None if n.saved is None else sorted(n.saved),

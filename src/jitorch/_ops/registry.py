@@ -56,7 +56,7 @@ from .._profiling import intercept as _intercept
 from .._tensor import Tensor
 from ..autograd import grad_mode
 from ..autograd.forward_ad import propagate
-from ..autograd.graph import record
+from ..autograd.graph import positional_recorder, record
 from ..autograd.inplace import apply_inplace as _apply_inplace  # (not imported per x.op_() call)
 from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 
@@ -460,7 +460,7 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
     ns.update({"_fast": op.fast, "_fast_entry": _fast_entry, "_FT": FAST_TYPES,
                "_slow": _profiling.slow, "_gst": _grad_state,
                "_impl": op.impl, "_finish": _finish_elementwise, "_nd": np.ndarray,
-               "_new": _new, "_record": record, "_dtype_of": _dtype_of, "_wrap": _wrap,
+               "_new": _new, "_dtype_of": _dtype_of, "_wrap": _wrap,
                "_dnp": dt._BY_NP,  # from_numpy_dtype's table, read without its call
                "_mark_views": _mark_views,
                "_fattrs": {p.name: p.default for p in sig.parameters.values()
@@ -584,10 +584,41 @@ def _fast_block(op: OpDef, sig: inspect.Signature, ns: dict) -> str:
             src += f"            _mark_views(_op, {slots}, {attrs}, _o)\n"
     if op.vjp is not None and not op.nondiff:
         grad = grad_cond or " or ".join(f"{t}._requires_grad" for t in ts)
+        # the op's positional recorder, called directly (`_recorder_stub` puts it in `ns` on
+        # first use): no slots tuple, attrs dict or `record` call per node
+        ns["_rec"] = _recorder_stub(op, ns)
+        _FAST_NS.append((op, ns))
+        args = "".join(t + ", " for t in ts) + "".join(a + ", " for a in op.attrs)
         # the tensors' flags first: `_gst` is thread-local, ~3x dearer to read
         src += (f"            if ({grad}) and _gst.enabled:\n"
-                f"                _record(_op, {slots}, {attrs}, _o)\n")
+                f"                _rec({args}_o)\n")
     return src + "            return _o\n"
+
+
+_FAST_NS: list = []  # (op, the namespace of a public function's fast path: its `_rec`)
+
+
+def _recorder_stub(op: OpDef, ns: dict):
+    """The fast path's `_rec` until its first call: it puts `op`'s positional recorder in `ns`
+    (made on first use, as `record` makes its recorders), or for an op without one a function
+    calling `record` with the slots and attrs rebuilt, then runs it."""
+
+    def stub(*args):
+        rec = positional_recorder(op)
+        if rec is None:
+            n = len(op.tensors)
+
+            def rec(*a):
+                return record(op, a[:n], dict(zip(op.attrs, a[n:-1])), a[-1])
+        ns["_rec"] = rec
+        return rec(*args)
+    return stub
+
+
+def reset_fast_recorders() -> None:
+    """Every fast path's `_rec` back to its stub (`graph.clear_recorders`)."""
+    for op, ns in _FAST_NS:
+        ns["_rec"] = _recorder_stub(op, ns)
 
 
 # `_o._dtype` of the array `_r` (16 spaces in): the table read by subscript (a `.get` call costs

@@ -401,14 +401,42 @@ _RECORDERS: dict = {}  # op -> its recorder, or False (the generic path)
 
 
 def _make_recorder(op):
+    """`record`'s recorder of `op` (its positional form as its `positional`), or False."""
+    made = _make_recorders(op)
+    if not made:
+        return False
+    made[0].positional = made[1]
+    return made[0]
+
+
+def positional_recorder(op):
+    """`op`'s recorder taking `(*slots, *attrs in op.attrs' order, outs)` positionally, or None
+    (an op `record` runs generically): what the registry's generated fast path calls directly,
+    without the slots tuple, the attrs dict and `record`'s lookup of a call."""
+    rec = _RECORDERS.get(op)
+    if rec is None:
+        rec = _RECORDERS[op] = _make_recorder(op)
+    return rec.positional if rec is not False else None
+
+
+def clear_recorders() -> None:
+    """Forget every recorder made (`record`'s and those the registry's fast paths hold): the
+    next calls make them again, with `_make_recorder` as it then is (tests patch it)."""
+    from .._ops.registry import reset_fast_recorders  # (the registry imports this module)
+    _RECORDERS.clear()
+    reset_fast_recorders()
+
+
+def _make_recorders(op):
+    """`(rec(slots, attrs, outs), rec(*slots, *attrs, outs))`: one body under two headers, or
+    False (the generic path)."""
     if op.shape_only:
         return False
     ts = op.tensors
     n = len(ts)
     idx = {name: i for i, name in enumerate(ts)}
     lists = {i for i, name in enumerate(ts) if name in op.lists}
-    src = ["def rec(slots, attrs, outs):",
-           f"    {''.join(f'_s{i}, ' for i in range(n))}= slots"]
+    src = []  # the body; the headers are put before it at the end
     for i in range(n):
         if i in lists:  # any item that requires grad
             src += [f"    _r{i} = False",
@@ -481,10 +509,14 @@ def _make_recorder(op):
     saved_expr = "None"
     if op.vjp_params:
         items, vers = [], []
-        pairs = []  # (the saved tensor slots' version pairs, when every entry of vers is one)
+        # (each entry of vers as one version pair and the condition for it to be the whole
+        # entry: a saved slot that is a tensor, a result that is one tensor)
+        pairs, conds = [], []
         for kind, name in op.vjp_params:
             if kind == "attr":
-                items.append(f"{name!r}: attrs[{name!r}]")
+                if name not in op.attrs:  # (no such rule: the generic path)
+                    return False
+                items.append(f"{name!r}: _a{op.attrs.index(name)}")
             elif kind == "slot" and idx[name] in lists:  # the list as given; each tensor's version
                 i = idx[name]
                 items.append(f"{name!r}: _s{i}")
@@ -496,12 +528,15 @@ def _make_recorder(op):
                 items.append(f"{name!r}: _s{i}")
                 vers.append(f"    if isinstance(_s{i}, _T):\n"
                             f"        vs.append((_s{i}, _s{i}._version[0]))")
-                pairs.append(i)
+                pairs.append(f"(_s{i}, _s{i}._version[0]), ")
+                conds.append(f"isinstance(_s{i}, _T)")
             elif kind == "result":
                 items.append(f"{name!r}: outs")
                 vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
                             "        if isinstance(_t, _T):\n"
                             "            vs.append((_t, _t._version[0]))")
+                pairs.append("(outs, outs._version[0]), ")
+                conds.append("outs_l is None")
             elif kind == "shape" and idx[name] in lists:  # one shape per item
                 items.append(f"{name + '_shape'!r}: tuple([_x._data.shape for _x in "
                              f"_s{idx[name]}])")
@@ -518,11 +553,10 @@ def _make_recorder(op):
                 continue
             else:  # not a VJP parameter kind: the generic path raises as before
                 return False
-        if vers and len(pairs) == len(vers):  # every saved slot a tensor (the common call):
-            # the tuple made at once, without the list
-            src += ["    if " + " and ".join(f"isinstance(_s{i}, _T)" for i in pairs) + ":",
-                    "        vs = (" + "".join(f"(_s{i}, _s{i}._version[0]), " for i in pairs)
-                    + ")",
+        if vers and len(pairs) == len(vers):  # every saved slot and result a tensor (the
+            # common call): the tuple made at once, without the list
+            src += ["    if " + " and ".join(conds) + ":",
+                    "        vs = (" + "".join(pairs) + ")",
                     "    else:",
                     "        vs = []"] + ["    " + v.replace("\n", "\n    ") for v in vers] + [
                     "        vs = tuple(vs)"]
@@ -547,8 +581,17 @@ def _make_recorder(op):
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
           "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
           "_one": meta_one, "_ones_get": _ONES.get}
-    exec(compile("\n".join(src) + "\n", f"<jitorch recorder {op.name}>", "exec"), ns)
-    return ns["rec"]
+    na = len(op.attrs)
+    slots = "".join(f"_s{i}, " for i in range(n))
+    attrs = "".join(f"_a{j}, " for j in range(na))
+    # the dict form unpacks what the positional one is given (only the attrs the rule saves)
+    used = {f"_a{op.attrs.index(name)}" for kind, name in op.vjp_params if kind == "attr"}
+    head = ["def rec(slots, attrs, outs):", f"    {slots}= slots"] + [
+        f"    _a{j} = attrs[{a!r}]" for j, a in enumerate(op.attrs) if f"_a{j}" in used]
+    text = "\n".join(src) + "\n"
+    exec(compile("\n".join(head) + "\n" + text + f"def recp({slots}{attrs}outs):\n" + text,
+                 f"<jitorch recorder {op.name}>", "exec"), ns)
+    return ns["rec"], ns["recp"]
 
 
 # Per-op appliers: `Node.apply` (and `_normalize`) written out for one op's tensor slots and
