@@ -337,31 +337,16 @@ def _check_return(context, builder, res):
 
 
 @njit(**_INTERNAL)
-def _lead(rows, cols, s0, s1, isz):
-    """(transposed, leading dim) of a (rows, cols) operand with byte strides s0, s1 as a
+def _lead(rows, cols, s0, s1):
+    """(transposed, leading dim) of a (rows, cols) operand with element strides s0, s1 as a
     row-major BLAS operand, or (False, -1) when it has no unit stride (it must be copied)."""
-    if (s1 == isz or cols <= 1) and s0 % isz == 0 and s0 // isz >= max(1, cols):
-        return False, s0 // isz
-    if (s0 == isz or rows <= 1) and s1 % isz == 0 and s1 // isz >= max(1, rows):
-        return True, s1 // isz
+    if (s1 == 1 or cols <= 1) and s0 >= max(1, cols):
+        return False, s0
+    if (s0 == 1 or rows <= 1) and s1 >= max(1, rows):
+        return True, s1
     if rows <= 1 and cols <= 1:
         return False, 1
     return False, -1
-
-
-@njit(**_INTERNAL)
-def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
-    """c (+)= a @ b with BLAS on addresses; C row-major with leading dim ldc."""
-    beta = 1.0 if accumulate else 0.0
-    if m == 1 and xinc_ok:
-        # y(n) = B^T x; B as column-major is (n x k) when row-major, (k x n) when transposed
-        if tb:
-            _gemv(True, k, n, 1.0, pb, ldb, pa, beta, pc, z)
-        else:
-            _gemv(False, n, k, 1.0, pb, ldb, pa, beta, pc, z)
-        return
-    # row-major C = A B is column-major C^T = B^T A^T: BLAS's A is our b, its B our a
-    _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pc, ldc, z)
 
 
 @njit(**_INTERNAL)
@@ -410,52 +395,70 @@ def _copy(src, s0, s1, dst, d0, d1, m, n, z):
             _st(dst, i * d0 + j * d1, _ld(src, i * s0 + j * s1, z))
 
 
+_lead_s = kernel_call.library(_lead)
+_copy_s = kernel_call.library(_copy)
+
+
 @njit(**_INTERNAL)
 def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
-    """c (+)= a @ b on addresses and byte strides (multiples of the item size), m, n > 0: typed
-    only by the dtype of `z`, so it compiles once per dtype whatever the layouts."""
+    """c (+)= a @ b on addresses and byte strides, m, n > 0: typed only by the dtype of `z`, so
+    it compiles once per dtype whatever the layouts."""
     isz = _itemsize(z)
-    if k == 0:
-        if not accumulate:
-            for i in range(m):
-                for j in range(n):
-                    _st(pc, (i * c0 + j * c1) // isz, z)
-        return 0
-    al = a0 % isz == 0 and a1 % isz == 0
-    c_rows = (c1 == isz or n == 1) and c0 % isz == 0
-    if m <= SMALL_M and al and c_rows and (b1 == isz or n == 1) and b0 % isz == 0:
-        _small_by_symbol(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
-        return 0
+    if a0 % isz or a1 % isz or b0 % isz or b1 % isz or c0 % isz or c1 % isz:
+        raise ValueError("mm_into: strides must be multiples of the item size")
+    # element strides from here on
+    a0, a1, b0, b1, c0, c1 = a0 // isz, a1 // isz, b0 // isz, b1 // isz, c0 // isz, c1 // isz
     # a unit stride typed int64: a literal 1 types _copy's argument as Literal[int](1), one
     # more compile of _copy per argument position it appears in
     one = np.int64(1)
-    ta, lda = _lead(m, k, a0, a1, isz)
+    if k == 0:
+        if not accumulate:  # c = 0: copied from one zero (source strides 0)
+            zt = _jt_empty(isz, np.int8)
+            _st(zt.ctypes.data, 0, z)
+            _copy_s(zt.ctypes.data, 0 * one, 0 * one, pc, c0, c1, m, n, z)
+            return zt.size
+        return 0
+    c_rows = c1 == 1 or n == 1
+    if m <= SMALL_M and c_rows and (b1 == 1 or n == 1):
+        _small_by_symbol(pa, pb, pc, a0, a1, b0, c0, m, n, k, accumulate, z)
+        return 0
+    ta, lda = _lead_s(m, k, a0, a1)
     ta_ = _jt_empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
     tb_ = _jt_empty(0, np.int8)
     if lda < 0:
         ta_ = _jt_empty(m * k * isz, np.int8)
-        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, one, m, k, z)
-        pa, a0, a1 = ta_.ctypes.data, k * isz, isz
+        _copy_s(pa, a0, a1, ta_.ctypes.data, k, one, m, k, z)
+        pa, a0, a1 = ta_.ctypes.data, k, one
         ta, lda = False, max(1, k)
-    tb, ldb = _lead(k, n, b0, b1, isz)
+    tb, ldb = _lead_s(k, n, b0, b1)
     if ldb < 0:
         tb_ = _jt_empty(k * n * isz, np.int8)
-        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, one, k, n, z)
+        _copy_s(pb, b0, b1, tb_.ctypes.data, n, one, k, n, z)
         pb = tb_.ctypes.data
         tb, ldb = False, max(1, n)
-    xinc_ok = a1 == isz or k <= 1
-    if c_rows and c0 // isz >= max(1, n):
-        _blas(ta, lda, tb, ldb, pa, pb, pc, c0 // isz, m, n, k, xinc_ok, accumulate, z)
-    else:  # BLAS needs C with a unit column stride and ldc >= n: go through a new array
-        t = _jt_empty(m * n * isz, np.int8)
-        pt = t.ctypes.data
+    # BLAS needs C with a unit column stride and ldc >= n, else it writes a new array
+    direct = c_rows and c0 >= max(1, n)
+    t = _jt_empty(0 if direct else m * n * isz, np.int8)
+    pt, ldc = pc, c0
+    if not direct:
+        pt, ldc = t.ctypes.data, max(1, n)
         if accumulate:
-            _copy(pc, c0 // isz, c1 // isz, pt, n, one, m, n, z)
-        _blas(ta, lda, tb, ldb, pa, pb, pt, max(1, n), m, n, k, xinc_ok, accumulate, z)
-        _copy(pt, n, one, pc, c0 // isz, c1 // isz, m, n, z)
+            _copy_s(pc, c0, c1, pt, n, one, m, n, z)
+    beta = 1.0 if accumulate else 0.0
+    if m == 1 and (a1 == 1 or k <= 1):
+        # y(n) = B^T x; B as column-major is (n x k) when row-major, (k x n) when transposed
+        if tb:
+            _gemv(True, k, n, 1.0, pb, ldb, pa, beta, pt, z)
+        else:
+            _gemv(False, n, k, 1.0, pb, ldb, pa, beta, pt, z)
+    else:
+        # row-major C = A B is column-major C^T = B^T A^T: BLAS's A is our b, its B our a
+        _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pt, ldc, z)
+    if not direct:
+        _copy_s(pt, n, one, pc, c0, c1, m, n, z)
     # returned so that the copies stay alive until after the BLAS calls that read them through
     # addresses (Numba frees an array after its last use)
-    return ta_.size + tb_.size
+    return ta_.size + tb_.size + t.size
 
 
 # The float path, called through a symbol (kernels/kernel_call.py): compiled once per dtype and
@@ -476,11 +479,6 @@ def _kernel_ov(a, b, c, accumulate):
         return lambda a, b, c, accumulate: _loops(a, b, c, accumulate)
 
     def impl(a, b, c, accumulate):
-        isz = c.itemsize
-        for s in (a.strides[0], a.strides[1], b.strides[0], b.strides[1], c.strides[0],
-                  c.strides[1]):
-            if s % isz != 0:
-                raise ValueError("mm_into: strides must be multiples of the item size")
         _float_mm_by_symbol(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data,
                             b.strides[0], b.strides[1], c.ctypes.data, c.strides[0],
                             c.strides[1], a.shape[0], c.shape[1], a.shape[1], accumulate,
@@ -503,8 +501,11 @@ def mm_into(a, b, c, accumulate):
 @njit(**_OPTS)
 def matmul2(a, b):
     """A new C-contiguous a @ b for 2-D operands."""
+    if b.shape[0] != a.shape[1]:
+        raise ValueError("mm_into: operand shapes do not match")
     c = _jt_empty((a.shape[0], b.shape[1]), a.dtype)
-    mm_into(a, b, c, False)
+    if c.size != 0:
+        _kernel(a, b, c, False)
     return c
 
 
