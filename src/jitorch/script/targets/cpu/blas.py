@@ -166,45 +166,16 @@ def _make_tile(R: int, V: int):
 
 # Tile intrinsics: full width with RMAX, 2 and 1 rows (row remainders), one vector wide for
 # narrow column panels, and double width for a single row (M == 1: twice the FMA chains).
-# Each runs inside an njit function of addresses and ints typed only by the dtype of `z`,
-# inlined into `_small` (a real call per tile measured 40% slower), which is itself compiled
-# once per dtype whatever the operands' layouts (and cached on disk).
+# `_small` calls them directly: each emits its LLVM in place (a real call per tile measured 40%
+# slower; an inline="always" njit wrapper around each cost ~0.05 CPU-s of typing and
+# inlining), and `_small` is compiled once per dtype whatever the operands' layouts (and
+# cached on disk).
 _TF, _TF2, _TF1 = _make_tile(RMAX, VMAX), _make_tile(2, VMAX), _make_tile(1, VMAX)
 _TN, _TN1, _TR = _make_tile(RMAX, 1), _make_tile(1, 1), _make_tile(1, 2 * VMAX)
 _OPTS["cache"] = True
 # Functions only njit code calls (directly or through a kernel_call symbol): no CPython or
 # cfunc wrapper (Numba lowers, optimises and emits one of each per overload otherwise)
 _INTERNAL = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-
-
-@njit(inline="always", **_OPTS)
-def _full(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _full2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _narrow(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TN(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _narrow1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TN1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _row(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TR(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
 
 
 @intrinsic
@@ -225,7 +196,7 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
     if m == 1:
         w = 2 * VMAX * lanes
         for j0 in range(0, n, w):
-            _row(pa, pb, pc, sa0, sa1, sb0, sc0, 0, j0, min(w, n - j0), 0, k, not accumulate, z)
+            _TR(pa, pb, pc, sa0, sa1, sb0, sc0, 0, j0, min(w, n - j0), 0, k, not accumulate, z)
         return
     w = VMAX * lanes
     for j0 in range(0, n, w):
@@ -236,20 +207,20 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
             i0 = 0
             if nc <= lanes:
                 while i0 + RMAX <= m:
-                    _narrow(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TN(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += RMAX
                 while i0 < m:
-                    _narrow1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TN1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 1
             else:
                 while i0 + RMAX <= m:
-                    _full(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += RMAX
                 while i0 + 2 <= m:
-                    _full2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 2
                 if i0 < m:
-                    _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
 
 
 # Called by symbol from _float_mm: its tiles are the heaviest LLVM of the library, optimised
