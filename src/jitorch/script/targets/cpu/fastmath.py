@@ -16,7 +16,7 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). exp, tanh and sigmoid go one step further: their
+float32 elements: within 5% either way). exp, tanh, sigmoid and log go one step further: their
 instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
 `*_ir` @intrinsic that emits them; generated programs import that intrinsic under the
 function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
@@ -95,7 +95,7 @@ with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
 __all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
-           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "IN_PLACE",
+           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
 _I32 = llir.IntType(32)
@@ -117,40 +117,6 @@ def _pow2_f64(typingctx, n):
         i = builder.add(i, llir.Constant(_I32, 1023))
         i = builder.shl(builder.sext(i, _I64), llir.Constant(_I64, 52))
         return builder.bitcast(i, llir.DoubleType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _mant_f32(typingctx, x):
-    """Mantissa of a positive normal float32 x scaled into [0.5, 1): keep the fraction bits,
-    set the biased exponent to 126."""
-    if x != types.float32:
-        return None
-    sig = types.float32(types.float32)
-
-    def codegen(context, builder, signature, args):
-        i = builder.bitcast(args[0], _I32)
-        i = builder.or_(builder.and_(i, llir.Constant(_I32, 0x007FFFFF)),
-                        llir.Constant(_I32, 0x3F000000))
-        return builder.bitcast(i, llir.FloatType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _expo_f32(typingctx, x):
-    """Exponent e of a positive normal float32 x with x = m * 2**e, m in [0.5, 1); as float32.
-    (Done in i32: Numba would promote int32 arithmetic to int64.)"""
-    if x != types.float32:
-        return None
-    sig = types.float32(types.float32)
-
-    def codegen(context, builder, signature, args):
-        i = builder.bitcast(args[0], _I32)
-        i = builder.and_(builder.lshr(i, llir.Constant(_I32, 23)), llir.Constant(_I32, 0xFF))
-        i = builder.sub(i, llir.Constant(_I32, 126))
-        return builder.sitofp(i, llir.FloatType())
 
     return sig, codegen
 
@@ -266,35 +232,6 @@ def exp_f32(x):
     return exp_f32_ir(x)
 
 
-@njit(fastmath=_F32, error_model="numpy", cache=True)
-def log_f32(x):
-    """log(x) for float32 x; max error 1 ulp."""
-    # Subnormals: scale into the normal range first (select, not branch).
-    tiny = x < np.float32(1.1754944e-38)
-    xs = x * np.float32(33554432.0) if tiny else x  # 2**25
-    m = _mant_f32(xs)
-    e = _expo_f32(xs) - (np.float32(25.0) if tiny else np.float32(0.0))
-    small = m < np.float32(0.70710677)
-    e = e - np.float32(1.0) if small else e
-    m = (m + m - np.float32(1.0)) if small else (m - np.float32(1.0))
-    z = m * m
-    y = np.float32(7.0376836292e-2)
-    y = y * m - np.float32(1.1514610310e-1)
-    y = y * m + np.float32(1.1676998740e-1)
-    y = y * m - np.float32(1.2420140846e-1)
-    y = y * m + np.float32(1.4249322787e-1)
-    y = y * m - np.float32(1.6668057665e-1)
-    y = y * m + np.float32(2.0000714765e-1)
-    y = y * m - np.float32(2.4999993993e-1)
-    y = y * m + np.float32(3.3333331174e-1)
-    y = y * m * z - np.float32(0.5) * z
-    r = np.float32(np.float64(m + y) + np.float64(e) * _LN2)
-    r = _INF32 if x == _INF32 else r
-    r = -_INF32 if x == np.float32(0.0) else r
-    r = _NAN32 if x < np.float32(0.0) else r
-    return x if x != x else r
-
-
 def _f32(v):
     return llir.Constant(llir.FloatType(), float(np.float32(v)))
 
@@ -359,6 +296,48 @@ def _emit_sigmoid(builder, x):
     return builder.select(neg, P(builder.fmul(P(builder.fmul(v, pw)), _f32(_TWO_M64))), v)
 
 
+# log1p(m) - m + m*m/2 over m**3 (Cephes logf polynomial), float32, highest coefficient first
+_LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+             1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+             3.3333331174e-1)
+
+
+def _emit_log(builder, x):
+    """log_f32's instructions for the float32 value x (each fp instruction with the "contract"
+    flag alone), in the order its former Python form had them."""
+    P = _protected
+    f32, f64 = llir.FloatType(), llir.DoubleType()
+    # Subnormals: scale into the normal range first (select, not branch).
+    tiny = P(builder.fcmp_ordered("<", x, _f32(1.1754944e-38)))
+    xs = builder.select(tiny, P(builder.fmul(x, _f32(33554432.0))), x)  # 2**25
+    i = builder.bitcast(xs, _I32)
+    # mantissa scaled into [0.5, 1): the fraction bits with biased exponent 126
+    m = builder.bitcast(builder.or_(builder.and_(i, llir.Constant(_I32, 0x007FFFFF)),
+                                    llir.Constant(_I32, 0x3F000000)), f32)
+    # exponent e with xs = m * 2**e (in i32: Numba would promote int32 arithmetic to int64)
+    e = builder.sitofp(builder.sub(builder.and_(builder.lshr(i, llir.Constant(_I32, 23)),
+                                                llir.Constant(_I32, 0xFF)),
+                                   llir.Constant(_I32, 126)), f32)
+    e = P(builder.fsub(e, builder.select(tiny, _f32(25.0), _f32(0.0))))
+    small = P(builder.fcmp_ordered("<", m, _f32(0.70710677)))
+    e = builder.select(small, P(builder.fsub(e, _f32(1.0))), e)
+    m = builder.select(small, P(builder.fsub(P(builder.fadd(m, m)), _f32(1.0))),
+                       P(builder.fsub(m, _f32(1.0))))
+    z = P(builder.fmul(m, m))
+    y = _f32(_LOG_POLY[0])
+    for c in _LOG_POLY[1:]:
+        y = P(builder.fadd(P(builder.fmul(y, m)), _f32(c)))
+    y = P(builder.fsub(P(builder.fmul(P(builder.fmul(y, m)), z)),
+                       P(builder.fmul(_f32(0.5), z))))
+    r = P(builder.fadd(builder.fpext(P(builder.fadd(m, y)), f64),
+                       P(builder.fmul(builder.fpext(e, f64), llir.Constant(f64, _LN2)))))
+    r = builder.fptrunc(r, f32)
+    r = builder.select(P(builder.fcmp_ordered("==", x, _f32(np.inf))), _f32(np.inf), r)
+    r = builder.select(P(builder.fcmp_ordered("==", x, _f32(0.0))), _f32(-np.inf), r)
+    r = builder.select(P(builder.fcmp_ordered("<", x, _f32(0.0))), _f32(np.nan), r)
+    return builder.select(P(builder.fcmp_unordered("!=", x, x)), x, r)
+
+
 def _in_place(emit, name):
     """An @intrinsic float32 -> float32 whose call is `emit`'s instructions (IN_PLACE)."""
     def typer(typingctx, x):
@@ -376,6 +355,15 @@ def _in_place(emit, name):
 exp_f32_ir = _in_place(_emit_exp, "exp_f32_ir")
 tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
 sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
+log_f32_ir = _in_place(_emit_log, "log_f32_ir")
+
+
+@njit(fastmath=_F32, error_model="numpy", cache=True)
+def log_f32(x):
+    """log(x) for float32 x; max error 1 ulp. Exponent/mantissa split by bitcast (subnormals
+    pre-scaled by 2**25), Cephes polynomial, e*ln2 added in float64. Emitted as LLVM
+    instructions (_emit_log) by log_f32_ir."""
+    return log_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -446,7 +434,8 @@ FUNCTIONS = {
 }
 """Name -> function, for code generators that map elementwise ops to these."""
 
-IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir"}
+IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir",
+            "log_f32": "log_f32_ir"}
 """Function -> the @intrinsic that emits its instructions in place, which generated code
 imports under the function's name: no Numba function to type, lower and optimise per process
 (~0.12 CPU-s of a first-ever compile each) and link into every caller; the same instructions
