@@ -16,8 +16,8 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). exp, tanh, sigmoid and log go one step further: their
-instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
+float32 elements: within 5% either way). exp, tanh, sigmoid, log and erf go one step further:
+their instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
 `*_ir` @intrinsic that emits them; generated programs import that intrinsic under the
 function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
 function for them at all (each cost ~0.12 CPU-s on a first-ever compile, about a sixth of
@@ -95,7 +95,8 @@ with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
 __all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
-           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir", "IN_PLACE",
+           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir",
+           "erf_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
 _I32 = llir.IntType(32)
@@ -246,8 +247,8 @@ def _max(builder, a, b):
     return builder.select(_protected(builder.fcmp_ordered(">", b, a)), b, a)
 
 
-def _unary(builder, name, x, nargs=1):
-    f32 = llir.FloatType()
+def _unary(builder, name, x, nargs=1, ty=None):
+    f32 = ty or llir.FloatType()
     fn = builder.module.declare_intrinsic(f"llvm.{name}", [f32],
                                           llir.FunctionType(f32, [f32] * nargs))
     return builder.call(fn, x, fastmath=("contract",))
@@ -338,6 +339,41 @@ def _emit_log(builder, x):
     return builder.select(P(builder.fcmp_unordered("!=", x, x)), x, r)
 
 
+# erf's polynomials (float64, fitted for this module), highest coefficient first: erf(x) =
+# x * P(x**2) for |x| < 0.921875; log(erfc(t)) ~ Q(t - 2.5) on [0.921875, 4]
+_ERF_P = (8.365008626326135e-05, -0.0008141394960171454, 0.005200905783978044,
+          -0.026859341780088888, 0.11283694350489201, -0.37612633650224947, 1.128379166627448)
+_ERF_Q = (1.6130857364325609e-06, -1.3309159818250784e-05, 7.739888389893977e-05,
+          -0.0004201456785399906, 0.0021651541237743244, -0.010858515627180087,
+          -0.9438936376197491, -5.3526806814698045, -7.806815277221632)
+
+
+def _emit_erf(builder, x):
+    """erf_f32's instructions for the float32 value x (each fp instruction with the "contract"
+    flag alone), in the order its former Python form had them."""
+    P = _protected
+    f32, f64 = llir.FloatType(), llir.DoubleType()
+
+    def horner(coefs, v):
+        acc = llir.Constant(f64, coefs[0])
+        for c in coefs[1:]:
+            acc = P(builder.fadd(P(builder.fmul(acc, v)), llir.Constant(f64, c)))
+        return acc
+    xd = builder.fpext(x, f64)
+    small = builder.fptrunc(P(builder.fmul(xd, horner(_ERF_P, P(builder.fmul(xd, xd))))), f32)
+    # |x| >= 0.921875: erf = 1 - erfc; beyond 4 erf rounds to +-1 in float32, so clamp t (this
+    # also maps inf to 1). q in [-17, -1.9]: rounding it to float32 changes erfc by < 1e-6
+    # relative, erf by < 3e-8.
+    t = _min(builder, _unary(builder, "fabs", [xd], ty=f64), llir.Constant(f64, 4.0))
+    q = horner(_ERF_Q, P(builder.fsub(t, llir.Constant(f64, 2.5))))
+    e = builder.fpext(_emit_exp(builder, builder.fptrunc(q, f32)), f64)
+    big = builder.fptrunc(P(builder.fsub(llir.Constant(f64, 1.0), e)), f32)
+    big = builder.select(P(builder.fcmp_ordered("<", x, _f32(0.0))), P(builder.fneg(big)), big)
+    big = builder.select(P(builder.fcmp_unordered("!=", x, x)), x, big)
+    return builder.select(P(builder.fcmp_ordered("<", _unary(builder, "fabs", [x]),
+                                                 _f32(0.921875))), small, big)
+
+
 def _in_place(emit, name):
     """An @intrinsic float32 -> float32 whose call is `emit`'s instructions (IN_PLACE)."""
     def typer(typingctx, x):
@@ -356,6 +392,7 @@ exp_f32_ir = _in_place(_emit_exp, "exp_f32_ir")
 tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
 sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
 log_f32_ir = _in_place(_emit_log, "log_f32_ir")
+erf_f32_ir = _in_place(_emit_erf, "erf_f32_ir")
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -387,34 +424,9 @@ def sigmoid_f32(x):
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def erf_f32(x):
     """erf(x) for float32 x; max error 1 ulp. Polynomials fitted for this module (see the
-    docstring) and evaluated in float64."""
-    xd = np.float64(x)
-    s = xd * xd
-    p = 8.365008626326135e-05
-    p = p * s - 0.0008141394960171454
-    p = p * s + 0.005200905783978044
-    p = p * s - 0.026859341780088888
-    p = p * s + 0.11283694350489201
-    p = p * s - 0.37612633650224947
-    p = p * s + 1.128379166627448
-    small = np.float32(xd * p)
-    # |x| >= 0.921875: erf = 1 - erfc, log(erfc(t)) ~ Q(t - 2.5) on [0.921875, 4]; beyond 4
-    # erf rounds to +-1 in float32, so clamp t (this also maps inf to 1).
-    t = min(abs(xd), 4.0) - 2.5
-    q = 1.6130857364325609e-06
-    q = q * t - 1.3309159818250784e-05
-    q = q * t + 7.739888389893977e-05
-    q = q * t - 0.0004201456785399906
-    q = q * t + 0.0021651541237743244
-    q = q * t - 0.010858515627180087
-    q = q * t - 0.9438936376197491
-    q = q * t - 5.3526806814698045
-    q = q * t - 7.806815277221632
-    # q in [-17, -1.9]: rounding it to float32 changes erfc by < 1e-6 relative, erf by < 3e-8.
-    big = np.float32(1.0 - np.float64(exp_f32(np.float32(q))))
-    big = -big if x < np.float32(0.0) else big
-    big = x if x != x else big
-    return small if abs(x) < np.float32(0.921875) else big
+    docstring) and evaluated in float64. Emitted as LLVM instructions (_emit_erf) by
+    erf_f32_ir."""
+    return erf_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -435,7 +447,7 @@ FUNCTIONS = {
 """Name -> function, for code generators that map elementwise ops to these."""
 
 IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir",
-            "log_f32": "log_f32_ir"}
+            "log_f32": "log_f32_ir", "erf_f32": "erf_f32_ir"}
 """Function -> the @intrinsic that emits its instructions in place, which generated code
 imports under the function's name: no Numba function to type, lower and optimise per process
 (~0.12 CPU-s of a first-ever compile each) and link into every caller; the same instructions
