@@ -16,9 +16,9 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). exp, tanh, sigmoid, log and erf go one step further:
-their instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
-`*_ir` @intrinsic that emits them; generated programs import that intrinsic under the
+float32 elements: within 5% either way). All six go one step further: their instructions are
+emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the `*_ir` @intrinsic
+that emits them; generated programs import that intrinsic under the
 function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
 function for them at all (each cost ~0.12 CPU-s on a first-ever compile, about a sixth of
 bench/compile_time.py's gelu) and gets the same instructions LLVM inlined before (bit-identical
@@ -96,30 +96,11 @@ with open(__file__, "rb") as _f:
 
 __all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
            "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir",
-           "erf_f32_ir", "IN_PLACE",
+           "erf_f32_ir", "gelu_tanh_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
 _I32 = llir.IntType(32)
 _I64 = llir.IntType(64)
-
-
-# --- bit-level helpers: raw LLVM (no libm, no data-dependent branches, vectorisable) ---
-
-@intrinsic
-def _pow2_f64(typingctx, n):
-    """2.0**n as float64 for a float64 n holding an integer in [-1022, 1023]: builds the
-    exponent field directly ((n + 1023) << 52). The i32 conversion vectorises on AVX2 too."""
-    if n != types.float64:
-        return None
-    sig = types.float64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        i = builder.fptosi(args[0], _I32)
-        i = builder.add(i, llir.Constant(_I32, 1023))
-        i = builder.shl(builder.sext(i, _I64), llir.Constant(_I64, 52))
-        return builder.bitcast(i, llir.DoubleType())
-
-    return sig, codegen
 
 
 # --- shared cores -------------------------------------------------------------------------
@@ -191,37 +172,6 @@ def _emit_expm1_poly(builder, r):
     for c in _EXPM1[1:]:
         p = P(builder.fadd(P(builder.fmul(p, r)), llir.Constant(f32, float(np.float32(c)))))
     return P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r))
-
-
-@njit(inline="always", fastmath=_F32, error_model="numpy")
-def _exp_core(xd):
-    """exp of a float64 argument, all in float64 (for gelu, whose argument is not exactly a
-    float32), better than float32 accuracy, returned as float64 before the final rounding.
-    Caller guarantees xd is not nan."""
-    # Clamp keeps n in the exponent range of the float64 scale below. Below -104 the float32
-    # result is 0 anyway (exp(-104) < FLT_TRUE_MIN / 2); the top stays far above FLT_MAX so that
-    # callers combining in float64 (gelu: x / (1 + e)) see a huge e, not a clamped one.
-    xd = min(max(xd, -104.0), 709.0)
-    n = np.floor(xd * _LOG2E + 0.5)
-    r = xd - n * _LN2  # |r| <= ln2/2; exact enough in float64 whatever the flags
-    # Same Cephes polynomial, evaluated in float64: the float32 evaluation error would give
-    # gelu 2 ulp, this gives 1.
-    p = 1.9875691500e-4
-    p = p * r + 1.3981999507e-3
-    p = p * r + 8.3334519073e-3
-    p = p * r + 4.1665795894e-2
-    p = p * r + 1.6666665459e-1
-    p = p * r + 5.0000001201e-1
-    p = p * (r * r) + r + 1.0
-    return p * _pow2_f64(n)
-
-
-@njit(inline="always", fastmath=_F32, error_model="numpy")
-def _exp_nn(xd):
-    """_exp_core that also accepts nan (nan -> nan), float64 result."""
-    nan = xd != xd
-    e = _exp_core(0.0 if nan else xd)
-    return xd if nan else e
 
 
 # --- public functions ---------------------------------------------------------------------
@@ -374,6 +324,43 @@ def _emit_erf(builder, x):
                                                  _f32(0.921875))), small, big)
 
 
+def _emit_gelu_tanh(builder, x):
+    """gelu_tanh_f32's instructions for the float32 value x (each fp instruction with the
+    "contract" flag alone), in the order its former Python form had them: x / (1 + e) with
+    e = exp(-2u) all in float64 (-2u reaches ~87: a float32 u would cost ~100 ulp)."""
+    P = _protected
+    f64 = llir.DoubleType()
+
+    def c(v):
+        return llir.Constant(f64, v)
+    xd = builder.fpext(x, f64)
+    cube = P(builder.fmul(P(builder.fmul(xd, xd)), xd))
+    u2 = P(builder.fmul(c(-1.5957691216057308),  # -2u; no overflow in float64
+                        P(builder.fadd(xd, P(builder.fmul(c(0.044715), cube))))))
+    # exp(u2) in float64, better than float32 accuracy (nan -> nan). The clamp keeps n in the
+    # exponent range of the scale; below -104 the float32 result is 0 anyway, the top stays far
+    # above FLT_MAX so that x / (1 + e) sees a huge e, not a clamped one.
+    nan = P(builder.fcmp_unordered("!=", u2, u2))
+    t = builder.select(nan, c(0.0), u2)
+    t = _min(builder, _max(builder, t, c(-104.0)), c(709.0))
+    n = _unary(builder, "floor", [P(builder.fadd(P(builder.fmul(t, c(_LOG2E))), c(0.5)))],
+               ty=f64)
+    r = P(builder.fsub(t, P(builder.fmul(n, c(_LN2)))))  # |r| <= ln2/2
+    # the Cephes expm1 polynomial in float64 (evaluated in float32 it gave gelu 2 ulp, now 1)
+    p = c(_EXPM1[0])
+    for k in _EXPM1[1:]:
+        p = P(builder.fadd(P(builder.fmul(p, r)), c(k)))
+    p = P(builder.fadd(P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r)), c(1.0)))
+    # 2**n: (n + 1023) << 52 as the exponent field (the i32 conversion vectorises on AVX2 too)
+    i = builder.add(builder.fptosi(n, _I32), llir.Constant(_I32, 1023))
+    e = P(builder.fmul(p, builder.bitcast(builder.shl(builder.sext(i, _I64),
+                                                      llir.Constant(_I64, 52)), f64)))
+    e = builder.select(nan, u2, e)  # up to ~8e307 for x << 0: x / e underflows to -0.0
+    res = builder.fptrunc(P(builder.fdiv(xd, P(builder.fadd(c(1.0), e)))), llir.FloatType())
+    # -inf * 0 in the defining formula (and PyTorch)
+    return builder.select(P(builder.fcmp_ordered("==", x, _f32(-np.inf))), _f32(np.nan), res)
+
+
 def _in_place(emit, name):
     """An @intrinsic float32 -> float32 whose call is `emit`'s instructions (IN_PLACE)."""
     def typer(typingctx, x):
@@ -393,6 +380,8 @@ tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
 sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
 log_f32_ir = _in_place(_emit_log, "log_f32_ir")
 erf_f32_ir = _in_place(_emit_erf, "erf_f32_ir")
+# (not in IN_PLACE: generated code does not call gelu_tanh_f32, see lower_elementwise's names)
+gelu_tanh_f32_ir = _in_place(_emit_gelu_tanh, "gelu_tanh_f32_ir")
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -432,12 +421,9 @@ def erf_f32(x):
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def gelu_tanh_f32(x):
     """0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3))) for float32 x (PyTorch's
-    gelu(approximate="tanh")); max error 1 ulp. Computed as x / (1 + exp(-2u))."""
-    xd = np.float64(x)
-    u2 = -1.5957691216057308 * (xd + 0.044715 * (xd * xd * xd))  # -2u; no overflow in f64
-    e = _exp_nn(u2)  # up to ~8e307 for x << 0: x / e underflows to -0.0, the right limit
-    r = np.float32(xd / (1.0 + e))
-    return _NAN32 if x == -_INF32 else r  # -inf * 0 in the defining formula (and PyTorch)
+    gelu(approximate="tanh")); max error 1 ulp. Computed as x / (1 + exp(-2u)). Emitted as
+    LLVM instructions (_emit_gelu_tanh) by gelu_tanh_f32_ir."""
+    return gelu_tanh_f32_ir(x)
 
 
 FUNCTIONS = {
