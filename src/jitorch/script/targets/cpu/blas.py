@@ -41,7 +41,7 @@ import numpy as np
 from llvmlite import ir as llir
 from numba import njit, types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload
+from numba.extending import intrinsic
 
 from ...kernels import kernel_call
 from .alloc import _jt_empty  # an intrinsic: no np.empty overload compiled per type
@@ -166,9 +166,10 @@ def _make_tile(R: int, V: int):
 
 # Tile intrinsics: full width with RMAX, 2 and 1 rows (row remainders), one vector wide for
 # narrow column panels, and double width for a single row (M == 1: twice the FMA chains).
-# Each runs inside an njit function of addresses and ints typed only by the dtype of `z`,
-# inlined into `_small` (a real call per tile measured 40% slower), which is itself compiled
-# once per dtype whatever the operands' layouts (and cached on disk).
+# `_small` calls them directly: each emits its LLVM in place (a real call per tile measured 40%
+# slower; an inline="always" njit wrapper around each cost ~0.05 CPU-s of typing and
+# inlining), and `_small` is compiled once per dtype whatever the operands' layouts (and
+# cached on disk).
 _TF, _TF2, _TF1 = _make_tile(RMAX, VMAX), _make_tile(2, VMAX), _make_tile(1, VMAX)
 _TN, _TN1, _TR = _make_tile(RMAX, 1), _make_tile(1, 1), _make_tile(1, 2 * VMAX)
 _OPTS["cache"] = True
@@ -177,44 +178,22 @@ _OPTS["cache"] = True
 _INTERNAL = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 
 
-@njit(inline="always", **_OPTS)
-def _full(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+def _int_select(op):
+    """An intrinsic min/max of two integers as one compare and select, in int64: Numba's
+    builtin min/max compile an overload function each (~0.02 CPU-s apiece, first use)."""
+    @intrinsic
+    def pick(typingctx, a, b):
+        if not (isinstance(a, types.Integer) and isinstance(b, types.Integer)):
+            return None
+
+        def codegen(context, builder, sig, args):
+            x, y = (context.cast(builder, v, t, types.int64) for v, t in zip(args, sig.args))
+            return builder.select(builder.icmp_signed(op, y, x), y, x)
+        return types.int64(a, b), codegen
+    return pick
 
 
-@njit(inline="always", **_OPTS)
-def _full2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _narrow(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TN(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _narrow1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TN1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@njit(inline="always", **_OPTS)
-def _row(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z):
-    _TR(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-
-
-@intrinsic
-def _zero_of(typingctx, arr):
-    """A zero of the array's dtype (the tiles' dtype marker)."""
-    dt = arr.dtype
-
-    def codegen(context, builder, sig, args):
-        return context.get_constant(dt, 0)
-    return dt(arr), codegen
+_imin, _imax = _int_select("<"), _int_select(">")
 
 
 @njit(**_INTERNAL)
@@ -225,31 +204,31 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
     if m == 1:
         w = 2 * VMAX * lanes
         for j0 in range(0, n, w):
-            _row(pa, pb, pc, sa0, sa1, sb0, sc0, 0, j0, min(w, n - j0), 0, k, not accumulate, z)
+            _TR(pa, pb, pc, sa0, sa1, sb0, sc0, 0, j0, _imin(w, n - j0), 0, k, not accumulate, z)
         return
     w = VMAX * lanes
     for j0 in range(0, n, w):
-        nc = min(w, n - j0)
-        for k0 in range(0, max(k, 1), KC):
-            k1 = min(k, k0 + KC)
+        nc = _imin(w, n - j0)
+        for k0 in range(0, _imax(k, 1), KC):
+            k1 = _imin(k, k0 + KC)
             first = k0 == 0 and not accumulate
             i0 = 0
             if nc <= lanes:
                 while i0 + RMAX <= m:
-                    _narrow(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TN(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += RMAX
                 while i0 < m:
-                    _narrow1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TN1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 1
             else:
                 while i0 + RMAX <= m:
-                    _full(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += RMAX
                 while i0 + 2 <= m:
-                    _full2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 2
                 if i0 < m:
-                    _full1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
 
 
 # Called by symbol from _float_mm: its tiles are the heaviest LLVM of the library, optimised
@@ -336,32 +315,32 @@ def _check_return(context, builder, res):
     check_blas_return(context, builder, res)
 
 
-@njit(**_INTERNAL)
-def _lead(rows, cols, s0, s1, isz):
-    """(transposed, leading dim) of a (rows, cols) operand with byte strides s0, s1 as a
-    row-major BLAS operand, or (False, -1) when it has no unit stride (it must be copied)."""
-    if (s1 == isz or cols <= 1) and s0 % isz == 0 and s0 // isz >= max(1, cols):
-        return False, s0 // isz
-    if (s0 == isz or rows <= 1) and s1 % isz == 0 and s1 // isz >= max(1, rows):
-        return True, s1 // isz
-    if rows <= 1 and cols <= 1:
-        return False, 1
-    return False, -1
+@intrinsic
+def _lead(typingctx, rows, cols, s0, s1):
+    """(transposed, leading dim) of a (rows, cols) operand with element strides s0, s1 as a
+    row-major BLAS operand, or (False, -1) when it has no unit stride (it must be copied).
+    Emitted in place (a few compares and selects): as a Numba function it cost ~0.05 CPU-s."""
+    ret = types.Tuple((types.boolean, types.int64))
 
+    def codegen(context, builder, sig, args):
+        r, c, a0, a1 = (context.cast(builder, v, t, types.int64)
+                        for v, t in zip(args, sig.args))
 
-@njit(**_INTERNAL)
-def _blas(ta, lda, tb, ldb, pa, pb, pc, ldc, m, n, k, xinc_ok, accumulate, z):
-    """c (+)= a @ b with BLAS on addresses; C row-major with leading dim ldc."""
-    beta = 1.0 if accumulate else 0.0
-    if m == 1 and xinc_ok:
-        # y(n) = B^T x; B as column-major is (n x k) when row-major, (k x n) when transposed
-        if tb:
-            _gemv(True, k, n, 1.0, pb, ldb, pa, beta, pc, z)
-        else:
-            _gemv(False, n, k, 1.0, pb, ldb, pa, beta, pc, z)
-        return
-    # row-major C = A B is column-major C^T = B^T A^T: BLAS's A is our b, its B our a
-    _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pc, ldc, z)
+        def cmp(op, x, y):
+            return builder.icmp_signed(op, x, y)
+
+        def at_least_one(x):
+            return builder.select(cmp("<", x, _I64(1)), _I64(1), x)
+        rows_major = builder.and_(builder.or_(cmp("==", a1, _I64(1)), cmp("<=", c, _I64(1))),
+                                  cmp(">=", a0, at_least_one(c)))
+        cols_major = builder.and_(builder.or_(cmp("==", a0, _I64(1)), cmp("<=", r, _I64(1))),
+                                  cmp(">=", a1, at_least_one(r)))
+        scalar = builder.and_(cmp("<=", r, _I64(1)), cmp("<=", c, _I64(1)))
+        ld = builder.select(rows_major, a0, builder.select(
+            cols_major, a1, builder.select(scalar, _I64(1), _I64(-1))))
+        trans = builder.and_(builder.not_(rows_major), cols_major)
+        return context.make_tuple(builder, ret, [trans, ld])
+    return ret(rows, cols, s0, s1), codegen
 
 
 @njit(**_INTERNAL)
@@ -410,52 +389,71 @@ def _copy(src, s0, s1, dst, d0, d1, m, n, z):
             _st(dst, i * d0 + j * d1, _ld(src, i * s0 + j * s1, z))
 
 
+# Called by symbol from _float_mm: compiled once, not optimised again inside it (linked, it
+# cost _float_mm's compile ~0.04 CPU-s more)
+_copy_s = kernel_call.library(_copy)
+
+
 @njit(**_INTERNAL)
 def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
-    """c (+)= a @ b on addresses and byte strides (multiples of the item size), m, n > 0: typed
-    only by the dtype of `z`, so it compiles once per dtype whatever the layouts."""
+    """c (+)= a @ b on addresses and byte strides, m, n > 0: typed only by the dtype of `z`, so
+    it compiles once per dtype whatever the layouts."""
     isz = _itemsize(z)
-    if k == 0:
-        if not accumulate:
-            for i in range(m):
-                for j in range(n):
-                    _st(pc, (i * c0 + j * c1) // isz, z)
-        return 0
-    al = a0 % isz == 0 and a1 % isz == 0
-    c_rows = (c1 == isz or n == 1) and c0 % isz == 0
-    if m <= SMALL_M and al and c_rows and (b1 == isz or n == 1) and b0 % isz == 0:
-        _small_by_symbol(pa, pb, pc, a0 // isz, a1 // isz, b0 // isz, c0 // isz, m, n, k, accumulate, z)
-        return 0
+    if a0 % isz or a1 % isz or b0 % isz or b1 % isz or c0 % isz or c1 % isz:
+        raise ValueError("mm_into: strides must be multiples of the item size")
+    # element strides from here on
+    a0, a1, b0, b1, c0, c1 = a0 // isz, a1 // isz, b0 // isz, b1 // isz, c0 // isz, c1 // isz
     # a unit stride typed int64: a literal 1 types _copy's argument as Literal[int](1), one
     # more compile of _copy per argument position it appears in
     one = np.int64(1)
-    ta, lda = _lead(m, k, a0, a1, isz)
+    if k == 0:
+        if not accumulate:  # c = 0: copied from one zero (source strides 0)
+            zt = _jt_empty(isz, np.int8)
+            _st(zt.ctypes.data, 0, z)
+            _copy_s(zt.ctypes.data, 0 * one, 0 * one, pc, c0, c1, m, n, z)
+            return zt.size
+        return 0
+    c_rows = c1 == 1 or n == 1
+    if m <= SMALL_M and c_rows and (b1 == 1 or n == 1):
+        _small_by_symbol(pa, pb, pc, a0, a1, b0, c0, m, n, k, accumulate, z)
+        return 0
+    ta, lda = _lead(m, k, a0, a1)
     ta_ = _jt_empty(0, np.int8)  # keeps a copied operand alive until BLAS has run
     tb_ = _jt_empty(0, np.int8)
     if lda < 0:
         ta_ = _jt_empty(m * k * isz, np.int8)
-        _copy(pa, a0 // isz, a1 // isz, ta_.ctypes.data, k, one, m, k, z)
-        pa, a0, a1 = ta_.ctypes.data, k * isz, isz
-        ta, lda = False, max(1, k)
-    tb, ldb = _lead(k, n, b0, b1, isz)
+        _copy_s(pa, a0, a1, ta_.ctypes.data, k, one, m, k, z)
+        pa, a0, a1 = ta_.ctypes.data, k, one
+        ta, lda = False, _imax(1, k)
+    tb, ldb = _lead(k, n, b0, b1)
     if ldb < 0:
         tb_ = _jt_empty(k * n * isz, np.int8)
-        _copy(pb, b0 // isz, b1 // isz, tb_.ctypes.data, n, one, k, n, z)
+        _copy_s(pb, b0, b1, tb_.ctypes.data, n, one, k, n, z)
         pb = tb_.ctypes.data
-        tb, ldb = False, max(1, n)
-    xinc_ok = a1 == isz or k <= 1
-    if c_rows and c0 // isz >= max(1, n):
-        _blas(ta, lda, tb, ldb, pa, pb, pc, c0 // isz, m, n, k, xinc_ok, accumulate, z)
-    else:  # BLAS needs C with a unit column stride and ldc >= n: go through a new array
-        t = _jt_empty(m * n * isz, np.int8)
-        pt = t.ctypes.data
+        tb, ldb = False, _imax(1, n)
+    # BLAS needs C with a unit column stride and ldc >= n, else it writes a new array
+    direct = c_rows and c0 >= _imax(1, n)
+    t = _jt_empty(0 if direct else m * n * isz, np.int8)
+    pt, ldc = pc, c0
+    if not direct:
+        pt, ldc = t.ctypes.data, _imax(1, n)
         if accumulate:
-            _copy(pc, c0 // isz, c1 // isz, pt, n, one, m, n, z)
-        _blas(ta, lda, tb, ldb, pa, pb, pt, max(1, n), m, n, k, xinc_ok, accumulate, z)
-        _copy(pt, n, one, pc, c0 // isz, c1 // isz, m, n, z)
+            _copy_s(pc, c0, c1, pt, n, one, m, n, z)
+    beta = 1.0 if accumulate else 0.0
+    if m == 1 and (a1 == 1 or k <= 1):
+        # y(n) = B^T x; B as column-major is (n x k) when row-major, (k x n) when transposed
+        if tb:
+            _gemv(True, k, n, 1.0, pb, ldb, pa, beta, pt, z)
+        else:
+            _gemv(False, n, k, 1.0, pb, ldb, pa, beta, pt, z)
+    else:
+        # row-major C = A B is column-major C^T = B^T A^T: BLAS's A is our b, its B our a
+        _gemm(tb, ta, n, m, k, 1.0, pb, ldb, pa, lda, beta, pt, ldc, z)
+    if not direct:
+        _copy_s(pt, n, one, pc, c0, c1, m, n, z)
     # returned so that the copies stay alive until after the BLAS calls that read them through
     # addresses (Numba frees an array after its last use)
-    return ta_.size + tb_.size
+    return ta_.size + tb_.size + t.size
 
 
 # The float path, called through a symbol (kernels/kernel_call.py): compiled once per dtype and
@@ -464,28 +462,37 @@ def _float_mm(pa, a0, a1, pb, b0, b1, pc, c0, c1, m, n, k, accumulate, z):
 _float_mm_by_symbol = kernel_call.library(_float_mm)
 
 
-def _kernel(a, b, c, accumulate):
-    """Typed per dtype (overload below): the float path, or loops for other dtypes."""
-    raise NotImplementedError("only callable from njit code")
+_FLOAT_MM_ARGS = (types.uintp, types.intp, types.intp) * 3 + (types.intp,) * 3
 
 
-@overload(_kernel, jit_options=_INTERNAL)
-def _kernel_ov(a, b, c, accumulate):
-    if c.dtype not in (types.float32, types.float64) or a.dtype != c.dtype or \
-            b.dtype != c.dtype:
-        return lambda a, b, c, accumulate: _loops(a, b, c, accumulate)
+@intrinsic
+def _kernel(typingctx, a, b, c, accumulate):
+    """c (+)= a @ b. Float operands of one dtype: their addresses, byte strides and sizes are
+    handed to the float path's symbol in place (an overload here was one more Numba function
+    compiled, ~0.07 CPU-s, per dtype and layout); other dtypes: `_loops`."""
+    z = c.dtype
+    sig = types.void(a, b, c, accumulate)
+    if z not in (types.float32, types.float64) or a.dtype != z or b.dtype != z:
+        def loops(context, builder, sig_, args):
+            context.compile_internal(builder, _loops.py_func, sig_, args)
+            return context.get_dummy_value()
+        return sig, loops
+    inner_sig, inner = _float_mm_by_symbol._defn(
+        typingctx, *_FLOAT_MM_ARGS, types.boolean, z)
 
-    def impl(a, b, c, accumulate):
-        isz = c.itemsize
-        for s in (a.strides[0], a.strides[1], b.strides[0], b.strides[1], c.strides[0],
-                  c.strides[1]):
-            if s % isz != 0:
-                raise ValueError("mm_into: strides must be multiples of the item size")
-        _float_mm_by_symbol(a.ctypes.data, a.strides[0], a.strides[1], b.ctypes.data,
-                            b.strides[0], b.strides[1], c.ctypes.data, c.strides[0],
-                            c.strides[1], a.shape[0], c.shape[1], a.shape[1], accumulate,
-                            _zero_of(c))
-    return impl
+    def codegen(context, builder, sig_, args):
+        arrs = [cgutils.create_struct_proxy(t)(context, builder, value=v)
+                for t, v in zip(sig_.args[:3], args[:3])]
+        vals = []
+        for arr in arrs:
+            vals.append(builder.ptrtoint(arr.data, context.get_value_type(types.uintp)))
+            vals += cgutils.unpack_tuple(builder, arr.strides, 2)
+        (m, k), (_, n) = (cgutils.unpack_tuple(builder, arrs[i].shape, 2) for i in (0, 2))
+        vals += [m, n, k, context.cast(builder, args[3], sig_.args[3], types.boolean),
+                 context.get_constant(z, 0)]
+        inner(context, builder, inner_sig, vals)
+        return context.get_dummy_value()
+    return sig, codegen
 
 
 @njit(**_OPTS)
@@ -503,8 +510,11 @@ def mm_into(a, b, c, accumulate):
 @njit(**_OPTS)
 def matmul2(a, b):
     """A new C-contiguous a @ b for 2-D operands."""
+    if b.shape[0] != a.shape[1]:
+        raise ValueError("mm_into: operand shapes do not match")
     c = _jt_empty((a.shape[0], b.shape[1]), a.dtype)
-    mm_into(a, b, c, False)
+    if c.size != 0:
+        _kernel(a, b, c, False)
     return c
 
 

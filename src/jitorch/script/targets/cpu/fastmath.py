@@ -16,9 +16,9 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). exp, tanh and sigmoid go one step further: their
-instructions are emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the
-`*_ir` @intrinsic that emits them; generated programs import that intrinsic under the
+float32 elements: within 5% either way). All six go one step further: their instructions are
+emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the `*_ir` @intrinsic
+that emits them; generated programs import that intrinsic under the
 function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
 function for them at all (each cost ~0.12 CPU-s on a first-ever compile, about a sixth of
 bench/compile_time.py's gelu) and gets the same instructions LLVM inlined before (bit-identical
@@ -95,64 +95,12 @@ with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
 __all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
-           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "IN_PLACE",
+           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir",
+           "erf_f32_ir", "gelu_tanh_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
 _I32 = llir.IntType(32)
 _I64 = llir.IntType(64)
-
-
-# --- bit-level helpers: raw LLVM (no libm, no data-dependent branches, vectorisable) ---
-
-@intrinsic
-def _pow2_f64(typingctx, n):
-    """2.0**n as float64 for a float64 n holding an integer in [-1022, 1023]: builds the
-    exponent field directly ((n + 1023) << 52). The i32 conversion vectorises on AVX2 too."""
-    if n != types.float64:
-        return None
-    sig = types.float64(types.float64)
-
-    def codegen(context, builder, signature, args):
-        i = builder.fptosi(args[0], _I32)
-        i = builder.add(i, llir.Constant(_I32, 1023))
-        i = builder.shl(builder.sext(i, _I64), llir.Constant(_I64, 52))
-        return builder.bitcast(i, llir.DoubleType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _mant_f32(typingctx, x):
-    """Mantissa of a positive normal float32 x scaled into [0.5, 1): keep the fraction bits,
-    set the biased exponent to 126."""
-    if x != types.float32:
-        return None
-    sig = types.float32(types.float32)
-
-    def codegen(context, builder, signature, args):
-        i = builder.bitcast(args[0], _I32)
-        i = builder.or_(builder.and_(i, llir.Constant(_I32, 0x007FFFFF)),
-                        llir.Constant(_I32, 0x3F000000))
-        return builder.bitcast(i, llir.FloatType())
-
-    return sig, codegen
-
-
-@intrinsic
-def _expo_f32(typingctx, x):
-    """Exponent e of a positive normal float32 x with x = m * 2**e, m in [0.5, 1); as float32.
-    (Done in i32: Numba would promote int32 arithmetic to int64.)"""
-    if x != types.float32:
-        return None
-    sig = types.float32(types.float32)
-
-    def codegen(context, builder, signature, args):
-        i = builder.bitcast(args[0], _I32)
-        i = builder.and_(builder.lshr(i, llir.Constant(_I32, 23)), llir.Constant(_I32, 0xFF))
-        i = builder.sub(i, llir.Constant(_I32, 126))
-        return builder.sitofp(i, llir.FloatType())
-
-    return sig, codegen
 
 
 # --- shared cores -------------------------------------------------------------------------
@@ -226,37 +174,6 @@ def _emit_expm1_poly(builder, r):
     return P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r))
 
 
-@njit(inline="always", fastmath=_F32, error_model="numpy")
-def _exp_core(xd):
-    """exp of a float64 argument, all in float64 (for gelu, whose argument is not exactly a
-    float32), better than float32 accuracy, returned as float64 before the final rounding.
-    Caller guarantees xd is not nan."""
-    # Clamp keeps n in the exponent range of the float64 scale below. Below -104 the float32
-    # result is 0 anyway (exp(-104) < FLT_TRUE_MIN / 2); the top stays far above FLT_MAX so that
-    # callers combining in float64 (gelu: x / (1 + e)) see a huge e, not a clamped one.
-    xd = min(max(xd, -104.0), 709.0)
-    n = np.floor(xd * _LOG2E + 0.5)
-    r = xd - n * _LN2  # |r| <= ln2/2; exact enough in float64 whatever the flags
-    # Same Cephes polynomial, evaluated in float64: the float32 evaluation error would give
-    # gelu 2 ulp, this gives 1.
-    p = 1.9875691500e-4
-    p = p * r + 1.3981999507e-3
-    p = p * r + 8.3334519073e-3
-    p = p * r + 4.1665795894e-2
-    p = p * r + 1.6666665459e-1
-    p = p * r + 5.0000001201e-1
-    p = p * (r * r) + r + 1.0
-    return p * _pow2_f64(n)
-
-
-@njit(inline="always", fastmath=_F32, error_model="numpy")
-def _exp_nn(xd):
-    """_exp_core that also accepts nan (nan -> nan), float64 result."""
-    nan = xd != xd
-    e = _exp_core(0.0 if nan else xd)
-    return xd if nan else e
-
-
 # --- public functions ---------------------------------------------------------------------
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -264,35 +181,6 @@ def exp_f32(x):
     """exp(x) for float32 x; max error 1 ulp. All float32 (no float64 on the way). Emitted as
     LLVM instructions (_emit_exp) by exp_f32_ir."""
     return exp_f32_ir(x)
-
-
-@njit(fastmath=_F32, error_model="numpy", cache=True)
-def log_f32(x):
-    """log(x) for float32 x; max error 1 ulp."""
-    # Subnormals: scale into the normal range first (select, not branch).
-    tiny = x < np.float32(1.1754944e-38)
-    xs = x * np.float32(33554432.0) if tiny else x  # 2**25
-    m = _mant_f32(xs)
-    e = _expo_f32(xs) - (np.float32(25.0) if tiny else np.float32(0.0))
-    small = m < np.float32(0.70710677)
-    e = e - np.float32(1.0) if small else e
-    m = (m + m - np.float32(1.0)) if small else (m - np.float32(1.0))
-    z = m * m
-    y = np.float32(7.0376836292e-2)
-    y = y * m - np.float32(1.1514610310e-1)
-    y = y * m + np.float32(1.1676998740e-1)
-    y = y * m - np.float32(1.2420140846e-1)
-    y = y * m + np.float32(1.4249322787e-1)
-    y = y * m - np.float32(1.6668057665e-1)
-    y = y * m + np.float32(2.0000714765e-1)
-    y = y * m - np.float32(2.4999993993e-1)
-    y = y * m + np.float32(3.3333331174e-1)
-    y = y * m * z - np.float32(0.5) * z
-    r = np.float32(np.float64(m + y) + np.float64(e) * _LN2)
-    r = _INF32 if x == _INF32 else r
-    r = -_INF32 if x == np.float32(0.0) else r
-    r = _NAN32 if x < np.float32(0.0) else r
-    return x if x != x else r
 
 
 def _f32(v):
@@ -309,8 +197,8 @@ def _max(builder, a, b):
     return builder.select(_protected(builder.fcmp_ordered(">", b, a)), b, a)
 
 
-def _unary(builder, name, x, nargs=1):
-    f32 = llir.FloatType()
+def _unary(builder, name, x, nargs=1, ty=None):
+    f32 = ty or llir.FloatType()
     fn = builder.module.declare_intrinsic(f"llvm.{name}", [f32],
                                           llir.FunctionType(f32, [f32] * nargs))
     return builder.call(fn, x, fastmath=("contract",))
@@ -359,6 +247,120 @@ def _emit_sigmoid(builder, x):
     return builder.select(neg, P(builder.fmul(P(builder.fmul(v, pw)), _f32(_TWO_M64))), v)
 
 
+# log1p(m) - m + m*m/2 over m**3 (Cephes logf polynomial), float32, highest coefficient first
+_LOG_POLY = (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1,
+             1.4249322787e-1, -1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1,
+             3.3333331174e-1)
+
+
+def _emit_log(builder, x):
+    """log_f32's instructions for the float32 value x (each fp instruction with the "contract"
+    flag alone), in the order its former Python form had them."""
+    P = _protected
+    f32, f64 = llir.FloatType(), llir.DoubleType()
+    # Subnormals: scale into the normal range first (select, not branch).
+    tiny = P(builder.fcmp_ordered("<", x, _f32(1.1754944e-38)))
+    xs = builder.select(tiny, P(builder.fmul(x, _f32(33554432.0))), x)  # 2**25
+    i = builder.bitcast(xs, _I32)
+    # mantissa scaled into [0.5, 1): the fraction bits with biased exponent 126
+    m = builder.bitcast(builder.or_(builder.and_(i, llir.Constant(_I32, 0x007FFFFF)),
+                                    llir.Constant(_I32, 0x3F000000)), f32)
+    # exponent e with xs = m * 2**e (in i32: Numba would promote int32 arithmetic to int64)
+    e = builder.sitofp(builder.sub(builder.and_(builder.lshr(i, llir.Constant(_I32, 23)),
+                                                llir.Constant(_I32, 0xFF)),
+                                   llir.Constant(_I32, 126)), f32)
+    e = P(builder.fsub(e, builder.select(tiny, _f32(25.0), _f32(0.0))))
+    small = P(builder.fcmp_ordered("<", m, _f32(0.70710677)))
+    e = builder.select(small, P(builder.fsub(e, _f32(1.0))), e)
+    m = builder.select(small, P(builder.fsub(P(builder.fadd(m, m)), _f32(1.0))),
+                       P(builder.fsub(m, _f32(1.0))))
+    z = P(builder.fmul(m, m))
+    y = _f32(_LOG_POLY[0])
+    for c in _LOG_POLY[1:]:
+        y = P(builder.fadd(P(builder.fmul(y, m)), _f32(c)))
+    y = P(builder.fsub(P(builder.fmul(P(builder.fmul(y, m)), z)),
+                       P(builder.fmul(_f32(0.5), z))))
+    r = P(builder.fadd(builder.fpext(P(builder.fadd(m, y)), f64),
+                       P(builder.fmul(builder.fpext(e, f64), llir.Constant(f64, _LN2)))))
+    r = builder.fptrunc(r, f32)
+    r = builder.select(P(builder.fcmp_ordered("==", x, _f32(np.inf))), _f32(np.inf), r)
+    r = builder.select(P(builder.fcmp_ordered("==", x, _f32(0.0))), _f32(-np.inf), r)
+    r = builder.select(P(builder.fcmp_ordered("<", x, _f32(0.0))), _f32(np.nan), r)
+    return builder.select(P(builder.fcmp_unordered("!=", x, x)), x, r)
+
+
+# erf's polynomials (float64, fitted for this module), highest coefficient first: erf(x) =
+# x * P(x**2) for |x| < 0.921875; log(erfc(t)) ~ Q(t - 2.5) on [0.921875, 4]
+_ERF_P = (8.365008626326135e-05, -0.0008141394960171454, 0.005200905783978044,
+          -0.026859341780088888, 0.11283694350489201, -0.37612633650224947, 1.128379166627448)
+_ERF_Q = (1.6130857364325609e-06, -1.3309159818250784e-05, 7.739888389893977e-05,
+          -0.0004201456785399906, 0.0021651541237743244, -0.010858515627180087,
+          -0.9438936376197491, -5.3526806814698045, -7.806815277221632)
+
+
+def _emit_erf(builder, x):
+    """erf_f32's instructions for the float32 value x (each fp instruction with the "contract"
+    flag alone), in the order its former Python form had them."""
+    P = _protected
+    f32, f64 = llir.FloatType(), llir.DoubleType()
+
+    def horner(coefs, v):
+        acc = llir.Constant(f64, coefs[0])
+        for c in coefs[1:]:
+            acc = P(builder.fadd(P(builder.fmul(acc, v)), llir.Constant(f64, c)))
+        return acc
+    xd = builder.fpext(x, f64)
+    small = builder.fptrunc(P(builder.fmul(xd, horner(_ERF_P, P(builder.fmul(xd, xd))))), f32)
+    # |x| >= 0.921875: erf = 1 - erfc; beyond 4 erf rounds to +-1 in float32, so clamp t (this
+    # also maps inf to 1). q in [-17, -1.9]: rounding it to float32 changes erfc by < 1e-6
+    # relative, erf by < 3e-8.
+    t = _min(builder, _unary(builder, "fabs", [xd], ty=f64), llir.Constant(f64, 4.0))
+    q = horner(_ERF_Q, P(builder.fsub(t, llir.Constant(f64, 2.5))))
+    e = builder.fpext(_emit_exp(builder, builder.fptrunc(q, f32)), f64)
+    big = builder.fptrunc(P(builder.fsub(llir.Constant(f64, 1.0), e)), f32)
+    big = builder.select(P(builder.fcmp_ordered("<", x, _f32(0.0))), P(builder.fneg(big)), big)
+    big = builder.select(P(builder.fcmp_unordered("!=", x, x)), x, big)
+    return builder.select(P(builder.fcmp_ordered("<", _unary(builder, "fabs", [x]),
+                                                 _f32(0.921875))), small, big)
+
+
+def _emit_gelu_tanh(builder, x):
+    """gelu_tanh_f32's instructions for the float32 value x (each fp instruction with the
+    "contract" flag alone), in the order its former Python form had them: x / (1 + e) with
+    e = exp(-2u) all in float64 (-2u reaches ~87: a float32 u would cost ~100 ulp)."""
+    P = _protected
+    f64 = llir.DoubleType()
+
+    def c(v):
+        return llir.Constant(f64, v)
+    xd = builder.fpext(x, f64)
+    cube = P(builder.fmul(P(builder.fmul(xd, xd)), xd))
+    u2 = P(builder.fmul(c(-1.5957691216057308),  # -2u; no overflow in float64
+                        P(builder.fadd(xd, P(builder.fmul(c(0.044715), cube))))))
+    # exp(u2) in float64, better than float32 accuracy (nan -> nan). The clamp keeps n in the
+    # exponent range of the scale; below -104 the float32 result is 0 anyway, the top stays far
+    # above FLT_MAX so that x / (1 + e) sees a huge e, not a clamped one.
+    nan = P(builder.fcmp_unordered("!=", u2, u2))
+    t = builder.select(nan, c(0.0), u2)
+    t = _min(builder, _max(builder, t, c(-104.0)), c(709.0))
+    n = _unary(builder, "floor", [P(builder.fadd(P(builder.fmul(t, c(_LOG2E))), c(0.5)))],
+               ty=f64)
+    r = P(builder.fsub(t, P(builder.fmul(n, c(_LN2)))))  # |r| <= ln2/2
+    # the Cephes expm1 polynomial in float64 (evaluated in float32 it gave gelu 2 ulp, now 1)
+    p = c(_EXPM1[0])
+    for k in _EXPM1[1:]:
+        p = P(builder.fadd(P(builder.fmul(p, r)), c(k)))
+    p = P(builder.fadd(P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r)), c(1.0)))
+    # 2**n: (n + 1023) << 52 as the exponent field (the i32 conversion vectorises on AVX2 too)
+    i = builder.add(builder.fptosi(n, _I32), llir.Constant(_I32, 1023))
+    e = P(builder.fmul(p, builder.bitcast(builder.shl(builder.sext(i, _I64),
+                                                      llir.Constant(_I64, 52)), f64)))
+    e = builder.select(nan, u2, e)  # up to ~8e307 for x << 0: x / e underflows to -0.0
+    res = builder.fptrunc(P(builder.fdiv(xd, P(builder.fadd(c(1.0), e)))), llir.FloatType())
+    # -inf * 0 in the defining formula (and PyTorch)
+    return builder.select(P(builder.fcmp_ordered("==", x, _f32(-np.inf))), _f32(np.nan), res)
+
+
 def _in_place(emit, name):
     """An @intrinsic float32 -> float32 whose call is `emit`'s instructions (IN_PLACE)."""
     def typer(typingctx, x):
@@ -376,6 +378,18 @@ def _in_place(emit, name):
 exp_f32_ir = _in_place(_emit_exp, "exp_f32_ir")
 tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
 sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
+log_f32_ir = _in_place(_emit_log, "log_f32_ir")
+erf_f32_ir = _in_place(_emit_erf, "erf_f32_ir")
+# (not in IN_PLACE: generated code does not call gelu_tanh_f32, see lower_elementwise's names)
+gelu_tanh_f32_ir = _in_place(_emit_gelu_tanh, "gelu_tanh_f32_ir")
+
+
+@njit(fastmath=_F32, error_model="numpy", cache=True)
+def log_f32(x):
+    """log(x) for float32 x; max error 1 ulp. Exponent/mantissa split by bitcast (subnormals
+    pre-scaled by 2**25), Cephes polynomial, e*ln2 added in float64. Emitted as LLVM
+    instructions (_emit_log) by log_f32_ir."""
+    return log_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -399,45 +413,17 @@ def sigmoid_f32(x):
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def erf_f32(x):
     """erf(x) for float32 x; max error 1 ulp. Polynomials fitted for this module (see the
-    docstring) and evaluated in float64."""
-    xd = np.float64(x)
-    s = xd * xd
-    p = 8.365008626326135e-05
-    p = p * s - 0.0008141394960171454
-    p = p * s + 0.005200905783978044
-    p = p * s - 0.026859341780088888
-    p = p * s + 0.11283694350489201
-    p = p * s - 0.37612633650224947
-    p = p * s + 1.128379166627448
-    small = np.float32(xd * p)
-    # |x| >= 0.921875: erf = 1 - erfc, log(erfc(t)) ~ Q(t - 2.5) on [0.921875, 4]; beyond 4
-    # erf rounds to +-1 in float32, so clamp t (this also maps inf to 1).
-    t = min(abs(xd), 4.0) - 2.5
-    q = 1.6130857364325609e-06
-    q = q * t - 1.3309159818250784e-05
-    q = q * t + 7.739888389893977e-05
-    q = q * t - 0.0004201456785399906
-    q = q * t + 0.0021651541237743244
-    q = q * t - 0.010858515627180087
-    q = q * t - 0.9438936376197491
-    q = q * t - 5.3526806814698045
-    q = q * t - 7.806815277221632
-    # q in [-17, -1.9]: rounding it to float32 changes erfc by < 1e-6 relative, erf by < 3e-8.
-    big = np.float32(1.0 - np.float64(exp_f32(np.float32(q))))
-    big = -big if x < np.float32(0.0) else big
-    big = x if x != x else big
-    return small if abs(x) < np.float32(0.921875) else big
+    docstring) and evaluated in float64. Emitted as LLVM instructions (_emit_erf) by
+    erf_f32_ir."""
+    return erf_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
 def gelu_tanh_f32(x):
     """0.5*x*(1 + tanh(sqrt(2/pi)*(x + 0.044715*x**3))) for float32 x (PyTorch's
-    gelu(approximate="tanh")); max error 1 ulp. Computed as x / (1 + exp(-2u))."""
-    xd = np.float64(x)
-    u2 = -1.5957691216057308 * (xd + 0.044715 * (xd * xd * xd))  # -2u; no overflow in f64
-    e = _exp_nn(u2)  # up to ~8e307 for x << 0: x / e underflows to -0.0, the right limit
-    r = np.float32(xd / (1.0 + e))
-    return _NAN32 if x == -_INF32 else r  # -inf * 0 in the defining formula (and PyTorch)
+    gelu(approximate="tanh")); max error 1 ulp. Computed as x / (1 + exp(-2u)). Emitted as
+    LLVM instructions (_emit_gelu_tanh) by gelu_tanh_f32_ir."""
+    return gelu_tanh_f32_ir(x)
 
 
 FUNCTIONS = {
@@ -446,7 +432,8 @@ FUNCTIONS = {
 }
 """Name -> function, for code generators that map elementwise ops to these."""
 
-IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir"}
+IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir",
+            "log_f32": "log_f32_ir", "erf_f32": "erf_f32_ir"}
 """Function -> the @intrinsic that emits its instructions in place, which generated code
 imports under the function's name: no Numba function to type, lower and optimise per process
 (~0.12 CPU-s of a first-ever compile each) and link into every caller; the same instructions
