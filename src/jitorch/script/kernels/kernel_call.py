@@ -46,6 +46,7 @@ from numba.extending import intrinsic
 
 from ... import _fork
 from .log import log_enabled
+from .numba_cache import compile_program
 
 # re-entrant: binding a kernel compiles it, and its typing may bind a library function
 _lock = _fork.rlock()
@@ -102,7 +103,7 @@ def _register(disp, argtys: tuple, symbol: str, tally: dict, what: str):
     st = disp.stats
     hits = sum(st.cache_hits.values())
     t0 = time.process_time()
-    disp.compile(argtys)
+    compile_program(disp, argtys)
     how = "disk" if sum(st.cache_hits.values()) > hits else "compiled"
     tally[how] += 1
     _log(what, how, time.process_time() - t0)

@@ -42,10 +42,14 @@ A load runs none of Numba's extension entry points (`numba_extensions`: in this 
 rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba runs them
 (`numba.core.entrypoints.init_all`) from the target context's refresh and before typing a
 dispatcher's arguments, so that extensions are registered before anything compiles; a load
-compiles nothing. Here `init_all` does nothing while this thread refreshes the context for a
-load (`_entry_points_deferred`): it runs, as in Numba, at the next compile (Numba's compiler
-refreshes the context first) or the next call of any other dispatcher. jitorch's FFT programs
-import rocket_fft themselves (targets/cpu/lower_fft.py). `guard_eager` gives jitorch's own
+compiles nothing. Nor does a compile of jitorch's generated code (`compile_program`: a
+program's entry, its kernels): it uses no third-party extension but rocket-fft, and jitorch's
+FFT programs import rocket_fft themselves (targets/cpu/lower_fft.py); the first compile in a
+process (gelu, first ever: ~0.45 CPU-s) spent ~0.08 s of it in rocket-fft's entry point. Here
+`init_all` does nothing while this thread refreshes the context for a load or compiles
+generated code (`_entry_points_deferred`): it runs, as in Numba, at the next compile of any
+other function (Numba's compiler refreshes the context first) or the next call of any other
+dispatcher. `guard_eager` gives jitorch's own
 eager kernels (typed from NumPy arrays and scalars, which need no extension) the same checked
 load and leaves the entry points to their compile.
 """
@@ -288,6 +292,15 @@ def _entry_points_deferred():
         yield
     finally:
         _deferring.depth -= 1
+
+
+def compile_program(disp, sig):
+    """`disp.compile(sig)` for a jitorch program or kernel dispatcher (generated code), without
+    running Numba's extension entry points (see the module doc): generated code uses Numba's
+    own implementations, jitorch's modules, and rocket-fft, which an FFT program imports itself.
+    The entry points stay due: the next compile of any other function runs them."""
+    with _entry_points_deferred():
+        return disp.compile(sig)
 
 
 def _refresh_for_load(target_context) -> None:

@@ -371,6 +371,7 @@ def compile_job(job: dict) -> dict:
     if job.get("kind") == "call":
         return _call_job(job, t0, c0)
     from ..kernels import cache
+    from ..kernels.numba_cache import compile_program
     kernels = job.get("kernels") or []
     names = [job["module"]] + [cache.module_name(cache.prepare_source(k)) for k in kernels]
     for name in names:
@@ -398,7 +399,7 @@ def compile_job(job: dict) -> dict:
     before = cache.dispatcher_counts(fn)
     try:
         with _compile_locks(job.get("cache_dir"), names):  # (after them: maybe on disk now)
-            fn.compile(job["sig"])
+            compile_program(fn, job["sig"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
         from numba.core.errors import NumbaError
         text = str(e).strip()

@@ -222,7 +222,8 @@ def _entry_point(fn, xs):
     cres = fn.overloads.get(sig)
     ep = getattr(cres, "entry_point", None)
     if ep is None:
-        ep = fn.compile(sig)
+        from ..kernels.numba_cache import compile_program
+        ep = compile_program(fn, sig)
     return ep
 
 

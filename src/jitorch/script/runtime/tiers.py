@@ -217,10 +217,11 @@ def _load(entry, job, sig):
     name = entry.graph.name
     if res.get("ok"):
         from ..kernels import cache
+        from ..kernels.numba_cache import compile_program
         t0 = time.perf_counter()
         before = cache.dispatcher_counts(entry.fn)
         try:
-            ep = entry.fn.compile(sig)  # the file the worker saved: loads, no compile
+            ep = compile_program(entry.fn, sig)  # the file the worker saved: loads, no compile
         except Exception as e:  # noqa: BLE001 - correct results first: stay interpreted
             res = {"reason": f"loading the program the compile worker built failed: "
                              f"{type(e).__name__}: {e}"}
