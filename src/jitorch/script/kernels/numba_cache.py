@@ -44,13 +44,12 @@ rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba 
 dispatcher's arguments, so that extensions are registered before anything compiles; a load
 compiles nothing. Nor does a compile of jitorch's generated code (`compile_program`: a
 program's entry, its kernels): it uses no third-party extension but rocket-fft, and jitorch's
-FFT programs import rocket_fft themselves (targets/cpu/lower_fft.py); the first compile in a
-process (gelu, first ever: ~0.45 CPU-s) spent ~0.08 s of it in rocket-fft's entry point. Here
-`init_all` does nothing while this thread refreshes the context for a load or compiles
-generated code (`_entry_points_deferred`): it runs, as in Numba, at the next compile of any
-other function (Numba's compiler refreshes the context first) or the next call of any other
-dispatcher. `guard_eager` gives jitorch's own
-eager kernels (typed from NumPy arrays and scalars, which need no extension) the same checked
+FFT programs import rocket_fft themselves (targets/cpu/lower_fft.py); rocket-fft's entry point
+was ~0.03-0.04 of the ~0.5 CPU-s of a first-ever compile of a one-loop program
+(bench/compile_time.py's gelu). Here `init_all` does nothing while this thread refreshes the
+context for a load or compiles generated code (`_entry_points_deferred`): it runs, as in Numba,
+at the next compile of any other function (Numba's compiler refreshes the context first) or
+the next call of any other dispatcher. `guard_eager` gives jitorch's own eager kernels (typed from NumPy arrays and scalars, which need no extension) the same checked
 load and leaves the entry points to their compile.
 """
 from __future__ import annotations
