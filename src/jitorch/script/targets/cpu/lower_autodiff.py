@@ -119,8 +119,9 @@ def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     em.emit(f"{view} = {acc}[{':, ' * dim}{ix}]")
     if t.ndim == 1:
         em.emit(f"{acc}[{ix}] += {g}.flat[0]")
-    else:
-        em.emit(f"{view} += {g}")
+    else:  # a loop nest, not `view += g`: Numba's in-place ufunc compiled ~2x longer
+        _fill(em, view, None, t.ndim - 1,
+              lambda idx: f"{view}[{', '.join(idx)}] + {g}[{', '.join(idx)}]")
     em.bind(n.output, acc)
 
 
