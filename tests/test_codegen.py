@@ -151,6 +151,15 @@ def test_operands_of_the_loops_rank_make_one_flat_loop():
     assert "_jt_dense(" not in bias and "int(p1.shape[0] != 1)" in bias
 
 
+def test_cat_of_one_dtype_is_copy_nests():
+    """cat of one dtype: PyTorch's size check and a copy nest per part, not np.concatenate
+    (Numba compiled its implementation, ~0.25 CPU-s, per tuple of array types: issue 17).
+    Correct for transposed views and 0-size parts."""
+    _, prog, _ = check(lambda x, y: _with_mm(t.cat([x, y * 2, x], 1)), (R(3, 2), R(3, 4)),
+                       (R(2, 3).t(), R(3, 0)), (R(0, 2), R(0, 5)))
+    assert "np.concatenate" not in prog.full_source and "Sizes of tensors" in prog.full_source
+
+
 def test_dense_elements_are_emitted_in_place_for_any_dtype():
     """views._jt_dense is an intrinsic: a view where the operand is C-contiguous, else a copy in
     C order, with no Numba function of its own compiled per dtype and linked into every caller

@@ -161,23 +161,31 @@ _OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=T
 
 
 @numba.njit(**_OPTS)
+def _fill_flat(flat, value):
+    # a loop, not `flat[:] = value`: Numba's slice setitem compiles its slicing and broadcast
+    # machinery for every dtype and rank (~0.1 CPU-s each); this loop vectorises the same
+    for k in range(flat.size):
+        flat[k] = value
+
+
+@numba.njit(**_OPTS)
 def _jt_zeros(shape, dtype):
     a = _jt_empty(shape, dtype)
-    a.reshape(a.size)[:] = dtype(0)  # reshape: fill() and [:] reject 0-d arrays
+    _fill_flat(a.reshape(a.size), dtype(0))  # flat: a 0-d array too
     return a
 
 
 @numba.njit(**_OPTS)
 def _jt_ones(shape, dtype):
     a = _jt_empty(shape, dtype)
-    a.reshape(a.size)[:] = dtype(1)
+    _fill_flat(a.reshape(a.size), dtype(1))
     return a
 
 
 @numba.njit(**_OPTS)
 def _jt_full(shape, fill, dtype):
     a = _jt_empty(shape, dtype)
-    a.reshape(a.size)[:] = fill
+    _fill_flat(a.reshape(a.size), fill)
     return a
 
 

@@ -21,6 +21,7 @@ from ... import ir
 from ...codegen import literal
 from ...codegen.emitter import Emitter, np_type, typed_literal
 from ...codegen.lowering import lowers
+from .lower_write import _fill
 
 
 def typed_zero(dtype) -> str:
@@ -83,7 +84,13 @@ def lower_stack_store(em: Emitter, n: ir.Node) -> None:
                   "iterations; the compiled backward needs equal shapes")
         em.indent -= 2
         em.emit("else:")
-        em.emit(f"    {b}[{ix}] = {v}")
+        # a loop nest, not `b[ix] = v`: Numba's array setitem compiles its broadcast-error
+        # formatting (str/repr/join of shapes, ~2.5 CPU-s per kernel) for a check done above
+        em.indent += 1
+        row = em.fresh("row")
+        em.emit(f"{row} = {b}[{ix}]")
+        _fill(em, row, None, t.ndim, lambda idx: f"{v}[{', '.join(idx)}]")
+        em.indent -= 1
     else:
         em.emit(f"{b}[{ix}] = {v}.flat[0]")
     em.bind(n.output, b)
@@ -112,8 +119,9 @@ def lower_index_acc(em: Emitter, n: ir.Node) -> None:
     em.emit(f"{view} = {acc}[{':, ' * dim}{ix}]")
     if t.ndim == 1:
         em.emit(f"{acc}[{ix}] += {g}.flat[0]")
-    else:
-        em.emit(f"{view} += {g}")
+    else:  # a loop nest, not `view += g`: Numba's in-place ufunc compiled ~2x longer
+        _fill(em, view, None, t.ndim - 1,
+              lambda idx: f"{view}[{', '.join(idx)}] + {g}[{', '.join(idx)}]")
     em.bind(n.output, acc)
 
 
