@@ -272,7 +272,8 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.post_hooks = None  # Tensor.register_post_accumulate_grad_hook: fn(variable)
         self.next_edges = ()
-        self.out_meta = ((variable._data.shape, variable._dtype),)
+        # (the shared meta: a recorder reads a leaf's meta here, `in_meta_of`'s tuple)
+        self.out_meta = meta_one(variable._data.shape, variable._dtype)
 
     def name(self):
         return "AccumulateGrad"
@@ -532,9 +533,17 @@ def _make_recorders(op):
         if i not in lists:
             src += [f"    if _r{i}:",
                     f"        _n = _s{i}._grad_fn",
-                    "        if _n is None:",
-                    f"            _e{i} = _edge(_s{i})",
-                    f"            _m{i} = _meta(_s{i})",
+                    "        if _n is None:",  # a leaf: its live accumulator's edge and meta
+                    f"            _w = _s{i}._accum",
+                    "            _a = _w() if _w is not None else None",
+                    "            if _a is None:",
+                    f"                _e{i} = _edge(_s{i})",
+                    f"                _a = _e{i}[0]",
+                    "            else:",
+                    f"                _e{i} = (_a, 0)",
+                    f"            _m{i} = _a.out_meta[0]",
+                    f"            if _m{i}[1] is not _s{i}._dtype or _m{i}[0] != _s{i}._data.shape:",
+                    f"                _m{i} = _meta(_s{i})",
                     "        else:",
                     f"            _k = _s{i}._output_nr",
                     f"            _e{i} = (_n, _k)",
