@@ -10,8 +10,9 @@ of `backward()` near PyTorch's. Prints Markdown tables; ratios are jitorch time 
    each function on a tight loop, each function assigned to the phase it belongs to (see
    `_PHASES`), the shares scaled to the measured un-profiled latency;
 3. autograd: a tiny MLP step (4x4, forward + backward), and chains of 50 adds, 50 muls and 50
-   matmuls (by a constant that needs no gradient): the forward per node (the op and its
-   recording) and `backward()` per node (forward + backward less forward).
+   matmuls (by a constant that needs no gradient) and 50 tanhs (a node that saves its output):
+   the forward per node (the op and its recording, the graph then dropped unused) and
+   `backward()` per node (forward + backward less forward).
 
     python bench/eager_overhead.py [--breakdown] [--cpu] [--autograd]
 
@@ -183,7 +184,7 @@ def autograd_cases(m, F):
 
 CHAIN = 50  # nodes per chain (its final sum: one node more, in every peer alike)
 CHAIN_OPS = {"add": lambda m, y, c: y + c, "mul": lambda m, y, c: y * c,
-             "matmul": lambda m, y, c: m.matmul(y, c)}
+             "matmul": lambda m, y, c: m.matmul(y, c), "tanh": lambda m, y, c: m.tanh(y)}
 
 
 def main():

@@ -8,6 +8,7 @@ at one index per lane, which needs no np.add.at (its per-call cost dominated a `
 loop's backward); repeated indices (gather) still accumulate. The engine's own fan-in sums are
 added to in place and may become a leaf's `.grad`, never aliasing a gradient a hook kept."""
 import gc
+import weakref
 
 import numpy as np
 import pytest
@@ -63,6 +64,43 @@ def test_a_recorded_graph_allocates_few_collector_tracked_objects_per_node():
     assert grown / len(nodes) < 8, (grown, len(nodes))
     loss.backward()
     assert x.grad is not None and trans.grad is not None
+
+
+@pytest.mark.parametrize("fn", [
+    lambda a: a.tanh(), lambda a: a.sigmoid(), lambda a: a.exp(),
+    lambda a: a.log_softmax(1),
+    lambda a: torch.max(a, 1)[0],  # several outputs: each saved without the node
+])
+def test_a_node_saving_its_output_is_freed_without_the_cyclic_collector(fn):
+    """A node that saves its output keeps it as PyTorch's SavedVariable does, without its
+    grad_fn: a graph dropped without backward (a step's unused outputs) is freed by reference
+    counting, not left to the cyclic garbage collector."""
+    x = torch.randn(2, 3, requires_grad=True)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        y = fn(x * 2)
+        node = weakref.ref(y.grad_fn)
+        del y
+        assert node() is None
+    finally:
+        if was:
+            gc.enable()
+
+
+def test_a_saved_output_keeps_its_version_check_and_double_backward():
+    x = torch.tensor([0.3, -0.7], dtype=torch.float64, requires_grad=True)
+    y = x.tanh()
+    y.add_(1)  # the saved output's version counter moved: the node names itself
+    with pytest.raises(RuntimeError, match=r"output 0 of TanhBackward0, is at version 1; "
+                                           r"expected version 0"):
+        y.sum().backward()
+    # create_graph: the rule reads the output with its grad_fn back (tanh'' flows through it)
+    (g,) = torch.autograd.grad(x.tanh().sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    t = np.tanh(np.array([0.3, -0.7]))
+    assert np.allclose(gg.numpy(), -2 * t * (1 - t * t))
+    assert torch.autograd.gradgradcheck(lambda a: a.sigmoid().exp().softmax(0), (x,))
 
 
 @pytest.mark.parametrize("fn,rows,dim,keepdim,want_idx,want_grad", [

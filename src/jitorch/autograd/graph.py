@@ -9,7 +9,11 @@ the generic `_record_any` / `Node.apply` compute, which ops with shape-only slot
 Invariants: a node's `next_edges[i]` is `(node, output_nr)` for the i-th flattened tensor input,
 or None when that input does not require grad (and then `in_meta[i]`, the shape and dtype its
 gradient is fitted to, is None too). Saved tensors remember their version at save time;
-unpacking a tensor modified in place since raises PyTorch's RuntimeError.
+unpacking a tensor modified in place since raises PyTorch's RuntimeError. A saved *output*
+(`result`) is kept as PyTorch's SavedVariable keeps one: its data, dtype and version counter
+without its grad_fn (`saved_output`), so a node and its output form no reference cycle and a
+graph is freed by reference counting, not by the cyclic garbage collector; the engine gives the
+rule the output with its grad_fn back (`restored_output`) only when create_graph needs it.
 """
 from __future__ import annotations
 
@@ -103,10 +107,13 @@ class Node:
                 raise RuntimeError(
                     "one of the variables needed for gradient computation has been modified by "
                     f"an inplace operation: [{t.type()} [{', '.join(map(str, t.shape))}]]"
-                    f"{_output_desc(t)}, is at version {t._version[0]}; expected version {v} "
-                    "instead. Hint: the backtrace further above can point at the operation that "
-                    "failed to compute its gradient.")
-        return self.saved
+                    f"{_output_desc(t, self)}, is at version {t._version[0]}; expected version "
+                    f"{v} instead. Hint: the backtrace further above can point at the operation "
+                    "that failed to compute its gradient.")
+        saved = self.saved
+        if grad_mode._state.enabled and "result" in saved:  # create_graph: see `with_result`
+            return with_result(self, saved)
+        return saved
 
     def release(self):
         # as PyTorch frees only saved *tensors*: a rule that needs only metadata (a dtype, a
@@ -265,7 +272,8 @@ class AccumulateGrad(Node):
         self.variable = variable
         self.post_hooks = None  # Tensor.register_post_accumulate_grad_hook: fn(variable)
         self.next_edges = ()
-        self.out_meta = ((variable._data.shape, variable._dtype),)
+        # (the shared meta: a recorder reads a leaf's meta here, `in_meta_of`'s tuple)
+        self.out_meta = meta_one(variable._data.shape, variable._dtype)
 
     def name(self):
         return "AccumulateGrad"
@@ -314,10 +322,74 @@ def _backward_name(name: str) -> str:
     return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_")) + "Backward0"
 
 
-def _output_desc(t: Tensor) -> str:
-    if t._grad_fn is None:
+def _output_desc(t: Tensor, node=None) -> str:
+    fn = t._grad_fn
+    if fn is None and node is not None and _is_saved_output(t, node.saved):
+        fn = node  # a saved output (`saved_output`): its grad_fn is the node that saved it
+    if fn is None:
         return ""
-    return f", which is output {t._output_nr} of {t._grad_fn.name()}"
+    return f", which is output {t._output_nr} of {fn.name()}"
+
+
+def _is_saved_output(t, saved) -> bool:
+    r = saved.get("result") if saved else None
+    return r is t or (type(r) is tuple and any(x is t for x in r))
+
+
+# --- saved outputs --------------------------------------------------------------------------------
+_new = object.__new__
+
+
+def saved_output(o, nr: int = 0):
+    """What a node saves of its output `o` (its `nr`-th): a tensor on the same data, dtype and
+    version counter (an in-place change of `o` is still caught) without `o`'s grad_fn, as
+    PyTorch's SavedVariable saves an output without its grad_fn: the node keeps no reference
+    back to itself. Tensor subclasses (vmap's batched tensors) are kept as they are."""
+    if type(o) is not Tensor:
+        return o
+    t = _new(Tensor)
+    t._data = o._data
+    t._dtype = o._dtype
+    t._version = o._version
+    if o._device is not _CPU_DEV:
+        t._device = o._device
+    if nr:
+        t._output_nr = nr
+    return t
+
+
+def saved_outputs(outs) -> tuple:
+    """`saved_output` of each of a multi-output op's outputs (its rule indexes them)."""
+    return tuple([saved_output(o, k) if isinstance(o, Tensor) else o
+                  for k, o in enumerate(outs)])
+
+
+def restored_output(r, node):
+    """A saved output as a tensor whose grad_fn is `node` (made per unpack, held by no node):
+    a rule run under create_graph differentiates through it into `node` (tanh's VJP reads its
+    result: its second derivative flows through it)."""
+    if type(r) is not Tensor or r._grad_fn is not None or r._dtype.category < dt.FLOAT:
+        return r
+    t = _new(Tensor)
+    t._data = r._data
+    t._dtype = r._dtype
+    t._version = r._version
+    if r._device is not _CPU_DEV:
+        t._device = r._device
+    t._requires_grad = True
+    t._grad_fn = node
+    t._output_nr = r._output_nr
+    return t
+
+
+def with_result(node, saved: dict) -> dict:
+    """`saved` with its `result` restored (`restored_output`): the rule's arguments under
+    create_graph."""
+    saved = dict(saved)
+    r = saved["result"]
+    saved["result"] = tuple([restored_output(x, node) for x in r]) if type(r) is tuple else \
+        restored_output(r, node)
+    return saved
 
 
 def flatten_slots(op, values):
@@ -461,9 +533,17 @@ def _make_recorders(op):
         if i not in lists:
             src += [f"    if _r{i}:",
                     f"        _n = _s{i}._grad_fn",
-                    "        if _n is None:",
-                    f"            _e{i} = _edge(_s{i})",
-                    f"            _m{i} = _meta(_s{i})",
+                    "        if _n is None:",  # a leaf: its live accumulator's edge and meta
+                    f"            _w = _s{i}._accum",
+                    "            _a = _w() if _w is not None else None",
+                    "            if _a is None:",
+                    f"                _e{i} = _edge(_s{i})",
+                    f"                _a = _e{i}[0]",
+                    "            else:",
+                    f"                _e{i} = (_a, 0)",
+                    f"            _m{i} = _a.out_meta[0]",
+                    f"            if _m{i}[1] is not _s{i}._dtype or _m{i}[0] != _s{i}._data.shape:",
+                    f"                _m{i} = _meta(_s{i})",
                     "        else:",
                     f"            _k = _s{i}._output_nr",
                     f"            _e{i} = (_n, _k)",
@@ -530,12 +610,14 @@ def _make_recorders(op):
                             f"        vs.append((_s{i}, _s{i}._version[0]))")
                 pairs.append(f"(_s{i}, _s{i}._version[0]), ")
                 conds.append(f"isinstance(_s{i}, _T)")
-            elif kind == "result":
-                items.append(f"{name!r}: outs")
-                vers.append("    for _t in (outs_l if outs_l is not None else (outs,)):\n"
+            elif kind == "result":  # kept without its grad_fn (see `saved_output`)
+                src += ["    _ro = _keep(outs) if outs_l is None else _keep_all(outs_l) if "
+                        "node.multi else outs"]
+                items.append(f"{name!r}: _ro")
+                vers.append("    for _t in (_ro if outs_l is not None else (_ro,)):\n"
                             "        if isinstance(_t, _T):\n"
                             "            vs.append((_t, _t._version[0]))")
-                pairs.append("(outs, outs._version[0]), ")
+                pairs.append("(_ro, _ro._version[0]), ")
                 conds.append("outs_l is None")
             elif kind == "shape" and idx[name] in lists:  # one shape per item
                 items.append(f"{name + '_shape'!r}: tuple([_x._data.shape for _x in "
@@ -580,7 +662,8 @@ def _make_recorders(op):
             "            o._output_nr = k"]
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
           "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
-          "_one": meta_one, "_ones_get": _ONES.get}
+          "_one": meta_one, "_ones_get": _ONES.get, "_keep": saved_output,
+          "_keep_all": saved_outputs}
     na = len(op.attrs)
     slots = "".join(f"_s{i}, " for i in range(n))
     attrs = "".join(f"_a{j}, " for j in range(na))
@@ -629,6 +712,9 @@ def _make_applier(op):
                 "        if _t._version[0] != _v:",
                 "            node.unpack()  # raises PyTorch's error",
                 "    kw = node.saved"]
+        if any(kind == "result" for kind, _ in op.vjp_params):
+            src += ["    if _grad_state.enabled:  # create_graph: the output with its grad_fn",
+                    "        kw = _with_result(node, kw)"]
         if op.vjp_params[-1][0] == "needs":
             src += ["    kw = dict(kw)",
                     "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
@@ -655,7 +741,8 @@ def _make_applier(op):
                     f"        _g{i} = _fit_any(_g{i}, _m{i})"]
         src.append(f"    return [{names}]")
     ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
-          "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any}
+          "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any,
+          "_grad_state": grad_mode._state, "_with_result": with_result}
     exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
     return ns["app"]
 
@@ -682,6 +769,8 @@ def _record_any(op, slots, attrs, outs) -> None:
     node.out_meta = tuple([meta_one(o._data.shape, o._dtype)[0] for o in outs_l])
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
+        if "result" in saved:  # kept without its grad_fn (see `saved_output`)
+            saved["result"] = saved_outputs(outs_l) if multi else saved_output(outs)
         names = _SAVED_TENSORS.get(op)
         if names is None:
             names = _SAVED_TENSORS[op] = tuple(n for kind, n in op.vjp_params
