@@ -75,6 +75,9 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
+from . import compile_gc
+
+compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
 _DIGEST = 32
