@@ -1,8 +1,12 @@
 """Lowering of shape ops to NumPy array methods Numba supports.
 
 Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
-`None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand`); reshape/view/flatten go through
-`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). A view
+`None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand_checked`);
+reshape/flatten/ravel/reshape_as are views.py's `_jt_reshape` (a view of a C-contiguous array,
+else a copy). Those, `x.T` and unsqueeze are lowered in the program's entry (one intrinsic call or
+an expression), never as kernels of their own: a kernel per (rank, sizes) pattern cost 20-85 ms
+CPU to compile (issue 17). `view`/`view_as` go through `np.ascontiguousarray` (free on C arrays;
+Numba cannot reshape a non-contiguous array). A view
 op (registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the
 view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
 otherwise; its result may then be a contiguous copy, which holds the same values (programs
