@@ -328,16 +328,16 @@ def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):
 def reshapes(x, y):
     a = (x * 2.0).reshape(-1, 4)            # contiguous: a view
     b = y.t().flatten()                     # transposed: a copy
-    return a.sum(0), b.reshape(x.shape[0], -1) + 1.0
+    return a.sum(0), b.reshape(x.shape[0], -1) + x[0].unsqueeze(0).expand(3, 8)
 
 
 def test_reshapes_are_emitted_in_place_not_kernels():
-    # issue 17: a reshape/flatten was a kernel per (rank, sizes) pattern (50-85 ms CPU each);
-    # it is now views.py's _jt_reshape intrinsic in the entry (a view, or a copy if needed)
+    # issue 17: a reshape/flatten/expand was a kernel per (rank, sizes) pattern (30-85 ms CPU
+    # each); it is now views.py's _jt_reshape / _jt_expand_checked intrinsic in the entry
     f = jitorch.jit.script(reshapes)
     x, y = jitorch.randn(3, 8), jitorch.randn(8, 3)
     p = _program(f, x, y)
-    assert p.kernels and p.source.count("_jt_reshape(") == 3
+    assert p.kernels and p.source.count("_jt_reshape(") == 3 and "_jt_expand_checked(" in p.source
     assert not any("ascontiguousarray" in k for k in p.kernels)
     for got, want in zip(f(x, y), reshapes(x, y)):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
