@@ -352,7 +352,10 @@ def test_runtime_errors_have_pytorch_messages():
         fn(np.ones(3, np.float32), np.ones(4, np.float32))
     with pytest.raises(IndexError, match=r"index 2 is out of bounds for dimension 0 with size \?"):
         fn(np.ones(2, np.float32), np.ones(2, np.float32))
-    with pytest.raises(RuntimeError, match=r"shape '\[2, 3\]' is invalid for input of size \?"):
+    # a reshape is views.py's _jt_reshape, which signals the interpreter (it raises eager's
+    # exact message: tests/test_kernels.py's test_reshapes_are_emitted_in_place_not_kernels)
+    from jitorch.script.kernels.signals import RaiseInInterpreter
+    with pytest.raises(RaiseInInterpreter):
         fn(np.ones(5, np.float32), np.ones(5, np.float32))
 
 

@@ -323,3 +323,27 @@ def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):
         p.unlink()
     third = _child(tmp_path, env)
     assert third["ok"] and third["kernels"]["compiled"] >= 1
+
+
+def reshapes(x, y):
+    a = (x * 2.0).reshape(-1, 4)            # contiguous: a view
+    b = y.t().flatten()                     # transposed: a copy
+    return a.sum(0), b.reshape(x.shape[0], -1) + x[0].unsqueeze(0).expand(3, 8)
+
+
+def test_reshapes_are_emitted_in_place_not_kernels():
+    # issue 17: a reshape/flatten/expand was a kernel per (rank, sizes) pattern (30-85 ms CPU
+    # each); it is now views.py's _jt_reshape / _jt_expand_checked intrinsic in the entry
+    f = jitorch.jit.script(reshapes)
+    x, y = jitorch.randn(3, 8), jitorch.randn(8, 3)
+    p = _program(f, x, y)
+    assert p.kernels and p.source.count("_jt_reshape(") == 3 and "_jt_expand_checked(" in p.source
+    assert not any("ascontiguousarray" in k for k in p.kernels)
+    for got, want in zip(f(x, y), reshapes(x, y)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    try:  # a size that does not fit: the interpreter raises PyTorch's error
+        f(jitorch.randn(3, 5), y)
+    except RuntimeError as e:
+        assert "invalid for input of size 15" in str(e)
+    else:
+        raise AssertionError("no error")

@@ -1,8 +1,12 @@
 """Lowering of shape ops to NumPy array methods Numba supports.
 
 Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
-`None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand`); reshape/view/flatten go through
-`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). A view
+`None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand_checked`);
+reshape/flatten/ravel/reshape_as are views.py's `_jt_reshape` (a view of a C-contiguous array,
+else a copy). Those, `x.T` and unsqueeze are lowered in the program's entry (one intrinsic call or
+an expression), never as kernels of their own: a kernel per (rank, sizes) pattern cost 20-85 ms
+CPU to compile (issue 17). `view`/`view_as` go through `np.ascontiguousarray` (free on C arrays;
+Numba cannot reshape a non-contiguous array). A view
 op (registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the
 view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
 otherwise; its result may then be a contiguous copy, which holds the same values (programs
@@ -102,13 +106,39 @@ def check_viewable(em: Emitter, n: ir.Node, xs: str, parts) -> None:
     em.indent -= 1
 
 
+def _is_view(n: ir.Node) -> bool:
+    from ...._ops.registry import OPS
+    op = OPS.get(n.op)
+    return op is not None and op.view is True
+
+
+def _reshaped(em: Emitter, n: ir.Node, xs: str, parts, infer: int = -1) -> bool:
+    """Bind `n`'s output to `xs` reshaped to `parts` (size expressions; the one at `infer`,
+    if not -1, inferred) through views.py's `_jt_reshape`: one intrinsic call, which checks
+    the sizes itself, and lowered in the entry, not as a kernel of its own: a kernel per
+    (rank, sizes) pattern cost 50-85 ms CPU each to compile, and 7 of a CNN's train step's 37
+    kernels were such reshapes (issue 17). False (nothing done) for a view op (`view`,
+    `view_as`), whose stride check (check_viewable) stays in a kernel."""
+    if _is_view(n):
+        return False
+    if getattr(em, "parent", None) is not None:  # kernel.outline: no lines -> the entry
+        return True
+    out = em.fresh("v")
+    em.emit(f"{out} = {views.use(em, '_jt_reshape')}({xs}, {_tup(parts)}, "
+            f"{literal.integer(infer)})")
+    em.bind(n.outputs[0], out)
+    return True
+
+
 def _lower_reshape_runtime(em: Emitter, n: ir.Node, parts: list) -> None:
     """reshape to sizes some of which are run-time ints (non-negative, or -1 when constant)."""
     xs = em.name(n.inputs[0])
-    src, k = em.fresh("rs"), em.fresh("s")
-    em.emit(f"{src} = np.ascontiguousarray({xs})")
     if parts.count("-1") > 1:
         raise NotLowered("reshape: only one dimension can be inferred")
+    if _reshaped(em, n, xs, parts, parts.index("-1") if "-1" in parts else -1):
+        return
+    src, k = em.fresh("rs"), em.fresh("s")
+    em.emit(f"{src} = np.ascontiguousarray({xs})")
     for p in parts:
         if not p.lstrip("-").isdigit():
             em.emit(f"if {p} < 0:")
@@ -143,6 +173,11 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
     for s in shape:
         literal.integer(s)  # sizes are ints: `known` below is pasted into the program
     xs = em.name(x)
+    if shape.count(-1) > 1:
+        raise NotLowered("reshape: only one dimension can be inferred")
+    if _reshaped(em, n, xs, [literal.integer(s) for s in shape],
+                 shape.index(-1) if -1 in shape else -1):
+        return
     src = em.fresh("rs")
     em.emit(f"{src} = np.ascontiguousarray({xs})")
     known = 1
@@ -188,6 +223,8 @@ def lower_flatten(em: Emitter, n: ir.Node) -> None:
         parts = [f"{xs}.shape[{d}]" for d in range(s)]
         parts.append(" * ".join(f"{xs}.shape[{d}]" for d in range(s, e + 1)))
         parts += [f"{xs}.shape[{d}]" for d in range(e + 1, r)]
+        if _reshaped(em, n, xs, parts):
+            return
         em.emit(f"{out} = np.ascontiguousarray({xs}).reshape({_tup(parts)})")
     em.bind(n.outputs[0], out)
 
@@ -201,20 +238,20 @@ def _permute(em: Emitter, n: ir.Node, perm) -> None:
     # 2-d: the x.T view. Higher ranks: a copy loop into a C array. Numba's transpose with an
     # axes tuple costs ~5 s of typing on first use in a process (np.transpose more), and the
     # copy leaves a contiguous operand for the loops and reshapes that usually follow.
-    if list(perm) == [1, 0]:
-        em.emit(f"{out} = {xs}.T")
-    else:
-        r = len(perm)
-        d = em.tensor(n.outputs[0]).dtype
-        em.emit(f"{out} = np.empty({_tup(f'{xs}.shape[{p}]' for p in perm)}, {np_type(d)})")
-        idx = [em.fresh("i") for _ in range(r)]
-        base = em.indent
-        for k in range(r):  # loop in input order: contiguous reads
-            em.emit(f"for {idx[k]} in range({xs}.shape[{k}]):")
-            em.indent += 1
-        oix = ", ".join(idx[p] for p in perm)
-        em.emit(f"{out}[{oix}] = {xs}[{', '.join(idx)}]")
-        em.indent = base
+    if list(perm) == [1, 0]:  # an expression, no line: used in place, never a kernel (issue 17)
+        em.bind(n.outputs[0], f"{xs}.T")
+        return
+    r = len(perm)
+    d = em.tensor(n.outputs[0]).dtype
+    em.emit(f"{out} = np.empty({_tup(f'{xs}.shape[{p}]' for p in perm)}, {np_type(d)})")
+    idx = [em.fresh("i") for _ in range(r)]
+    base = em.indent
+    for k in range(r):  # loop in input order: contiguous reads
+        em.emit(f"for {idx[k]} in range({xs}.shape[{k}]):")
+        em.indent += 1
+    oix = ", ".join(idx[p] for p in perm)
+    em.emit(f"{out}[{oix}] = {xs}[{', '.join(idx)}]")
+    em.indent = base
     em.bind(n.outputs[0], out)
 
 
@@ -259,45 +296,35 @@ def lower_unsqueeze(em: Emitter, n: ir.Node) -> None:
     else:
         parts = [":"] * r
         parts.insert(d, "None")
-        em.emit(f"{out} = {xs}[{', '.join(parts)}]")
+        # an expression, no line: used in place, never a kernel of its own (issue 17)
+        em.bind(n.outputs[0], f"{xs}[{', '.join(parts)}]")
+        return
     em.bind(n.outputs[0], out)
 
 
-def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
-    """broadcast_to with PyTorch's check; target entries are expressions (or -1)."""
+def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> bool:
+    """broadcast_to with PyTorch's check; target entries are expressions (or -1). One call of
+    views.py's `_jt_expand_checked`, which checks the sizes itself, lowered in the entry, not
+    as a kernel of its own (as _reshaped): True when nothing was emitted (outline's first
+    pass, a kernel emitter), so that the entry lowers it."""
     nt = len(target)
     if nt < r:
         raise NotLowered("expand: fewer sizes than dims")
     parts = []
     for d, s in enumerate(target):
         j = d - (nt - r)
-        if j < 0:
-            if s == "-1":
-                raise NotLowered("expand: -1 for a new leading dim")
-            parts.append(s)
-            continue
         if s == "-1":
+            if j < 0:
+                raise NotLowered("expand: -1 for a new leading dim")
             parts.append(f"{xs}.shape[{j}]")
-            continue
-        em.emit(f"if {xs}.shape[{j}] != 1 and {xs}.shape[{j}] != {s}:")
-        em.indent += 1
-        em.raise_("RuntimeError", "The expanded size of the tensor (", (s,),
-                  ") must match the existing size (", (f"{xs}.shape[{j}]",),
-                  f") at non-singleton dimension {d}.  Target sizes: [...].  Tensor sizes: "
-                  "[...]")
-        em.indent -= 1
-        parts.append(s)
-    for s in parts:  # (a negative size: the interpreter raises eager's error)
-        if s.lstrip("-").isdigit():
-            if int(s) < 0:
-                raise NotLowered("expand: a negative size")
-            continue
-        em.emit(f"if {s} < 0:")
-        em.indent += 1
-        em.raise_in_interpreter()
-        em.indent -= 1
-    # np.broadcast_to's view, without its overload's checks (done above): views.py
-    em.emit(f"{out} = {views.use(em, '_jt_expand')}({xs}, {_tup(parts)})")
+        elif s.lstrip("-").isdigit() and int(s) < 0:
+            raise NotLowered("expand: a negative size")
+        else:
+            parts.append(s)
+    if getattr(em, "parent", None) is not None:  # kernel.outline: no lines -> the entry
+        return True
+    em.emit(f"{out} = {views.use(em, '_jt_expand_checked')}({xs}, {_tup(parts)})")
+    return False
 
 
 @lowers("expand", "broadcast_to", target="cpu")
@@ -305,10 +332,10 @@ def lower_expand(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     out = em.fresh("v")
     rt = _runtime_sizes(em, n.inputs[1])
-    _expand_to(em, em.name(n.inputs[0]), r,
-               rt if rt is not None else [literal.integer(s) for s in em.const(n.inputs[1])],
-               out)
-    em.bind(n.outputs[0], out)
+    if not _expand_to(em, em.name(n.inputs[0]), r,
+                      rt if rt is not None else
+                      [literal.integer(s) for s in em.const(n.inputs[1])], out):
+        em.bind(n.outputs[0], out)
 
 
 @lowers("expand_as", target="cpu")
@@ -317,8 +344,9 @@ def lower_expand_as(em: Emitter, n: ir.Node) -> None:
     ro = em.tensor(n.inputs[1]).ndim
     os_ = em.name(n.inputs[1])
     out = em.fresh("v")
-    _expand_to(em, em.name(n.inputs[0]), r, [f"{os_}.shape[{d}]" for d in range(ro)], out)
-    em.bind(n.outputs[0], out)
+    if not _expand_to(em, em.name(n.inputs[0]), r, [f"{os_}.shape[{d}]" for d in range(ro)],
+                      out):
+        em.bind(n.outputs[0], out)
 
 
 def contiguous_expr(em: Emitter, v: ir.Value) -> str:
@@ -581,6 +609,8 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
 def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     xs = em.name(n.inputs[0])
+    if _reshaped(em, n, xs, [f"{xs}.size"]):
+        return
     out = em.fresh("v")
     em.emit(f"{out} = np.ascontiguousarray({xs}).reshape(({xs}.size,))")
     em.bind(n.outputs[0], out)
@@ -591,6 +621,8 @@ def lower_reshape_as(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     ro = em.tensor(n.inputs[1]).ndim
     xs, os_ = em.name(n.inputs[0]), em.name(n.inputs[1])
+    if _reshaped(em, n, xs, [f"{os_}.shape[{d}]" for d in range(ro)]):
+        return
     src, out = em.fresh("rs"), em.fresh("v")
     em.emit(f"{src} = np.ascontiguousarray({xs})")
     em.emit(f"if {src}.size != {os_}.size:")
