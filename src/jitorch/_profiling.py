@@ -9,7 +9,7 @@ autocast (`jitorch._autocast`, whose hook is `autocast_hook[0]` while any thread
 autocast on). Scripted calls are recorded by swapping `ScriptFunction.__call__` while a
 collector is active (`_collector.py`), so their call path carries no check at all.
 """
-import threading
+from . import _fork
 
 collector: list = [None]
 
@@ -35,7 +35,7 @@ def refresh() -> None:
 # of a ~1 us op.
 INTERCEPT, PLACED, FORWARD_AD, MODES = 1, 2, 4, 8
 slow: list = [0]
-_slow_lock = threading.Lock()
+_slow_lock = _fork.lock()
 
 
 def set_slow(bit: int, on: bool) -> None:

@@ -46,7 +46,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import _autocast, _dtype as dt, _profiling
+from .. import _autocast, _dtype as dt, _fork, _profiling
 from .._device import placed as _placed
 from .._layout import SparseOperand as _SparseOperand
 from .._device.backends import device_array_types as _device_arrays
@@ -90,7 +90,7 @@ class _ModeStack(threading.local):
 
 
 _modes_on = [0]  # threads with an active dispatch mode (0: the fast path needs no other look)
-_modes_lock = threading.Lock()
+_modes_lock = _fork.lock()
 _mode_state = _ModeStack()
 
 

@@ -375,64 +375,6 @@ def lower_to_dtype(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], cast_array(em, xs, t.ndim, t.dtype, d))
 
 
-@lowers("cat", "stack", target="cpu")
-def lower_cat(em: Emitter, n: ir.Node) -> None:
-    lst, dim = n.inputs
-    if lst.uid not in em.lists:
-        raise NotLowered(f"op {n.op}: the tensor list is not built in the graph")
-    vals = em.lists[lst.uid]
-    out_t = em.tensor(n.outputs[0])
-    ranks = {em.tensor(v).ndim for v in vals}
-    if len(ranks) != 1 or 0 in ranks and n.op == "cat":
-        raise NotLowered(f"op {n.op}: tensors of different ranks")
-    r = ranks.pop()
-    d = _norm(em.const(dim), r + (1 if n.op == "stack" else 0), n.op)
-    if n.op == "cat" and all(em.tensor(v).dtype is out_t.dtype for v in vals):
-        _cat_loops(em, n, [em.name(v) for v in vals], r, d, out_t)
-        return
-    names = []
-    for v in vals:
-        nm = em.name(v)
-        if em.tensor(v).dtype is not out_t.dtype:
-            nm = f"{nm}.astype({np_type(out_t.dtype)})"
-        names.append(nm)
-    out = em.fresh("v")
-    fn = "np.concatenate" if n.op == "cat" else "np.stack"
-    em.emit(f"{out} = {fn}({_tup(names)}, {d})")
-    em.bind(n.outputs[0], out)
-
-
-def _cat_loops(em: Emitter, n: ir.Node, names: list, r: int, d: int, out_t) -> None:
-    """cat of arrays of one rank and the output's dtype: PyTorch's size check, then one copy
-    nest per array into the output. Not `np.concatenate`: Numba compiled its implementation
-    (~0.25 CPU-s) for each tuple of array types, e.g. once per chunk's backward."""
-    first = names[0]
-    for i, nm in enumerate(names[1:], 1):
-        for k in range(r):
-            if k == d:
-                continue
-            em.emit(f"if {nm}.shape[{k}] != {first}.shape[{k}]:")
-            em.indent += 1
-            em.raise_("RuntimeError", f"Sizes of tensors must match except in dimension {d}. "
-                      "Expected size ", (f"{first}.shape[{k}]",), " but got size ",
-                      (f"{nm}.shape[{k}]",), f" for tensor number {i} in the list.")
-            em.indent -= 1
-    lens = [f"{nm}.shape[{d}]" for nm in names]
-    out = em.fresh("v")
-    shape = [f"({' + '.join(lens)})" if k == d else f"{first}.shape[{k}]" for k in range(r)]
-    em.emit(f"{out} = np.empty({_tup(shape)}, {np_type(out_t.dtype)})")
-    for j, nm in enumerate(names):
-        off = " + ".join(lens[:j]) or "0"
-        idx = [em.fresh("i") for _ in range(r)]
-        for k, i in enumerate(idx):
-            em.emit(f"for {i} in range({nm}.shape[{k}]):")
-            em.indent += 1
-        at = [f"{off} + {i}" if k == d and j else i for k, i in enumerate(idx)]
-        em.emit(f"{out}[{', '.join(at)}] = {nm}[{', '.join(idx)}]")
-        em.indent -= r
-    em.bind(n.outputs[0], out)
-
-
 def _int_index(em: Emitter, xs: str, j: int, idx) -> str:
     """A checked, normalised integer index into dim j (PyTorch's IndexError otherwise).
     `idx` is an int, or a `_RunTime` expression of an int."""

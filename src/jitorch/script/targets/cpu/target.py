@@ -18,8 +18,8 @@ CAPABILITIES = Capabilities(
     row_regions=True, reduction_prologues=True)
 
 _LOWERINGS = ("lower_autodiff", "lower_conv", "lower_factory", "lower_fft", "lower_gather",
-              "lower_linalg", "lower_pool", "lower_random", "lower_reduce", "lower_shape",
-              "lower_write")
+              "lower_join", "lower_linalg", "lower_pool", "lower_random", "lower_reduce",
+              "lower_shape", "lower_write")
 
 
 class CpuTarget(Target):
