@@ -347,14 +347,20 @@ def saved_output(o, nr: int = 0):
     back to itself. Tensor subclasses (vmap's batched tensors) are kept as they are."""
     if type(o) is not Tensor:
         return o
+    t = _same_data(o)
+    if nr:
+        t._output_nr = nr
+    return t
+
+
+def _same_data(o):
+    """A plain tensor on `o`'s data, dtype, version counter and device, without autograd state."""
     t = _new(Tensor)
     t._data = o._data
     t._dtype = o._dtype
     t._version = o._version
     if o._device is not _CPU_DEV:
         t._device = o._device
-    if nr:
-        t._output_nr = nr
     return t
 
 
@@ -370,12 +376,7 @@ def restored_output(r, node):
     result: its second derivative flows through it)."""
     if type(r) is not Tensor or r._grad_fn is not None or r._dtype.category < dt.FLOAT:
         return r
-    t = _new(Tensor)
-    t._data = r._data
-    t._dtype = r._dtype
-    t._version = r._version
-    if r._device is not _CPU_DEV:
-        t._device = r._device
+    t = _same_data(r)
     t._requires_grad = True
     t._grad_fn = node
     t._output_nr = r._output_nr
