@@ -364,6 +364,18 @@ def test_custom_rnn_example_backward_is_compiled():
     same(loss_grads(lstm, args), loss_grads(eager, args))
     compiles, interp = _stats()
     assert interp == interp0, t.jit.stats()["interpreted_reasons"]
+    # issue 17: a step's saved tensor is written into its stack row by a loop nest, not
+    # `buf[ix] = v` (Numba compiled its broadcast-error formatting into the kernel: ~2.5 CPU-s),
+    # and the chunk's backward cat by copy nests, not np.concatenate. Read this function's own
+    # programs: its entries and the kernel modules they name.
+    import inspect
+    import re
+    import sys
+    entries = lstm.code
+    srcs = [entries] + [inspect.getsource(sys.modules[m]) for m in
+                        sorted(set(re.findall(r"_jitorch_prog_[0-9a-f]{24}", entries)))]
+    assert any(re.search(r"^ +row\d+ = buf\d+\[ix\d+\]$", s, re.M) for s in srcs)
+    assert not any("np.concatenate" in s for s in srcs)
     # a new sequence length and batch reuse both programs
     args = custom_rnn.make_inputs(8, 3, 3, 4)
     same(loss_grads(lstm, args), loss_grads(eager, args))
