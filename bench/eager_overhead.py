@@ -151,7 +151,7 @@ def breakdown(f, wall_s: float, n: int = 20000) -> dict:
 # --- autograd ----------------------------------------------------------------------------------
 def autograd_cases(m, F):
     """{name: callable} for one backend: the tiny MLP step, and per chain op (add, mul,
-    matmul) a 50-node chain's forward (`<op>`) and forward + backward (`<op>+bwd`)."""
+    matmul, tanh) a 50-node chain's forward (`<op>`) and forward + backward (`<op>+bwd`)."""
     rng = np.random.default_rng(1)
     x = m.from_numpy(rng.standard_normal((4, 4)).astype(np.float32))
     w1, w2 = (m.from_numpy(rng.standard_normal((4, 4)).astype(np.float32)).requires_grad_()

@@ -144,7 +144,7 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     monkeypatch.setenv(_eager_compiled.ENV, "1")
     # the fused loops not yet loaded in this process nor marked in this cache: the compile
     # worker compiles (here: loads) them meanwhile, the call runs the scripted composite
-    monkeypatch.setattr(_rnn_fused, "_READY", set())
+    monkeypatch.setattr(_rnn_fused, "_READY", {})
     monkeypatch.setattr(_rnn_fused, "_JOBS", {})
     jt.manual_seed(0)
     m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
@@ -192,7 +192,7 @@ def test_fused_loops_stay_uncompiled_when_the_worker_dies(monkeypatch, tmp_path)
     monkeypatch.setenv("JITORCH_COMPILE", "background")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "die")
-    monkeypatch.setattr(_rnn_fused, "_READY", set())
+    monkeypatch.setattr(_rnn_fused, "_READY", {})
     monkeypatch.setattr(_rnn_fused, "_JOBS", {})
     f64 = np.dtype(np.float64)
     assert not _rnn_fused.ready("GRU", f64)
@@ -200,7 +200,8 @@ def test_fused_loops_stay_uncompiled_when_the_worker_dies(monkeypatch, tmp_path)
     assert not _rnn_fused.ready("GRU", f64)
     assert jt.jit.stats()["fused_loops"]["GRU float64"].startswith(
         "not compiled: the compile worker died")
-    assert not os.path.exists(_rnn_fused._marker("GRU", f64))
+    marker = _rnn_fused._marker("GRU", f64)
+    assert marker is not None and not os.path.exists(marker)
 
 
 def test_fused_loops_compile_in_the_compile_worker_not_in_the_caller(tmp_path):

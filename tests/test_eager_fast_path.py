@@ -272,16 +272,16 @@ def test_one_switch_follows_every_reason_to_leave_the_fast_path():
     from jitorch._ops import registry
     from jitorch.autograd import forward_ad as fwAD
     x = _tensor(jt.float32)
-    assert _profiling.slow[0] == 0
+    base = _profiling.slow[0]  # (what other tests left open, e.g. a mode on a dead thread)
     with jt.autograd.profiler.profile():
-        assert _profiling.slow[0]
+        assert _profiling.slow[0] & _profiling.INTERCEPT
     with jt.autocast("cpu"):
         assert _profiling.slow[0]
     with fwAD.dual_level():
         assert _profiling.slow[0]
         y = fwAD.make_dual(x, jt.ones_like(x)).exp()
         np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), y.detach().numpy())
-    assert _profiling.slow[0] == 0
+    assert _profiling.slow[0] == base
     seen, pushed, done = [], threading.Event(), threading.Event()
 
     def other():
@@ -299,4 +299,4 @@ def test_one_switch_follows_every_reason_to_leave_the_fast_path():
     _same(("ok", x.exp()), ("ok", dispatch(OPS["exp"], (x,), {})))
     done.set()
     th.join()
-    assert seen == ["exp"] and _profiling.slow[0] == 0
+    assert seen == ["exp"] and _profiling.slow[0] == base

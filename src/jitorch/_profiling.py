@@ -1,5 +1,5 @@
-"""The profiler's and autocast's switches, read by the places that act on them (no imports:
-anything may read it).
+"""The profiler's and autocast's switches, read by the places that act on them (it imports only
+`_fork`: anything may read it).
 
 `collector[0]` is the active `jitorch.profiler._collector.Collector`, or None when no profiler
 records. The emitting places check it once and do nothing else when it is None: the compile log
@@ -21,9 +21,12 @@ intercept: list = [None]
 
 
 def refresh() -> None:
-    a, c = autocast_hook[0], collector[0]
-    intercept[0] = a if a is not None else (c.op if c is not None else None)
-    set_slow(INTERCEPT, intercept[0] is not None)
+    # under the switch's lock: autocast and the profiler refresh from threads of their own, and
+    # the hook and its bit must come from the same reading
+    with _slow_lock:
+        a, c = autocast_hook[0], collector[0]
+        intercept[0] = a if a is not None else (c.op if c is not None else None)
+        slow[0] = slow[0] | INTERCEPT if intercept[0] is not None else slow[0] & ~INTERCEPT
 
 
 # The eager ops' fast path (`_ops/registry._fast_block`) reads one switch, `slow[0]`: 0 while

@@ -194,10 +194,14 @@ def unsqueeze_dims(g: Tensor, axes: tuple, ndim: int) -> Tensor:
     """Insert the reduced axes back as size-1 dims (the inverse of keepdim=False)."""
     if not ndim:
         return g
-    shape = list(g.shape)
+    return g.reshape(_unsqueezed(g.shape, axes))
+
+
+def _unsqueezed(shape, axes: tuple) -> list:
+    out = list(shape)
     for a in axes:
-        shape.insert(a, 1)
-    return g.reshape(shape)
+        out.insert(a, 1)
+    return out
 
 
 def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
@@ -206,10 +210,7 @@ def expand_back(g: Tensor, input_shape, axes: tuple, keepdim: bool) -> Tensor:
         # on the array (no dispatch)
         a = g._data
         if not keepdim and a.ndim:
-            shape = list(a.shape)
-            for ax in axes:
-                shape.insert(ax, 1)
-            a = a.reshape(shape)
+            a = a.reshape(_unsqueezed(a.shape, axes))
         return Tensor._make(_expand(a, tuple(input_shape)), g._dtype)
     if not keepdim and g.dim() == 0:  # everything reduced: the 0-d value expands directly
         return g.expand(input_shape)

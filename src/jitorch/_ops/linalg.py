@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import _dtype as dt
 from .._tensor import Tensor
-from ..autograd.graph import ops_needed
+from ..autograd.graph import plain_grad
 from ._linalg_util import broadcast_shape, c_name, jt, matmul_arrays, no_bool, pt, scalar_for
 from . import infer
 from .registry import defop
@@ -125,10 +125,9 @@ def _matmul_vjp(g, input, other, needs_input_grad=(True, True)):
     a, b = input, other
     need_a, need_b = needs_input_grad  # (as PyTorch: no product for an input without grad)
     d = g._dtype
-    if type(g) is Tensor and type(a) is Tensor and type(b) is Tensor and \
+    if plain_grad(g) and type(a) is Tensor and type(b) is Tensor and \
             g._data.ndim == 2 and a._data.ndim == 2 and b._data.ndim == 2 and \
-            a._dtype is d and b._dtype is d and type(g._data) is np.ndarray and \
-            g._device is Tensor._device and not ops_needed():
+            a._dtype is d and b._dtype is d:
         # a first-order backward of a 2-D product on the CPU (nothing records or watches): the
         # products below as matmul's impl computes them, without dispatch
         ga = g._data

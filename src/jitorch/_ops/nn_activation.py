@@ -453,23 +453,14 @@ def _softmin(dim, dtype):
 # (_row_programs.py: one program per op, dim, dtype, rank and layout, built on its first eager
 # call), so eager, scripted and traced softmax agree to the bit. A device array takes NumPy's
 # functions.
-_EPS = _rp.EPS  # (op, dim, dtype, ndim, C-contiguous) -> the program's entry point
-
-
 def _softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        ep = _EPS.get(("softmax", dim, input.dtype, input.ndim, input.flags.c_contiguous))
-        if ep is not None:
-            return ep(input)[0]
         return _rp.run("softmax", input, dim)
     return _rp.numpy_softmax(input, dim, False)
 
 
 def _log_softmax_fused_impl(input, dim):
     if type(input) is np.ndarray:
-        ep = _EPS.get(("log_softmax", dim, input.dtype, input.ndim, input.flags.c_contiguous))
-        if ep is not None:
-            return ep(input)[0]
         return _rp.run("log_softmax", input, dim)
     return _rp.numpy_softmax(input, dim, True)
 

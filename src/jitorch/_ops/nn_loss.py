@@ -22,7 +22,7 @@ from . import infer
 from .composite import composite, expose
 from .nn_activation import _max_shift, log_softmax, logsigmoid
 from .registry import FAST_TYPES, _mode_state, _modes_on, _pt_name, defop
-from ..autograd.grad_mode import _fwd_level, _state as _grad_state
+from ..autograd.graph import plain_grad
 from .batching import CLASS_INDEX
 from .ternary import where
 from .. import _autocast
@@ -347,9 +347,8 @@ def _nll_loss_fused_impl(input, target, weight, ignore_index, reduction):
 
 
 def _nll_loss_fused_vjp(g, input, target, weight, ignore_index, reduction):
-    if not _grad_state.enabled and not _mode_state.stack and not _fwd_level[0] and \
-            all(type(x) in FAST_TYPES and x._device is Tensor._device
-                for x in (g, input, target, weight) if x is not None):
+    if plain_grad(g) and all(type(x) in FAST_TYPES and x._device is Tensor._device
+                             for x in (input, target, weight) if x is not None):
         # a first-order backward on the CPU: the rule's arithmetic below in NumPy (the same
         # operations) rather than ~12 ops; a graph (create_graph) or tangents take the ops
         return Tensor._make(_nll_loss_grad(g._data, input._data, target._data,

@@ -15,13 +15,12 @@ from typing import Optional
 from .._tensor import Tensor
 from . import infer
 from .composite import composite, expose
-from .registry import FAST_TYPES, _mode_state, _modes_on, _pt_name, defop
+from .registry import FAST_TYPES, OPS, _mode_state, _modes_on, _pt_name, defop
 from .batching import LEADING, RANDOM_SAME
 from .. import _dtype as dt
 from .. import _autocast
-from ..autograd.graph import SUM_DTYPES, ops_needed, plain_grad
+from ..autograd.graph import SUM_DTYPES, plain_grad
 from .linalg import _matmul
-from .registry import OPS
 
 # why the compiler runs these ops in the interpreter (their declarations' interpreted=)
 _ONE_HOT = "the class count may come from the data (num_classes=-1): no CPU lowering yet"
@@ -52,8 +51,7 @@ def _linear_fused_impl(input, weight, bias):
 
 
 def _linear_fused_vjp(g, input, weight, bias, needs_input_grad=(True, True, True)):
-    if type(g) is Tensor and g._data.ndim == 2 and type(g._data) is np.ndarray and \
-            input._data.ndim == 2 and g._device is Tensor._device and not ops_needed():
+    if plain_grad(g) and g._data.ndim == 2 and input._data.ndim == 2:
         # a first-order backward of a 2-D input on the CPU (nothing records or watches): the
         # three ops below as their impls compute them (matmul's, sum's), without dispatch
         ga, d = g._data, g._dtype

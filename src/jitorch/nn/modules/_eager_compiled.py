@@ -11,9 +11,9 @@ Recurrent layers run the whole sequence as one call instead of one Python step p
 step. Where it serves the configuration (no projection, no dropout between layers in training)
 and its loops are loaded, that call is the fused implementation of `_rnn_fused.py` (one
 autograd node; PyTorch's structure: one input-projection matmul, one gate matmul and one gate
-pass per step, weight gradients one matmul over the sequence); its first use in a process
-loads or compiles the loops in a background thread meanwhile (in the call under
-`JITORCH_COMPILE=sync`). Otherwise the function is the layer's "flat" twin
+pass per step, weight gradients one matmul over the sequence); until its loops are
+loaded (from the disk cache, after jitorch's compile worker compiled them; in the call under
+`JITORCH_COMPILE=sync`) the scripted function below serves. Otherwise the function is the layer's "flat" twin
 (`_rnn_script.source(m, "flat")`: `(input, h0[, c0], *parameters)`, dropout baked in for the
 training mode), scripted once per configuration (mode, layers, directions, bias, projection,
 batch_first, dropout in training) and shared by every instance with it; the `ScriptFunction`

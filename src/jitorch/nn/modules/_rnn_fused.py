@@ -398,10 +398,26 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
 
 
 # --- readiness: the loops compile (or load from disk) once per mode and dtype -------------------
-_READY: set = set()  # (mode, numpy dtype) whose loops are compiled in this process
+# (mode, numpy dtype) -> how its loops came into this process: "loaded from the disk cache" or
+# "compiled in this process"
+_READY: dict = {}
 _JOBS: dict = {}  # the same -> the compile worker's job compiling them into the disk cache
 _LOOPS = {"LSTM": (_lstm_fwd, _lstm_bwd), "GRU": (_gru_fwd, _gru_bwd)}
 _stamp: list = []  # (once) what the loops' machine code depends on, for the markers
+
+
+def loop_states() -> dict:
+    """"LSTM float32" -> where those loops are in this process (`jit.stats()["fused_loops"]`):
+    "compiling in the compile worker", "loaded from the disk cache", "compiled in this
+    process" or "not compiled: <reason>"."""
+    out = {}
+    for (mode, dtype), job in list(_JOBS.items()):
+        out[f"{mode} {dtype.name}"] = ("compiling in the compile worker" if not job.done.is_set()
+                                       else None if job.result["ok"]
+                                       else "not compiled: " + job.result["reason"])
+    for (mode, dtype), how in list(_READY.items()):
+        out[f"{mode} {dtype.name}"] = how
+    return {k: v for k, v in out.items() if v is not None}
 
 
 def _warm(mode: str, dtype) -> None:
@@ -416,22 +432,22 @@ def _warm(mode: str, dtype) -> None:
 
 def _marker(mode: str, dtype) -> str | None:
     """The file that says the loops of `mode` for `dtype` are in Numba's disk cache (written
-    once they are): in jitorch's cache directory, named by a hash of the sources they are
-    compiled from, the Numba and Python versions and Numba's cache directory of the loops.
-    None where either cache directory is missing (the loops then compile in the caller)."""
+    once they are): in jitorch's cache directory, named by a hash of what a program's module
+    name hashes (script/kernels/cache.py: the versions, the sources of this module and of the
+    library modules the loops call) and Numba's cache directory of the loops. None where either
+    cache directory is missing (the loops then compile in the caller). A marker whose Numba
+    files are gone (a cleared `__pycache__`, a cache file dropped as damaged) makes the loops
+    compile in the call that finds it."""
     from ...script.kernels import cache
     d, where = cache.cache_dir(), getattr(getattr(_mm, "_cache", None), "_cache_path", None)
     if d is None or where is None:
         return None
     if not _stamp:
         import hashlib
-        import numba
         from ...script.targets.cpu import blas, fastmath
-        h = hashlib.sha256(repr((numba.__version__, sys.version, where)).encode())
-        for mod in (sys.modules[__name__], blas, fastmath):
-            with open(mod.__file__, "rb") as f:
-                h.update(f.read())
-        _stamp.append(h.hexdigest()[:24])
+        key = ";".join([cache._versions(), where] + [
+            cache.file_hash(m) for m in (__name__, blas.__name__, fastmath.__name__)])
+        _stamp.append(hashlib.sha256(key.encode()).hexdigest()[:24])
     return os.path.join(d, "rnn-fused", f"{mode}-{np.dtype(dtype).name}-{_stamp[0]}")
 
 
@@ -439,11 +455,11 @@ def _compile(mode: str, dtype) -> str:
     """`_warm`, then write the marker (a temporary file renamed: a process killed before
     leaves none, and Numba writes its own files the same way): "disk" if every loop loaded
     from Numba's disk cache, else "compiled"."""
+    from ...script.kernels.cache import dispatcher_counts
     disps = (_mm,) + _LOOPS.get(mode, (_rnn_fwd, _rnn_bwd))
-    misses = [sum(d.stats.cache_misses.values()) for d in disps]
+    misses = [dispatcher_counts(d)[1] for d in disps]
     _warm(mode, dtype)
-    how = "disk" if misses == [sum(d.stats.cache_misses.values()) for d in disps] else \
-        "compiled"
+    how = "disk" if misses == [dispatcher_counts(d)[1] for d in disps] else "compiled"
     path = _marker(mode, dtype)
     if path is not None and not os.path.exists(path):
         try:
@@ -463,10 +479,7 @@ def compile_in_worker(mode: str, dtype: str) -> str:
 
 def _load(mode: str, dtype) -> None:
     how = _compile(mode, dtype)
-    _READY.add((mode, dtype))
-    from ...script.runtime import stats
-    stats.record_fused_loops(f"{mode} {np.dtype(dtype).name}",
-                             "loaded from the disk cache" if how == "disk" else
+    _READY[(mode, dtype)] = ("loaded from the disk cache" if how == "disk" else
                              "compiled in this process")
 
 
@@ -477,30 +490,27 @@ def ready(mode: str, dtype) -> bool:
     jitorch's compile worker process, as `@script`'s programs do (script/runtime/tiers.py):
     the caller runs the scripted composite until the worker is done (`jitorch.jit.
     wait_compiled()` waits for it), then loads them from disk. Never a stall: a compile in a
-    thread of this process would hold its GIL for seconds."""
+    thread of this process would hold its GIL for seconds. A failed job leaves the composite
+    serving this process; the next process asks again."""
     key = (mode, dtype)
     if key in _READY:
         return True
-    from ...script.runtime import compile_worker, stats, tiers
     job = _JOBS.get(key)
     if job is None:
+        from ...script.runtime import tiers
         path = _marker(mode, dtype)
         if tiers.mode() == "sync" or path is None or os.path.exists(path):
             _load(mode, dtype)
             return True
         from ...script.kernels import cache
-        name = f"{mode} {np.dtype(dtype).name}"
+        from ...script.runtime import compile_worker
+        name = f"{mode}-{np.dtype(dtype).name}"
         job = _JOBS[key] = compile_worker.submit(
             ("rnn-fused", mode, np.dtype(dtype).str),
             {"kind": "call", "module": __name__, "entry": "compile_in_worker",
-             "args": (mode, np.dtype(dtype).str), "lock": "rnn-fused-" + name.replace(" ", "-"),
+             "args": (mode, np.dtype(dtype).str), "lock": "rnn-fused-" + name,
              "cache_dir": cache.cache_dir()})
-        stats.record_fused_loops(name, "compiling in the compile worker")
-    if not job.done.is_set():
-        return False
-    if not job.result["ok"]:  # (the scripted composite serves this process's calls)
-        stats.record_fused_loops(f"{mode} {np.dtype(dtype).name}",
-                                 "not compiled: " + job.result["reason"])
+    if not job.done.is_set() or not job.result["ok"]:
         return False
     _load(mode, dtype)
     return True

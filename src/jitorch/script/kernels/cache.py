@@ -106,17 +106,23 @@ def _imported_hashes(source: str) -> str:
     out = []
     for m in _IMPORT.finditer(source):
         name = m.group(1) or m.group(2)
-        h = _file_hashes.get(name)
-        if h is None:
-            try:
-                spec = importlib.util.find_spec(name)
-                with open(spec.origin, "rb") as f:
-                    h = hashlib.sha256(f.read()).hexdigest()[:16]
-            except Exception:  # not a file module: the name alone
-                h = "?"
-            _file_hashes[name] = h
-        out.append(f"{name}={h}")
+        out.append(f"{name}={file_hash(name)}")
     return ";".join(out)
+
+
+def file_hash(name: str) -> str:
+    """A hash of module `name`'s source file, once per process ("?" for a module that is not a
+    file)."""
+    h = _file_hashes.get(name)
+    if h is None:
+        try:
+            spec = importlib.util.find_spec(name)
+            with open(spec.origin, "rb") as f:
+                h = hashlib.sha256(f.read()).hexdigest()[:16]
+        except Exception:  # not a file module: the name alone
+            h = "?"
+        _file_hashes[name] = h
+    return h
 
 
 _DECORATOR = re.compile(r"^(\s*@(?:numba\.)?njit\()(.*)\)\s*$", re.M)

@@ -401,15 +401,20 @@ def compile_job(job: dict) -> dict:
         with _compile_locks(job.get("cache_dir"), names):  # (after them: maybe on disk now)
             compile_program(fn, job["sig"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
-        from numba.core.errors import NumbaError
-        text = str(e).strip()
-        first = text.splitlines()[0] if text else type(e).__name__
-        if isinstance(e, NumbaError):
-            return _failed(f"numba could not compile the program: {type(e).__name__}: {first}",
-                           numba_error=True)
-        return _failed(f"the compile worker failed: {type(e).__name__}: {first}")
+        return _compile_failure(e)
     return {"ok": True, "how": cache.dispatcher_outcome(fn, before),
             "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+
+
+def _compile_failure(e: Exception) -> dict:
+    """The failed result of a job whose compile raised `e` (its first line)."""
+    from numba.core.errors import NumbaError
+    text = str(e).strip()
+    first = text.splitlines()[0] if text else type(e).__name__
+    if isinstance(e, NumbaError):
+        return _failed(f"numba could not compile the program: {type(e).__name__}: {first}",
+                       numba_error=True)
+    return _failed(f"the compile worker failed: {type(e).__name__}: {first}")
 
 
 def _call_job(job: dict, t0: float, c0: float) -> dict:
@@ -418,16 +423,14 @@ def _call_job(job: dict, t0: float, c0: float) -> dict:
     disk cache (e.g. the fused RNN loops, nn/modules/_rnn_fused.py) and returns how ("disk"
     or "compiled"). The caller then loads them from disk."""
     import importlib
+    if not job["module"].startswith("jitorch."):  # (only the library's own functions)
+        return _failed(f"the compile worker calls jitorch's modules only, not {job['module']}")
     try:
         fn = getattr(importlib.import_module(job["module"]), job["entry"])
         with _compile_locks(job.get("cache_dir"), [job["lock"]]):
             how = fn(*job["args"])
     except Exception as e:  # noqa: BLE001 - reported to the caller
-        from numba.core.errors import NumbaError
-        text = str(e).strip()
-        first = text.splitlines()[0] if text else type(e).__name__
-        return _failed(f"the compile worker failed: {type(e).__name__}: {first}",
-                       numba_error=isinstance(e, NumbaError))
+        return _compile_failure(e)
     return {"ok": True, "how": how, "wall": time.perf_counter() - t0,
             "cpu": time.process_time() - c0}
 

@@ -118,7 +118,6 @@ class _Counters:
 
 
 _c = _Counters()
-_fused_loops: dict = {}  # "LSTM float32" -> state (`record_fused_loops`)
 _functions: "weakref.WeakSet" = weakref.WeakSet()  # every ScriptFunction, for `functions`
 
 
@@ -159,7 +158,7 @@ def snapshot() -> Stats:
                    spurious_errors=dict(_c.spurious_errors),
                    plan_hits=_c.plan_hits, plan_stores=_c.plan_stores,
                    plan_errors=_c.plan_errors, fused_layers=dict(_c.fused_layers),
-                   fused_loops=dict(_fused_loops),
+                   fused_loops=_fused_loop_states(),
                    functions=_function_reports(), kernels=_kernel_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
@@ -178,6 +177,12 @@ def _function_reports() -> dict:
             name, k = f"{sf.name}#{k}", k + 1
         out[name] = function_report(sf)
     return out
+
+
+def _fused_loop_states() -> dict:
+    """Where the fused RNN loops of each mode and dtype are (nn/modules/_rnn_fused.py)."""
+    rf = sys.modules.get("jitorch.nn.modules._rnn_fused")  # (never imports Numba here)
+    return {} if rf is None else rf.loop_states()
 
 
 def _kernel_counts() -> dict:
@@ -233,12 +238,6 @@ def record_fused_layer(name: str) -> None:
     """One eager call of layer `name` (e.g. "nn.LSTM") served by its fused compiled loops."""
     with _lock:
         _c.fused_layers[name] += 1
-
-
-def record_fused_loops(name: str, state: str) -> None:
-    """The fused loops `name` (e.g. "LSTM float32") are now in `state` (see `Stats`)."""
-    with _lock:
-        _fused_loops[name] = state
 
 
 def record_background_start() -> None:

@@ -121,7 +121,8 @@ def _jt_empty(typingctx, shape, dtype):
 
 def emit_empty(context, builder, ret, sizes):
     """Emit `_jt_empty`'s allocation of a C-contiguous array of type `ret` with the intp
-    `sizes`; returns the array value, a new reference (views.py's `_jt_dense` emits it too)."""
+    `sizes`; returns the array value, a new reference (views.py's `_jt_dense` and `_jt_reshape` emit
+    it too)."""
     intp = context.get_value_type(types.intp)
     datatype = context.get_data_type(ret.dtype)
     itemsize = intp(context.get_abi_sizeof(datatype))

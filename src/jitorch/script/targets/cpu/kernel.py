@@ -152,8 +152,8 @@ def outline(em, n: ir.Node, lower) -> None:
 
 
 def _worth_a_kernel(ke) -> bool:
-    """Whatever emits code is a kernel, straight-line code included (a checked narrow or
-    reshape): measured on a Transformer encoder's training step, keeping straight-line nodes in
+    """Whatever emits code is a kernel, straight-line code included (a checked narrow; shape
+    ops emit nothing in a kernel and are lowered in the entry, lower_shape.py): measured on a Transformer encoder's training step, keeping straight-line nodes in
     the entry cut the number of kernels from 67 to 39 but made the entries so much longer
     that a 2-layer model whose kernels were all cached compiled in 54 CPU-s instead of 10
     (Numba's time per line grows with the length of the function; a kernel's is paid once)."""

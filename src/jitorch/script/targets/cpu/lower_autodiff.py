@@ -21,6 +21,7 @@ from ... import ir
 from ...codegen import literal
 from ...codegen.emitter import Emitter, np_type, typed_literal
 from ...codegen.lowering import lowers
+from .lower_list import copy_into
 from .lower_write import _fill
 
 
@@ -89,7 +90,7 @@ def lower_stack_store(em: Emitter, n: ir.Node) -> None:
         em.indent += 1
         row = em.fresh("row")
         em.emit(f"{row} = {b}[{ix}]")
-        _fill(em, row, None, t.ndim, lambda idx: f"{v}[{', '.join(idx)}]")
+        copy_into(em, row, v, t.ndim)
         em.indent -= 1
     else:
         em.emit(f"{b}[{ix}] = {v}.flat[0]")

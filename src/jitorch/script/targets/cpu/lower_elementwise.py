@@ -120,9 +120,9 @@ def _one_flat_loop(block, tensor_in, deps, rank) -> bool:
     """Whether the group is one flat loop over its operands' dense elements (views.py's
     `_jt_dense`) and no strided nest: every operand has the loop's rank (a lower-rank operand,
     a bias, would be copied to the loop's shape) and every output the loop's shape (it depends
-    on every operand: output_shape). Float32 operands only: `_jt_dense` is compiled once per
-    dtype (~0.25 CPU-s), which the float32 kernels of a model share, while an integer group (a
-    label mask) is one kernel whose nest costs less than that."""
+    on every operand: output_shape). Float32 operands only: the form was measured on float32
+    models (issue 17), when `_jt_dense` was still a function compiled once per dtype; it is
+    an intrinsic now, so other dtypes may gain too, not measured yet."""
     all_t = {p.uid for p, _, _ in tensor_in}
     return 0 < rank <= views.MAX_RANK and \
         all(r == rank and p.type.dtype is dt.float32 for p, _, r in tensor_in) and \

@@ -94,9 +94,7 @@ def check_viewable(em: Emitter, n: ir.Node, xs: str, parts) -> None:
     """For a view op (the registry's `view=True`; reshape-like ops copy instead): raise eager's
     RuntimeError when array `xs` cannot be viewed with sizes `parts` (expressions whose product
     was checked to be its size). C-contiguous arrays always can."""
-    from ...._ops.registry import OPS
-    op = OPS.get(n.op)
-    if op is None or op.view is not True or not parts:  # (a 0-d view of one element: always)
+    if not _is_view(n) or not parts:  # (a 0-d view of one element: always)
         return
     if _VIEWABLE not in em.globals:
         em.globals.append(_VIEWABLE)
@@ -185,8 +183,6 @@ def lower_reshape(em: Emitter, n: ir.Node) -> None:
         if s != -1:
             known *= s
     txt = "[" + ", ".join(map(str, shape)) + "]"
-    if shape.count(-1) > 1:
-        raise NotLowered("reshape: only one dimension can be inferred")
     if -1 in shape:
         cond = f"{src}.size % {literal.integer(known)} != 0" if known else "True"
         em.emit(f"if {cond}:")
@@ -212,21 +208,18 @@ def lower_flatten(em: Emitter, n: ir.Node) -> None:
     x = n.inputs[0]
     r = em.tensor(x).ndim
     xs = em.name(x)
-    out = em.fresh("v")
     if r == 0:
+        out = em.fresh("v")
         em.emit(f"{out} = {xs}.reshape((1,))")
-    else:
-        s, e = _norm(em.const(n.inputs[1]), r, "flatten"), _norm(em.const(n.inputs[2]), r,
-                                                                 "flatten")
-        if s > e:
-            raise NotLowered("flatten: start_dim after end_dim")
-        parts = [f"{xs}.shape[{d}]" for d in range(s)]
-        parts.append(" * ".join(f"{xs}.shape[{d}]" for d in range(s, e + 1)))
-        parts += [f"{xs}.shape[{d}]" for d in range(e + 1, r)]
-        if _reshaped(em, n, xs, parts):
-            return
-        em.emit(f"{out} = np.ascontiguousarray({xs}).reshape({_tup(parts)})")
-    em.bind(n.outputs[0], out)
+        em.bind(n.outputs[0], out)
+        return
+    s, e = _norm(em.const(n.inputs[1]), r, "flatten"), _norm(em.const(n.inputs[2]), r, "flatten")
+    if s > e:
+        raise NotLowered("flatten: start_dim after end_dim")
+    parts = [f"{xs}.shape[{d}]" for d in range(s)]
+    parts.append(" * ".join(f"{xs}.shape[{d}]" for d in range(s, e + 1)))
+    parts += [f"{xs}.shape[{d}]" for d in range(e + 1, r)]
+    _reshaped(em, n, xs, parts)  # (flatten is no view op: always lowered there)
 
 
 def _permute(em: Emitter, n: ir.Node, perm) -> None:
@@ -551,11 +544,7 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
 def lower_ravel(em: Emitter, n: ir.Node) -> None:
     em.tensor(n.inputs[0])
     xs = em.name(n.inputs[0])
-    if _reshaped(em, n, xs, [f"{xs}.size"]):
-        return
-    out = em.fresh("v")
-    em.emit(f"{out} = np.ascontiguousarray({xs}).reshape(({xs}.size,))")
-    em.bind(n.outputs[0], out)
+    _reshaped(em, n, xs, [f"{xs}.size"])  # (ravel is no view op: always lowered there)
 
 
 @lowers("view_as", "reshape_as", target="cpu")
