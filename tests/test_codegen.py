@@ -149,6 +149,12 @@ def test_operands_of_the_loops_rank_make_one_flat_loop():
                        (R(4, 3).t(), R(1)))
     (bias,) = [k for k in prog.kernels if "tanh" in k]
     assert "_jt_dense(" not in bias and "int(p1.shape[0] != 1)" in bias
+    # any rank: _jt_dense takes the array itself (no fixed-length geometry tuple)
+    nine = (1, 2, 1, 1, 1, 1, 1, 3, 4)
+    _, prog, _ = check(lambda x, y: ((x * y).tanh() + x, (x * y).sum()), (R(*nine), R(*nine)),
+                       (R(*nine).transpose(1, 8), R(1, 4, 1, 1, 1, 1, 1, 3, 2)))
+    (group,) = [k for k in prog.kernels if "tanh" in k]
+    assert "_jt_dense(" in group and len(re.findall(r"^ *for ", group, re.M)) == 1, group
 
 
 def test_cat_of_one_dtype_is_copy_nests():
@@ -166,17 +172,17 @@ def test_dense_elements_are_emitted_in_place_for_any_dtype():
     (first-ever compile of a one-group program: ~0.2 of ~0.8 CPU-s)."""
     import numba
     from numba.core.dispatcher import Dispatcher
-    from jitorch.script.targets.cpu.views import _jt_dense, _jt_expand, _jt_flat, _jt_geom
+    from jitorch.script.targets.cpu.views import _jt_dense, _jt_expand
     assert not isinstance(_jt_dense, Dispatcher)
 
     @numba.njit
     def dense(x):
-        return _jt_dense(_jt_flat(x, 1), _jt_geom(x))
+        return _jt_dense(x)
 
     @numba.njit
     def dense_expanded(x, n):
         e = _jt_expand(x, (2, n, x.shape[1]))
-        return _jt_dense(_jt_flat(e, 1), _jt_geom(e))
+        return _jt_dense(e)
 
     x = np.arange(24, dtype=np.float64).reshape(2, 3, 4)
     got = dense(x)
@@ -184,6 +190,8 @@ def test_dense_elements_are_emitted_in_place_for_any_dtype():
     for v in (x.transpose(2, 0, 1), x[:, ::2, 1:3], x[:, :0]):  # transposed, strided, empty
         got = dense(v)
         assert not np.shares_memory(got, x) and np.array_equal(got, v.ravel())
+    nine = np.arange(48.0).reshape(2, 1, 1, 1, 2, 1, 1, 3, 4).transpose(8, 1, 2, 3, 4, 5, 6, 7, 0)
+    assert np.array_equal(dense(nine), nine.ravel())  # rank 9, not C-contiguous
     i = np.arange(4, dtype=np.int32).reshape(1, 4)  # a broadcast, another dtype
     assert np.array_equal(dense_expanded(i, 3), np.broadcast_to(i, (2, 3, 4)).ravel())
 

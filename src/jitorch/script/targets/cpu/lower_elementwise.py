@@ -124,7 +124,7 @@ def _one_flat_loop(block, tensor_in, deps, rank) -> bool:
     models (issue 17), when `_jt_dense` was still a function compiled once per dtype; it is
     an intrinsic now, so other dtypes may gain too, not measured yet."""
     all_t = {p.uid for p, _, _ in tensor_in}
-    return 0 < rank <= views.MAX_RANK and \
+    return rank > 0 and \
         all(r == rank and p.type.dtype is dt.float32 for p, _, r in tensor_in) and \
         all(deps.get(r.uid, set()) & all_t == all_t for r in block.returns)
 
@@ -211,8 +211,7 @@ def _flat_loop(em, block, tensor_in, local, out_names, sizes, conds, stores=None
         if conds is None:  # no condition checked the operand: its dense elements
             shape = "".join(s + ", " for s in sizes)
             e = em.named("e", f"{views.use(em, '_jt_expand')}({x}, ({shape}))")
-            em.emit(f"{f} = {views.use(em, '_jt_dense')}({views.use(em, '_jt_flat')}({e}, 1), "
-                    f"{views.use(em, '_jt_geom')}({e}))")
+            em.emit(f"{f} = {views.use(em, '_jt_dense')}({e})")
         else:
             # a view typed C-contiguous (Numba types values from views as 'A' layout, which
             # it does not reshape): views.py's intrinsic, the condition above checked it

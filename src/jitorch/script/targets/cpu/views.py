@@ -15,9 +15,8 @@ the 12 CPU-s that an MLP train step took to compile; bench/compile_profile.py), 
 types and lowers the overload's call and its copy branch, which never runs there. An intrinsic
 is a few instructions emitted in place: no function of its own to compile.
 
-And `_jt_dense(b, g)`: the 1-D C-contiguous elements of an array given as a 1-D view at its
-first element (`_jt_flat(e, 1)`) and its geometry `g = _jt_geom(e)` (sizes and element strides
-padded to MAX_RANK): the array's own memory where it is C-contiguous, else a copy. It lets an
+And `_jt_dense(x)`: the 1-D C-contiguous elements of an array `x` of any rank: its own memory
+where it is C-contiguous, else a copy. It lets an
 elementwise kernel whose operands all have the loop's rank carry one flat loop over
 `_jt_expand`ed operands instead of the flat loop and a strided loop nest
 (lower_elementwise.py): Numba compiled the nest ~0.1-0.2 CPU-s per kernel (issue 17). An
@@ -119,45 +118,18 @@ def _expand_typer(x, shape, check):
     return sig, codegen
 
 
-MAX_RANK = 8  # _jt_geom's length: operands of a higher rank keep the strided nest
-
-
 @intrinsic
-def _jt_geom(typingctx, x):
-    if not isinstance(x, types.Array) or x.ndim > MAX_RANK:
+def _jt_dense(typingctx, x):
+    """The dense elements of `x`, an array of any rank: a 1-D view of its memory where it is
+    C-contiguous, else a copy in C order (alloc.emit_empty's allocation)."""
+    if not isinstance(x, types.Array):
         return None
-    r = x.ndim
-    ret = types.UniTuple(types.intp, 2 * MAX_RANK)
+    ret = x.copy(ndim=1, layout="C")
     sig = ret(x)
 
     def codegen(context, builder, signature, args):
-        a = make_array(x)(context, builder, args[0])
-        one = context.get_constant(types.intp, 1)
-        zero = context.get_constant(types.intp, 0)
-        shape = cgutils.unpack_tuple(builder, a.shape, r)
-        strides = [builder.sdiv(s, a.itemsize) for s in cgutils.unpack_tuple(builder, a.strides, r)]
-        pad = MAX_RANK - r  # leading dims of size 1
-        vals = [one] * pad + list(shape) + [zero] * pad + strides
-        return context.make_tuple(builder, ret, vals)
-    return sig, codegen
-
-
-@intrinsic
-def _jt_dense(typingctx, b, g):
-    """The dense elements of the array whose first element `b` (a 1-D view) starts at and whose
-    geometry is `g` (_jt_geom: MAX_RANK sizes, then MAX_RANK strides in elements): a view of
-    its memory where those are C-contiguous, else a copy (alloc.emit_empty's allocation)."""
-    if not isinstance(b, types.Array) or b.ndim != 1 or not isinstance(g, types.UniTuple) or \
-            len(g) != 2 * MAX_RANK or not isinstance(g.dtype, types.Integer):
-        return None
-    ret = b.copy(ndim=1, layout="C")
-    sig = ret(b, g)
-
-    def codegen(context, builder, signature, args):
-        src = make_array(b)(context, builder, args[0])
-        geo = [context.cast(builder, v, g.dtype, types.intp)
-               for v in cgutils.unpack_tuple(builder, args[1], 2 * MAX_RANK)]
-        sizes, strides = geo[:MAX_RANK], geo[MAX_RANK:]
+        src = make_array(x)(context, builder, args[0])
+        sizes, strides = _geometry(context, builder, src, x.ndim)
         return impl_ret_new_ref(context, builder, ret,
                                 _emit_dense(context, builder, ret, src, sizes, strides))
     return sig, codegen
@@ -186,10 +158,7 @@ def _jt_reshape(typingctx, x, shape, infer):
         from ...kernels.signals import RaiseInInterpreter
         intp = context.get_value_type(types.intp)
         src = make_array(x)(context, builder, args[0])
-        r = x.ndim
-        sizes = cgutils.unpack_tuple(builder, src.shape, r) if r else [intp(1)]
-        strides = [builder.sdiv(v, src.itemsize)
-                   for v in cgutils.unpack_tuple(builder, src.strides, r)] if r else [intp(0)]
+        sizes, strides = _geometry(context, builder, src, x.ndim)
         want = [context.cast(builder, v, t, types.intp)
                 for v, t in zip(cgutils.unpack_tuple(builder, args[1], k), shape)]
         n = intp(1)
@@ -227,6 +196,15 @@ def _jt_reshape(typingctx, x, shape, infer):
     return sig, codegen
 
 
+def _geometry(context, builder, src, r):
+    """The sizes and element strides (lists of intp values, at least one each: a 0-d array is
+    one element) of the array `src` of rank `r`: _emit_dense's operands."""
+    if not r:
+        return [context.get_constant(types.intp, 1)], [context.get_constant(types.intp, 0)]
+    return (cgutils.unpack_tuple(builder, src.shape, r),
+            [builder.sdiv(v, src.itemsize) for v in cgutils.unpack_tuple(builder, src.strides, r)])
+
+
 def _emit_dense(context, builder, ret, src, sizes, strides):
     """The 1-D C-contiguous array (type `ret`, a new reference) of the elements of the array
     whose data is `src`'s and whose sizes and element strides are the lists `sizes`, `strides`
@@ -244,7 +222,7 @@ def _emit_dense(context, builder, ret, src, sizes, strides):
         expect = builder.select(counts, builder.mul(expect, sizes[d]), expect)
     result = cgutils.alloca_once(builder, context.get_value_type(ret))
     with builder.if_else(contiguous, likely=True) as (view, copy):
-        with view:  # b's memory, n elements (as _jt_flat), a new reference
+        with view:  # src's memory, n elements (as _jt_flat), a new reference
             out = make_array(ret)(context, builder)
             populate_array(out, data=src.data, shape=[n], strides=[src.itemsize],
                            itemsize=src.itemsize, meminfo=src.meminfo, parent=src.parent)
