@@ -154,6 +154,18 @@ def _emit_mul_add(builder, a, b, c):
     return _protected(builder.fadd(_protected(builder.fmul(a, b)), c))
 
 
+def _emit_horner(builder, coefs, v):
+    """The polynomial with coefficients `coefs` (highest first) at `v` by Horner's scheme, in
+    v's float type (float32 coefficients rounded to float32), each step protected."""
+    def const(c):
+        return llir.Constant(v.type, float(np.float32(c)) if isinstance(v.type, llir.FloatType)
+                             else c)
+    acc = const(coefs[0])
+    for c in coefs[1:]:
+        acc = _protected(builder.fadd(_protected(builder.fmul(acc, v)), const(c)))
+    return acc
+
+
 # e**r - 1 for |r| <= ln2/2 (Cephes expf polynomial without its final + 1), float32: p(r) by
 # Horner from these coefficients (highest first), then p * (r * r) + r
 _EXPM1 = (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1,
@@ -164,11 +176,8 @@ def _emit_expm1_poly(builder, r):
     """e**r - 1 for the float32 value r, each instruction with the "contract" flag alone (what
     Numba gave the polynomial's Python form under _F32, protected from a caller's
     "reassoc")."""
-    f32 = llir.FloatType()
     P = _protected
-    p = llir.Constant(f32, float(np.float32(_EXPM1[0])))
-    for c in _EXPM1[1:]:
-        p = P(builder.fadd(P(builder.fmul(p, r)), llir.Constant(f32, float(np.float32(c)))))
+    p = _emit_horner(builder, _EXPM1, r)
     return P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r))
 
 
@@ -273,9 +282,7 @@ def _emit_log(builder, x):
     m = builder.select(small, P(builder.fsub(P(builder.fadd(m, m)), _f32(1.0))),
                        P(builder.fsub(m, _f32(1.0))))
     z = P(builder.fmul(m, m))
-    y = _f32(_LOG_POLY[0])
-    for c in _LOG_POLY[1:]:
-        y = P(builder.fadd(P(builder.fmul(y, m)), _f32(c)))
+    y = _emit_horner(builder, _LOG_POLY, m)
     y = P(builder.fsub(P(builder.fmul(P(builder.fmul(y, m)), z)),
                        P(builder.fmul(_f32(0.5), z))))
     r = P(builder.fadd(builder.fpext(P(builder.fadd(m, y)), f64),
@@ -301,19 +308,14 @@ def _emit_erf(builder, x):
     flag alone), in the order its former Python form had them."""
     P = _protected
     f32, f64 = llir.FloatType(), llir.DoubleType()
-
-    def horner(coefs, v):
-        acc = llir.Constant(f64, coefs[0])
-        for c in coefs[1:]:
-            acc = P(builder.fadd(P(builder.fmul(acc, v)), llir.Constant(f64, c)))
-        return acc
     xd = builder.fpext(x, f64)
-    small = builder.fptrunc(P(builder.fmul(xd, horner(_ERF_P, P(builder.fmul(xd, xd))))), f32)
+    small = builder.fptrunc(P(builder.fmul(xd, _emit_horner(builder, _ERF_P,
+                                                            P(builder.fmul(xd, xd))))), f32)
     # |x| >= 0.921875: erf = 1 - erfc; beyond 4 erf rounds to +-1 in float32, so clamp t (this
     # also maps inf to 1). q in [-17, -1.9]: rounding it to float32 changes erfc by < 1e-6
     # relative, erf by < 3e-8.
     t = _min(builder, _unary(builder, "fabs", [xd], ty=f64), llir.Constant(f64, 4.0))
-    q = horner(_ERF_Q, P(builder.fsub(t, llir.Constant(f64, 2.5))))
+    q = _emit_horner(builder, _ERF_Q, P(builder.fsub(t, llir.Constant(f64, 2.5))))
     e = builder.fpext(_emit_exp(builder, builder.fptrunc(q, f32)), f64)
     big = builder.fptrunc(P(builder.fsub(llir.Constant(f64, 1.0), e)), f32)
     big = builder.select(P(builder.fcmp_ordered("<", x, _f32(0.0))), P(builder.fneg(big)), big)
@@ -345,9 +347,7 @@ def _emit_gelu_tanh(builder, x):
                ty=f64)
     r = P(builder.fsub(t, P(builder.fmul(n, c(_LN2)))))  # |r| <= ln2/2
     # the Cephes expm1 polynomial in float64 (evaluated in float32 it gave gelu 2 ulp, now 1)
-    p = c(_EXPM1[0])
-    for k in _EXPM1[1:]:
-        p = P(builder.fadd(P(builder.fmul(p, r)), c(k)))
+    p = _emit_horner(builder, _EXPM1, r)
     p = P(builder.fadd(P(builder.fadd(P(builder.fmul(p, P(builder.fmul(r, r)))), r)), c(1.0)))
     # 2**n: (n + 1023) << 52 as the exponent field (the i32 conversion vectorises on AVX2 too)
     i = builder.add(builder.fptosi(n, _I32), llir.Constant(_I32, 1023))
