@@ -57,6 +57,13 @@ _libraries: dict = {}  # library id -> the dispatcher `library()` made callable 
 counts = {"compiled": 0, "disk": 0, "memory": 0}
 library_counts = {"compiled": 0, "disk": 0, "memory": 0}  # the same, of library functions
 
+# njit options of a function that only native code calls (through a symbol here, or linked into
+# other njit code), never Python nor a C callback: no CPython wrapper (unboxing each argument,
+# boxing the result) and no cfunc wrapper, each of which Numba otherwise types, lowers and
+# turns into machine code per overload for nothing (bench/compile_profile.py). Such a
+# dispatcher compiles and loads from disk as before; its Python entry point is null.
+NATIVE_ONLY = dict(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
 
 def _bind(module: str, argtys: tuple):
     """(symbol, return type) of `module`'s kernel compiled for `argtys`."""

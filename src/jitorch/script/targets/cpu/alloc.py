@@ -37,6 +37,8 @@ from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
+from ...kernels import kernel_call
+
 HUGE_MIN_BYTES = 1 << 22   # NumPy's threshold for asking for huge pages
 _MADV_HUGEPAGE = 14        # <sys/mman.h>, Linux
 _SYMBOL = "jitorch_madvise"
@@ -157,8 +159,8 @@ def emit_empty(context, builder, ret, sizes):
     return out._getvalue()
 
 
-# called from njit code only: no CPython or cfunc wrapper to lower, optimise and emit per overload
-_OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+# called from njit code only
+_OPTS = dict(nogil=True, cache=True, **kernel_call.NATIVE_ONLY)
 
 
 @numba.njit(**_OPTS)

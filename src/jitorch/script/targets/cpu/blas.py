@@ -173,9 +173,8 @@ def _make_tile(R: int, V: int):
 _TF, _TF2, _TF1 = _make_tile(RMAX, VMAX), _make_tile(2, VMAX), _make_tile(1, VMAX)
 _TN, _TN1, _TR = _make_tile(RMAX, 1), _make_tile(1, 1), _make_tile(1, 2 * VMAX)
 _OPTS["cache"] = True
-# Functions only njit code calls (directly or through a kernel_call symbol): no CPython or
-# cfunc wrapper (Numba lowers, optimises and emits one of each per overload otherwise)
-_INTERNAL = dict(_OPTS, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+# Functions only njit code calls (directly or through a kernel_call symbol)
+_INTERNAL = dict(_OPTS, **kernel_call.NATIVE_ONLY)
 
 
 def _int_select(op):

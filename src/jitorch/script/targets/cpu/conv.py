@@ -27,10 +27,9 @@ from ...kernels import kernel_call
 
 __all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"]
 
-# No Python or C wrappers: nothing calls these from Python (generated code reaches them through
-# symbols), and each wrapper is a function of its own to compile, per helper and signature.
+# Generated code reaches these through symbols only
 _OPTS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, cache=True,
-             no_cpython_wrapper=True, no_cfunc_wrapper=True)
+             **kernel_call.NATIVE_ONLY)
 CHUNK = 1 << 16  # im2col elements per gemm (256 KiB of float32)
 
 

@@ -19,9 +19,8 @@ from numba import types
 from ...kernels import kernel_call
 
 
-# called through kernel_call symbols only: no CPython or cfunc wrapper to lower, optimise
-# and emit per overload
-_OPTS = dict(nogil=True, cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+# called through kernel_call symbols only
+_OPTS = dict(nogil=True, cache=True, **kernel_call.NATIVE_ONLY)
 
 
 @numba.njit(**_OPTS)
