@@ -198,7 +198,10 @@ def library(disp, canonical=None):
     library never matches a cached caller's symbol (the caller is compiled again).
     `canonical(argument types) -> argument types` may map the caller's types to ones with the
     same data model that `disp` is compiled for instead (an array of any layout as 'A': one
-    compile serves every layout, where the library reads strides at run time anyway)."""
+    compile serves every layout, where the library reads strides at run time anyway).
+    The intrinsic's `typing(argument types) -> (signature, codegen)` is its typing, for
+    another intrinsic whose codegen calls the library in place (blas.py's `_kernel`): Numba
+    keeps an intrinsic's own typing function private."""
     import inspect
     py = disp.py_func
     try:
@@ -214,12 +217,14 @@ def library(disp, canonical=None):
     n = len(inspect.signature(py).parameters)
     params = ", ".join(f"a{i}" for i in range(n))
     ns: dict = {}
+
+    def typing(*args):
+        return _typer_by(lambda tys: _bind_library(ident, tys), args, canonical)
     exec(f"def call_library(typingctx{', ' if n else ''}{params}):\n"
-         f"    return _typer(({params}{',' if n == 1 else ''}))\n",
-         {"_typer": lambda args: _typer_by(lambda tys: _bind_library(ident, tys), args,
-                                           canonical)}, ns)
+         f"    return _typing({params})\n", {"_typing": typing}, ns)
     fn = intrinsic(ns["call_library"])
     fn.library_id = ident
+    fn.typing = typing
     return fn
 
 

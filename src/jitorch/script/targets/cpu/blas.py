@@ -476,8 +476,7 @@ def _kernel(typingctx, a, b, c, accumulate):
             context.compile_internal(builder, _loops.py_func, sig_, args)
             return context.get_dummy_value()
         return sig, loops
-    inner_sig, inner = _float_mm_by_symbol._defn(
-        typingctx, *_FLOAT_MM_ARGS, types.boolean, z)
+    inner_sig, inner = _float_mm_by_symbol.typing(*_FLOAT_MM_ARGS, types.boolean, z)
 
     def codegen(context, builder, sig_, args):
         arrs = [cgutils.create_struct_proxy(t)(context, builder, value=v)
