@@ -96,9 +96,12 @@ _KE = None
 
 
 def is_compute(n: ir.Node) -> bool:
-    """Nodes whose code becomes a kernel: every op but the structural/scalar prims."""
-    return not n.op.startswith("prim::") or n.op == "prim::Fused" or "lower" in n.attrs or \
-        "lowering" in n.attrs
+    """Nodes whose code becomes a kernel: every op but the structural/scalar prims and the shape
+    ops lowered in the entry (lower_shape.in_entry)."""
+    from .lower_shape import in_entry
+    if "lower" in n.attrs or "lowering" in n.attrs or n.op == "prim::Fused":
+        return True
+    return not n.op.startswith("prim::") and not in_entry(n)
 
 
 def worth_kernels(graph: ir.Graph) -> bool:
@@ -152,8 +155,9 @@ def outline(em, n: ir.Node, lower) -> None:
 
 
 def _worth_a_kernel(ke) -> bool:
-    """Whatever emits code is a kernel, straight-line code included (a checked narrow; shape
-    ops emit nothing in a kernel and are lowered in the entry, lower_shape.py): measured on a Transformer encoder's training step, keeping straight-line nodes in
+    """Whatever emits code is a kernel, straight-line code included (a checked narrow; a node
+    bound to an expression, e.g. a transpose that is the identity, emits nothing and is
+    lowered in the entry): measured on a Transformer encoder's training step, keeping straight-line nodes in
     the entry cut the number of kernels from 67 to 39 but made the entries so much longer
     that a 2-layer model whose kernels were all cached compiled in 54 CPU-s instead of 10
     (Numba's time per line grows with the length of the function; a kernel's is paid once)."""

@@ -4,8 +4,8 @@ Views stay views where Numba can express them (transpose/permute, basic slicing,
 `None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand_checked`);
 reshape/flatten/ravel/reshape_as are views.py's `_jt_reshape` (a view of a C-contiguous array,
 else a copy). Those, `x.T` and unsqueeze are lowered in the program's entry (one intrinsic call or
-an expression), never as kernels of their own: a kernel per (rank, sizes) pattern cost 20-85 ms
-CPU to compile (issue 17). `view`/`view_as` go through `np.ascontiguousarray` (free on C arrays;
+an expression), never as kernels of their own (`in_entry`, which kernel.is_compute reads): a
+kernel per (rank, sizes) pattern cost 20-85 ms CPU to compile (issue 17). `view`/`view_as` go through `np.ascontiguousarray` (free on C arrays;
 Numba cannot reshape a non-contiguous array). A view
 op (registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the
 view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
@@ -110,17 +110,37 @@ def _is_view(n: ir.Node) -> bool:
     return op is not None and op.view is True
 
 
+_RESHAPES = ("reshape", "view", "flatten", "ravel", "view_as", "reshape_as")
+_EXPANDS = ("expand", "broadcast_to", "expand_as")
+
+
+def in_entry(n: ir.Node) -> bool:
+    """Whether `n` is lowered in the program's entry, never as a kernel of its own
+    (kernel.is_compute): a reshape that is no view op (`_reshaped`: one intrinsic call), an
+    expand (`_expand_to`: one intrinsic call), and the views that are expressions (`x.T` or
+    the identity of a transpose of rank <= 2, unsqueeze of a tensor of rank >= 1). A kernel
+    per (rank, sizes) pattern cost 20-85 ms CPU to compile, and 7 + 2 of a CNN train step's 37
+    kernels were such reshapes and expands (issue 17)."""
+    op = n.op
+    if op not in _RESHAPES + _EXPANDS + ("transpose", "t", "permute", "unsqueeze"):
+        return False
+    t = n.inputs[0].type
+    r = t.ndim if isinstance(t, ir.TensorType) else None
+    if op in _RESHAPES:  # (a view op's stride check, check_viewable, stays in a kernel)
+        return not _is_view(n) and (op != "flatten" or bool(r))  # (0-d flatten: a line)
+    if op in _EXPANDS:
+        return True
+    if op == "unsqueeze":
+        return bool(r)  # (0-d: a reshape line)
+    return r is not None and r <= 2  # transpose, t, permute: `x.T` or x itself (_permute)
+
+
 def _reshaped(em: Emitter, n: ir.Node, xs: str, parts, infer: int = -1) -> bool:
     """Bind `n`'s output to `xs` reshaped to `parts` (size expressions; the one at `infer`,
-    if not -1, inferred) through views.py's `_jt_reshape`: one intrinsic call, which checks
-    the sizes itself, and lowered in the entry, not as a kernel of its own: a kernel per
-    (rank, sizes) pattern cost 50-85 ms CPU each to compile, and 7 of a CNN's train step's 37
-    kernels were such reshapes (issue 17). False (nothing done) for a view op (`view`,
-    `view_as`), whose stride check (check_viewable) stays in a kernel."""
+    if not -1, inferred) through views.py's `_jt_reshape`, which checks the sizes itself (in
+    the entry: in_entry). False (nothing done) for a view op (`view`, `view_as`)."""
     if _is_view(n):
         return False
-    if getattr(em, "parent", None) is not None:  # kernel.outline: no lines -> the entry
-        return True
     out = em.fresh("v")
     em.emit(f"{out} = {views.use(em, '_jt_reshape')}({xs}, {_tup(parts)}, "
             f"{literal.integer(infer)})")
@@ -295,11 +315,9 @@ def lower_unsqueeze(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], out)
 
 
-def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> bool:
+def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> None:
     """broadcast_to with PyTorch's check; target entries are expressions (or -1). One call of
-    views.py's `_jt_expand_checked`, which checks the sizes itself, lowered in the entry, not
-    as a kernel of its own (as _reshaped): True when nothing was emitted (outline's first
-    pass, a kernel emitter), so that the entry lowers it."""
+    views.py's `_jt_expand_checked`, which checks the sizes itself (in the entry: in_entry)."""
     nt = len(target)
     if nt < r:
         raise NotLowered("expand: fewer sizes than dims")
@@ -314,10 +332,7 @@ def _expand_to(em: Emitter, xs: str, r: int, target: list, out: str) -> bool:
             raise NotLowered("expand: a negative size")
         else:
             parts.append(s)
-    if getattr(em, "parent", None) is not None:  # kernel.outline: no lines -> the entry
-        return True
     em.emit(f"{out} = {views.use(em, '_jt_expand_checked')}({xs}, {_tup(parts)})")
-    return False
 
 
 @lowers("expand", "broadcast_to", target="cpu")
@@ -325,10 +340,10 @@ def lower_expand(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     out = em.fresh("v")
     rt = _runtime_sizes(em, n.inputs[1])
-    if not _expand_to(em, em.name(n.inputs[0]), r,
-                      rt if rt is not None else
-                      [literal.integer(s) for s in em.const(n.inputs[1])], out):
-        em.bind(n.outputs[0], out)
+    _expand_to(em, em.name(n.inputs[0]), r,
+               rt if rt is not None else [literal.integer(s) for s in em.const(n.inputs[1])],
+               out)
+    em.bind(n.outputs[0], out)
 
 
 @lowers("expand_as", target="cpu")
@@ -337,9 +352,8 @@ def lower_expand_as(em: Emitter, n: ir.Node) -> None:
     ro = em.tensor(n.inputs[1]).ndim
     os_ = em.name(n.inputs[1])
     out = em.fresh("v")
-    if not _expand_to(em, em.name(n.inputs[0]), r, [f"{os_}.shape[{d}]" for d in range(ro)],
-                      out):
-        em.bind(n.outputs[0], out)
+    _expand_to(em, em.name(n.inputs[0]), r, [f"{os_}.shape[{d}]" for d in range(ro)], out)
+    em.bind(n.outputs[0], out)
 
 
 def contiguous_expr(em: Emitter, v: ir.Value) -> str:
