@@ -168,6 +168,21 @@ def test_a_change_forgets_only_when_the_value_changes():
     assert f.stats["specialisations"] == 0
 
 
+def test_a_change_drops_the_eager_softmax_programs():
+    """Eager softmax's table of programs (_ops/_row_programs.py) is built under the settings:
+    a change drops it through the callback it registered (_settings.on_change), whether or not
+    one of its ScriptFunctions exists yet."""
+    from jitorch._ops import _row_programs
+    key = ("softmax", -1, np.dtype(np.float32), 9, True)  # (a key no test builds)
+    _row_programs.EPS[key] = None
+    try:
+        jt.set_default_dtype(jt.float64)
+        assert key not in _row_programs.EPS
+    finally:
+        _row_programs.EPS.pop(key, None)
+        jt.set_default_dtype(jt.float32)
+
+
 def test_the_interpreted_tier_and_the_compiled_tier_agree(monkeypatch, tmp_path):
     """With the compile worker on, a call served by the interpreter while its program compiles
     and a call of the compiled program give the same dtypes, before and after a change."""

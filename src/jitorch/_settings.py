@@ -29,11 +29,19 @@ from . import _fork
 _getters: dict = {}  # name -> function returning the setting's current value
 _lock = _fork.rlock()  # reentrant: one setter may call another
 epoch = [0]  # bumped on every change (a build started under an older epoch is not kept)
+_on_change: list = []  # callbacks of tables built under the settings (on_change)
 
 
 def register(name: str, getter: Callable[[], object]) -> None:
     """Declare a process-wide setting that compiled programs may depend on."""
     _getters[name] = getter
+
+
+def on_change(callback: Callable[[], None]) -> None:
+    """Call `callback()` whenever a registered setting changes (after every scripted function
+    forgot its specialisations): for a table of compiled programs kept outside a
+    ScriptFunction (_ops/_row_programs.py)."""
+    _on_change.append(callback)
 
 
 def names() -> tuple:
@@ -65,8 +73,11 @@ def is_setter(fn) -> bool:
 
 
 def changed() -> None:
-    """A registered setting changed: every scripted function forgets its specialisations."""
+    """A registered setting changed: every scripted function forgets its specialisations, and
+    each `on_change` callback runs."""
     epoch[0] += 1
     stats = sys.modules.get("jitorch.script.runtime.stats")  # (no scripted function yet: none)
     if stats is not None:
         stats.forget_specialisations()
+    for callback in _on_change:
+        callback()

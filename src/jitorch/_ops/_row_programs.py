@@ -34,13 +34,16 @@ import time
 
 import numpy as np
 
-from .. import _fork
+from .. import _fork, _settings
 
 _lock = _fork.lock()  # one build per key at a time (a build runs the frontend and Numba)
 _FNS: dict = {}  # (op, dim class) -> ScriptFunction of the call
 # (op, dim, dtype, ndim, C-contiguous) -> entry point `ep(a) -> (out,)`, or None: NumPy's
 # formula (see the module doc). Read without the lock by `run`; written under it.
 EPS: dict = {}
+# a registered setting changed: every key is built again (its ScriptFunction forgot its
+# specialisations with every other's)
+_settings.on_change(EPS.clear)
 
 
 def numpy_softmax(a: np.ndarray, dim: int, log: bool) -> np.ndarray:
@@ -67,12 +70,6 @@ def function(op: str, dim: int):
         exec(compile(src, filename, "exec"), ns)
         sf = jitorch.jit.script(ns[name])
         sf.name = sf.__name__ = f"F.{op}[eager]"
-        forget = sf._reset
-
-        def reset():  # a registered setting changed (_settings.py): rebuild every key too
-            forget()
-            EPS.clear()
-        sf._reset = reset
         _FNS[op, dim] = sf
     return sf
 
