@@ -300,3 +300,19 @@ def test_one_switch_follows_every_reason_to_leave_the_fast_path():
     done.set()
     th.join()
     assert seen == ["exp"] and _profiling.slow[0] == base
+
+
+def test_a_thread_that_ends_with_a_mode_pushed_is_counted_out():
+    """A thread that ends with a dispatch mode still pushed no longer counts as one with a mode:
+    the fast path's switch goes back to what it was (it stayed on for good, every op of every
+    thread taking the general path)."""
+    import gc
+    import threading
+    from jitorch import _profiling
+    from jitorch._ops import registry
+    on, bit = registry._modes_on[0], _profiling.slow[0] & _profiling.MODES
+    th = threading.Thread(target=lambda: registry.push_mode(lambda op, slots, attrs: "mode"))
+    th.start()
+    th.join()
+    gc.collect()  # (CPython drops the thread's state at its end; other runtimes may need this)
+    assert registry._modes_on[0] == on and _profiling.slow[0] & _profiling.MODES == bit

@@ -76,21 +76,45 @@ class _ModeStack(threading.local):
     Reading a thread-local attribute costs ~3 list reads, so dispatch reads `_modes_on[0]`
     first, the number of threads whose stack is not empty, and the ops' fast path reads the
     `_profiling.MODES` bit of its switch; every assignment to `stack` (push_mode, and the callers
-    that set it around a region) keeps both."""
+    that set it around a region) keeps both. A thread that ends with modes still pushed is
+    counted out by its `_Counted` token, which its thread-local state drops then (else the ops
+    of every thread would take the slow path for good)."""
     stack: list = []
+    token = None  # a _Counted while this thread's stack is not empty
 
     def __setattr__(self, name, value):
         if name == "stack":
             with _modes_lock:
-                _modes_on[0] += bool(value) - bool(self.stack)
+                was, now = bool(self.stack), bool(value)
                 threading.local.__setattr__(self, name, value)
-                _profiling.set_slow(_profiling.MODES, _modes_on[0] > 0)
+                if was != now:
+                    if was:
+                        self.token.counted = False  # (counted out here, not by its __del__)
+                    threading.local.__setattr__(self, "token", _Counted() if now else None)
+                    _count_modes(now - was)
         else:
             threading.local.__setattr__(self, name, value)
 
 
+class _Counted:
+    """Held by a thread's _ModeStack while its stack is not empty; dropped with the thread's
+    thread-local state when it ends still counted: the thread is counted out of `_modes_on`."""
+    counted = True
+
+    def __del__(self):
+        if self.counted:
+            with _modes_lock:
+                _count_modes(-1)
+
+
+def _count_modes(delta: int) -> None:
+    _modes_on[0] += delta
+    _profiling.set_slow(_profiling.MODES, _modes_on[0] > 0)
+
+
 _modes_on = [0]  # threads with an active dispatch mode (0: the fast path needs no other look)
-_modes_lock = _fork.lock()
+# re-entrant: a _Counted may be dropped (its thread's state cleared) while this thread holds it
+_modes_lock = _fork.rlock()
 _mode_state = _ModeStack()
 
 
