@@ -156,6 +156,21 @@ def test_operands_of_the_loops_rank_make_one_flat_loop():
     assert "_jt_dense(" in group and len(re.findall(r"^ *for ", group, re.M)) == 1, group
 
 
+def test_shape_ops_lowered_in_the_entry_are_no_compute_nodes():
+    """A reshape, unsqueeze, expand or 2-D transpose is lowered in the entry (one intrinsic
+    call or an expression: lower_shape.in_entry), so it does not count towards a program's
+    kernels (targets/cpu/kernel.py): with one compute node besides, the program is one
+    function and jit.stats() counts no kernel for it (it was an entry calling one kernel: two
+    Numba compiles). A transpose of rank 3 is a copy loop: a kernel of its own."""
+    args = (R(2, 6), R(3, 4))
+    _, prog = lower(trace_graph(lambda x, w: x.reshape(-1, 4).unsqueeze(0).expand(2, -1, -1)
+                                @ w.t(), args)[0], args)
+    assert prog.kernels == [] and "_jt_reshape(" in prog.source
+    args = (R(3, 4, 2), R(3, 4))
+    _, prog = lower(trace_graph(lambda x, w: x.transpose(0, 2) @ w, args)[0], args)
+    assert len(prog.kernels) == 2
+
+
 def test_cat_of_one_dtype_is_copy_nests():
     """cat of one dtype: PyTorch's size check and a copy nest per part, not np.concatenate
     (Numba compiled its implementation, ~0.25 CPU-s, per tuple of array types: issue 17).

@@ -123,27 +123,6 @@ def test_stats_count_kernels():
     assert k["compiled"] + k["disk"] + k["shared"] >= 1  # (what this process had decides which)
 
 
-def _reshaped_mm(x, w):
-    return x.reshape(-1, 4).unsqueeze(0).expand(2, -1, -1) @ w.t()
-
-
-def _permuted_mm(x, w):
-    return x.transpose(0, 2) @ w
-
-
-def test_shape_ops_lowered_in_the_entry_are_no_compute_nodes():
-    """A reshape, unsqueeze, expand or 2-D transpose is lowered in the entry (one intrinsic
-    call or an expression: lower_shape.in_entry), so it does not count towards a program's
-    kernels: with one compute node besides, the program is one function and jit.stats()
-    counts no kernel for it (it was an entry calling one kernel: two Numba compiles). A
-    transpose of rank 3 is a copy loop: a kernel of its own."""
-    x, w = jitorch.randn(2, 6), jitorch.randn(3, 4)
-    prog = _program(jitorch.jit.script(_reshaped_mm), x, w)
-    assert prog.kernels == [] and "_jt_reshape(" in prog.source and "@numba.njit" in prog.source
-    prog = _program(jitorch.jit.script(_permuted_mm), jitorch.randn(3, 4, 2), w)
-    assert len(prog.kernels) == 2
-
-
 _CHILD = textwrap.dedent("""
     import json, sys
     import numpy as np
