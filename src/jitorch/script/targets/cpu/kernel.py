@@ -157,10 +157,10 @@ def outline(em, n: ir.Node, lower) -> None:
 def _worth_a_kernel(ke) -> bool:
     """Whatever emits code is a kernel, straight-line code included (a checked narrow; a node
     bound to an expression, e.g. a transpose that is the identity, emits nothing and is
-    lowered in the entry): measured on a Transformer encoder's training step, keeping straight-line nodes in
-    the entry cut the number of kernels from 67 to 39 but made the entries so much longer
-    that a 2-layer model whose kernels were all cached compiled in 54 CPU-s instead of 10
-    (Numba's time per line grows with the length of the function; a kernel's is paid once)."""
+    lowered in the entry): measured on a Transformer encoder's training step, keeping
+    straight-line nodes in the entry cut the number of kernels from 67 to 39 but made the
+    entries so much longer that a 2-layer model whose kernels were all cached compiled in 54
+    CPU-s instead of 10 (Numba's time per line grows with the length of the function; a kernel's is paid once)."""
     return bool(ke.lines)
 
 
