@@ -2,19 +2,19 @@
 
 Views stay views where Numba can express them (transpose/permute, basic slicing, unsqueeze via
 `None` indexing, expand as `np.broadcast_to` would: views.py's `_jt_expand_checked`);
-reshape/flatten/ravel/reshape_as are views.py's `_jt_reshape` (a view of a C-contiguous array,
-else a copy). Those, `x.T` and unsqueeze are lowered in the program's entry (one intrinsic call or
-an expression), never as kernels of their own (`in_entry`, which kernel.is_compute reads): a
-kernel per (rank, sizes) pattern cost 20-85 ms CPU to compile (issue 17). `view`/`view_as` go
-through `np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous
-array). A view op (registry `view=True`: `view`, `view_as`) first checks that the input's
-strides allow the view, as eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error
-otherwise; its result may then be a contiguous copy, which holds the same values (programs
-never write through a view: writes are functional in the IR). Sizes the
-IR fixed at trace time (a reshape target, an integer index) are checked at run time with
-PyTorch's message, so a call with other sizes fails cleanly instead of reading out of bounds.
-`select` takes a run-time index too (`x[i]` in a loop), and `chunk` is lowered when a
-`prim::ListUnpack` consumes it (the unpack knows how many views to emit).
+reshape/flatten/ravel/reshape_as are views.py's `_jt_reshape` (a view of a C-contiguous array, else
+a copy). Those, `x.T` and unsqueeze are lowered in the program's entry (one intrinsic call or an
+expression), never as kernels of their own (`in_entry`, which kernel.is_compute reads): a kernel per
+(rank, sizes) pattern cost 20-85 ms CPU to compile (issue 17). `view`/`view_as` go through
+`np.ascontiguousarray` (free on C arrays; Numba cannot reshape a non-contiguous array). A view op
+(registry `view=True`: `view`, `view_as`) first checks that the input's strides allow the view, as
+eager does (`check_viewable`: PyTorch's computeStride), and raises PyTorch's error otherwise; its
+result may then be a contiguous copy, which holds the same values (programs never write through a
+view: writes are functional in the IR). Sizes the IR fixed at trace time (a reshape target, an
+integer index) are checked at run time with PyTorch's message, so a call with other sizes fails
+cleanly instead of reading out of bounds. `select` takes a run-time index too (`x[i]` in a loop),
+and `chunk` is lowered when a `prim::ListUnpack` consumes it (the unpack knows how many views to
+emit).
 """
 from __future__ import annotations
 
