@@ -161,16 +161,16 @@ def _worth_a_kernel(ke) -> bool:
 
 
 def kernel_decorator() -> str:
-    """An entry's decorator (program.DECORATOR) without Numba's wrappers: a kernel is only
-    ever called through its symbol by native code (kernel_call.py), never from Python or as
-    a C callback, and Numba otherwise builds both a CPython wrapper (unboxing each argument,
-    boxing the returned tuple) and a cfunc wrapper for every function it compiles: typed,
-    lowered and turned into machine code for nothing (bench/compile_profile.py). The
-    dispatcher of such a module compiles and loads from disk as before; calling it from
-    Python is not possible (its Python entry point is null)."""
+    """An entry's decorator (program.DECORATOR, which has no cfunc wrapper already) without
+    Numba's CPython wrapper either: a kernel is only ever called through its symbol by native
+    code (kernel_call.py), never from Python or as a C callback, and Numba otherwise builds a
+    CPython wrapper (unboxing each argument, boxing the returned tuple) for every function it
+    compiles: typed, lowered and turned into machine code for nothing
+    (bench/compile_profile.py). The dispatcher of such a module compiles and loads from disk
+    as before; calling it from Python is not possible (its Python entry point is null)."""
     from .program import DECORATOR
-    assert DECORATOR.endswith(")")
-    return DECORATOR[:-1] + ", no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+    assert DECORATOR.endswith(")") and "no_cfunc_wrapper=True" in DECORATOR
+    return DECORATOR[:-1] + ", no_cpython_wrapper=True)"
 
 
 def kernel_source(ke, rets) -> str:
