@@ -138,3 +138,15 @@ def test_a_program_entry_has_no_cfunc_wrapper(monkeypatch, tmp_path):
     (cres,) = entry.fn.overloads.values()
     assert cres.library.get_pointer_to_function(cres.fndesc.llvm_cpython_wrapper_name)
     assert not cres.library.get_pointer_to_function(cres.fndesc.llvm_cfunc_wrapper_name)
+
+
+def test_raised_for_a_compile_worker_job(thresholds, monkeypatch):
+    """The worker's job (loading its modules, then Numba's compile) runs under the raised
+    thresholds, and the worker's own are back after it."""
+    from jitorch.script.runtime import compile_worker
+    monkeypatch.setattr(compile_worker, "_call_job",
+                        lambda job, t0, c0: {"ok": True, "seen": gc.get_threshold()})
+    got = compile_worker.compile_job({"kind": "call", "module": "jitorch.x", "entry": "f",
+                                      "args": (), "lock": "x"})
+    assert got == {"ok": True, "seen": compile_gc.RAISED}
+    assert gc.get_threshold() == (700, 10, 10)
