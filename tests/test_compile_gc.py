@@ -94,9 +94,10 @@ def _gc_grad_probe(x):
 
 
 def test_raised_for_a_whole_first_call_build(thresholds, monkeypatch, tmp_path):
-    """Building a first call's program (jitorch's passes, code generation, loading its
-    modules: before Numba compiles anything) and a backward program's build and first run
-    happen under the raised thresholds, and the caller's are back after each."""
+    """Scripting (the frontend), building a first call's program (jitorch's passes, code
+    generation, loading its modules: before Numba compiles anything) and a backward
+    program's build and first run happen under the raised thresholds, and the caller's are
+    back after each."""
     import jitorch
     from jitorch.script.runtime import functions, programs
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
@@ -111,7 +112,13 @@ def test_raised_for_a_whole_first_call_build(thresholds, monkeypatch, tmp_path):
     monkeypatch.setattr(functions, "build_entry", probe("build", functions.build_entry))
     monkeypatch.setattr(programs, "build_entry", probe("build", programs.build_entry))
     monkeypatch.setattr(programs, "first_call", probe("first", programs.first_call))
+    from jitorch.script.frontend import function as frontend
+    monkeypatch.setattr(frontend, "compile_function",
+                        probe("script", frontend.compile_function))
     f = jitorch.jit.script(_gc_build_probe)
+    assert calls == [("script", compile_gc.RAISED)]  # (the frontend)
+    assert gc.get_threshold() == (700, 10, 10)
+    calls.clear()
     x = jitorch.arange(6, dtype=jitorch.float32)
     assert f(x).tolist() == [3.0 * v - 1.0 for v in range(6)]
     assert calls == [("build", compile_gc.RAISED)]

@@ -1,11 +1,12 @@
 """Python's cyclic garbage collector while jitorch builds and Numba compiles jitorch's code.
 
 Owns the collector's thresholds during a build: they are raised (`RAISED`) while any of
-- `raised()` is active: the first call of a scripted function builds its program (the plan
-  key, whose first use imports Numba; jitorch's passes and code generation; loading the
-  program's modules; Numba's compile) and a backward program's first run compiles it
-  (runtime/functions.py, runtime/autodiff.py); the compile worker runs a job
-  (runtime/compile_worker.py);
+- `raised()` is active: `jit.script` runs the frontend (api.py; a ScriptModule's method
+  compiled on first use too, runtime/module.py); the first call of a scripted function
+  builds its program (the plan key, whose first use imports Numba; jitorch's passes and
+  code generation; loading the program's modules; Numba's compile) and a backward program's
+  first run compiles it (runtime/functions.py, runtime/autodiff.py); the compile worker
+  runs a job (runtime/compile_worker.py);
 - a Numba compile of a jitorch dispatcher (a generated program's entry or kernel, or a jitorch
   library function, the compiles nested in it included) runs: `install()` puts a listener on
   Numba's `numba:compile` event (eager kernels compile outside any `raised()`);
