@@ -85,6 +85,26 @@ def test_raised_block_outlives_a_foreign_compile_that_ended_in_it(thresholds):
     assert gc.get_threshold() == (700, 10, 10)
 
 
+def test_the_heap_before_a_build_is_frozen_during_it(thresholds):
+    """Collections during a build skip the objects that existed before it (they are frozen,
+    then unfrozen: collectable again after it); a program's own frozen objects stay frozen."""
+    assert gc.get_freeze_count() == 0
+    with compile_gc.raised():
+        assert gc.get_freeze_count() > 0
+        with compile_gc.raised():
+            assert gc.get_freeze_count() > 0
+        assert gc.get_freeze_count() > 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()  # (the program's own)
+    try:
+        n = gc.get_freeze_count()
+        with compile_gc.raised():
+            assert gc.get_threshold() == compile_gc.RAISED
+        assert gc.get_freeze_count() > n // 2  # (not unfrozen; some may have died)
+    finally:
+        gc.unfreeze()
+
+
 def _gc_build_probe(x):
     return x * 3.0 - 1.0
 
