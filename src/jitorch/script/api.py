@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 
 from .._tensor import Tensor
+from .kernels import compile_gc
 from .runtime.programs import _symbolic
 from .runtime.functions import ScriptFunction
 
@@ -17,11 +18,12 @@ from .runtime.functions import ScriptFunction
 def script(obj=None, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     if obj is None:  # @script() with parentheses
         return lambda o: script(o)
-    from .frontend import function as frontend
-    if _is_module(obj):  # nn.Module instances: script/runtime/module.py
-        from .runtime.module import script_module
-        return script_module(obj)
-    return script_object(obj, frontend)
+    with compile_gc.raised():  # (the frontend's import and compile: kernels/compile_gc.py)
+        from .frontend import function as frontend
+        if _is_module(obj):  # nn.Module instances: script/runtime/module.py
+            from .runtime.module import script_module
+            return script_module(obj)
+        return script_object(obj, frontend)
 
 
 def _is_module(obj) -> bool:

@@ -24,6 +24,7 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from .. import ir
 from . import programs, stats
+from ..kernels import compile_gc
 from ..kernels.signals import RaiseInInterpreter
 from .entry import _boundary, _Entry
 
@@ -148,14 +149,15 @@ class AutodiffEntry:
             if e is not None:
                 return e
             t0 = time.perf_counter()
-            d = self._diff_for(sk, args)
-            if d.layout == self.d.layout and d.n_saved == self.d.n_saved:
-                e = self.fwd
-            else:
-                types = [programs._symbolic(v.type) for v in d.forward.inputs]
-                e, how = programs.build_entry(d.forward, types, self.static)
-                e = _LazyFirst(e, self.name + ".forward", f"saved layout of shapes {sk}",
-                               time.perf_counter() - t0)
+            with compile_gc.raised():
+                d = self._diff_for(sk, args)
+                if d.layout == self.d.layout and d.n_saved == self.d.n_saved:
+                    e = self.fwd
+                else:
+                    types = [programs._symbolic(v.type) for v in d.forward.inputs]
+                    e, how = programs.build_entry(d.forward, types, self.static)
+                    e = _LazyFirst(e, self.name + ".forward", f"saved layout of shapes {sk}",
+                                   time.perf_counter() - t0)
             self.fwds[sk] = e
             return e
 
@@ -168,9 +170,10 @@ class AutodiffEntry:
             if e is not None:
                 return e
             t0 = time.perf_counter()
-            d = self._diff_for(sk, args)
-            types = [programs._symbolic(v.type) for v in d.backward.inputs]
-            e, how = programs.build_entry(d.backward, types)
+            with compile_gc.raised():
+                d = self._diff_for(sk, args)
+                types = [programs._symbolic(v.type) for v in d.backward.inputs]
+                e, how = programs.build_entry(d.backward, types)
             dt_s = time.perf_counter() - t0
             why = f"shapes {sk}"
             if d.extra.get("sizes"):  # one backward per exact shape: say why
@@ -231,7 +234,8 @@ class _LazyFirst:
             with self.lock:
                 if self.first:
                     t0 = time.perf_counter()
-                    outs, how = programs.first_call(self.entry, args)
+                    with compile_gc.raised():
+                        outs, how = programs.first_call(self.entry, args)
                     if outs is None:
                         outs = self.entry.run(args)
                     dt_s = self.build_s + time.perf_counter() - t0

@@ -367,6 +367,12 @@ def compile_job(job: dict) -> dict:
         os._exit(70)
     if fault == "hang":
         time.sleep(1e6)
+    from ..kernels import compile_gc
+    with compile_gc.raised():  # (the whole job: module loads too, not only Numba's compile)
+        return _job(job)
+
+
+def _job(job: dict) -> dict:
     t0, c0 = time.perf_counter(), time.process_time()
     if job.get("kind") == "call":
         return _call_job(job, t0, c0)

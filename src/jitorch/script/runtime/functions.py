@@ -50,6 +50,7 @@ from .. import ir
 from ..frontend.trace import _active_count as _tracers, active_tracer as _active_tracer
 from ..ir import graph_to_python, interpreter
 from ..ir.util import used_inputs
+from ..kernels import compile_gc
 from ..kernels.signals import ArgumentsOverlap, ProgramFailed, RaiseInInterpreter
 from . import alias, stats, tiers
 from .keys import _any_rg, _arg_type, _describe_key_part, _make_fast_key, _other_key, \
@@ -498,7 +499,12 @@ class ScriptFunction(FunctionInfo):
         return "new key: " + ("; ".join(parts) or "grad mode")
 
     def _build(self, key, args, need_grad):
-        """-> (entry, outputs of this first call, how) where how is as in stats.record_compile."""
+        """-> (entry, outputs of this first call, how) where how is as in stats.record_compile.
+        The collector's thresholds stay raised throughout (kernels/compile_gc.py)."""
+        with compile_gc.raised():
+            return self._build_raised(key, args, need_grad)
+
+    def _build_raised(self, key, args, need_grad):
         arg_types = [_arg_type(a, t, p[3] if isinstance(p, tuple) and p and p[0] == "T"
                                else False)
                      for a, t, p in zip(args, self._types, key)]

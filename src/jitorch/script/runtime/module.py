@@ -32,6 +32,7 @@ import inspect
 
 from ..._tensor import Tensor
 from .. import ir
+from ..kernels import compile_gc
 from ..frontend.module import Compiled, _Ctx, _freeze_value, compile_method
 from .functions import ScriptFunction
 
@@ -170,7 +171,8 @@ class ScriptMethod:
                 # variants check on every call
                 v.checked_at = -1 if v.mutable else version
                 return v
-        c = self._compile()
+        with compile_gc.raised():  # (the frontend's compile of the method)
+            c = self._compile()
         sf = ScriptFunction(c.graph, None, name=self.name, static_args=c.res.static_args,
                             kind=c.kind if hasattr(c, "kind") else "script",
                             tuple_out=c.res.returns_tuple)

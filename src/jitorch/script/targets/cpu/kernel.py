@@ -165,12 +165,18 @@ def _worth_a_kernel(ke) -> bool:
 
 
 def kernel_decorator() -> str:
-    """An entry's decorator (program.DECORATOR) with kernel_call.NATIVE_ONLY's options: a kernel
-    is only ever called through its symbol by native code (kernel_call.py)."""
+    """An entry's decorator (program.DECORATOR, which has no cfunc wrapper already) with
+    kernel_call.NATIVE_ONLY's options: a kernel is only ever called through its symbol by native
+    code (kernel_call.py), never from Python or as a C callback, and Numba otherwise builds a
+    CPython wrapper (unboxing each argument, boxing the returned tuple) for every function it
+    compiles: typed, lowered and turned into machine code for nothing
+    (bench/compile_profile.py). The dispatcher of such a module compiles and loads from disk
+    as before; calling it from Python is not possible (its Python entry point is null)."""
     from ...kernels.kernel_call import NATIVE_ONLY
     from .program import DECORATOR
     assert DECORATOR.endswith(")")
-    return DECORATOR[:-1] + "".join(f", {k}={v!r}" for k, v in NATIVE_ONLY.items()) + ")"
+    extra = "".join(f", {k}={v!r}" for k, v in NATIVE_ONLY.items() if f"{k}=" not in DECORATOR)
+    return DECORATOR[:-1] + extra + ")"
 
 
 def kernel_source(ke, rets) -> str:

@@ -37,8 +37,11 @@ from ...codegen.control import lower_if
 from . import kernel
 from .target import CPU
 
+# no_cfunc_wrapper: the entry is called from Python (its CPython wrapper), never as a C
+# callback; Numba's cfunc wrapper would be lowered and made machine code for nothing (~0.01 of
+# the ~0.13 CPU-s Numba spends on a one-loop entry, bench/compile_time.py's gelu)
 DECORATOR = ('@numba.njit(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"}, '
-             'cache=False)')
+             'no_cfunc_wrapper=True, cache=False)')
 MAX_CONST_ELEMS = 4096  # tensor constants are embedded in the source as literals
 OUTLINE = True  # compute nodes become shared kernels (kernel.py); False: one function
 
