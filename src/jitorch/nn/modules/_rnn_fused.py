@@ -113,36 +113,42 @@ def _mm(a, b, c, accumulate):
 # wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
-def _lstm_fwd(x, wihT, whhT, bias, h0, c0, rev, out, acts, cs):
-    """acts: the activated gates (saved for backward). Each step's input projection is made
-    here, into the buffer the recurrent matmul then adds to (see the module doc)."""
+def _lstm_fwd(xh, wT, c0, rev, out, acts, cs):
+    """xh[t] = [x_t, h of the step before, 1] (x, the ones and h_0 filled in by the caller; the
+    loop writes each step's h into the row of the next step): one matmul per step with
+    wT = [W_ih, W_hh, b_ih + b_hh]^T computes all four gates' inputs, biases included (see
+    the module doc). acts: the activated gates (saved for backward)."""
     T, B, G = acts.shape
     H = G // 4
+    I = xh.shape[2] - H - 1
     mm = np.empty((B, G), acts.dtype)
-    b_s, b_g, b_o = bias[:2 * H], bias[2 * H:3 * H], bias[3 * H:]
-    h, c = h0, c0
+    c = c0
     for s in range(T):
         t = T - 1 - s if rev else s
-        _mm(x[t], wihT, mm, False)
-        _mm(h, whhT, mm, True)
+        tn = t - 1 if rev else t + 1  # the step after t
+        _mm(xh[t], wT, mm, False)
         for b in range(B):
             a, m = acts[t, b], mm[b]
             a_s, m_s = a[:2 * H], m[:2 * H]  # i, f
             for j in range(2 * H):
-                a_s[j] = _sig(m_s[j] + b_s[j])
+                a_s[j] = _sig(m_s[j])
             a_g, m_g = a[2 * H:3 * H], m[2 * H:3 * H]
             for j in range(H):
-                a_g[j] = _tanh(m_g[j] + b_g[j])
+                a_g[j] = _tanh(m_g[j])
             a_o, m_o = a[3 * H:], m[3 * H:]
             for j in range(H):
-                a_o[j] = _sig(m_o[j] + b_o[j])
+                a_o[j] = _sig(m_o[j])
             a_i, a_f = a[:H], a[H:2 * H]
             cb, cn, hn = c[b], cs[t, b], out[t, b]
             for j in range(H):
                 v = a_f[j] * cb[j] + a_i[j] * a_g[j]
                 cn[j] = v
                 hn[j] = a_o[j] * _tanh(v)
-        h, c = out[t], cs[t]
+            if 0 <= tn < T:
+                hx = xh[tn, b][I:I + H]
+                for j in range(H):
+                    hx[j] = hn[j]
+        c = cs[t]
 
 
 @njit(**_JIT)
@@ -343,17 +349,25 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     G = w_ih.shape[0]
     if b_ih is None:
         b_ih = b_hh = np.zeros(G, x.dtype)
+    last = 0 if rev else T - 1
+    if mode == "LSTM":  # [x_t, h_{t-1}, 1] @ [W_ih, W_hh, b]^T, one matmul (see the module doc)
+        I = x.shape[2]
+        xh = _empty((T, B, I + H + 1), x.dtype)
+        xh[:, :, :I] = x
+        xh[:, :, I + H] = 1
+        xh[T - 1 if rev else 0, :, I:I + H] = h0
+        wT = np.empty((I + H + 1, G), x.dtype)
+        wT[:I], wT[I:I + H], wT[I + H] = w_ih.T, w_hh.T, b_ih + b_hh
+        out, acts, cs = _empty((T, B, H), x.dtype), _empty((T, B, G), x.dtype), \
+            _empty((T, B, H), x.dtype)
+        _lstm_fwd(xh, wT, c0, rev, out, acts, cs)
+        return out, out[last], cs[last], (xh, acts, cs)
     wihT, whhT = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T)
     # h_0 and the outputs in one array, in the order of time the loop runs: the state each
     # step starts from (`hprev`) is then one contiguous slice, dW_hh one matmul
     hs = _empty((T + 1, B, H), x.dtype)
     hs[T if rev else 0] = h0
     out, hprev = (hs[:T], hs[1:]) if rev else (hs[1:], hs[:T])
-    last = 0 if rev else T - 1
-    if mode == "LSTM":  # (the biases are added in the loop, as below)
-        acts, cs = _empty((T, B, G), x.dtype), _empty((T, B, H), x.dtype)
-        _lstm_fwd(x, wihT, whhT, b_ih + b_hh, h0, c0, rev, out, acts, cs)
-        return out, out[last], cs[last], (hprev, acts, cs)
     gi = _empty((T, B, G), x.dtype)  # every step's projection, one matmul
     _mm(x.reshape(T * B, -1), wihT, gi.reshape(T * B, -1), False)
     if mode == "GRU":
@@ -372,11 +386,20 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     H = w_hh.shape[1]
     hprev, saved = saved[0], saved[1:]
     dc0 = None
-    if mode == "LSTM":
+    if mode == "LSTM":  # hprev: the forward's [x_t, h_{t-1}, 1] rows
         dG = _empty(saved[0].shape, x.dtype)
         dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, w_hh, rev, dG)
-        dGh = dG
-    elif mode == "GRU":
+        dG2 = dG.reshape(T * B, -1)
+        # every weight gradient in one matmul: dG^T @ [x, h_prev, 1] = [dW_ih, dW_hh, db]
+        # (OpenBLAS packs dG once, not three times)
+        dW = dG2.T @ hprev.reshape(T * B, -1)
+        I = x.shape[2]
+        grads = [np.ascontiguousarray(dW[:, :I]), np.ascontiguousarray(dW[:, I:I + H])]
+        if len(w) > 2:
+            db = np.ascontiguousarray(dW[:, I + H])
+            grads += [db, db.copy()]
+        return _dx(dG2, w_ih, x, need_dx), dh0, dc0, grads
+    if mode == "GRU":
         dG, dGh = _empty((T, B, 3 * w_hh.shape[1]), x.dtype), \
             _empty((T, B, 3 * w_hh.shape[1]), x.dtype)
         dh0 = _gru_bwd(dout, dhn, saved[0], out, h0, w_hh, rev, dG, dGh)
@@ -390,11 +413,16 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
         ones = np.ones(T * B, x.dtype)  # (a gemv: faster than sum(0))
         db = ones @ dG2
         grads += [db, ones @ dGh2 if dGh is not dG else db.copy()]
-    dx = None
-    if need_dx:
-        dx = _empty(x.shape, x.dtype)
-        np.matmul(dG2, w_ih, out=dx.reshape(T * B, -1))
-    return dx, dh0, dc0, grads
+    return _dx(dG2, w_ih, x, need_dx), dh0, dc0, grads
+
+
+def _dx(dG2, w_ih, x, need):
+    """The input gradient dG @ W_ih (one matmul over the whole sequence), None unless `need`."""
+    if not need:
+        return None
+    dx = _empty(x.shape, x.dtype)
+    np.matmul(dG2, w_ih, out=dx.reshape(dG2.shape[0], -1))
+    return dx
 
 
 # --- readiness: the loops compile (or load from disk) once per mode and dtype -------------------
