@@ -362,11 +362,12 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 # The weight operand of a per-step matmul in column panels as wide as blas.py's register tile
 # (`_panels`), each contiguous, where the batch has at least _PACK_ROWS rows. The kernel reads
 # B in place: a row-major (K, 4H) W^T puts each k row of a tile's columns 16 H bytes apart, so
-# at 4H = 256 the rows of a panel share a few L1 sets and every row tile (six rows of the
-# batch) fetches the panel again from L2; a contiguous (K, 64) panel stays in L1 across them.
-# Measured one thread, (B, 97) @ (97, 256) per step (an LSTM step, input 32, hidden 64): B=64
-# 24.4 -> 20.1 us, B=48 17.7 -> 15.2, B=128 51 -> 44; B=8 2.9 -> 3.4 and B=32 10 -> 11 (one
-# kernel call per panel instead of one: below this size they cost more than the reloads).
+# at 4H = 256 the rows of a panel share a few L1 sets and a row tile (six rows of the batch)
+# may find the panel evicted; a contiguous (K, 64) panel stays in L1 across them. Measured one
+# thread, (B, 97) @ (97, 256) per step (an LSTM step, input 32, hidden 64), W^T at an
+# arbitrary offset: B=64 24.4 -> 20.1 us, B=48 17.7 -> 15.2, B=128 51 -> 44; on 64-byte lines
+# (`_aligned`, as the loop gets it) B=64 19.0 -> 18.4 us; B=8 2.9 -> 3.4 and B=32 10 -> 11
+# (one kernel call per panel instead of one: below this size they cost more than they save).
 _PACK_ROWS = 48
 
 
