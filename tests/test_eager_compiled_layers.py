@@ -107,6 +107,24 @@ def test_fused_layer_long_sequence_float64(monkeypatch):
                          monkeypatch, 1e-10)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_fused_lstm_weight_panels_match_the_eager_loop(bias, monkeypatch):
+    """From _PACK_ROWS batch rows up, the LSTM's per-step matmul reads [W_ih, W_hh, b]^T in
+    contiguous column panels (_rnn_fused._panels; 4H = 80: the last panel partial); forced here
+    at batch 2, both directions: the values and gradients of the eager loop, with and without
+    biases (the folded bias row, and the weight gradients cut from one matmul)."""
+    monkeypatch.setattr(_rnn_fused, "_PACK_ROWS", 1)
+    cut, panels = [], _rnn_fused._panels
+    monkeypatch.setattr(_rnn_fused, "_panels", lambda w, rows: cut.append(panels(w, rows)) or
+                        cut[-1])
+    jt.manual_seed(0)
+    m = nn.LSTM(IN, 20, bidirectional=True, bias=bias)
+    x, _ = _inputs(m)
+    _fused_matches_eager(m, x, [], monkeypatch, 1e-5)
+    mine = [w for w in cut if w.shape[1] == IN + 20 + 1]  # (K = [x, h, 1])
+    assert len(mine) == 4 and all(w.shape[0] > 1 for w in mine)  # 2 calls, 2 directions
+
+
 @pytest.mark.parametrize("name", list(SCRIPTED))
 def test_compiled_layer_matches_the_eager_loop(name, monkeypatch):
     cls, kw, given = SCRIPTED[name]
