@@ -8,6 +8,11 @@ from .._tensor import Tensor
 from ..autograd.graph import SUM_DTYPES, plain_grad
 
 
+# `extra=` of a declaration whose VJP is written in operators and methods NumPy arrays and tensors
+# share: a first-order CPU backward runs it on the arrays (autograd/graph.py's `_array_call`)
+ON_ARRAYS = {"array_vjp": True}
+
+
 def grad_on_arrays(ufunc, g, t):
     """`ufunc(g, t)` as mul's or div's impl computes it, on the arrays, in a first-order CPU
     backward where `t` is a tensor of g's dtype, float32 or float64 (nothing to promote); else

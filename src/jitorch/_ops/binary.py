@@ -25,7 +25,7 @@ from .. import _dtype as dt
 from .._creation import zeros_like
 from .._tensor import Tensor
 from ..autograd.graph import plain_grad
-from ._util import grad_on_arrays
+from ._util import ON_ARRAYS, grad_on_arrays
 from .registry import OPS, PUBLIC, _pt_name, defop
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -299,8 +299,10 @@ def _div(input, other, *, rounding_mode=None):
 
 
 def _div_vjp(g, input, other, rounding_mode, needs_input_grad=(True, True)):
+    # (written for tensors and arrays alike: its declaration's ON_ARRAYS)
     if rounding_mode is not None:  # piecewise constant: zero gradient, as in PyTorch
-        return zeros_like(g), zeros_like(g)
+        z = np.zeros_like(g) if type(g) is np.ndarray else zeros_like(g)
+        return z, z
     return (g / other if needs_input_grad[0] else None,
             -g * input / (other * other) if needs_input_grad[1] else None)
 
@@ -312,7 +314,8 @@ def _div_jvp(t_input, t_other, input, other, rounding_mode):
 
 
 div = defop("div", _div, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            dtype=_div_rule, extra={"dtype_attrs": True}, vjp=_div_vjp, jvp=_div_jvp,
+            dtype=_div_rule, extra={"dtype_attrs": True, **ON_ARRAYS}, vjp=_div_vjp,
+            jvp=_div_jvp,
             # the template is true division: a compiler must treat rounding_mode itself
             scalar="{input} / {other}")
 divide = alias("divide", "div")

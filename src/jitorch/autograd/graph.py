@@ -714,9 +714,9 @@ def _make_applier(op):
         if op.vjp_params[-1][0] == "needs":
             src += ["    kw = dict(kw)",
                     "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
-        src.append("    res = _vjp(g, **kw)")
+        src += _array_call(op, "    res = _vjp(g, **kw)")
     else:
-        src.append("    res = _vjp(g)")
+        src += _array_call(op, "    res = _vjp(g)")
     names = "".join(f"_g{i}, " for i in range(n))
     if op.lists:
         src.append("    return node._normalize(res)")
@@ -738,9 +738,61 @@ def _make_applier(op):
         src.append(f"    return [{names}]")
     ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
           "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any,
-          "_grad_state": grad_mode._state, "_with_result": with_result}
+          "_grad_state": grad_mode._state, "_with_result": with_result, "_CPU": _CPU_DEV,
+          "_nd": np.ndarray, "_asarray": np.asarray, "_SUM": SUM_DTYPES,
+          "_slow": _profiling.slow, "_MISS": _MISS}
     exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
     return ns["app"]
+
+
+_MISS = object()  # (an applier's result not made yet)
+
+
+def _array_call(op, call: str) -> list:
+    """The applier's lines that run an `array_vjp` op's rule on the arrays (its declaration's
+    `extra={"array_vjp": True}`: the rule is written in operators and methods that NumPy arrays
+    and tensors share, so it computes on both): in a first-order CPU backward (`plain_grad`)
+    where the gradient and every saved tensor are float32/float64 of one dtype, the rule runs on
+    their arrays, as its ops' impls would compute it, without their dispatch; its one result
+    (an op of one tensor slot) or tuple of results, each None or an array of the gradient's
+    dtype, are wrapped; anything else (a result in another dtype, a tensor it made) runs the
+    rule on the tensors below. Nothing for other ops."""
+    if not op.extra.get("array_vjp"):
+        return [call]
+    cond = ["type(g._data) is _nd", "g._dtype in _SUM", "g._device is _CPU",
+            "not _grad_state.enabled", "_slow[0] == 0"]
+    args = ["g._data"]
+    for kind, name in op.vjp_params:
+        if kind in ("slot", "result"):
+            cond += [f"type(kw[{name!r}]) is _T", f"kw[{name!r}]._dtype is g._dtype",
+                     f"type(kw[{name!r}]._data) is _nd"]
+            args.append(f"{name}=kw[{name!r}]._data")
+        elif kind == "needs":
+            args.append("needs_input_grad=kw['needs_input_grad']")
+        else:  # an attr, or a slot's saved shape or dtype (`shape`: `<slot>_shape`)
+            key = name if kind == "attr" else f"{name}_{kind}"
+            args.append(f"{key}=kw[{key!r}]")
+    src = [f"    if {' and '.join(cond)}:  # (see `_array_call`)",
+           f"        _r = _vjp({', '.join(args)})"]
+    if len(op.tensors) == 1 and not op.lists:
+        src += ["        if type(_r) is not _nd and type(_r) is not _T:",
+                "            _r = _asarray(_r)",  # (a 0-d result: a NumPy scalar)
+                "        if type(_r) is _nd and _r.dtype is g._data.dtype:",
+                "            res = _T._make(_r, g._dtype)"]
+    else:
+        src += ["        _rs = []",
+                "        for _x in _r:",
+                "            if _x is not None:",
+                "                if type(_x) is not _nd and type(_x) is not _T:",
+                "                    _x = _asarray(_x)",
+                "                if type(_x) is not _nd or _x.dtype is not g._data.dtype:",
+                "                    break",
+                "                _x = _T._make(_x, g._dtype)",
+                "            _rs.append(_x)",
+                "        else:",
+                "            res = tuple(_rs)"]
+    # the rule on the tensors where the arrays did not serve
+    return ["    res = _MISS"] + src + ["    if res is _MISS:", "    " + call]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
