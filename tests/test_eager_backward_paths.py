@@ -126,3 +126,15 @@ def test_on_arrays_rule_checks_versions_and_runs_hooks():
     s = 1 / (1 + np.exp(-np.array([0.5, -1.0, 2.0], np.float32)))
     np.testing.assert_allclose(seen[0], s * (1 - s), rtol=1e-6)
     np.testing.assert_allclose(x.grad.numpy(), 2 * s * (1 - s), rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_pass_where_is_where_bit_for_bit(dtype):
+    from jitorch._ops._util import pass_where
+    a = np.array([[-0.0, 0.0, np.inf, -np.inf], [np.nan, -1.5, 2.0, 1e-45]], dtype)
+    for arr in (a, a.T, a[:, ::2]):  # (strided views)
+        mask = np.random.default_rng(0).random(arr.shape) > 0.5
+        r = pass_where(mask, arr)
+        assert r.dtype == dtype and r.shape == arr.shape
+        ref = np.where(mask, arr, dtype(0))
+        np.testing.assert_array_equal(r.view(np.uint8), ref.view(np.uint8))
