@@ -759,7 +759,7 @@ def _array_call(op, call: str) -> list:
     rule on the tensors below. Nothing for other ops."""
     if not op.extra.get("array_vjp"):
         return [call]
-    cond = ["type(g._data) is _nd", "g._dtype in _SUM", "g._device is _CPU",
+    cond = ["type(g) is _T", "type(g._data) is _nd", "g._dtype in _SUM", "g._device is _CPU",
             "not _grad_state.enabled", "_slow[0] == 0"]
     args = ["g._data"]
     for kind, name in op.vjp_params:
