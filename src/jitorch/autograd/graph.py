@@ -14,6 +14,9 @@ unpacking a tensor modified in place since raises PyTorch's RuntimeError. A save
 without its grad_fn (`saved_output`), so a node and its output form no reference cycle and a
 graph is freed by reference counting, not by the cyclic garbage collector; the engine gives the
 rule the output with its grad_fn back (`restored_output`) only when create_graph needs it.
+An op whose declaration marks its rule as computing on arrays too (`extra={"array_vjp": True}`,
+_ops/_util.py's ON_ARRAYS) has it run on the arrays by its applier in a first-order CPU backward
+(`_array_call`): no op dispatched, as the first-order branches of other rules (`plain_grad`).
 """
 from __future__ import annotations
 
@@ -759,6 +762,9 @@ def _array_call(op, call: str) -> list:
     rule on the tensors below. Nothing for other ops."""
     if not op.extra.get("array_vjp"):
         return [call]
+    if op.lists:  # (its rule's results hold lists: not wrapped here)
+        raise ValueError(f"op '{op.name}': array_vjp is for ops without list slots")
+    # `plain_grad(g)` inline (no call per node), and the saved tensors' dtype and arrays
     cond = ["type(g) is _T", "type(g._data) is _nd", "g._dtype in _SUM", "g._device is _CPU",
             "not _grad_state.enabled", "_slow[0] == 0"]
     args = ["g._data"]
