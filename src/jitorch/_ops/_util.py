@@ -4,10 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
-from ..autograd.graph import SUM_DTYPES, plain_grad
-
-
 # `extra=` of a declaration whose VJP is written in operators and methods NumPy arrays and tensors
 # share: a first-order CPU backward runs it on the arrays (autograd/graph.py's `_array_call`)
 ON_ARRAYS = {"array_vjp": True}
@@ -30,17 +26,6 @@ def pass_where(mask, a):
 
 
 _INT_OF = {np.dtype(np.float32): np.dtype(np.int32), np.dtype(np.float64): np.dtype(np.int64)}
-
-
-def grad_on_arrays(ufunc, g, t):
-    """`ufunc(g, t)` as mul's or div's impl computes it, on the arrays, in a first-order CPU
-    backward where `t` is a tensor of g's dtype, float32 or float64 (nothing to promote); else
-    None (the VJP runs the op). Called from here, its warnings fall under the registry's filter
-    as the op's would."""
-    if plain_grad(g) and type(t) is Tensor and t._dtype is g._dtype and g._dtype in SUM_DTYPES:
-        r = ufunc(g._data, t._data)
-        return Tensor._make(r if type(r) is np.ndarray else np.asarray(r), g._dtype)
-    return None
 
 
 def wrap_dim(dim: int, ndim: int) -> int:
