@@ -714,10 +714,14 @@ def _make_applier(op):
         if any(kind == "result" for kind, _ in op.vjp_params):
             src += ["    if _grad_state.enabled:  # create_graph: the output with its grad_fn",
                     "        kw = _with_result(node, kw)"]
-        if op.vjp_params[-1][0] == "needs":
-            src += ["    kw = dict(kw)",
-                    "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
-        src += _array_call(op, "    res = _vjp(g, **kw)")
+        if op.vjp_params[-1][0] == "needs":  # (passed beside the saved values: no dict copy)
+            src += ["    _ne = node.next_edges",
+                    "    _needs = (" + "".join(f"_ne[{i}] is not None, " for i in range(n)) + ")"
+                    if not op.lists else
+                    "    _needs = tuple([e is not None for e in _ne])"]
+            src += _array_call(op, "    res = _vjp(g, **kw, needs_input_grad=_needs)")
+        else:
+            src += _array_call(op, "    res = _vjp(g, **kw)")
     else:
         src += _array_call(op, "    res = _vjp(g)")
     names = "".join(f"_g{i}, " for i in range(n))
@@ -757,48 +761,49 @@ def _array_call(op, call: str) -> list:
     and tensors share, so it computes on both): in a first-order CPU backward (`plain_grad`)
     where the gradient and every saved tensor are float32/float64 of one dtype, the rule runs on
     their arrays, as its ops' impls would compute it, without their dispatch; its one result
-    (an op of one tensor slot) or tuple of results, each None or an array of the gradient's
-    dtype, are wrapped; anything else (a result in another dtype, a tensor it made) runs the
-    rule on the tensors below. Nothing for other ops."""
+    (an op of one tensor slot) or tuple of results, each None or an array (a NumPy scalar) of
+    the gradient's dtype, are wrapped; anything else (a result in another dtype, another count
+    of results) runs the rule on the tensors below. Nothing for other ops."""
     if not op.extra.get("array_vjp"):
         return [call]
     if op.lists:  # (its rule's results hold lists: not wrapped here)
         raise ValueError(f"op '{op.name}': array_vjp is for ops without list slots")
-    # `plain_grad(g)` inline (no call per node), and the saved tensors' dtype and arrays
-    cond = ["type(g) is _T", "type(g._data) is _nd", "g._dtype in _SUM", "g._device is _CPU",
-            "not _grad_state.enabled", "_slow[0] == 0"]
-    args = ["g._data"]
-    for kind, name in op.vjp_params:
+    # `plain_grad(g)` inline (no call per node), then the saved tensors' dtype and arrays; the
+    # rule called positionally (its parameters in `vjp_params` order)
+    src = ["    res = _MISS",
+           "    if type(g) is _T and type(g._data) is _nd and g._dtype in _SUM and "
+           "g._device is _CPU and not _grad_state.enabled and _slow[0] == 0:  # `_array_call`"]
+    cond, args = [], ["g._data"]
+    for k, (kind, name) in enumerate(op.vjp_params):
         if kind in ("slot", "result"):
-            cond += [f"type(kw[{name!r}]) is _T", f"kw[{name!r}]._dtype is g._dtype",
-                     f"type(kw[{name!r}]._data) is _nd"]
-            args.append(f"{name}=kw[{name!r}]._data")
+            src.append(f"        _v{k} = kw[{name!r}]")
+            cond.append(f"type(_v{k}) is _T and _v{k}._dtype is g._dtype and "
+                        f"type(_v{k}._data) is _nd")
+            args.append(f"_v{k}._data")
         elif kind == "needs":
-            args.append("needs_input_grad=kw['needs_input_grad']")
+            args.append("_needs")
         else:  # an attr, or a slot's saved shape or dtype (`shape`: `<slot>_shape`)
-            key = name if kind == "attr" else f"{name}_{kind}"
-            args.append(f"{key}=kw[{key!r}]")
-    src = [f"    if {' and '.join(cond)}:  # (see `_array_call`)",
-           f"        _r = _vjp({', '.join(args)})"]
-    if len(op.tensors) == 1 and not op.lists:
-        src += ["        if type(_r) is not _nd and type(_r) is not _T:",
-                "            _r = _asarray(_r)",  # (a 0-d result: a NumPy scalar)
-                "        if type(_r) is _nd and _r.dtype is g._data.dtype:",
-                "            res = _T._make(_r, g._dtype)"]
-    else:
-        src += ["        _rs = []",
-                "        for _x in _r:",
-                "            if _x is not None:",
-                "                if type(_x) is not _nd and type(_x) is not _T:",
-                "                    _x = _asarray(_x)",
-                "                if type(_x) is not _nd or _x.dtype is not g._data.dtype:",
-                "                    break",
-                "                _x = _T._make(_x, g._dtype)",
-                "            _rs.append(_x)",
-                "        else:",
-                "            res = tuple(_rs)"]
+            args.append(f"kw[{name if kind == 'attr' else f'{name}_{kind}'!r}]")
+    src.append(f"        if {' and '.join(cond)}:" if cond else
+               "        if True:  # (no saved tensor)")
+    src.append(f"            _r = _vjp({', '.join(args)})")
+    # each result None or an array (a NumPy scalar: a 0-d one) of g's dtype, then wrapped
+    n = len(op.tensors)
+    outs = ["_r"] if n == 1 else [f"_r{i}" for i in range(n)]
+    if n > 1:
+        src += [f"            if type(_r) is tuple and len(_r) == {n}:",
+                f"                {', '.join(outs)}, = _r"]
+    ind = "            " if n == 1 else "                "
+    for o in outs:
+        src += [f"{ind}if {o} is not None and type({o}) is not _nd:",
+                f"{ind}    {o} = _asarray({o})"]
+    ok = " and ".join(f"({o} is None or {o}.dtype is g._data.dtype)" if n > 1 else
+                      f"{o} is not None and {o}.dtype is g._data.dtype" for o in outs)
+    made = ", ".join(f"None if {o} is None else _T._make({o}, g._dtype)" for o in outs)
+    src += [f"{ind}if {ok}:",
+            f"{ind}    res = {'_T._make(_r, g._dtype)' if n == 1 else f'({made})'}"]
     # the rule on the tensors where the arrays did not serve
-    return ["    res = _MISS"] + src + ["    if res is _MISS:", "    " + call]
+    return src + ["    if res is _MISS:", "    " + call]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
