@@ -25,7 +25,7 @@ from .. import _dtype as dt
 from .._creation import zeros_like
 from .._tensor import Tensor
 from ..autograd.graph import plain_grad
-from ._util import grad_on_arrays
+from ._util import ON_ARRAYS
 from .registry import OPS, PUBLIC, _pt_name, defop
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
@@ -236,21 +236,15 @@ def _mul_into(out, input, other):
 
 
 def _mul_vjp(g, input, other, needs_input_grad=(True, True)):
-    ga = gb = None  # (each product on the arrays where it can be: `grad_on_arrays`)
-    if needs_input_grad[0]:
-        ga = grad_on_arrays(np.multiply, g, other)
-        if ga is None:
-            ga = g * _cj(other)
-    if needs_input_grad[1]:
-        gb = grad_on_arrays(np.multiply, g, input)
-        if gb is None:
-            gb = g * _cj(input)
-    return ga, gb
+    # (on the arrays in a first-order CPU backward: the declaration's ON_ARRAYS; `_cj` leaves a
+    # real array as it is)
+    return (g * _cj(other) if needs_input_grad[0] else None,
+            g * _cj(input) if needs_input_grad[1] else None)
 
 
 mul = defop("mul", _mul, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
             vjp=_mul_vjp,
-            extra={"complex_grad": True, "into": _mul_into},
+            extra={"complex_grad": True, "into": _mul_into, **ON_ARRAYS},
             jvp=lambda t_input, t_other, input, other: t_input * other + input * t_other,
             scalar="{input} * {other}")
 multiply = alias("multiply", "mul")
@@ -299,8 +293,10 @@ def _div(input, other, *, rounding_mode=None):
 
 
 def _div_vjp(g, input, other, rounding_mode, needs_input_grad=(True, True)):
+    # (written for tensors and arrays alike: its declaration's ON_ARRAYS)
     if rounding_mode is not None:  # piecewise constant: zero gradient, as in PyTorch
-        return zeros_like(g), zeros_like(g)
+        z = np.zeros_like(g) if type(g) is np.ndarray else zeros_like(g)
+        return z, z
     return (g / other if needs_input_grad[0] else None,
             -g * input / (other * other) if needs_input_grad[1] else None)
 
@@ -312,7 +308,8 @@ def _div_jvp(t_input, t_other, input, other, rounding_mode):
 
 
 div = defop("div", _div, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=True,
-            dtype=_div_rule, extra={"dtype_attrs": True}, vjp=_div_vjp, jvp=_div_jvp,
+            dtype=_div_rule, extra={"dtype_attrs": True, **ON_ARRAYS}, vjp=_div_vjp,
+            jvp=_div_jvp,
             # the template is true division: a compiler must treat rounding_mode itself
             scalar="{input} / {other}")
 divide = alias("divide", "div")

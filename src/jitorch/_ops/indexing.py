@@ -24,7 +24,7 @@ import numpy as np
 from .. import _dtype as dt
 from .._device.transfer import constant as _constant
 from .._tensor import Tensor
-from ..autograd.graph import plain_grad
+from ._util import ON_ARRAYS
 from . import infer
 from .registry import _pt_name, defop
 from .batching import ELEMENTWISE, INDEX, INDEX_BACKWARD, INDEX_VIEW, LOOP
@@ -361,13 +361,14 @@ def _index_view_impl(input, basic):
 
 
 def _index_view_vjp(g, input_shape, basic):
-    if plain_grad(g):  # (a first-order CPU backward: `_index_backward`'s impl, no dispatch)
-        return Tensor._make(_index_backward_impl(g._data, [], input_shape, basic, ()), g._dtype)
+    # (on an array in a first-order CPU backward, the declaration's ON_ARRAYS: the op's impl)
+    if type(g) is np.ndarray:
+        return _index_backward_impl(g, [], input_shape, basic, ())
     return _index_backward(g, [], input_shape, basic, ())
 
 
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
-                    vjp=_index_view_vjp,
+                    vjp=_index_view_vjp, extra=ON_ARRAYS,
                     jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view,
                     batch=INDEX_VIEW)
 

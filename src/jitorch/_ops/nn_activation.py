@@ -30,6 +30,7 @@ from . import batching
 from . import _row_programs as _rp
 from .registry import FAST_TYPES, RULES, _mode_state, _modes_on, _pt_name, defop
 from ._reduce_common import axes_of, np_axes
+from ._util import ON_ARRAYS, pass_where
 from .ternary import where
 
 __all__ = ["relu", "relu_", "softmax", "log_softmax"]  # the rest: through jitorch.nn.functional
@@ -66,16 +67,24 @@ def _rules(deriv):
 
 def _mask_rules(mask):
     """VJP/JVP of a piecewise-identity op: the gradient passes where `mask(...)` holds, else 0
-    (a `where`, not `g * mask`: an infinite gradient must not become nan)."""
+    (a `where`, not `g * mask`: an infinite gradient must not become nan). The VJP computes on
+    arrays too (its op's declaration says so: `_act`): `pass_where` there, the same bits."""
     names = ", ".join(inspect.signature(mask).parameters)
-    ns = {"_m": mask, "_where": where}
-    exec(f"def vjp(g, {names}):\n    return _where(_m({names}), g, 0.0)\n"
-         f"def jvp(t_input, {names}):\n    return _where(_m({names}), t_input, 0.0)\n", ns)
+    ns = {"_m": mask, "_pass": _pass_where}
+    exec(f"def vjp(g, {names}):\n    return _pass(_m({names}), g)\n"
+         f"def jvp(t_input, {names}):\n    return _pass(_m({names}), t_input)\n", ns)
     return ns["vjp"], ns["jvp"]
+
+
+def _pass_where(mask, g):
+    """`g` where `mask` holds, else 0: the `where` op on tensors, `pass_where` on arrays."""
+    return pass_where(mask, g) if type(g) is np.ndarray else where(mask, g, 0.0)
 
 
 def _act(name, impl, deriv=None, mask=None, **kw):
     vjp, jvp = _mask_rules(mask) if mask is not None else _rules(deriv)
+    if mask is not None:  # (the mask's comparisons and `&` hold for arrays as for tensors)
+        kw["extra"] = {**kw.get("extra", {}), **ON_ARRAYS}
     kw.setdefault("method", False)
     kw.setdefault("function", False)  # F.<name> only (nn/functional.py), not jitorch.<name>
     return defop(name, impl, kind="elementwise", vjp=vjp, jvp=jvp, **kw)

@@ -18,8 +18,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from .. import _dtype as dt
 from .._tensor import _LEGACY_NAMES, Size, Tensor
-from ..autograd.graph import plain_grad
-from ._util import wrap_dim
+from ._util import ON_ARRAYS, wrap_dim
 from . import infer
 from .registry import _norm_varargs, _pt_name, defop
 from .batching import FLAT, LEADING, LIKE_SHAPE, PERMUTE, SQUEEZE, dims, sizes
@@ -130,13 +129,12 @@ def _reshape(input, shape):
 
 
 def _reshape_vjp(g, input_shape):
-    if plain_grad(g):  # (a first-order CPU backward: the array's reshape, no dispatch)
-        return Tensor._make(g._data.reshape(input_shape), g._dtype)
+    # (an array's reshape in a first-order CPU backward: the declarations' ON_ARRAYS)
     return g.reshape(input_shape)
 
 
 reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape",
-                vjp=_reshape_vjp,
+                vjp=_reshape_vjp, extra=ON_ARRAYS,
                 jvp=lambda t_input, shape: t_input.reshape(shape), infer=infer.sized(),
                 batch=sizes("shape"))
 
@@ -176,7 +174,7 @@ def _view_args(input, size, kwargs, name):
 _view_shape = defop("view", _view, kind="shape", view=True, varargs="size", function=False,
                     method=False, vjp=_reshape_vjp,
                     jvp=lambda t_input, size: t_input.reshape(size), infer=infer.sized(),
-                    batch=sizes("size"), extra={"varargs_norm": _view_args},
+                    batch=sizes("size"), extra={"varargs_norm": _view_args, **ON_ARRAYS},
                     doc="`Tensor.view(*shape)` (a view with a new shape) or `Tensor.view(dtype)` "
                         "(the same bytes).")
 

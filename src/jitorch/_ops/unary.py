@@ -19,7 +19,7 @@ import scipy.special as sps
 
 from .. import _dtype as dt
 from .._creation import zeros_like
-from ._util import grad_on_arrays
+from ._util import ON_ARRAYS
 from .registry import RULES, _pt_name, defop
 from .batching import ELEMENTWISE
 
@@ -99,7 +99,8 @@ neg, negative = _declare(
                 "supported. If you are trying to invert a mask, use the `~` or `logical_not()` "
                 "operator instead."),
     vjp=lambda g: -g, jvp=lambda t_input: -t_input, scalar="-{input}",
-    extra={"complex_grad": True})  # (VJPs that hold for complex gradients: autograd/graph.py)
+    # (VJPs that hold for complex gradients: autograd/graph.py)
+    extra={"complex_grad": True, **ON_ARRAYS})
 
 abs, absolute = _declare(
     ("abs", "absolute"), lambda input: np.abs(input), inplace=True,
@@ -157,7 +158,7 @@ sgn = defop("sgn", _sgn, kind="elementwise", inplace=True, vjp=_zero_grad, jvp=_
 
 reciprocal = defop("reciprocal", _silent(np.reciprocal),
                    autocast={"cuda": "fp32"}, kind="elementwise", dtype="float",
-                   inplace=True, vjp=lambda g, result: -g * result * result,
+                   inplace=True, vjp=lambda g, result: -g * result * result, extra=ON_ARRAYS,
                    jvp=lambda t_input, result: -t_input * result * result,
                    scalar="1.0 / {input}")
 
@@ -169,7 +170,7 @@ def _square_rule(d):
 
 
 square = defop("square", _silent(np.square), kind="elementwise", dtype=_square_rule,
-               inplace=True, vjp=lambda g, input: g * input * 2,
+               inplace=True, vjp=lambda g, input: g * input * 2, extra=ON_ARRAYS,
                jvp=lambda t_input, input: t_input * input * 2, scalar="{input} * {input}")
 
 
@@ -185,51 +186,43 @@ positive = defop("positive", _positive, kind="other", view=True, vjp=lambda g: g
 
 
 # --- exponentials and logarithms ---------------------------------------------------------------
-def _exp_vjp(g, result):
-    r = grad_on_arrays(np.multiply, g, result)
-    return g * result if r is None else r
-
-
-def _log_vjp(g, input):
-    r = grad_on_arrays(np.divide, g, input)
-    return g / input if r is None else r
-
-
 exp = defop("exp", _silent(np.exp),
             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-            vjp=_exp_vjp, jvp=lambda t_input, result: t_input * result,
+            vjp=lambda g, result: g * result, extra=ON_ARRAYS,
+            jvp=lambda t_input, result: t_input * result,
             scalar="np.exp({input})")
 exp2 = defop("exp2", _silent(np.exp2), kind="elementwise", dtype="float", inplace=True,
-             vjp=lambda g, result: g * result * _LN2,
+             vjp=lambda g, result: g * result * _LN2, extra=ON_ARRAYS,
              jvp=lambda t_input, result: t_input * result * _LN2, scalar="np.exp2({input})")
 expm1 = defop("expm1", _silent(np.expm1),
               autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-              vjp=lambda g, result: g * (result + 1),
+              vjp=lambda g, result: g * (result + 1), extra=ON_ARRAYS,
               jvp=lambda t_input, result: t_input * (result + 1), scalar="np.expm1({input})")
 log = defop("log", _silent(np.log),
             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-            vjp=_log_vjp, jvp=lambda t_input, input: t_input / input,
+            vjp=lambda g, input: g / input, extra=ON_ARRAYS,
+            jvp=lambda t_input, input: t_input / input,
             scalar="np.log({input})")
 log2 = defop("log2", _silent(np.log2),
              autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-             vjp=lambda g, input: g / (input * _LN2),
+             vjp=lambda g, input: g / (input * _LN2), extra=ON_ARRAYS,
              jvp=lambda t_input, input: t_input / (input * _LN2), scalar="np.log2({input})")
 log10 = defop("log10", _silent(np.log10),
               autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-              vjp=lambda g, input: g / (input * _LN10),
+              vjp=lambda g, input: g / (input * _LN10), extra=ON_ARRAYS,
               jvp=lambda t_input, input: t_input / (input * _LN10),
               scalar="np.log10({input})")
 log1p = defop("log1p", _silent(np.log1p),
               autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-              vjp=lambda g, input: g / (input + 1),
+              vjp=lambda g, input: g / (input + 1), extra=ON_ARRAYS,
               jvp=lambda t_input, input: t_input / (input + 1), scalar="np.log1p({input})")
 sqrt = defop("sqrt", _silent(np.sqrt), kind="elementwise", dtype="float", inplace=True,
-             vjp=lambda g, result: g / (result * 2),
+             vjp=lambda g, result: g / (result * 2), extra=ON_ARRAYS,
              jvp=lambda t_input, result: t_input / (result * 2), scalar="np.sqrt({input})")
 rsqrt = defop("rsqrt", _silent(lambda input: 1 / np.sqrt(input)),
               autocast={"cuda": "fp32"}, kind="elementwise",
               dtype="float", inplace=True,
-              vjp=lambda g, result: g * result * result * result * -0.5,
+              vjp=lambda g, result: g * result * result * result * -0.5, extra=ON_ARRAYS,
               jvp=lambda t_input, result: t_input * result * result * result * -0.5,
               scalar="1.0 / np.sqrt({input})")
 
@@ -243,7 +236,7 @@ cos = defop("cos", _silent(np.cos), kind="elementwise", dtype="float", inplace=T
             jvp=lambda t_input, input: -t_input * input.sin(), scalar="np.cos({input})")
 tan = defop("tan", _silent(np.tan),
             autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
-            vjp=lambda g, result: g * (result * result + 1),
+            vjp=lambda g, result: g * (result * result + 1), extra=ON_ARRAYS,
             jvp=lambda t_input, result: t_input * (result * result + 1),
             scalar="np.tan({input})")
 asin, arcsin = _declare(("asin", "arcsin"), _silent(np.arcsin), dtype="float", inplace=True,
@@ -257,7 +250,7 @@ acos, arccos = _declare(("acos", "arccos"), _silent(np.arccos), dtype="float", i
                         jvp=lambda t_input, input: -t_input / (1 - input * input).sqrt(),
                         scalar="np.arccos({input})")
 atan, arctan = _declare(("atan", "arctan"), _silent(np.arctan), dtype="float", inplace=True,
-                        vjp=lambda g, input: g / (input * input + 1),
+                        vjp=lambda g, input: g / (input * input + 1), extra=ON_ARRAYS,
                         jvp=lambda t_input, input: t_input / (input * input + 1),
                         scalar="np.arctan({input})")
 
@@ -272,7 +265,7 @@ cosh = defop("cosh", _silent(np.cosh),
              vjp=lambda g, input: g * input.sinh(),
              jvp=lambda t_input, input: t_input * input.sinh(), scalar="np.cosh({input})")
 tanh = defop("tanh", _silent(np.tanh), kind="elementwise", dtype="float", inplace=True,
-             vjp=lambda g, result: g * (1 - result * result),
+             vjp=lambda g, result: g * (1 - result * result), extra=ON_ARRAYS,
              jvp=lambda t_input, result: t_input * (1 - result * result),
              scalar="np.tanh({input})")
 asinh, arcsinh = _declare(("asinh", "arcsinh"), _silent(np.arcsinh), dtype="float", inplace=True,
@@ -284,7 +277,7 @@ acosh, arccosh = _declare(("acosh", "arccosh"), _silent(np.arccosh), dtype="floa
                           jvp=lambda t_input, input: t_input / (input * input - 1).sqrt(),
                           scalar="np.arccosh({input})")
 atanh, arctanh = _declare(("atanh", "arctanh"), _silent(np.arctanh), dtype="float", inplace=True,
-                          vjp=lambda g, input: g / (1 - input * input),
+                          vjp=lambda g, input: g / (1 - input * input), extra=ON_ARRAYS,
                           jvp=lambda t_input, input: t_input / (1 - input * input),
                           scalar="np.arctanh({input})")
 
@@ -294,6 +287,7 @@ atanh, arctanh = _declare(("atanh", "arctanh"), _silent(np.arctanh), dtype="floa
 # below about -88 rather than going subnormal)
 sigmoid = defop("sigmoid", _silent(lambda input: 1 / (1 + np.exp(-input))), kind="elementwise",
                 dtype="float", inplace=True, vjp=lambda g, result: g * result * (1 - result),
+                extra=ON_ARRAYS,
                 jvp=lambda t_input, result: t_input * result * (1 - result),
                 scalar="1.0 / (1.0 + np.exp(-{input}))")
 

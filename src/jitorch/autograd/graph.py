@@ -14,6 +14,9 @@ unpacking a tensor modified in place since raises PyTorch's RuntimeError. A save
 without its grad_fn (`saved_output`), so a node and its output form no reference cycle and a
 graph is freed by reference counting, not by the cyclic garbage collector; the engine gives the
 rule the output with its grad_fn back (`restored_output`) only when create_graph needs it.
+An op whose declaration marks its rule as computing on arrays too (`extra={"array_vjp": True}`,
+_ops/_util.py's ON_ARRAYS) has it run on the arrays by its applier in a first-order CPU backward
+(`_array_call`): no op dispatched, as the first-order branches of other rules (`plain_grad`).
 """
 from __future__ import annotations
 
@@ -711,12 +714,16 @@ def _make_applier(op):
         if any(kind == "result" for kind, _ in op.vjp_params):
             src += ["    if _grad_state.enabled:  # create_graph: the output with its grad_fn",
                     "        kw = _with_result(node, kw)"]
-        if op.vjp_params[-1][0] == "needs":
-            src += ["    kw = dict(kw)",
-                    "    kw['needs_input_grad'] = tuple([e is not None for e in node.next_edges])"]
-        src.append("    res = _vjp(g, **kw)")
+        if op.vjp_params[-1][0] == "needs":  # (passed beside the saved values: no dict copy)
+            src += ["    _ne = node.next_edges",
+                    "    _needs = (" + "".join(f"_ne[{i}] is not None, " for i in range(n)) + ")"
+                    if not op.lists else
+                    "    _needs = tuple([e is not None for e in _ne])"]
+            src += _array_call(op, "    res = _vjp(g, **kw, needs_input_grad=_needs)")
+        else:
+            src += _array_call(op, "    res = _vjp(g, **kw)")
     else:
-        src.append("    res = _vjp(g)")
+        src += _array_call(op, "    res = _vjp(g)")
     names = "".join(f"_g{i}, " for i in range(n))
     if op.lists:
         src.append("    return node._normalize(res)")
@@ -738,9 +745,65 @@ def _make_applier(op):
         src.append(f"    return [{names}]")
     ns = {"_T": Tensor, "_apply": Node.apply, "_placed": _placed, "_COMPLEX": dt.COMPLEX,
           "_no_complex": _no_complex, "_vjp": op.vjp, "_fit_any": _fit_any,
-          "_grad_state": grad_mode._state, "_with_result": with_result}
+          "_grad_state": grad_mode._state, "_with_result": with_result, "_CPU": _CPU_DEV,
+          "_nd": np.ndarray, "_asarray": np.asarray, "_SUM": SUM_DTYPES,
+          "_slow": _profiling.slow, "_MISS": _MISS}
     exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
     return ns["app"]
+
+
+_MISS = object()  # (an applier's result not made yet)
+
+
+def _array_call(op, call: str) -> list:
+    """The applier's lines that run an `array_vjp` op's rule on the arrays (its declaration's
+    `extra={"array_vjp": True}`: the rule is written in operators and methods that NumPy arrays
+    and tensors share, so it computes on both): in a first-order CPU backward (`plain_grad`)
+    where the gradient and every saved tensor are float32/float64 of one dtype, the rule runs on
+    their arrays, as its ops' impls would compute it, without their dispatch; its one result
+    (an op of one tensor slot) or tuple of results, each None or an array (a NumPy scalar) of
+    the gradient's dtype, are wrapped; anything else (a result in another dtype, another count
+    of results) runs the rule on the tensors below. Nothing for other ops."""
+    if not op.extra.get("array_vjp"):
+        return [call]
+    if op.lists:  # (its rule's results hold lists: not wrapped here)
+        raise ValueError(f"op '{op.name}': array_vjp is for ops without list slots")
+    # `plain_grad(g)` inline (no call per node), then the saved tensors' dtype and arrays; the
+    # rule called positionally (its parameters in `vjp_params` order)
+    src = ["    res = _MISS",
+           "    if type(g) is _T and type(g._data) is _nd and g._dtype in _SUM and "
+           "g._device is _CPU and not _grad_state.enabled and _slow[0] == 0:  # `_array_call`"]
+    cond, args = [], ["g._data"]
+    for k, (kind, name) in enumerate(op.vjp_params):
+        if kind in ("slot", "result"):
+            src.append(f"        _v{k} = kw[{name!r}]")
+            cond.append(f"type(_v{k}) is _T and _v{k}._dtype is g._dtype and "
+                        f"type(_v{k}._data) is _nd")
+            args.append(f"_v{k}._data")
+        elif kind == "needs":
+            args.append("_needs")
+        else:  # an attr, or a slot's saved shape or dtype (`shape`: `<slot>_shape`)
+            args.append(f"kw[{name if kind == 'attr' else f'{name}_{kind}'!r}]")
+    src.append(f"        if {' and '.join(cond)}:" if cond else
+               "        if True:  # (no saved tensor)")
+    src.append(f"            _r = _vjp({', '.join(args)})")
+    # each result None or an array (a NumPy scalar: a 0-d one) of g's dtype, then wrapped
+    n = len(op.tensors)
+    outs = ["_r"] if n == 1 else [f"_r{i}" for i in range(n)]
+    if n > 1:
+        src += [f"            if type(_r) is tuple and len(_r) == {n}:",
+                f"                {', '.join(outs)}, = _r"]
+    ind = "            " if n == 1 else "                "
+    for o in outs:
+        src += [f"{ind}if {o} is not None and type({o}) is not _nd:",
+                f"{ind}    {o} = _asarray({o})"]
+    ok = " and ".join(f"({o} is None or {o}.dtype is g._data.dtype)" if n > 1 else
+                      f"{o} is not None and {o}.dtype is g._data.dtype" for o in outs)
+    made = ", ".join(f"None if {o} is None else _T._make({o}, g._dtype)" for o in outs)
+    src += [f"{ind}if {ok}:",
+            f"{ind}    res = {'_T._make(_r, g._dtype)' if n == 1 else f'({made})'}"]
+    # the rule on the tensors where the arrays did not serve
+    return src + ["    if res is _MISS:", "    " + call]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
