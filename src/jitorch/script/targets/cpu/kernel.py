@@ -161,7 +161,8 @@ def _worth_a_kernel(ke) -> bool:
 
 
 def kernel_decorator() -> str:
-    """An entry's decorator (program.DECORATOR) without Numba's wrappers: a kernel is only
+    """An entry's decorator (program.DECORATOR, which has no cfunc wrapper) without Numba's
+    CPython wrapper either: a kernel is only
     ever called through its symbol by native code (kernel_call.py), never from Python or as
     a C callback, and Numba otherwise builds both a CPython wrapper (unboxing each argument,
     boxing the returned tuple) and a cfunc wrapper for every function it compiles: typed,
@@ -169,8 +170,9 @@ def kernel_decorator() -> str:
     dispatcher of such a module compiles and loads from disk as before; calling it from
     Python is not possible (its Python entry point is null)."""
     from .program import DECORATOR
-    assert DECORATOR.endswith(")")
-    return DECORATOR[:-1] + ", no_cpython_wrapper=True, no_cfunc_wrapper=True)"
+    tail = "no_cfunc_wrapper=True)"
+    assert DECORATOR.endswith(tail)
+    return DECORATOR[:-len(tail)] + "no_cpython_wrapper=True, " + tail
 
 
 def kernel_source(ke, rets) -> str:
