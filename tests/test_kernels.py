@@ -272,8 +272,18 @@ _COUNT_CHILD = textwrap.dedent("""
             cres = cache.load_named(module).kernel.overloads[tys]
             name = cres.fndesc.llvm_cpython_wrapper_name
             wrapped += [module] if cres.library.get_pointer_to_function(name) else []
+    import sys
+    entries, cfunc = 0, []  # programs' entries; functions compiled with a C callback wrapper
+    for name, mod in list(sys.modules.items()):
+        if name.startswith(cache.MODULE_PREFIX):
+            entries += hasattr(mod, "entry")
+            for fn in (getattr(mod, "entry", None), getattr(mod, "kernel", None)):
+                for cres in getattr(fn, "overloads", {}).values():
+                    w = cres.fndesc.llvm_cfunc_wrapper_name
+                    cfunc += [name] if cres.library.get_pointer_to_function(w) else []
     print(json.dumps({"compiled": compiled, "interpreted": s["interpreted_reasons"],
-                      "wrapped": wrapped, "kernels": s["kernels"]}))
+                      "wrapped": wrapped, "kernels": s["kernels"], "entries": entries,
+                      "cfunc": cfunc}))
 """)
 
 
@@ -282,7 +292,8 @@ def test_numba_functions_a_train_step_compiles(tmp_path):
     glue once per dtype whatever the layouts (it is called through symbols), no string
     formatting helpers (an array slice assignment in narrow's backward compiled Numba's
     unicode and repr code), kernels at most once per layout they are called with, and each
-    without a CPython wrapper (kernel.kernel_decorator)."""
+    without a CPython wrapper (kernel.kernel_decorator); neither kernels nor entries with a
+    cfunc wrapper (program.DECORATOR: nothing calls them as C callbacks)."""
     env = dict(os.environ, JITORCH_CACHE_DIR=str(tmp_path / "j"),
                NUMBA_CACHE_DIR=str(tmp_path / "n"), JITORCH_COMPILE="sync")
     script = tmp_path / "child_count.py"
@@ -306,6 +317,7 @@ def test_numba_functions_a_train_step_compiles(tmp_path):
     per_type = [k for k in got if "._jt_flat" in k or k.startswith("numba.np.arrayobj.ol_np_empty")]
     assert not per_type, got
     assert out["kernels"]["compiled"] >= 5 and out["wrapped"] == [], out
+    assert out["entries"] >= 2 and out["cfunc"] == [], out  # (the forward and the backward)
 
 
 def test_cached_kernel_with_a_lost_library_cache_recompiles(tmp_path):
