@@ -62,6 +62,7 @@ from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 
 _new = object.__new__
 _dtype_of = dt.from_numpy_dtype
+_dnp = dt._BY_NP  # from_numpy_dtype's table, read without its call
 
 # PyTorch computes IEEE results (inf, nan) silently. NumPy warns instead; silence the floating
 # point RuntimeWarnings raised from op implementations (they live in jitorch._ops.*) without
@@ -905,6 +906,21 @@ def _wrap(res):
         t._dtype = _dtype_of(res.dtype)
         t._version = [0]
         return t
+    if type(res) is tuple:  # (values, indices) of max(dim), sort, ...: arrays wrapped here
+        out = []
+        for r in res:
+            if type(r) is np.ndarray:
+                t = _new(Tensor)
+                t._data = r
+                try:
+                    t._dtype = _dnp[r.dtype]
+                except KeyError:
+                    t._dtype = _dtype_of(r.dtype)
+                t._version = [0]
+                out.append(t)
+            else:
+                out.append(_wrap(r))
+        return tuple(out)
     if isinstance(res, tuple):
         return tuple(_wrap(r) for r in res)
     if isinstance(res, list):

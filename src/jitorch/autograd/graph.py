@@ -363,9 +363,23 @@ def _same_data(o):
 
 
 def saved_outputs(outs) -> tuple:
-    """`saved_output` of each of a multi-output op's outputs (its rule indexes them)."""
-    return tuple([saved_output(o, k) if isinstance(o, Tensor) else o
-                  for k, o in enumerate(outs)])
+    """`saved_output` of each of a multi-output op's outputs (its rule indexes them); a CPU
+    tensor's `_same_data` inline (max(dim) in a Python loop saves two per call)."""
+    r = []
+    k = 0
+    for o in outs:
+        if type(o) is Tensor and o._device is _CPU_DEV:
+            t = _new(Tensor)
+            t._data = o._data
+            t._dtype = o._dtype
+            t._version = o._version
+            if k:
+                t._output_nr = k
+            r.append(t)
+        else:
+            r.append(saved_output(o, k) if isinstance(o, Tensor) else o)
+        k += 1
+    return tuple(r)
 
 
 def restored_output(r, node):
@@ -581,9 +595,13 @@ def _make_recorders(op):
             "        node.out_meta = _ones_get(_k) or _one(*_k)",
             "        outs_l = None",
             "    else:",
-            "        node.multi = isinstance(outs, (tuple, list))",
-            "        outs_l = outs if node.multi else (outs,)",
-            "        node.out_meta = tuple([_one(o._data.shape, o._dtype)[0] for o in outs_l])"]
+            "        node.multi = _mu = isinstance(outs, (tuple, list))",
+            "        outs_l = outs if _mu else (outs,)",
+            "        _ml = []",  # (a loop: no comprehension's frame; the interned metas read inline)
+            "        for o in outs_l:",
+            "            _k = (o._data.shape, o._dtype)",
+            "            _ml.append((_ones_get(_k) or _one(*_k))[0])",
+            "        node.out_meta = tuple(_ml)"]
     vers_expr = "()"
     saved_expr = "None"
     if op.vjp_params:
