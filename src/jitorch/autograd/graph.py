@@ -580,11 +580,23 @@ def _make_recorders(op):
             if i not in lists:
                 src += [f"    _E.append(_e{i})", f"    _M.append(_m{i})"]
                 continue
+            # (an item with history: its edge and meta inline, as for a tensor slot above;
+            # a leaf's take the calls)
             src += [f"    for _x in _s{i}:",
                     "        if isinstance(_x, _T) and _x._requires_grad:",
-                    "            _E.append((_x._grad_fn, _x._output_nr) if _x._grad_fn is not "
-                    "None else _edge(_x))",
-                    "            _M.append(_meta(_x))",
+                    "            _n = _x._grad_fn",
+                    "            if _n is None:",
+                    "                _E.append(_edge(_x))",
+                    "                _M.append(_meta(_x))",
+                    "            else:",
+                    "                _k = _x._output_nr",
+                    "                _E.append((_n, _k))",
+                    "                _o = _n.out_meta",
+                    "                _mm = _o[_k] if _k < len(_o) else None",
+                    "                if _mm is None or _mm[1] is not _x._dtype or "
+                    "_mm[0] != _x._data.shape:",
+                    "                    _mm = _meta(_x)",
+                    "                _M.append(_mm)",
                     "        else:",
                     "            _E.append(None)",
                     "            _M.append(None)"]
