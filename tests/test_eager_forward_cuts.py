@@ -91,3 +91,10 @@ def test_view_sizes_are_memoised_only_when_valid():
     with pytest.raises(RuntimeError, match="invalid for input of size 6"):
         x.view(4, -1)
     assert ((4, -1), 6) not in shape._VIEW_SHAPES
+
+
+def test_memoised_shapes_take_lists_too():
+    # (the compiler passes sizes as lists: never memoised, same results)
+    a = np.ones((2, 1), np.float32)
+    assert shape._expand(a, [2, 3]).shape == (2, 3)
+    assert shape._view(a, [1, -1]).shape == (1, 2)

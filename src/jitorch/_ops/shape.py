@@ -148,13 +148,15 @@ def _view(input, size):
     # no `_infer_shape` call (~5% of a small view)
     if size == (-1,):
         shape = size
-    else:  # (the sizes `_infer_shape` made of valid ones, memoised: `view(1, -1)` in a loop)
-        n = input.size
+    elif type(size) is tuple:  # (the sizes `_infer_shape` made of valid ones, memoised:
+        n = input.size         # `view(1, -1)` in a loop)
         shape = _VIEW_SHAPES.get((size, n))
         if shape is None:
             shape = _infer_shape(size, n)
             if len(_VIEW_SHAPES) < _MEMO_MAX:
                 _VIEW_SHAPES[(size, n)] = shape
+    else:  # (a list: the compiler's sizes)
+        shape = _infer_shape(size, input.size)
     if type(input) is np.ndarray:
         # the plain method is the cheapest reshape; its result is a view exactly when its base
         # is the owner of input's memory (see registry._is_view_of); else `copy=False` decides
@@ -251,8 +253,8 @@ def _expand(input, size):
         key = (input.shape, input.strides, input.itemsize, size)
         try:
             hit = _EXPANDS.get(key)
-        except TypeError:  # (an unhashable size: the checks below raise)
-            hit = None
+        except TypeError:  # (an unhashable size, a list: not memoised)
+            hit = key = None
         if hit is not None:
             target, strides, ro = hit
             try:  # (`_broadcast_view`, inline)
@@ -290,7 +292,7 @@ def _expand(input, size):
                         n if s == -1 else s for n, s in zip((0,) * lead + input.shape, size))
                     out = _broadcast_view(input, target, strides, ro)
                     if out is not None:
-                        if len(_EXPANDS) < _MEMO_MAX:
+                        if key is not None and len(_EXPANDS) < _MEMO_MAX:
                             _EXPANDS[key] = (target, tuple(strides), ro)
                         return out
     nd = len(size)
