@@ -54,11 +54,18 @@ def test_max_of_one_row_takes_no_gather(monkeypatch):
     assert jt.max(jt.tensor([[1.0, 5.0], [7.0, 2.0]]), 1).indices.tolist() == [1, 0]
     assert jt.max(x.detach(), 1, keepdim=True).indices.shape == (1, 1)
     assert jt.min(jt.tensor([3.0, 1.0]), 0).indices.item() == 1
-    # the saved pair shares the outputs' version counters: an in-place write is still caught
+    # only the indices are saved, as PyTorch saves them: an in-place write to them is caught,
+    # one to the values is not (their gradient does not read them)
     v, i = jt.max(x * 1, 1)
     i.add_(0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         v.sum().backward()
+    y = jt.tensor([[1.0, 3.0, 2.0]], requires_grad=True)
+    v, i = jt.min(y * 1, 1)
+    assert v.grad_fn.saved["result"][0] is None
+    v.mul_(2)
+    v.sum().backward()
+    assert y.grad.tolist() == [[2.0, 0.0, 0.0]]
 
 
 def test_expand_memo_gives_the_general_views():

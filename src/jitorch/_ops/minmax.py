@@ -220,10 +220,13 @@ def _dim_impl(np_fn, np_arg, name):
     return impl
 
 
+# (their VJP reads the indices alone: only they are saved, as PyTorch saves them)
 _max_dim = defop("_max_dim", _dim_impl(np.max, np.argmax, "max"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET,
+                 extra={"result_read": (1,)})
 _min_dim = defop("_min_dim", _dim_impl(np.min, np.argmin, "min"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET,
+                 extra={"result_read": (1,)})
 
 
 _tuple_new = tuple.__new__

@@ -13,7 +13,9 @@ unpacking a tensor modified in place since raises PyTorch's RuntimeError. A save
 (`result`) is kept as PyTorch's SavedVariable keeps one: its data, dtype and version counter
 without its grad_fn (`saved_output`), so a node and its output form no reference cycle and a
 graph is freed by reference counting, not by the cyclic garbage collector; the engine gives the
-rule the output with its grad_fn back (`restored_output`) only when create_graph needs it.
+rule the output with its grad_fn back (`restored_output`) only when create_graph needs it; a
+multi-output op whose rule reads only some outputs declares them (`extra={"result_read": ...}`)
+and only those are saved (max(dim): its indices, as PyTorch).
 An op whose declaration marks its rule as computing on arrays too (`extra={"array_vjp": True}`,
 _ops/_util.py's ON_ARRAYS) has it run on the arrays by its applier in a first-order CPU backward
 (`_array_call`): no op dispatched, as the first-order branches of other rules (`plain_grad`).
@@ -362,13 +364,18 @@ def _same_data(o):
     return t
 
 
-def saved_outputs(outs) -> tuple:
+def saved_outputs(outs, read=None) -> tuple:
     """`saved_output` of each of a multi-output op's outputs (its rule indexes them); a CPU
-    tensor's `_same_data` inline (max(dim) in a Python loop saves two per call)."""
+    tensor's `_same_data` inline (max(dim) in a Python loop saves two per call). `read`: the
+    positions the rule reads (its declaration's `extra["result_read"]`), None for all; the
+    others are saved as None, so no version of theirs is checked (PyTorch's max(dim) saves only
+    its indices: its values may be changed in place before backward)."""
     r = []
     k = 0
     for o in outs:
-        if type(o) is Tensor and o._device is _CPU_DEV:
+        if read is not None and k not in read:
+            r.append(None)
+        elif type(o) is Tensor and o._device is _CPU_DEV:
             t = _new(Tensor)
             t._data = o._data
             t._dtype = o._dtype
@@ -640,8 +647,8 @@ def _make_recorders(op):
                 pairs.append(f"(_s{i}, _s{i}._version[0]), ")
                 conds.append(f"isinstance(_s{i}, _T)")
             elif kind == "result":  # kept without its grad_fn (see `saved_output`)
-                src += ["    _ro = _keep(outs) if outs_l is None else _keep_all(outs_l) if "
-                        "node.multi else outs"]
+                src += ["    _ro = _keep(outs) if outs_l is None else _keep_all(outs_l, _read) "
+                        "if node.multi else outs"]
                 items.append(f"{name!r}: _ro")
                 vers.append("    for _t in (_ro if outs_l is not None else (_ro,)):\n"
                             "        if isinstance(_t, _T):\n"
@@ -692,7 +699,7 @@ def _make_recorders(op):
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
           "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
           "_one": meta_one, "_ones_get": _ONES.get, "_keep": saved_output,
-          "_keep_all": saved_outputs}
+          "_keep_all": saved_outputs, "_read": op.extra.get("result_read")}
     na = len(op.attrs)
     slots = "".join(f"_s{i}, " for i in range(n))
     attrs = "".join(f"_a{j}, " for j in range(na))
@@ -859,7 +866,8 @@ def _record_any(op, slots, attrs, outs) -> None:
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
         if "result" in saved:  # kept without its grad_fn (see `saved_output`)
-            saved["result"] = saved_outputs(outs_l) if multi else saved_output(outs)
+            saved["result"] = saved_outputs(outs_l, op.extra.get("result_read")) if multi \
+                else saved_output(outs)
         names = _SAVED_TENSORS.get(op)
         if names is None:
             names = _SAVED_TENSORS[op] = tuple(n for kind, n in op.vjp_params
