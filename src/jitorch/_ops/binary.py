@@ -26,7 +26,7 @@ from .._creation import zeros_like
 from .._tensor import Tensor
 from ..autograd.graph import plain_grad
 from ._util import ON_ARRAYS
-from .registry import OPS, PUBLIC, _pt_name, defop
+from .registry import OPS, PUBLIC, _pt_name, checked_function, defop
 
 __all__ = ["add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide",
            "floor_divide", "remainder", "fmod", "pow", "float_power", "atan2", "arctan2",
@@ -63,27 +63,33 @@ def kernel_rule(kernel: str, *, bool_ok=True, int_ok=True, complex_ok=True, base
     return rule
 
 
-def guard(name: str, check, inplace_check=None):
+def guard(name: str, check, inplace_check=None, refuses=None):
     """Run `check(*args, **kwargs)` before op `name`'s function, method and in-place method
     (`inplace_check`, if given, replaces `check` for the in-place method; `check=None` guards
-    only the in-place method)."""
+    only the in-place method). `refuses`: the operand dtypes `check` rejects, when it rejects
+    nothing else but Python numbers of other types than int and float: the function is then
+    made with the check after its fast path, which takes none of those (`checked_function`)."""
     op = OPS[name]
     fn = op.fn
     if check is None:
         _guard_inplace(op, name, inplace_check)
         return fn
 
-    @functools.wraps(fn)
-    def checked(*args, **kwargs):
-        check(*args, **kwargs)
-        return fn(*args, **kwargs)
+    if refuses is not None:
+        checked = checked_function(op, check, refuses)
+    else:
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            check(*args, **kwargs)
+            return fn(*args, **kwargs)
     # the interpreter calls ops by their declaration, not through this wrapper: it runs the
     # check from here (`check(*slots, **attrs)`), so scripted code raises what eager raises
     op.extra["check"] = check
     if PUBLIC.get(name) is fn:
         PUBLIC[name] = checked
     any_fn = getattr(op, "fn_any", fn)
-    if any_fn is not fn:  # the unchecked-first-operand form reflected operators use (`1 - t`)
+    if refuses is None and any_fn is not fn:
+        # the unchecked-first-operand form reflected operators use (`1 - t`)
         @functools.wraps(any_fn)
         def checked_any(*args, **kwargs):
             check(*args, **kwargs)
@@ -223,7 +229,7 @@ defop("sub", _sub, tensors=_BIN, kind="elementwise", scalar_first=True, inplace=
       vjp=_sub_vjp,
       jvp=lambda t_input, t_other, alpha: t_input - t_other * alpha,
       scalar="{input} - {alpha} * {other}")
-sub = guard("sub", _sub_check)
+sub = guard("sub", _sub_check, refuses=(dt.bool,))
 subtract = alias("subtract", "sub")
 
 

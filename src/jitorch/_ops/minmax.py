@@ -175,6 +175,9 @@ def _arg_extreme(np_arg, input, axis, keepdim):
     return np.asarray(idx, np.int64)
 
 
+_INT64 = np.dtype(np.int64)
+
+
 def _lane_values(input: np.ndarray, idx: np.ndarray, axis: int) -> np.ndarray:
     """`np.take_along_axis(input, idx, axis)` for an index of the input's shape but 1 on `axis`
     (one entry per lane): the same fancy index NumPy builds, without its checks (microseconds
@@ -195,8 +198,15 @@ def _dim_impl(np_fn, np_arg, name):
             # the common call (`max(vec, 1)` in a Python loop): what the general path below
             # computes for a float array and a valid dim, without its checks' calls
             axis = dim % nd
-            idx = np.asarray((input.argmax if np_arg is np.argmax else input.argmin)(
-                axis=axis, keepdims=True), np.int64)
+            arg = input.argmax if np_arg is np.argmax else input.argmin
+            if not keepdim and nd > 1 and input.size == input.shape[axis]:
+                # one lane (`max(vec, 1)` of a row): its reduced index (an array, rank >= 1) is
+                # also its flat position; no keepdims, gather or squeezes
+                idx = arg(axis=axis)
+                if idx.dtype is not _INT64:
+                    idx = idx.astype(np.int64)
+                return input.take(idx), idx
+            idx = np.asarray(arg(axis=axis, keepdims=True), np.int64)
             vals = _lane_values(input, idx, axis)
             return (vals, idx) if keepdim else (vals.squeeze(axis), idx.squeeze(axis))
         _no_complex(name, input)
@@ -210,10 +220,16 @@ def _dim_impl(np_fn, np_arg, name):
     return impl
 
 
+# (their VJP reads the indices alone: only they are saved, as PyTorch saves them)
 _max_dim = defop("_max_dim", _dim_impl(np.max, np.argmax, "max"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET,
+                 extra={"result_read": (1,)})
 _min_dim = defop("_min_dim", _dim_impl(np.min, np.argmin, "min"), kind="reduction",
-                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET)
+                 method=False, vjp=index_pick_vjp, jvp=index_pick_jvp, interpreted=_NOT_YET,
+                 extra={"result_read": (1,)})
+
+
+_tuple_new = tuple.__new__
 
 
 def _overload(name, all_op, dim_op, binary, nt):
@@ -226,7 +242,9 @@ def _overload(name, all_op, dim_op, binary, nt):
                 raise TypeError(f"{name}() received an invalid combination of arguments - "
                                 "keepdim given without dim")
             return all_op(input, out=out)
-        return nt(*dim_op(input, dim, keepdim, out=out))
+        # (the named tuple made from the pair directly: its generated `__new__` is a Python
+        # call per `max(vec, 1)`)
+        return _tuple_new(nt, dim_op(input, dim, keepdim, out=out))
     fn.__name__ = name
     fn.__doc__ = (f"`torch.{name}`: {name}(input) -> Tensor; {name}(input, dim, keepdim=False) "
                   f"-> (values, indices); {name}(input, other) -> {binary}(input, other).")

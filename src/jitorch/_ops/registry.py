@@ -62,6 +62,7 @@ from ..autograd.grad_mode import _fwd_level, _state as _grad_state
 
 _new = object.__new__
 _dtype_of = dt.from_numpy_dtype
+_dnp = dt._BY_NP  # from_numpy_dtype's table, read without its call
 
 # PyTorch computes IEEE results (inf, nan) silently. NumPy warns instead; silence the floating
 # point RuntimeWarnings raised from op implementations (they live in jitorch._ops.*) without
@@ -396,8 +397,11 @@ def _check_first(op: OpDef, x) -> None:
                     f"{type(x).__name__}")
 
 
-def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
-    """Generate `def name(<impl signature>, out=None)` that calls dispatch without inspect."""
+def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str, guard=None) -> Callable:
+    """Generate `def name(<impl signature>, out=None)` that calls dispatch without inspect.
+
+    `guard`: a check of the call's arguments (PyTorch's errors the impl can't word) run after
+    the fast path, before the general one (`checked_function`)."""
     parts, ns = _signature_parts(op, sig)
     # __name__: NumPy's warnings raised in the generated code belong to this module, so the
     # RuntimeWarning filter above applies to them as to `dispatch`'s calls
@@ -416,8 +420,14 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     # a sparse operand raises SparseOperand when its dense array is read: the `try` costs the
     # dense path nothing (Python 3.11), the handler runs the op's sparse form (_layout.py)
     ns.update({"_SparseOperand": _SparseOperand, "_sparse": _sparse_call})
+    guard_src = ""
+    if guard is not None:
+        ns["_guard"] = guard
+        args = [p.name if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD else
+                f"{p.name}={p.name}" for p in sig.parameters.values()]
+        guard_src = f"    _guard({', '.join(args + ['out=out'])})\n"
     src = (f"def {pyname}({', '.join(parts)}):\n"
-           + _varargs_line(op) + _fast_block(op, sig, ns) + check +
+           + _varargs_line(op) + _fast_block(op, sig, ns) + guard_src + check +
            f"    try:\n"
            f"        r = _dispatch(_op, {slots}, {attrs})\n"
            f"    except _SparseOperand:\n"
@@ -434,6 +444,23 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     fn.__qualname__ = pyname
     fn.__module__ = "jitorch"
     return fn
+
+
+def checked_function(op: OpDef, guard, refuses: tuple) -> Callable:
+    """`op`'s public function made again with `guard(*args, **kwargs)` run on the calls its fast
+    path leaves (`_make_wrapper`), for a guard that rejects only operands of the dtypes in
+    `refuses` (and Python numbers the fast path never takes, such as bools): the fast path
+    takes no operand of those dtypes (`_fast_entry`), so every call it takes is one the guard
+    passes and the common call pays no guard's call. Sets `op.fn_any` to its
+    unchecked-first-operand form; `op.fn` stays the function without the guard."""
+    if op.kind != "elementwise" or op.extra.get("varargs"):
+        raise ValueError(f"op '{op.name}': a dtype guard needs an elementwise op")
+    op.extra["fast_refuses"] = tuple(refuses)
+    op.fast.clear()
+    fn = op.fn
+    checked = _make_wrapper(op, inspect.signature(op.impl), fn.__qualname__, guard)
+    op.fn = fn
+    return checked
 
 
 def _sparse_call(op: OpDef, slots: tuple, attrs: dict):
@@ -675,7 +702,7 @@ def _fast_entry(op: OpDef, d: dt.dtype, default_attrs: dict):
     except Exception:  # noqa: BLE001  (the general path raises it, in PyTorch's words)
         pass
     else:
-        if compute is d and d.compute is d.np:
+        if compute is d and d.compute is d.np and d not in op.extra.get("fast_refuses", ()):
             entry = out
     op.fast[d] = entry
     return entry
@@ -694,7 +721,8 @@ def _fast_scalar_entry(op: OpDef, d: dt.dtype, number_type: type, default_attrs:
     except Exception:  # noqa: BLE001  (the general path raises it, in PyTorch's words)
         pass
     else:
-        if p is d and compute is d and d.compute is d.np:
+        if p is d and compute is d and d.compute is d.np and \
+                d not in op.extra.get("fast_refuses", ()):
             entry = out
     op.fast[(d, number_type)] = entry
     return entry
@@ -905,6 +933,21 @@ def _wrap(res):
         t._dtype = _dtype_of(res.dtype)
         t._version = [0]
         return t
+    if type(res) is tuple:  # (values, indices) of max(dim), sort, ...: arrays wrapped here
+        out = []
+        for r in res:
+            if type(r) is np.ndarray:
+                t = _new(Tensor)
+                t._data = r
+                try:
+                    t._dtype = _dnp[r.dtype]
+                except KeyError:
+                    t._dtype = _dtype_of(r.dtype)
+                t._version = [0]
+                out.append(t)
+            else:
+                out.append(_wrap(r))
+        return tuple(out)
     if isinstance(res, tuple):
         return tuple(_wrap(r) for r in res)
     if isinstance(res, list):

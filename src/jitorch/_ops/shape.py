@@ -139,10 +139,24 @@ reshape = defop("reshape", _reshape, kind="shape", view="maybe", varargs="shape"
                 batch=sizes("shape"))
 
 
+_VIEW_SHAPES: dict = {}  # (size, numel) -> `_infer_shape(size, numel)` (valid sizes only)
+_MEMO_MAX = 4096  # entries kept by this module's memos (beyond them: computed per call)
+
+
 def _view(input, size):
     # `view(-1)`, the common flatten, is always valid and NumPy infers its -1 as PyTorch does:
     # no `_infer_shape` call (~5% of a small view)
-    shape = size if size == (-1,) else _infer_shape(size, input.size)
+    if size == (-1,):
+        shape = size
+    elif type(size) is tuple:  # (the sizes `_infer_shape` made of valid ones, memoised:
+        n = input.size         # `view(1, -1)` in a loop)
+        shape = _VIEW_SHAPES.get((size, n))
+        if shape is None:
+            shape = _infer_shape(size, n)
+            if len(_VIEW_SHAPES) < _MEMO_MAX:
+                _VIEW_SHAPES[(size, n)] = shape
+    else:  # (a list: the compiler's sizes)
+        shape = _infer_shape(size, input.size)
     if type(input) is np.ndarray:
         # the plain method is the cheapest reshape; its result is a view exactly when its base
         # is the owner of input's memory (see registry._is_view_of); else `copy=False` decides
@@ -228,7 +242,31 @@ defop("reshape_as", _reshape_as, tensors=("input", "other"), kind="shape", view=
 
 
 # --- broadcasting views -------------------------------------------------------------------------
+# `_expand`'s common call memoised: (shape, strides, itemsize, size) of a contiguous, non-empty
+# array -> the result's (shape, strides, read-only): `expand` in a Python loop (a CRF's
+# `view(1, -1).expand(1, n)`) repeats a few calls, whose checks cost more than the view itself
+_EXPANDS: dict = {}
+
+
 def _expand(input, size):
+    if type(input) is np.ndarray:
+        key = (input.shape, input.strides, input.itemsize, size)
+        try:
+            hit = _EXPANDS.get(key)
+        except TypeError:  # (an unhashable size, a list: not memoised)
+            hit = key = None
+        if hit is not None:
+            target, strides, ro = hit
+            try:  # (`_broadcast_view`, inline)
+                out = np.ndarray(target, input.dtype, input, 0, strides)
+            except (TypeError, ValueError, BufferError):
+                pass
+            else:
+                if ro:
+                    out.setflags(write=False)
+                return out
+    else:
+        key = None
     if type(input) is np.ndarray and input.size and input.flags.c_contiguous:
         # the common call (valid sizes, a -1 only on an existing dim): the target size and
         # strides in one pass, as the checks below and `np.broadcast_to` make them; anything
@@ -250,10 +288,12 @@ def _expand(input, size):
                     else:
                         break
                 else:
-                    out = _broadcast_view(input, size if -1 not in size else tuple(
-                        n if s == -1 else s for n, s in zip((0,) * lead + input.shape, size)),
-                        strides, ro)
+                    target = size if -1 not in size else tuple(
+                        n if s == -1 else s for n, s in zip((0,) * lead + input.shape, size))
+                    out = _broadcast_view(input, target, strides, ro)
                     if out is not None:
+                        if key is not None and len(_EXPANDS) < _MEMO_MAX:
+                            _EXPANDS[key] = (target, tuple(strides), ro)
                         return out
     nd = len(size)
     if nd < input.ndim:

@@ -13,7 +13,9 @@ unpacking a tensor modified in place since raises PyTorch's RuntimeError. A save
 (`result`) is kept as PyTorch's SavedVariable keeps one: its data, dtype and version counter
 without its grad_fn (`saved_output`), so a node and its output form no reference cycle and a
 graph is freed by reference counting, not by the cyclic garbage collector; the engine gives the
-rule the output with its grad_fn back (`restored_output`) only when create_graph needs it.
+rule the output with its grad_fn back (`restored_output`) only when create_graph needs it; a
+multi-output op whose rule reads only some outputs declares them (`extra={"result_read": ...}`)
+and only those are saved (max(dim): its indices, as PyTorch).
 An op whose declaration marks its rule as computing on arrays too (`extra={"array_vjp": True}`,
 _ops/_util.py's ON_ARRAYS) has it run on the arrays by its applier in a first-order CPU backward
 (`_array_call`): no op dispatched, as the first-order branches of other rules (`plain_grad`).
@@ -362,10 +364,29 @@ def _same_data(o):
     return t
 
 
-def saved_outputs(outs) -> tuple:
-    """`saved_output` of each of a multi-output op's outputs (its rule indexes them)."""
-    return tuple([saved_output(o, k) if isinstance(o, Tensor) else o
-                  for k, o in enumerate(outs)])
+def saved_outputs(outs, read=None) -> tuple:
+    """`saved_output` of each of a multi-output op's outputs (its rule indexes them); a CPU
+    tensor's `_same_data` inline (max(dim) in a Python loop saves two per call). `read`: the
+    positions the rule reads (its declaration's `extra["result_read"]`), None for all; the
+    others are saved as None, so no version of theirs is checked (PyTorch's max(dim) saves only
+    its indices: its values may be changed in place before backward)."""
+    r = []
+    k = 0
+    for o in outs:
+        if read is not None and k not in read:
+            r.append(None)
+        elif type(o) is Tensor and o._device is _CPU_DEV:
+            t = _new(Tensor)
+            t._data = o._data
+            t._dtype = o._dtype
+            t._version = o._version
+            if k:
+                t._output_nr = k
+            r.append(t)
+        else:
+            r.append(saved_output(o, k) if isinstance(o, Tensor) else o)
+        k += 1
+    return tuple(r)
 
 
 def restored_output(r, node):
@@ -566,11 +587,23 @@ def _make_recorders(op):
             if i not in lists:
                 src += [f"    _E.append(_e{i})", f"    _M.append(_m{i})"]
                 continue
+            # (an item with history: its edge and meta inline, as for a tensor slot above;
+            # a leaf's take the calls)
             src += [f"    for _x in _s{i}:",
                     "        if isinstance(_x, _T) and _x._requires_grad:",
-                    "            _E.append((_x._grad_fn, _x._output_nr) if _x._grad_fn is not "
-                    "None else _edge(_x))",
-                    "            _M.append(_meta(_x))",
+                    "            _n = _x._grad_fn",
+                    "            if _n is None:",
+                    "                _E.append(_edge(_x))",
+                    "                _M.append(_meta(_x))",
+                    "            else:",
+                    "                _k = _x._output_nr",
+                    "                _E.append((_n, _k))",
+                    "                _o = _n.out_meta",
+                    "                _mm = _o[_k] if _k < len(_o) else None",
+                    "                if _mm is None or _mm[1] is not _x._dtype or "
+                    "_mm[0] != _x._data.shape:",
+                    "                    _mm = _meta(_x)",
+                    "                _M.append(_mm)",
                     "        else:",
                     "            _E.append(None)",
                     "            _M.append(None)"]
@@ -581,9 +614,13 @@ def _make_recorders(op):
             "        node.out_meta = _ones_get(_k) or _one(*_k)",
             "        outs_l = None",
             "    else:",
-            "        node.multi = isinstance(outs, (tuple, list))",
-            "        outs_l = outs if node.multi else (outs,)",
-            "        node.out_meta = tuple([_one(o._data.shape, o._dtype)[0] for o in outs_l])"]
+            "        node.multi = _mu = isinstance(outs, (tuple, list))",
+            "        outs_l = outs if _mu else (outs,)",
+            "        _ml = []",  # (a loop: no comprehension's frame; the interned metas read inline)
+            "        for o in outs_l:",
+            "            _k = (o._data.shape, o._dtype)",
+            "            _ml.append((_ones_get(_k) or _one(*_k))[0])",
+            "        node.out_meta = tuple(_ml)"]
     vers_expr = "()"
     saved_expr = "None"
     if op.vjp_params:
@@ -610,8 +647,8 @@ def _make_recorders(op):
                 pairs.append(f"(_s{i}, _s{i}._version[0]), ")
                 conds.append(f"isinstance(_s{i}, _T)")
             elif kind == "result":  # kept without its grad_fn (see `saved_output`)
-                src += ["    _ro = _keep(outs) if outs_l is None else _keep_all(outs_l) if "
-                        "node.multi else outs"]
+                src += ["    _ro = _keep(outs) if outs_l is None else _keep_all(outs_l, _read) "
+                        "if node.multi else outs"]
                 items.append(f"{name!r}: _ro")
                 vers.append("    for _t in (_ro if outs_l is not None else (_ro,)):\n"
                             "        if isinstance(_t, _T):\n"
@@ -662,7 +699,7 @@ def _make_recorders(op):
     ns = {"_T": Tensor, "_Node": Node, "_op": op, "_edge": edge_of, "_FLOAT": dt.FLOAT,
           "_new": object.__new__, "_next": next, "_seq": _seq, "_meta": in_meta_of,
           "_one": meta_one, "_ones_get": _ONES.get, "_keep": saved_output,
-          "_keep_all": saved_outputs}
+          "_keep_all": saved_outputs, "_read": op.extra.get("result_read")}
     na = len(op.attrs)
     slots = "".join(f"_s{i}, " for i in range(n))
     attrs = "".join(f"_a{j}, " for j in range(na))
@@ -829,7 +866,8 @@ def _record_any(op, slots, attrs, outs) -> None:
     if op.vjp_params:
         saved = rule_kwargs(op, op.vjp_params, slots, attrs, outs)
         if "result" in saved:  # kept without its grad_fn (see `saved_output`)
-            saved["result"] = saved_outputs(outs_l) if multi else saved_output(outs)
+            saved["result"] = saved_outputs(outs_l, op.extra.get("result_read")) if multi \
+                else saved_output(outs)
         names = _SAVED_TENSORS.get(op)
         if names is None:
             names = _SAVED_TENSORS[op] = tuple(n for kind, n in op.vjp_params
