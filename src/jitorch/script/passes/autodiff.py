@@ -14,7 +14,10 @@ value used several times are summed. The traced graph is the backward.
 Invariants and choices:
 - forward = the original graph (cloned) with extra outputs: the saved values, i.e. the tensor
   inputs and intermediate/`result` tensors the rules read, and saved SIZES (ints
-  `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. Static
+  `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. A
+  Linear's `t(weight)` (`_VIEWS_OF_INPUTS`) is not saved: the backward recomputes it from the
+  saved input (the runtime passes saved inputs itself, so a compiled forward returns nothing
+  for them: runtime/autodiff.py `_without_inputs`). Static
   values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
   from constants only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's

@@ -11,9 +11,11 @@ pattern (`Differentiated.key_kind == "pattern"`); backward programs are cached p
 (that pattern, or exact shapes where differentiate could not make the backward size-generic)
 and built lazily at the first backward for the key. Another pattern may save other sizes (a
 size-1 dim is no run-time value): when its saved layout differs, it gets its own forward.
-When `passes.autodiff` or `grad_node` is missing, or the graph is not differentiable, `build`
-returns the reason and the caller interprets the graph with eager autograd (correct, not
-compiled).
+The forward returns only the saved values that are not graph inputs (`_without_inputs`):
+`run` inserts the inputs it holds among them for the backward (fewer values crossing a compiled
+entry's boundary, each of which costs compile time). When `passes.autodiff` or `grad_node` is
+missing, or the graph is not differentiable, `build` returns the reason and the caller
+interprets the graph with eager autograd (correct, not compiled).
 """
 from __future__ import annotations
 
