@@ -395,7 +395,7 @@ class _Backward:
             return x
         if isinstance(x, Tensor):
             t = self.saved_t.get(v.uid)
-            if t is None and self._input_view(v) is not None:
+            if t is None:
                 t = self._input_view(v)
             if t is None:
                 # a fresh wrapper: the tracer binds by object identity, and the same tensor
