@@ -14,7 +14,10 @@ value used several times are summed. The traced graph is the backward.
 Invariants and choices:
 - forward = the original graph (cloned) with extra outputs: the saved values, i.e. the tensor
   inputs and intermediate/`result` tensors the rules read, and saved SIZES (ints
-  `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. Static
+  `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. A
+  Linear's `t(weight)` (`_VIEWS_OF_INPUTS`) is not saved: the backward recomputes it from the
+  saved input (the runtime passes saved inputs itself, so a compiled forward returns nothing
+  for them: runtime/autodiff.py `_without_inputs`). Static
   values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
   from constants only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's
@@ -84,6 +87,9 @@ class NotDifferentiable(Exception):
 
 
 _REJECT = {"prim::If", "prim::Loop", "prim::PythonOp", "prim::CallFunction", "prim::Fused"}
+# views of a graph input that the backward recomputes from the input rather than saving them
+# (see _Backward._input_view): a Linear's `t(weight)`
+_VIEWS_OF_INPUTS = {"t"}
 # prim ops that may read a value needing grad: their outputs do not carry gradient
 _NONDIFF_PRIMS = {"prim::TensorToScalar", "prim::GetAttr", "prim::Print", "prim::Assert"}
 
@@ -327,6 +333,7 @@ class _Backward:
         self.def_node = {o.uid: n for n in graph.block.nodes for o in n.outputs}
         self.sym: dict = {}        # forward uid -> stand-in number (see _symbolic)
         self.sym_param: dict = {}  # id(stand-in) -> the backward input replacing it
+        self.input_uids = {p.uid for p in graph.inputs}
 
     def trace(self) -> ir.Graph:
         tr = self.tracer
@@ -389,6 +396,8 @@ class _Backward:
         if isinstance(x, Tensor):
             t = self.saved_t.get(v.uid)
             if t is None:
+                t = self._input_view(v)
+            if t is None:
                 # a fresh wrapper: the tracer binds by object identity, and the same tensor
                 # object may stand for several forward values
                 t = Tensor._make(with_sym_shape(x._data, self._shape(v)), x._dtype)
@@ -412,6 +421,25 @@ class _Backward:
         raise NotDifferentiable(
             f"a VJP rule reads a non-constant {type(x).__name__} ({v}); a traced backward "
             "would bake its value")
+
+    def _input_view(self, v: ir.Value):
+        """For `v = t(x)` with x a graph input: the view recomputed in the backward from x,
+        which is saved instead (the runtime passes inputs to the backward itself, so the forward
+        returns nothing for it; each array a compiled entry returns costs compile time: the
+        boxing and a wider return aggregate, ~0.04 CPU-s each in an encoder's forward; issue 17),
+        else None."""
+        n = self.def_node.get(v.uid)
+        if n is None or n.op not in _VIEWS_OF_INPUTS or len(n.inputs) != 1 or \
+                n.inputs[0].uid not in self.input_uids or \
+                not isinstance(self.env[n.inputs[0].uid], Tensor):
+            return None
+        base = self._value(n.inputs[0])
+        t = interpreter.call_registry_op(n.op, [base])
+        # as _value's wrappers: the rules read run-time sizes and the requires-grad flag
+        t._data = with_sym_shape(np.asarray(t._data), self._shape(v))
+        t._requires_grad = v.uid in self.needs
+        self.saved_t[v.uid] = t
+        return t
 
     def _symbolic(self, v: ir.Value, x):
         """A non-constant Python number the rules read (`x * a`, `a: float` an input): the rule

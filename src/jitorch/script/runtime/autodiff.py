@@ -11,9 +11,11 @@ pattern (`Differentiated.key_kind == "pattern"`); backward programs are cached p
 (that pattern, or exact shapes where differentiate could not make the backward size-generic)
 and built lazily at the first backward for the key. Another pattern may save other sizes (a
 size-1 dim is no run-time value): when its saved layout differs, it gets its own forward.
-When `passes.autodiff` or `grad_node` is missing, or the graph is not differentiable, `build`
-returns the reason and the caller interprets the graph with eager autograd (correct, not
-compiled).
+The forward returns only the saved values that are not graph inputs (`_without_inputs`):
+`run` inserts the inputs it holds among them for the backward (fewer values crossing a compiled
+entry's boundary, each of which costs compile time). When `passes.autodiff` or `grad_node` is
+missing, or the graph is not differentiable, `build` returns the reason and the caller
+interprets the graph with eager autograd (correct, not compiled).
 """
 from __future__ import annotations
 
@@ -40,7 +42,38 @@ def _differentiate(base: ir.Graph, args, **kw):
     device = _types.one_device([p.type for p in base.block.params])
     _types.place_traced_factories(device, d.backward)
     _types.stamp_device(device, d.forward, d.backward)
+    d.forward = _without_inputs(d)
     return d
+
+
+def _without_inputs(d) -> ir.Graph:
+    """`d.forward` returning only the saved values that are not graph inputs: `run` hands
+    the inputs it holds to the backward itself (every array a compiled entry returns costs
+    compile time, its boxing and a wider return aggregate; issue 17)."""
+    n = len(d.output_requires_grad)
+    rets = d.forward.block.returns
+    keep = rets[:n] + [r for r, i in zip(rets[n:], d.saved_inputs) if i is None]
+    if len(keep) == len(rets):
+        return d.forward
+    return ir.Graph(d.forward.name, ir.Block(d.forward.block.params, d.forward.block.nodes,
+                                             keep))
+
+
+def _fed(d) -> tuple:
+    """(position among the saved values, graph input index) of the saved values that are
+    graph inputs, by position: the forward does not return them (_without_inputs)."""
+    return tuple((k, i) for k, i in enumerate(d.saved_inputs) if i is not None)
+
+
+class _Held:
+    """The wrap of a saved input: the caller's own value (see AutodiffEntry.run)."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def __call__(self, _raw):
+        return self.value
 
 
 def _pre_fusion(graph: ir.Graph, arg_types, static=None) -> ir.Graph:
@@ -64,6 +97,7 @@ class AutodiffEntry:
         self.n_out = len(d.output_requires_grad)  # (one per output of the graph)
         self.bwd: dict = {}
         self.diffs = {d.shape_key: d}
+        self.fed: dict = {}  # shape key -> _fed(its Differentiated)
         self.lock = _fork.lock()
         self.name = sf.name
         self.first = True
@@ -88,7 +122,7 @@ class AutodiffEntry:
         sk = self.d.key_of(args)
         fwd = self.fwd if sk == self.d.shape_key else self._forward_for(sk, args)
         n = self.n_out
-        saved_wraps = None
+        saved_wraps = xs = None
         with grad_mode.no_grad():
             if fwd is self.fwd and self.first and self.fwd.kind == "compiled":
                 outs, how = programs.first_call(self.fwd, args)
@@ -100,17 +134,28 @@ class AutodiffEntry:
                 # values stay as the program returned them (arrays, sizes), which is what the
                 # backward program takes (wrapping ~20 of them per call, to unwrap them again
                 # at backward, was a third of this boundary's cost on an MLP)
-                res = fwd.call([a._data if type(a) is Tensor else _boundary(a) for a in args])
+                xs = [a._data if type(a) is Tensor else _boundary(a) for a in args]
+                res = fwd.call(xs)
                 if type(res) is not tuple:
                     res = (res,)
                 wraps = fwd.wraps
                 outs = [w(r) for w, r in zip(wraps[:n], res[:n])]
                 outs += res[n:]
-                saved_wraps = wraps[n:]
+                saved_wraps = list(wraps[n:])
             else:
                 outs = fwd.run(args)
         outputs, saved = list(outs[:n]), list(outs[n:])
         inputs = list(args)
+        d = self.diffs.get(sk, self.d)
+        fed = self.fed.get(sk)
+        if fed is None:
+            fed = self.fed[sk] = _fed(d)
+        for k, i in fed:  # (ascending k: each lands at its position)
+            if xs is None:
+                saved.insert(k, inputs[i])
+            else:  # raw values, as the forward program got them
+                saved.insert(k, xs[i])
+                saved_wraps.insert(k, _Held(inputs[i]))
         entry = self
 
         def run_backward(grads):
@@ -118,7 +163,6 @@ class AutodiffEntry:
             with grad_mode.no_grad():
                 return bw.run_saved(list(grads), saved, saved_wraps)
 
-        d = self.diffs.get(sk, self.d)
         return grad_node.attach(
             outputs, inputs, run_backward, saved=d.saved_to_check(inputs, outputs),
             name=sf.name, differentiable=d.output_requires_grad,
