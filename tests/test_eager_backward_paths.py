@@ -138,3 +138,21 @@ def test_pass_where_is_where_bit_for_bit(dtype):
         assert r.dtype == dtype and r.shape == arr.shape
         ref = np.where(mask, arr, dtype(0))
         np.testing.assert_array_equal(r.view(np.uint8), ref.view(np.uint8))
+
+
+def test_basic_index_backward_frees_without_searching_its_index(monkeypatch):
+    """A basic index (ints, slices) never holds a tensor (its declaration's `plain_attrs`): a
+    backward that frees saved tensors does not search it, and the node, which saved none, runs
+    again in a second backward as before."""
+    from jitorch.autograd import graph
+    x = jt.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = x[1, 1:] * 1.0  # (warm: the op's names are found once)
+    y.sum().backward()
+
+    def boom(v):
+        raise AssertionError("searched a basic index for tensors")
+    monkeypatch.setattr(graph, "_holds_tensor", boom)
+    v = x[0, ::2]
+    v.sum().backward()
+    v.sum().backward()  # (the index node kept its shape and index: it runs again)
+    np.testing.assert_array_equal(x.grad.numpy(), [[2.0, 0.0, 2.0], [0.0, 1.0, 1.0]])

@@ -368,7 +368,9 @@ def _index_view_vjp(g, input_shape, basic):
 
 
 _index_view = defop("_index_view", _index_view_impl, kind="shape", view=True, method=False,
-                    vjp=_index_view_vjp, extra=ON_ARRAYS,
+                    # (`basic`: ints, slices, None, Ellipsis, never a tensor: a backward that
+                    # frees saved tensors has none to search for here)
+                    vjp=_index_view_vjp, extra={**ON_ARRAYS, "plain_attrs": ("basic",)},
                     jvp=lambda t_input, basic: _index_view(t_input, basic), infer=infer.index_view,
                     batch=INDEX_VIEW)
 

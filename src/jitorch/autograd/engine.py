@@ -138,19 +138,20 @@ def _run(roots, retain_graph, create_graph, capture, accumulate_only):
             stack.append(node)
     targets = capture if capture is not None else accumulate_only
     order = [] if targets is not None else None  # (only `_reaching` reads it)
+    push, get = stack.append, deps.get
     while stack:
         n = stack.pop()
         if order is not None:
             order.append(n)
         for e in n.next_edges:
-            if e is None:
-                continue
-            m = e[0]
-            if m in deps:
-                deps[m] += 1
-            else:
-                deps[m] = 1
-                stack.append(m)
+            if e is not None:  # (one lookup per edge: a count, or None for a new node)
+                m = e[0]
+                d = get(m)
+                if d is None:
+                    deps[m] = 1
+                    push(m)
+                else:
+                    deps[m] = d + 1
     needed = None
     if targets is not None:
         # a node that hides its graph may reach any target: it and its ancestors must run

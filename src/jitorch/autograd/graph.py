@@ -129,9 +129,14 @@ class Node:
                 return
             names = _MAYBE_TENSORS.get(self.op)
             if names is None:  # saved shapes and dtypes are never tensors: not searched
+                # (less the attrs its declaration says never hold one: `extra={"plain_attrs":
+                # (...)}`, e.g. a basic index's ints and slices: no search per node)
+                plain = getattr(self.op, "extra", None) or {}
+                plain = plain.get("plain_attrs", ())
                 names = _MAYBE_TENSORS[self.op] = tuple(
                     n for kind, n in getattr(self.op, "vjp_params", None) or
-                    [("attr", k) for k in saved] if kind in ("attr", "slot", "result"))
+                    [("attr", k) for k in saved]
+                    if kind in ("attr", "slot", "result") and not (kind == "attr" and n in plain))
             for n in names:
                 v = saved.get(n)
                 if type(v) not in _PLAIN and _holds_tensor(v):  # (a number: no call)
