@@ -7,7 +7,8 @@ node's right after it ran, as PyTorch's engine frees them).
 Gradients of one output are summed as `add` sums them (in NumPy when nothing records).
 A plain node runs through its op's generated applier (graph.py); a node that alone became ready
 runs next without passing through the ready heap when it would come first anyway (a chain
-never touches it).
+never touches it), and when its one gradient came from the node that just ran, that gradient is
+handed on without passing through `buffers` either.
 """
 from __future__ import annotations
 
@@ -189,6 +190,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     if not ready:
         return
     node = pop(ready)[2]
+    grads = None  # (the gradients of a node handed on directly, below; else in `buffers`)
     # node -> the output numbers whose buffered gradient is a fan-in sum this run made (see
     # below): nobody else holds it while it sits in `buffers`, so a further gradient is added in
     # place and a leaf's `.grad` takes it without a copy, as PyTorch's engine does; the entry
@@ -196,7 +198,8 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
     owned = {}
     with grad_mode.set_grad_enabled(create_graph):
         while True:
-            grads = buffers.pop(node, None) or [None] * len(node.out_meta)
+            if grads is None:
+                grads = buffers.pop(node, None) or [None] * len(node.out_meta)
             # (an AccumulateGrad's gradient is a sum made here)
             mine = bool(owned.pop(node, None)) if owned else False
             if node.tensor_hooks or node.retains:
@@ -213,6 +216,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 if not ready:
                     break
                 node = pop(ready)[2]
+                grads = None
                 continue
             for g in grads:  # run the node if some gradient arrived (and it leads somewhere)
                 if g is not None:
@@ -261,6 +265,7 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
             else:
                 in_grads = [None] * len(node.next_edges)
             nxt = None  # the first node this one made ready: run next if it is the only one
+            nxt_grads = None  # (its gradients when this node gave its only one: not buffered)
             for e, g in zip(node.next_edges, in_grads):
                 if e is None:
                     continue
@@ -268,7 +273,18 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                 if g is not None:
                     buf = buffers.get(m)
                     if buf is None:
-                        buf = buffers[m] = [None] * len(m.out_meta)
+                        buf = [None] * len(m.out_meta)
+                        buf[nr] = g
+                        d = deps[m] - 1
+                        deps[m] = d
+                        if d:  # more to come: buffered
+                            buffers[m] = buf
+                        elif nxt is None:  # its only gradient: handed on without `buffers`
+                            nxt, nxt_grads = m, buf
+                        else:
+                            buffers[m] = buf
+                            push(ready, (-m.seq, id(m), m))
+                        continue
                     a = buf[nr]
                     if a is None:
                         buf[nr] = g
@@ -306,12 +322,17 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
             # chain) runs without passing through the heap
             if nxt is not None:
                 if ready and nxt.seq < -ready[0][0]:
+                    if nxt_grads is not None:
+                        buffers[nxt] = nxt_grads
                     push(ready, (-nxt.seq, id(nxt), nxt))
                     node = pop(ready)[2]
+                    grads = None
                 else:  # (it is ready and comes before every node in the heap: no push, pop)
                     node = nxt
+                    grads = nxt_grads
             elif ready:
                 node = pop(ready)[2]
+                grads = None
             else:
                 break
 
