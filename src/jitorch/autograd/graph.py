@@ -743,9 +743,8 @@ def _make_applier(op):
            "    g = grads[0]",
            "    if g is None:",
            "        return _apply(node, grads)"]
-    if not op.extra.get("complex_grad"):
-        src += ["    if g._dtype.category == _COMPLEX:",
-                f"        _no_complex({op.name!r})"]
+    if not op.extra.get("complex_grad") and not op.extra.get("array_vjp"):
+        src += _complex_check(op, "    ")  # (an array_vjp op's: where its arrays did not serve)
     if op.vjp_params:
         src += ["    if node.freed:",
                 "        node.unpack()  # raises PyTorch's error",
@@ -844,8 +843,16 @@ def _array_call(op, call: str) -> list:
     made = ", ".join(f"None if {o} is None else _T._make({o}, g._dtype)" for o in outs)
     src += [f"{ind}if {ok}:",
             f"{ind}    res = {'_T._make(_r, g._dtype)' if n == 1 else f'({made})'}"]
-    # the rule on the tensors where the arrays did not serve
-    return src + ["    if res is _MISS:", "    " + call]
+    # the rule on the tensors where the arrays did not serve (only there can g be complex: the
+    # arrays serve float32/float64 alone)
+    return src + ["    if res is _MISS:"] + (
+        [] if op.extra.get("complex_grad") else _complex_check(op, "        ")) + ["    " + call]
+
+
+def _complex_check(op, ind: str) -> list:
+    """An applier's lines that raise for a complex gradient of an op whose VJP is not written
+    for complex (`Node.apply`'s check)."""
+    return [f"{ind}if g._dtype.category == _COMPLEX:", f"{ind}    _no_complex({op.name!r})"]
 
 
 def _record_any(op, slots, attrs, outs) -> None:
