@@ -572,3 +572,31 @@ def test_forward_program_returns_no_input_nor_a_view_of_one():
     assert not any(r.uid in params or (r.node is not None and r.node.op == "t")
                    for r in d.forward.outputs)
     assert len(d.forward.outputs) == 1 + sum(i is None for i in d.saved_inputs)
+
+
+def test_forward_program_returns_no_view_of_a_saved_value_nor_an_unread_one():
+    """Views (constant attributes) of an input, of such a view, or of a value the backward
+    reads anyway are recomputed there (`t(narrow(w))`, `h.transpose(0, 1)` with `h` saved by
+    tanh), and values no backward node reads (`mul`'s `self` when only the constant's grad
+    would need it) are not saved: the forward returns none of them (issue 17). Gradients are
+    eager's, over two calls."""
+    from jitorch.script.frontend.trace import tensor_type
+    from jitorch.script.runtime import autodiff as rad
+
+    def step(x, w, b):
+        h = (x @ w.narrow(0, 0, 2).t() + b).tanh()
+        return ((h.transpose(0, 1) @ h) * t.tensor(2.0)).sum()
+
+    s = t.jit.script(step)
+    for seed in (1, 2):
+        x = R(4, 3)
+        w, b = R(3, 3).requires_grad_(), R(2).requires_grad_()
+        s(x, w, b).backward()
+        ew, eb = w.detach().clone().requires_grad_(), b.detach().clone().requires_grad_()
+        step(x, ew, eb).backward()
+        np.testing.assert_allclose(w.grad.numpy(), ew.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(b.grad.numpy(), eb.grad.numpy(), rtol=1e-5, atol=1e-6)
+    base = rad._pre_fusion(s.graph, [tensor_type(a, symbolic=True) for a in (x, w, b)])
+    d = rad._differentiate(base, [x, w, b])
+    arrays = [r.node.op for r in d.forward.outputs[1:] if r.type != ir.INT]
+    assert arrays == ["tanh"], arrays  # h only: not its transpose, t(narrow(w)) nor h^T @ h
