@@ -16,7 +16,9 @@ Invariants and choices:
   inputs and intermediate/`result` tensors the rules read, and saved SIZES (ints
   `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. A
   view (constant attributes) of an input or of a saved value, such as a Linear's `t(weight)`,
-  is not saved: the backward recomputes it from its base (`_Backward._input_view`; the
+  or a product of two saved values (a layer norm's `(x - mean) * rstd`) is not saved: the
+  backward recomputes it from its operands (`_Backward._input_view`; values no backward node
+  reads are not saved either, `_drop_unread`; the
   runtime passes saved inputs itself, so a compiled forward returns nothing for them:
   runtime/autodiff.py `_without_inputs`). Static
   values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
@@ -88,6 +90,9 @@ class NotDifferentiable(Exception):
 
 
 _REJECT = {"prim::If", "prim::Loop", "prim::PythonOp", "prim::CallFunction", "prim::Fused"}
+# elementwise ops of two saved values that the backward recomputes rather than saving their
+# result too (see _Backward._view_base): one exactly rounded product
+_RECOMPUTED_ELEMENTWISE = {"mul"}
 # prim ops that may read a value needing grad: their outputs do not carry gradient
 _NONDIFF_PRIMS = {"prim::TensorToScalar", "prim::GetAttr", "prim::Print", "prim::Assert"}
 
@@ -439,18 +444,19 @@ class _Backward:
 
     def _input_view(self, v: ir.Value):
         """For `v` a view (a registry `view` op with constant attributes: t, transpose,
-        narrow, permute, unsqueeze...) of a graph input, of such a view, or of a value already
-        saved: the view recomputed in the backward from its base, which is saved instead (the
+        narrow, permute, unsqueeze...) of a graph input, of such a view, or of a value the
+        rules read anyway, or a product of two such values (`_RECOMPUTED_ELEMENTWISE`): `v`
+        recomputed in the backward from its operands, which are saved instead (the
         runtime passes inputs to the backward itself, so the forward returns nothing for them;
         each array a compiled entry returns costs compile time: the boxing and a wider return
         aggregate, ~0.04 CPU-s each in an encoder's forward; issue 17), else None. The same op
-        on the same data: the rules read the same values, bit for bit."""
+        on the same data: the rules read the same values (bit for bit for a view)."""
         # a view the caller gets stays saved: its version counter is checked at backward
         base = None if any(o.uid == v.uid for o in self.graph.outputs) else self._view_base(v)
         if base is None:
             return None
         n = self.def_node[v.uid]
-        args = [self._value(base)] + [self.env[i.uid] for i in n.inputs[1:]]
+        args = [self._value(i) if i.uid in self.dynamic else self.env[i.uid] for i in n.inputs]
         t = interpreter.call_registry_op(n.op, args)
         # as _value's wrappers: the rules read run-time sizes and the requires-grad flag
         t._data = with_sym_shape(np.asarray(t._data), self._shape(v))
@@ -476,11 +482,17 @@ class _Backward:
         return read
 
     def _view_base(self, v: ir.Value):
-        """The base `_input_view` recomputes `v` from, or None (see there)."""
+        """The base `_input_view` recomputes `v` from, or None (see there); for a product of
+        two values the rules read anyway (a layer norm's `(x - mean) * rstd`): `v` itself."""
         n = self.def_node.get(v.uid)
-        if n is None or not n.inputs or n.op not in registry.OPS or \
-                not registry.OPS[n.op].view or len(n.outputs) != 1 or \
-                any(i.uid in self.dynamic for i in n.inputs[1:]):
+        if n is None or not n.inputs or n.op not in registry.OPS or len(n.outputs) != 1:
+            return None
+        if n.op in _RECOMPUTED_ELEMENTWISE:
+            ok = all(i.uid in self.input_uids or i.uid in self.read for i in n.inputs) and \
+                all(isinstance(self.env[i.uid], Tensor) and
+                    self.env[i.uid]._dtype == self.env[v.uid]._dtype for i in n.inputs)
+            return v if ok else None
+        if not registry.OPS[n.op].view or any(i.uid in self.dynamic for i in n.inputs[1:]):
             return None
         base = n.inputs[0]
         if not isinstance(self.env.get(base.uid), Tensor):

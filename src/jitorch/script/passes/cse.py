@@ -9,8 +9,9 @@ a fresh buffer that a loop's `out[t] = h` may write in place,
 passes/autodiff_control_ops.mark_inplace_writes, so two allocations stay two) and nodes owning
 blocks, except a guard (`if c: raise`) after one on the same condition: dropped. Constants
 are merged by (type, Python type, repr) of their value, so `1`, `1.0` and `True` stay
-distinct, and tensor constants only when they are the same object. Blocks are closed, so each block has its own
-table; values never flow into a nested block except as captured inputs.
+distinct, and tensor constants only when they are the same object. Blocks are closed, so
+each block has its own table; values never flow into a nested block except as captured
+inputs.
 """
 from __future__ import annotations
 
