@@ -578,8 +578,9 @@ def test_forward_program_returns_no_view_of_a_saved_value_nor_an_unread_one():
     """Views (constant attributes) of an input, of such a view, or of a value the backward
     reads anyway, and products of two such values, are recomputed there (`t(narrow(w))`,
     `q = h * h` with `h` saved by tanh, `q.transpose(0, 1)`), and values no backward node
-    reads (`mul`'s `self` when only the constant's grad would need it) are not saved: the forward returns none of them (issue 17). The pair,
-    interpreted, gives eager's gradients."""
+    reads (`mul`'s `self` when only the constant's grad would need it) are not saved: the
+    forward returns none of them (issue 17). The pair, interpreted, gives eager's
+    gradients."""
     from jitorch.script.frontend.trace import tensor_type
     from jitorch.script.runtime import autodiff as rad
 
