@@ -393,6 +393,53 @@ def test_cse_keeps_impure():
     assert ops(g) == ["prim::PythonOp"] * 2
 
 
+def test_cse_drops_a_guard_after_one_on_the_same_condition():
+    # `if c: raise` twice (an nn.LayerNorm's own input check, then F.layer_norm's): the
+    # second never raises, the first keeps its message; a guard on another condition stays
+    src = """graph @g(%x: f32[?,4], %c: bool, %d: bool) {
+  prim::If(%c) {
+    then():
+      %m: str = prim::Constant[value='first']()
+      prim::Raise[exc='RuntimeError'](%m)
+      -> ()
+    else():
+      -> ()
+  }
+  prim::If(%c) {
+    then():
+      %n: str = prim::Constant[value='second']()
+      prim::Raise[exc='RuntimeError'](%n)
+      -> ()
+    else():
+      -> ()
+  }
+  prim::If(%d) {
+    then():
+      %k: str = prim::Constant[value='third']()
+      prim::Raise[exc='RuntimeError'](%k)
+      -> ()
+    else():
+      -> ()
+  }
+  return (%x)
+}
+"""
+    g = apply(cse.run, src, [X, False, False])
+    msgs = [n.attrs["value"] for n in g.nodes() if n.op == "prim::Constant"]
+    assert msgs == ["first", "third"]
+    with pytest.raises(RuntimeError, match="first"):
+        run_graph(g, [X, True, False])
+
+
+def test_layer_norm_module_checks_its_input_once():
+    x = t.randn(2, 3, 4)
+    g = pipeline.run(t.jit.script(t.nn.LayerNorm(4)).forward.graph_for(x))
+    msgs = [n.attrs["value"] for n in g.nodes() if n.op == "prim::Constant"
+            and isinstance(n.attrs.get("value"), str) and "Given normalized_shape" in
+            n.attrs["value"]]
+    assert msgs == [": Given normalized_shape="], msgs  # the module's (prefixed) message
+
+
 # --- dce ---------------------------------------------------------------------------------------
 def test_dce_removes_unused_keeps_effects():
     src = """graph @g(%x: f32[?,4]) {

@@ -572,3 +572,33 @@ def test_forward_program_returns_no_input_nor_a_view_of_one():
     assert not any(r.uid in params or (r.node is not None and r.node.op == "t")
                    for r in d.forward.outputs)
     assert len(d.forward.outputs) == 1 + sum(i is None for i in d.saved_inputs)
+
+
+def test_forward_program_returns_no_view_of_a_saved_value_nor_an_unread_one():
+    """Views (constant attributes) of an input, of such a view, or of a value the backward
+    reads anyway, and products of two such values, are recomputed there (`t(narrow(w))`,
+    `q = h * h` with `h` saved by tanh, `q.transpose(0, 1)`), and values no backward node
+    reads (`mul`'s `self` when only the constant's grad would need it) are not saved: the
+    forward returns none of them (issue 17). The pair, interpreted, gives eager's
+    gradients."""
+    from jitorch.script.frontend.trace import tensor_type
+    from jitorch.script.runtime import autodiff as rad
+
+    def step(x, w, b):
+        h = (x @ w.narrow(0, 0, 2).t() + b).tanh()
+        q = h * h
+        return ((q.transpose(0, 1) @ q) * t.tensor(2.0)).sum()
+
+    x, w, b = R(4, 3), R(3, 3).requires_grad_(), R(2).requires_grad_()
+    base = rad._pre_fusion(t.jit.script(step).graph,
+                           [tensor_type(a, symbolic=True) for a in (x, w, b)])
+    d = differentiate(base, [x, w, b])
+    outs = [v for v in d.forward.outputs[1:] if v.type != ir.INT]
+    assert sorted(v.node.op if v.node is not None else v.name for v in outs) == \
+        ["tanh", "w", "x"]  # not q, q^T, t(narrow(w)), nor q^T @ q
+    with t.no_grad():
+        res = run_graph(d.forward, [x, w, b])
+        grads = run_graph(d.backward, [t.tensor(1.0), *res[1:]])
+    step(x, w, b).backward()
+    for got, want in zip(grads[1:], (w.grad, b.grad)):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)

@@ -35,7 +35,8 @@ class _TrailingNorm(Module):
         if not bad:
             i = 0
             for s in self.normalized_shape:
-                if input.shape[input.dim() - n + i] != s:
+                # the index F.layer_norm's check reads: scripted, CSE merges the two checks
+                if input.shape[i - n] != s:
                     bad = True
                 i += 1
         if bad:

@@ -15,9 +15,12 @@ Invariants and choices:
 - forward = the original graph (cloned) with extra outputs: the saved values, i.e. the tensor
   inputs and intermediate/`result` tensors the rules read, and saved SIZES (ints
   `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. A
-  Linear's `t(weight)` (`_VIEWS_OF_INPUTS`) is not saved: the backward recomputes it from the
-  saved input (the runtime passes saved inputs itself, so a compiled forward returns nothing
-  for them: runtime/autodiff.py `_without_inputs`). Static
+  view (constant attributes) of an input or of a saved value, such as a Linear's `t(weight)`,
+  or a product of two saved values (a layer norm's `(x - mean) * rstd`) is not saved: the
+  backward recomputes it from its operands (`_Backward._input_view`; values no backward node
+  reads are not saved either, `_drop_unread`; the
+  runtime passes saved inputs itself, so a compiled forward returns nothing for them:
+  runtime/autodiff.py `_without_inputs`). Static
   values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
   from constants only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's
@@ -87,9 +90,9 @@ class NotDifferentiable(Exception):
 
 
 _REJECT = {"prim::If", "prim::Loop", "prim::PythonOp", "prim::CallFunction", "prim::Fused"}
-# views of a graph input that the backward recomputes from the input rather than saving them
-# (see _Backward._input_view): a Linear's `t(weight)`
-_VIEWS_OF_INPUTS = {"t"}
+# elementwise ops of two saved values that the backward recomputes rather than saving their
+# result too (see _Backward._view_base): one exactly rounded product
+_RECOMPUTED_ELEMENTWISE = {"mul"}
 # prim ops that may read a value needing grad: their outputs do not carry gradient
 _NONDIFF_PRIMS = {"prim::TensorToScalar", "prim::GetAttr", "prim::Print", "prim::Assert"}
 
@@ -334,6 +337,7 @@ class _Backward:
         self.sym: dict = {}        # forward uid -> stand-in number (see _symbolic)
         self.sym_param: dict = {}  # id(stand-in) -> the backward input replacing it
         self.input_uids = {p.uid for p in graph.inputs}
+        self.read = self._rule_reads()  # uids the rules read (saved unless recomputed)
 
     def trace(self) -> ir.Graph:
         tr = self.tracer
@@ -341,6 +345,7 @@ class _Backward:
             with grad_mode.no_grad(), tr:
                 self._trace_body()
             self._substitute_symbols(tr.graph)
+            self._drop_unread(tr.graph)
         except _SymbolicArithmetic as e:
             raise NotDifferentiable(f"a VJP rule computes with a non-constant scalar ({e}); a "
                                     "traced backward would bake the result") from None
@@ -384,6 +389,21 @@ class _Backward:
             rets.append(tr.value_of(g) if g is not None else tr.constant(None, ir.NONE))
         tr.block.returns = rets
 
+    def _drop_unread(self, graph: ir.Graph) -> None:
+        """Forget the intermediate values no backward node reads: rules read every slot they
+        name, also where the grad using it is dead code (`mul`'s `self` when only `other`'s
+        grad would need it); the forward then does not return them (issue 17)."""
+        used = {i.uid for n in graph.block.nodes for i in n.inputs}
+        used.update(r.uid for r in graph.block.returns)
+        params = graph.block.params
+        k = len(params) - len(self.saved)  # the grad inputs come first
+        # graph inputs and outputs stay: their version counters are checked at backward
+        visible = self.input_uids | {o.uid for o in self.graph.outputs}
+        keep = [j for j, (p, v) in enumerate(zip(params[k:], self.saved))
+                if p.uid in used or getattr(v, "uid", None) in visible]
+        graph.block.params = params[:k] + [params[k + j] for j in keep]
+        self.saved = [self.saved[j] for j in keep]
+
     def _accumulate(self, v: ir.Value, g) -> None:
         old = self.grads.get(v.uid)
         self.grads[v.uid] = g if old is None else old + g
@@ -423,23 +443,64 @@ class _Backward:
             "would bake its value")
 
     def _input_view(self, v: ir.Value):
-        """For `v = t(x)` with x a graph input: the view recomputed in the backward from x,
-        which is saved instead (the runtime passes inputs to the backward itself, so the forward
-        returns nothing for it; each array a compiled entry returns costs compile time: the
-        boxing and a wider return aggregate, ~0.04 CPU-s each in an encoder's forward; issue 17),
-        else None."""
-        n = self.def_node.get(v.uid)
-        if n is None or n.op not in _VIEWS_OF_INPUTS or len(n.inputs) != 1 or \
-                n.inputs[0].uid not in self.input_uids or \
-                not isinstance(self.env[n.inputs[0].uid], Tensor):
+        """For `v` a view (a registry `view` op with constant attributes: t, transpose,
+        narrow, permute, unsqueeze...) of a graph input, of such a view, or of a value the
+        rules read anyway, or a product of two such values (`_RECOMPUTED_ELEMENTWISE`): `v`
+        recomputed in the backward from its operands, which are saved instead (the
+        runtime passes inputs to the backward itself, so the forward returns nothing for them;
+        each array a compiled entry returns costs compile time: the boxing and a wider return
+        aggregate, ~0.04 CPU-s each in an encoder's forward; issue 17), else None. The same op
+        on the same data: the rules read the same values (bit for bit for a view)."""
+        # a view the caller gets stays saved: its version counter is checked at backward
+        base = None if any(o.uid == v.uid for o in self.graph.outputs) else self._view_base(v)
+        if base is None:
             return None
-        base = self._value(n.inputs[0])
-        t = interpreter.call_registry_op(n.op, [base])
+        n = self.def_node[v.uid]
+        args = [self._value(i) if i.uid in self.dynamic else self.env[i.uid] for i in n.inputs]
+        t = interpreter.call_registry_op(n.op, args)
         # as _value's wrappers: the rules read run-time sizes and the requires-grad flag
         t._data = with_sym_shape(np.asarray(t._data), self._shape(v))
         t._requires_grad = v.uid in self.needs
         self.saved_t[v.uid] = t
         return t
+
+    def _rule_reads(self) -> set:
+        """The forward values the VJP rules of the nodes that carry gradient read (their
+        `slot` and `result` parameters; see _node), known before the trace so that a view
+        is recomputed from its base whichever of the two a rule reads first."""
+        read = set()
+        for n in self.graph.block.nodes:
+            op = registry.OPS.get(n.op)
+            if op is None or op.vjp is None or not any(o.uid in self.needs for o in n.outputs):
+                continue
+            by_name = dict(zip(op.params, n.inputs))
+            for kind, name in op.vjp_params:
+                if kind == "slot" and name in by_name:
+                    read.add(by_name[name].uid)
+                elif kind == "result":
+                    read.update(o.uid for o in n.outputs)
+        return read
+
+    def _view_base(self, v: ir.Value):
+        """The base `_input_view` recomputes `v` from, or None (see there); for a product of
+        two values the rules read anyway (a layer norm's `(x - mean) * rstd`): `v` itself."""
+        n = self.def_node.get(v.uid)
+        if n is None or not n.inputs or n.op not in registry.OPS or len(n.outputs) != 1:
+            return None
+        if n.op in _RECOMPUTED_ELEMENTWISE:
+            ok = all(i.uid in self.input_uids or i.uid in self.read for i in n.inputs) and \
+                all(isinstance(self.env[i.uid], Tensor) and
+                    self.env[i.uid]._dtype == self.env[v.uid]._dtype for i in n.inputs)
+            return v if ok else None
+        if not registry.OPS[n.op].view or any(i.uid in self.dynamic for i in n.inputs[1:]):
+            return None
+        base = n.inputs[0]
+        if not isinstance(self.env.get(base.uid), Tensor):
+            return None
+        if base.uid in self.input_uids or base.uid in self.read or \
+                self._view_base(base) is not None:
+            return base
+        return None
 
     def _symbolic(self, v: ir.Value, x):
         """A non-constant Python number the rules read (`x * a`, `a: float` an input): the rule

@@ -7,10 +7,11 @@ Raise, Print, Assert, CallFunction), nodes producing mutable objects (prim::List
 prim::DictConstruct: two lists stay two lists), factories (`zeros`, `new_zeros`, ...: each is
 a fresh buffer that a loop's `out[t] = h` may write in place,
 passes/autodiff_control_ops.mark_inplace_writes, so two allocations stay two) and nodes owning
-blocks. Constants are merged by
-(type, Python type, repr) of their value, so `1`, `1.0` and `True` stay distinct, and tensor
-constants only when they are the same object. Blocks are closed, so each block has its own
-table; values never flow into a nested block except as captured inputs.
+blocks, except a guard (`if c: raise`) after one on the same condition: dropped. Constants
+are merged by (type, Python type, repr) of their value, so `1`, `1.0` and `True` stay
+distinct, and tensor constants only when they are the same object. Blocks are closed, so
+each block has its own table; values never flow into a nested block except as captured
+inputs.
 """
 from __future__ import annotations
 
@@ -50,14 +51,29 @@ def _key(n: ir.Node):
     return (n.op, tuple(id(v) for v in n.inputs), attrs, types)
 
 
+def _is_guard(n: ir.Node) -> bool:
+    """`if c: raise ...` with nothing else: a `prim::If` without results whose then-block ends
+    in `prim::Raise` and whose else-block is empty. A later guard on the same condition value
+    never raises (issue 17: an nn.LayerNorm's own shape check and F.layer_norm's)."""
+    if n.op != "prim::If" or n.outputs or len(n.blocks) != 2:
+        return False
+    then, other = n.blocks
+    return bool(then.nodes) and then.nodes[-1].op == "prim::Raise" and not other.nodes
+
+
 def _cse_block(block: ir.Block, mapping: dict) -> None:
     seen: dict = {}
+    guarded: set = set()  # conditions of the guards met so far (see _is_guard)
     out = []
     for n in block.nodes:
         if mapping:
             n.inputs = [mapping.get(v, v) for v in n.inputs]
         for b in n.blocks:
             _cse_block(b, mapping)
+        if _is_guard(n):
+            if n.inputs[0] in guarded:  # an earlier guard raised already if it is true
+                continue
+            guarded.add(n.inputs[0])
         if n.blocks or n.op in MUTABLE_RESULT_PRIMS or is_factory(n.op) or not node_is_pure(n):
             out.append(n)
             continue
