@@ -17,11 +17,10 @@ Invariants and choices:
   `value.shape[d]`, see below). `n_saved` counts them; `layout` says what each one is. A
   view (constant attributes) of an input or of a saved value, such as a Linear's `t(weight)`,
   or a product of two saved values (a layer norm's `(x - mean) * rstd`) is not saved: the
-  backward recomputes it from its operands (`_Backward._input_view`; values no backward node
-  reads are not saved either, `_drop_unread`; the
-  runtime passes saved inputs itself, so a compiled forward returns nothing for them:
-  runtime/autodiff.py `_without_inputs`). Static
-  values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
+  backward recomputes it from its operands (autodiff_recompute.py; values no backward node
+  reads are not saved either; the runtime passes saved inputs itself, so a compiled forward
+  returns nothing for them: runtime/autodiff.py `_without_inputs`). Run-time numbers the rules
+  read become stand-ins and backward inputs (autodiff_sizes.py). Static values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
   from constants only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's
   dtype when the output is differentiable, else a `None` slot the caller fills with None),
@@ -80,8 +79,9 @@ from ..ir import util as ir_util
 from .. import ir
 from ..._ops.factories import is_factory
 from ..frontend.trace import Tracer
-from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SymFloat, _SymInt, _SymSize,
-                           _SizeRef, _clone_with_outputs, _unsqueezes,
+from .autodiff_recompute import Recompute
+from .autodiff_sizes import SymbolicSizes
+from .autodiff_sym import (_Sym, _SymbolicArithmetic, _SizeRef, _clone_with_outputs, _unsqueezes,
                            contains_sym as _contains_sym, materialise, with_sym_shape)
 
 
@@ -90,9 +90,6 @@ class NotDifferentiable(Exception):
 
 
 _REJECT = {"prim::If", "prim::Loop", "prim::PythonOp", "prim::CallFunction", "prim::Fused"}
-# elementwise ops of two saved values that the backward recomputes rather than saving their
-# result too (see _Backward._view_base): one exactly rounded product
-_RECOMPUTED_ELEMENTWISE = {"mul"}
 # prim ops that may read a value needing grad: their outputs do not carry gradient
 _NONDIFF_PRIMS = {"prim::TensorToScalar", "prim::GetAttr", "prim::Print", "prim::Assert"}
 
@@ -321,7 +318,7 @@ def _list_pick(n: ir.Node, env, dynamic):
 
 
 # --- the backward tracer -------------------------------------------------------------------------
-class _Backward:
+class _Backward(Recompute, SymbolicSizes):
     def __init__(self, graph, env, needs, dynamic, symbolic=False):
         self.graph, self.env, self.needs, self.dynamic = graph, env, needs, dynamic
         self.symbolic = symbolic
@@ -389,21 +386,6 @@ class _Backward:
             rets.append(tr.value_of(g) if g is not None else tr.constant(None, ir.NONE))
         tr.block.returns = rets
 
-    def _drop_unread(self, graph: ir.Graph) -> None:
-        """Forget the intermediate values no backward node reads: rules read every slot they
-        name, also where the grad using it is dead code (`mul`'s `self` when only `other`'s
-        grad would need it); the forward then does not return them (issue 17)."""
-        used = {i.uid for n in graph.block.nodes for i in n.inputs}
-        used.update(r.uid for r in graph.block.returns)
-        params = graph.block.params
-        k = len(params) - len(self.saved)  # the grad inputs come first
-        # graph inputs and outputs stay: their version counters are checked at backward
-        visible = self.input_uids | {o.uid for o in self.graph.outputs}
-        keep = [j for j, (p, v) in enumerate(zip(params[k:], self.saved))
-                if p.uid in used or getattr(v, "uid", None) in visible]
-        graph.block.params = params[:k] + [params[k + j] for j in keep]
-        self.saved = [self.saved[j] for j in keep]
-
     def _accumulate(self, v: ir.Value, g) -> None:
         old = self.grads.get(v.uid)
         self.grads[v.uid] = g if old is None else old + g
@@ -416,7 +398,7 @@ class _Backward:
         if isinstance(x, Tensor):
             t = self.saved_t.get(v.uid)
             if t is None:
-                t = self._input_view(v)
+                t = self._recomputed(v)
             if t is None:
                 # a fresh wrapper: the tracer binds by object identity, and the same tensor
                 # object may stand for several forward values
@@ -441,131 +423,6 @@ class _Backward:
         raise NotDifferentiable(
             f"a VJP rule reads a non-constant {type(x).__name__} ({v}); a traced backward "
             "would bake its value")
-
-    def _input_view(self, v: ir.Value):
-        """For `v` a view (a registry `view` op with constant attributes: t, transpose,
-        narrow, permute, unsqueeze...) of a graph input, of such a view, or of a value the
-        rules read anyway, or a product of two such values (`_RECOMPUTED_ELEMENTWISE`): `v`
-        recomputed in the backward from its operands, which are saved instead (the
-        runtime passes inputs to the backward itself, so the forward returns nothing for them;
-        each array a compiled entry returns costs compile time: the boxing and a wider return
-        aggregate, ~0.04 CPU-s each in an encoder's forward; issue 17), else None. The same op
-        on the same data: the rules read the same values (bit for bit for a view)."""
-        # a view the caller gets stays saved: its version counter is checked at backward
-        base = None if any(o.uid == v.uid for o in self.graph.outputs) else self._view_base(v)
-        if base is None:
-            return None
-        n = self.def_node[v.uid]
-        args = [self._value(i) if i.uid in self.dynamic else self.env[i.uid] for i in n.inputs]
-        t = interpreter.call_registry_op(n.op, args)
-        # as _value's wrappers: the rules read run-time sizes and the requires-grad flag
-        t._data = with_sym_shape(np.asarray(t._data), self._shape(v))
-        t._requires_grad = v.uid in self.needs
-        self.saved_t[v.uid] = t
-        return t
-
-    def _rule_reads(self) -> set:
-        """The forward values the VJP rules of the nodes that carry gradient read (their
-        `slot` and `result` parameters; see _node), known before the trace so that a view
-        is recomputed from its base whichever of the two a rule reads first."""
-        read = set()
-        for n in self.graph.block.nodes:
-            op = registry.OPS.get(n.op)
-            if op is None or op.vjp is None or not any(o.uid in self.needs for o in n.outputs):
-                continue
-            by_name = dict(zip(op.params, n.inputs))
-            for kind, name in op.vjp_params:
-                if kind == "slot" and name in by_name:
-                    read.add(by_name[name].uid)
-                elif kind == "result":
-                    read.update(o.uid for o in n.outputs)
-        return read
-
-    def _view_base(self, v: ir.Value):
-        """The base `_input_view` recomputes `v` from, or None (see there); for a product of
-        two values the rules read anyway (a layer norm's `(x - mean) * rstd`): `v` itself."""
-        n = self.def_node.get(v.uid)
-        if n is None or not n.inputs or n.op not in registry.OPS or len(n.outputs) != 1:
-            return None
-        if n.op in _RECOMPUTED_ELEMENTWISE:
-            ok = all(i.uid in self.input_uids or i.uid in self.read for i in n.inputs) and \
-                all(isinstance(self.env[i.uid], Tensor) and
-                    self.env[i.uid]._dtype == self.env[v.uid]._dtype for i in n.inputs)
-            return v if ok else None
-        if not registry.OPS[n.op].view or any(i.uid in self.dynamic for i in n.inputs[1:]):
-            return None
-        base = n.inputs[0]
-        if not isinstance(self.env.get(base.uid), Tensor):
-            return None
-        if base.uid in self.input_uids or base.uid in self.read or \
-                self._view_base(base) is not None:
-            return base
-        return None
-
-    def _symbolic(self, v: ir.Value, x):
-        """A non-constant Python number the rules read (`x * a`, `a: float` an input): the rule
-        gets a stand-in that behaves as the number inside ops but refuses Python arithmetic
-        (which the trace would bake); the constant the tracer records for it is then replaced
-        by a backward input fed from the forward's saved values."""
-        sym = self.sym.get(v.uid)
-        if sym is None:
-            sym = (_SymFloat if type(x) is float else _SymInt)(x)
-            p = ir.Value(ir.FLOAT if type(x) is float else ir.INT, f"saved_{len(self.saved)}")
-            self.tracer.block.params.append(p)
-            self.saved.append(v)
-            self.sym[v.uid] = sym
-            self.sym_param[id(sym)] = p
-        return sym
-
-    def _shape(self, v: ir.Value, elem=None):
-        """The shape a rule gets for forward value `v`: for a value that depends on the inputs
-        (symbolic mode), sizes >= 2 are `_SymSize` stand-ins, so ops the rule records with them
-        (reshape/expand targets, counts) read run-time sizes; 0 and 1 stay numbers (they are
-        part of the shape key's pattern and decide broadcasting)."""
-        x = self.env[v.uid]
-        if elem is not None:
-            x = x[elem]
-        shape = tuple(x._data.shape) if isinstance(x, Tensor) else ()
-        if not self.symbolic or v.uid not in self.dynamic or not isinstance(x, Tensor):
-            return shape
-        got = self.shapes.get((v.uid, elem))
-        if got is None:
-            got = []
-            for d, s in enumerate(shape):
-                if s >= 2:
-                    s = _SymSize(s)
-                    s.key = (v, d, elem)
-                got.append(s)
-            got = self.shapes[(v.uid, elem)] = tuple(got)
-        return got
-
-    def _size_param(self, sym) -> ir.Value:
-        """The backward input for a base stand-in: a saved scalar input, or a saved size (the
-        forward computes `value.shape[dim]`), added on first use."""
-        p = self.sym_param.get(id(sym))
-        if p is None:
-            if not isinstance(sym, _SymSize):
-                raise NotDifferentiable(f"a stand-in {sym!r} of another trace")
-            v, d, elem = sym.key
-            src = self.params.get(v.uid) if elem is None else None
-            if src is not None:  # a backward input has this shape: read it there
-                sh = self.shape_reads.get(src.uid)
-                if sh is None:
-                    n = ir.Node("prim::GetAttr", [src], [ir.ListType(ir.INT)],
-                                attrs={"name": "shape"})
-                    self.emit.append(n)
-                    sh = self.shape_reads[src.uid] = n.output
-                k = ir.Node("prim::Constant", (), (ir.INT,), attrs={"value": d})
-                gi = ir.Node("prim::ScalarOp", [sh, k.output], [ir.INT], attrs={"fn": "getitem"})
-                self.emit += [k, gi]
-                self.sym_param[id(sym)] = gi.output
-                return gi.output
-            p = ir.Value(ir.INT, f"size_{len(self.saved)}")
-            self.tracer.block.params.append(p)
-            self.saved.append(_SizeRef(v, d, elem, len(self.env[v.uid]) if elem is not None
-                                       else 0))
-            self.sym_param[id(sym)] = p
-        return p
 
     def _substitute_symbols(self, graph: ir.Graph) -> None:
         """Drop dead nodes (rules also compute grads nobody takes), then replace the tracer's
