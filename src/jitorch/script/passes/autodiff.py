@@ -20,8 +20,9 @@ Invariants and choices:
   backward recomputes it from its operands (autodiff_recompute.py; values no backward node
   reads are not saved either; the runtime passes saved inputs itself, so a compiled forward
   returns nothing for them: runtime/autodiff.py `_without_inputs`). Run-time numbers the rules
-  read become stand-ins and backward inputs (autodiff_sizes.py). Static values the rules read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed
-  from constants only) are baked into the backward as constants.
+  read become stand-ins and backward inputs (autodiff_sizes.py). Static values the rules
+  read (attributes from `prim::Constant`, `<slot>_dtype`, tensors computed from constants
+  only) are baked into the backward as constants.
 - backward inputs: `grad_0 .. grad_{k-1}` (one per forward output: a tensor of the output's
   dtype when the output is differentiable, else a `None` slot the caller fills with None),
   then the saved values in order. It returns one grad per graph input (None constant where the
