@@ -11,7 +11,7 @@ from ... import ir
 from ...codegen import NotLowered
 from ...codegen.emitter import Emitter, np_type
 from ...codegen.lowering import lowers
-from .lower_list import copy_into
+from .lower_list import copy_into_slice
 from .lower_shape import _norm, _tup
 
 
@@ -62,10 +62,5 @@ def _cat_loops(em: Emitter, n: ir.Node, names: list, r: int, d: int, out_t) -> N
     shape = [f"({' + '.join(lens)})" if k == d else f"{first}.shape[{k}]" for k in range(r)]
     em.emit(f"{out} = np.empty({_tup(shape)}, {np_type(out_t.dtype)})")
     for j, nm in enumerate(names):  # each part into its slice of the output along d
-        off = " + ".join(lens[:j]) or "0"
-        at = [":"] * r
-        at[d] = f"{off}:{off} + {lens[j]}"
-        dst = em.fresh("part")
-        em.emit(f"{dst} = {out}[{', '.join(at)}]")
-        copy_into(em, dst, nm, r)
+        copy_into_slice(em, out, d, f"({' + '.join(lens[:j]) or '0'})", nm, r)
     em.bind(n.outputs[0], out)

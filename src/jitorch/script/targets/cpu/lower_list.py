@@ -123,6 +123,16 @@ def copy_into(em, dst: str, src: str, rank: int) -> None:
     em.indent -= rank
 
 
+def copy_into_slice(em, out: str, dim: int, start: str, src: str, rank: int) -> None:
+    """`out[..., start:start + src.shape[dim], ...] = src` (the slice along `dim`) by
+    `copy_into`: cat's parts and narrow's backward."""
+    at = [":"] * rank
+    at[dim] = f"{start}:{start} + {src}.shape[{dim}]"
+    dst = em.fresh("part")
+    em.emit(f"{dst} = {out}[{', '.join(at)}]")
+    copy_into(em, dst, src, rank)
+
+
 def python_op(em, n: ir.Node) -> None:
     if is_setitem(n):
         setitem(em, n)

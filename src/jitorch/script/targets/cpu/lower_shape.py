@@ -545,12 +545,8 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
         msg += [(f"{gs}.shape[{k}]",), ", " if k < r - 1 else "] does not fit the input"]
     em.raise_("RuntimeError", *msg)
     em.indent -= 1
-    idx = [":"] * r
-    idx[d] = f"{start}:{start} + {gs}.shape[{d}]"
-    from .lower_list import copy_into
-    dst = em.fresh("nbv")
-    em.emit(f"{dst} = {out}[{', '.join(idx)}]")
-    copy_into(em, dst, gs, r)
+    from .lower_list import copy_into_slice
+    copy_into_slice(em, out, d, start, gs, r)
     em.bind(n.outputs[0], out)
 
 
