@@ -225,14 +225,20 @@ def test_cat_common_join_agrees_with_the_checks(monkeypatch):
     cases = [([x, y], 0), ([x, y], -1), ([x, y.t()], 0), ([x, _tensor(jt.float64)], 0),
              ([x, jt.tensor([])], 0), ([x.view(-1), jt.tensor([])], 0), ([x, y], 2),
              ([jt.tensor(1.0), jt.tensor(2.0)], 0), ([jt.tensor([]), jt.tensor([])], 1),
-             ([x, jt.zeros(0, 4)], 0), ([x], 1)]
+             ([x, jt.zeros(0, 4)], 0), ([x], 1), ([_tensor(jt.int64), x], -2),
+             ([_tensor(jt.int8), _tensor(jt.uint8)], 0), ([x, jt.zeros(3, 2)], 0)]
     for ts, dim in cases:
         _same(_outcome(lambda: jt.cat(ts, dim)),
               _outcome(lambda: dispatch(cat, (ts,), {"dim": dim})))
+    assert jt.cat([_tensor(jt.int64), x]).dtype is jt.float32  # (NumPy's: float64)
     from jitorch._ops import join
     monkeypatch.setattr(join, "_cat_arrays", None)  # the common join: no per-array checks
     r = jt.cat([x, y], 1)
     assert r.shape == (3, 8) and r._base is None and not np.shares_memory(r._data, x._data)
+    r = jt.cat([x.t(), y.t()], -1)
+    np.testing.assert_array_equal(r.numpy(), np.concatenate([x.numpy().T, y.numpy().T], 1))
+    with pytest.raises(TypeError):  # a dtype mix: PyTorch's promotion, in the checked join
+        jt.cat([_tensor(jt.int64), x])
 
 
 @pytest.mark.parametrize("name", ["softmax", "log_softmax"])

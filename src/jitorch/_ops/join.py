@@ -99,18 +99,12 @@ def _join_impl(name: str, argname: str):
     or on NumPy's refusal (ranks or sizes that differ, 0-d arrays, a dim out of range), the
     checks of `_check_list` and `_cat_arrays`, which word PyTorch's errors."""
     def impl(tensors, dim=0):
-        if type(tensors) is list and type(dim) is int and tensors:
-            a0 = tensors[0]
-            if type(a0) is _nd:
-                d0 = a0.dtype
-                for a in tensors:
-                    if a.dtype is not d0:
-                        break
-                else:
-                    try:
-                        return _concatenate_np(tensors, dim)
-                    except ValueError:  # also NumPy's AxisError
-                        pass
+        if type(tensors) is list and type(dim) is int and tensors and type(tensors[0]) is _nd:
+            try:  # casting="no": NumPy refuses (TypeError) arrays of different dtypes, which
+                # PyTorch promotes by its own rules (in C: ~0.1 us less than a Python loop)
+                return _concatenate_np(tensors, dim, casting="no")
+            except (ValueError, TypeError):  # ValueError: also NumPy's AxisError
+                pass
         return _cat_arrays(tensors, _index(dim, argname), _check_list(tensors, name,
                                                                        "torch.cat"))
     return impl
