@@ -268,6 +268,40 @@ def test_functional_softmax_calls_the_one_op_directly(monkeypatch, name):
             fn(x, dim=1)
 
 
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+def test_softmax_without_grad_runs_the_program_without_the_op_function(monkeypatch, name):
+    """A softmax that records nothing (no requires_grad input, no profiler, mode or device)
+    runs the fused op's program from `_run_softmax`, the op function skipped: the op's values
+    to the bit for C-ordered, transposed and strided inputs and negative dims; a
+    requires_grad input, or an active profiler, still goes through the op function."""
+    from jitorch._ops import nn_activation as na
+    fn = getattr(jt.nn.functional, name)
+    fused = OPS["_" + name + "_fused"]
+    # the keys of test_eager_fused_ops and of the test above, and for softmax one non-contiguous
+    # input (each new key compiles a program: ~1 CPU-s)
+    x3 = _tensor(jt.float64, (3, 4, 2))
+    cases = [(_tensor(jt.float32), 1), (x3, -3), (x3, -1)]
+    if name == "softmax":
+        cases.append((x3.transpose(0, 2), -1))
+    for x, dim in cases:
+        _same(_outcome(lambda: fn(x, dim)), _outcome(lambda: dispatch(fused, (x,), {"dim": dim})))
+    xg = cases[-1][0].detach().requires_grad_()
+    fn(xg, -1).pow(2).sum().backward()
+    g = xg.grad
+    xg.grad = None
+    dispatch(fused, (xg,), {"dim": -1}).pow(2).sum().backward()
+    np.testing.assert_array_equal(g.numpy(), xg.grad.numpy())
+    monkeypatch.setitem(fused.fn.__globals__, "_impl", None)  # the op function's fast path
+    want = dispatch(fused, (x3,), {"dim": 0})
+    _same(("ok", fn(x3, 0)), ("ok", want))
+    with pytest.raises(TypeError):
+        fn(xg, -1)
+    with jt.autograd.profiler.profile() as prof:
+        y = fn(x3, 0)
+    _same(("ok", y), ("ok", want))
+    assert [e.name for e in prof.events()] == [f"aten::_{name}_fused"]
+
 def test_one_switch_follows_every_reason_to_leave_the_fast_path():
     """The fast path reads one switch (`_profiling.slow`) for the profiler, autocast, an open
     forward-AD level and a dispatch mode: each sets it while active and clears it after; a mode

@@ -29,6 +29,7 @@ from .composite import body_helper, composite, expose
 from . import batching
 from . import _row_programs as _rp
 from .registry import FAST_TYPES, RULES, _mode_state, _modes_on, _pt_name, defop
+from .._profiling import slow as _slow
 from ._reduce_common import axes_of, np_axes
 from ._util import ON_ARRAYS, pass_where
 from .ternary import where
@@ -499,6 +500,7 @@ _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
                            vjp=_log_softmax_fused_vjp, jvp=_log_softmax_fused_jvp, method=False,
                            function=False, interpreted=_EAGER_ONLY, batch=batching.dims("dim"))
 _F32, _F64 = dt.float32, dt.float64
+_PROGRAMS = {_softmax_fused: "softmax", _log_softmax_fused: "log_softmax"}  # _rp's op names
 
 
 def _run_softmax(form, input, dim, dtype, fused=None):
@@ -513,7 +515,11 @@ def _run_softmax(form, input, dim, dtype, fused=None):
             a = input._data
             n = a.ndim
             if -n <= dim < n and a.size != 0:
-                return fused(input, dim)
+                if _slow[0] or input._requires_grad or type(a) is not np.ndarray:
+                    return fused(input, dim)
+                # nothing for the op's dispatch to do (no recording, profiler, dispatch mode,
+                # device or forward-AD level): its program, without the op function's frame
+                return Tensor._make(_rp.run(_PROGRAMS[fused], a, dim), d)
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")
