@@ -504,10 +504,11 @@ _PROGRAMS = {_softmax_fused: "softmax", _log_softmax_fused: "log_softmax"}  # _r
 
 
 def _run_softmax(form, input, dim, dtype, fused=None):
-    """The one-op eager form `fused(input, dim)` when the call is the common one (above): its
-    generated function runs it, through the registry's fast path or `dispatch` as every op
-    (profiler, devices, autograd, forward AD). Else the argument's type check (Python's
-    business), then the body (the other checks)."""
+    """The one-op eager form `fused(input, dim)` when the call is the common one (above): with
+    nothing to record or intercept (`_slow`, no requires_grad), its program (`_rp.run`, as the
+    op's impl runs it); else its generated function, through the registry's fast path or
+    `dispatch` as every op (profiler, devices, autograd, forward AD). Else the argument's type
+    check (Python's business), then the body (the other checks)."""
     if fused is not None and dtype is None and type(dim) is int and (
             type(input) is Tensor or type(input) in FAST_TYPES):
         d = input._dtype
