@@ -96,3 +96,31 @@ def test_entry_points_are_deferred_only_inside_a_load_on_its_thread(monkeypatch)
         assert ran == []
     numba.core.entrypoints.init_all()  # (Numba looks it up on the module at each call)
     assert ran == [1]
+
+
+_BLAS_CHILD = r"""
+import importlib.util
+import sys
+
+spec = importlib.util.spec_from_file_location("cython_blas_preload", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+finders = len(sys.meta_path)
+m.preload()
+assert "scipy.linalg" not in sys.modules  # (its ~0.07 CPU-s package __init__ not run)
+blas = sys.modules["scipy.linalg.cython_blas"]
+assert "sgemm" in blas.__pyx_capi__  # what Numba's BLAS helper reads
+import scipy.linalg  # later, as a program may: the package runs, with the same module
+assert scipy.linalg.cython_blas is blas and len(sys.meta_path) == finders
+assert "exec_module" not in vars(scipy.linalg.__loader__)
+import numpy as np
+assert np.allclose(scipy.linalg.solve(2 * np.eye(2), np.ones(2)), 0.5)
+print("ok")
+"""
+
+
+def test_numbas_blas_helper_finds_cython_blas_without_importing_scipy_linalg():
+    from jitorch.script.targets.cpu import cython_blas
+    p = subprocess.run([sys.executable, "-c", _BLAS_CHILD, cython_blas.__file__],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
