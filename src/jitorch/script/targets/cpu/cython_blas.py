@@ -64,11 +64,13 @@ def preload() -> None:
     if _NAME in sys.modules or _PACKAGE in sys.modules:
         return
     try:
-        import scipy
+        # (where SciPy is, without importing its package: a program that never multiplies
+        # matrices need not pay for it)
+        scipy = importlib.util.find_spec("scipy")
         loaders = (importlib.machinery.ExtensionFileLoader,
                    importlib.machinery.EXTENSION_SUFFIXES)
         spec = None
-        for d in scipy.__path__:
+        for d in getattr(scipy, "submodule_search_locations", None) or ():
             spec = importlib.machinery.FileFinder(d + "/linalg", loaders).find_spec(_NAME)
             if spec is not None:
                 break
