@@ -124,3 +124,35 @@ def test_numbas_blas_helper_finds_cython_blas_without_importing_scipy_linalg():
     p = subprocess.run([sys.executable, "-c", _BLAS_CHILD, cython_blas.__file__],
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
+def test_loading_a_program_module_tests_the_cache_directory_once(tmp_path, monkeypatch):
+    """Numba's write test of the cache directory (a temp file created and deleted) runs once
+    per directory and process while program modules load, not once per njit function; a
+    directory that went away since is made again, and one that failed is tested again."""
+    import sys
+
+    from jitorch.script.kernels import cache, numba_locator
+    tests = []
+
+    def counted(locator):
+        tests.append(locator.get_cache_path())
+        return real(locator)
+    real = numba_locator._NUMBA_ENSURE_CACHE_PATH
+    monkeypatch.setattr(numba_locator, "_NUMBA_ENSURE_CACHE_PATH", counted)
+    monkeypatch.setattr(numba_locator, "_writable", set())
+    src = ("from numba import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n\n\n"
+           "@njit(cache=True)\ndef g(x):\n    return x * 2\n")
+    mods = []
+    for i in range(2):
+        name = f"_jitorch_test_locator_{i}"
+        path = tmp_path / f"{name}.py"
+        path.write_text(src)
+        mods.append(cache._exec_module(name, src, str(path)))
+    assert len(tests) == 1  # (four functions, two modules, one directory)
+    import shutil
+    shutil.rmtree(tests[0])  # gone since: made again, without another test
+    mods.append(cache._exec_module("_jitorch_test_locator_2", src, str(path)))
+    assert len(tests) == 1 and os.path.isdir(tests[0])
+    for m in mods:
+        sys.modules.pop(m.__name__, None)
