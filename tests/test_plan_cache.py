@@ -111,6 +111,31 @@ def test_hit_then_other_shapes_and_create_graph_follow_eager(cache_dir, monkeypa
     assert g.requires_grad
 
 
+def test_a_loop_key_kind_record_is_served(cache_dir, monkeypatch):
+    """A differentiated loop (passes/autodiff_control.py: an RNN's step) is keyed by kind
+    "pattern0" (size 0 counts as many); its record must be a hit like any other (it was a
+    miss every time: a warm LSTM step rebuilt autodiff and its programs)."""
+    from jitorch.script.passes.autodiff import shape_key_of
+    from jitorch.script.runtime import plans
+    first = _run(_f)
+    e = jitorch.tensor(np.zeros((0, 1, 3), np.float32))
+    assert shape_key_of([e, 1.0], "pattern0") == ((2, 1, 2), None)
+    for path in _records(cache_dir):
+        rec = plans._read(path.stem)
+        if rec["kind"] == "autodiff":  # (rewritten as a loop's autodiff would have keyed it)
+            args = [jitorch.tensor(X), jitorch.tensor(Y)]
+            rec["diff"].update(key_kind="pattern0", shape_key=shape_key_of(args, "pattern0"))
+            plans._write(path.stem, rec)
+    jitorch.jit.reset_stats()
+    with monkeypatch.context() as m:
+        _no_build(m)
+        cache._loaded.clear()
+        _, out, grad, _ = _run(_f)
+    assert jitorch.jit.stats()["plan_hits"] == 2
+    assert out == first[1]
+    np.testing.assert_array_equal(grad, first[2])
+
+
 def test_changed_source_misses(cache_dir):
     _run(_f)
     jitorch.jit.reset_stats()

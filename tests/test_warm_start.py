@@ -96,3 +96,63 @@ def test_entry_points_are_deferred_only_inside_a_load_on_its_thread(monkeypatch)
         assert ran == []
     numba.core.entrypoints.init_all()  # (Numba looks it up on the module at each call)
     assert ran == [1]
+
+
+_BLAS_CHILD = r"""
+import importlib.util
+import sys
+
+spec = importlib.util.spec_from_file_location("cython_blas_preload", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+finders = len(sys.meta_path)
+m.preload()
+assert "scipy.linalg" not in sys.modules  # (its ~0.07 CPU-s package __init__ not run)
+blas = sys.modules["scipy.linalg.cython_blas"]
+assert "sgemm" in blas.__pyx_capi__  # what Numba's BLAS helper reads
+import scipy.linalg  # later, as a program may: the package runs, with the same module
+assert scipy.linalg.cython_blas is blas and len(sys.meta_path) == finders
+assert "exec_module" not in vars(scipy.linalg.__loader__)
+import numpy as np
+assert np.allclose(scipy.linalg.solve(2 * np.eye(2), np.ones(2)), 0.5)
+print("ok")
+"""
+
+
+def test_numbas_blas_helper_finds_cython_blas_without_importing_scipy_linalg():
+    from jitorch.script.targets.cpu import cython_blas
+    p = subprocess.run([sys.executable, "-c", _BLAS_CHILD, cython_blas.__file__],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
+def test_loading_a_program_module_tests_the_cache_directory_once(tmp_path, monkeypatch):
+    """Numba's write test of the cache directory (a temp file created and deleted) runs once
+    per directory and process while program modules load, not once per njit function; a
+    directory that went away since is made again, and one that failed is tested again."""
+    import sys
+
+    from jitorch.script.kernels import cache, numba_locator
+    tests = []
+
+    def counted(locator):
+        tests.append(locator.get_cache_path())
+        return real(locator)
+    real = numba_locator._NUMBA_ENSURE_CACHE_PATH
+    monkeypatch.setattr(numba_locator, "_NUMBA_ENSURE_CACHE_PATH", counted)
+    monkeypatch.setattr(numba_locator, "_writable", set())
+    src = ("from numba import njit\n\n\n@njit(cache=True)\ndef f(x):\n    return x + 1\n\n\n"
+           "@njit(cache=True)\ndef g(x):\n    return x * 2\n")
+    mods = []
+    for i in range(2):
+        name = f"_jitorch_test_locator_{i}"
+        path = tmp_path / f"{name}.py"
+        path.write_text(src)
+        mods.append(cache._exec_module(name, src, str(path)))
+    assert len(tests) == 1  # (four functions, two modules, one directory)
+    import shutil
+    shutil.rmtree(tests[0])  # gone since: made again, without another test
+    mods.append(cache._exec_module("_jitorch_test_locator_2", src, str(path)))
+    assert len(tests) == 1 and os.path.isdir(tests[0])
+    for m in mods:
+        sys.modules.pop(m.__name__, None)

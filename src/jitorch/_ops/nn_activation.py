@@ -19,7 +19,7 @@ import inspect
 import math
 
 import numpy as np
-import scipy.special as sps
+from .._scipy_special import special as sps
 
 from .. import _autocast
 from .. import _dtype as dt

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special as sps
+from .._scipy_special import special as sps, special_fn
 
 from .._tensor import Tensor
 from .binary import kernel_rule, select
@@ -53,27 +53,27 @@ def _safe_div_at0(num, x, at0):
 
 
 # --- modified Bessel functions of the first kind -----------------------------------------------
-i0 = _unary("i0", sps.i0, "i0", lambda x, r: special_i1(x), method=True, inplace=True)
-special_i0e = _unary("special_i0e", sps.i0e, "i0e",
+i0 = _unary("i0", special_fn("i0"), "i0", lambda x, r: special_i1(x), method=True, inplace=True)
+special_i0e = _unary("special_i0e", special_fn("i0e"), "i0e",
                      lambda x, r: special_i1e(x) - x.sign() * r)
 # i1' = i0 - i1 / x and i1e' = i0e - sign(x) i1e - i1e / x; both are 1/2 at 0
-special_i1 = _unary("special_i1", sps.i1, "i1",
+special_i1 = _unary("special_i1", special_fn("i1"), "i1",
                     lambda x, r: i0(x) - _safe_div_at0(r, x, 0.5))
-special_i1e = _unary("special_i1e", sps.i1e, "i1e",
+special_i1e = _unary("special_i1e", special_fn("i1e"), "i1e",
                      lambda x, r: special_i0e(x) - r * x.sign() - _safe_div_at0(r, x, 0.5))
 
 # --- Bessel functions of the first kind --------------------------------------------------------
-special_bessel_j0 = _unary("special_bessel_j0", sps.j0, "bessel_j0",
+special_bessel_j0 = _unary("special_bessel_j0", special_fn("j0"), "bessel_j0",
                            lambda x, r: -special_bessel_j1(x))
-special_bessel_j1 = _unary("special_bessel_j1", sps.j1, "bessel_j1",
+special_bessel_j1 = _unary("special_bessel_j1", special_fn("j1"), "bessel_j1",
                            lambda x, r: special_bessel_j0(x) - _safe_div_at0(r, x, 0.5))
 
 # --- the normal distribution -------------------------------------------------------------------
-special_ndtr = _unary("special_ndtr", sps.ndtr, "ndtr",
+special_ndtr = _unary("special_ndtr", special_fn("ndtr"), "ndtr",
                       lambda x, r: (x * x * -0.5).exp() / _SQRT_2PI)
-special_ndtri = _unary("special_ndtri", sps.ndtri, "ndtri",
+special_ndtri = _unary("special_ndtri", special_fn("ndtri"), "ndtri",
                        lambda x, r: (r * r * 0.5).exp() * _SQRT_2PI)
-special_log_ndtr = _unary("special_log_ndtr", sps.log_ndtr, "log_ndtr",
+special_log_ndtr = _unary("special_log_ndtr", special_fn("log_ndtr"), "log_ndtr",
                           lambda x, r: (x * x * -0.5 - r).exp() / _SQRT_2PI)
 
 
@@ -98,7 +98,7 @@ def _entr(x):
 
 
 special_entr = _unary("special_entr", _entr, "entr", lambda x, r: -(x.log() + 1))
-special_erfcx = _unary("special_erfcx", sps.erfcx, "erfcx",
+special_erfcx = _unary("special_erfcx", special_fn("erfcx"), "erfcx",
                        lambda x, r: x * r * 2 - _2_SQRT_PI)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import scipy.special as sps
+from .._scipy_special import special as sps, special_fn
 
 from .. import _dtype as dt
 from .._creation import zeros_like
@@ -335,17 +335,17 @@ def _no_complex_float(kernel):
     return _rule("float", kernel, no_complex=True)
 
 
-erf = defop("erf", _silent(sps.erf), kind="elementwise", dtype=_no_complex_float("erf_vml_cpu"),
+erf = defop("erf", _silent(special_fn("erf")), kind="elementwise", dtype=_no_complex_float("erf_vml_cpu"),
             inplace=True, vjp=lambda g, input: g * (-input * input).exp() * _2_SQRT_PI,
             jvp=lambda t_input, input: t_input * (-input * input).exp() * _2_SQRT_PI,
             scalar="math.erf({input})")
-erfc = defop("erfc", _silent(sps.erfc), kind="elementwise",
+erfc = defop("erfc", _silent(special_fn("erfc")), kind="elementwise",
              dtype=_no_complex_float("erfc_vml_cpu"), inplace=True,
              vjp=lambda g, input: g * (-input * input).exp() * -_2_SQRT_PI,
              jvp=lambda t_input, input: t_input * (-input * input).exp() * -_2_SQRT_PI,
              scalar="math.erfc({input})")
 # d erfinv(x) / dx = sqrt(pi) / 2 * exp(erfinv(x) ** 2); no Numba scalar for erfinv
-erfinv = defop("erfinv", _silent(sps.erfinv), autocast={"cuda": "fp32"}, kind="elementwise",
+erfinv = defop("erfinv", _silent(special_fn("erfinv")), autocast={"cuda": "fp32"}, kind="elementwise",
                dtype=_no_complex_float("erfinv_vml_cpu"), inplace=True,
                vjp=lambda g, result: g * (result * result).exp() / _2_SQRT_PI,
                jvp=lambda t_input, result: t_input * (result * result).exp() / _2_SQRT_PI,
@@ -377,7 +377,7 @@ lgamma = defop("lgamma", _lgamma, kind="elementwise",
                vjp=lambda g, input: g * input.digamma(),
                jvp=lambda t_input, input: t_input * input.digamma(),
                scalar="math.lgamma({input})")
-digamma = defop("digamma", _silent(sps.psi), kind="elementwise",
+digamma = defop("digamma", _silent(special_fn("psi")), kind="elementwise",
                 dtype=_no_complex_float("digamma"), inplace=True,
                 vjp=lambda g, input: g * _polygamma_op(input, 1),
                 jvp=lambda t_input, input: t_input * _polygamma_op(input, 1),

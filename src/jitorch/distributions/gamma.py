@@ -11,7 +11,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy import special as _sp
+from .._scipy_special import special as _sp
 
 import jitorch
 from ..autograd import Function

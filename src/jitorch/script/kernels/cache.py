@@ -347,10 +347,12 @@ def _exec_module(name: str, src: str, filename: str):
     else:  # Numba's error messages and tracebacks show the generated line
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     sys.modules[name] = mod
+    from .numba_cache import guard
+    from .numba_locator import module_loading
     try:
-        exec(code, mod.__dict__)
+        with module_loading():  # (Numba's write test of the directory: once, not per function)
+            exec(code, mod.__dict__)
         if on_disk:
-            from .numba_cache import guard
             guard(mod)
     except BaseException:
         del sys.modules[name]

@@ -105,7 +105,7 @@ class Differentiated:
     shape_key: tuple = ()             # see module doc: input shapes or their size pattern
     saved_inputs: tuple = ()          # per saved value: index of the graph input it is, or None
     saved_outputs: tuple = ()         # per saved value: index of the graph output it is, or None
-    key_kind: str = "exact"           # "exact" | "pattern": how shape_key was computed
+    key_kind: str = "exact"           # one of KEY_KINDS: how shape_key was computed
     symbolic: bool = True             # sizes the rules read are run-time values (module doc)
     layout: tuple = ()                # what each saved value is (same layout: same forward)
     extra: dict = field(default_factory=dict)
@@ -127,12 +127,19 @@ class Differentiated:
         return [x for x in got if isinstance(x, Tensor)]
 
 
+# how a shape key describes one dim, by key kind (`Differentiated.key_kind`): the exact size;
+# its pattern 0 / 1 / many; or (autodiff_control.py, whose loops run any trip count) 1 / many,
+# size 0 counting as many
+_KEY_DIMS = {"exact": lambda s: s, "pattern": lambda s: min(s, 2),
+             "pattern0": lambda s: 1 if s == 1 else 2}
+KEY_KINDS = frozenset(_KEY_DIMS)
+
+
 def shape_key_of(args, kind: str = "exact") -> tuple:
     """The key under which a backward traced with `args` may be reused (see module doc)."""
-    if kind == "pattern":
-        return tuple(tuple(min(s, 2) for s in a._data.shape) if isinstance(a, Tensor) else None
-                     for a in args)
-    return tuple(tuple(a._data.shape) if isinstance(a, Tensor) else None for a in args)
+    dim = _KEY_DIMS[kind]
+    return tuple(tuple(dim(s) for s in a._data.shape) if isinstance(a, Tensor) else None
+                 for a in args)
 
 
 def differentiate(graph: ir.Graph, example_args, requires_grad=None,

@@ -62,17 +62,8 @@ from .autodiff_control_ops import _const, _structure, flatten_tuple_loops, loop_
 # --- entry point --------------------------------------------------------------------------------
 class ControlDifferentiated(ad.Differentiated):
     """Keyed like autodiff's pattern key, except that size 0 counts as "many" (a loop's trip
-    count may be 0) when the example had no empty dim."""
-
-    def key_of(self, args) -> tuple:
-        return _key(args, self.key_kind)
-
-
-def _key(args, kind) -> tuple:
-    if kind == "pattern0":
-        return tuple(tuple(1 if s == 1 else 2 for s in a._data.shape)
-                     if isinstance(a, Tensor) else None for a in args)
-    return ad.shape_key_of(args, kind)
+    count may be 0) when the example had no empty dim: key kind "pattern0"
+    (autodiff.shape_key_of)."""
 
 
 def _tensor_free(n: ir.Node) -> bool:
@@ -140,7 +131,7 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
     return ControlDifferentiated(
         forward=fwd, backward=backward, n_saved=len(saved), input_requires_grad=wrt,
         output_requires_grad=tuple(v.uid in bw.needs for v in fwd.outputs[:len(graph.outputs)]),
-        shape_key=_key(args, kind), key_kind=kind,
+        shape_key=ad.shape_key_of(args, kind), key_kind=kind,
         saved_inputs=tuple(input_pos.get(v.uid) for v in saved),
         saved_outputs=tuple(output_pos.get(v.uid) for v in saved),
         layout=_layout(fwd, saved))

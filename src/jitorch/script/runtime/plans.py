@@ -483,7 +483,8 @@ def load_autodiff(k, sf, arg_types, static, args):
         d = _CachedDiff(rec["diff"])
     except (KeyError, TypeError):  # (not a mapping, a field missing)
         return None
-    if d.key_kind not in ("pattern", "exact") or not isinstance(d.n_saved, int):
+    from ..passes.autodiff import KEY_KINDS
+    if d.key_kind not in KEY_KINDS or not isinstance(d.n_saved, int):
         return None
     if d.key_of(args) != d.shape_key:
         return None  # keyed by exact shapes, and these are others
