@@ -115,8 +115,7 @@ def test_fused_lstm_weight_panels_match_the_eager_loop(bias, monkeypatch):
     biases (the folded bias row, and the weight gradients cut from one matmul)."""
     monkeypatch.setattr(_rnn_fused, "_PACK_ROWS", 1)
     cut, panels = [], _rnn_fused._panels
-    monkeypatch.setattr(_rnn_fused, "_panels", lambda w, rows: cut.append(panels(w, rows)) or
-                        cut[-1])
+    monkeypatch.setattr(_rnn_fused, "_panels", lambda *a: cut.append(panels(*a)) or cut[-1])
     jt.manual_seed(0)
     m = nn.LSTM(IN, 20, bidirectional=True, bias=bias)
     x, _ = _inputs(m)
