@@ -15,8 +15,9 @@ compile worker process compiled them into Numba's disk cache unless they are the
   (`_lstm_fwd`) makes each step's gate inputs in one matmul, `[x_t, h_{t-1}, 1] @ [W_ih, W_hh,
   b_ih + b_hh]^T`, from one array `xh` of those rows (x, the ones and h_0 copied in by the
   loop, each step's h written into the next step's row): its gates are computed from cache, and
-  the rows are what the weight gradients need. From `_PACK_ROWS` batch rows up, the weights
-  are read in contiguous column panels (`_panels`);
+  the rows are what the weight gradients need. The loop copies the weights into that operand
+  itself, transposed (from `_PACK_ROWS` batch rows up in contiguous column panels, `_panels`),
+  and writes each step's product into the saved gate buffer, activated there in place;
 - backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
   step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
   then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
@@ -109,7 +110,7 @@ def _mm(a, b, c, accumulate):
 
 
 # --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
-# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, mm)`; targets/cpu/blas.py's
+# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, acts[t])`; targets/cpu/blas.py's
 # small-M kernel or BLAS, called
 # through its symbol, into a buffer made once), then 1-D loops over
 # contiguous rows with few operands each, which LLVM vectorises (fastmath.py's float32
