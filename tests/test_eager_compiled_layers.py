@@ -115,14 +115,32 @@ def test_fused_lstm_weight_panels_match_the_eager_loop(bias, monkeypatch):
     biases (the folded bias row, and the weight gradients cut from one matmul)."""
     monkeypatch.setattr(_rnn_fused, "_PACK_ROWS", 1)
     cut, panels = [], _rnn_fused._panels
-    monkeypatch.setattr(_rnn_fused, "_panels", lambda w, rows: cut.append(panels(w, rows)) or
-                        cut[-1])
+    monkeypatch.setattr(_rnn_fused, "_panels", lambda *a: cut.append(panels(*a)) or cut[-1])
     jt.manual_seed(0)
     m = nn.LSTM(IN, 20, bidirectional=True, bias=bias)
     x, _ = _inputs(m)
     _fused_matches_eager(m, x, [], monkeypatch, 1e-5)
     mine = [w for w in cut if w.shape[1] == IN + 20 + 1]  # (K = [x, h, 1])
     assert len(mine) == 4 and all(w.shape[0] > 1 for w in mine)  # 2 calls, 2 directions
+
+
+def test_fused_lstm_sees_weights_changed_in_place_between_calls(monkeypatch):
+    """The LSTM loop packs [W_ih, W_hh, b]^T from the parameters at every call: weights changed
+    in place between calls, by an SGD step's in-place ops (versions bumped) or through `.data`
+    (not tracked, as in PyTorch), give the eager loop's values and gradients at the next call."""
+    monkeypatch.setattr(_rnn_fused, "_PACK_ROWS", 1)
+    jt.manual_seed(0)
+    m = nn.LSTM(IN, HID)
+    x, _ = _inputs(m)
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    _step(m, x, [])
+    with jt.no_grad():
+        for p in m.parameters():
+            p.sub_(0.5 * p.grad)
+    _fused_matches_eager(m, x, [], monkeypatch, 1e-5)
+    m.weight_hh_l0.data.mul_(-2.0)
+    m.bias_hh_l0.data.add_(1.0)
+    _fused_matches_eager(m, x, [], monkeypatch, 1e-5)
 
 
 @pytest.mark.parametrize("name", list(SCRIPTED))

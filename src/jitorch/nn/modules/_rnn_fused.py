@@ -15,8 +15,9 @@ compile worker process compiled them into Numba's disk cache unless they are the
   (`_lstm_fwd`) makes each step's gate inputs in one matmul, `[x_t, h_{t-1}, 1] @ [W_ih, W_hh,
   b_ih + b_hh]^T`, from one array `xh` of those rows (x, the ones and h_0 copied in by the
   loop, each step's h written into the next step's row): its gates are computed from cache, and
-  the rows are what the weight gradients need. From `_PACK_ROWS` batch rows up, the weights
-  are read in contiguous column panels (`_panels`);
+  the rows are what the weight gradients need. The loop copies the weights into that operand
+  itself, transposed (from `_PACK_ROWS` batch rows up in contiguous column panels, `_panels`),
+  and writes each step's product into the saved gate buffer, activated there in place;
 - backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
   step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
   then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
@@ -109,7 +110,7 @@ def _mm(a, b, c, accumulate):
 
 
 # --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
-# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, mm)`; targets/cpu/blas.py's
+# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, acts[t])`; targets/cpu/blas.py's
 # small-M kernel or BLAS, called
 # through its symbol, into a buffer made once), then 1-D loops over
 # contiguous rows with few operands each, which LLVM vectorises (fastmath.py's float32
@@ -119,17 +120,40 @@ def _mm(a, b, c, accumulate):
 # wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
-def _lstm_fwd(x, h0, xh, wP, c0, rev, out, acts, cs, mm):
+def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs):
     """xh[t] = [x_t, h of the step before, 1] (filled in here, each step just before its matmul
     reads it; each step's h written into the row of the next step): one matmul per step with
     [W_ih, W_hh, b_ih + b_hh]^T computes all four gates' inputs, biases included (see the
-    module doc), in column panels `wP[p]` (`_panels`), into `mm` (B, 4H). acts: the activated
-    gates (saved for backward)."""
+    module doc), in column panels `wP[p]` (`_panels`: filled here from the weights, the last
+    zero-padded), into acts[t], where the gates are then activated in place (saved for
+    backward)."""
     T, B, G = acts.shape
     H = G // 4
     I = x.shape[2]
     P = wP.shape[2]
     one = _one(x)
+    # W^T in panels, in blocks of at most 64 columns row by row (contiguous writes, reads from
+    # 64 rows of W): at 4H = 256 in one panel 11 us; a column at a time (its rows 1 KiB apart)
+    # 47 us, whole rows 19; numpy's strided assignments took 22-60 (one thread, loaded machine)
+    bw = min(P, 64)
+    for g0 in range(0, G, bw):
+        p, j0 = g0 // P, g0 % P
+        w = min(bw, G - g0)
+        for k in range(I + H + 1):
+            row = wP[p, k, j0:j0 + w]
+            if k < I:
+                for j in range(w):
+                    row[j] = w_ih[g0 + j, k]
+            elif k < I + H:
+                for j in range(w):
+                    row[j] = w_hh[g0 + j, k - I]
+            else:
+                for j in range(w):
+                    row[j] = b_ih[g0 + j] + b_hh[g0 + j]
+    last = wP[wP.shape[0] - 1]
+    for k in range(I + H + 1):  # the last panel's padding
+        for j in range(G - (wP.shape[0] - 1) * P, P):
+            last[k, j] = 0
     c = c0
     for s in range(T):
         t = T - 1 - s if rev else s
@@ -145,18 +169,18 @@ def _lstm_fwd(x, h0, xh, wP, c0, rev, out, acts, cs, mm):
                     hx[j] = hb[j]
         for p in range(wP.shape[0]):
             w = min(P, G - p * P)
-            _mm(xh[t], wP[p][:, :w], mm[:, p * P:p * P + w], False)
+            _mm(xh[t], wP[p][:, :w], acts[t][:, p * P:p * P + w], False)
         for b in range(B):
-            a, m = acts[t, b], mm[b]
-            a_s, m_s = a[:2 * H], m[:2 * H]  # i, f
+            a = acts[t, b]
+            a_s = a[:2 * H]  # i, f
             for j in range(2 * H):
-                a_s[j] = _sig(m_s[j])
-            a_g, m_g = a[2 * H:3 * H], m[2 * H:3 * H]
+                a_s[j] = _sig(a_s[j])
+            a_g = a[2 * H:3 * H]
             for j in range(H):
-                a_g[j] = _tanh(m_g[j])
-            a_o, m_o = a[3 * H:], m[3 * H:]
+                a_g[j] = _tanh(a_g[j])
+            a_o = a[3 * H:]
             for j in range(H):
-                a_o[j] = _sig(m_o[j])
+                a_o[j] = _sig(a_o[j])
             a_i, a_f = a[:H], a[H:2 * H]
             cb, cn, hn = c[b], cs[t, b], out[t, b]
             for j in range(H):
@@ -321,33 +345,41 @@ _POOL_BYTES = 64 << 20
 
 
 def _refs(pool: list, i: int) -> int:
-    return sys.getrefcount(pool[i])
+    return sys.getrefcount(pool[i].base)
 
 
-_FREE_REFS = _refs([np.empty(0)], 0)  # the count of an array that only the pool holds
+def _line_view(nbytes: int) -> np.ndarray:
+    """A uint8 array of `nbytes` starting on a 64-byte cache line: a view of a fresh buffer
+    (its `base`, which every array made from the view references)."""
+    buf = np.empty(nbytes + 64, np.uint8)
+    s = -buf.ctypes.data % 64
+    return buf[s:s + nbytes]
+
+
+_FREE_REFS = _refs([_line_view(0)], 0)  # the count of a buffer that only the pool holds
 
 
 def _empty(shape: tuple, dtype) -> np.ndarray:
-    """np.empty(shape, dtype), from this thread's pool where large."""
+    """np.empty(shape, dtype), from this thread's pool where large; pooled arrays start on a
+    64-byte cache line (`_aligned`: the LSTM's gates are its matmul's output)."""
     dtype = np.dtype(dtype)
-    n = 1
+    n = dtype.itemsize
     for k in shape:
         n *= k
-    if n * dtype.itemsize < _POOL_MIN:
+    if n < _POOL_MIN:
         return np.empty(shape, dtype)
     pool = getattr(_POOL, "arrays", None)
     if pool is None:
         pool = _POOL.arrays = []
     for i in range(len(pool)):  # (at most twice the size: a small request keeps no big array)
-        if pool[i].dtype == dtype and n <= pool[i].size <= 2 * n and \
-                _refs(pool, i) == _FREE_REFS:
-            return pool[i][:n].reshape(shape)
-    a = np.empty(n, dtype)
+        if n <= pool[i].size <= 2 * n and _refs(pool, i) == _FREE_REFS:
+            return pool[i][:n].view(dtype).reshape(shape)
+    a = _line_view(n)
     pool.append(a)
-    total = sum(b.nbytes for b in pool)
+    total = sum(b.size for b in pool)
     while total > _POOL_BYTES:  # forget the oldest (one still in use lives on with its users)
-        total -= pool.pop(0).nbytes
-    return a.reshape(shape)
+        total -= pool.pop(0).size
+    return a.view(dtype).reshape(shape)
 
 
 def _contiguous(a: np.ndarray) -> np.ndarray:
@@ -371,19 +403,14 @@ def _contiguous(a: np.ndarray) -> np.ndarray:
 _PACK_ROWS = 48
 
 
-def _panels(wT: np.ndarray, rows: int) -> np.ndarray:
-    """(K, N) -> (panels, K, width): `wT` cut into contiguous column panels of the kernel's
-    tile width (the last zero-padded) for `rows`-row products, else one panel (`wT` itself)."""
-    width = blas.VMAX * blas.VBITS // (8 * wT.itemsize)
-    K, N = wT.shape
+def _panels(K: int, N: int, rows: int, dtype) -> np.ndarray:
+    """The (panels, K, width) buffer `_lstm_fwd` packs the (K, N) weight operand into:
+    contiguous column panels of the kernel's tile width (the last zero-padded) for `rows`-row
+    products, else one panel (1, K, N)."""
+    width = blas.VMAX * blas.VBITS // (8 * np.dtype(dtype).itemsize)
     if rows < _PACK_ROWS or N <= width:
-        return wT[None]
-    n = -(-N // width)
-    wP = _aligned((n, K, width), wT.dtype)
-    wP[-1] = 0
-    for p in range(n):
-        wP[p, :, :min(width, N - p * width)] = wT[:, p * width:(p + 1) * width]
-    return wP
+        return _aligned((1, K, N), dtype)
+    return _aligned((-(-N // width), K, width), dtype)
 
 
 def _aligned(shape: tuple, dtype, like: np.ndarray | None = None) -> np.ndarray:
@@ -396,9 +423,7 @@ def _aligned(shape: tuple, dtype, like: np.ndarray | None = None) -> np.ndarray:
     n = dtype.itemsize
     for k in shape:
         n *= k
-    buf = np.empty(n + 64, np.uint8)
-    s = -buf.ctypes.data % 64
-    a = buf[s:s + n].view(dtype).reshape(shape)
+    a = _line_view(n).view(dtype).reshape(shape)
     if like is not None:
         np.copyto(a, like)
     return a
@@ -417,11 +442,10 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     if mode == "LSTM":  # [x_t, h_{t-1}, 1] @ [W_ih, W_hh, b]^T, one matmul (see the module doc)
         I = x.shape[2]
         xh = _empty((T, B, I + H + 1), x.dtype)
-        wT = _aligned((I + H + 1, G), x.dtype)
-        wT[:I], wT[I:I + H], wT[I + H] = w_ih.T, w_hh.T, b_ih + b_hh
         out, acts, cs = _empty((T, B, H), x.dtype), _empty((T, B, G), x.dtype), \
             _empty((T, B, H), x.dtype)
-        _lstm_fwd(x, h0, xh, _panels(wT, B), c0, rev, out, acts, cs, _aligned((B, G), x.dtype))
+        _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, _panels(I + H + 1, G, B, x.dtype), c0, rev,
+                  out, acts, cs)
         return out, out[last], cs[last], (xh, acts, cs)
     wihT, whhT = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T)
     # h_0 and the outputs in one array, in the order of time the loop runs: the state each
