@@ -7,8 +7,12 @@ cross-entropy, conv/pool, an LSTM, attention, the optimizer steps) are the same 
 every model of the same dtypes and ranks. Warming compiles them once per machine by running
 small instances of those layers through `jitorch.jit.script` (forward, backward and an
 optimizer step each); later models find them in the disk cache and compile only what is theirs.
-Sizes do not matter (kernels never depend on them), so the instances are tiny. The workloads
-run in parallel processes (`jobs`), each printing a progress line when it finishes.
+Sizes do not matter (kernels never depend on them, nor on values that only a model's sizes
+fix: narrow's offsets are kernel parameters, attention's scale is computed from the run-time
+head size), so the instances are tiny. What a workload adds is a pattern of fusion: a
+mean-pooled classifier fuses the mean's backward into the last layer norm's, a written-out
+LSTM cell fuses its gates unlike nn.LSTM. The workloads run in parallel processes (`jobs`),
+each printing a progress line when it finishes.
 """
 from __future__ import annotations
 
