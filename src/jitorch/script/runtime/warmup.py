@@ -64,6 +64,8 @@ def _workloads():
         x = jitorch.randn(2, 3, 8)
         return [(Classifier(nn.Sequential(transformer(), nn.Linear(8, 4))), x,
                  jitorch.randint(0, 4, (2, 3))),
+                # +6.5 CPU-s (63 -> 70 for `--only encoder`, load ~6); the encoder1/2 train
+                # steps after warmup then compiled 0 kernels instead of 13
                 (Classifier(Pooled()), x, jitorch.randint(0, 4, (2,)))]
 
     class Recurrent(nn.Module):
@@ -103,6 +105,8 @@ def _workloads():
     def lstm():  # nn.LSTM: +6.8 CPU-s after the others; a new LSTM model's train step then
         # compiled in 2.5 CPU-s instead of 8.6 (1 kernel instead of 30; load ~4 on 2 cores)
         return [(Classifier(Recurrent()), jitorch.randn(2, 3, 8), jitorch.randint(0, 4, (2, 3))),
+                # the cell: +15 CPU-s (58 -> 73 for `--only lstm`, load ~1); bench/
+                # compile_time.py's lstm after warmup then compiled 0 kernels instead of 4
                 (CellLoop(), jitorch.randn(3, 2, 8), jitorch.zeros(2, 8),
                  lambda hc: hc[0].sum() + hc[1].sum())]
 
