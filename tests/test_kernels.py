@@ -18,6 +18,7 @@ import numba
 import numpy as np
 
 import jitorch
+import jitorch.nn.functional as F
 from jitorch.script.runtime import stats
 from jitorch.script.targets.cpu import program as cpu
 from jitorch.script.kernels import kernel_call
@@ -359,3 +360,55 @@ def test_reshapes_are_emitted_in_place_not_kernels():
         assert "invalid for input of size 15" in str(e)
     else:
         raise AssertionError("no error")
+
+
+
+def _kernels_unrun(f, *args):
+    """The kernel sources of scripted `f`'s program for `args`, generated without compiling
+    or running it (the frontend's graph, specialised and optimised)."""
+    from jitorch.script.codegen.target import get_target
+    from jitorch.script.frontend.trace import value_type
+    from jitorch.script.passes import pipeline
+    from jitorch.script.passes.types import specialize
+    sg = specialize(jitorch.jit.script(f).graph, [value_type(a) for a in args])
+    sg.capabilities = get_target("cpu").capabilities
+    return cpu.generate(pipeline.run(sg)).kernels
+
+
+def _zeros(*shape):  # (no eager op: nothing to compile)
+    return jitorch.from_numpy(np.zeros(shape, np.float32))
+
+
+def row_blocks(w):  # an in-projection's row blocks: offsets and lengths a model's width
+    return w.narrow(0, 0, 4).tanh() + w.narrow(0, 4, 4)
+
+
+def row_blocks_wider(w):
+    return w.narrow(0, 0, 64).tanh() + w.narrow(0, 64, 64)
+
+
+def test_narrow_bounds_are_parameters_of_the_kernel():
+    """A constant start and length are the kernel's parameters, not literals in its source:
+    the kernels of a model of width 64 are those of width 4 (the warmed library's)."""
+    ka = _kernels_unrun(row_blocks, _zeros(8, 3))
+    assert any("narrow()" in k for k in ka)
+    assert ka == _kernels_unrun(row_blocks_wider, _zeros(128, 3))
+
+
+def attention_narrow(x, w, b, ow, ob):
+    return F.multi_head_attention_forward(x, x, x, 8, 2, w, b, None, None, False, 0.0, ow, ob,
+                                          need_weights=False)[0]
+
+
+def attention_wide(x, w, b, ow, ob):
+    return F.multi_head_attention_forward(x, x, x, 64, 4, w, b, None, None, False, 0.0, ow,
+                                          ob, need_weights=False)[0]
+
+
+def test_attention_kernels_do_not_depend_on_the_head_size():
+    """Multi-head attention's kernels are the same for any width and head count: the query's
+    scale comes from its run-time size, never a literal (0.5 for heads of 4, 0.25 for 16)."""
+    def args(e):
+        return _zeros(3, 2, e), _zeros(3 * e, e), _zeros(3 * e), _zeros(e, e), _zeros(e)
+    ka = _kernels_unrun(attention_narrow, *args(8))
+    assert ka and ka == _kernels_unrun(attention_wide, *args(64))

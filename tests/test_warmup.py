@@ -37,26 +37,49 @@ def test_unknown_workloads_raise_valueerror():
         jitorch.jit.warmup(only=["rnn"])
 
 
+def _models(name):
+    (build,) = [b for n, b in warmup._workloads() if n == name]
+    return build()
+
+
 def test_an_lstm_workload_warms_the_recurrent_kernels():
     """The library has an RNN workload: an nn.LSTM under a Linear and cross entropy (a new LSTM
-    model after warmup compiled 1 kernel instead of 30). Checked eagerly here: compiling it is
-    the warmup's business."""
-    (wrap, build), = [(w, b) for n, w, b in warmup._workloads() if n == "lstm"]
-    body, x, y = build()
-    assert any(isinstance(m, jitorch.nn.LSTM) for m in body.modules())
-    loss = wrap(body)(x, y)
+    model after warmup compiled 1 kernel instead of 30), and the cell written out (its own
+    fused gate kernels), whose loss is its final state's sum. Checked eagerly here: compiling
+    them is the warmup's business."""
+    (lstm, x, y), (cell, cx, h0, loss_of) = _models("lstm")
+    assert any(isinstance(m, jitorch.nn.LSTM) for m in lstm.modules())
+    loss = lstm(x, y)
     assert loss.dim() == 0 and bool(loss.isfinite())
+    assert not any(isinstance(m, jitorch.nn.LSTM) for m in cell.modules())
+    h, c = cell(cx, h0)
+    assert h.shape == c.shape == h0.shape and bool(loss_of((h, c)).isfinite())
+
+
+def test_the_encoder_workload_has_a_mean_pooled_classifier():
+    """A sequence classifier (the mean over positions, then a head) has kernels of its own:
+    the mean's, and the last layer norm's backward fused with the mean's."""
+    (tokens, x, y), (pooled, px, py) = _models("encoder")
+    assert tokens(x, y).dim() == 0 and y.dim() == 2 and py.dim() == 1
+    assert any(isinstance(m, jitorch.nn.TransformerEncoder) for m in pooled.modules())
+    assert bool(pooled(px, py).isfinite())
 
 
 def test_a_workload_runs_here_with_a_progress_line(monkeypatch, capsys):
     nn = jitorch.nn
 
     def tiny():
-        return nn.Sequential(nn.Linear(3, 2)), jitorch.randn(4, 3), jitorch.randint(0, 2, (4,))
+        class Loss(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = nn.Linear(3, 2)
+
+            def forward(self, x, y):
+                return nn.functional.cross_entropy(self.lin(x), y)
+        return [(Loss(), jitorch.randn(4, 3), jitorch.randint(0, 2, (4,)))]
 
     real = warmup._workloads
-    monkeypatch.setattr(warmup, "_workloads",
-                        lambda: [("tiny", real()[0][1], tiny)] + real())
+    monkeypatch.setattr(warmup, "_workloads", lambda: [("tiny", tiny)] + real())
     times = jitorch.jit.warmup(verbose=True, jobs=1, only=["tiny"])
     assert list(times) == ["tiny"] and times["tiny"] > 0
     line = capsys.readouterr().out.strip()

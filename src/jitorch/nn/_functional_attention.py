@@ -99,7 +99,6 @@ def _mha(embed_dim, num_heads, add_zero_attn, dropout_p, training, separate, has
             isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads <= 0:
         raise TypeError(f"{layer}: embed_dim and num_heads must be positive ints")
     head_dim = embed_dim // num_heads
-    scale = math.sqrt(1.0 / float(head_dim))
     bias_kv = has_bias_k and has_bias_v
     extra = int(bias_kv) + int(bool(add_zero_attn))  # key positions added to the source
     drop = bool(training) and dropout_p > 0.0
@@ -157,7 +156,10 @@ def _mha(embed_dim, num_heads, add_zero_attn, dropout_p, training, separate, has
             v = _jt.cat([v, v.new_zeros((bsz * num_heads, 1, head_dim))], 1)
         if extra:
             src_len = src_len + extra
-        scores = (q * scale).matmul(k.transpose(1, 2))
+        # the scale from q's run-time size, as PyTorch computes it: a compile-time constant
+        # would be a literal in the kernels of the product and its backward, which then differ
+        # per head size (no model would share the warmed library's: script/runtime/warmup.py)
+        scores = (q * math.sqrt(1.0 / float(q.size(-1)))).matmul(k.transpose(1, 2))
         if attn_mask is not None:  # bool: True = may NOT attend; float: added
             if extra:  # the added key positions are never masked
                 if attn_mask.dim() == 2:

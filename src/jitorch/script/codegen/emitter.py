@@ -65,6 +65,14 @@ class Emitter:
             self.top_names[expr] = nm
         return nm
 
+    def run_time(self, expr: str) -> str:
+        """A compile-time scalar's literal `expr` where the code only computes with it (an
+        offset, a length): an entry writes the literal; a kernel (targets/cpu/kernel.py) takes
+        it as a parameter instead, so that such a value never makes a kernel's source, and
+        so its name, model-specific (narrow's start and length are multiples of a model's
+        width: a Transformer's in-projection narrows at 0, 64, 128 for d_model 64)."""
+        return expr
+
     def is_const(self, v: ir.Value) -> bool:
         return v.uid in self.consts
 

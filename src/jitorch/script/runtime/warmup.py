@@ -7,8 +7,12 @@ cross-entropy, conv/pool, an LSTM, attention, the optimizer steps) are the same 
 every model of the same dtypes and ranks. Warming compiles them once per machine by running
 small instances of those layers through `jitorch.jit.script` (forward, backward and an
 optimizer step each); later models find them in the disk cache and compile only what is theirs.
-Sizes do not matter (kernels never depend on them), so the instances are tiny. The workloads
-run in parallel processes (`jobs`), each printing a progress line when it finishes.
+Sizes do not matter (kernels never depend on them, nor on values that only a model's sizes
+fix: narrow's offsets are kernel parameters, attention's scale is computed from the run-time
+head size), so the instances are tiny. What a workload adds is a pattern of fusion: a
+mean-pooled classifier fuses the mean's backward into the last layer norm's, a written-out
+LSTM cell fuses its gates unlike nn.LSTM. The workloads run in parallel processes (`jobs`),
+each printing a progress line when it finishes.
 """
 from __future__ import annotations
 
@@ -43,11 +47,26 @@ def _workloads():
                               nn.Flatten(), nn.Linear(8, 4)),
                 jitorch.randn(2, 1, 8, 8), jitorch.randint(0, 4, (2,)))
 
-    def encoder():
+    def transformer():
         layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
-        body = nn.Sequential(nn.TransformerEncoder(layer, 1, enable_nested_tensor=False),
-                             nn.Linear(8, 4))
-        return body, jitorch.randn(2, 3, 8), jitorch.randint(0, 4, (2, 3))
+        return nn.TransformerEncoder(layer, 1, enable_nested_tensor=False)
+
+    class Pooled(nn.Module):  # a sequence classifier: the mean over the sequence, a head
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = transformer(), nn.Linear(8, 4)
+
+        def forward(self, x):
+            return self.head(self.encoder(x).mean(1))
+
+    def encoder():  # a head per position, and (its own kernels: the mean's reduction and the
+        # last layer norm's backward fused with the mean's) a mean-pooled sequence classifier
+        x = jitorch.randn(2, 3, 8)
+        return [(Classifier(nn.Sequential(transformer(), nn.Linear(8, 4))), x,
+                 jitorch.randint(0, 4, (2, 3))),
+                # +6.5 CPU-s (63 -> 70 for `--only encoder`, load ~6); the encoder1/2 train
+                # steps after warmup then compiled 0 kernels instead of 13
+                (Classifier(Pooled()), x, jitorch.randint(0, 4, (2,)))]
 
     class Recurrent(nn.Module):
         def __init__(self):
@@ -58,43 +77,84 @@ def _workloads():
         def forward(self, x):
             return self.out(self.rnn(x)[0])
 
-    def lstm():  # +6.8 CPU-s after the others; a new LSTM model's train step then compiled in
-        # 2.5 CPU-s instead of 8.6 (1 kernel instead of 30; load ~4 on 2 cores)
-        return Recurrent(), jitorch.randn(2, 3, 8), jitorch.randint(0, 4, (2, 3))
+    class CellLoop(nn.Module):
+        """The LSTM cell written out, over a time-first sequence (the tutorials' formula, as
+        bench/_workloads.py's `lstm`): its fused gate kernels, forward and backward, are not
+        nn.LSTM's. It returns the final state, whose sum, taken outside (as a caller's loss
+        is), sends the backward its gradients: a loss inside fuses its expand into them."""
 
-    return [("mlp", Classifier, mlp), ("cnn", Classifier, cnn),
-            ("encoder", Classifier, encoder), ("lstm", Classifier, lstm)]
+        def __init__(self):
+            super().__init__()
+            self.w_ih = nn.Parameter(jitorch.randn(8, 32) * 0.1)
+            self.w_hh = nn.Parameter(jitorch.randn(8, 32) * 0.1)
+            self.b = nn.Parameter(jitorch.zeros(32))
+
+        def forward(self, x, h):
+            c = h
+            for t in range(x.size(0)):
+                gates = x[t] @ self.w_ih + h @ self.w_hh + self.b
+                i, f, g, o = gates.chunk(4, 1)
+                i = jitorch.sigmoid(i)
+                f = jitorch.sigmoid(f)
+                g = jitorch.tanh(g)
+                o = jitorch.sigmoid(o)
+                c = f * c + i * g
+                h = o * jitorch.tanh(c)
+            return h, c
+
+    def lstm():  # nn.LSTM: +6.8 CPU-s after the others; a new LSTM model's train step then
+        # compiled in 2.5 CPU-s instead of 8.6 (1 kernel instead of 30; load ~4 on 2 cores)
+        return [(Classifier(Recurrent()), jitorch.randn(2, 3, 8), jitorch.randint(0, 4, (2, 3))),
+                # the cell: +15 CPU-s (58 -> 73 for `--only lstm`, load ~1); bench/
+                # compile_time.py's lstm after warmup then compiled 0 kernels instead of 4
+                (CellLoop(), jitorch.randn(3, 2, 8), jitorch.zeros(2, 8),
+                 lambda hc: hc[0].sum() + hc[1].sum())]
+
+    def classify(build):  # one model under a cross-entropy loss
+        def instances():
+            body, x, y = build()
+            return [(Classifier(body), x, y)]
+        return instances
+
+    return [("mlp", classify(mlp)), ("cnn", classify(cnn)), ("encoder", encoder),
+            ("lstm", lstm)]
 
 
 def names() -> list:
     """The workloads' names, in the order they run."""
-    return [name for name, _, _ in _workloads()]
+    return [name for name, _ in _workloads()]
 
 
 def warm_one(name: str) -> dict:
-    """Run workload `name` in this process (forward, backward and an SGD and an Adam step,
-    twice each), its programs compiled before it returns: {"seconds", "cpu_seconds",
-    "kernels": this process's kernel counts}."""
+    """Run workload `name` in this process, its programs compiled before it returns:
+    {"seconds", "cpu_seconds", "kernels": this process's kernel counts}. A workload is a list
+    of models `(model, x, y[, loss])`, `loss(model(x, y))` (default: the output) the loss:
+    forward, backward and an SGD and an Adam step, twice each, for the first; forward and
+    backward twice for the others (the optimizers' kernels are the first's)."""
     import jitorch
     from . import stats
-    by_name = {n: (wrap, build) for n, wrap, build in _workloads()}
+    by_name = dict(_workloads())
     if name not in by_name:
         raise ValueError(f"unknown warmup workload {name!r} (one of {', '.join(by_name)})")
-    wrap, build = by_name[name]
     t0, c0 = time.perf_counter(), time.process_time()
-    body, x, y = build()
-    model = jitorch.jit.script(wrap(body))
-    for make_opt in (lambda p: jitorch.optim.SGD(p, lr=0.01),
-                     lambda p: jitorch.optim.Adam(p, lr=0.01)):
-        opt = make_opt(model.parameters())
-        for _ in range(2):  # (the second step takes the compiled path where there is one)
-            opt.zero_grad()
-            loss = model(x, y)
-            loss.backward()
-            opt.step()
-    wait = getattr(jitorch.jit, "wait_compiled", None) or getattr(model, "wait_compiled", None)
-    if wait is not None:
-        wait()
+    # (a workload's models share one process: a kernel of the first is in memory for the next)
+    for k, (module, x, y, *loss_of) in enumerate(by_name[name]()):
+        model = jitorch.jit.script(module)
+        optimizers = (lambda p: jitorch.optim.SGD(p, lr=0.01),
+                      lambda p: jitorch.optim.Adam(p, lr=0.01)) if k == 0 else (None,)
+        for make_opt in optimizers:
+            opt = make_opt(model.parameters()) if make_opt else None
+            for _ in range(2):  # (the second step takes the compiled path where there is one)
+                if opt:
+                    opt.zero_grad()
+                out = model(x, y)
+                (loss_of[0](out) if loss_of else out).backward()
+                if opt:
+                    opt.step()
+        wait = getattr(jitorch.jit, "wait_compiled", None) or \
+            getattr(model, "wait_compiled", None)
+        if wait is not None:
+            wait()
     return {"seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
             "kernels": stats.snapshot().get("kernels", {})}
 

@@ -60,6 +60,13 @@ def _int_expr(em: Emitter, v: ir.Value, what: str) -> str:
     raise NotLowered(f"{what} of type {v.type}")
 
 
+def _offset_expr(em: Emitter, v: ir.Value, what: str) -> str:
+    """`_int_expr` of an int that only offsets or bounds an index (narrow's start and length):
+    a constant one is a kernel's parameter (`Emitter.run_time`)."""
+    e = _int_expr(em, v, what)
+    return em.run_time(e) if em.is_const(v) else e
+
+
 _VIEWABLE = '''
 @numba.njit(nogil=True, cache=False)
 def _jt_viewable(x, shape):
@@ -504,7 +511,7 @@ def lower_narrow(em: Emitter, n: ir.Node) -> None:
     r = em.tensor(n.inputs[0]).ndim
     d = _norm(em.const(n.inputs[1]), r, "narrow")
     xs = em.name(n.inputs[0])
-    bounds = [_int_expr(em, v, "narrow bound") for v in n.inputs[2:4]]
+    bounds = [_offset_expr(em, v, "narrow bound") for v in n.inputs[2:4]]
     start, length = em.fresh("ns"), bounds[1]
     # PyTorch wraps a negative start once (start + size); anything still out of range raises
     em.emit(f"{start} = {bounds[0]} if {bounds[0]} >= 0 else {bounds[0]} + {xs}.shape[{d}]")
@@ -531,7 +538,7 @@ def lower_narrow_backward(em: Emitter, n: ir.Node) -> None:
     if len(parts) != r:
         raise NotLowered("_narrow_backward: rank mismatch")
     d = _norm(em.const(n.inputs[2]), r, "_narrow_backward")
-    start = _int_expr(em, n.inputs[3], "narrow start")
+    start = _offset_expr(em, n.inputs[3], "narrow start")
     gs = em.name(g)
     out_t = em.tensor(n.outputs[0])
     out = em.fresh("nb")
