@@ -275,7 +275,6 @@ def test_softmax_without_grad_runs_the_program_without_the_op_function(monkeypat
     runs the fused op's program from `_run_softmax`, the op function skipped: the op's values
     to the bit for C-ordered, transposed and strided inputs and negative dims; a
     requires_grad input, or an active profiler, still goes through the op function."""
-    from jitorch._ops import nn_activation as na
     fn = getattr(jt.nn.functional, name)
     fused = OPS["_" + name + "_fused"]
     # the keys of test_eager_fused_ops and of the test above, and for softmax one non-contiguous
