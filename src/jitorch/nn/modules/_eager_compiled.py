@@ -131,7 +131,7 @@ def rnn(m, input: Tensor, states: tuple):
         return None
     from . import _rnn_fused
     if _rnn_fused.supported(m, input._data.dtype):  # fused loops; else the scripted composite
-        return _rnn_fused.run(m, input, states)
+        return _rnn_fused.run(m, input, states, params)
     return _function(m)(*tensors)
 
 

@@ -199,7 +199,7 @@ class RNNBase(Module):
 
     # --- checks (PyTorch's messages, prefixed by the layer's name where PyTorch has none) -----
     def check_input(self, input: Tensor, batch_sizes=None) -> None:
-        w = self._flat_weights[0]
+        w = getattr(self, self._flat_weights_names[0])  # (not the whole list: per call)
         if input.dtype != w.dtype:
             raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
                              f"({w.dtype}). Convert input: input.to({w.dtype}), or convert "
