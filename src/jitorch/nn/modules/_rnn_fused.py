@@ -27,7 +27,10 @@ compile worker process compiled them into Numba's disk cache unless they are the
 
 The large arrays (projections, gates, states, outputs, gradients) come from a per-thread pool
 (`_empty`) and are handed out again once nothing references them: the tape goes with the saved
-tensors, so the engine's release after backward frees its arrays for the next call.
+tensors, so the engine's release after backward frees its arrays for the next call. What
+only one njit loop call or one matmul uses (the LSTM's packed weight operands, its dW product
+before the gradients are copied out of it) is one per-thread scratch array per shape
+(`_scratch`), refilled by every call.
 
 The math is the eager loop's (`rnn._recur`): gates i, f, g, o (LSTM), r, z, n with
 `n = tanh(i_n + r * (W_hn h + b_hn))` (GRU). Layers, directions and batch_first are arranged in
