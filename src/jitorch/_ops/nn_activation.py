@@ -500,15 +500,15 @@ _log_softmax_fused = defop("_log_softmax_fused", _log_softmax_fused_impl,
                            vjp=_log_softmax_fused_vjp, jvp=_log_softmax_fused_jvp, method=False,
                            function=False, interpreted=_EAGER_ONLY, batch=batching.dims("dim"))
 _F32, _F64 = dt.float32, dt.float64
-_PROGRAMS = {_softmax_fused: "softmax", _log_softmax_fused: "log_softmax"}  # _rp's op names
+_IMPLS = {_softmax_fused: _softmax_fused_impl, _log_softmax_fused: _log_softmax_fused_impl}
 
 
 def _run_softmax(form, input, dim, dtype, fused=None):
     """The one-op eager form `fused(input, dim)` when the call is the common one (above): with
-    nothing to record or intercept (`_slow`, no requires_grad), its program (`_rp.run`, as the
-    op's impl runs it); else its generated function, through the registry's fast path or
-    `dispatch` as every op (profiler, devices, autograd, forward AD). Else the argument's type
-    check (Python's business), then the body (the other checks)."""
+    nothing to record or intercept (`_slow`, no requires_grad), the op's impl (its program);
+    else its generated function, through the registry's fast path or `dispatch` as every op
+    (profiler, devices, autograd, forward AD). Else the argument's type check (Python's
+    business), then the body (the other checks)."""
     if fused is not None and dtype is None and type(dim) is int and (
             type(input) is Tensor or type(input) in FAST_TYPES):
         d = input._dtype
@@ -520,7 +520,7 @@ def _run_softmax(form, input, dim, dtype, fused=None):
                     return fused(input, dim)
                 # nothing for the op's dispatch to do (no recording, profiler, dispatch mode,
                 # device or forward-AD level): its program, without the op function's frame
-                return Tensor._make(_rp.run(_PROGRAMS[fused], a, dim), d)
+                return Tensor._make(_IMPLS[fused](a, dim), d)
     if not isinstance(input, Tensor):
         raise TypeError(f"softmax(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(input).__name__}")

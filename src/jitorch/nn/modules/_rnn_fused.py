@@ -171,11 +171,6 @@ def _aligned(shape: tuple, dtype) -> np.ndarray:
     return _line_view(n).view(dtype).reshape(shape)
 
 
-def _copy_into(dst: np.ndarray, src: np.ndarray) -> np.ndarray:
-    np.copyto(dst, src)
-    return dst
-
-
 def _cell_fwd(mode, x, h0, c0, w, rev):
     """x (T, B, I) -> (out (T, B, H), h_n, c_n, saved)."""
     w_ih, w_hh = w[0], w[1]
@@ -220,8 +215,9 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     dc0 = None
     if mode == "LSTM":  # hprev: the forward's [x_t, h_{t-1}, 1] rows
         dG = _empty(saved[0].shape, x.dtype)
-        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0,
-                             _copy_into(_scratch(w_hh.shape, w_hh.dtype), w_hh), rev, dG)
+        whh = _scratch(w_hh.shape, w_hh.dtype)
+        np.copyto(whh, w_hh)
+        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, whh, rev, dG)
         dG2 = dG.reshape(T * B, -1)
         # every weight gradient in one matmul: dG^T @ [x, h_prev, 1] = [dW_ih, dW_hh, db]
         # (OpenBLAS packs dG once, not three times)

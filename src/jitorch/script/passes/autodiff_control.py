@@ -60,12 +60,6 @@ from .autodiff_control_ops import _const, _structure, flatten_tuple_loops, loop_
 
 
 # --- entry point --------------------------------------------------------------------------------
-class ControlDifferentiated(ad.Differentiated):
-    """Keyed like autodiff's pattern key, except that size 0 counts as "many" (a loop's trip
-    count may be 0) when the example had no empty dim: key kind "pattern0"
-    (autodiff.shape_key_of)."""
-
-
 def _tensor_free(n: ir.Node) -> bool:
     """A Python call on non-tensors only (formatting an error message): nothing to
     differentiate, the forward keeps it."""
@@ -88,7 +82,7 @@ def _check_rejects(block: ir.Block) -> None:
 
 
 def differentiate(graph: ir.Graph, example_args, requires_grad=None,
-                  check_generic: bool = True) -> ControlDifferentiated:
+                  check_generic: bool = True) -> ad.Differentiated:
     """autodiff.differentiate for graphs with control flow (same contract)."""
     args = list(example_args)
     if registry._mode_state.stack:
@@ -127,8 +121,10 @@ def differentiate(graph: ir.Graph, example_args, requires_grad=None,
     kind = "exact"
     if check_generic and _size_generic(graph, args, wrt, backward):
         empty = any(isinstance(a, Tensor) and 0 in a._data.shape for a in args)
+        # "pattern0": size 0 counts as many (a loop's trip count may be 0), unless the
+        # example had an empty dim (autodiff.shape_key_of)
         kind = "pattern" if empty else "pattern0"
-    return ControlDifferentiated(
+    return ad.Differentiated(
         forward=fwd, backward=backward, n_saved=len(saved), input_requires_grad=wrt,
         output_requires_grad=tuple(v.uid in bw.needs for v in fwd.outputs[:len(graph.outputs)]),
         shape_key=ad.shape_key_of(args, kind), key_kind=kind,
