@@ -107,6 +107,17 @@ def test_fused_layer_long_sequence_float64(monkeypatch):
                          monkeypatch, 1e-10)
 
 
+@pytest.mark.parametrize("name, rows", [("lstm-tanh-bidir-2layer", 2 * B),
+                                         ("lstm-batch_first-states", 1)])
+def test_fused_lstm_backward_blocks_match_the_eager_loop(name, rows, monkeypatch):
+    """The LSTM backward hands its gate gradients to the weight and input gradients
+    _BLOCK_ROWS // batch steps at a time; forced here to blocks of 2 steps (T = 5: the last
+    block partial; both directions, 2 layers) and of 1 step (initial states given): the eager
+    loop's values and gradients."""
+    monkeypatch.setattr(_rnn_fused, "_BLOCK_ROWS", rows)
+    _fused_matches_eager(*_fused_case(name), monkeypatch, 1e-5)
+
+
 @pytest.mark.parametrize("bias", [True, False])
 def test_fused_lstm_weight_panels_match_the_eager_loop(bias, monkeypatch):
     """From _PACK_ROWS batch rows up, the LSTM's per-step matmul reads [W_ih, W_hh, b]^T in

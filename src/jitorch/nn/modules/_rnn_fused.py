@@ -18,12 +18,15 @@ compile worker process compiled them into Numba's disk cache unless they are the
   the rows are what the weight gradients need. The loop copies the weights into that operand
   itself, transposed (from `_PACK_ROWS` batch rows up in contiguous column panels, `_panels`),
   and writes each step's product into the saved gate buffer, activated there in place;
-- backward: one njit loop in reverse (`_lstm_bwd`, ...) computes the gate gradients of every
-  step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight gradients are
-  then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice of `hs`;
-  `dG^T @ x`), the biases one sum (the LSTM's all three in one matmul, `dG^T @ xh`: OpenBLAS
-  packs dG once; at T=50, B=64, H=64, I=32 1.33 ms against 1.63 for three), the input gradient
-  one matmul (`dG @ W_ih`).
+- backward: one njit loop in reverse (`_gru_bwd`, `_rnn_bwd`) computes the gate gradients of
+  every step into a `[T, B, G]` buffer and carries `dh` through `dG @ W_hh`; the weight
+  gradients are then one matmul each over the whole sequence (`dG^T @ h_prev`, h_prev a slice
+  of `hs`; `dG^T @ x`), the biases one sum, the input gradient one matmul (`dG @ W_ih`). The
+  LSTM's loop (`_lstm_bwd`) writes the gate gradients of `_BLOCK_ROWS` batch rows of steps at
+  a time into a ring buffer and, after each block, while it is in cache, accumulates all three
+  weight gradients in one product (`dG_blk^T @ xh_blk`, xh the forward's `[x, h_prev, 1]`
+  rows) and writes the block's input gradient (`dG_blk @ W_ih`): dG (3.3 MB at T=50, B=64,
+  H=64) is never written out to memory and read back.
 
 The large arrays (projections, gates, states, outputs, gradients) come from a per-thread pool
 (`_empty`) and are handed out again once nothing references them: the tape goes with the saved
@@ -138,6 +141,11 @@ def _panels(K: int, N: int, rows: int, dtype) -> np.ndarray:
     return _scratch((-(-N // width), K, width), dtype)
 
 
+# The LSTM backward's block of steps (`_lstm_bwd`): about this many batch rows of gate
+# gradients (1 KiB each at hidden 64) are consumed by the weight and input gradients while
+# they are in cache.
+_BLOCK_ROWS = 256
+
 _SCRATCH_KEEP = 8  # shapes per thread (a model's layers and directions share a few)
 
 
@@ -214,22 +222,23 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     hprev, saved = saved[0], saved[1:]
     dc0 = None
     if mode == "LSTM":  # hprev: the forward's [x_t, h_{t-1}, 1] rows
-        dG = _empty(saved[0].shape, x.dtype)
+        I, G = x.shape[2], saved[0].shape[2]
+        tb = max(1, min(T, _BLOCK_ROWS // B))
+        dG = _empty((tb, B, G), x.dtype)
         whh = _scratch(w_hh.shape, w_hh.dtype)
         np.copyto(whh, w_hh)
-        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, whh, rev, dG)
-        dG2 = dG.reshape(T * B, -1)
-        # every weight gradient in one matmul: dG^T @ [x, h_prev, 1] = [dW_ih, dW_hh, db]
-        # (OpenBLAS packs dG once, not three times)
-        # (into this thread's scratch array: only the copies below leave this function)
-        xh2 = hprev.reshape(T * B, -1)
-        dW = np.matmul(dG2.T, xh2, out=_scratch((dG2.shape[1], xh2.shape[1]), x.dtype))
-        I = x.shape[2]
+        # every weight gradient in one product: dG^T @ [x, h_prev, 1] = [dW_ih, dW_hh, db],
+        # accumulated block by block in the loop (into this thread's scratch array: only the
+        # copies below leave this function)
+        dW = _scratch((G, I + H + 1), x.dtype)
+        dx = _empty(x.shape, x.dtype) if need_dx else np.empty((0, I), x.dtype)
+        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, whh, rev, hprev, w_ih, dG,
+                             dW, dx.reshape(-1, I))
         grads = [np.ascontiguousarray(dW[:, :I]), np.ascontiguousarray(dW[:, I:I + H])]
         if len(w) > 2:
             db = np.ascontiguousarray(dW[:, I + H])
             grads += [db, db.copy()]
-        return _dx(dG2, w_ih, x, need_dx), dh0, dc0, grads
+        return (dx if need_dx else None), dh0, dc0, grads
     if mode == "GRU":
         dG, dGh = _empty((T, B, 3 * w_hh.shape[1]), x.dtype), \
             _empty((T, B, 3 * w_hh.shape[1]), x.dtype)

@@ -154,36 +154,51 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs):
 
 
 @njit(**_JIT)
-def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, dG):
-    """dG[t] (gate-input gradients); returns (dh0, dc0)."""
+def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, xh, w_ih, dG, dW, dx):
+    """Returns (dh0, dc0). The gate-input gradients of TB steps at a time go into the ring
+    `dG` (TB, B, G); each block, while in cache, is then consumed by the weight gradients
+    (`dW` (+)= dG_blk^T @ the forward's [x, h_prev, 1] rows of those steps, `xh`) and the
+    input gradient (`dx` rows of those steps = dG_blk @ W_ih; `dx` (T * B, I), or no rows:
+    not needed)."""
     T, B, G = acts.shape
+    TB = dG.shape[0]
     H = G // 4
     one = _one(acts)
     dh = dhn.copy()
     dc = dcn.copy()
-    for s in range(T):
-        t = s if rev else T - 1 - s
-        tp = t + 1 if rev else t - 1  # the step before t in the forward's order
-        cprev = cs[tp] if 0 <= tp < T else c0
-        for b in range(B):  # two passes: few operands each, so both vectorise
-            a, d, cb, cp, dcb, dhb, dob = acts[t, b], dG[t, b], cs[t, b], cprev[b], dc[b], \
-                dh[b], dout[t, b]
-            a_i, a_f, a_g, a_o = a[:H], a[H:2 * H], a[2 * H:3 * H], a[3 * H:]
-            d_i, d_f, d_g, d_o = d[:H], d[H:2 * H], d[2 * H:3 * H], d[3 * H:]
-            for j in range(H):  # dc (into dc) and the o gate
-                dhv = dhb[j] + dob[j]
-                o = a_o[j]
-                tc = _tanh(cb[j])
-                dcb[j] += dhv * o * (one - tc * tc)
-                d_o[j] = dhv * tc * o * (one - o)
-            for j in range(H):  # the i, f, g gates; dc of the step before
-                dcv = dcb[j]
-                i, f, g = a_i[j], a_f[j], a_g[j]
-                d_i[j] = dcv * g * i * (one - i)
-                d_f[j] = dcv * cp[j] * f * (one - f)
-                d_g[j] = dcv * i * (one - g * g)
-                dcb[j] = dcv * f
-        _mm(dG[t], whh, dh, False)
+    ring = dG.reshape(TB * B, G)
+    rows = xh.reshape(T * B, xh.shape[2])
+    for s0 in range(0, T, TB):
+        n = min(TB, T - s0)
+        lo = s0 if rev else T - s0 - n  # the block's steps: lo .. lo + n - 1
+        for s in range(s0, s0 + n):
+            t = s if rev else T - 1 - s
+            tp = t + 1 if rev else t - 1  # the step before t in the forward's order
+            cprev = cs[tp] if 0 <= tp < T else c0
+            dGt = dG[t - lo]
+            for b in range(B):  # two passes: few operands each, so both vectorise
+                a, d, cb, cp, dcb, dhb, dob = acts[t, b], dGt[b], cs[t, b], cprev[b], dc[b], \
+                    dh[b], dout[t, b]
+                a_i, a_f, a_g, a_o = a[:H], a[H:2 * H], a[2 * H:3 * H], a[3 * H:]
+                d_i, d_f, d_g, d_o = d[:H], d[H:2 * H], d[2 * H:3 * H], d[3 * H:]
+                for j in range(H):  # dc (into dc) and the o gate
+                    dhv = dhb[j] + dob[j]
+                    o = a_o[j]
+                    tc = _tanh(cb[j])
+                    dcb[j] += dhv * o * (one - tc * tc)
+                    d_o[j] = dhv * tc * o * (one - o)
+                for j in range(H):  # the i, f, g gates; dc of the step before
+                    dcv = dcb[j]
+                    i, f, g = a_i[j], a_f[j], a_g[j]
+                    d_i[j] = dcv * g * i * (one - i)
+                    d_f[j] = dcv * cp[j] * f * (one - f)
+                    d_g[j] = dcv * i * (one - g * g)
+                    dcb[j] = dcv * f
+            _mm(dGt, whh, dh, False)
+        blk = ring[:n * B]
+        mm_into(blk.T, rows[lo * B:(lo + n) * B], dW, s0 > 0)
+        if dx.shape[0]:
+            mm_into(blk, w_ih, dx[lo * B:(lo + n) * B], False)
     return dh, dc
 
 
