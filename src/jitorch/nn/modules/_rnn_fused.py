@@ -192,11 +192,11 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     if mode == "LSTM":  # [x_t, h_{t-1}, 1] @ [W_ih, W_hh, b]^T, one matmul (see the module doc)
         I = x.shape[2]
         xh = _empty((T, B, I + H + 1), x.dtype)
-        out, acts, cs = _empty((T, B, H), x.dtype), _empty((T, B, G), x.dtype), \
-            _empty((T, B, H), x.dtype)
+        out, acts, cs, tcs = _empty((T, B, H), x.dtype), _empty((T, B, G), x.dtype), \
+            _empty((T, B, H), x.dtype), _empty((T, B, H), x.dtype)
         _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, _panels(I + H + 1, G, B, x.dtype), c0, rev,
-                  out, acts, cs)
-        return out, out[last], cs[last], (xh, acts, cs)
+                  out, acts, cs, tcs)
+        return out, out[last], cs[last], (xh, acts, cs, tcs)
     wihT, whhT = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T)
     # h_0 and the outputs in one array, in the order of time the loop runs: the state each
     # step starts from (`hprev`) is then one contiguous slice, dW_hh one matmul
@@ -232,8 +232,8 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
         # copies below leave this function)
         dW = _scratch((G, I + H + 1), x.dtype)
         dx = _empty(x.shape, x.dtype) if need_dx else np.empty((0, I), x.dtype)
-        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, saved[0], saved[1], c0, whh, rev, hprev, w_ih, dG,
-                             dW, dx.reshape(-1, I))
+        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, *saved, c0, whh, rev, hprev, w_ih, dG, dW,
+                             dx.reshape(-1, I))
         grads = [np.ascontiguousarray(dW[:, :I]), np.ascontiguousarray(dW[:, I:I + H])]
         if len(w) > 2:
             db = np.ascontiguousarray(dW[:, I + H])

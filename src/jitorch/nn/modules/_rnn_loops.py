@@ -79,13 +79,15 @@ def _mm(a, b, c, accumulate):
 # wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
-def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs):
+def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs, tcs):
     """xh[t] = [x_t, h of the step before, 1] (filled in here, each step just before its matmul
     reads it; each step's h written into the row of the next step): one matmul per step with
     [W_ih, W_hh, b_ih + b_hh]^T computes all four gates' inputs, biases included (see the
     module doc), in column panels `wP[p]` (`_panels`: filled here from the weights, the last
     zero-padded), into acts[t], where the gates are then activated in place (saved for
-    backward)."""
+    backward, as are the cell states `cs` and their tanh `tcs`: the backward reads the
+    forward's tanh(c) rather than computing it again, bit for bit the same; T=50, B=64, H=64
+    9.7-10.3 -> 9.0-9.6 ms a forward+backward step, one thread, loaded 2-core AMD EPYC)."""
     T, B, G = acts.shape
     H = G // 4
     I = x.shape[2]
@@ -141,11 +143,13 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs):
             for j in range(H):
                 a_o[j] = _sig(a_o[j])
             a_i, a_f = a[:H], a[H:2 * H]
-            cb, cn, hn = c[b], cs[t, b], out[t, b]
+            cb, cn, tn_, hn = c[b], cs[t, b], tcs[t, b], out[t, b]
             for j in range(H):
                 v = a_f[j] * cb[j] + a_i[j] * a_g[j]
                 cn[j] = v
-                hn[j] = a_o[j] * _tanh(v)
+                tv = _tanh(v)
+                tn_[j] = tv
+                hn[j] = a_o[j] * tv
             if 0 <= tn < T:
                 hx = xh[tn, b][I:I + H]
                 for j in range(H):
@@ -154,7 +158,7 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs):
 
 
 @njit(**_JIT)
-def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, xh, w_ih, dG, dW, dx):
+def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx):
     """Returns (dh0, dc0). The gate-input gradients of TB steps at a time go into the ring
     `dG` (TB, B, G); each block, while in cache, is then consumed by the weight gradients
     (`dW` (+)= dG_blk^T @ the forward's [x, h_prev, 1] rows of those steps, `xh`) and the
@@ -177,14 +181,14 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, c0, whh, rev, xh, w_ih, dG, dW, dx):
             cprev = cs[tp] if 0 <= tp < T else c0
             dGt = dG[t - lo]
             for b in range(B):  # two passes: few operands each, so both vectorise
-                a, d, cb, cp, dcb, dhb, dob = acts[t, b], dGt[b], cs[t, b], cprev[b], dc[b], \
+                a, d, tcb, cp, dcb, dhb, dob = acts[t, b], dGt[b], tcs[t, b], cprev[b], dc[b], \
                     dh[b], dout[t, b]
                 a_i, a_f, a_g, a_o = a[:H], a[H:2 * H], a[2 * H:3 * H], a[3 * H:]
                 d_i, d_f, d_g, d_o = d[:H], d[H:2 * H], d[2 * H:3 * H], d[3 * H:]
                 for j in range(H):  # dc (into dc) and the o gate
                     dhv = dhb[j] + dob[j]
                     o = a_o[j]
-                    tc = _tanh(cb[j])
+                    tc = tcb[j]
                     dcb[j] += dhv * o * (one - tc * tc)
                     d_o[j] = dhv * tc * o * (one - o)
                 for j in range(H):  # the i, f, g gates; dc of the step before
