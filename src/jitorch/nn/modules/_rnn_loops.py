@@ -200,9 +200,11 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx)
                     dcb[j] = dcv * f
             _mm(dGt, whh, dh, False)
         blk = ring[:n * B]
+        # dW: BLAS (the small-M kernel measured 200 us against OpenBLAS's 156, 256 block rows,
+        # one thread); dx: the kernel (54 us against 57)
         mm_into(blk.T, rows[lo * B:(lo + n) * B], dW, s0 > 0)
         if dx.shape[0]:
-            mm_into(blk, w_ih, dx[lo * B:(lo + n) * B], False)
+            _mm(blk, w_ih, dx[lo * B:(lo + n) * B], False)
     return dh, dc
 
 
