@@ -143,7 +143,9 @@ def _panels(K: int, N: int, rows: int, dtype) -> np.ndarray:
 
 # The LSTM backward's block of steps (`_lstm_bwd`): about this many batch rows of gate
 # gradients (1 KiB each at hidden 64) are consumed by the weight and input gradients while
-# they are in cache.
+# they are in cache. A forward+backward step at T=50, B=64, H=64, one thread (2-core AMD
+# EPYC, loaded), best of 10: 8.98 ms against 9.27 with one block at the end; 128-512 rows
+# alike (9.0-9.2).
 _BLOCK_ROWS = 256
 
 _SCRATCH_KEEP = 8  # shapes per thread (a model's layers and directions share a few)
