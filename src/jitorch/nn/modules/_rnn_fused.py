@@ -225,7 +225,7 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     dc0 = None
     if mode == "LSTM":  # hprev: the forward's [x_t, h_{t-1}, 1] rows
         I, G = x.shape[2], saved[0].shape[2]
-        tb = max(1, min(T, _BLOCK_ROWS // B))
+        tb = max(1, min(T, _BLOCK_ROWS // max(B, 1)))
         dG = _empty((tb, B, G), x.dtype)
         whh = _scratch(w_hh.shape, w_hh.dtype)
         np.copyto(whh, w_hh)
