@@ -78,9 +78,10 @@ def pin_threads(n: int = 1) -> None:
         torch.set_num_threads(n)
     try:
         from threadpoolctl import threadpool_limits
-        threadpool_limits(n)
-    except ImportError:
-        pass
+    except ImportError:  # OpenBLAS would keep its threads: every ratio of the run would be off
+        raise SystemExit("bench: threadpoolctl is needed to pin the BLAS threads "
+                         "(pip install threadpoolctl, or the project's `bench` extra)") from None
+    threadpool_limits(n)
     try:
         import jitorch
         if hasattr(jitorch, "set_num_threads"):
