@@ -6,9 +6,14 @@ allocations, shape checks, scalar bookkeeping and calls through symbols (kernel_
 is nothing for LLVM's O3 to vectorise or unroll, yet Numba runs its full pipeline over it, and
 over the CPython wrapper that boxes its returned tuple (both live in the entry's code library).
 With every kernel on disk, that pipeline was ~3 of the ~9 CPU-s a 2-layer Transformer encoder's
-train step took to compile (cProfile). Here such an entry's library runs Numba's pipeline at
-`LEVEL` instead: its function passes, the cheap module pass before refprune and the full
-module pass (refprune itself stays), machine-code emission unchanged.
+train step took to compile (cProfile), and emitting its machine code ~1.4. Here such an
+entry's library runs Numba's pipeline at `LEVEL` instead (its function passes, the cheap module
+pass before refprune and the full module pass; refprune itself stays), and its machine code
+comes from a target machine at `CODEGEN_LEVEL` (fast instruction selection and register
+allocation: ~0.15-0.3 instead of ~0.6 CPU-s per encoder2 entry). Measured in one process, the
+same entries compiled both ways and called alternately (single-threaded BLAS): O1 alone ran
+as fast as O3; with the level-0 machine code the entries ran 0-0.8% slower (a few us of glue per
+call, the kernels unchanged), for ~0.9 of encoder2's ~7.5 CPU-s of compile.
 
 Which entries: those whose source carries `mark_line()` (program.generate writes it for an
 entry that outlines and has no `for` loop of its own: see `is_glue`). The mark is part of the
@@ -34,8 +39,10 @@ import inspect
 import re
 import threading
 
-LEVEL = 1  # measured on encoder2's entries: O1 keeps their step time, O0 made it slower
-CODEGEN_LEVEL = 0  # the target machine's: fast instruction selection and register allocation
+LEVEL = 1  # O1 kept the entries' step time; optnone (Numba's _dbg_optnone) cost ~20% of it
+# the target machine's level for the machine code: 0, fast instruction selection and register
+# allocation (~0.5 of encoder2's ~7 CPU-s per entry); None: the engine's own (O3) emission
+CODEGEN_LEVEL = 0
 PIPELINE = f"glue-o{LEVEL}-cg{CODEGEN_LEVEL}-v1"  # bump to give every glue entry a new module name
 MARK = "_JITORCH_PIPELINE"
 DEFAULT = "default"
@@ -51,7 +58,9 @@ def is_glue(outlined: bool, body_lines) -> bool:
     """Whether an entry gets the glue pipeline: it outlines its compute nodes (kernel.py: every
     node that emits code is a kernel) and its own body has no `for` loop (element or dimension
     loops: an overlap check, a list's elements). A `while` is a scripted loop
-    (program.lower_loop) whose iterations call kernels: glue too (LSTM over time steps)."""
+    (program.lower_loop) whose iterations call kernels: glue too (LSTM over time steps). What
+    is left of element work in a glue entry is the copy branch of a reshape or dense view
+    (targets/cpu/views.py), taken for an argument that is not contiguous: that copy gets O1."""
     return outlined and not any(_FOR.match(line) for line in body_lines)
 
 
@@ -143,7 +152,7 @@ def wrap(codegen) -> bool:
     _pass_builder.__wrapped__ = orig_pb
     cg._pass_builder = _pass_builder
     jit = getattr(codegen, "JITCodeLibrary", None)
-    if jit is not None and callable(getattr(jit, "_finalize_specific", None)) and \
+    if CODEGEN_LEVEL is not None and jit is not None and callable(getattr(jit, "_finalize_specific", None)) and \
             callable(getattr(getattr(codegen, "JITCPUCodegen", None), "_customize_tm_options",
                              None)):
         _wrap_emission(jit)  # (else: the engine's own emission, the pipeline still applies)
