@@ -180,8 +180,7 @@ def _wrap_emission(jit) -> None:
             except Exception:  # noqa: BLE001 - the engine emits it itself
                 buf = None
         out = orig(self)
-        if buf is not None:
-            frame["emitted"] = True
+        if buf is not None:  # (what the engine's compiled-object hook would have kept)
             self._compiled, self._compiled_object = True, buf
         return out
     _finalize_specific.__wrapped__ = orig
