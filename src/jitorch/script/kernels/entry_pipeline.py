@@ -41,14 +41,16 @@ import threading
 
 LEVEL = 1  # O1 kept the entries' step time; optnone (Numba's _dbg_optnone) cost ~20% of it
 # the target machine's level for the machine code: 0, fast instruction selection and register
-# allocation (~0.5 of encoder2's ~7 CPU-s per entry); None: the engine's own (O3) emission
+# allocation (~0.6 -> ~0.15-0.3 CPU-s per encoder2 entry); None: the engine's own (O3) emission
 CODEGEN_LEVEL = 0
 PIPELINE = f"glue-o{LEVEL}-cg{CODEGEN_LEVEL}-v1"  # bump to give every glue entry a new module name
 MARK = "_JITORCH_PIPELINE"
 DEFAULT = "default"
 
 _tls = threading.local()  # .frame: the library being compiled with the glue pipeline, or None
-RECORD: collections.deque = collections.deque(maxlen=256)  # (module, pipeline) per compile
+# (module, pipeline) per compile_program call: DEFAULT for any other dispatcher (compiled or
+# loaded), PIPELINE for a glue entry the pipeline ran on (a glue entry loaded from disk: none)
+RECORD: collections.deque = collections.deque(maxlen=256)
 INSTALLED = False
 
 _FOR = re.compile(r"^\s*for\b", re.M)
