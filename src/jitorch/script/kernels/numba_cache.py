@@ -75,9 +75,10 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
-from . import compile_gc
+from . import compile_gc, entry_pipeline
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
+entry_pipeline.install()  # (the glue entries' LLVM pipeline)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
 _DIGEST = 32
@@ -301,8 +302,9 @@ def compile_program(disp, sig):
     """`disp.compile(sig)` for a jitorch program or kernel dispatcher (generated code), without
     running Numba's extension entry points (see the module doc): generated code uses Numba's
     own implementations, jitorch's modules, and rocket-fft, which an FFT program imports itself.
-    The entry points stay due: the next compile of any other function runs them."""
-    with _entry_points_deferred():
+    The entry points stay due: the next compile of any other function runs them. A glue
+    entry's library gets its own LLVM pipeline (entry_pipeline.py)."""
+    with _entry_points_deferred(), entry_pipeline.compiling(disp):
         return disp.compile(sig)
 
 

@@ -34,6 +34,7 @@ from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter, static_message
 from ...codegen.control import lower_if
+from ...kernels import entry_pipeline
 from . import kernel
 from .target import CPU
 
@@ -113,6 +114,8 @@ def generate(graph: ir.Graph, written=()) -> Program:
     entry = "entry"  # not the graph's name: identifiers never come from the IR
     from .module_text import module_head
     head, body = module_head(em)
+    if entry_pipeline.is_glue(em.outline, body):  # (its LLVM pipeline: entry_pipeline.py)
+        head += entry_pipeline.mark_line() + "\n"
     src = head + "\n\n" + DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + \
         "\n".join(body) + ("\n" if body else "") + \
         f"    return ({''.join(o + ', ' for o in outs)})\n"
