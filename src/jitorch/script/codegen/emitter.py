@@ -30,6 +30,7 @@ class Emitter:
         self.tuples: dict = {}  # value uid -> [values] of a TupleConstruct
         self.shapes: dict = {}  # value uid -> (array expression, rank) of a `x.shape` list
         self.chunks: dict = {}  # value uid -> (array expression, dim, chunks) of a chunk list
+        self.int_arrays: set = set()  # uids of List[int] arguments held as one int64 array
         self.helpers: set = set()
         self.exceptions: set = set()
         self.scripted_raises: set = set()  # exception names of prim::Raise nodes

@@ -8,6 +8,8 @@ the compiler reaches it only through this protocol:
 - `name`: the device type it compiles for (`TensorType.device`, the runtime's keys);
 - `capabilities`: what the passes may assume of it (passes/capabilities.py: the dtypes its loops
   hold, which groups fusion may form); the runtime sets them on the graph before the pipeline;
+- `packs_saved_ints`: its entries hold a `List[int]` argument or result as one array, so an
+  autodiff pair's saved int scalars cross as one list (passes/autodiff_pack.py);
 - `lowering_modules`: the modules that fill the lowering table with its rules (imported on the
   table's first use for this target);
 - `generate(graph, written) -> program`: raises NotLowered for what it cannot lower (the
@@ -45,6 +47,9 @@ class Target:
     name: str = ""
     capabilities: Capabilities
     lowering_modules: tuple = ()
+    # its programs take and return a `List[int]` as one array: a differentiated pair then saves
+    # its int scalars as one such list (passes/autodiff_pack.py)
+    packs_saved_ints: bool = False
 
     def generate(self, graph, written=()):
         raise NotImplementedError

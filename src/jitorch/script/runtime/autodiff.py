@@ -11,6 +11,8 @@ pattern (`Differentiated.key_kind == "pattern"`); backward programs are cached p
 (that pattern, or exact shapes where differentiate could not make the backward size-generic)
 and built lazily at the first backward for the key. Another pattern may save other sizes (a
 size-1 dim is no run-time value): when its saved layout differs, it gets its own forward.
+A target whose entries hold a `List[int]` as one array gets the saved int scalars packed into
+one such list (passes/autodiff_pack.py).
 The forward returns only the saved values that are not graph inputs (`_without_inputs`):
 `run` inserts the inputs it holds among them for the backward (fewer values crossing a compiled
 entry's boundary, each of which costs compile time). When `passes.autodiff` or `grad_node` is
@@ -42,8 +44,21 @@ def _differentiate(base: ir.Graph, args, **kw):
     device = _types.one_device([p.type for p in base.block.params])
     _types.place_traced_factories(device, d.backward)
     _types.stamp_device(device, d.forward, d.backward)
+    if _packs_ints(device):
+        from ..passes.autodiff_pack import pack_saved_ints
+        d = pack_saved_ints(d)
     d.forward = _without_inputs(d)
     return d
+
+
+def _packs_ints(device: str) -> bool:
+    """Does the target of `device` take the saved int scalars as one list (codegen/target.py)?"""
+    from ..codegen import NotLowered
+    from ..codegen.target import get_target
+    try:
+        return get_target(device).packs_saved_ints
+    except (NotLowered, ImportError, NotImplementedError):  # (interpreted: nothing crosses)
+        return False
 
 
 def _without_inputs(d) -> ir.Graph:

@@ -255,11 +255,16 @@ def _interp(entry: _Entry) -> bool:
 
 def _boundary(a):
     """A non-Tensor argument as the program takes it (a list/tuple of tensors: a tuple of their
-    arrays, which Numba unboxes cheaply, targets/cpu/lower_list.py)."""
+    arrays, which Numba unboxes cheaply, targets/cpu/lower_list.py; a list of ints: an int64
+    array)."""
     if isinstance(a, Tensor):
         return a._data
     if isinstance(a, (tuple, list)) and a and isinstance(a[0], Tensor):
         return tuple([t._data for t in a])
+    if type(a) is list and a and type(a[0]) is int:
+        # a List[int] (an autodiff forward's saved sizes, interpreted or wrapped): one array,
+        # as a program takes it (targets/cpu/program.py)
+        return np.array(a, dtype=np.int64)
     return a
 
 

@@ -46,7 +46,7 @@ from . import stats
 from .autodiff import AutodiffEntry, _LazyFirst
 from .entry import _Entry
 
-FORMAT = 1
+FORMAT = 2  # 2: an autodiff pair saves its int scalars as one list (passes/autodiff_pack.py)
 _MAGIC = b"jitorch-plan-1\n"
 # environment variables that do not change what is generated (where and how it is stored,
 # logged or compiled): every other JITORCH_* variable is part of the key

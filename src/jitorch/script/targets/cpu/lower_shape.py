@@ -259,7 +259,9 @@ def _permute(em: Emitter, n: ir.Node, perm) -> None:
     # axes tuple costs ~5 s of typing on first use in a process (np.transpose more), and the
     # copy leaves a contiguous operand for the loops and reshapes that usually follow.
     if list(perm) == [1, 0]:  # an expression, no line: used in place, never a kernel (issue 17)
-        em.bind(n.outputs[0], f"{xs}.T")
+        # (a backward's transpose of a transposed weight is the weight itself, of the same
+        # Numba type: no `.T.T` for Numba to type and lower)
+        em.bind(n.outputs[0], xs[:-2] if xs.endswith(".T") else f"{xs}.T")
         return
     r = len(perm)
     d = em.tensor(n.outputs[0]).dtype

@@ -87,6 +87,8 @@ def generate(graph: ir.Graph, written=()) -> Program:
             em.tensor(p, complex_ok=True)  # (its consumers check their own operands)
         elif lower_list.is_tensor_list(t):  # a tuple of arrays (lower_list.py)
             lower_list.check_input(em, i, p)
+        elif _int_array_input(graph, p):
+            em.int_arrays.add(p.uid)  # one int64 array, which its ListUnpacks read (_unpack)
         elif not isinstance(t, (ir.IntType, ir.FloatType, ir.BoolType, ir.NoneType)):
             # (a None argument is unused: types.specialize folded it into a constant)
             raise NotLowered(f"input {i} of type {t} is not lowered")
@@ -109,6 +111,12 @@ def generate(graph: ir.Graph, written=()) -> Program:
             outs.append(f"{em.name(v)}.copy()")  # never hand out the module's (frozen) global
         elif v.uid in em.consts and em.consts[v.uid] is None:
             outs.append("None")  # e.g. a backward graph's grad of an input without grad
+        elif v.uid in em.lists and _is_int_list(v.type) and em.lists[v.uid]:
+            # one array, not a tuple of ints: one value to box (an autodiff forward's saved
+            # sizes, passes/autodiff_pack.py; the runtime's wrap makes it a list again)
+            from .packed import use
+            outs.append(f"{use(em, '_jt_pack_ints')}"
+                        f"(({''.join(em.name(x) + ', ' for x in em.lists[v.uid])}))")
         else:
             outs.append(em.name(v))
     entry = "entry"  # not the graph's name: identifiers never come from the IR
@@ -122,6 +130,21 @@ def generate(graph: ir.Graph, written=()) -> Program:
     prog = Program(src, entry, [v.type for v in graph.outputs], sorted(em.helpers),
                    checks_overlap=bool(checked), kernels=list(em.kernels.values()))
     return prog
+
+
+def _is_int_list(t) -> bool:
+    return isinstance(t, ir.ListType) and isinstance(t.elem, ir.IntType)
+
+
+def _int_array_input(graph: ir.Graph, p: ir.Value) -> bool:
+    """Is input `p` a `List[int]` that the entry takes as one int64 array (the runtime's
+    boundary makes it one, runtime/entry.py)? Only where every use unpacks it (an autodiff
+    backward's saved sizes, passes/autodiff_pack.py): no other lowering reads such an array."""
+    if not _is_int_list(p.type):
+        return False
+    used = [n for n in graph.nodes() if any(v is p for v in n.inputs)]
+    return bool(used) and all(n.op == "prim::ListUnpack" for n in used) and \
+        not any(r is p for r in graph.outputs)
 
 
 def lower_block(em: Emitter, nodes) -> None:
@@ -218,6 +241,17 @@ def _alias(em: Emitter, dst: ir.Value, src: ir.Value) -> None:
 
 def _unpack(em: Emitter, n: ir.Node) -> None:
     t = n.inputs[0]
+    if t.uid in em.int_arrays:  # a List[int] argument's int64 array (packed.py)
+        k, arr = len(n.outputs), em.name(t)
+        em.emit(f"if len({arr}) != {k}:")  # (the interpreter raises Python's message)
+        em.indent += 1
+        em.raise_in_interpreter()
+        em.indent -= 1
+        from .packed import use
+        ints = em.named("u", f"{use(em, '_jt_ints')}({arr}, {k})")
+        for j, o in enumerate(n.outputs):
+            em.bind(o, f"{ints}[{j}]")
+        return
     if t.uid in em.chunks:
         from . import lower_shape
         lower_shape.unpack_chunks(em, em.chunks[t.uid], n.outputs)

@@ -26,6 +26,7 @@ class CpuTarget(Target):
     name = "cpu"
     capabilities = CAPABILITIES
     lowering_modules = tuple(f"{__package__}.{m}" for m in _LOWERINGS)
+    packs_saved_ints = True  # one int64 array (program.py)
 
     def generate(self, graph, written=()):
         from .program import generate
