@@ -226,21 +226,19 @@ def _small(pa, pb, pc, sa0, sa1, sb0, sc0, m, n, k, accumulate, z):
                 while i0 < m:
                     _TN1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 1
-            elif nc == w:
-                while i0 + RMAX <= m:
-                    _TFF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-                    i0 += RMAX
-                while i0 + 2 <= m:
-                    _TF2F(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
-                    i0 += 2
-                if i0 < m:
-                    _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
             else:
+                full = nc == w  # every column in range: the unmasked tiles (_make_tile)
                 while i0 + RMAX <= m:
-                    _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    if full:
+                        _TFF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    else:
+                        _TF(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += RMAX
                 while i0 + 2 <= m:
-                    _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    if full:
+                        _TF2F(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
+                    else:
+                        _TF2(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
                     i0 += 2
                 if i0 < m:
                     _TF1(pa, pb, pc, sa0, sa1, sb0, sc0, i0, j0, nc, k0, k1, first, z)
