@@ -108,12 +108,20 @@ class Emitter:
             raise NotLowered(f"dtype {t.dtype} is not lowered on {self.target.name} yet")
         return t
 
+    def global_line(self, line: str) -> None:
+        """Add `line` (an import, a helper's binding) to the generated module's head, once."""
+        if line not in self.globals:
+            self.globals.append(line)
+
+    def import_name(self, module: str, name: str) -> str:
+        """`name`, imported from `module` into the generated module once."""
+        self.global_line(f"from {module} import {name}")
+        return name
+
     def raise_in_interpreter(self) -> None:
         """Emit a hand-over of this call to the interpreter (kernels.signals.RaiseInInterpreter):
         for what the program cannot do itself, on a path that is rare."""
-        line = "from jitorch.script.kernels.signals import RaiseInInterpreter"
-        if line not in self.globals:
-            self.globals.append(line)
+        self.global_line("from jitorch.script.kernels.signals import RaiseInInterpreter")
         self.emit("raise RaiseInInterpreter()")
 
     def raise_(self, exc: str, *parts) -> None:

@@ -23,8 +23,7 @@ MODULE = "jitorch.script.targets.cpu.conv"  # the kernels the generated code imp
 def import_kernels(em: Emitter, module: str, names: str) -> None:
     """The program imports `names` from `module` (whose hash then keys its cache name)."""
     line = f"from {module} import {names}"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
 
 
 def int_list(em: Emitter, v: ir.Value, n: int, what: str) -> list:

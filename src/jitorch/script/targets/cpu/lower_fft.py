@@ -40,8 +40,7 @@ def _import(em: Emitter) -> None:
         raise NotLowered("fft ops inside compiled code need the rocket-fft package (pip install "
                          "rocket-fft); without it they run in the interpreter")
     line = "import rocket_fft  # noqa: F401  (numpy.fft inside njit)"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
 
 
 def _tensor(em: Emitter, v: ir.Value) -> ir.TensorType:

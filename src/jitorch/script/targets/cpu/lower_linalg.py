@@ -27,8 +27,7 @@ def _import(em: Emitter) -> None:
     # (through symbols: blas.py's code is compiled once, never inside each kernel)
     line = f"from {BLAS_MODULE} import matmul2_by_symbol as matmul2, " \
         f"mm_into_by_symbol as mm_into  # blas {blas.SOURCE_HASH}"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
 
 
 def _operands(em: Emitter, n: ir.Node, a: ir.Value, b: ir.Value):

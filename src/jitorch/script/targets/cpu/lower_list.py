@@ -452,8 +452,7 @@ def lower_fused_into(em, n: ir.Node, plan: _Direct) -> None:
         tests = [f"_jt_clash({xs}, {d})" for d, xname in dests.values()
                  if xs != xname and r > 0]  # the element itself is read before it is written
         if tests:
-            if _CLASH not in em.globals:
-                em.globals.append(_CLASH)
+            em.global_line(_CLASH)
             safe = em.fresh("op")
             em.emit(f"{safe} = {xs}.copy() if {' or '.join(tests)} else {xs}")
             xs = safe

@@ -34,11 +34,9 @@ def overlap_check(em: Emitter, graph: ir.Graph, written):
 
     def emit(arg_names):  # (a list argument's name: its unpacked native list, fast to walk)
         line = "from jitorch.script.kernels.signals import ArgumentsOverlap"
-        if line not in em.globals:
-            em.globals.append(line)
+        em.global_line(line)
         line = f"from {LIBRARY} import rows as _jt_rows, put as _jt_put, meet as _jt_meet"
-        if line not in em.globals:
-            em.globals.append(line)
+        em.global_line(line)
         plain = [i for i, k in enumerate(kinds) if k == "t"]
         lists = [i for i, k in enumerate(kinds) if k == "l"]
         rows, bad, k = em.fresh("ov"), em.fresh("ovb"), em.fresh("ovk")

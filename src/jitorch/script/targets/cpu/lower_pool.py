@@ -24,8 +24,7 @@ def _import(em: Emitter, names: str) -> None:
     names = ", ".join(m if m == "pool_out_size" else f"{m}_by_symbol as {m}"
                       for m in names.split(", "))
     line = f"from {MODULE} import {names}"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
 
 
 def _check(em: Emitter, cond: str, *parts) -> None:

@@ -336,8 +336,7 @@ def _row_helper(em, op: str) -> str:
     """The name of row_helpers.py's unrolled `op` reduction, imported into `em`'s module."""
     name = f"_row_{op}"
     line = f"from jitorch.script.targets.cpu.row_helpers import {name}"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
     return name
 
 

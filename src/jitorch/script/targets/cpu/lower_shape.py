@@ -103,8 +103,7 @@ def check_viewable(em: Emitter, n: ir.Node, xs: str, parts) -> None:
     was checked to be its size). C-contiguous arrays always can."""
     if not _is_view(n) or not parts:  # (a 0-d view of one element: always)
         return
-    if _VIEWABLE not in em.globals:
-        em.globals.append(_VIEWABLE)
+    em.global_line(_VIEWABLE)
     em.emit(f"if not {xs}.flags.c_contiguous and not _jt_viewable({xs}, {_tup(parts)}):")
     em.indent += 1
     em.raise_("RuntimeError", _NOT_VIEWABLE)

@@ -56,10 +56,3 @@ def _jt_ints(typingctx, arr, n):
         return context.make_tuple(builder, ret, vals)
     return ret(arr, n), codegen
 
-
-def use(em, name: str) -> str:
-    """`name`, imported into `em`'s module once."""
-    line = f"from {MODULE} import {name}"
-    if line not in em.globals:
-        em.globals.append(line)
-    return name

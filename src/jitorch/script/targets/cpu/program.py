@@ -114,8 +114,8 @@ def generate(graph: ir.Graph, written=()) -> Program:
         elif v.uid in em.lists and _is_int_list(v.type) and em.lists[v.uid]:
             # one array, not a tuple of ints: one value to box (an autodiff forward's saved
             # sizes, passes/autodiff_pack.py; the runtime's wrap makes it a list again)
-            from .packed import use
-            outs.append(f"{use(em, '_jt_pack_ints')}"
+            from . import packed
+            outs.append(f"{em.import_name(packed.MODULE, '_jt_pack_ints')}"
                         f"(({''.join(em.name(x) + ', ' for x in em.lists[v.uid])}))")
         else:
             outs.append(em.name(v))
@@ -247,8 +247,8 @@ def _unpack(em: Emitter, n: ir.Node) -> None:
         em.indent += 1
         em.raise_in_interpreter()
         em.indent -= 1
-        from .packed import use
-        ints = em.named("u", f"{use(em, '_jt_ints')}({arr}, {k})")
+        from . import packed
+        ints = em.named("u", f"{em.import_name(packed.MODULE, '_jt_ints')}({arr}, {k})")
         for j, o in enumerate(n.outputs):
             em.bind(o, f"{ints}[{j}]")
         return

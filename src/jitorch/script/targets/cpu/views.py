@@ -250,13 +250,6 @@ def _emit_dense(context, builder, ret, src, sizes, strides):
     return builder.load(result)
 
 
-def import_line(name: str = "_jt_flat") -> str:
-    return f"from {MODULE} import {name}"
-
-
 def use(em, name: str) -> str:
     """`name`, imported into `em`'s module once."""
-    line = import_line(name)
-    if line not in em.globals:
-        em.globals.append(line)
-    return name
+    return em.import_name(MODULE, name)

@@ -70,6 +70,5 @@ def _operand(em: Emitter, op, name: str, v: ir.Value) -> str:
 def _impl_alias(em: Emitter, name: str) -> str:
     alias = literal.Ident("_op_" + "".join(ch if ch.isalnum() else "_" for ch in name))
     line = f"{alias} = implementation({literal.text(name)})"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
     return alias

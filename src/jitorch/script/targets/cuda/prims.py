@@ -71,8 +71,7 @@ def _scalar_op(em: Emitter, n: ir.Node) -> None:
         raise NotLowered("a scalar op without a name")
     alias = literal.Ident("_sf_" + "".join(c if c.isalnum() else "_" for c in fn))
     line = f"{alias} = scalar_fn({literal.text(fn)})"
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
     _bind_new(em, n.output, f"{alias}({', '.join(value(em, x) for x in n.inputs)})")
 
 

@@ -63,6 +63,5 @@ def lower_dropout_mask(em: Emitter, n: ir.Node) -> None:
 
 
 def _once(em: Emitter, line: str) -> None:
-    if line not in em.globals:
-        em.globals.append(line)
+    em.global_line(line)
 

@@ -117,8 +117,7 @@ def lower_reduction(em: Emitter, n: ir.Node) -> None:
 def emit_launch(em: Emitter, source: str, n: str, args: list) -> None:
     """Emit the launch of the kernel of `source` with a block for each of `n` units of work
     (launch.launch_blocks), its parameters `args` (host expressions, in order)."""
-    if _LAUNCH not in em.globals:
-        em.globals.append(_LAUNCH)
+    em.global_line(_LAUNCH)
     em.emit(f"launch_blocks({kernel_alias(em, source)}, {n}, "
             f"({''.join(a + ', ' for a in args)}))")
 
