@@ -191,8 +191,8 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     monkeypatch.setenv(_eager_compiled.ENV, "1")
     # the fused loops not yet loaded in this process nor marked in this cache: the compile
     # worker compiles (here: loads) them meanwhile, the call runs the scripted composite
-    monkeypatch.setattr(_rnn_fused, "_READY", {})
-    monkeypatch.setattr(_rnn_fused, "_JOBS", {})
+    monkeypatch.setattr(_rnn_fused.LOOPS, "loaded", {})
+    monkeypatch.setattr(_rnn_fused.LOOPS, "jobs", {})
     jt.manual_seed(0)
     m = nn.RNN(IN, HID + 1)  # a configuration of its own: no program of it in memory
     x = jt.randn(T, B, IN)
@@ -209,7 +209,7 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
     assert after["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
-    assert _rnn_fused._JOBS["RNN_TANH", np.dtype(np.float32)].done.wait(600)
+    assert _rnn_fused.LOOPS.jobs["RNN_TANH", "float32"].done.wait(600)
     assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
     assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"
 
@@ -221,14 +221,14 @@ f32 = np.dtype(np.float32)
 assert not r.ready("RNN_TANH", f32)  # cold: queued on the compile worker, not compiled here
 assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
 assert jt.jit.wait_compiled(600)  # waits for the worker's job
-assert r._JOBS["RNN_TANH", f32].result["how"] == "compiled"  # the worker compiled them
+assert r.LOOPS.jobs["RNN_TANH", "float32"].result["how"] == "compiled"  # the worker compiled
 assert r.ready("RNN_TANH", f32)
 disps = (r._mm, r._rnn_fwd, r._rnn_bwd)
 assert all(sum(d.stats.cache_misses.values()) == 0 for d in disps)  # none compiled here:
 assert all(sum(d.stats.cache_hits.values()) > 0 for d in disps)  # loaded from the disk cache
 assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"
-r._READY.clear(), r._JOBS.clear()
-assert r.ready("RNN_TANH", f32) and not r._JOBS  # a warm start loads at once: no job
+r.LOOPS.loaded.clear(), r.LOOPS.jobs.clear()
+assert r.ready("RNN_TANH", f32) and not r.LOOPS.jobs  # a warm start loads at once: no job
 print("ok")
 """
 
@@ -239,15 +239,15 @@ def test_fused_loops_stay_uncompiled_when_the_worker_dies(monkeypatch, tmp_path)
     monkeypatch.setenv("JITORCH_COMPILE", "background")
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "die")
-    monkeypatch.setattr(_rnn_fused, "_READY", {})
-    monkeypatch.setattr(_rnn_fused, "_JOBS", {})
+    monkeypatch.setattr(_rnn_fused.LOOPS, "loaded", {})
+    monkeypatch.setattr(_rnn_fused.LOOPS, "jobs", {})
     f64 = np.dtype(np.float64)
     assert not _rnn_fused.ready("GRU", f64)
-    assert _rnn_fused._JOBS["GRU", f64].done.wait(600)
+    assert _rnn_fused.LOOPS.jobs["GRU", "float64"].done.wait(600)
     assert not _rnn_fused.ready("GRU", f64)
     assert jt.jit.stats()["fused_loops"]["GRU float64"].startswith(
         "not compiled: the compile worker died")
-    marker = _rnn_fused._marker("GRU", f64)
+    marker = _rnn_fused.LOOPS.marker(("GRU", "float64"))
     assert marker is not None and not os.path.exists(marker)
 
 

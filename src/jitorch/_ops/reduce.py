@@ -52,10 +52,45 @@ def _summed(input, dim, keepdim, dtype, np_fn):
     return np.asarray(r).astype(out_np, copy=False)
 
 
+# --- the compiled blocked sum of large float tensors ------------------------------------------
+# From this many elements a full float sum runs the compiled blocked sum: NumPy's pairwise float
+# sum is not vectorised (1M float32: 192 us, PyTorch 67, the kernel ~55; bench/eager_overhead.py
+# 2026-12-06); the kernel is faster from a few hundred elements on, but a smaller sum never asks
+# for its compile.
+BLOCKED_MIN = 4096
+_SUM_KEYS = {np.dtype(np.float32): ("sum", "float32"), np.dtype(np.float64): ("sum", "float64")}
+_kernels = None  # _ops/_sum_kernels.py, once a large sum imported it (it imports Numba)
+
+
+def _blocked_total(x):
+    """The sum of every element of the float ndarray `x` (at least BLOCKED_MIN of them) as a
+    scalar of x's dtype, by the compiled blocked sum (_ops/_sum_kernels.py: the compiled
+    reductions' algorithm); None where NumPy sums it: a dtype, byte order or layout the kernel
+    is not typed for (it takes writeable, aligned, contiguous native float32/float64), or the
+    kernel not loaded yet (jitorch's compile worker compiles it meanwhile; under
+    `JITORCH_COMPILE=sync` it compiles in the call: script/runtime/worker_loops.py)."""
+    global _kernels
+    key = _SUM_KEYS.get(x.dtype)
+    flags = x.flags
+    if key is None or not (flags.writeable and flags.aligned and
+                           (flags.c_contiguous or flags.f_contiguous)):
+        return None
+    if _kernels is None:
+        from . import _sum_kernels
+        _kernels = _sum_kernels
+    if not _kernels.LOOPS.ready(key):
+        return None
+    return x.dtype.type(_kernels.blocked_total(x.ravel(order="K")))
+
+
 # --- sum / mean ----------------------------------------------------------------------------------
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is None and input.dtype.kind == "f" and input.itemsize > 2 and \
             type(input) is np.ndarray:
+        if dim is None and input.size >= BLOCKED_MIN:
+            t = _blocked_total(input)
+            if t is not None:
+                return np.asarray(t).reshape((1,) * input.ndim if keepdim else ())
         # fast path for float32/64: np.add.reduce skips np.sum's Python-level dispatch
         axis = None if dim is None else np_axes(axes_of(dim, input.ndim), input.ndim)
         return np.asarray(_add_reduce(input, axis=axis, keepdims=keepdim))
@@ -81,7 +116,12 @@ def _mean(input, dim=None, keepdim=False, *, dtype=None):
             f"or complex dtype. Got: {pt_name(input.dtype)}")
     x = input if dtype is None else input.astype(dtype.np)
     axes = axes_of(dim, x.ndim)
-    if type(x) is np.ndarray and x.dtype.kind == "f" and x.itemsize > 2:  # as np.sum, less
+    s = _blocked_total(x) if dim is None and type(x) is np.ndarray and \
+        x.size >= BLOCKED_MIN else None
+    if s is not None:
+        if keepdim:
+            s = np.asarray(s).reshape((1,) * x.ndim)
+    elif type(x) is np.ndarray and x.dtype.kind == "f" and x.itemsize > 2:  # as np.sum, less
         s = _add_reduce(x, axis=np_axes(axes, x.ndim), keepdims=keepdim)  # its Python layer
     else:
         s = np.sum(compute_array(x), axis=np_axes(axes, x.ndim), keepdims=keepdim)

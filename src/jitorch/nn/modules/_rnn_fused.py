@@ -46,7 +46,6 @@ raise eager's error.
 """
 from __future__ import annotations
 
-import os
 import sys
 import threading
 
@@ -59,6 +58,7 @@ from ...autograd.function import Function
 from ...script.targets.cpu import blas
 from . import _rnn_loops
 from ._rnn_loops import _gru_bwd, _gru_fwd, _lstm_bwd, _lstm_fwd, _mm, _rnn_bwd, _rnn_fwd
+from ...script.runtime.worker_loops import WorkerLoops
 
 
 # --- large arrays: reused rather than fresh pages -------------------------------------------
@@ -268,30 +268,16 @@ def _dx(dG2, w_ih, x, need):
 
 
 # --- readiness: the loops compile (or load from disk) once per mode and dtype -------------------
-# (mode, numpy dtype) -> how its loops came into this process: "loaded from the disk cache" or
-# "compiled in this process"
-_READY: dict = {}
-_JOBS: dict = {}  # the same -> the compile worker's job compiling them into the disk cache
 _LOOPS = {"LSTM": (_lstm_fwd, _lstm_bwd), "GRU": (_gru_fwd, _gru_bwd)}
-_stamp: list = []  # (once) what the loops' machine code depends on, for the markers
 
 
-def loop_states() -> dict:
-    """"LSTM float32" -> where those loops are in this process (`jit.stats()["fused_loops"]`):
-    "compiling in the compile worker", "loaded from the disk cache", "compiled in this
-    process" or "not compiled: <reason>"."""
-    out = {}
-    for (mode, dtype), job in list(_JOBS.items()):
-        out[f"{mode} {dtype.name}"] = ("compiling in the compile worker" if not job.done.is_set()
-                                       else None if job.result["ok"]
-                                       else "not compiled: " + job.result["reason"])
-    for (mode, dtype), how in list(_READY.items()):
-        out[f"{mode} {dtype.name}"] = how
-    return {k: v for k, v in out.items() if v is not None}
+def _dispatchers(key: tuple) -> tuple:
+    return (_mm,) + _LOOPS.get(key[0], (_rnn_fwd, _rnn_bwd))
 
 
-def _warm(mode: str, dtype) -> None:
-    """Compile (or load) the loops of `mode` for `dtype`: one tiny forward and backward."""
+def _warm(key: tuple) -> None:
+    """Compile (or load) the loops of (mode, dtype name): one tiny forward and backward."""
+    mode, dtype = key[0], np.dtype(key[1])
     T, B, H, G = 2, 1, 2, {"LSTM": 4, "GRU": 3}.get(mode, 1) * 2
     x, h0 = np.zeros((T, B, 1), dtype), np.zeros((B, H), dtype)
     w = [np.zeros((G, 1), dtype), np.zeros((G, H), dtype), np.zeros(G, dtype),
@@ -300,91 +286,24 @@ def _warm(mode: str, dtype) -> None:
     _cell_bwd(mode, x, h0, h0, w, False, out, saved, np.zeros_like(out), h0, h0)
 
 
-def _marker(mode: str, dtype) -> str | None:
-    """The file that says the loops of `mode` for `dtype` are in Numba's disk cache (written
-    once they are): in jitorch's cache directory, named by a hash of what a program's module
-    name hashes (script/kernels/cache.py: the versions, the sources of this module and of the
-    library modules the loops call) and Numba's cache directory of the loops. None where either
-    cache directory is missing (the loops then compile in the caller). A marker whose Numba
-    files are gone (a cleared `__pycache__`, a cache file dropped as damaged) makes the loops
-    compile in the call that finds it."""
-    from ...script.kernels import cache
-    d, where = cache.cache_dir(), getattr(getattr(_mm, "_cache", None), "_cache_path", None)
-    if d is None or where is None:
-        return None
-    if not _stamp:
-        import hashlib
-        from ...script.targets.cpu import blas, fastmath
-        key = ";".join([cache._versions(), where] + [
-            cache.file_hash(m) for m in (__name__, _rnn_loops.__name__, blas.__name__,
-                                          fastmath.__name__)])
-        _stamp.append(hashlib.sha256(key.encode()).hexdigest()[:24])
-    return os.path.join(d, "rnn-fused", f"{mode}-{np.dtype(dtype).name}-{_stamp[0]}")
+def _sources() -> list:
+    """The modules the loops' machine code comes from (their markers' key)."""
+    from ...script.targets.cpu import fastmath
+    return [__name__, _rnn_loops.__name__, blas.__name__, fastmath.__name__]
 
 
-def _compile(mode: str, dtype) -> str:
-    """`_warm`, then write the marker (a temporary file renamed: a process killed before
-    leaves none, and Numba writes its own files the same way): "disk" if every loop loaded
-    from Numba's disk cache, else "compiled"."""
-    from ...script.kernels.cache import dispatcher_counts
-    disps = (_mm,) + _LOOPS.get(mode, (_rnn_fwd, _rnn_bwd))
-    misses = [dispatcher_counts(d)[1] for d in disps]
-    _warm(mode, dtype)
-    how = "disk" if misses == [dispatcher_counts(d)[1] for d in disps] else "compiled"
-    path = _marker(mode, dtype)
-    if path is not None and not os.path.exists(path):
-        try:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            tmp = f"{path}.{os.getpid()}.tmp"
-            open(tmp, "wb").close()
-            os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only cache: the next process asks the worker again
-    return how
-
-
-def compile_in_worker(mode: str, dtype: str) -> str:
-    """The compile worker's job (script/runtime/compile_worker.py, a "call" job): `_compile`."""
-    return _compile(mode, np.dtype(dtype))
-
-
-def _load(mode: str, dtype) -> None:
-    how = _compile(mode, dtype)
-    _READY[(mode, dtype)] = ("loaded from the disk cache" if how == "disk" else
-                             "compiled in this process")
+# ("LSTM", "float32") -> loaded in this process, or compiled by the compile worker meanwhile
+# (script/runtime/worker_loops.py; `jit.stats()["fused_loops"]`)
+LOOPS = WorkerLoops("rnn-fused", __name__, _dispatchers, _warm, _sources)
+compile_in_worker = LOOPS.compile_in_worker  # (the compile worker's "call" job)
 
 
 def ready(mode: str, dtype) -> bool:
-    """Whether the loops of `mode` for `dtype` can run now. Loops in the disk cache already
-    (their `_marker` exists) load in the call (milliseconds); else they compile in the call
-    under `JITORCH_COMPILE=sync` (or without a disk cache to carry them), and otherwise in
-    jitorch's compile worker process, as `@script`'s programs do (script/runtime/tiers.py):
-    the caller runs the scripted composite until the worker is done (`jitorch.jit.
-    wait_compiled()` waits for it), then loads them from disk. Never a stall: a compile in a
-    thread of this process would hold its GIL for seconds. A failed job leaves the composite
-    serving this process; the next process asks again."""
-    key = (mode, dtype)
-    if key in _READY:
-        return True
-    job = _JOBS.get(key)
-    if job is None:
-        from ...script.runtime import tiers
-        path = _marker(mode, dtype)
-        if tiers.mode() == "sync" or path is None or os.path.exists(path):
-            _load(mode, dtype)
-            return True
-        from ...script.kernels import cache
-        from ...script.runtime import compile_worker
-        name = f"{mode}-{np.dtype(dtype).name}"
-        job = _JOBS[key] = compile_worker.submit(
-            ("rnn-fused", mode, np.dtype(dtype).str),
-            {"kind": "call", "module": __name__, "entry": "compile_in_worker",
-             "args": (mode, np.dtype(dtype).str), "lock": "rnn-fused-" + name,
-             "cache_dir": cache.cache_dir()})
-    if not job.done.is_set() or not job.result["ok"]:
-        return False
-    _load(mode, dtype)
-    return True
+    """Whether the loops of `mode` for `dtype` can run now: loaded, or loaded or compiled in
+    the call where the disk cache has them or under `JITORCH_COMPILE=sync`; else compiled in
+    jitorch's compile worker process while the caller runs the scripted composite (never a
+    stall: script/runtime/worker_loops.py)."""
+    return LOOPS.ready((mode, dtype.name))
 
 
 # --- the whole layer stack as one autograd node ----------------------------------------------

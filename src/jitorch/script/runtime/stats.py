@@ -60,8 +60,9 @@ class Stats(dict):
     fused_layers (layer name -> calls): eager calls of the library's recurrent layers served by
     their fused compiled loops (nn/modules/_rnn_fused.py), which are not ScriptFunction calls
     (a call the scripted composite served meanwhile is counted under `functions`);
-    fused_loops ("LSTM float32" -> state): where those loops of each mode and dtype are, in
-    this process: "compiling in the compile worker", "loaded from the disk cache", "compiled
+    fused_loops ("LSTM float32", "sum float32" -> state): where the library's compiled eager
+    loops (those of the recurrent layers; the blocked sum of large float tensors,
+    _ops/_sum_kernels.py) of each key are, in this process: "compiling in the compile worker", "loaded from the disk cache", "compiled
     in this process" or "not compiled: <reason>" (not reset by `reset()`: a state).
 
     host_copies: device-to-host copies made by CUDA programs (a number read from a device
@@ -180,9 +181,10 @@ def _function_reports() -> dict:
 
 
 def _fused_loop_states() -> dict:
-    """Where the fused RNN loops of each mode and dtype are (nn/modules/_rnn_fused.py)."""
-    rf = sys.modules.get("jitorch.nn.modules._rnn_fused")  # (never imports Numba here)
-    return {} if rf is None else rf.loop_states()
+    """Where the library's compiled eager loops of each key are (script/runtime/
+    worker_loops.py: the fused RNN loops, the eager blocked sum)."""
+    wl = sys.modules.get("jitorch.script.runtime.worker_loops")  # (never imports Numba here)
+    return {} if wl is None else wl.states()
 
 
 def _kernel_counts() -> dict:
