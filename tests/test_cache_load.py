@@ -5,6 +5,8 @@ target context is refreshed, and LLVM asked for the host's magic tuple, once per
 not for every load. One small program,
 compiled once for the module's cache directory."""
 
+import sys
+
 import numba
 import pytest
 from llvmlite import binding as llb
@@ -90,3 +92,29 @@ def test_loads_refresh_the_context_and_ask_llvm_for_the_host_once(cache_dir, mon
                             (calls.append(name), real(self))[1])
     assert loader.load_overload(SIG, disp.targetctx) is not None  # a second load
     assert calls == []
+
+
+def test_a_load_does_not_import_numbas_library_modules_for_their_environments():
+    # an overload's environments unpickle through Numba's _rebuild_env, which imports each
+    # one's module for its globals (numba.np.arrayobj: ~0.03 s of a warm start); in a load,
+    # one of a numba module holding no constants names the module without importing it
+    import pickle
+    from numba.core.environment import Environment
+    from jitorch.script.kernels import lean_env
+
+    def env(modname, consts=()):
+        e = Environment({"__name__": modname})
+        e.env_name = f"_ZN08NumbaEnv_test_{modname}_{len(consts)}"
+        e.consts[:] = list(consts)
+        data = pickle.dumps(e)
+        assert b"numba.core.environment" in data and b"jitorch" not in data  # Numba's format
+        del e  # (Numba's memo holds environments weakly)
+        return data
+    absent = "numba._test_absent_module"  # a module that cannot be imported
+    with lean_env.loading_overloads():
+        got = pickle.loads(env(absent))
+        assert got.globals == {"__name__": absent} and absent not in sys.modules
+        with pytest.raises(ImportError):  # constants: Numba's own rebuild
+            pickle.loads(env(absent, [1.5]))
+    with pytest.raises(ImportError):  # not in a load: Numba's own rebuild
+        pickle.loads(env(absent + "2"))

@@ -76,6 +76,7 @@ from numba.core.runtime import rtsys
 
 from .log import log_enabled
 from . import compile_gc, entry_pipeline
+from .lean_env import loading_overloads
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
 entry_pipeline.install()  # (the glue entries' LLVM pipeline)
@@ -380,7 +381,7 @@ class GuardedCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         try:
-            with _quiet_llvm_lock():
+            with _quiet_llvm_lock(), loading_overloads():
                 # FunctionCache.load_overload without its refresh before every load (what a
                 # load needs of it, `_LeanImpl.rebuild` sees to)
                 cres = self._load_overload(sig, target_context)
