@@ -118,3 +118,46 @@ def test_a_load_does_not_import_numbas_library_modules_for_their_environments():
             pickle.loads(env(absent, [1.5]))
     with pytest.raises(ImportError):  # not in a load: Numba's own rebuild
         pickle.loads(env(absent + "2"))
+
+
+def test_numbas_runtime_library_loads_from_its_checked_file(tmp_path, monkeypatch):
+    # Numba compiles its runtime's LLVM module in every process (~0.02 s of a warm start):
+    # kernels/nrt_cache.py keeps its object code; a damaged file is compiled again
+    import ctypes
+    import os
+    from numba.core.codegen import JITCPUCodegen
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
+    from jitorch.script.kernels import nrt_cache
+    real = cpu_target.target_context
+    rtsys.initialize(real)  # (registers the C functions the runtime's code calls)
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
+
+    class Ctx:  # the CPU context with a codegen of its own (this process has its runtime)
+        def __init__(self):
+            self._codegen = JITCPUCodegen("test-nrt")
+
+        def codegen(self):
+            return self._codegen
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    def build():
+        with global_compiler_lock:  # (as rtsys.initialize calls it)
+            lib = nrt_cache.compile_nrt_functions(Ctx())
+        refct = (ctypes.c_size_t * 4)()
+        ctypes.CFUNCTYPE(None, ctypes.c_void_p)(lib.get_pointer_to_function("NRT_incref"))(
+            ctypes.addressof(refct))
+        assert refct[0] == 1  # the machine code runs
+        return isinstance(lib, numba_cache._ObjectCodeLibrary)  # loaded, not compiled
+    assert not build()
+    files = [str(tmp_path / n) for n in os.listdir(tmp_path)]
+    assert len(files) == 1 and os.path.basename(files[0]).startswith("nrt-")
+    assert build()
+    with open(files[0], "r+b") as f:
+        f.seek(os.path.getsize(files[0]) // 2)
+        f.write(b"junk")
+    assert not build()  # damaged: compiled, and the file rewritten
+    assert build()

@@ -75,10 +75,11 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
-from . import compile_gc, entry_pipeline
+from . import compile_gc, entry_pipeline, nrt_cache
 from .lean_env import loading_overloads
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
+nrt_cache.install()  # (Numba's runtime library from a checked object file)
 entry_pipeline.install()  # (the glue entries' LLVM pipeline)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
