@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import re
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -159,6 +160,9 @@ def _defining_frame_locals(code) -> dict | None:
     return None
 
 
+_WITH = re.compile(r"\bwith\b")  # (no `with` statement without the word in the source)
+
+
 # --- the source --------------------------------------------------------------------------------
 def _last_line(code) -> int:
     """The last source line that any instruction of `code` (or of the code it nests) spans."""
@@ -236,7 +240,8 @@ class FunctionCompiler:
         markers = ()
         # the three rewrites change `with` statements only: a function without one (most of
         # them) skips their three walks of its AST (a warm start scripts every function again)
-        if any(isinstance(n, (ast.With, ast.AsyncWith)) for n in ast.walk(st.fdef)):
+        if _WITH.search(dedented) and \
+                any(isinstance(n, (ast.With, ast.AsyncWith)) for n in ast.walk(st.fdef)):
             st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
             st.fdef = strip_grad_blocks(st.fdef, st.scope, st.fail)  # with no_grad(): ...
             st.fdef = rewrite_regions(st.fdef, st.scope, st.fail)  # `with autocast(...)`
