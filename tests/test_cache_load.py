@@ -3,7 +3,10 @@ gives the right result, its bitcode for linking is parsed only when a caller lin
 linking still works), the symbols it defines are those Numba's bitcode walk finds, and the
 target context is refreshed, and LLVM asked for the host's magic tuple, once per process,
 not for every load. One small program,
-compiled once for the module's cache directory."""
+compiled once for the module's cache directory. And what a warm start no longer pays: importing
+Numba's library modules for the environments of a load (kernels/lean_env.py), compiling Numba's
+runtime library (kernels/nrt_cache.py), importing numpy.ma to type plain arrays
+(kernels/array_types.py)."""
 
 import sys
 
@@ -161,3 +164,29 @@ def test_numbas_runtime_library_loads_from_its_checked_file(tmp_path, monkeypatc
         f.write(b"junk")
     assert not build()  # damaged: compiled, and the file rewritten
     assert build()
+
+
+def test_plain_arrays_are_typed_as_numbas_typeof_does():
+    # kernels/array_types.py: program entries and eager kernels type plain arrays without
+    # Numba's typeof (whose first array imports numpy.ma, ~0.014 s of a warm start)
+    import numpy as np
+    from numba import typeof
+    from numba.core.typing.typeof import Purpose
+    from jitorch.script.kernels import array_types
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    ro = base.copy()
+    ro.flags.writeable = False
+    for a in (base, base.T, base[:, ::2], np.zeros((), np.int64), ro, np.ones(3, np.bool_),
+              np.zeros(2, np.complex128), np.zeros((0, 5), np.uint8), base.astype(np.float16),
+              np.zeros(2, object)):
+        assert array_types.array_type(a) == typeof(a, Purpose.argument), a.dtype
+    # not a plain array: Numba's typeof answers
+    for v in (np.ma.masked_array([1.0]), 3.5, (base,)):
+        assert array_types.array_type(v) is None
+
+    @numba.njit(cache=False)
+    def first(x):
+        return x[0]
+    array_types.eager_typeof(first)
+    assert first.typeof_pyval(base) == typeof(base, Purpose.argument)
+    assert first(np.arange(3.0)) == 0.0 and first((7, 8)) == 7

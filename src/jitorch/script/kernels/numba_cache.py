@@ -76,6 +76,7 @@ from numba.core.runtime import rtsys
 
 from .log import log_enabled
 from . import compile_gc, entry_pipeline, nrt_cache
+from .array_types import eager_typeof
 from .lean_env import loading_overloads
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
@@ -554,6 +555,7 @@ def guard_eager_dispatcher(disp) -> None:
             return
     if isinstance(disp._cache, GuardedCache):
         disp._compilation_chain_init_hook = _no_entry_points
+    eager_typeof(disp)  # (plain arrays typed without importing numpy.ma)
 
 
 _said: set = set()
