@@ -14,7 +14,8 @@ The file is checked as a program's Numba cache files are: a SHA-256 of its paylo
 anything is read from it (numba_cache._seal), the key it was written for, an ELF object that
 defines the runtime's functions and calls only symbols this process has registered. A file that
 fails any check is not loaded (the compile log says so), the runtime is compiled, and the file
-rewritten; a directory that cannot hold it only costs the compile.
+rewritten; a directory that cannot hold it only costs the compile (and says nothing: the
+programs' own saves log it).
 """
 from __future__ import annotations
 
@@ -104,5 +105,5 @@ def _save(library, path, key) -> None:
         k = _FORMAT + b";" + key
         cache._write_atomic(path, numba_cache._seal(_HEAD.pack(len(k), len(obj), len(bc))
                                                     + k + obj + bc))
-    except Exception as e:  # noqa: BLE001 - not saved: the next process compiles it again
-        numba_cache.log_once(("save", path), f"cannot save {path} ({type(e).__name__}: {e})")
+    except Exception:  # noqa: BLE001 - not saved: the next process compiles it again (a
+        pass  # directory that cannot hold files is logged by the programs' own saves)
