@@ -1,8 +1,9 @@
 """Numba's runtime library (NRT) from a sealed object file, not compiled in every process.
 
 The first compile or load of a process initialises Numba's runtime: it registers the runtime's C
-functions and compiles the runtime's own small LLVM module (reference counting, `NRT_MemInfo_data_fast`,
-`nrt_unresolved_abort`) through LLVM's optimiser and code generator, ~0.02 s of every warm start.
+functions and compiles the runtime's own small LLVM module (reference counting,
+`NRT_MemInfo_data_fast`, `nrt_unresolved_abort`) through LLVM's optimiser and code generator,
+~0.02 s of every warm start.
 `install()` wraps `nrtdynmod.compile_nrt_functions` (what `rtsys.initialize` calls): the library
 is built as Numba builds it, with object caching on, and its object code and bitcode are written
 to `nrt-<key>.o` in the cache directory (`<key>`: a hash of the numba and llvmlite versions and

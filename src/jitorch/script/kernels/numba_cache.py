@@ -36,7 +36,10 @@ load makes sure of what loading machine code needs (`_runtime_for_load`): Numba'
 calls, known to LLVM's symbol table or defined by code loaded before; only an unknown one makes
 it refresh the context Numba's way first (once per process). The host's magic tuple in an
 index key is asked of LLVM once (`magic_tuple`). Any other entry (bitcode, a non-ELF object,
-another Numba's layout) is refreshed for and loads Numba's way.
+another Numba's layout) is refreshed for and loads Numba's way. Beside this module: a load's
+environments do not import Numba's library modules (lean_env.py), Numba's runtime library is
+loaded from a checked object file, not compiled (nrt_cache.py), and the eager kernels'
+dispatchers type plain arrays without importing numpy.ma (array_types.py).
 
 A load runs none of Numba's extension entry points (`numba_extensions`: in this environment
 rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba runs them

@@ -82,7 +82,7 @@ def _sources_stamp() -> str:
                     lines.append(f"{rel}{e.name}:{st.st_size}:{st.st_mtime_ns}\n")
             h.update("".join(lines).encode())
             for e in entries:
-                if e.name != "__pycache__" and e.is_dir():
+                if e.name != "__pycache__" and e.is_dir() and not e.is_symlink():  # (os.walk's)
                     walk(e.path, f"{rel}{e.name}/")
         walk(root, "")
         _stamp.append(h.hexdigest())
