@@ -181,3 +181,41 @@ def test_threads_never_get_a_module_before_its_caches_are_guarded(tmp_path, monk
     # (EntryCache: the GuardedCache of a function that may call symbols, kernel_call.py)
     out = _load_at_once(src, lambda m: isinstance(m.entry._cache, numba_cache.GuardedCache))
     assert [guarded for _, _, guarded in out] == [True] * 8
+
+
+def _no_compile(monkeypatch, calls):
+    """cache.py's `compile` counted (the builtin, looked up in the module's globals)."""
+    def counted(src, filename, mode):
+        calls.append(filename)
+        return compile(src, filename, mode)
+    monkeypatch.setattr(cache, "compile", counted, raising=False)
+
+
+def test_a_loaded_module_reuses_its_checked_bytecode(tmp_path, monkeypatch):
+    # a warm process executes the program modules' code without compiling their sources again;
+    # a damaged code file or another module's (valid) one is never executed: compiled afresh
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
+    src = SRC + f"\n# bytecode {time.time_ns()}\n"
+    other, _ = cache.load_module(SRC + f"\n# other bytecode {time.time_ns()}\n")
+    mod, _ = cache.load_module(src)
+    name, calls = mod.__name__, []
+    _no_compile(monkeypatch, calls)
+    code = mod.__file__[:-3] + ".code"
+
+    def reload():
+        cache.forget(name)
+        m, new = cache.load_module(src)
+        assert new and m.entry(np.arange(3, dtype=np.float32))[0].tolist() == [0.0, 2.0, 4.0]
+    reload()
+    assert calls == []
+    with open(code, "rb") as f:
+        good = f.read()
+    for bad in (good[:-7] + b"junk!!!", good[:len(good) // 2],
+                open(other.__file__[:-3] + ".code", "rb").read()):
+        with open(code, "wb") as f:
+            f.write(bad)
+        reload()
+        assert calls == [mod.__file__]
+        calls.clear()
+        reload()  # the file was rewritten: read again
+        assert calls == []

@@ -650,3 +650,54 @@ def test_isinstance_refines_optional_and_raise_branch_merges():
     check(f_raise_branch, X, 2)
     with pytest.raises(jitorch.jit.Error, match="n must be positive"):
         run(f_raise_branch, X, 0)
+
+
+# --- the source of a scripted function (frontend.function.source_lines) ------------------------
+def _src_plain(x):
+    y = (x +
+         1)  # a statement over two lines
+    return y
+    # a comment after the function
+
+
+def _src_dead(x):
+    return x
+    x = x + 1  # unreachable: its bytecode is dropped, its lines still belong to the function
+
+
+def _src_pass(x):
+    if x:
+        return 1
+    else:
+        pass
+
+
+def _src_doc():
+    """only a docstring,
+    over two lines"""
+
+
+def _src_wrapper(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def inner(*a):
+        return fn(*a)
+    return inner
+
+
+@pytest.mark.parametrize("fn", [_src_plain, _src_dead, _src_pass, _src_doc,
+                                _src_wrapper(_src_plain)])
+def test_source_lines_are_inspects(fn, monkeypatch):
+    import ast
+    import inspect
+    import textwrap
+    want = inspect.getsourcelines(fn)
+    if fn is _src_plain:  # its end comes from its bytecode: the tokenizer is not needed
+        monkeypatch.setattr(inspect, "getblock", None)
+    lines, first, tree = frontend.source_lines(fn)
+    n = len(lines)
+    assert first == want[1] and lines == want[0][:n]
+    assert all(not ln.strip() or ln.lstrip().startswith("#") for ln in want[0][n:])
+    if tree is not None:
+        assert ast.dump(tree) == ast.dump(ast.parse(textwrap.dedent("".join(lines))))

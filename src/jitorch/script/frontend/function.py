@@ -39,6 +39,7 @@ from __future__ import annotations
 import ast
 import builtins
 import inspect
+import re
 import sys
 import textwrap
 from dataclasses import dataclass, field
@@ -159,6 +160,47 @@ def _defining_frame_locals(code) -> dict | None:
     return None
 
 
+_WITH = re.compile(r"\bwith\b")  # (no `with` statement without the word in the source)
+
+
+# --- the source --------------------------------------------------------------------------------
+def _last_line(code) -> int:
+    """The last source line that any instruction of `code` (or of the code it nests) spans."""
+    end = max((e for _, e, _, _ in code.co_positions() if e is not None), default=0)
+    for c in code.co_consts:
+        if isinstance(c, type(code)):
+            end = max(end, _last_line(c))
+    return end
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def source_lines(fn):
+    """`inspect.getsourcelines(fn)` and the AST of the dedented lines (None: not parsed yet),
+    the function's end taken from where its bytecode ends. inspect finds the end by tokenizing
+    the rest of the file (~0.5 ms a function; a warm start scripts a Transformer's ~25
+    functions again). Where the two could differ (a function that ends in code its bytecode
+    dropped, e.g. after a `return`, or whose last line is a header `else:` over a `pass`),
+    inspect's way decides: the next line holding code must be indented no deeper than the
+    `def`, and the lines must parse."""
+    fn = inspect.unwrap(fn)  # (as inspect: the source of what functools.wraps wraps)
+    lines, start = inspect.findsource(fn)
+    code = getattr(fn, "__code__", None)
+    end = _last_line(code) if code is not None else 0
+    if start < end <= len(lines):
+        after = next((ln for ln in lines[end:] if ln.strip() and
+                      not ln.lstrip().startswith("#")), None)
+        if after is None or _indent(after) <= _indent(lines[start]):
+            block = lines[start:end]
+            try:
+                return block, start + 1, ast.parse(textwrap.dedent("".join(block)))
+            except SyntaxError:
+                pass
+    return (*inspect.getsourcelines(fn), None)
+
+
 # --- the compiler ------------------------------------------------------------------------------
 class FunctionCompiler:
     """Compiles one function: parses it, builds its `FrontendState` and the builders sharing
@@ -167,7 +209,7 @@ class FunctionCompiler:
     def __init__(self, fn, name=None, self_type=None, scope_extra=None, hooks=None):
         scope = Scope(fn, scope_extra)
         try:
-            lines, first = inspect.getsourcelines(fn)
+            lines, first, tree = source_lines(fn)
         except (OSError, TypeError) as e:
             raise ScriptError(f"cannot script '{getattr(fn, '__qualname__', fn)}': its source "
                               f"is not available ({e})") from None
@@ -184,7 +226,8 @@ class FunctionCompiler:
         st.exprs, st.calls, st.methods = ExprBuilder(st), CallBuilder(st), MethodBuilder(st)
         st.index, st.stmts, st.loops = IndexBuilder(st), StmtBuilder(st), LoopBuilder(st)
         st.writes = WriteBuilder(st)
-        tree = ast.parse(dedented)
+        if tree is None:
+            tree = ast.parse(dedented)
         fdefs = [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
         if not fdefs:
             if tree.body and isinstance(tree.body[0], ast.Expr) and \
@@ -197,7 +240,8 @@ class FunctionCompiler:
         markers = ()
         # the three rewrites change `with` statements only: a function without one (most of
         # them) skips their three walks of its AST (a warm start scripts every function again)
-        if any(isinstance(n, (ast.With, ast.AsyncWith)) for n in ast.walk(st.fdef)):
+        if _WITH.search(dedented) and \
+                any(isinstance(n, (ast.With, ast.AsyncWith)) for n in ast.walk(st.fdef)):
             st.fdef, markers = strip_markers(st.fdef, st.scope, st.fail)
             st.fdef = strip_grad_blocks(st.fdef, st.scope, st.fail)  # with no_grad(): ...
             st.fdef = rewrite_regions(st.fdef, st.scope, st.fail)  # `with autocast(...)`

@@ -149,7 +149,7 @@ class ModuleHooks(AttributeState, FrontendHooks):
         """Paths (`sub.weight`) of the parameters/buffers/tensor attributes that `self.a.b...`
         chains in this method's body name (first seen first)."""
         paths = []
-        for node in ast.walk(self.st.fdef):
+        for node in self.st.nodes():
             chain = []
             while isinstance(node, ast.Attribute):
                 chain.append(node.attr)

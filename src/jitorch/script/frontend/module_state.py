@@ -86,7 +86,7 @@ class AttributeState:
         """Paths of the `self.a.b` attributes this method's body assigns, augments, assigns an
         item of, or calls a list/dict mutator on."""
         out = set()
-        for n in ast.walk(self.st.fdef):
+        for n in self.st.nodes():
             if isinstance(n, ast.Assign):
                 targets = list(n.targets)
             elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):

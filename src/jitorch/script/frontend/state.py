@@ -101,6 +101,7 @@ class FrontendState:
     line_offset: int                     # line of the function's first line in the file - 1
     col_offset: int                      # indentation removed before parsing
     fdef: ast.FunctionDef | None = None  # the parsed definition
+    fdef_nodes: tuple | None = None      # (fdef, its nodes in ast.walk order): see nodes()
     # -- what is being built --
     graph: ir.Graph | None = None        # the function's graph
     block: ir.Block | None = None        # the block nodes are emitted into now
@@ -130,7 +131,15 @@ class FrontendState:
     loops: Any = None                    # loops.LoopBuilder
     writes: Any = None                   # alias.WriteBuilder
 
+    def nodes(self) -> list:
+        """Every node of `fdef`, in `ast.walk` order, walked once per definition (the module
+        frontend scans each method's body twice; a warm start scripts every method again)."""
+        if self.fdef_nodes is None or self.fdef_nodes[0] is not self.fdef:
+            self.fdef_nodes = (self.fdef, list(ast.walk(self.fdef)))
+        return self.fdef_nodes[1]
+
     # -- locations and errors ----------------------------------------------------------------
+
     def loc(self, node=None) -> ir.SourceLoc:
         node = node if node is not None else self.cur
         line = getattr(node, "lineno", 1)

@@ -36,7 +36,10 @@ load makes sure of what loading machine code needs (`_runtime_for_load`): Numba'
 calls, known to LLVM's symbol table or defined by code loaded before; only an unknown one makes
 it refresh the context Numba's way first (once per process). The host's magic tuple in an
 index key is asked of LLVM once (`magic_tuple`). Any other entry (bitcode, a non-ELF object,
-another Numba's layout) is refreshed for and loads Numba's way.
+another Numba's layout) is refreshed for and loads Numba's way. Beside this module: a load's
+environments do not import Numba's library modules (lean_env.py), Numba's runtime library is
+loaded from a checked object file, not compiled (nrt_cache.py), and the eager kernels'
+dispatchers type plain arrays without importing numpy.ma (array_types.py).
 
 A load runs none of Numba's extension entry points (`numba_extensions`: in this environment
 rocket-fft, whose import also imports scipy.fft, ~0.1 s of a warm start). Numba runs them
@@ -75,9 +78,12 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
-from . import compile_gc, entry_pipeline
+from . import compile_gc, entry_pipeline, nrt_cache
+from .array_types import eager_typeof
+from .lean_env import loading_overloads
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
+nrt_cache.install()  # (Numba's runtime library from a checked object file)
 entry_pipeline.install()  # (the glue entries' LLVM pipeline)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
@@ -380,7 +386,7 @@ class GuardedCache(FunctionCache):
 
     def load_overload(self, sig, target_context):
         try:
-            with _quiet_llvm_lock():
+            with _quiet_llvm_lock(), loading_overloads():
                 # FunctionCache.load_overload without its refresh before every load (what a
                 # load needs of it, `_LeanImpl.rebuild` sees to)
                 cres = self._load_overload(sig, target_context)
@@ -552,6 +558,7 @@ def guard_eager_dispatcher(disp) -> None:
             return
     if isinstance(disp._cache, GuardedCache):
         disp._compilation_chain_init_hook = _no_entry_points
+    eager_typeof(disp)  # (plain arrays typed without importing numpy.ma)
 
 
 _said: set = set()

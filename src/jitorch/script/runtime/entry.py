@@ -197,9 +197,12 @@ def _nb_signature(fn, xs) -> tuple:
     """The Numba argument types a program is compiled for on boundary values `xs`: typeof's,
     with every array typed 'C' when it (or every element of its tuple) is C-contiguous and
     'A' otherwise (an 'F' or read-only array gets no overload of its own)."""
+    from ..kernels.array_types import array_type
     sig = []
     for x in xs:
-        t = fn.typeof_pyval(x)
+        t = array_type(x)  # (a plain array without Numba's typeof, see array_types.py)
+        if t is None:
+            t = fn.typeof_pyval(x)
         if type(x) is np.ndarray:
             t = _layout_type(t, x.flags.c_contiguous)
         elif type(x) is tuple and x and type(x[0]) is np.ndarray:

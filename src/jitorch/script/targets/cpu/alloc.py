@@ -35,7 +35,6 @@ from numba import types
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_new_ref
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
 
 from ...kernels import kernel_call
 
@@ -157,6 +156,19 @@ def emit_empty(context, builder, ret, sizes):
                    strides=cgutils.pack_array(builder, strides, ty=intp),
                    itemsize=itemsize, meminfo=meminfo)
     return out._getvalue()
+
+
+# Numba's array builders for the lowerings here and in views.py, imported when a program compiles:
+# programs import these modules, and importing numba.np.arrayobj was ~0.03 s of every warm start
+# (which compiles nothing)
+def make_array(array_type):
+    from numba.np.arrayobj import make_array as make
+    return make(array_type)
+
+
+def populate_array(array, **fields):
+    from numba.np.arrayobj import populate_array as populate
+    return populate(array, **fields)
 
 
 # called from njit code only

@@ -38,9 +38,8 @@ from numba import types
 from numba.core import cgutils
 from numba.core.imputils import impl_ret_borrowed, impl_ret_new_ref
 from numba.extending import intrinsic
-from numba.np.arrayobj import make_array, populate_array
 
-from .alloc import emit_empty
+from .alloc import emit_empty, make_array, populate_array
 
 MODULE = "jitorch.script.targets.cpu.views"
 
