@@ -376,7 +376,6 @@ def trace_module(m, example_inputs, check_trace=True, check_inputs=None, check_t
     from .programs import _symbolic
     for v in graph.inputs:
         v.type = _symbolic(v.type)
-    used = {id(t) for t in graph.inputs}  # noqa: F841 (inputs are all leaves)
     if not isinstance(out, (Tensor, tuple)) or (isinstance(out, tuple) and not all(
             isinstance(o, Tensor) for o in out)):
         raise NotImplementedError("jitorch.jit.trace(module): forward must return a Tensor or "
