@@ -188,7 +188,8 @@ def source_lines(fn):
     fn = inspect.unwrap(fn)  # (as inspect: the source of what functools.wraps wraps)
     lines, start = inspect.findsource(fn)
     code = getattr(fn, "__code__", None)
-    end = _last_line(code) if code is not None else 0
+    # (co_positions is Python 3.11's: on 3.10 inspect's way always decides)
+    end = _last_line(code) if hasattr(code, "co_positions") else 0
     if start < end <= len(lines):
         after = next((ln for ln in lines[end:] if ln.strip() and
                       not ln.lstrip().startswith("#")), None)
