@@ -12,21 +12,21 @@ other environment, and any outside a load, is Numba's.
 """
 from __future__ import annotations
 
-import contextlib
 import sys
-import threading
 
 from numba.core import environment as _environment
 
+from .thread_mark import ThreadMark
+
 _NUMBA_REBUILD_ENV = _environment._rebuild_env
-_loading = threading.local()  # .depth: this thread is loading cached overloads
+_loading = ThreadMark()  # this thread is loading cached overloads
 
 
 def _rebuild_env(modname, consts, env_name):
     """Numba's `environment._rebuild_env` (what a pickled Environment unpickles through),
     but see the module doc. A compile of that module's code in this process later gets this
     environment (Numba's memo, by name), as it would the imported module's."""
-    if getattr(_loading, "depth", 0) and not consts and isinstance(modname, str) and \
+    if _loading.active and not consts and isinstance(modname, str) and \
             modname.startswith("numba.") and modname not in sys.modules and \
             _environment.lookup_environment(env_name) is None:
         env = _environment.Environment({"__name__": modname})
@@ -42,11 +42,6 @@ _rebuild_env.__module__, _rebuild_env.__qualname__ = _NUMBA_REBUILD_ENV.__module
 _environment._rebuild_env = _rebuild_env
 
 
-@contextlib.contextmanager
-def loading_overloads():
+def loading_overloads() -> ThreadMark:
     """While this thread loads cached overloads (GuardedCache.load_overload)."""
-    _loading.depth = getattr(_loading, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _loading.depth -= 1
+    return _loading

@@ -64,7 +64,6 @@ import os
 import pickle
 import struct
 import sys
-import threading
 import weakref
 
 from llvmlite import binding as _llb
@@ -78,6 +77,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
+from .thread_mark import ThreadMark
 from . import compile_gc, entry_pipeline, nrt_cache
 from .array_types import eager_typeof
 from .lean_env import loading_overloads
@@ -279,13 +279,13 @@ _refreshed = weakref.WeakSet()  # the target contexts a load refreshed in this p
 
 # --- Numba's extension entry points: not run for a load (see the module doc) ------------------
 _NUMBA_INIT_ALL = getattr(_entrypoints.init_all, "__wrapped__", _entrypoints.init_all)
-_deferring = threading.local()  # .depth: this thread is refreshing a context for a load
+_deferring = ThreadMark()  # this thread is refreshing a context for a load
 
 
 def _init_all():
     """`numba.core.entrypoints.init_all`, except while this thread refreshes a target
     context for a load: then nothing (not marked done: the next caller runs it)."""
-    if getattr(_deferring, "depth", 0):
+    if _deferring.active:
         return
     _NUMBA_INIT_ALL()
 
@@ -295,13 +295,8 @@ _init_all.__wrapped__ = _NUMBA_INIT_ALL
 _entrypoints.init_all = _init_all
 
 
-@contextlib.contextmanager
-def _entry_points_deferred():
-    _deferring.depth = getattr(_deferring, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _deferring.depth -= 1
+def _entry_points_deferred() -> ThreadMark:
+    return _deferring
 
 
 def compile_program(disp, sig):

@@ -15,19 +15,19 @@ before each save, is Numba's own.
 """
 from __future__ import annotations
 
-import contextlib
 import os
-import threading
 
 from numba.core.caching import _CacheLocator
 
+from .thread_mark import ThreadMark
+
 _NUMBA_ENSURE_CACHE_PATH = _CacheLocator.ensure_cache_path
 _writable: set = set()  # cache paths whose write test passed while a program module loaded
-_loading = threading.local()  # .depth: this thread runs a program module's code
+_loading = ThreadMark()  # this thread runs a program module's code
 
 
 def _ensure_cache_path(locator):
-    if not getattr(_loading, "depth", 0):
+    if not _loading.active:
         return _NUMBA_ENSURE_CACHE_PATH(locator)
     path = locator.get_cache_path()
     if path in _writable:
@@ -41,11 +41,6 @@ def _ensure_cache_path(locator):
 _CacheLocator.ensure_cache_path = _ensure_cache_path  # (the locator classes inherit it)
 
 
-@contextlib.contextmanager
-def module_loading():
+def module_loading() -> ThreadMark:
     """While a program module's code runs on this thread (cache._exec_module)."""
-    _loading.depth = getattr(_loading, "depth", 0) + 1
-    try:
-        yield
-    finally:
-        _loading.depth -= 1
+    return _loading
