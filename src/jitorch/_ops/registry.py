@@ -47,6 +47,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import _autocast, _dtype as dt, _fork, _profiling
+from .._code_cache import compile_cached
 from .._device import placed as _placed
 from .._layout import SparseOperand as _SparseOperand
 from .._device.backends import device_array_types as _device_arrays
@@ -433,10 +434,10 @@ def _make_wrapper(op: OpDef, sig: inspect.Signature, pyname: str, guard=None) ->
            f"    except _SparseOperand:\n"
            f"        r = _sparse(_op, {slots}, {attrs})\n"
            f"    return r if out is None else _out(out, r)\n")
-    exec(compile(src, f"<jitorch op {op.name}>", "exec"), ns)
+    exec(compile_cached(src, f"<jitorch op {op.name}>"), ns)
     if check:  # the same function without the Tensor-first check, for reflected operators
-        exec(compile(src.replace(check, "").replace(f"def {pyname}(", f"def {pyname}_any("),
-                     f"<jitorch op {op.name}>", "exec"), ns)
+        exec(compile_cached(src.replace(check, "").replace(f"def {pyname}(", f"def {pyname}_any("),
+                            f"<jitorch op {op.name}>"), ns)
         op.fn_any = ns[pyname + "_any"]
     fn = ns[pyname]
     op.fn_any = getattr(op, "fn_any", fn)
@@ -739,7 +740,7 @@ def _make_inplace(op: OpDef, sig: inspect.Signature, pyname: str) -> Callable:
     src = (f"def {pyname}({', '.join(parts)}):\n"
            + _varargs_line(op) +
            f"    return _inplace(_op, {first}, {slots}, {attrs})\n")
-    exec(compile(src, f"<jitorch op {op.name}_>", "exec"), ns)
+    exec(compile_cached(src, f"<jitorch op {op.name}_>"), ns)
     fn = ns[pyname]
     fn.__qualname__ = "Tensor." + pyname
     return fn

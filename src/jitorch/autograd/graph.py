@@ -28,6 +28,7 @@ import weakref
 import numpy as np
 
 from .. import _dtype as dt, _profiling
+from .._code_cache import compile_cached
 from .._device import CPU, on_device as _on_device, placed as _placed
 from .._device.transfer import data_copy as _data_copy, full as _full, \
     grads_device as _grads_device
@@ -713,8 +714,8 @@ def _make_recorders(op):
     head = ["def rec(slots, attrs, outs):", f"    {slots}= slots"] + [
         f"    _a{j} = attrs[{a!r}]" for j, a in enumerate(op.attrs) if f"_a{j}" in used]
     text = "\n".join(src) + "\n"
-    exec(compile("\n".join(head) + "\n" + text + f"def recp({slots}{attrs}outs):\n" + text,
-                 f"<jitorch recorder {op.name}>", "exec"), ns)
+    exec(compile_cached("\n".join(head) + "\n" + text + f"def recp({slots}{attrs}outs):\n" + text,
+                        f"<jitorch recorder {op.name}>"), ns)
     return ns["rec"], ns["recp"]
 
 
@@ -789,7 +790,7 @@ def _make_applier(op):
           "_grad_state": grad_mode._state, "_with_result": with_result, "_CPU": _CPU_DEV,
           "_nd": np.ndarray, "_asarray": np.asarray, "_SUM": SUM_DTYPES,
           "_slow": _profiling.slow, "_MISS": _MISS}
-    exec(compile("\n".join(src) + "\n", f"<jitorch applier {op.name}>", "exec"), ns)
+    exec(compile_cached("\n".join(src) + "\n", f"<jitorch applier {op.name}>"), ns)
     return ns["app"]
 
 

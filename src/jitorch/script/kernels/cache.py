@@ -54,13 +54,19 @@ _dir: tuple | None = None
 MODULE_PREFIX = "_jitorch_prog_"
 
 
+def wanted_dir() -> str:
+    """Where the cache directory is asked to be (`$JITORCH_CACHE_DIR`, else
+    `$XDG_CACHE_HOME/jitorch`, else `~/.cache/jitorch`), whether or not it exists."""
+    return os.environ.get("JITORCH_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+        "jitorch")
+
+
 def cache_dir() -> str | None:
     """The directory for generated modules, created on first use; None if it cannot be created
     or written (programs then compile in memory, see load_module)."""
     global _dir
-    want = os.environ.get("JITORCH_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-        "jitorch")
+    want = wanted_dir()
     if _dir is not None and _dir[0] == want:
         return _dir[1]
     path = want
