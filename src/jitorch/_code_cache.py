@@ -11,7 +11,7 @@ keyed by the SHA-256 of the filename and source: only the exact same source is e
 code. The table is read once per process from `<jitorch's cache directory>/generated-code-<tag>.bin`
 (`<tag>`: Python's bytecode magic number) and written back atomically at exit when the process
 compiled something it lacked, holding what this process used (and what it read, unless that is
-mostly stale). The file is sealed like the programs' code files (kernels/cache.py `_compiled`):
+mostly stale). The file is sealed (kernels/sealed.py, as the programs' code files are):
 a SHA-256 of its payload is checked before anything is unmarshalled, and the payload must name
 this Python's bytecode format; a damaged, truncated or foreign file is ignored (the functions
 compile) and rewritten. Like the rest of that directory it is trusted by the user who owns it
@@ -42,13 +42,12 @@ def _path() -> str:
 
 
 def _read() -> dict:
+    from .script.kernels import sealed
     from .script.kernels.cache import read_regular_file  # (no link followed, no FIFO waited on)
     try:
-        data = read_regular_file(_path(), 1 << 26)
-        head = len(_MAGIC) + 32
-        if data is not None and data.startswith(_MAGIC) and \
-                hashlib.sha256(data[head:]).digest() == data[len(_MAGIC):head]:
-            magic, table = marshal.loads(data[head:])
+        payload = sealed.unseal(_MAGIC, read_regular_file(_path(), 1 << 26))
+        if payload is not None:
+            magic, table = marshal.loads(payload)
             if magic == MAGIC_NUMBER and isinstance(table, dict) and \
                     all(isinstance(c, types.CodeType) for c in table.values()):
                 return table
@@ -83,10 +82,10 @@ def _write() -> None:
         table.update(_table)
         table.update(_used)
     try:
+        from .script.kernels import sealed
         from .script.kernels.cache import _write_atomic
-        payload = marshal.dumps((MAGIC_NUMBER, table))
         path = _path()
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        _write_atomic(path, _MAGIC + hashlib.sha256(payload).digest() + payload)
+        _write_atomic(path, sealed.seal(_MAGIC, marshal.dumps((MAGIC_NUMBER, table))))
     except Exception:  # noqa: BLE001 - not saved: the next process compiles them again
         pass

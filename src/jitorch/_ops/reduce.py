@@ -62,14 +62,16 @@ _SUM_KEYS = {np.dtype(np.float32): ("sum", "float32"), np.dtype(np.float64): ("s
 _kernels = None  # _ops/_sum_kernels.py, once a large sum imported it (it imports Numba)
 
 
-def _blocked_total(x):
-    """The sum of every element of the float ndarray `x` (at least BLOCKED_MIN of them) as a
-    scalar of x's dtype, by the compiled blocked sum (_ops/_sum_kernels.py: the compiled
-    reductions' algorithm); None where NumPy sums it: a dtype, byte order or layout the kernel
-    is not typed for (it takes writeable, aligned, contiguous native float32/float64), or the
-    kernel not loaded yet (jitorch's compile worker compiles it meanwhile; under
-    `JITORCH_COMPILE=sync` it compiles in the call: script/runtime/worker_loops.py)."""
+def _blocked_total(x, dim, keepdim):
+    """`x.sum(dim, keepdim)` in x's dtype by the compiled blocked sum (_ops/_sum_kernels.py: the
+    compiled reductions' algorithm) where it serves: a sum of every element (`dim` None) of an
+    ndarray of at least BLOCKED_MIN elements that the kernel is typed for (writeable, aligned,
+    contiguous, native float32/float64), the kernel loaded. None where NumPy sums it (meanwhile
+    jitorch's compile worker compiles the kernel; under `JITORCH_COMPILE=sync` it compiles in
+    the call: script/runtime/worker_loops.py)."""
     global _kernels
+    if dim is not None or type(x) is not np.ndarray or x.size < BLOCKED_MIN:
+        return None
     key = _SUM_KEYS.get(x.dtype)
     flags = x.flags
     if key is None or not (flags.writeable and flags.aligned and
@@ -80,17 +82,17 @@ def _blocked_total(x):
         _kernels = _sum_kernels
     if not _kernels.LOOPS.ready(key):
         return None
-    return x.dtype.type(_kernels.blocked_total(x.ravel(order="K")))
+    total = x.dtype.type(_kernels.blocked_total(x.ravel(order="K")))
+    return np.asarray(total).reshape((1,) * x.ndim if keepdim else ())
 
 
 # --- sum / mean ----------------------------------------------------------------------------------
 def _sum(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is None and input.dtype.kind == "f" and input.itemsize > 2 and \
             type(input) is np.ndarray:
-        if dim is None and input.size >= BLOCKED_MIN:
-            t = _blocked_total(input)
-            if t is not None:
-                return np.asarray(t).reshape((1,) * input.ndim if keepdim else ())
+        t = _blocked_total(input, dim, keepdim)
+        if t is not None:
+            return t
         # fast path for float32/64: np.add.reduce skips np.sum's Python-level dispatch
         axis = None if dim is None else np_axes(axes_of(dim, input.ndim), input.ndim)
         return np.asarray(_add_reduce(input, axis=axis, keepdims=keepdim))
@@ -116,14 +118,11 @@ def _mean(input, dim=None, keepdim=False, *, dtype=None):
             f"or complex dtype. Got: {pt_name(input.dtype)}")
     x = input if dtype is None else input.astype(dtype.np)
     axes = axes_of(dim, x.ndim)
-    s = _blocked_total(x) if dim is None and type(x) is np.ndarray and \
-        x.size >= BLOCKED_MIN else None
-    if s is not None:
-        if keepdim:
-            s = np.asarray(s).reshape((1,) * x.ndim)
-    elif type(x) is np.ndarray and x.dtype.kind == "f" and x.itemsize > 2:  # as np.sum, less
-        s = _add_reduce(x, axis=np_axes(axes, x.ndim), keepdims=keepdim)  # its Python layer
-    else:
+    s = _blocked_total(x, dim, keepdim)
+    if s is None and type(x) is np.ndarray and x.dtype.kind == "f" and x.itemsize > 2:
+        # as np.sum, less its Python layer
+        s = _add_reduce(x, axis=np_axes(axes, x.ndim), keepdims=keepdim)
+    elif s is None:
         s = np.sum(compute_array(x), axis=np_axes(axes, x.ndim), keepdims=keepdim)
     n = _count(x.shape, axes)
     if n:  # only 0 / 0 warns: np.errstate (~1 us) just for an empty reduction

@@ -46,6 +46,7 @@ import tempfile
 import types
 
 from ... import _fork
+from . import sealed
 
 _lock = _fork.lock()  # one import per module per process
 # name -> module whose code ran to the end and whose caches are guarded (see the docstring)
@@ -367,12 +368,10 @@ def _compiled(name: str, src: str, filename: str):
     from importlib.util import MAGIC_NUMBER
     digest = hashlib.sha256(src.encode("utf-8")).digest()
     path = _code_path(filename)
-    data = read_regular_file(path, 1 << 26)
-    head = len(_CODE_MAGIC) + 32
-    if data is not None and data.startswith(_CODE_MAGIC) and \
-            hashlib.sha256(data[head:]).digest() == data[len(_CODE_MAGIC):head]:
+    payload = sealed.unseal(_CODE_MAGIC, read_regular_file(path, 1 << 26))
+    if payload is not None:
         try:
-            magic, mod_name, file, src_digest, code = marshal.loads(data[head:])
+            magic, mod_name, file, src_digest, code = marshal.loads(payload)
         except Exception:  # noqa: BLE001 - another layout: compiled and rewritten below
             magic = None
         if (magic, mod_name, file, src_digest) == (MAGIC_NUMBER, name, filename, digest) \
@@ -381,7 +380,7 @@ def _compiled(name: str, src: str, filename: str):
     code = compile(src, filename, "exec")
     try:
         payload = marshal.dumps((MAGIC_NUMBER, name, filename, digest, code))
-        _write_atomic(path, _CODE_MAGIC + hashlib.sha256(payload).digest() + payload)
+        _write_atomic(path, sealed.seal(_CODE_MAGIC, payload))
     except (OSError, ValueError):  # not saved: the next process compiles it again
         pass
     return code

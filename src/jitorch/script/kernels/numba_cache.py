@@ -77,6 +77,7 @@ from numba.core.dispatcher import Dispatcher
 from numba.core.runtime import rtsys
 
 from .log import log_enabled
+from . import sealed
 from .thread_mark import ThreadMark
 from . import compile_gc, entry_pipeline, nrt_cache
 from .array_types import eager_typeof
@@ -87,7 +88,6 @@ nrt_cache.install()  # (Numba's runtime library from a checked object file)
 entry_pipeline.install()  # (the glue entries' LLVM pipeline)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
-_DIGEST = 32
 
 
 class DamagedCacheFile(Exception):
@@ -95,16 +95,14 @@ class DamagedCacheFile(Exception):
 
 
 def _seal(payload: bytes) -> bytes:
-    return _MAGIC + hashlib.sha256(payload).digest() + payload
+    return sealed.seal(_MAGIC, payload)
 
 
 def _unseal(data: bytes, path: str) -> bytes:
-    head = len(_MAGIC) + _DIGEST
-    if len(data) < head or not data.startswith(_MAGIC):
-        raise DamagedCacheFile(f"{os.path.basename(path)}: not a checksummed jitorch cache file")
-    payload = data[head:]
-    if hashlib.sha256(payload).digest() != data[len(_MAGIC):head]:
-        raise DamagedCacheFile(f"{os.path.basename(path)}: checksum mismatch")
+    payload = sealed.unseal(_MAGIC, data)
+    if payload is None:
+        raise DamagedCacheFile(f"{os.path.basename(path)}: not a jitorch cache file, or its "
+                               "checksum does not match")
     return payload
 
 
