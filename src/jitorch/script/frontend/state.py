@@ -139,7 +139,6 @@ class FrontendState:
         return self.fdef_nodes[1]
 
     # -- locations and errors ----------------------------------------------------------------
-
     def loc(self, node=None) -> ir.SourceLoc:
         node = node if node is not None else self.cur
         line = getattr(node, "lineno", 1)
