@@ -328,7 +328,11 @@ class RNNBase(Module):
             hx = self.permute_hidden(hx, sorted_indices)
         self.check_forward_args(data, hx, batch_sizes)
         h0, c0 = hx if lstm else (hx, None)
-        output, h_n, c_n = self._run(data, h0, c0, sizes)
+        res = _eager_compiled.rnn(self, data, (h0, c0) if lstm else (h0,), sizes)
+        if res is not None:  # the fused loops (the packed rows of every step, one node)
+            output, h_n, c_n = res[0], res[1], res[2] if lstm else None
+        else:
+            output, h_n, c_n = self._run(data, h0, c0, sizes)
         output = PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices)
         hidden = (h_n, c_n) if lstm else h_n
         return output, self.permute_hidden(hidden, unsorted_indices)
