@@ -28,6 +28,17 @@ compile worker process compiled them into Numba's disk cache unless they are the
   rows) and writes the block's input gradient (`dG_blk @ W_ih`): dG (3.3 MB at T=50, B=64,
   H=64) is never written out to memory and read back.
 
+A PackedSequence input (`run(..., batch_sizes)`) runs in the same padded (T, B, F) layout: its
+rows are scattered into a zeroed buffer (step t's are batch rows 0 .. batch_sizes[t] - 1: the
+sequences sorted by decreasing length) and every loop is handed `bs`, how many rows run at each
+step (B at every step for a padded batch). The per-step matmuls and gate passes take the
+running rows only; the others carry their states through the step (out[t] holds them), so h_n
+is out[last] as in the padded case: each sequence's state at its own length going forward, h0
+kept until its last step going backward (`_rnn_loops.py`). Their gate gradients are zero, so
+the whole-sequence weight and input gradient products need no change. The output and input
+gradient are gathered back into packed order; the caller (`RNNBase._forward_packed`) permutes
+the states in and out for unsorted batches, as for the eager packed loop.
+
 The large arrays (projections, gates, states, outputs, gradients) come from a per-thread pool
 (`_empty`) and are handed out again once nothing references them: the tape goes with the saved
 tensors, so the engine's release after backward frees its arrays for the next call. What

@@ -11,7 +11,10 @@ per layer and direction, the recurrence one matmul per time step.
 A `PackedSequence` input (`nn/utils/rnn.py`) runs the same recurrence on the packed rows: at
 step t only the first `batch_sizes[t]` sequences (sorted by decreasing length) advance, so each
 sequence's final state is the one at its true length, in both directions; the output is packed
-again, and the states are given and returned in the batch's original order.
+again, and the states are given and returned in the batch's original order. An eager call on
+a PackedSequence runs the fused whole-sequence loops where they serve the configuration
+(`_eager_compiled.rnn`, `_rnn_fused.py`: the same recurrence, one autograd node), else this
+loop.
 """
 from __future__ import annotations
 
