@@ -290,7 +290,8 @@ def _gru_fwd(gi, whhT, bih, bhh, h0, rev, bs, out, acts):
                 a_hn[j] = ghn
                 z = a_z[j]
                 hn[j] = (one - z) * n + z * hb[j]
-        _carry(h, out[t], nr)
+        if nr < B:
+            _carry(h, out[t], nr)
         h = out[t]
 
 
@@ -324,8 +325,9 @@ def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, bs, dGi, dGh):
                 dg_z[j] = dzp
                 dg_n[j] = dnp * r
                 dhb[j] = dhv * z
-        _pass(dGi[t], dout[t], dh, nr)
-        _idle(dGh[t], nr)
+        if nr < B:
+            _pass(dGi[t], dout[t], dh, nr)
+            _idle(dGh[t], nr)
         _mm(dGh[t][:nr], whh, dh[:nr], True)
     return dh
 
@@ -347,7 +349,8 @@ def _rnn_fwd(gi, whhT, bias, h0, rev, relu, bs, out):
             else:
                 for j in range(H):
                     hn[j] = _tanh(x[j] + m[j] + bias[j])
-        _carry(h, out[t], nr)
+        if nr < B:
+            _carry(h, out[t], nr)
         h = out[t]
 
 
@@ -367,7 +370,8 @@ def _rnn_bwd(dout, dhn, out, whh, rev, relu, bs, dG):
             else:
                 for j in range(H):
                     d[j] = (dhb[j] + dob[j]) * (one - v[j] * v[j])
-        _pass(dG[t], dout[t], dh, nr)
+        if nr < B:
+            _pass(dG[t], dout[t], dh, nr)
         _mm(dG[t][:nr], whh, dh[:nr], False)
     return dh
 
