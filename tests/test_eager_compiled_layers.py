@@ -304,6 +304,17 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
     assert after["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
+    # a packed input meanwhile: the eager packed loop (no scripted packed composite; the fused
+    # loops once the worker is done), nothing compiled in the call
+    from jitorch.nn.utils.rnn import pack_padded_sequence
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    with jt.no_grad():
+        y, h = m(pack_padded_sequence(x, [T] + [T - 2] * (B - 1)))
+        monkeypatch.setenv(_eager_compiled.ENV, "0")
+        want_y, want_h = m(pack_padded_sequence(x, [T] + [T - 2] * (B - 1)))
+    np.testing.assert_allclose(y.data.numpy(), want_y.data.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
+    assert jt.jit.stats()["numba_compiles"] == before["numba_compiles"]
     assert _rnn_fused.LOOPS.jobs["RNN_TANH", "float32"].done.wait(600)
     assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
     assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"

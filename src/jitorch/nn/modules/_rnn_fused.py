@@ -404,8 +404,8 @@ class _Seq(Function):
         nd = 2 if m.bidirectional else 1
         H = m.hidden_size
         rows, bs = ctx.rows, ctx.bs
+        T, B = len(bs), int(bs[0])
         if rows is not None:
-            T, B = len(bs), int(bs[0])
             d_in = _scatter(dy._data, rows, T, B)
         else:
             d_in = _contiguous(dy._data.transpose(1, 0, 2) if m.batch_first else dy._data)
@@ -432,7 +432,7 @@ class _Seq(Function):
         if d_in is None:
             dxa = None
         elif rows is not None:
-            dxa = d_in.reshape(len(bs) * int(bs[0]), -1)[rows]
+            dxa = d_in.reshape(T * B, -1)[rows]
         else:
             dxa = _contiguous(d_in.transpose(1, 0, 2) if m.batch_first else d_in)
         res = [None, None, None, None if dxa is None else Tensor._make(dxa),
