@@ -68,28 +68,9 @@ def _mm(a, b, c, accumulate):
         mm_into(a[r:r + 32], b, c[r:r + 32], accumulate)
 
 
-# --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
-# `bs[t]`: how many batch rows run at step t (a PackedSequence's batch sizes, the sequences
-# sorted by decreasing length; B at every step for a padded batch). Rows b >= bs[t] keep their
-# state through step t (out[t, b] = their h before it, the LSTM's cs[t, b] their c): going
-# forward a sequence that ended keeps its last state, so out[T - 1] holds each one's state at
-# its own length; going backward (rev) one not yet started keeps h0 until its last step. Their
-# gate gradients are zero and their dh passes through unchanged, so the whole-sequence weight
-# and input gradient products over all T * B rows stay exact (every row they read is finite:
-# the carried states and the caller's zeroed inputs). The per-step matmuls read the running
-# rows only.
-# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, acts[t])`; targets/cpu/blas.py's
-# small-M kernel or BLAS, called
-# through its symbol, into a buffer made once), then 1-D loops over
-# contiguous rows with few operands each, which LLVM vectorises (fastmath.py's float32
-# sigmoid/tanh inline). `h` of step t is read back from out[t] (and the LSTM cell state from
-# cs[t]): no per-step state copies. Each gate is a slice indexed from 0 (`a[2 * H:3 * H][j]`,
-# never `a[2 * H + j]`): with an offset index LLVM cannot prove it non-negative, keeps Numba's
-# wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
-# `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
 def _carry(h, out, n):
-    """Rows n.. of a step not running: out = h (their state carried unchanged)."""
+    """Rows n.. of a step not running (see `bs` below): out = h, their state carried."""
     for b in range(n, h.shape[0]):
         hb, ob = h[b], out[b]
         for j in range(hb.shape[0]):
@@ -116,6 +97,26 @@ def _pass(dG, dout, dh, n):
             dhb[j] += dob[j]
 
 
+# --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
+# `bs[t]`: how many batch rows run at step t (a PackedSequence's batch sizes, the sequences
+# sorted by decreasing length; B at every step for a padded batch). Rows b >= bs[t] keep their
+# state through step t (out[t, b] = their h before it, the LSTM's cs[t, b] their c): going
+# forward a sequence that ended keeps its last state, so out[T - 1] holds each one's state at
+# its own length; going backward (rev) one not yet started keeps h0 until its last step. Their
+# gate gradients are zero and their dh passes through unchanged, so the whole-sequence weight
+# and input gradient products over all T * B rows stay exact (every row they read must be
+# finite, as 0 * NaN is not 0: the carried states and the caller's zeroed inputs are). The
+# per-step matmuls read the running rows only; a padded batch calls none of `_carry`, `_idle`,
+# `_pass`.
+# Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, acts[t])`; targets/cpu/blas.py's
+# small-M kernel or BLAS, called
+# through its symbol, into a buffer made once), then 1-D loops over
+# contiguous rows with few operands each, which LLVM vectorises (fastmath.py's float32
+# sigmoid/tanh inline). `h` of step t is read back from out[t] (and the LSTM cell state from
+# cs[t]): no per-step state copies. Each gate is a slice indexed from 0 (`a[2 * H:3 * H][j]`,
+# never `a[2 * H + j]`): with an offset index LLVM cannot prove it non-negative, keeps Numba's
+# wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
+# `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
 def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, bs, out, acts, cs, tcs):
     """xh[t] = [x_t, h of the step before, 1] (filled in here, each step just before its matmul
