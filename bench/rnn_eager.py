@@ -8,6 +8,11 @@ PyTorch eager in the same process, one thread everywhere, same weights and input
 gradients checked). Input 32, hidden 64, T=50, batch 8 and 64, float32; CPU time per step
 (forward, `out.sum() + h_n.sum()`, backward), best of rounds; ratios are jitorch / PyTorch.
 
+The second table: a PackedSequence input (`pack_padded_sequence(x, lengths,
+enforce_sorted=False)` inside the step, 16 sequences of random lengths 5..50, input 32, hidden
+64, bidirectional, 1 and 2 layers): the fused loops (the packed rows of each step) vs the eager
+packed loop vs PyTorch.
+
     python bench/rnn_eager.py [--quick]
 """
 from __future__ import annotations
@@ -84,6 +89,72 @@ def case(kind: str, batch: int, rounds: int):
     return res
 
 
+PACKED_BATCH = 16
+
+
+def packed_step_fn(lib, m, x, lengths):
+    pack = lib.nn.utils.rnn.pack_padded_sequence
+
+    def step():
+        out, h = m(pack(x, lengths, enforce_sorted=False))
+        h = h[0] if isinstance(h, tuple) else h
+        (out.data.sum() + h.sum()).backward()
+        return out.data
+    return step
+
+
+def packed_case(kind: str, layers: int, rounds: int):
+    """{"eager loop", "fused", "PyTorch"}: CPU s per step on packed input (see the doc)."""
+    jt.manual_seed(0)
+    m = getattr(jt.nn, kind)(IN, HID, num_layers=layers, bidirectional=True)
+    lengths = np.random.default_rng(layers).integers(5, T + 1, PACKED_BATCH)
+    x = jt.randn(int(lengths.max()), PACKED_BATCH, IN, requires_grad=True)
+    step = packed_step_fn(jt, m, x, lengths.tolist())
+    res = {}
+    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "0"
+    out_eager = step().detach().numpy()
+    res["eager loop"] = cpu_per_call(step, rounds)
+    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "1"
+    step()
+    jt.jit.wait_compiled()
+    for p in m.parameters():
+        p.grad = None
+    x.grad = None
+    fused = jt.jit.stats()["fused_layers"].get(f"nn.{kind}[packed]", 0)
+    out = step().detach().numpy()
+    assert jt.jit.stats()["fused_layers"][f"nn.{kind}[packed]"] == fused + 1
+    g = grads(m, x)
+    np.testing.assert_allclose(out, out_eager, rtol=1e-5, atol=1e-6)
+    res["fused"] = cpu_per_call(step, rounds)
+    if torch is not None:
+        tm = getattr(torch.nn, kind)(IN, HID, num_layers=layers, bidirectional=True)
+        copy_weights(torch, m, tm)
+        tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
+        tstep = packed_step_fn(torch, tm, tx, torch.from_numpy(lengths))
+        check_step(tstep, tx, tm, out, g, rtol=1e-5, atol=1e-6)
+        res["PyTorch"] = cpu_per_call(tstep, rounds)
+    return res
+
+
+def packed_table(rounds: int) -> None:
+    print(f"\nPackedSequence input: {PACKED_BATCH} sequences, lengths random 5..{T}, "
+          "bidirectional, packing in the step\n")
+    head = "| layer | layers | jitorch eager packed loop | jitorch fused | loop / fused |"
+    head += " PyTorch | loop / PyTorch | fused / PyTorch |" if torch is not None else ""
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for kind in ("LSTM", "GRU"):
+        for layers in (1, 2):
+            r = packed_case(kind, layers, rounds)
+            row = f"| nn.{kind} | {layers} | {r['eager loop'] * 1e3:.2f} | " \
+                  f"{r['fused'] * 1e3:.2f} | {r['eager loop'] / r['fused']:.1f}x |"
+            if "PyTorch" in r:
+                pt = r["PyTorch"]
+                row += f" {pt * 1e3:.2f} | {r['eager loop'] / pt:.1f}x | " \
+                       f"{r['fused'] / pt:.2f}x |"
+            print(row, flush=True)
+
+
 def main():
     quick = "--quick" in sys.argv
     rounds = 3 if quick else 7
@@ -103,6 +174,7 @@ def main():
                 row += f" {pt * 1e3:.2f} | {r['eager loop'] / pt:.1f}x | " \
                        f"{r['compiled'] / pt:.2f}x |"
             print(row, flush=True)
+    packed_table(rounds)
     st = jt.jit.stats()
     fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
     print(f"\njit.stats: compiled_runs={st['compiled_runs']} "

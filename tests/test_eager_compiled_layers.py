@@ -107,6 +107,101 @@ def test_fused_layer_long_sequence_float64(monkeypatch):
                          monkeypatch, 1e-10)
 
 
+PACKED = {  # name: (layer, its kwargs, initial states given, enforce_sorted, dtype)
+    "lstm-bidir-2layer-unsorted": (nn.LSTM, dict(bidirectional=True, num_layers=2), True, False,
+                                   np.float32),
+    "lstm-f64": (nn.LSTM, {}, False, False, np.float64),
+    "gru-2layer-sorted": (nn.GRU, dict(num_layers=2), True, True, np.float32),
+    "rnn-tanh-bidir-unsorted": (nn.RNN, dict(bidirectional=True), False, False, np.float32),
+    "rnn-relu-bidir-2layer": (nn.RNN, dict(bidirectional=True, num_layers=2,
+                                           nonlinearity="relu"), True, False, np.float32),
+}
+LENGTHS = [3, 5, 1, 5]  # unsorted, a tie, a sequence of one step
+
+
+def _packed_inputs(m, dtype=np.float32):
+    """A padded batch of len(LENGTHS) sequences (T, B', IN) and initial states, as `_inputs`."""
+    g = np.random.default_rng(0)
+    nd = 2 if m.bidirectional else 1
+    lead = (m.num_layers * nd, len(LENGTHS), HID)
+    arrays = [g.standard_normal((max(LENGTHS), len(LENGTHS), IN))] + \
+        [g.standard_normal(lead) for _ in range(2 if m.mode == "LSTM" else 1)]
+    x, *states = [jt.tensor(a.astype(dtype), requires_grad=True) for a in arrays]
+    return x, states
+
+
+def _packed_step(m, x, states, enforce_sorted, create_graph=False):
+    """`_step` on `pack_padded_sequence(x, LENGTHS)`: packed output, final states, gradients
+    (second order through the input gradient where `create_graph`)."""
+    from jitorch.nn.utils.rnn import pack_padded_sequence
+    lengths = LENGTHS if not enforce_sorted else sorted(LENGTHS, reverse=True)
+    for t in [x, *states, *m.parameters()]:
+        t.grad = None
+    p = pack_padded_sequence(x, lengths, enforce_sorted=enforce_sorted)
+    out, hn = m(p, *([tuple(states) if m.mode == "LSTM" else states[0]] if states else []))
+    hn = list(hn) if isinstance(hn, tuple) else [hn]
+    loss = (out.data * out.data).sum() + sum((h * (k + 2)).sum() for k, h in enumerate(hn))
+    if create_graph:
+        g, = jt.autograd.grad(loss, x, create_graph=True)
+        loss = (g * g).sum()
+    loss.backward()
+    return out.data.grad_fn.name(), [out.data.detach().numpy()] + \
+        [h.detach().numpy() for h in hn] + [t.grad.numpy() for t in [x, *states, *m.parameters()]]
+
+
+@pytest.mark.parametrize("name", list(PACKED))
+def test_packed_input_served_by_the_fused_loops(name, monkeypatch):
+    """A PackedSequence input runs the fused loops (the sequences still running at each step;
+    counted as "nn.<Layer>[packed]" in jit.stats()): the eager packed loop's output, final
+    states (each sequence's at its own length, given states in the batch's order) and
+    gradients of the input, the states and every weight."""
+    cls, kw, given, enforce_sorted, dtype = PACKED[name]
+    jt.manual_seed(0)
+    m = cls(IN, HID, **kw)
+    if dtype == np.float64:
+        m.double()
+    x, states = _packed_inputs(m, dtype)
+    states = states if given else []
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    _, want = _packed_step(m, x, states, enforce_sorted)
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    key = f"nn.{cls.__name__}[packed]"
+    fused = jt.jit.stats()["fused_layers"].get(key, 0)
+    how, got = _packed_step(m, x, states, enforce_sorted)
+    assert jt.jit.stats()["fused_layers"].get(key, 0) == fused + 1
+    assert how == "_SeqBackward"  # one node for every layer, direction and step
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=tol, atol=tol)
+
+
+def test_packed_input_fused_matches_pytorch_and_second_order(monkeypatch):
+    """The fused loops on a packed reference case (tests/data/rnn_packed_refs.npz: PyTorch
+    2.13's values and gradients, float64; 2 layers, both directions, unsorted, states given)
+    and create_graph=True through the fused packed node (the eager loop run again and
+    differentiated: its second-order gradients)."""
+    from gen_rnn_packed_refs import run_case
+    refs = np.load(os.path.join(os.path.dirname(__file__), "data", "rnn_packed_refs.npz"))
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    fused = jt.jit.stats()["fused_layers"].get("nn.LSTM[packed]", 0)
+    got, _, _ = run_case(jt, "lstm_2l_bi")  # (the other cases: loops of other dtypes)
+    assert jt.jit.stats()["fused_layers"]["nn.LSTM[packed]"] == fused + 1
+    for key, value in got.items():
+        np.testing.assert_allclose(value, refs[f"lstm_2l_bi/{key}"], rtol=1e-9, atol=1e-11,
+                                   err_msg=key)
+    jt.manual_seed(0)
+    m = nn.LSTM(IN, HID, bidirectional=True)
+    x, states = _packed_inputs(m)
+    monkeypatch.setenv(_eager_compiled.ENV, "0")
+    _, want = _packed_step(m, x, states, False, create_graph=True)
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    how, got = _packed_step(m, x, states, False, create_graph=True)
+    assert how == "_SeqBackward"
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("name, rows", [("lstm-tanh-bidir-2layer", 2 * B),
                                          ("lstm-batch_first-states", 1)])
 def test_fused_lstm_backward_blocks_match_the_eager_loop(name, rows, monkeypatch):
@@ -209,6 +304,17 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     np.testing.assert_allclose(out.numpy(), want_out.numpy(), rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
     assert after["fused_loops"]["RNN_TANH float32"] == "compiling in the compile worker"
+    # a packed input meanwhile: the eager packed loop (no scripted packed composite; the fused
+    # loops once the worker is done), nothing compiled in the call
+    from jitorch.nn.utils.rnn import pack_padded_sequence
+    monkeypatch.setenv(_eager_compiled.ENV, "1")
+    with jt.no_grad():
+        y, h = m(pack_padded_sequence(x, [T] + [T - 2] * (B - 1)))
+        monkeypatch.setenv(_eager_compiled.ENV, "0")
+        want_y, want_h = m(pack_padded_sequence(x, [T] + [T - 2] * (B - 1)))
+    np.testing.assert_allclose(y.data.numpy(), want_y.data.numpy(), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(h.numpy(), want_h.numpy(), rtol=1e-6, atol=1e-6)
+    assert jt.jit.stats()["numba_compiles"] == before["numba_compiles"]
     assert _rnn_fused.LOOPS.jobs["RNN_TANH", "float32"].done.wait(600)
     assert _rnn_fused.ready("RNN_TANH", np.dtype(np.float32))  # later calls: the fused loops
     assert jt.jit.stats()["fused_loops"]["RNN_TANH float32"] == "loaded from the disk cache"

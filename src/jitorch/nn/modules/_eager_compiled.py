@@ -27,8 +27,10 @@ The layer's own checks and defaults (`_prepare_call`, `_finish_call`) run eagerl
 call, so arguments, error types and messages are the eager form's. Anything that needs the
 eager ops themselves keeps the eager path: `jit.trace` recording, a dispatch mode
 (`__torch_dispatch__`-style, vmap), autocast, tensor subclasses, dtypes other than float32 /
-float64, devices other than the CPU, empty sequences or batches, and PackedSequence inputs
-(handled by the layer's packed loop). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
+float64, devices other than the CPU, and empty sequences or batches. A PackedSequence input is
+served by the fused loops where they serve the configuration and are loaded (each step runs
+the sequences still running: `_rnn_fused.py`), else by the layer's eager packed loop (there is
+no scripted packed composite). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
 
 The attention and Transformer layers' flat source writes the forward out with the call's
 configuration as literals (sizes, eps, norm_first, relu/gelu, batch_first, training-mode
@@ -119,10 +121,12 @@ def _function(m):
     return sf
 
 
-def rnn(m, input: Tensor, states: tuple):
+def rnn(m, input: Tensor, states: tuple, batch_sizes=None):
     """The whole-sequence result `(output, h_n[, c_n])` of RNN/LSTM/GRU `m` on batched
     `input` (as given: batch-first when `m.batch_first`) and its checked initial states,
-    computed by the compiled function; None where the eager loop must run it."""
+    computed by the compiled function; None where the eager loop must run it. With
+    `batch_sizes` (a list of ints), `input` is a PackedSequence's data and the states are in
+    its sorted order: served by the fused loops only (the result's output is packed rows)."""
     if not enabled() or input.size(0) == 0 or input.size(1) == 0:
         return None
     params = m._flat_weights
@@ -131,8 +135,8 @@ def rnn(m, input: Tensor, states: tuple):
         return None
     from . import _rnn_fused
     if _rnn_fused.supported(m, input._data.dtype):  # fused loops; else the scripted composite
-        return _rnn_fused.run(m, input, states, params)
-    return _function(m)(*tensors)
+        return _rnn_fused.run(m, input, states, params, batch_sizes)
+    return None if batch_sizes is not None else _function(m)(*tensors)
 
 
 # -- attention and Transformer layers ------------------------------------------------------

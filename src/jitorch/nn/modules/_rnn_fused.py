@@ -28,6 +28,17 @@ compile worker process compiled them into Numba's disk cache unless they are the
   rows) and writes the block's input gradient (`dG_blk @ W_ih`): dG (3.3 MB at T=50, B=64,
   H=64) is never written out to memory and read back.
 
+A PackedSequence input (`run(..., batch_sizes)`) runs in the same padded (T, B, F) layout: its
+rows are scattered into a zeroed buffer (step t's are batch rows 0 .. batch_sizes[t] - 1: the
+sequences sorted by decreasing length) and every loop is handed `bs`, how many rows run at each
+step (B at every step for a padded batch). The per-step matmuls and gate passes take the
+running rows only; the others carry their states through the step (out[t] holds them), so h_n
+is out[last] as in the padded case: each sequence's state at its own length going forward, h0
+kept until its last step going backward (`_rnn_loops.py`). Their gate gradients are zero, so
+the whole-sequence weight and input gradient products need no change. The output and input
+gradient are gathered back into packed order; the caller (`RNNBase._forward_packed`) permutes
+the states in and out for unsorted batches, as for the eager packed loop.
+
 The large arrays (projections, gates, states, outputs, gradients) come from a per-thread pool
 (`_empty`) and are handed out again once nothing references them: the tape goes with the saved
 tensors, so the engine's release after backward frees its arrays for the next call. What
@@ -181,8 +192,9 @@ def _aligned(shape: tuple, dtype) -> np.ndarray:
     return _line_view(n).view(dtype).reshape(shape)
 
 
-def _cell_fwd(mode, x, h0, c0, w, rev):
-    """x (T, B, I) -> (out (T, B, H), h_n, c_n, saved)."""
+def _cell_fwd(mode, x, h0, c0, w, rev, bs):
+    """x (T, B, I) -> (out (T, B, H), h_n, c_n, saved); `bs[t]` rows run at step t (the
+    loops' `bs`: the other rows carry their states)."""
     w_ih, w_hh = w[0], w[1]
     b_ih, b_hh = (w[2], w[3]) if len(w) > 2 else (None, None)
     T, B, _ = x.shape
@@ -197,7 +209,7 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
         out, acts, cs, tcs = _empty((T, B, H), x.dtype), _empty((T, B, G), x.dtype), \
             _empty((T, B, H), x.dtype), _empty((T, B, H), x.dtype)
         _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, _panels(I + H + 1, G, B, x.dtype), c0, rev,
-                  out, acts, cs, tcs)
+                  bs, out, acts, cs, tcs)
         return out, out[last], cs[last], (xh, acts, cs, tcs)
     wihT, whhT = np.ascontiguousarray(w_ih.T), np.ascontiguousarray(w_hh.T)
     # h_0 and the outputs in one array, in the order of time the loop runs: the state each
@@ -209,13 +221,13 @@ def _cell_fwd(mode, x, h0, c0, w, rev):
     _mm(x.reshape(T * B, -1), wihT, gi.reshape(T * B, -1), False)
     if mode == "GRU":
         acts = _empty((T, B, 4 * H), x.dtype)
-        _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, out, acts)
+        _gru_fwd(gi, whhT, b_ih, b_hh, h0, rev, bs, out, acts)
         return out, out[last], None, (hprev, acts)
-    _rnn_fwd(gi, whhT, b_ih + b_hh, h0, rev, mode == "RNN_RELU", out)
+    _rnn_fwd(gi, whhT, b_ih + b_hh, h0, rev, mode == "RNN_RELU", bs, out)
     return out, out[last], None, (hprev,)
 
 
-def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True):
+def _cell_bwd(mode, x, h0, c0, w, rev, bs, out, saved, dout, dhn, dcn, need_dx=True):
     """-> (dx (None unless need_dx), dh0, dc0, [dW_ih, dW_hh(, db_ih, db_hh)]): weight
     gradients one matmul each (the LSTM's one for all)."""
     w_ih, w_hh = w[0], w[1]
@@ -234,7 +246,7 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
         # copies below leave this function)
         dW = _scratch((G, I + H + 1), x.dtype)
         dx = _empty(x.shape, x.dtype) if need_dx else np.empty((0, I), x.dtype)
-        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, *saved, c0, whh, rev, hprev, w_ih, dG, dW,
+        dh0, dc0 = _lstm_bwd(dout, dhn, dcn, *saved, c0, whh, rev, bs, hprev, w_ih, dG, dW,
                              dx.reshape(-1, I))
         grads = [np.ascontiguousarray(dW[:, :I]), np.ascontiguousarray(dW[:, I:I + H])]
         if len(w) > 2:
@@ -244,10 +256,10 @@ def _cell_bwd(mode, x, h0, c0, w, rev, out, saved, dout, dhn, dcn, need_dx=True)
     if mode == "GRU":
         dG, dGh = _empty((T, B, 3 * w_hh.shape[1]), x.dtype), \
             _empty((T, B, 3 * w_hh.shape[1]), x.dtype)
-        dh0 = _gru_bwd(dout, dhn, saved[0], out, h0, w_hh, rev, dG, dGh)
+        dh0 = _gru_bwd(dout, dhn, saved[0], out, h0, w_hh, rev, bs, dG, dGh)
     else:
         dG = _empty(out.shape, x.dtype)
-        dh0 = _rnn_bwd(dout, dhn, out, w_hh, rev, mode == "RNN_RELU", dG)
+        dh0 = _rnn_bwd(dout, dhn, out, w_hh, rev, mode == "RNN_RELU", bs, dG)
         dGh = dG
     dG2, dGh2 = dG.reshape(T * B, -1), dGh.reshape(T * B, -1)
     grads = [dG2.T @ x.reshape(T * B, -1), dGh2.T @ hprev.reshape(T * B, H)]
@@ -282,8 +294,9 @@ def _warm(key: tuple) -> None:
     x, h0 = np.zeros((T, B, 1), dtype), np.zeros((B, H), dtype)
     w = [np.zeros((G, 1), dtype), np.zeros((G, H), dtype), np.zeros(G, dtype),
          np.zeros(G, dtype)]
-    out, _, _, saved = _cell_fwd(mode, x, h0, h0, w, False)
-    _cell_bwd(mode, x, h0, h0, w, False, out, saved, np.zeros_like(out), h0, h0)
+    bs = np.full(T, B, np.int64)
+    out, _, _, saved = _cell_fwd(mode, x, h0, h0, w, False, bs)
+    _cell_bwd(mode, x, h0, h0, w, False, bs, out, saved, np.zeros_like(out), h0, h0)
 
 
 def _sources() -> list:
@@ -313,16 +326,44 @@ def supported(m, dtype) -> bool:
         ready(m.mode, dtype)
 
 
+def _packed_rows(sizes: list) -> tuple:
+    """(bs, rows) of a PackedSequence's batch sizes: `bs` the loops' per-step row counts, `rows`
+    each packed row's row in the flattened (T * B) padded layout (step t's rows are the
+    batch's rows 0 .. sizes[t] - 1: the sequences sorted by decreasing length)."""
+    bs = np.array(sizes, np.int64)
+    T, B = len(sizes), sizes[0]
+    starts = np.cumsum(bs) - bs
+    rows = np.arange(int(bs.sum()), dtype=np.int64) + np.repeat(np.arange(T) * B - starts, bs)
+    return bs, rows
+
+
+def _scatter(data: np.ndarray, rows: np.ndarray, T: int, B: int) -> np.ndarray:
+    """Packed rows (N, F) -> (T, B, F), the rows of steps not running zero."""
+    out = _empty((T, B, data.shape[1]), data.dtype)
+    out.fill(0)
+    out.reshape(T * B, -1)[rows] = data
+    return out
+
+
 class _Seq(Function):
     @staticmethod
-    def forward(ctx, m, lstm, x, h0, c0, *weights):
+    def forward(ctx, m, lstm, sizes, x, h0, c0, *weights):
+        """`sizes`: None (x a batch, batch-first as `m`), or a PackedSequence's batch sizes (x
+        its data, states in the sorted order): run in the padded layout, the loops' `bs`."""
         ws = [np.ascontiguousarray(w._data) for w in weights]
         nd = 2 if m.bidirectional else 1
         per = len(ws) // (m.num_layers * nd)
-        xs = x._data.transpose(1, 0, 2) if m.batch_first else x._data
         h0a = np.ascontiguousarray(h0._data)
         c0a = np.ascontiguousarray(c0._data) if lstm else None
-        layer_in = _contiguous(xs)
+        if sizes is None:
+            xs = x._data.transpose(1, 0, 2) if m.batch_first else x._data
+            layer_in = _contiguous(xs)
+            T, B = layer_in.shape[:2]
+            bs, rows = np.full(T, B, np.int64), None
+        else:
+            T, B = len(sizes), sizes[0]
+            bs, rows = _packed_rows(sizes)
+            layer_in = _scatter(x._data, rows, T, B)
         hn, cn, tape = [], [], []
         for layer in range(m.num_layers):
             outs = []
@@ -330,7 +371,8 @@ class _Seq(Function):
                 k = layer * nd + d
                 w = ws[k * per:(k + 1) * per]
                 ck = c0a[k] if lstm else None
-                out, h_last, c_last, saved = _cell_fwd(m.mode, layer_in, h0a[k], ck, w, d == 1)
+                out, h_last, c_last, saved = _cell_fwd(m.mode, layer_in, h0a[k], ck, w, d == 1,
+                                                       bs)
                 tape.append((layer_in, h0a[k], ck, w, d == 1, out, saved))
                 outs.append(out)
                 hn.append(h_last)
@@ -338,10 +380,13 @@ class _Seq(Function):
             if nd == 1:
                 layer_in = outs[0]
             else:
-                layer_in = _empty(outs[0].shape[:2] + (nd * m.hidden_size,), xs.dtype)
+                layer_in = _empty(outs[0].shape[:2] + (nd * m.hidden_size,), h0a.dtype)
                 np.concatenate(outs, 2, out=layer_in)
-        y = layer_in.transpose(1, 0, 2) if m.batch_first else layer_in
-        ctx.m, ctx.lstm, ctx.per = m, lstm, per
+        if rows is not None:  # the running rows, in packed order
+            y = layer_in.reshape(T * B, -1)[rows]
+        else:
+            y = layer_in.transpose(1, 0, 2) if m.batch_first else layer_in
+        ctx.m, ctx.lstm, ctx.per, ctx.sizes, ctx.bs, ctx.rows = m, lstm, per, sizes, bs, rows
         # eager's checks (in-place changes, freed); the tape goes with the saved tensors, so
         # that releasing the node after backward gives its arrays back to the pool
         ctx.save_for_backward(x, h0, c0, *weights, tape)
@@ -354,15 +399,19 @@ class _Seq(Function):
     def backward(ctx, dy, dhn, dcn=None):
         saved = ctx.saved_tensors
         if grad_mode.is_grad_enabled():  # create_graph=True: differentiable grads
-            return _eager_backward(ctx.m, saved[:-1], (dy, dhn, dcn))
+            return _eager_backward(ctx.m, ctx.sizes, saved[:-1], (dy, dhn, dcn))
         m, lstm, tape = ctx.m, ctx.lstm, saved[-1]
         nd = 2 if m.bidirectional else 1
         H = m.hidden_size
-        dya = dy._data.transpose(1, 0, 2) if m.batch_first else dy._data
+        rows, bs = ctx.rows, ctx.bs
+        T, B = len(bs), int(bs[0])
+        if rows is not None:
+            d_in = _scatter(dy._data, rows, T, B)
+        else:
+            d_in = _contiguous(dy._data.transpose(1, 0, 2) if m.batch_first else dy._data)
         dhna, dcna = dhn._data, dcn._data if lstm else None
         dh0, dc0 = np.empty_like(dhna), np.empty_like(dhna) if lstm else None
         wgrads = [None] * (len(tape) * ctx.per)
-        d_in = _contiguous(dya)
         for layer in reversed(range(m.num_layers)):
             dx = None
             for d in range(nd):
@@ -371,17 +420,22 @@ class _Seq(Function):
                 dout = _contiguous(d_in[:, :, d * H:(d + 1) * H])
                 dck = np.ascontiguousarray(dcna[k]) if lstm else None
                 # the first layer's input gradient only where the input needs one
-                g_x, g_h0, g_c0, gw = _cell_bwd(m.mode, x, h0, c0, w, rev, out, saved, dout,
-                                                np.ascontiguousarray(dhna[k]), dck,
-                                                layer > 0 or ctx.needs_input_grad[2])
+                g_x, g_h0, g_c0, gw = _cell_bwd(m.mode, x, h0, c0, w, rev, bs, out, saved,
+                                                dout, np.ascontiguousarray(dhna[k]), dck,
+                                                layer > 0 or ctx.needs_input_grad[3])
                 dx = g_x if dx is None else np.add(dx, g_x, out=dx)  # (dx: this call's)
                 dh0[k] = g_h0
                 if lstm:
                     dc0[k] = g_c0
                 wgrads[k * ctx.per:k * ctx.per + len(gw)] = gw
             d_in = dx
-        dxa = None if d_in is None else d_in.transpose(1, 0, 2) if m.batch_first else d_in
-        res = [None, None, None if dxa is None else Tensor._make(_contiguous(dxa)),
+        if d_in is None:
+            dxa = None
+        elif rows is not None:
+            dxa = d_in.reshape(T * B, -1)[rows]
+        else:
+            dxa = _contiguous(d_in.transpose(1, 0, 2) if m.batch_first else d_in)
+        res = [None, None, None, None if dxa is None else Tensor._make(dxa),
                Tensor._make(dh0),
                Tensor._make(dc0) if lstm else None]
         return tuple(res + [Tensor._make(g) for g in wgrads])
@@ -392,26 +446,34 @@ def _stack(arrays: list) -> np.ndarray:
     return arrays[0][None].copy() if len(arrays) == 1 else np.stack(arrays, 0)
 
 
-def _eager_backward(m, saved, grads) -> tuple:
+def _eager_backward(m, sizes, saved, grads) -> tuple:
     """The grads of `_Seq.apply`'s arguments as differentiable tensors (create_graph=True): the
     layer's eager loop run again on the saved inputs, and its tape differentiated."""
     x, h0, c0 = saved[:3]
     lstm = c0 is not None
-    out, h_n, c_n = m._run(m._time_major(x), h0, c0)
-    outs = [m._time_major(out), h_n] + ([c_n] if lstm else [])
+    if sizes is None:
+        out, h_n, c_n = m._run(m._time_major(x), h0, c0)
+        out = m._time_major(out)
+    else:
+        out, h_n, c_n = m._run(x, h0, c0, sizes)
+    outs = [out, h_n] + ([c_n] if lstm else [])
     args = [x, h0, c0, *saved[3:]]
     wrt = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
     got = iter(_autograd.grad(outs, wrt, list(grads[:len(outs)]), create_graph=True,
                               allow_unused=True))
     res = [next(got) if isinstance(a, Tensor) and a.requires_grad else None for a in args]
-    return (None, None, *res)
+    return (None, None, None, *res)
 
 
-def run(m, input: Tensor, states: tuple, params: list) -> tuple:
+def run(m, input: Tensor, states: tuple, params: list, batch_sizes=None) -> tuple:
     """`(output, h_n[, c_n])` of layer `m` on batched `input`, its checked states and its
-    parameters (`m._flat_weights`, as the caller read them)."""
+    parameters (`m._flat_weights`, as the caller read them); with `batch_sizes` (a list of
+    ints), `input` is a PackedSequence's data and the states are in its sorted order: the
+    output is packed rows, the states each sequence's at its own length (counted in
+    `jit.stats()["fused_layers"]` as "nn.<Layer>[packed]")."""
     from ...script.runtime import stats
-    stats.record_fused_layer(f"nn.{type(m).__name__}")
+    stats.record_fused_layer(f"nn.{type(m).__name__}" +
+                             ("" if batch_sizes is None else "[packed]"))
     lstm = m.mode == "LSTM"
     c0 = states[1] if lstm else None
-    return _Seq.apply(m, lstm, input, states[0], c0, *params)
+    return _Seq.apply(m, lstm, batch_sizes, input, states[0], c0, *params)

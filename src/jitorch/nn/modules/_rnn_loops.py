@@ -68,7 +68,46 @@ def _mm(a, b, c, accumulate):
         mm_into(a[r:r + 32], b, c[r:r + 32], accumulate)
 
 
+@njit(**_JIT)
+def _carry(h, out, n):
+    """Rows n.. of a step not running (see `bs` below): out = h, their state carried."""
+    for b in range(n, h.shape[0]):
+        hb, ob = h[b], out[b]
+        for j in range(hb.shape[0]):
+            ob[j] = hb[j]
+
+
+@njit(**_JIT)
+def _idle(dG, n):
+    """Rows n.. of a step not running, backward: no gate gradients."""
+    for b in range(n, dG.shape[0]):
+        d = dG[b]
+        for j in range(d.shape[0]):
+            d[j] = 0
+
+
+@njit(**_JIT)
+def _pass(dG, dout, dh, n):
+    """`_idle`, and their dh passes through (plus the step's output gradient: out[t] is their
+    h)."""
+    _idle(dG, n)
+    for b in range(n, dG.shape[0]):
+        dhb, dob = dh[b], dout[b]
+        for j in range(dhb.shape[0]):
+            dhb[j] += dob[j]
+
+
 # --- the loops (one layer, one direction; `rev`: time runs T-1 .. 0) -------------------------
+# `bs[t]`: how many batch rows run at step t (a PackedSequence's batch sizes, the sequences
+# sorted by decreasing length; B at every step for a padded batch). Rows b >= bs[t] keep their
+# state through step t (out[t, b] = their h before it, the LSTM's cs[t, b] their c): going
+# forward a sequence that ended keeps its last state, so out[T - 1] holds each one's state at
+# its own length; going backward (rev) one not yet started keeps h0 until its last step. Their
+# gate gradients are zero and their dh passes through unchanged, so the whole-sequence weight
+# and input gradient products over all T * B rows stay exact (every row they read must be
+# finite, as 0 * NaN is not 0: the carried states and the caller's zeroed inputs are). The
+# per-step matmuls read the running rows only; a padded batch calls none of `_carry`, `_idle`,
+# `_pass`.
 # Per step: one `_mm(h, W_hh^T, mm)` (LSTM: `_mm(xh[t], W^T, acts[t])`; targets/cpu/blas.py's
 # small-M kernel or BLAS, called
 # through its symbol, into a buffer made once), then 1-D loops over
@@ -79,7 +118,7 @@ def _mm(a, b, c, accumulate):
 # wrap-around select and may leave the loop scalar (the LSTM's o-gate sigmoid loop over
 # `range(3 * H, G)` measured 0.93 ms vs 0.10 ms sliced, T=50, B=64, H=64).
 @njit(**_JIT)
-def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs, tcs):
+def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, bs, out, acts, cs, tcs):
     """xh[t] = [x_t, h of the step before, 1] (filled in here, each step just before its matmul
     reads it; each step's h written into the row of the next step): one matmul per step with
     [W_ih, W_hh, b_ih + b_hh]^T computes all four gates' inputs, biases included (see the
@@ -119,7 +158,8 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs, tcs
     for s in range(T):
         t = T - 1 - s if rev else s
         tn = t - 1 if rev else t + 1  # the step after t
-        for b in range(B):
+        nr = bs[t]
+        for b in range(B):  # (every row: the weight gradients' product reads them all)
             row, xb = xh[t, b], x[t, b]
             for j in range(I):
                 row[j] = xb[j]
@@ -130,8 +170,8 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs, tcs
                     hx[j] = hb[j]
         for p in range(wP.shape[0]):
             w = min(P, G - p * P)
-            _mm(xh[t], wP[p][:, :w], acts[t][:, p * P:p * P + w], False)
-        for b in range(B):
+            _mm(xh[t][:nr], wP[p][:, :w], acts[t][:nr, p * P:p * P + w], False)
+        for b in range(nr):
             a = acts[t, b]
             a_s = a[:2 * H]  # i, f
             for j in range(2 * H):
@@ -154,11 +194,20 @@ def _lstm_fwd(x, h0, xh, w_ih, w_hh, b_ih, b_hh, wP, c0, rev, out, acts, cs, tcs
                 hx = xh[tn, b][I:I + H]
                 for j in range(H):
                     hx[j] = hn[j]
+        for b in range(nr, B):  # not running at step t: h and c carried
+            hp, cb, cn, hn = xh[t, b][I:I + H], c[b], cs[t, b], out[t, b]
+            for j in range(H):
+                hn[j] = hp[j]
+                cn[j] = cb[j]
+            if 0 <= tn < T:
+                hx = xh[tn, b][I:I + H]
+                for j in range(H):
+                    hx[j] = hp[j]
         c = cs[t]
 
 
 @njit(**_JIT)
-def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx):
+def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, bs, xh, w_ih, dG, dW, dx):
     """Returns (dh0, dc0). The gate-input gradients of TB steps at a time go into the ring
     `dG` (TB, B, G); each block, while in cache, is then consumed by the weight gradients
     (`dW` (+)= dG_blk^T @ the forward's [x, h_prev, 1] rows of those steps, `xh`) and the
@@ -180,7 +229,8 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx)
             tp = t + 1 if rev else t - 1  # the step before t in the forward's order
             cprev = cs[tp] if 0 <= tp < T else c0
             dGt = dG[t - lo]
-            for b in range(B):  # two passes: few operands each, so both vectorise
+            nr = bs[t]
+            for b in range(nr):  # two passes: few operands each, so both vectorise
                 a, d, tcb, cp, dcb, dhb, dob = acts[t, b], dGt[b], tcs[t, b], cprev[b], dc[b], \
                     dh[b], dout[t, b]
                 a_i, a_f, a_g, a_o = a[:H], a[H:2 * H], a[2 * H:3 * H], a[3 * H:]
@@ -198,7 +248,13 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx)
                     d_f[j] = dcv * cp[j] * f * (one - f)
                     d_g[j] = dcv * i * (one - g * g)
                     dcb[j] = dcv * f
-            _mm(dGt, whh, dh, False)
+            for b in range(nr, B):  # not running: no gates, h and c passed through
+                d, dhb, dob = dGt[b], dh[b], dout[t, b]
+                for j in range(G):
+                    d[j] = 0
+                for j in range(H):
+                    dhb[j] += dob[j]
+            _mm(dGt[:nr], whh, dh[:nr], False)
         blk = ring[:n * B]
         # dW: BLAS (the small-M kernel measured 200 us against OpenBLAS's 156, 256 block rows,
         # one thread); dx: the kernel (54 us against 57)
@@ -209,7 +265,7 @@ def _lstm_bwd(dout, dhn, dcn, acts, cs, tcs, c0, whh, rev, xh, w_ih, dG, dW, dx)
 
 
 @njit(**_JIT)
-def _gru_fwd(gi, whhT, bih, bhh, h0, rev, out, acts):
+def _gru_fwd(gi, whhT, bih, bhh, h0, rev, bs, out, acts):
     """acts[t]: r, z, n and W_hn h + b_hn of each step."""
     T, B, G = gi.shape
     H = G // 3
@@ -219,8 +275,9 @@ def _gru_fwd(gi, whhT, bih, bhh, h0, rev, out, acts):
     h = h0
     for s in range(T):
         t = T - 1 - s if rev else s
-        _mm(h, whhT, mm, False)
-        for b in range(B):
+        nr = bs[t]
+        _mm(h[:nr], whhT, mm[:nr], False)
+        for b in range(nr):
             a, x, m, hb, hn = acts[t, b], gi[t, b], mm[b], h[b], out[t, b]
             a_s, x_s, m_s = a[:2 * H], x[:2 * H], m[:2 * H]  # r, z
             for j in range(2 * H):
@@ -234,11 +291,13 @@ def _gru_fwd(gi, whhT, bih, bhh, h0, rev, out, acts):
                 a_hn[j] = ghn
                 z = a_z[j]
                 hn[j] = (one - z) * n + z * hb[j]
+        if nr < B:
+            _carry(h, out[t], nr)
         h = out[t]
 
 
 @njit(**_JIT)
-def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, dGi, dGh):
+def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, bs, dGi, dGh):
     T, B, G = dGi.shape
     H = G // 3
     one = _one(acts)
@@ -247,7 +306,8 @@ def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, dGi, dGh):
         t = s if rev else T - 1 - s
         tp = t + 1 if rev else t - 1
         hprev = out[tp] if 0 <= tp < T else h0
-        for b in range(B):
+        nr = bs[t]
+        for b in range(nr):
             a, di, dg, hp, dhb, dob = acts[t, b], dGi[t, b], dGh[t, b], hprev[b], dh[b], \
                 dout[t, b]
             a_r, a_z, a_n, a_hn = a[:H], a[H:2 * H], a[2 * H:3 * H], a[3 * H:]
@@ -266,19 +326,23 @@ def _gru_bwd(dout, dhn, acts, out, h0, whh, rev, dGi, dGh):
                 dg_z[j] = dzp
                 dg_n[j] = dnp * r
                 dhb[j] = dhv * z
-        _mm(dGh[t], whh, dh, True)
+        if nr < B:
+            _pass(dGi[t], dout[t], dh, nr)
+            _idle(dGh[t], nr)
+        _mm(dGh[t][:nr], whh, dh[:nr], True)
     return dh
 
 
 @njit(**_JIT)
-def _rnn_fwd(gi, whhT, bias, h0, rev, relu, out):
+def _rnn_fwd(gi, whhT, bias, h0, rev, relu, bs, out):
     T, B, H = gi.shape
     mm = np.empty((B, H), gi.dtype)
     h = h0
     for s in range(T):
         t = T - 1 - s if rev else s
-        _mm(h, whhT, mm, False)
-        for b in range(B):
+        nr = bs[t]
+        _mm(h[:nr], whhT, mm[:nr], False)
+        for b in range(nr):
             x, m, hn = gi[t, b], mm[b], out[t, b]
             if relu:
                 for j in range(H):
@@ -286,17 +350,20 @@ def _rnn_fwd(gi, whhT, bias, h0, rev, relu, out):
             else:
                 for j in range(H):
                     hn[j] = _tanh(x[j] + m[j] + bias[j])
+        if nr < B:
+            _carry(h, out[t], nr)
         h = out[t]
 
 
 @njit(**_JIT)
-def _rnn_bwd(dout, dhn, out, whh, rev, relu, dG):
+def _rnn_bwd(dout, dhn, out, whh, rev, relu, bs, dG):
     T, B, H = out.shape
     one = _one(out)
     dh = dhn.copy()
     for s in range(T):
         t = s if rev else T - 1 - s
-        for b in range(B):
+        nr = bs[t]
+        for b in range(nr):
             d, v, dhb, dob = dG[t, b], out[t, b], dh[b], dout[t, b]
             if relu:
                 for j in range(H):
@@ -304,10 +371,13 @@ def _rnn_bwd(dout, dhn, out, whh, rev, relu, dG):
             else:
                 for j in range(H):
                     d[j] = (dhb[j] + dob[j]) * (one - v[j] * v[j])
-        _mm(dG[t], whh, dh, False)
+        if nr < B:
+            _pass(dG[t], dout[t], dh, nr)
+        _mm(dG[t][:nr], whh, dh[:nr], False)
     return dh
 
 
 # the loops call blas through a symbol: their disk cache must know it (numba_cache.EntryCache)
-for _d in (_mm, _lstm_fwd, _lstm_bwd, _gru_fwd, _gru_bwd, _rnn_fwd, _rnn_bwd):
+for _d in (_mm, _carry, _idle, _pass, _lstm_fwd, _lstm_bwd, _gru_fwd, _gru_bwd, _rnn_fwd,
+           _rnn_bwd):
     guard_dispatcher(_d)

@@ -11,7 +11,10 @@ per layer and direction, the recurrence one matmul per time step.
 A `PackedSequence` input (`nn/utils/rnn.py`) runs the same recurrence on the packed rows: at
 step t only the first `batch_sizes[t]` sequences (sorted by decreasing length) advance, so each
 sequence's final state is the one at its true length, in both directions; the output is packed
-again, and the states are given and returned in the batch's original order.
+again, and the states are given and returned in the batch's original order. An eager call on
+a PackedSequence runs the fused whole-sequence loops where they serve the configuration
+(`_eager_compiled.rnn`, `_rnn_fused.py`: the same recurrence, one autograd node), else this
+loop.
 """
 from __future__ import annotations
 
@@ -328,7 +331,11 @@ class RNNBase(Module):
             hx = self.permute_hidden(hx, sorted_indices)
         self.check_forward_args(data, hx, batch_sizes)
         h0, c0 = hx if lstm else (hx, None)
-        output, h_n, c_n = self._run(data, h0, c0, sizes)
+        res = _eager_compiled.rnn(self, data, (h0, c0) if lstm else (h0,), sizes)
+        if res is not None:  # the fused loops (the packed rows of every step, one node)
+            output, h_n, c_n = res[0], res[1], res[2] if lstm else None
+        else:
+            output, h_n, c_n = self._run(data, h0, c0, sizes)
         output = PackedSequence(output, batch_sizes, sorted_indices, unsorted_indices)
         hidden = (h_n, c_n) if lstm else h_n
         return output, self.permute_hidden(hidden, unsorted_indices)

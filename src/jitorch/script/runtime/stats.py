@@ -58,7 +58,8 @@ class Stats(dict):
     about once; the specialisation was built instead).
 
     fused_layers (layer name -> calls): eager calls of the library's recurrent layers served by
-    their fused compiled loops (nn/modules/_rnn_fused.py), which are not ScriptFunction calls
+    their fused compiled loops (nn/modules/_rnn_fused.py; "nn.LSTM[packed]": PackedSequence
+    inputs), which are not ScriptFunction calls
     (a call the scripted composite served meanwhile is counted under `functions`);
     fused_loops ("LSTM float32", "sum float32" -> state): where the library's compiled eager
     loops (those of the recurrent layers; the blocked sum of large float tensors,
