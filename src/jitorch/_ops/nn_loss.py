@@ -500,6 +500,27 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _weighted(loss, weight, reduction)
 
 
+@composite(static=("reduction",))
+def _binary_cross_entropy_with_logits(reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None,
+             pos_weight: Optional[Tensor] = None):
+        ls = logsigmoid(input)
+        if pos_weight is not None:
+            loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * ls
+        else:
+            loss = (1 - target) * input - ls
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
@@ -508,12 +529,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_tensor("binary_cross_entropy_with_logits", "input", input, 1)
     _check_reduction(reduction)
     _check_same_size("binary_cross_entropy_with_logits", input, target)
-    ls = logsigmoid(input)
-    if pos_weight is not None:
-        loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * ls
-    else:
-        loss = (1 - target) * input - ls
-    return _weighted(loss, weight, reduction)
+    return _binary_cross_entropy_with_logits.body(reduction)(input, target, weight, pos_weight)
+
+
+expose(_binary_cross_entropy_with_logits, binary_cross_entropy_with_logits)
 
 
 @_autocast.policy("fp32")
@@ -558,14 +577,30 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(pos + neg, reduction)
 
 
+@composite(static=("margin", "reduction"))
+def _margin_ranking_loss(margin, reduction):
+    _check_reduction(reduction)
+
+    def body(input1, input2, target):
+        if not (input1.dim() == input2.dim() and input2.dim() == target.dim()):
+            raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                               f"dimension but got sizes: input1: {input1.shape}, input2: "
+                               f"{input2.shape}, target: {target.shape} ")
+        loss = (-target * (input1 - input2) + margin).clamp_min(0)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """max(0, -target * (x1 - x2) + margin)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
-    if not (input1.ndim == input2.ndim == target.ndim):
-        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
-                           f"target: {target.shape} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _margin_ranking_loss.body(margin, reduction)(input1, input2, target)
+
+
+expose(_margin_ranking_loss, margin_ranking_loss)

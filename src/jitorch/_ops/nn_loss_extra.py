@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 
 from .._tensor import Tensor
+from .composite import composite, expose
 from .nn_loss import _check_reduction, _reduce, legacy_reduction
+from .ternary import where
 from .. import _autocast
 
 __all__: list = []  # reached through jitorch.nn.functional
@@ -36,25 +38,54 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+@composite(static=("margin", "reduction"))
+def _hinge_embedding_loss(margin, reduction):
+    _check_reduction(reduction)
+
+    def body(input, target):
+        zeros = input * 0
+        margin_part = where(target != 1, (margin - input).clamp_min(0), zeros)
+        self_part = where(target != -1, input, zeros)
+        loss = margin_part + self_part
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where target == 1, max(0, margin - x) where target == -1 (both terms elsewhere)."""
-    from .ternary import where
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return _hinge_embedding_loss.body(margin, reduction)(input, target)
+
+
+@composite(static=("reduction",))
+def _soft_margin_loss(reduction):
     _check_reduction(reduction)
-    zeros = input * 0
-    margin_part = where(target != 1, (margin - input).clamp_min(0), zeros)
-    self_part = where(target != -1, input, zeros)
-    return _reduce(margin_part + self_part, reduction)
+
+    def body(input, target):
+        loss = (-input * target).exp().log1p()
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
 
 
 @_autocast.policy("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
-    return _reduce((-input * target).exp().log1p(), reduction)
+    return _soft_margin_loss.body(reduction)(input, target)
+
+
+expose(_hinge_embedding_loss, hinge_embedding_loss)
+expose(_soft_margin_loss, soft_margin_loss)
 
 
 @_autocast.policy("fp32")

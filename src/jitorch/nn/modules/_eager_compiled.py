@@ -42,6 +42,7 @@ empty inputs, and everything `_eligible` refuses.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import jitorch as _jt
@@ -73,7 +74,10 @@ def _eligible(tensors) -> bool:
     tracers, modes, ac_hook, autocast, dtypes = _runtime()
     if tracers[0] or modes.stack or (ac_hook[0] is not None and autocast.active_on_thread()):
         return False
-    dt = tensors[0].dtype
+    t = tensors[0]
+    if type(t) is not Tensor and type(t) is not Parameter:  # (a loss's input, unchecked)
+        return False
+    dt = t.dtype
     if dt not in dtypes:
         return False
     for t in tensors:
@@ -415,3 +419,67 @@ def decoder_layer(m, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
     _add_block(fl, m, "norm2", ca)
     _add_block(fl, m, "norm3", lambda fl, y: _feed_forward(fl, m, y, m.dropout3))
     return _run(fl, "TransformerDecoderLayer", "x")
+
+
+# -- norms and losses: one functional call -------------------------------------------------
+# A module whose forward is one `F.<fn>` call with constant configuration runs it as the flat
+# function `def forward(<tensors>): return F.<fn>(<tensors>, <literals>)`, found per call by
+# (module class, configuration values, argument types: None marks an absent optional tensor).
+
+_BY_CALL: dict = {}  # that key -> the call's ScriptFunction, or None: the eager path serves it
+
+
+def _literal(v):
+    """Python source of configuration value `v`; None where the script cannot read it back
+    (a non-finite float, another object)."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return repr(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else None
+    if isinstance(v, tuple):
+        parts = [_literal(x) for x in v]
+        return None if None in parts else "(" + "".join(p + ", " for p in parts) + ")"
+    return None
+
+
+def _call_function(m, fn: str, names: tuple, tensors: tuple, lits: tuple, values: tuple):
+    """Scripts `F.<fn>(name=tensor..., lit=value...)` (tensors None: written as None)."""
+    args = [n for n, t in zip(names, tensors) if t is not None]
+    kw = [f"{n}={n if t is not None else 'None'}" for n, t in zip(names, tensors)]
+    for n, v in zip(lits, values):
+        src = _literal(v)
+        if src is None:
+            return None
+        kw.append(f"{n}={src}")
+    return _script(f"def forward({', '.join(args)}):\n    return F.{fn}({', '.join(kw)})\n",
+                   type(m).__name__)
+
+
+def functional(m, fn: str, names: tuple, tensors: tuple, lits: tuple = (), values: tuple = (),
+               same: int = 0):
+    """`F.<fn>` of `tensors` (its parameters `names`; None: an absent optional tensor) and
+    configuration `values` (its parameters `lits`), computed by the call's compiled function;
+    None where the eager path must run it: switched off, not `_eligible`, an empty input, the
+    first `same` tensors not all of one shape (eager warns and broadcasts), or a call the
+    compiled function rejects (the eager form then raises its own error)."""
+    if not enabled():
+        return None
+    given = [t for t in tensors if t is not None]
+    if not _eligible(given):
+        return None
+    shape = given[0]._data.shape
+    if not given[0]._data.size:
+        return None
+    for t in given[1:same]:
+        if t._data.shape != shape:
+            return None
+    key = (type(m), values, tuple(map(type, tensors)))
+    sf = _BY_CALL.get(key, _BY_CALL)
+    if sf is _BY_CALL:
+        sf = _BY_CALL[key] = _call_function(m, fn, names, tensors, lits, values)
+    if sf is None:
+        return None
+    try:
+        return sf(*given)
+    except Exception:  # (no side effect: these functions only read their arguments)
+        return None
