@@ -108,15 +108,17 @@ class _BatchNorm(_NormBase):
         use_stats = not self.training or self.track_running_stats
         mean = self.running_mean if use_stats else None
         var = self.running_var if use_stats else None
-        if not is_scripting() and not (bn_training and (mean is not None or var is not None)) \
-                and (not bn_training or input.numel() > input.size(1)):
+        if not is_scripting():
+            res = None
             # an eager call that updates no running statistics (evaluation, or training without
             # them; a single value per channel in training: eager's error) runs compiled where
             # eligible: F.batch_norm's in-place update stays outside the script subset
-            res = _eager_compiled.functional(
-                self, "batch_norm", ("input", "running_mean", "running_var", "weight", "bias"),
-                (input, mean, var, self.weight, self.bias), ("training", "eps"),
-                (bn_training, self.eps))
+            if not bn_training or mean is None and var is None and \
+                    input.numel() > input.size(1):
+                res = _eager_compiled.functional(
+                    self, "batch_norm", ("input", "running_mean", "running_var", "weight",
+                                         "bias"), (input, mean, var, self.weight, self.bias),
+                    ("training", "eps"), (bn_training, self.eps))
             if res is not None:
                 return res
         return F.batch_norm(input, mean, var, self.weight, self.bias, bn_training, factor,
