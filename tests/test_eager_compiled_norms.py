@@ -15,6 +15,7 @@ import pytest
 
 import jitorch as jt
 from jitorch import nn
+from jitorch.autograd import forward_ad as fwAD
 from jitorch.nn.modules import _eager_compiled
 
 from eager_layer_checks import check_compiled_matches_eager
@@ -130,9 +131,9 @@ def _served_compiled(m, *args):
 
 
 def test_ineligible_calls_keep_the_eager_path(monkeypatch):
-    """float16 and integer inputs, `jit.trace` recording (the trace holds the eager ops), and
-    BatchNorm in training mode (its running statistics are updated in place, in eager code):
-    no compiled function runs."""
+    """float16, integer and mixed-dtype inputs, empty inputs, BatchNorm in training mode (its
+    running statistics are updated in place, in eager code), a forward-AD dual input and
+    `jit.trace` recording (the trace holds the eager ops): no compiled function runs."""
     monkeypatch.setenv(_eager_compiled.ENV, "1")
     ln, mse, bn = nn.LayerNorm(4), nn.MSELoss(), nn.BatchNorm1d(2)
     before = jt.jit.stats()["calls"]
@@ -143,6 +144,10 @@ def test_ineligible_calls_keep_the_eager_path(monkeypatch):
         mse(jt.randn(0, 3), jt.randn(0, 3))  # empty
     bn(jt.randn(4, 2))
     assert bn.num_batches_tracked.item() == 1
+    ln = nn.LayerNorm(4)
+    with fwAD.dual_level():  # a dual input: the eager ops carry its tangent
+        out = ln(fwAD.make_dual(jt.randn(2, 4), jt.randn(2, 4)))
+        assert fwAD.unpack_dual(out).tangent is not None
     assert jt.jit.stats()["calls"] == before
     traced = jt.jit.trace(nn.LayerNorm(4), (jt.randn(2, 4),))
     g = str(traced.graph)  # the composite's ops, recorded one by one

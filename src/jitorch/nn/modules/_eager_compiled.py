@@ -2,10 +2,12 @@
 
 Owns the decision, at an eager (not scripted, not traced) call of `nn.RNN` / `nn.LSTM` /
 `nn.GRU`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer` or `nn.TransformerDecoderLayer`,
-to run the call as one scripted "flat" function of its inputs and parameters instead of one
-eager op at a time, the flat sources of the attention and Transformer layers (`_Flat`), and the
-table of those functions (`_script`: one per source; recurrent layers find theirs by
-configuration, `_BY_CONFIG`, without rebuilding the source).
+the norms and the losses whose composite compiles, to run the call as one scripted "flat"
+function of its inputs and parameters instead of one eager op at a time, the flat sources of
+the attention and Transformer layers (`_Flat`) and of the norms and losses (`functional`), and
+the table of those functions (`_script`: one per source; recurrent layers find theirs by
+configuration, `_BY_CONFIG`, the norms and losses by configuration and argument types,
+`_BY_CALL`, without rebuilding the source).
 
 Recurrent layers run the whole sequence as one call instead of one Python step per time
 step. Where it serves the configuration (no projection, no dropout between layers in training)
@@ -27,8 +29,9 @@ The layer's own checks and defaults (`_prepare_call`, `_finish_call`) run eagerl
 call, so arguments, error types and messages are the eager form's. Anything that needs the
 eager ops themselves keeps the eager path: `jit.trace` recording, a dispatch mode
 (`__torch_dispatch__`-style, vmap), autocast, tensor subclasses, dtypes other than float32 /
-float64, devices other than the CPU, empty sequences or batches, and PackedSequence inputs
-(handled by the layer's packed loop). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
+float64, devices other than the CPU, an open forward-AD dual level (scripted functions carry no
+tangents), empty sequences or batches, and PackedSequence inputs (handled by the layer's packed
+loop). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
 
 The attention and Transformer layers' flat source writes the forward out with the call's
 configuration as literals (sizes, eps, norm_first, relu/gelu, batch_first, training-mode
@@ -39,6 +42,25 @@ The eager path keeps a call whose arguments MultiheadAttention rejects (it raise
 error), a submodule with a hook or of another type (a replaced `linear1`, an activation
 module), in-place dropout, bias_k / bias_v / add_zero_attn, masks of another float dtype,
 empty inputs, and everything `_eligible` refuses.
+
+The norms and losses (`functional`) are modules whose forward is one functional call with
+constant configuration: `def forward(<tensors>): return F.<fn>(<tensors>, <literals>)`, e.g.
+`F.layer_norm(input=input, weight=weight, bias=bias, normalized_shape=(5, ), eps=1e-05)`, an
+absent optional tensor written as None. Served: nn.LayerNorm, nn.GroupNorm, nn.RMSNorm (eps=None
+written as the dtype's eps), nn.BatchNorm1d/2d/3d where the call updates no running statistics
+(evaluation mode, or training with track_running_stats=False: in training with running
+statistics `F.batch_norm` updates them in place, outside the script subset, so that call keeps
+the eager path), and the losses nn.L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCEWithLogitsLoss,
+SoftMarginLoss, HingeEmbeddingLoss and MarginRankingLoss. The module's own checks run first
+(eager); then the eager path keeps calls whose first `same` tensors differ in shape (a loss
+then warns and broadcasts), empty inputs, configuration values without a literal (a non-finite
+float), everything `_eligible` refuses, and any call the compiled function raises on (the eager
+form then raises its own error: these functions write nothing, so the rerun is safe). The
+other losses keep the eager path: CrossEntropyLoss and NLLLoss are fused eager ops already
+(`_nll_loss_fused`); BCELoss (its input-range check is data-dependent and compiled code does
+not make it), GaussianNLLLoss (likewise for `var`), KLDivLoss, PoissonNLLLoss,
+MultiLabelSoftMarginLoss, CosineEmbeddingLoss and TripletMarginLoss (plain Python functions,
+not composites: a Python op in scripted code, so nothing to gain) and CTCLoss.
 """
 from __future__ import annotations
 
@@ -64,15 +86,17 @@ def _runtime():
         from ... import _autocast
         from ..._ops.registry import _mode_state
         from ..._profiling import autocast_hook
+        from ...autograd.grad_mode import _fwd_level
         from ...script.frontend.trace import _active_count
         _rt = (_active_count, _mode_state, autocast_hook, _autocast,
-               (_jt.float32, _jt.float64))
+               (_jt.float32, _jt.float64), _fwd_level)
     return _rt
 
 
 def _eligible(tensors) -> bool:
-    tracers, modes, ac_hook, autocast, dtypes = _runtime()
-    if tracers[0] or modes.stack or (ac_hook[0] is not None and autocast.active_on_thread()):
+    tracers, modes, ac_hook, autocast, dtypes, fwd_ad = _runtime()
+    if tracers[0] or modes.stack or fwd_ad[0] or \
+            (ac_hook[0] is not None and autocast.active_on_thread()):
         return False
     t = tensors[0]
     if type(t) is not Tensor and type(t) is not Parameter:  # (a loss's input, unchecked)
