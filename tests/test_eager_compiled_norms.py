@@ -45,6 +45,8 @@ CASES = {  # name: () -> (module, inputs); together: affine and not, optional te
                                   (_t((4, 3), 1), _t((4, 3), 2, "unit", False))),
     "MarginRankingLoss": lambda: (nn.MarginRankingLoss(0.25, reduction="none"),
                                   (_t((5,), 1), _t((5,), 2), _t((5,), 3, "sign", False))),
+    "PoissonNLLLoss": lambda: (nn.PoissonNLLLoss(full=True),
+                               (_t((4, 3), 1), jt.tensor([[0.0, 1.0, 3.0]] * 4))),
 }
 
 
@@ -110,6 +112,8 @@ def test_errors_and_warnings_are_the_eager_forms(monkeypatch):
            (nn.SmoothL1Loss(beta=-1.0), (x, y)),  # a configuration the loss rejects
            (nn.BCEWithLogitsLoss(pos_weight=_t((2,), 4)), (x, y)),  # does not broadcast
            (nn.MarginRankingLoss(), (x, y, _t((4,), 5))),  # ranks differ
+           (nn.CosineEmbeddingLoss(), (x, y, _t((4, 3), 5))),  # likewise
+           (nn.KLDivLoss(), (x, _t((4, 3), 6, "unit"))),  # "mean" warns at every call
            (nn.LayerNorm(3), (_t((4, 2), 1),)),
            (nn.GroupNorm(2, 4), (_t((2, 3, 5), 1),)),
            (nn.BatchNorm1d(3, track_running_stats=False), (_t((1, 3), 1),))]  # one value
