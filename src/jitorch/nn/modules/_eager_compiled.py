@@ -51,16 +51,19 @@ written as the dtype's eps), nn.BatchNorm1d/2d/3d where the call updates no runn
 (evaluation mode, or training with track_running_stats=False: in training with running
 statistics `F.batch_norm` updates them in place, outside the script subset, so that call keeps
 the eager path), and the losses nn.L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCEWithLogitsLoss,
-SoftMarginLoss, HingeEmbeddingLoss and MarginRankingLoss. The module's own checks run first
+SoftMarginLoss, HingeEmbeddingLoss, MarginRankingLoss, CosineEmbeddingLoss, PoissonNLLLoss,
+MultiLabelSoftMarginLoss and KLDivLoss (not reduction="mean", which warns at every call). Values
+equal under == write the same source (beta=1 and beta=1.0 compute alike in these calls). The
+module's own checks run first
 (eager); then the eager path keeps calls whose first `same` tensors differ in shape (a loss
 then warns and broadcasts), empty inputs, configuration values without a literal (a non-finite
 float), everything `_eligible` refuses, and any call the compiled function raises on (the eager
 form then raises its own error: these functions write nothing, so the rerun is safe). The
 other losses keep the eager path: CrossEntropyLoss and NLLLoss are fused eager ops already
 (`_nll_loss_fused`); BCELoss (its input-range check is data-dependent and compiled code does
-not make it), GaussianNLLLoss (likewise for `var`), KLDivLoss, PoissonNLLLoss,
-MultiLabelSoftMarginLoss, CosineEmbeddingLoss and TripletMarginLoss (plain Python functions,
-not composites: a Python op in scripted code, so nothing to gain) and CTCLoss.
+not make it), GaussianNLLLoss (likewise for `var`, and its variance shapes), TripletMarginLoss
+(a plain Python function over `pairwise_distance`: a Python op in scripted code, nothing to
+gain) and CTCLoss.
 """
 from __future__ import annotations
 
