@@ -487,8 +487,9 @@ def functional(m, fn: str, names: tuple, tensors: tuple, lits: tuple = (), value
     """`F.<fn>` of `tensors` (its parameters `names`; None: an absent optional tensor) and
     configuration `values` (its parameters `lits`), computed by the call's compiled function;
     None where the eager path must run it: switched off, not `_eligible`, an empty input, the
-    first `same` tensors not all of one shape (eager warns and broadcasts), or a call the
-    compiled function rejects (the eager form then raises its own error)."""
+    first `same` tensors not all of one shape (eager warns and broadcasts), a configuration
+    value without a literal, or a call the compiled function rejects (the eager form then
+    raises its own error). The source is built at the configuration's first call only."""
     if not enabled():
         return None
     given = [t for t in tensors if t is not None]
@@ -501,7 +502,10 @@ def functional(m, fn: str, names: tuple, tensors: tuple, lits: tuple = (), value
         if t._data.shape != shape:
             return None
     key = (type(m), values, tuple(map(type, tensors)))
-    sf = _BY_CALL.get(key, _BY_CALL)
+    try:
+        sf = _BY_CALL.get(key, _BY_CALL)
+    except TypeError:  # an unhashable configuration value (a list set by hand): no literal
+        return None
     if sf is _BY_CALL:
         sf = _BY_CALL[key] = _call_function(m, fn, names, tensors, lits, values)
     if sf is None:
