@@ -9,7 +9,6 @@ running statistics keeps the eager path (their in-place update is outside the sc
 """
 from __future__ import annotations
 
-
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from ..._tensor import Tensor
 from .. import functional as F
