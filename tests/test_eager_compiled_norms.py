@@ -220,24 +220,29 @@ def test_first_call_runs_while_the_program_compiles_in_the_background(monkeypatc
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_compiled_logsigmoid_float32_accuracy():
-    """logsigmoid's scalar template computes log1p(exp(-|x|)) as log(u) * e / (u - 1) (float32:
-    fastmath.py's vectorisable log, not libm's scalar log1p): within
-    4 ulp of the float64 value over the float32 range, tiny results (u == 1) and non-finite
-    inputs as eager."""
-    f = jt.jit.script(_logsigmoid)
-    x = np.concatenate([np.linspace(-90, 90, 20001), -np.logspace(-20, 2, 2000),
-                        np.logspace(-20, 2, 2000), [0.0, np.inf, -np.inf, np.nan, 30.0, 100.0]]
-                       ).astype(np.float32)
-    got = f(jt.tensor(x)).numpy()
+def test_compiled_log1p_and_logsigmoid_float32_accuracy():
+    """log1p's and logsigmoid's scalar templates compute log1p(x) as log(u) * x / (u - 1), u = 1 + x
+    (float32: fastmath.py's vectorisable log, not libm's scalar log1p): within 4 ulp of the
+    float64 value over the float32 range (tiny x, x near -1, huge x, where the product could
+    overflow), special values as eager."""
+    f = jt.jit.script(_log1p_and_logsigmoid)
+    x = np.concatenate([np.linspace(-90, 90, 20001), -np.logspace(-40, -1e-4, 2000),
+                        np.logspace(-40, 38.5, 2000), [0.0, -0.0, -1.0, -2.0, np.inf, -np.inf,
+                                                       np.nan, 30.0, 100.0]]).astype(np.float32)
+    got = f(jt.tensor(x))
     assert f.stats["tier"] == "compiled" and "log1p" not in f.code  # the vectorised log
-    ref = np.minimum(x.astype(np.float64), 0) - np.log1p(np.exp(-np.abs(x.astype(np.float64))))
-    fin = np.isfinite(ref) & (ref != 0)
-    ulp = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
-    assert np.max(np.abs(got[fin] - ref[fin]) / ulp) <= 4
-    eager = nn.functional.logsigmoid(jt.tensor(x)).numpy()
-    np.testing.assert_array_equal(got[~fin], eager[~fin])
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        refs = [np.log1p(x64), np.minimum(x64, 0) - np.log1p(np.exp(-np.abs(x64)))]
+        eager = [jt.tensor(x).log1p(), nn.functional.logsigmoid(jt.tensor(x))]
+    for g, ref, e in zip(got, refs, eager):
+        g, e = g.numpy(), e.numpy()
+        fin = np.isfinite(ref) & (ref != 0)
+        ulp = np.spacing(np.abs(ref[fin]).astype(np.float32)).astype(np.float64)
+        assert np.max(np.abs(g[fin] - ref[fin]) / ulp) <= 4
+        np.testing.assert_array_equal(g[~fin], e[~fin])
+    assert np.signbit(got[0].numpy()[-9:-7]).tolist() == [False, True]  # log1p(-0.0) is -0.0
 
 
-def _logsigmoid(x):
-    return nn.functional.logsigmoid(x)
+def _log1p_and_logsigmoid(x):
+    return x.log1p(), nn.functional.logsigmoid(x)
