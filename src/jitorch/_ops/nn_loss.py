@@ -500,6 +500,27 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _weighted(loss, weight, reduction)
 
 
+@composite(static=("reduction",))
+def _binary_cross_entropy_with_logits(reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None,
+             pos_weight: Optional[Tensor] = None):
+        ls = logsigmoid(input)
+        if pos_weight is not None:
+            loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * ls
+        else:
+            loss = (1 - target) * input - ls
+        if weight is not None:
+            loss = loss * weight
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
                                      reduction="mean", pos_weight=None):
@@ -508,12 +529,36 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_tensor("binary_cross_entropy_with_logits", "input", input, 1)
     _check_reduction(reduction)
     _check_same_size("binary_cross_entropy_with_logits", input, target)
-    ls = logsigmoid(input)
-    if pos_weight is not None:
-        loss = (1 - target) * input - (1 + (pos_weight - 1) * target) * ls
-    else:
-        loss = (1 - target) * input - ls
-    return _weighted(loss, weight, reduction)
+    return _binary_cross_entropy_with_logits.body(reduction)(input, target, weight, pos_weight)
+
+
+expose(_binary_cross_entropy_with_logits, binary_cross_entropy_with_logits)
+
+
+def _kl_div_mean(reduction, log_target):
+    if reduction == "mean":
+        return "reduction='mean' warns at every call (eager)"
+    return None
+
+
+@composite(static=("reduction", "log_target"), script_unsupported=_kl_div_mean)
+def _kl_div(reduction, log_target):
+    if reduction != "batchmean":
+        _check_reduction(reduction)
+
+    def body(input, target):
+        if log_target:
+            loss = target.exp() * (target - input)
+        else:
+            loss = target.xlogy(target) - target * input
+        if reduction == "batchmean":
+            return loss.sum() / (input.size(0) if input.dim() > 0 else 1)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
 
 
 @_autocast.policy("fp32")
@@ -526,36 +571,67 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.", UserWarning, stacklevel=2)
-    if log_target:
-        loss = target.exp() * (target - input)
-    else:
-        loss = target.xlogy(target) - target * input
-    if reduction == "batchmean":
-        return loss.sum() / (input.shape[0] if input.ndim else 1)
-    return _reduce(loss, reduction)
+    return _kl_div.body(reduction, log_target)(input, target)
+
+
+expose(_kl_div, kl_div)
 
 
 # --- embedding / ranking losses ----------------------------------------------------------------
+@composite(static=("margin", "reduction"))
+def _cosine_embedding_loss(margin, reduction):
+    _check_reduction(reduction)
+
+    def body(input1, input2, target):
+        nd = input1.dim()
+        if nd != input2.dim() or nd != 1 and nd != 2 or target.dim() != nd - 1:
+            raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same "
+                               f"dimension but got sizes: input1: {input1.shape}, input2: "
+                               f"{input2.shape}, target: {target.shape} ")
+        eps = 1e-12
+        prod = (input1 * input2).sum(-1)
+        mag1 = (input1 * input1).sum(-1) + eps
+        mag2 = (input2 * input2).sum(-1) + eps
+        cos = prod / (mag1 * mag2).sqrt()
+        zeros = cos * 0
+        pos = where(target == 1, 1 - cos, zeros)
+        neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
+        loss = pos + neg
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """1 - cos(x1, x2) where target == 1, max(0, cos(x1, x2) - margin) where target == -1."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return _cosine_embedding_loss.body(margin, reduction)(input1, input2, target)
+
+
+expose(_cosine_embedding_loss, cosine_embedding_loss)
+
+
+@composite(static=("margin", "reduction"))
+def _margin_ranking_loss(margin, reduction):
     _check_reduction(reduction)
-    nd = input1.ndim
-    if nd != input2.ndim or nd not in (1, 2) or target.ndim != nd - 1:
-        raise RuntimeError(f"cosine_embedding_loss : All input tensors should have same "
-                           f"dimension but got sizes: input1: {input1.shape}, input2: "
-                           f"{input2.shape}, target: {target.shape} ")
-    eps = 1e-12
-    prod = (input1 * input2).sum(-1)
-    mag1 = (input1 * input1).sum(-1) + eps
-    mag2 = (input2 * input2).sum(-1) + eps
-    cos = prod / (mag1 * mag2).sqrt()
-    zeros = cos * 0
-    pos = where(target == 1, 1 - cos, zeros)
-    neg = where(target == -1, (cos - margin).clamp_min(0), zeros)
-    return _reduce(pos + neg, reduction)
+
+    def body(input1, input2, target):
+        if not (input1.dim() == input2.dim() and input2.dim() == target.dim()):
+            raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                               f"dimension but got sizes: input1: {input1.shape}, input2: "
+                               f"{input2.shape}, target: {target.shape} ")
+        loss = (-target * (input1 - input2) + margin).clamp_min(0)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
 
 
 @_autocast.policy("fp32")
@@ -563,9 +639,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                         reduction="mean"):
     """max(0, -target * (x1 - x2) + margin)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
-    if not (input1.ndim == input2.ndim == target.ndim):
-        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
-                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
-                           f"target: {target.shape} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _margin_ranking_loss.body(margin, reduction)(input1, input2, target)
+
+
+expose(_margin_ranking_loss, margin_ranking_loss)

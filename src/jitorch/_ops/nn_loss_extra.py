@@ -5,9 +5,13 @@ Gaussian NLL and multilabel soft margin, composites of registry ops with PyTorch
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 from .._tensor import Tensor
+from .composite import composite, expose
+from .nn_activation import logsigmoid
 from .nn_loss import _check_reduction, _reduce, legacy_reduction
+from .ternary import where
 from .. import _autocast
 
 __all__: list = []  # reached through jitorch.nn.functional
@@ -36,43 +40,79 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     return _reduce((d_pos - d_neg + margin).clamp_min(0), reduction)
 
 
+@composite(static=("margin", "reduction"))
+def _hinge_embedding_loss(margin, reduction):
+    _check_reduction(reduction)
+
+    def body(input, target):
+        zeros = input * 0
+        margin_part = where(target != 1, (margin - input).clamp_min(0), zeros)
+        self_part = where(target != -1, input, zeros)
+        loss = margin_part + self_part
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 @_autocast.policy("fp32")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """x where target == 1, max(0, margin - x) where target == -1 (both terms elsewhere)."""
-    from .ternary import where
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return _hinge_embedding_loss.body(margin, reduction)(input, target)
+
+
+@composite(static=("reduction",))
+def _soft_margin_loss(reduction):
     _check_reduction(reduction)
-    zeros = input * 0
-    margin_part = where(target != 1, (margin - input).clamp_min(0), zeros)
-    self_part = where(target != -1, input, zeros)
-    return _reduce(margin_part + self_part, reduction)
+
+    def body(input, target):
+        loss = (-input * target).exp().log1p()
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
 
 
 @_autocast.policy("fp32")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """log(1 + exp(-target * input))."""
     reduction = legacy_reduction(size_average, reduce, reduction)
+    return _soft_margin_loss.body(reduction)(input, target)
+
+
+@composite(static=("log_input", "full", "eps", "reduction"))
+def _poisson_nll_loss(log_input, full, eps, reduction):
     _check_reduction(reduction)
-    return _reduce((-input * target).exp().log1p(), reduction)
+
+    def body(input, target):
+        if log_input:
+            loss = input.exp() - target * input
+        else:
+            loss = input - target * (input + eps).log()
+        if full:
+            safe = where(target > 1, target, target * 0 + 2)  # no log(0) in the masked-out terms
+            stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
+            loss = loss + where(target > 1, stirling, stirling * 0)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
 
 
 @_autocast.policy("fp32")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """exp(x) - t x (log_input) or x - t log(x + eps); `full` adds Stirling's term where t > 1."""
-    from .ternary import where
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
-    if log_input:
-        loss = input.exp() - target * input
-    else:
-        loss = input - target * (input + eps).log()
-    if full:
-        safe = where(target > 1, target, target * 0 + 2)  # no log(0) in the masked-out terms
-        stirling = safe * safe.log() - safe + 0.5 * (2 * math.pi * safe).log()
-        loss = loss + where(target > 1, stirling, stirling * 0)
-    return _reduce(loss, reduction)
+    return _poisson_nll_loss.body(log_input, full, eps, reduction)(input, target)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -99,15 +139,32 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+@composite(static=("reduction",))
+def _multilabel_soft_margin_loss(reduction):
+    _check_reduction(reduction)
+
+    def body(input, target, weight: Optional[Tensor] = None):
+        loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+        if weight is not None:
+            loss = loss * weight
+        class_dim = input.dim() - 1
+        loss = loss.sum(class_dim) / input.size(class_dim)
+        if reduction == "mean":
+            return loss.mean()
+        if reduction == "sum":
+            return loss.sum()
+        return loss
+    return body
+
+
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """-mean over classes of t log sigmoid(x) + (1 - t) log sigmoid(-x) (weighted)."""
-    from .nn_activation import logsigmoid
     reduction = legacy_reduction(size_average, reduce, reduction)
-    _check_reduction(reduction)
-    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
-    if weight is not None:
-        loss = loss * weight
-    class_dim = input.ndim - 1
-    loss = loss.sum(class_dim) / input.shape[class_dim]
-    return _reduce(loss, reduction)
+    return _multilabel_soft_margin_loss.body(reduction)(input, target, weight)
+
+
+expose(_hinge_embedding_loss, hinge_embedding_loss)
+expose(_soft_margin_loss, soft_margin_loss)
+expose(_poisson_nll_loss, poisson_nll_loss)
+expose(_multilabel_soft_margin_loss, multilabel_soft_margin_loss)

@@ -300,12 +300,14 @@ def _execute(ready, buffers, deps, needed, capture, capture_at, captured, allowe
                         if own is not None and nr in own:
                             np.add(a._data, g._data, out=a._data)
                         else:
-                            a = buf[nr] = Tensor._make(np.add(a._data, g._data), a._dtype)
-                            if type(a._data) is np.ndarray:  # (0-d operands: a NumPy scalar)
-                                if own is None:
-                                    owned[m] = {nr}
-                                else:
-                                    own.add(nr)
+                            s = np.add(a._data, g._data)
+                            if type(s) is not np.ndarray:  # 0-d operands: a NumPy scalar,
+                                s = np.asarray(s)  # which a compiled program cannot take
+                            a = buf[nr] = Tensor._make(s, a._dtype)
+                            if own is None:
+                                owned[m] = {nr}
+                            else:
+                                own.add(nr)
                     else:
                         buf[nr] = a + g
                         own = owned.get(m)

@@ -2,10 +2,12 @@
 
 Owns the decision, at an eager (not scripted, not traced) call of `nn.RNN` / `nn.LSTM` /
 `nn.GRU`, `nn.MultiheadAttention`, `nn.TransformerEncoderLayer` or `nn.TransformerDecoderLayer`,
-to run the call as one scripted "flat" function of its inputs and parameters instead of one
-eager op at a time, the flat sources of the attention and Transformer layers (`_Flat`), and the
-table of those functions (`_script`: one per source; recurrent layers find theirs by
-configuration, `_BY_CONFIG`, without rebuilding the source).
+the norms and the losses whose composite compiles, to run the call as one scripted "flat"
+function of its inputs and parameters instead of one eager op at a time, the flat sources of
+the attention and Transformer layers (`_Flat`) and of the norms and losses (`functional`), and
+the table of those functions (`_script`: one per source; recurrent layers find theirs by
+configuration, `_BY_CONFIG`, the norms and losses by configuration and argument types,
+`_BY_CALL`, without rebuilding the source).
 
 Recurrent layers run the whole sequence as one call instead of one Python step per time
 step. Where it serves the configuration (no projection, no dropout between layers in training)
@@ -27,10 +29,11 @@ The layer's own checks and defaults (`_prepare_call`, `_finish_call`) run eagerl
 call, so arguments, error types and messages are the eager form's. Anything that needs the
 eager ops themselves keeps the eager path: `jit.trace` recording, a dispatch mode
 (`__torch_dispatch__`-style, vmap), autocast, tensor subclasses, dtypes other than float32 /
-float64, devices other than the CPU, and empty sequences or batches. A PackedSequence input is
-served by the fused loops where they serve the configuration and are loaded (each step runs
-the sequences still running: `_rnn_fused.py`), else by the layer's eager packed loop (there is
-no scripted packed composite). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
+float64, devices other than the CPU, an open forward-AD dual level (scripted functions carry no
+tangents), and empty sequences or batches. A PackedSequence input is served by the fused loops
+where they serve the configuration and are loaded (each step runs the sequences still running:
+`_rnn_fused.py`), else by the layer's eager packed loop (there is no scripted packed
+composite). `JITORCH_EAGER_COMPILED_LAYERS=0` switches it off.
 
 The attention and Transformer layers' flat source writes the forward out with the call's
 configuration as literals (sizes, eps, norm_first, relu/gelu, batch_first, training-mode
@@ -41,9 +44,32 @@ The eager path keeps a call whose arguments MultiheadAttention rejects (it raise
 error), a submodule with a hook or of another type (a replaced `linear1`, an activation
 module), in-place dropout, bias_k / bias_v / add_zero_attn, masks of another float dtype,
 empty inputs, and everything `_eligible` refuses.
+
+The norms and losses (`functional`) are modules whose forward is one functional call with
+constant configuration: `def forward(<tensors>): return F.<fn>(<tensors>, <literals>)`, e.g.
+`F.layer_norm(input=input, weight=weight, bias=bias, normalized_shape=(5, ), eps=1e-05)`, an
+absent optional tensor written as None. Served: nn.LayerNorm, nn.GroupNorm, nn.RMSNorm (eps=None
+written as the dtype's eps), nn.BatchNorm1d/2d/3d where the call updates no running statistics
+(evaluation mode, or training with track_running_stats=False: in training with running
+statistics `F.batch_norm` updates them in place, outside the script subset, so that call keeps
+the eager path), and the losses nn.L1Loss, MSELoss, SmoothL1Loss, HuberLoss, BCEWithLogitsLoss,
+SoftMarginLoss, HingeEmbeddingLoss, MarginRankingLoss, CosineEmbeddingLoss, PoissonNLLLoss,
+MultiLabelSoftMarginLoss and KLDivLoss (not reduction="mean", which warns at every call). Values
+equal under == write the same source (beta=1 and beta=1.0 compute alike in these calls). The
+module's own checks run first
+(eager); then the eager path keeps calls whose first `same` tensors differ in shape (a loss
+then warns and broadcasts), empty inputs, configuration values without a literal (a non-finite
+float), everything `_eligible` refuses, and any call the compiled function raises on (the eager
+form then raises its own error: these functions write nothing, so the rerun is safe). The
+other losses keep the eager path: CrossEntropyLoss and NLLLoss are fused eager ops already
+(`_nll_loss_fused`); BCELoss (its input-range check is data-dependent and compiled code does
+not make it), GaussianNLLLoss (likewise for `var`, and its variance shapes), TripletMarginLoss
+(a plain Python function over `pairwise_distance`: a Python op in scripted code, nothing to
+gain) and CTCLoss.
 """
 from __future__ import annotations
 
+import math
 import os
 
 import jitorch as _jt
@@ -65,17 +91,22 @@ def _runtime():
         from ... import _autocast
         from ..._ops.registry import _mode_state
         from ..._profiling import autocast_hook
+        from ...autograd.grad_mode import _fwd_level
         from ...script.frontend.trace import _active_count
         _rt = (_active_count, _mode_state, autocast_hook, _autocast,
-               (_jt.float32, _jt.float64))
+               (_jt.float32, _jt.float64), _fwd_level)
     return _rt
 
 
 def _eligible(tensors) -> bool:
-    tracers, modes, ac_hook, autocast, dtypes = _runtime()
-    if tracers[0] or modes.stack or (ac_hook[0] is not None and autocast.active_on_thread()):
+    tracers, modes, ac_hook, autocast, dtypes, fwd_ad = _runtime()
+    if tracers[0] or modes.stack or fwd_ad[0] or \
+            (ac_hook[0] is not None and autocast.active_on_thread()):
         return False
-    dt = tensors[0].dtype
+    t = tensors[0]
+    if type(t) is not Tensor and type(t) is not Parameter:  # (a loss's input, unchecked)
+        return False
+    dt = t.dtype
     if dt not in dtypes:
         return False
     for t in tensors:
@@ -419,3 +450,71 @@ def decoder_layer(m, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
     _add_block(fl, m, "norm2", ca)
     _add_block(fl, m, "norm3", lambda fl, y: _feed_forward(fl, m, y, m.dropout3))
     return _run(fl, "TransformerDecoderLayer", "x")
+
+
+# -- norms and losses: one functional call -------------------------------------------------
+# A module whose forward is one `F.<fn>` call with constant configuration runs it as the flat
+# function `def forward(<tensors>): return F.<fn>(<tensors>, <literals>)`, found per call by
+# (module class, configuration values, argument types: None marks an absent optional tensor).
+
+_BY_CALL: dict = {}  # that key -> the call's ScriptFunction, or None: the eager path serves it
+
+
+def _literal(v):
+    """Python source of configuration value `v`; None where the script cannot read it back
+    (a non-finite float, another object)."""
+    if v is None or isinstance(v, (bool, int, str)):
+        return repr(v)
+    if isinstance(v, float):
+        return repr(v) if math.isfinite(v) else None
+    if isinstance(v, tuple):
+        parts = [_literal(x) for x in v]
+        return None if None in parts else "(" + "".join(p + ", " for p in parts) + ")"
+    return None
+
+
+def _call_function(m, fn: str, names: tuple, tensors: tuple, lits: tuple, values: tuple):
+    """Scripts `F.<fn>(name=tensor..., lit=value...)` (tensors None: written as None)."""
+    args = [n for n, t in zip(names, tensors) if t is not None]
+    kw = [f"{n}={n if t is not None else 'None'}" for n, t in zip(names, tensors)]
+    for n, v in zip(lits, values):
+        src = _literal(v)
+        if src is None:
+            return None
+        kw.append(f"{n}={src}")
+    return _script(f"def forward({', '.join(args)}):\n    return F.{fn}({', '.join(kw)})\n",
+                   type(m).__name__)
+
+
+def functional(m, fn: str, names: tuple, tensors: tuple, lits: tuple = (), values: tuple = (),
+               same: int = 0):
+    """`F.<fn>` of `tensors` (its parameters `names`; None: an absent optional tensor) and
+    configuration `values` (its parameters `lits`), computed by the call's compiled function;
+    None where the eager path must run it: switched off, not `_eligible`, an empty input, the
+    first `same` tensors not all of one shape (eager warns and broadcasts), a configuration
+    value without a literal, or a call the compiled function rejects (the eager form then
+    raises its own error). The source is built at the configuration's first call only."""
+    if not enabled():
+        return None
+    given = [t for t in tensors if t is not None]
+    if not _eligible(given):
+        return None
+    shape = given[0]._data.shape
+    if not given[0]._data.size:
+        return None
+    for t in given[1:same]:
+        if t._data.shape != shape:
+            return None
+    key = (type(m), values, tuple(map(type, tensors)))
+    try:
+        sf = _BY_CALL.get(key, _BY_CALL)
+    except TypeError:  # an unhashable configuration value (a list set by hand): no literal
+        return None
+    if sf is _BY_CALL:
+        sf = _BY_CALL[key] = _call_function(m, fn, names, tensors, lits, values)
+    if sf is None:
+        return None
+    try:
+        return sf(*given)
+    except Exception:  # (no side effect: these functions only read their arguments)
+        return None

@@ -2,17 +2,20 @@
 
 The normalisation (and the in-place running-stat update) is `F.batch_norm`; these modules own
 the buffers (`running_mean`, `running_var`, `num_batches_tracked`, PyTorch's names and dtypes),
-the cumulative average of `momentum=None`, and PyTorch's input-rank checks.
+the cumulative average of `momentum=None`, and PyTorch's input-rank checks. An eager call
+that updates no running statistics (evaluation mode, or training without tracked statistics)
+runs its functional call compiled where eligible (`_eager_compiled.functional`); training with
+running statistics keeps the eager path (their in-place update is outside the script subset).
 """
 from __future__ import annotations
-
-from typing import Optional
 
 import jitorch as _jt  # public ops, looked up at call time (no import cycle)
 from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ...script.frontend.lang import is_scripting
+from . import _eager_compiled
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
@@ -102,9 +105,23 @@ class _BatchNorm(_NormBase):
                 factor = 1.0 / float(self.num_batches_tracked.item())
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_stats = not self.training or self.track_running_stats
-        return F.batch_norm(input, self.running_mean if use_stats else None,
-                            self.running_var if use_stats else None, self.weight, self.bias,
-                            bn_training, factor, self.eps)
+        mean = self.running_mean if use_stats else None
+        var = self.running_var if use_stats else None
+        if not is_scripting():
+            res = None
+            # an eager call that updates no running statistics (evaluation, or training without
+            # them; a single value per channel in training: eager's error) runs compiled where
+            # eligible: F.batch_norm's in-place update stays outside the script subset
+            if not bn_training or mean is None and var is None and \
+                    input.numel() > input.size(1):
+                res = _eager_compiled.functional(
+                    self, "batch_norm", ("input", "running_mean", "running_var", "weight",
+                                         "bias"), (input, mean, var, self.weight, self.bias),
+                    ("training", "eps"), (bn_training, self.eps))
+            if res is not None:
+                return res
+        return F.batch_norm(input, mean, var, self.weight, self.bias, bn_training, factor,
+                            self.eps)
 
 
 class BatchNorm1d(_BatchNorm):

@@ -1,6 +1,8 @@
 """Loss modules (`MSELoss` ... `MarginRankingLoss`): PyTorch's arguments, buffers and reduction.
 
-Each forwards to the `jitorch.nn.functional` loss of the same name. Like PyTorch, class weights
+Each forwards to the `jitorch.nn.functional` loss of the same name; an eager call of the losses
+whose composite compiles runs that call compiled where eligible (`_eager_compiled.functional`;
+the input shapes all equal, else eager's warning and broadcast). Like PyTorch, class weights
 (`weight`, `pos_weight`) are buffers, so they follow `.to()` / `.double()` and, when given,
 appear in `state_dict`; the legacy `size_average` / `reduce` flags map to `reduction` with
 PyTorch's deprecation warning.
@@ -11,7 +13,13 @@ import warnings
 
 from ..._tensor import Tensor
 from .. import functional as F
+from ...script.frontend.lang import is_scripting
+from . import _eager_compiled
 from .module import Module
+
+_IT = ("input", "target")  # the functional parameters of the tensors ...
+_PAIR = ("input1", "input2", "target")
+_R = ("reduction",)  # ... and of the configuration, of the compiled calls below
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss",
            "BCELoss", "BCEWithLogitsLoss", "KLDivLoss", "CosineEmbeddingLoss",
@@ -58,6 +66,12 @@ class L1Loss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "l1_loss", _IT, (input, target),
+                _R, (self.reduction,), 2)
+            if res is not None:
+                return res
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
@@ -65,6 +79,12 @@ class MSELoss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "mse_loss", _IT, (input, target),
+                _R, (self.reduction,), 2)
+            if res is not None:
+                return res
         return F.mse_loss(input, target, reduction=self.reduction)
 
 
@@ -77,6 +97,12 @@ class SmoothL1Loss(_Loss):
         self.beta = beta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "smooth_l1_loss", _IT, (input, target),
+                ("reduction", "beta"), (self.reduction, self.beta), 2)
+            if res is not None:
+                return res
         return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
 
 
@@ -88,6 +114,12 @@ class HuberLoss(_Loss):
         self.delta = delta
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "huber_loss", _IT, (input, target),
+                ("reduction", "delta"), (self.reduction, self.delta), 2)
+            if res is not None:
+                return res
         return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
 
 
@@ -138,6 +170,13 @@ class BCEWithLogitsLoss(_Loss):
         self.pos_weight: Tensor | None
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "binary_cross_entropy_with_logits", _IT + ("weight", "pos_weight"),
+                (input, target, self.weight, self.pos_weight),
+                _R, (self.reduction,), 2)
+            if res is not None:
+                return res
         return F.binary_cross_entropy_with_logits(input, target, self.weight,
                                                   pos_weight=self.pos_weight,
                                                   reduction=self.reduction)
@@ -152,6 +191,14 @@ class KLDivLoss(_Loss):
         self.log_target = log_target
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = None
+            if self.reduction != "mean":  # (eager warns at every call)
+                res = _eager_compiled.functional(
+                    self, "kl_div", _IT, (input, target),
+                    ("reduction", "log_target"), (self.reduction, self.log_target), 2)
+            if res is not None:
+                return res
         return F.kl_div(input, target, reduction=self.reduction, log_target=self.log_target)
 
 
@@ -164,6 +211,12 @@ class CosineEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "cosine_embedding_loss", _PAIR, (input1, input2, target),
+                ("margin", "reduction"), (self.margin, self.reduction), 2)
+            if res is not None:
+                return res
         return F.cosine_embedding_loss(input1, input2, target, margin=self.margin,
                                        reduction=self.reduction)
 
@@ -177,6 +230,12 @@ class MarginRankingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "margin_ranking_loss", _PAIR, (input1, input2, target),
+                ("margin", "reduction"), (self.margin, self.reduction), 3)
+            if res is not None:
+                return res
         return F.margin_ranking_loss(input1, input2, target, margin=self.margin,
                                      reduction=self.reduction)
 
@@ -207,6 +266,12 @@ class HingeEmbeddingLoss(_Loss):
         self.margin = margin
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "hinge_embedding_loss", _IT, (input, target),
+                ("margin", "reduction"), (self.margin, self.reduction), 2)
+            if res is not None:
+                return res
         return F.hinge_embedding_loss(input, target, margin=self.margin,
                                       reduction=self.reduction)
 
@@ -215,6 +280,12 @@ class SoftMarginLoss(_Loss):
     __constants__ = ["reduction"]
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "soft_margin_loss", _IT, (input, target),
+                _R, (self.reduction,), 2)
+            if res is not None:
+                return res
         return F.soft_margin_loss(input, target, reduction=self.reduction)
 
 
@@ -227,6 +298,13 @@ class PoissonNLLLoss(_Loss):
         self.log_input, self.full, self.eps = log_input, full, eps
 
     def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "poisson_nll_loss", _IT, (log_input, target),
+                ("log_input", "full", "eps", "reduction"),
+                (self.log_input, self.full, self.eps, self.reduction), 2)
+            if res is not None:
+                return res
         return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
                                   eps=self.eps, reduction=self.reduction)
 
@@ -248,6 +326,13 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
     __constants__ = ["reduction"]
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "multilabel_soft_margin_loss", _IT + ("weight",),
+                (input, target, self.weight),
+                _R, (self.reduction,), 2)
+            if res is not None:
+                return res
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
                                              reduction=self.reduction)
 

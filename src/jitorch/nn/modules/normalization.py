@@ -1,7 +1,8 @@
 """`LayerNorm`, `GroupNorm` and `RMSNorm`: PyTorch's parameters, initialisation and printed form.
 
 The arithmetic is the registry ops behind `F.layer_norm` / `F.group_norm` / `F.rms_norm`;
-these modules own the learnable affine parameters and PyTorch's constructor checks.
+these modules own the learnable affine parameters and PyTorch's constructor checks. An eager
+call runs the functional call compiled where eligible (`_eager_compiled.functional`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from ..._tensor import Tensor
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
+from ...script.frontend.lang import is_scripting
+from . import _eager_compiled
 from .module import Module
 
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm"]
@@ -77,6 +80,12 @@ class LayerNorm(_TrailingNorm):
 
     def forward(self, input: Tensor) -> Tensor:
         self._check_trailing(input)
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "layer_norm", ("input", "weight", "bias"), (input, self.weight, self.bias),
+                ("normalized_shape", "eps"), (self.normalized_shape, self.eps))
+            if res is not None:
+                return res
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -122,6 +131,12 @@ class GroupNorm(Module):
             # issue 4: shape errors name the layer and both shapes
             raise RuntimeError(f"{self!r}: expected input with {self.num_channels} channels "
                                f"(dim 1), but got input of size {list(input.shape)}")
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            res = _eager_compiled.functional(
+                self, "group_norm", ("input", "weight", "bias"), (input, self.weight, self.bias),
+                ("num_groups", "eps"), (self.num_groups, self.eps))
+            if res is not None:
+                return res
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
@@ -153,6 +168,15 @@ class RMSNorm(_TrailingNorm):
 
     def forward(self, x: Tensor) -> Tensor:
         self._check_trailing(x)
+        if not is_scripting():  # an eager call: its compiled function where eligible
+            eps = self.eps  # (None: F.rms_norm's default, which the compiled call needs given)
+            if eps is None and x.dtype.is_floating_point:
+                eps = _jt.finfo(x.dtype).eps
+            res = _eager_compiled.functional(
+                self, "rms_norm", ("input", "weight"), (x, self.weight),
+                ("normalized_shape", "eps"), (self.normalized_shape, eps))
+            if res is not None:
+                return res
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
 
     def extra_repr(self) -> str:
