@@ -15,7 +15,7 @@ from numba import njit, types
 from jitorch.script.targets.cpu import fastmath as fm
 
 FLAGS = dict(nogil=True, error_model="numpy", fastmath={"reassoc", "contract"})
-NAMES = ["exp", "log", "tanh", "sigmoid", "erf", "gelu_tanh"]
+NAMES = ["exp", "log", "log1p", "tanh", "sigmoid", "erf", "gelu_tanh"]
 MAX_ULP = 2
 
 
@@ -63,6 +63,8 @@ def reference(name, x):
             r = np.exp(xd)
         elif name == "log":
             r = np.log(xd)
+        elif name == "log1p":
+            r = np.log1p(xd)
         elif name == "tanh":
             r = np.tanh(xd)
         elif name == "sigmoid":
@@ -122,6 +124,8 @@ SPECIAL = {
             (1e30, INF), (-104.0, 0.0), (-1e30, 0.0), (TINY, 1.0)],
     "log": [(0.0, -INF), (-0.0, -INF), (-1.0, NAN), (-INF, NAN), (INF, INF), (NAN, NAN),
             (1.0, 0.0), (-TINY, NAN)],
+    "log1p": [(0.0, 0.0), (-0.0, -0.0), (-1.0, -INF), (-2.0, NAN), (-INF, NAN), (INF, INF),
+              (NAN, NAN), (TINY, TINY), (-TINY, -TINY), (3e38, np.log1p(3e38))],
     "tanh": [(0.0, 0.0), (INF, 1.0), (-INF, -1.0), (NAN, NAN), (20.0, 1.0), (-20.0, -1.0),
              (TINY, TINY), (-TINY, -TINY)],
     "sigmoid": [(0.0, 0.5), (-0.0, 0.5), (INF, 1.0), (-INF, 0.0), (NAN, NAN), (-200.0, 0.0),
@@ -143,7 +147,7 @@ def test_special_values(name):
     assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all(), (name, got)
 
 
-@pytest.mark.parametrize("name", ["tanh", "erf", "gelu_tanh"])
+@pytest.mark.parametrize("name", ["tanh", "log1p", "erf", "gelu_tanh"])
 def test_negative_zero_preserved(name):
     got = run(name, np.array([-0.0], np.float32))
     assert got[0] == 0 and np.signbit(got[0])

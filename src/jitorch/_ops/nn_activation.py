@@ -259,21 +259,13 @@ softplus = _act("softplus", _softplus,
                        "np.log1p(np.exp({input} * {beta})) / {beta})")
 
 
-# log1p(e), e = exp(-|x|) in (0, 1], as log(u) * e / (u - 1) with u = 1 + e (u - 1 is exact;
-# Goldberg's form: as accurate as log1p, e itself where u rounds to 1): compiled float32 code
-# has a vectorisable log (targets/cpu/fastmath.py) but only scalar libm's log1p, ~4x slower
-_LOGSIGMOID_SCALAR = ("(min({input}, 0) - (np.log(1 + np.exp(-abs({input}))) * "
-                      "(np.exp(-abs({input})) / ((1 + np.exp(-abs({input}))) - 1)) "
-                      "if 1 + np.exp(-abs({input})) != 1 else np.exp(-abs({input}))))")
-
-
 def _logsigmoid(input):
     return np.minimum(input, 0) - np.log1p(np.exp(-np.abs(input)))
 
 
 logsigmoid = _act("logsigmoid", _logsigmoid, deriv=lambda input: (-input).sigmoid(),
                   dtype=_rule("log_sigmoid_cpu"),
-                  scalar=_LOGSIGMOID_SCALAR)
+                  scalar="(min({input}, 0) - np.log1p(np.exp(-abs({input}))))")
 
 
 # --- smooth gates -----------------------------------------------------------------------------

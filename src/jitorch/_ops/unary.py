@@ -214,16 +214,10 @@ log10 = defop("log10", _silent(np.log10),
               vjp=lambda g, input: g / (input * _LN10), extra=ON_ARRAYS,
               jvp=lambda t_input, input: t_input / (input * _LN10),
               scalar="np.log10({input})")
-# log1p(x) as log(u) * x / (u - 1), u = 1 + x (Goldberg's form: within a few ulp of log1p, x
-# itself where u rounds to 1): compiled float32 code has a vectorisable log (script/targets/cpu/
-# fastmath.py) but only libm's scalar log1p, several times slower. Above 1e7 log(u) is as
-# accurate, and the product, which fastmath's reassociation may compute first, cannot overflow
-_LOG1P_SCALAR = ("({input} if 1 + {input} == 1 else (np.log(1 + {input}) if {input} > 1e7 else "
-                 "np.log(1 + {input}) * ({input} / ((1 + {input}) - 1))))")
 log1p = defop("log1p", _silent(np.log1p),
               autocast={"cuda": "fp32"}, kind="elementwise", dtype="float", inplace=True,
               vjp=lambda g, input: g / (input + 1), extra=ON_ARRAYS,
-              jvp=lambda t_input, input: t_input / (input + 1), scalar=_LOG1P_SCALAR)
+              jvp=lambda t_input, input: t_input / (input + 1), scalar="np.log1p({input})")
 sqrt = defop("sqrt", _silent(np.sqrt), kind="elementwise", dtype="float", inplace=True,
              vjp=lambda g, result: g / (result * 2), extra=ON_ARRAYS,
              jvp=lambda t_input, result: t_input / (result * 2), scalar="np.sqrt({input})")

@@ -5,7 +5,8 @@ blocks loop vectorisation (1.3-6.6x slower than NumPy's SIMD loops, see NUMBA_NO
 module owns branch-free polynomial/rational replacements without libm calls (their
 instructions emitted through llvmlite, below), that LLVM vectorises when they are inlined into an elementwise loop:
 
-    exp_f32, log_f32, tanh_f32, sigmoid_f32, erf_f32, gelu_tanh_f32   (float32 -> float32)
+    exp_f32, log_f32, log1p_f32, tanh_f32, sigmoid_f32, erf_f32, gelu_tanh_f32
+    (float32 -> float32)
 
 Arguments must be float32 scalars (other types are a Numba TypingError, on purpose: float64 data
 should keep using libm, which Numba runs as fast as NumPy); cast with np.float32(...) first.
@@ -16,7 +17,7 @@ compiled once per process (or loaded from disk) and linked into the caller, wher
 and vectorises them: Numba's IR-level `inline="always"` typed and lowered the whole body again
 at every call site, ~0.2-0.3 CPU-s per use in each kernel (a log-softmax kernel with two exp and
 one log: 2.0 -> 1.3 CPU-s), for the same machine code speed (measured per function, 64 Ki
-float32 elements: within 5% either way). All six go one step further: their instructions are
+float32 elements: within 5% either way). All of them go one step further: their instructions are
 emitted by Python (`_emit_*`, llvmlite) and the njit functions only call the `*_ir` @intrinsic
 that emits them; generated programs import that intrinsic under the
 function's name (`IN_PLACE`, module_text.py), so a program using them compiles no Numba
@@ -73,9 +74,10 @@ the rest following exactly from symmetry and clamps; each function inlined in a 
 with {"reassoc", "contract"}; tests/test_fastmath.py checks that and default flags on a
 2^20-point sweep):
 
-    exp_f32 1, log_f32 1, tanh_f32 2, sigmoid_f32 2, erf_f32 1, gelu_tanh_f32 1
+    exp_f32 1, log_f32 1, log1p_f32 2, tanh_f32 2, sigmoid_f32 2, erf_f32 1, gelu_tanh_f32 1
 
-(tanh/sigmoid/exp/erf: --reduced, 2026-11-29; log/gelu_tanh: full 2^32, unchanged since. tanh's
+(tanh/sigmoid/exp/erf: --reduced, 2026-11-29; log/gelu_tanh: full 2^32, unchanged since;
+log1p: the test sweep, 2026-12-06. tanh's
 2 ulp are at small |x| (e.g. 0.0153939), sigmoid's around x = -1.1: the price of staying in
 float32; the float64-tail versions had 1 ulp at 1.5-3x the cost.)
 (gelu_tanh's reference is x/(1 + exp(-2u)) in float64: the literal 0.5*x*(1 + tanh(u)) cancels
@@ -94,8 +96,9 @@ from numba.extending import intrinsic
 with open(__file__, "rb") as _f:
     SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:16]
 
-__all__ = ["exp_f32", "log_f32", "tanh_f32", "sigmoid_f32", "erf_f32", "gelu_tanh_f32",
-           "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir",
+__all__ = ["exp_f32", "log_f32", "log1p_f32", "tanh_f32", "sigmoid_f32", "erf_f32",
+           "gelu_tanh_f32", "exp_f32_ir", "tanh_f32_ir", "sigmoid_f32_ir", "log_f32_ir",
+           "log1p_f32_ir",
            "erf_f32_ir", "gelu_tanh_f32_ir", "IN_PLACE",
            "FUNCTIONS", "SOURCE_HASH"]
 
@@ -294,6 +297,21 @@ def _emit_log(builder, x):
     return builder.select(P(builder.fcmp_unordered("!=", x, x)), x, r)
 
 
+def _emit_log1p(builder, x):
+    """log1p_f32's instructions for the float32 value x: Goldberg's form log(u) * (x / (u - 1)),
+    u = 1 + x, with _emit_log's log. u - 1 is exact, so x / (u - 1) corrects u's rounding to
+    first order: within a few ulp of log1p (x itself where u rounds to 1, which keeps -0.0). From
+    1e7 on log(u) is as accurate and the ratio, which might overflow or divide inf by inf, is
+    not used. Every fp instruction carries "contract" alone: a caller's "reassoc" must not
+    fold (1 + x) - 1 into x."""
+    P = _protected
+    u = P(builder.fadd(_f32(1.0), x))
+    lu = _emit_log(builder, u)
+    r = P(builder.fmul(lu, P(builder.fdiv(x, P(builder.fsub(u, _f32(1.0)))))))
+    r = builder.select(P(builder.fcmp_ordered(">", x, _f32(1e7))), lu, r)
+    return builder.select(P(builder.fcmp_ordered("==", u, _f32(1.0))), x, r)
+
+
 # erf's polynomials (float64, fitted for this module), highest coefficient first: erf(x) =
 # x * P(x**2) for |x| < 0.921875; log(erfc(t)) ~ Q(t - 2.5) on [0.921875, 4]
 _ERF_P = (8.365008626326135e-05, -0.0008141394960171454, 0.005200905783978044,
@@ -377,6 +395,7 @@ exp_f32_ir = _in_place(_emit_exp, "exp_f32_ir")
 tanh_f32_ir = _in_place(_emit_tanh, "tanh_f32_ir")
 sigmoid_f32_ir = _in_place(_emit_sigmoid, "sigmoid_f32_ir")
 log_f32_ir = _in_place(_emit_log, "log_f32_ir")
+log1p_f32_ir = _in_place(_emit_log1p, "log1p_f32_ir")
 erf_f32_ir = _in_place(_emit_erf, "erf_f32_ir")
 # (not in IN_PLACE: generated code does not call gelu_tanh_f32, see lower_elementwise's names)
 gelu_tanh_f32_ir = _in_place(_emit_gelu_tanh, "gelu_tanh_f32_ir")
@@ -388,6 +407,14 @@ def log_f32(x):
     pre-scaled by 2**25), Cephes polynomial, e*ln2 added in float64. Emitted as LLVM
     instructions (_emit_log) by log_f32_ir."""
     return log_f32_ir(x)
+
+
+@njit(fastmath=_F32, error_model="numpy", cache=True)
+def log1p_f32(x):
+    """log(1 + x) for float32 x; max error 3 ulp. Goldberg's form over log_f32 (_emit_log1p):
+    libm's log1pf is a scalar call that keeps the loop from vectorising. Emitted as LLVM
+    instructions by log1p_f32_ir."""
+    return log1p_f32_ir(x)
 
 
 @njit(fastmath=_F32, error_model="numpy", cache=True)
@@ -425,13 +452,13 @@ def gelu_tanh_f32(x):
 
 
 FUNCTIONS = {
-    "exp": exp_f32, "log": log_f32, "tanh": tanh_f32, "sigmoid": sigmoid_f32,
+    "exp": exp_f32, "log": log_f32, "log1p": log1p_f32, "tanh": tanh_f32, "sigmoid": sigmoid_f32,
     "erf": erf_f32, "gelu_tanh": gelu_tanh_f32,
 }
 """Name -> function, for code generators that map elementwise ops to these."""
 
 IN_PLACE = {"exp_f32": "exp_f32_ir", "tanh_f32": "tanh_f32_ir", "sigmoid_f32": "sigmoid_f32_ir",
-            "log_f32": "log_f32_ir", "erf_f32": "erf_f32_ir"}
+            "log_f32": "log_f32_ir", "log1p_f32": "log1p_f32_ir", "erf_f32": "erf_f32_ir"}
 """Function -> the @intrinsic that emits its instructions in place, which generated code
 imports under the function's name: no Numba function to type, lower and optimise per process
 (~0.12 CPU-s of a first-ever compile each) and link into every caller; the same instructions

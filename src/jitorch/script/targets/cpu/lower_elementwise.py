@@ -33,7 +33,7 @@ from . import views
 
 FASTMATH_MODULE = "jitorch.script.targets.cpu.fastmath"
 _F32_FUNCS = {"np.exp": "exp_f32", "np.tanh": "tanh_f32", "np.log": "log_f32",
-              "math.erf": "erf_f32"}
+              "np.log1p": "log1p_f32", "math.erf": "erf_f32"}
 _fastmath_state: dict = {}
 
 
@@ -44,7 +44,8 @@ def fastmath_names() -> set:
         try:
             import importlib
             mod = importlib.import_module(FASTMATH_MODULE)
-            names = {n for n in ("exp_f32", "tanh_f32", "log_f32", "sigmoid_f32", "erf_f32")
+            names = {n for n in ("exp_f32", "tanh_f32", "log_f32", "log1p_f32", "sigmoid_f32",
+                                 "erf_f32")
                      if hasattr(mod, n)}
             # functions emitted in place by an @intrinsic, imported under their own name
             _fastmath_state["in_place"] = {n: v for n, v in getattr(mod, "IN_PLACE", {}).items()
