@@ -50,6 +50,13 @@ CASES = {  # name: () -> (module, inputs); together: affine and not, optional te
 }
 
 
+@pytest.fixture(autouse=True)
+def _own_functions(monkeypatch):
+    """A table of the call functions of this test's own: other tests in the same process may
+    have made functions of the same module classes (other configurations)."""
+    monkeypatch.setattr(_eager_compiled, "_BY_CALL", {})
+
+
 def _fn(m, values=None):
     """The ScriptFunction the module's eager calls ran (the one of its class, or of its class
     and configuration `values`)."""
@@ -188,7 +195,6 @@ def test_source_built_once_per_configuration(monkeypatch):
     # no compile: each "function" records its source and hands the call to the eager path
     monkeypatch.setattr(_eager_compiled, "_script",
                         lambda src, layer: srcs.append(src) or (lambda *a: None))
-    monkeypatch.setattr(_eager_compiled, "_BY_CALL", {})
     x = _t((2, 5), 1, grad=False)
     for m in (nn.LayerNorm(5), nn.LayerNorm(5), nn.LayerNorm(5, eps=1e-3),
               nn.LayerNorm(5, bias=False)):
