@@ -52,6 +52,8 @@ def _check_reduction(reduction):
 
 
 def _reduce(loss, reduction):
+    # (eager only: the composites' bodies write this tail out, because a plain function called
+    # from a body is a Python op there, which the compiler does not differentiate)
     _check_reduction(reduction)
     if reduction == "mean":
         return loss.mean()
