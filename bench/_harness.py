@@ -285,3 +285,14 @@ def jit_stats_line() -> str:
         return line
     except Exception as e:  # noqa: BLE001
         return f"jitorch.jit.stats(): unavailable ({short_error(e)})"
+
+
+def eager_layers_stats_line() -> str:
+    """`jitorch.jit.stats()` as the eager-layer benchmarks report it: runs by tier, the tier of
+    each `nn.<Layer>[eager]` function and the calls the fused loops served."""
+    import jitorch
+    st = jitorch.jit.stats()
+    fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
+    return (f"jit.stats: compiled_runs={st['compiled_runs']} "
+            f"interpreted_runs={st['interpreted_runs']} layers={fns} "
+            f"fused_layers={st['fused_layers']}")

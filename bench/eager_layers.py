@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import jitorch as jt
-from _harness import machine, pin_threads, stamp, try_import
+from _harness import eager_layers_stats_line, machine, pin_threads, stamp, try_import
 
 pin_threads(1)
 torch = try_import("torch")
@@ -126,10 +126,7 @@ def main():
             pc, pw = r["PyTorch"]
             row += f" {pc * 1e6:.0f} ({pw * 1e6:.0f}) | {oc / pc:.2f}x | {nc / pc:.2f}x |"
         print(row, flush=True)
-    st = jt.jit.stats()
-    fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
-    print(f"\njit.stats: compiled_runs={st['compiled_runs']} "
-          f"interpreted_runs={st['interpreted_runs']} layers={fns}")
+    print("\n" + eager_layers_stats_line())
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 import jitorch as jt
-from _harness import machine, pin_threads, stamp, try_import
+from _harness import eager_layers_stats_line, machine, pin_threads, stamp, try_import
 from _torch_twin import check_step, copy_weights
 
 pin_threads(1)
@@ -175,11 +175,7 @@ def main():
                        f"{r['compiled'] / pt:.2f}x |"
             print(row, flush=True)
     packed_table(rounds)
-    st = jt.jit.stats()
-    fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
-    print(f"\njit.stats: compiled_runs={st['compiled_runs']} "
-          f"interpreted_runs={st['interpreted_runs']} layers={fns} "
-          f"fused_layers={st['fused_layers']}")
+    print("\n" + eager_layers_stats_line())
 
 
 if __name__ == "__main__":

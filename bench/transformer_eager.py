@@ -19,7 +19,7 @@ import sys
 import numpy as np
 
 import jitorch as jt
-from _harness import machine, pin_threads, stamp, try_import
+from _harness import eager_layers_stats_line, machine, pin_threads, stamp, try_import
 from _torch_twin import check_step, copy_weights
 from rnn_eager import cpu_per_call
 
@@ -86,10 +86,7 @@ def main():
             pt = r["PyTorch"]
             row += f" {pt * 1e3:.2f} | {r['eager'] / pt:.2f}x | {r['compiled'] / pt:.2f}x |"
         print(row, flush=True)
-    st = jt.jit.stats()
-    fns = {k: v["tier"] for k, v in st["functions"].items() if k.startswith("nn.")}
-    print(f"\njit.stats: compiled_runs={st['compiled_runs']} "
-          f"interpreted_runs={st['interpreted_runs']} layers={fns}")
+    print("\n" + eager_layers_stats_line())
 
 
 if __name__ == "__main__":
