@@ -61,32 +61,45 @@ def grads(m, x):
     return [x.grad.numpy().copy()] + [p.grad.numpy().copy() for p in m.parameters()]
 
 
-def case(kind: str, batch: int, rounds: int):
-    jt.manual_seed(0)
-    m = getattr(jt.nn, kind)(IN, HID)
-    x = jt.randn(T, batch, IN, requires_grad=True)
-    step = step_fn(jt, m, x)
+def _measure(m, x, step, torch_step, rounds: int, compiled: str, served=None) -> dict:
+    """{"eager loop", compiled, "PyTorch"}: CPU s per step of `step` with the eager per-step
+    loop, then served compiled (checked equal; `served()`, where given, must count the call),
+    then of PyTorch's twin (`torch_step()` -> (step, its input, its module), checked equal)."""
     res = {}
     os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "0"
     out_eager = step().detach().numpy()
     res["eager loop"] = cpu_per_call(step, rounds)
     os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "1"
+    step()
+    jt.jit.wait_compiled()
     for p in m.parameters():
         p.grad = None
     x.grad = None
+    before = served() if served else None
     out = step().detach().numpy()
+    if served:
+        assert served() == before + 1
     g = grads(m, x)
-    jt.jit.wait_compiled()
     np.testing.assert_allclose(out, out_eager, rtol=1e-5, atol=1e-6)
-    res["compiled"] = cpu_per_call(step, rounds)
+    res[compiled] = cpu_per_call(step, rounds)
     if torch is not None:
-        tm = getattr(torch.nn, kind)(IN, HID)
-        copy_weights(torch, m, tm)
-        tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
-        tstep = step_fn(torch, tm, tx)
+        tstep, tx, tm = torch_step()
         check_step(tstep, tx, tm, out, g, rtol=1e-5, atol=1e-6)
         res["PyTorch"] = cpu_per_call(tstep, rounds)
     return res
+
+
+def case(kind: str, batch: int, rounds: int):
+    jt.manual_seed(0)
+    m = getattr(jt.nn, kind)(IN, HID)
+    x = jt.randn(T, batch, IN, requires_grad=True)
+
+    def torch_step():
+        tm = getattr(torch.nn, kind)(IN, HID)
+        copy_weights(torch, m, tm)
+        tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
+        return step_fn(torch, tm, tx), tx, tm
+    return _measure(m, x, step_fn(jt, m, x), torch_step, rounds, "compiled")
 
 
 PACKED_BATCH = 16
@@ -109,31 +122,17 @@ def packed_case(kind: str, layers: int, rounds: int):
     m = getattr(jt.nn, kind)(IN, HID, num_layers=layers, bidirectional=True)
     lengths = np.random.default_rng(layers).integers(5, T + 1, PACKED_BATCH)
     x = jt.randn(int(lengths.max()), PACKED_BATCH, IN, requires_grad=True)
-    step = packed_step_fn(jt, m, x, lengths.tolist())
-    res = {}
-    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "0"
-    out_eager = step().detach().numpy()
-    res["eager loop"] = cpu_per_call(step, rounds)
-    os.environ["JITORCH_EAGER_COMPILED_LAYERS"] = "1"
-    step()
-    jt.jit.wait_compiled()
-    for p in m.parameters():
-        p.grad = None
-    x.grad = None
-    fused = jt.jit.stats()["fused_layers"].get(f"nn.{kind}[packed]", 0)
-    out = step().detach().numpy()
-    assert jt.jit.stats()["fused_layers"][f"nn.{kind}[packed]"] == fused + 1
-    g = grads(m, x)
-    np.testing.assert_allclose(out, out_eager, rtol=1e-5, atol=1e-6)
-    res["fused"] = cpu_per_call(step, rounds)
-    if torch is not None:
+
+    def torch_step():
         tm = getattr(torch.nn, kind)(IN, HID, num_layers=layers, bidirectional=True)
         copy_weights(torch, m, tm)
         tx = torch.from_numpy(x.detach().numpy()).requires_grad_(True)
-        tstep = packed_step_fn(torch, tm, tx, torch.from_numpy(lengths))
-        check_step(tstep, tx, tm, out, g, rtol=1e-5, atol=1e-6)
-        res["PyTorch"] = cpu_per_call(tstep, rounds)
-    return res
+        return packed_step_fn(torch, tm, tx, torch.from_numpy(lengths)), tx, tm
+
+    def served():
+        return jt.jit.stats()["fused_layers"].get(f"nn.{kind}[packed]", 0)
+    return _measure(m, x, packed_step_fn(jt, m, x, lengths.tolist()), torch_step, rounds,
+                    "fused", served)
 
 
 def packed_table(rounds: int) -> None:
