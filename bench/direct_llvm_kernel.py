@@ -4,7 +4,8 @@ a feasibility measurement, not product code.
 The kernel is the layer-norm forward row kernel that jitorch generates for a Transformer
 encoder's training step (bench/compile_time.py's encoder1: `x + residual`, mean, centred
 square, 1/sqrt(var + eps), scale and shift, five outputs, float32, 3-D operands with broadcast
-multipliers, the blocked float64 accumulation of docs/architecture.md's accurate reductions).
+multipliers, the blocked float64 accumulation of bench/RESULTS.md's "Accurate float32
+reductions").
 Two ways, each in a fresh process, alternating:
 - numba: the loop nest as jitorch writes it in Python source (targets/cpu/lower_rows.py's
   shape), outputs passed in (so neither side allocates), compiled by `numba.njit` with
@@ -22,12 +23,10 @@ import ctypes
 import sys
 import time
 
-t_imp = time.process_time()
 import llvmlite.binding as llvm
-from llvmlite import ir
 import numpy as np
+from llvmlite import ir
 from numba.core import cgutils
-t_imp = time.process_time() - t_imp
 
 I64, F32, F64 = ir.IntType(64), ir.FloatType(), ir.DoubleType()
 FPTR = F32.as_pointer()
@@ -180,6 +179,10 @@ def compile_direct():
     return ee, addr, dict(init=c_init, build=c_build, opt=c_opt, emit=c_emit)
 
 
+# The kernel as jitorch generated it on 2026-12-06 for encoder1 (its module
+# _jitorch_prog_f59069139938628f8d14ca5b), its output allocations made arguments and its shape
+# checks (raises) left out, as on the direct side: a fixed copy, so the probe measures the same
+# code whatever the generator does later.
 NUMBA_SRC = '''
 import numpy as np
 def kernel(p0, p1, p2, p3, p4, out19, out20, out21, out23, out25, buf26):
