@@ -66,14 +66,16 @@ def main() -> None:
     print(f"{a.workload}: {cpu:.2f} CPU-s in go(); {len(rows)} Numba compiles, "
           f"{excl:.2f} CPU-s in them; sources in {os.environ['JITORCH_CACHE_DIR']}")
     groups: dict = {}
-    for e, _, name, _, _ in rows:
+    for e, _, name, _, llvm in rows:
         kind = name.split(".")[-1] + " (generated)" if name.startswith("_jitorch_prog_") else name
-        g = groups.setdefault(kind, [0.0, 0])
+        g = groups.setdefault(kind, [0.0, 0, 0.0])
         g[0] += e
         g[1] += 1
-    print("\nby function (generated kernels together):")
-    for k, (e, c) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:25]:
-        print(f"  {e:7.2f} s  x{c:3d}  {k}")
+        g[2] += llvm
+    print("\nby function (generated kernels together; exclusive CPU-s, of it under the LLVM "
+          "lock):")
+    for k, (e, c, llvm) in sorted(groups.items(), key=lambda kv: -kv[1][0])[:25]:
+        print(f"  {e:7.2f} s  {llvm:6.2f} s  x{c:3d}  {k}")
     print(f"\ntop {a.top} single compiles (exclusive CPU-s, of it under the LLVM lock, "
           "inclusive):")
     for e, t, name, sig, llvm in sorted(rows, key=lambda r: -r[0])[:a.top]:
