@@ -79,13 +79,13 @@ from numba.core.runtime import rtsys
 from .log import log_enabled
 from . import sealed
 from .thread_mark import ThreadMark
-from . import compile_gc, entry_pipeline, nrt_cache
+from . import compile_gc, llvm_pipelines, nrt_cache
 from .array_types import eager_typeof
 from .lean_env import loading_overloads
 
 compile_gc.install()  # (the collector's thresholds while jitorch's code compiles)
 nrt_cache.install()  # (Numba's runtime library from a checked object file)
-entry_pipeline.install()  # (the glue entries' LLVM pipeline)
+llvm_pipelines.install()  # (the LLVM pipelines of glue entries and kernels)
 
 _MAGIC = b"jitorch-numba-cache-1\n"
 
@@ -302,8 +302,8 @@ def compile_program(disp, sig):
     running Numba's extension entry points (see the module doc): generated code uses Numba's
     own implementations, jitorch's modules, and rocket-fft, which an FFT program imports itself.
     The entry points stay due: the next compile of any other function runs them. A glue
-    entry's library gets its own LLVM pipeline (entry_pipeline.py)."""
-    with _entry_points_deferred(), entry_pipeline.compiling(disp):
+    entry's or a kernel's library gets its own LLVM pipeline (llvm_pipelines.py)."""
+    with _entry_points_deferred(), llvm_pipelines.compiling(disp):
         return disp.compile(sig)
 
 

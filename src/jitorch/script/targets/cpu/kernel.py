@@ -183,8 +183,11 @@ def kernel_decorator() -> str:
 
 
 def kernel_source(ke, rets) -> str:
+    from ...kernels import llvm_pipelines
     from .module_text import module_head
     head, body = module_head(ke)
+    # (its LLVM pipeline: llvm_pipelines.py)
+    head += llvm_pipelines.mark_line(llvm_pipelines.KERNEL) + "\n"
     return head + "\n\n" + kernel_decorator() + "\n" + \
         f"def kernel({', '.join(ke.params)}):\n" + "\n".join(body) + "\n" + \
         f"    return {_returned(rets)}\n"

@@ -34,7 +34,7 @@ from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter, static_message
 from ...codegen.control import lower_if
-from ...kernels import entry_pipeline
+from ...kernels import llvm_pipelines
 from . import kernel
 from .target import CPU
 
@@ -122,8 +122,8 @@ def generate(graph: ir.Graph, written=()) -> Program:
     entry = "entry"  # not the graph's name: identifiers never come from the IR
     from .module_text import module_head
     head, body = module_head(em)
-    if entry_pipeline.is_glue(em.outline, body):  # (its LLVM pipeline: entry_pipeline.py)
-        head += entry_pipeline.mark_line() + "\n"
+    if llvm_pipelines.is_glue(em.outline, body):  # (its LLVM pipeline: llvm_pipelines.py)
+        head += llvm_pipelines.mark_line(llvm_pipelines.GLUE) + "\n"
     src = head + "\n\n" + DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + \
         "\n".join(body) + ("\n" if body else "") + \
         f"    return ({''.join(o + ', ' for o in outs)})\n"
