@@ -63,18 +63,24 @@ def test_the_criterion():
     assert not ep.is_glue(False, ["    v = a0_.shape[0]"])
 
 
-def _marked(name: str, marked: bool = True):
-    """An njit `entry` of module `name` (loop-free glue), its module carrying the mark."""
+_GLUE = ("entry", "def entry(a, b):\n    c = np.empty(a.shape[0], np.float64)\n"
+                  "    c[0] = a[0] + b\n    return c, a.shape[0] * 2\n")  # loop-free glue
+_LOOP = ("kernel", "def kernel(a, w):\n    s = 0.0\n    for i in range(a.shape[0]):\n"
+                   "        s += a[i] * w[i & 3]\n    return s\n")
+
+
+def _njit(name: str, pipeline, fn=_GLUE):
+    """An njit function `fn` (its name, its source) of a module `name`, the module marked for
+    `pipeline` (None: not marked)."""
     ns = {"__name__": name, "np": np}
-    if marked:
-        exec(ep.mark_line(ep.GLUE), ns)
-    exec("def entry(a, b):\n    c = np.empty(a.shape[0], np.float64)\n"
-         "    c[0] = a[0] + b\n    return c, a.shape[0] * 2\n", ns)
-    return numba.njit(ns["entry"])
+    if pipeline is not None:
+        exec(ep.mark_line(pipeline), ns)
+    exec(fn[1], ns)
+    return numba.njit(ns[fn[0]])
 
 
 def test_the_hook_applies_to_the_marked_library_and_its_object_is_cacheable(monkeypatch):
-    f = _marked("jitorch_test_glue_a")
+    f = _njit("jitorch_test_glue_a", ep.GLUE)
     sig = (numba.float64[::1], numba.float64)
     machines = []
     tm = ep._target_machine
@@ -95,20 +101,10 @@ def test_a_numba_without_the_internals_keeps_its_default(monkeypatch):
     assert not ep.wrap(types.SimpleNamespace())
     assert not ep.wrap(types.SimpleNamespace(CPUCodeLibrary=object, CPUCodegen=object))
     monkeypatch.setattr(ep, "INSTALLED", False)  # (what install() leaves on such a Numba)
-    f = _marked("jitorch_test_glue_b")
+    f = _njit("jitorch_test_glue_b", ep.GLUE)
     numba_cache.compile_program(f, (numba.float64[::1], numba.float64))
     assert list(ep.RECORD) == [("jitorch_test_glue_b", ep.DEFAULT)]
     assert f(np.array([1.0]), 1.0)[0][0] == 2.0
-
-
-def _kernel(name: str, marked: bool = True):
-    """An njit `kernel` of module `name` with a loop, its module marked for the kernel pipeline."""
-    ns = {"__name__": name, "np": np}
-    if marked:
-        exec(ep.mark_line(ep.KERNEL), ns)
-    exec("def kernel(a, w):\n    s = 0.0\n    for i in range(a.shape[0]):\n"
-         "        s += a[i] * w[i & 3]\n    return s\n", ns)
-    return numba.njit(ns["kernel"])
 
 
 def _levels(monkeypatch):
@@ -145,7 +141,7 @@ def _check(f):
 
 def test_a_kernel_gets_function_passes_at_o1_and_module_passes_at_o3(monkeypatch):
     seen = _levels(monkeypatch)
-    f = _kernel("jitorch_test_kernel_a")
+    f = _njit("jitorch_test_kernel_a", ep.KERNEL, _LOOP)
     numba_cache.compile_program(f, (numba.float64[::1], numba.float64[::1]))
     assert list(ep.RECORD) == [("jitorch_test_kernel_a", ep.KERNEL.name)]
     assert seen[("kernel", "functions")] == {1}  # Numba's: 3
@@ -155,7 +151,7 @@ def test_a_kernel_gets_function_passes_at_o1_and_module_passes_at_o3(monkeypatch
 
 def test_an_unmarked_function_keeps_numbas_levels(monkeypatch):
     seen = _levels(monkeypatch)
-    f = _kernel("jitorch_test_plain_a", marked=False)
+    f = _njit("jitorch_test_plain_a", None, _LOOP)
     numba_cache.compile_program(f, (numba.float64[::1], numba.float64[::1]))
     assert list(ep.RECORD) == [("jitorch_test_plain_a", ep.DEFAULT)]
     assert seen[("kernel", "functions")] == {3}
