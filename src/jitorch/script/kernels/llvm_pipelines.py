@@ -31,6 +31,9 @@ does not know the mark; a new name gives new modules):
   (1.6-1.9x slower); loop unrolling off as well saved 0.8 CPU-s more but made encoder1's train
   step 3% slower.
 
+Any other module keeps Numba's default: an entry with an element loop of its own (one compute
+node lowered in the entry, a GELU chain) and jitorch's library functions.
+
 How: `compiling(disp)` around a compile (numba_cache.compile_program) names, for this thread,
 the library to treat and its pipeline (Numba names a function's library after its qualname,
 `entry` or `kernel`); wrappers of Numba's `CPUCodeLibrary._optimize_functions` /
