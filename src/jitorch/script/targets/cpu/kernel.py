@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from ... import ir
 from ...codegen import literal
+from ...kernels import llvm_pipelines
 
 
 class _FromEntry(dict):
@@ -183,7 +184,6 @@ def kernel_decorator() -> str:
 
 
 def kernel_source(ke, rets) -> str:
-    from ...kernels import llvm_pipelines
     from .module_text import module_head
     head, body = module_head(ke)
     # (its LLVM pipeline: llvm_pipelines.py)
