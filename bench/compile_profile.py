@@ -6,7 +6,9 @@ entries together), and the costliest single compiles with their argument types. 
 workloads are bench/_compile_workloads.py's; the generated sources stay in the temporary
 JITORCH_CACHE_DIR it prints, named as listed.
 
-    python bench/compile_profile.py mlp_train [--top 40]
+    python bench/compile_profile.py mlp_train [--top 40] [--stages]
+
+--stages adds the time per Numba compiler pass and inside LLVM (bench/_compile_stages.py).
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("workload")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--stages", action="store_true", help="also the time per Numba pass")
     a = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="jt_prof_")
     os.environ["JITORCH_CACHE_DIR"] = os.path.join(tmp, "jt")
@@ -58,6 +61,10 @@ def main() -> None:
             rows.append((total - nested, total, name, sig, llvm))
 
     go, _ = cw.build("jitorch", a.workload)
+    if a.stages:
+        import _compile_stages
+        stages = _compile_stages.Stages()
+        stages.install()
     with ev.install_listener("numba:compile", L()), ev.install_listener("numba:llvm_lock", LL()):
         t0 = time.process_time()
         go()
@@ -80,6 +87,8 @@ def main() -> None:
           "inclusive):")
     for e, t, name, sig, llvm in sorted(rows, key=lambda r: -r[0])[:a.top]:
         print(f"  {e:6.2f} {llvm:6.2f} {t:6.2f}  {name[-60:]}  ({sig[:80]})")
+    if a.stages:
+        print("\nby stage:\n" + stages.table())
 
 
 if __name__ == "__main__":
