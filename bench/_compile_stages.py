@@ -10,14 +10,35 @@ Two uses, one listener:
 
       PYTHONPATH=bench python -m pytest -p _compile_stages -p no:cacheprovider tests/...
 
-  prints the table at the end of the session (use -s or read the terminal summary).
+  prints the table at the end of the session (in the terminal summary; under pytest-xdist that
+  is the controller's, which compiles nothing: use the log below).
+
+  With `COMPILE_STAGES_LOG=DIR` set, every compile of the process (its function, signature,
+  exclusive CPU-s, of it in LLVM) is also appended to `DIR/<pid>.jsonl`, so the workers of a
+  `pytest -n 2` run all log, and `python bench/_compile_stages.py census DIR` counts them:
+  totals, distinct (function, signature) pairs, and what was compiled more than once.
 """
 from __future__ import annotations
 
 import collections
+import json
+import os
+import sys
 import time
 
 from numba.core import event as ev
+
+
+class _Frame:
+    """A compile or a pass in progress. `nested`: CPU-s of the frames inside it (for a stage's
+    exclusive time); a compile's `own_nested` / `own_llvm`: of the compiles inside it only, and
+    its LLVM time outside them (for its own time in the log)."""
+
+    __slots__ = ("name", "compile", "t0", "nested", "llvm", "own_nested", "own_llvm")
+
+    def __init__(self, name: str, is_compile: bool):
+        self.name, self.compile, self.t0 = name, is_compile, time.process_time()
+        self.nested = self.llvm = self.own_nested = self.own_llvm = 0.0
 
 
 class Stages:
@@ -26,15 +47,18 @@ class Stages:
     def __init__(self):
         self.excl = collections.Counter()  # stage -> exclusive CPU-s
         self.llvm = collections.Counter()  # stage -> CPU-s under the LLVM lock
-        self.count = collections.Counter()
         self.compiles = 0
-        self._stack: list = []  # [stage, start, nested, llvm]
+        self._stack: list = []  # of _Frame, innermost last
         self._llvm_t0 = 0.0
+        self.log = None  # a file: one JSON line per compile (COMPILE_STAGES_LOG)
 
     def install(self) -> None:
         ev.register("numba:compile", _Listener(self, "compile"))
         ev.register("numba:run_pass", _Listener(self, "pass"))
         ev.register("numba:llvm_lock", _LLVMListener(self))
+
+    def innermost_compile(self):
+        return next((f for f in reversed(self._stack) if f.compile), None)
 
     def table(self) -> str:
         tot, ll = sum(self.excl.values()), sum(self.llvm.values())
@@ -57,16 +81,26 @@ class _Listener(ev.Listener):
         else:
             name = "outside passes"
             self.st.compiles += 1
-        self.st._stack.append([name, time.process_time(), 0.0, 0.0])
+        self.st._stack.append(_Frame(name, self.kind == "compile"))
 
     def on_end(self, event):
-        name, t0, nested, llvm = self.st._stack.pop()
-        total = time.process_time() - t0
-        self.st.excl[name] += total - nested
-        self.st.llvm[name] += llvm
-        self.st.count[name] += 1
+        fr = self.st._stack.pop()
+        total = time.process_time() - fr.t0
+        self.st.excl[fr.name] += total - fr.nested
+        self.st.llvm[fr.name] += fr.llvm
         if self.st._stack:
-            self.st._stack[-1][2] += total
+            self.st._stack[-1].nested += total
+        if not fr.compile:
+            return
+        outer = self.st.innermost_compile()
+        if outer is not None:
+            outer.own_nested += total
+        if self.st.log is not None:
+            f = getattr(event.data["dispatcher"], "py_func", None)
+            self.st.log.write(json.dumps({
+                "function": f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
+                "signature": str(event.data["args"]), "cpu": total - fr.own_nested,
+                "llvm": fr.own_llvm}) + "\n")
 
 
 class _LLVMListener(ev.Listener):
@@ -78,7 +112,9 @@ class _LLVMListener(ev.Listener):
 
     def on_end(self, event):
         if self.st._stack:
-            self.st._stack[-1][3] += time.process_time() - self.st._llvm_t0
+            dt = time.process_time() - self.st._llvm_t0
+            self.st._stack[-1].llvm += dt
+            self.st.innermost_compile().own_llvm += dt
 
 
 # --- as a pytest plugin ---------------------------------------------------------------------
@@ -88,6 +124,10 @@ _SESSION = None
 def pytest_configure(config):
     global _SESSION
     _SESSION = Stages()
+    log = os.environ.get("COMPILE_STAGES_LOG")
+    if log:
+        os.makedirs(log, exist_ok=True)
+        _SESSION.log = open(os.path.join(log, f"{os.getpid()}.jsonl"), "a", buffering=1)
     _SESSION.install()
 
 
@@ -95,3 +135,34 @@ def pytest_terminal_summary(terminalreporter):
     if _SESSION is not None:
         for line in _SESSION.table().splitlines():
             terminalreporter.write_line(line)
+
+
+# --- the census of a logged run ---------------------------------------------------------------
+def census(log_dir: str) -> str:
+    rows = []
+    for name in sorted(os.listdir(log_dir)):
+        if name.endswith(".jsonl"):
+            with open(os.path.join(log_dir, name)) as f:
+                rows += [json.loads(line) for line in f if line.strip()]
+    if not rows:
+        return f"no compiles logged in {log_dir}"
+    cpu, llvm = sum(r["cpu"] for r in rows), sum(r["llvm"] for r in rows)
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[(r["function"], r["signature"])].append(r["cpu"])
+    again = {k: v for k, v in by.items() if len(v) > 1}
+    wasted = sum(sum(v) - min(v) for v in again.values())
+    gen = sum(r["cpu"] for r in rows if r["function"].startswith("_jitorch_prog_"))
+    lines = [f"{len(rows)} compiles in {len(os.listdir(log_dir))} processes: {cpu:.1f} CPU-s, "
+             f"{llvm:.1f} of it in LLVM; generated programs {gen:.1f}",
+             f"{len(by)} distinct (function, signature); {len(again)} compiled more than once, "
+             f"{wasted:.1f} CPU-s beyond the first compile of each"]
+    for (fn, sig), v in sorted(again.items(), key=lambda kv: min(kv[1]) - sum(kv[1]))[:15]:
+        lines.append(f"  {sum(v) - min(v):6.2f} x{len(v)}  {fn[-60:]}  {sig[:60]}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or sys.argv[1] != "census":
+        sys.exit("usage: python bench/_compile_stages.py census DIR")
+    print(census(sys.argv[2]))
