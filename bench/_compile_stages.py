@@ -50,6 +50,7 @@ class Stages:
         self.compiles = 0
         self._stack: list = []  # of _Frame, innermost last
         self._llvm_t0 = 0.0
+        self.rows: list = []  # per compile: function, signature, own CPU-s, own LLVM, total
         self.log = None  # a file: one JSON line per compile (COMPILE_STAGES_LOG)
 
     def install(self) -> None:
@@ -95,12 +96,13 @@ class _Listener(ev.Listener):
         outer = self.st.innermost_compile()
         if outer is not None:
             outer.own_nested += total
+        f = getattr(event.data["dispatcher"], "py_func", None)
+        row = {"function": f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
+               "signature": ", ".join(str(t) for t in event.data["args"]),
+               "cpu": total - fr.own_nested, "llvm": fr.own_llvm, "total": total}
+        self.st.rows.append(row)
         if self.st.log is not None:
-            f = getattr(event.data["dispatcher"], "py_func", None)
-            self.st.log.write(json.dumps({
-                "function": f"{getattr(f, '__module__', '?')}.{getattr(f, '__qualname__', '?')}",
-                "signature": str(event.data["args"]), "cpu": total - fr.own_nested,
-                "llvm": fr.own_llvm}) + "\n")
+            self.st.log.write(json.dumps(row) + "\n")
 
 
 class _LLVMListener(ev.Listener):
@@ -139,11 +141,10 @@ def pytest_terminal_summary(terminalreporter):
 
 # --- the census of a logged run ---------------------------------------------------------------
 def census(log_dir: str) -> str:
-    rows = []
-    for name in sorted(os.listdir(log_dir)):
-        if name.endswith(".jsonl"):
-            with open(os.path.join(log_dir, name)) as f:
-                rows += [json.loads(line) for line in f if line.strip()]
+    rows, files = [], [n for n in sorted(os.listdir(log_dir)) if n.endswith(".jsonl")]
+    for name in files:
+        with open(os.path.join(log_dir, name)) as f:
+            rows += [json.loads(line) for line in f if line.strip()]
     if not rows:
         return f"no compiles logged in {log_dir}"
     cpu, llvm = sum(r["cpu"] for r in rows), sum(r["llvm"] for r in rows)
@@ -153,7 +154,7 @@ def census(log_dir: str) -> str:
     again = {k: v for k, v in by.items() if len(v) > 1}
     wasted = sum(sum(v) - min(v) for v in again.values())
     gen = sum(r["cpu"] for r in rows if r["function"].startswith("_jitorch_prog_"))
-    lines = [f"{len(rows)} compiles in {len(os.listdir(log_dir))} processes: {cpu:.1f} CPU-s, "
+    lines = [f"{len(rows)} compiles in {len(files)} processes: {cpu:.1f} CPU-s, "
              f"{llvm:.1f} of it in LLVM; generated programs {gen:.1f}",
              f"{len(by)} distinct (function, signature); {len(again)} compiled more than once, "
              f"{wasted:.1f} CPU-s beyond the first compile of each"]

@@ -1,7 +1,7 @@
 """Where a workload's compile time goes, per Numba function (issue 17): one fresh process, empty
-caches, JITORCH_COMPILE=sync; every `numba:compile` event is timed (CPU seconds, exclusive of
-the compiles nested in it: a kernel typed from its entry, an overload typed from a kernel, and
-of it the time under Numba's LLVM lock), then listed: by function (generated kernels and
+caches, JITORCH_COMPILE=sync; every `numba:compile` event is timed by bench/_compile_stages.py
+(CPU seconds, exclusive of the compiles nested in it: a kernel typed from its entry, an
+overload typed from a kernel, and of it the time under Numba's LLVM lock), then listed: by function (generated kernels and
 entries together), and the costliest single compiles with their argument types. The
 workloads are bench/_compile_workloads.py's; the generated sources stay in the temporary
 JITORCH_CACHE_DIR it prints, named as listed.
@@ -32,43 +32,16 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     import _compile_workloads as cw
-    from numba.core import event as ev
-
-    rows, stack = [], []
-
-    class LL(ev.Listener):  # LLVM time (under Numba's LLVM lock) of the innermost compile
-        def on_start(self, event):
-            self.t = time.process_time()
-
-        def on_end(self, event):
-            if stack:
-                stack[-1][2] += time.process_time() - self.t
-
-    class L(ev.Listener):
-        def on_start(self, event):
-            stack.append([time.process_time(), 0.0, 0.0])
-
-        def on_end(self, event):
-            t0, nested, llvm = stack.pop()
-            total = time.process_time() - t0
-            if stack:
-                stack[-1][1] += total
-            d = event.data["dispatcher"]
-            f = getattr(d, "py_func", None)
-            mod = getattr(f, "__module__", "?") or "?"
-            name = f"{mod}.{getattr(f, '__qualname__', '?')}"
-            sig = ", ".join(str(t)[:40] for t in event.data["args"])
-            rows.append((total - nested, total, name, sig, llvm))
+    import _compile_stages
 
     go, _ = cw.build("jitorch", a.workload)
-    if a.stages:
-        import _compile_stages
-        stages = _compile_stages.Stages()
-        stages.install()
-    with ev.install_listener("numba:compile", L()), ev.install_listener("numba:llvm_lock", LL()):
-        t0 = time.process_time()
-        go()
-        cpu = time.process_time() - t0
+    stages = _compile_stages.Stages()  # (listens from here on: the workload's compiles)
+    stages.install()
+    t0 = time.process_time()
+    go()
+    cpu = time.process_time() - t0
+    rows = [(c["cpu"], c["total"], c["function"], c["signature"], c["llvm"])
+            for c in stages.rows]
     excl = sum(r[0] for r in rows)
     print(f"{a.workload}: {cpu:.2f} CPU-s in go(); {len(rows)} Numba compiles, "
           f"{excl:.2f} CPU-s in them; sources in {os.environ['JITORCH_CACHE_DIR']}")
