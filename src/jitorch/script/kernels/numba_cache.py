@@ -69,7 +69,7 @@ import weakref
 from llvmlite import binding as _llb
 from llvmlite.binding import ffi as _ffi
 
-from numba.core import entrypoints as _entrypoints, sigutils
+from numba.core import entrypoints as _entrypoints, event as _event, sigutils
 from numba.core.caching import CompileResultCacheImpl, FunctionCache, IndexDataCacheFile
 from numba.core.codegen import JITCodeLibrary
 from numba.core.compiler import CompileResult
@@ -79,7 +79,7 @@ from numba.core.runtime import rtsys
 from .log import log_enabled
 from . import sealed
 from .thread_mark import ThreadMark
-from . import compile_gc, llvm_pipelines, nrt_cache
+from . import compile_gc, compile_lock, llvm_pipelines, nrt_cache
 from .array_types import eager_typeof
 from .lean_env import loading_overloads
 
@@ -378,6 +378,30 @@ class GuardedCache(FunctionCache):
             return cls(numba_cache._py_func, sealed=sealed)
 
     def load_overload(self, sig, target_context):
+        """The cached overload, or None after taking this function's compile lock
+        (compile_lock.py), which `save_overload` or a failed compile gives back: a process that
+        finds another compiling it waits, then loads what that one saved."""
+        cres = self._load_checked(sig, target_context)
+        if cres is not None:
+            return cres
+        args = tuple(sigutils.normalize_signature(sig)[0])
+        token = compile_lock.acquire(self._cache_path, self._lock_name(), log)
+        cres = self._load_checked(sig, target_context) if token is not None else None
+        if cres is not None:
+            compile_lock.release(token)
+            return cres
+        self._compiling = getattr(self, "_compiling", {})
+        self._compiling[args] = token
+        return None
+
+    def _lock_name(self) -> str:
+        return self._cache_file._index_name[:-len(".nbi")]
+
+    def compile_ended(self, args) -> None:
+        """Give back the compile lock of overload `args` (saved, or its compile failed)."""
+        compile_lock.release(getattr(self, "_compiling", {}).pop(tuple(args), None))
+
+    def _load_checked(self, sig, target_context):
         try:
             with _quiet_llvm_lock(), loading_overloads():
                 # FunctionCache.load_overload without its refresh before every load (what a
@@ -394,6 +418,12 @@ class GuardedCache(FunctionCache):
         return super()._index_key(sig, _KnownMagic(magic_tuple(codegen)))
 
     def save_overload(self, sig, data):
+        try:
+            self._save_checked(sig, data)
+        finally:
+            self.compile_ended(sigutils.normalize_signature(sig)[0])
+
+    def _save_checked(self, sig, data):
         try:
             super().save_overload(sig, data)
         except Exception as e:  # noqa: BLE001 - the overload is compiled and in memory already
@@ -438,7 +468,7 @@ class EntryCache(GuardedCache):
         return os.path.join(self._cache_path,
                             f"{self._cache_file._index_name[:-len('.nbi')]}.{tag}.needs")
 
-    def load_overload(self, sig, target_context):
+    def _load_checked(self, sig, target_context):
         from . import kernel_call
         args, _ = sigutils.normalize_signature(sig)
         try:
@@ -448,9 +478,9 @@ class EntryCache(GuardedCache):
             return None  # no list: never load machine code whose calls are unknown
         if not all(kernel_call.ensure(sym) for sym in needs):
             return None
-        return super().load_overload(sig, target_context)
+        return super()._load_checked(sig, target_context)
 
-    def save_overload(self, sig, data):
+    def _save_checked(self, sig, data):
         from . import kernel_call
         try:
             args, _ = sigutils.normalize_signature(sig)
@@ -465,7 +495,25 @@ class EntryCache(GuardedCache):
                      f"cannot save compiled code in {self._cache_path} "
                      f"({type(e).__name__}: {e}); this process keeps it in memory")
             return
-        super().save_overload(sig, data)
+        super()._save_checked(sig, data)
+
+
+class _FailedCompiles(_event.Listener):
+    """Gives back the compile lock a GuardedCache took for a compile that raised (Numba saves
+    nothing then, so `save_overload`, which gives it back otherwise, is not called)."""
+
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        # (Numba 0.68's `Event.is_failed` answers the opposite: read the details it keeps)
+        if getattr(ev, "_exc_details", None) is not None:
+            cache = getattr(ev.data.get("dispatcher"), "_cache", None)
+            if isinstance(cache, GuardedCache):
+                cache.compile_ended(ev.data.get("args", ()))
+
+
+_event.register("numba:compile", _FailedCompiles())
 
 
 _quiet = {"depth": 0, "saved": None}

@@ -9,8 +9,7 @@ disk cache, and the caller then loads the finished program from disk in millisec
 
 A job is (a generated program's source and njit options, its module name, the entry function's
 name, the Numba signature of the overload to compile, the cache directory), or a "call" job
-(`_call_job`: a jitorch module, the function of it to call, its arguments, a compile lock's
-name): the library's own `cache=True` njit functions compiled into Numba's disk cache (the
+(`_call_job`: a jitorch module, the function of it to call, its arguments): the library's own `cache=True` njit functions compiled into Numba's disk cache (the
 fused RNN loops, nn/modules/_rnn_fused.py). The worker imports
 the module exactly as the caller did (`cache.load_module`: same checked file, same module name,
 same `numba_cache.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
@@ -47,12 +46,10 @@ to a temporary name and renames it, and jitorch checksums them, kernels/numba_ca
 worker stopped or killed at any point leaves no damaged file, at worst a missing one).
 
 Two workers (two processes running one program, or a run and the detached worker of the run
-before) never compile the same program or kernel module twice: `compile_job` holds an exclusive
-`flock` on `<cache dir>/compile-locks/<module>.lock` for the entry module and each kernel module
-it calls (taken in name order, so two workers cannot deadlock) while Numba compiles; a second
-worker waits there, then finds the overloads in the disk cache and loads them. A lock dies with
-its process (the kernel releases a dead process's flocks), so none is ever left stale. (A
-compile in the calling process itself, JITORCH_COMPILE=sync, takes no lock.)
+before) never compile the same entry, kernel or library function twice: each function's compile
+holds its lock (kernels/compile_lock.py, taken by the disk cache on a miss, the same for a
+compile in the calling process, JITORCH_COMPILE=sync); a second process waits there, then
+finds the overload in the disk cache and loads it.
 
 Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker exits mid-job) or
 "hang" (it sleeps past any timeout), read by the caller when a job is sent.
@@ -61,7 +58,6 @@ from __future__ import annotations
 
 import atexit
 import collections
-import contextlib
 import os
 import pickle
 import queue
@@ -404,8 +400,7 @@ def _job(job: dict) -> dict:
     fn = getattr(mod, job["entry"])
     before = cache.dispatcher_counts(fn)
     try:
-        with _compile_locks(job.get("cache_dir"), names):  # (after them: maybe on disk now)
-            compile_program(fn, job["sig"])
+        compile_program(fn, job["sig"])  # (one process at a time: kernels/compile_lock.py)
     except Exception as e:  # noqa: BLE001 - reported to the caller
         return _compile_failure(e)
     return {"ok": True, "how": cache.dispatcher_outcome(fn, before),
@@ -424,46 +419,20 @@ def _compile_failure(e: Exception) -> dict:
 
 
 def _call_job(job: dict, t0: float, c0: float) -> dict:
-    """A "call" job: import jitorch module `module` and call its `entry(*args)` under the
-    compile lock `lock`; it compiles `cache=True` njit functions of the library into Numba's
-    disk cache (e.g. the fused RNN loops, nn/modules/_rnn_fused.py) and returns how ("disk"
-    or "compiled"). The caller then loads them from disk."""
+    """A "call" job: import jitorch module `module` and call its `entry(*args)`, which compiles
+    `cache=True` njit functions of the library into Numba's disk cache (e.g. the fused RNN
+    loops, nn/modules/_rnn_fused.py; each under its compile lock, kernels/compile_lock.py), and
+    returns how ("disk" or "compiled"). The caller then loads them from disk."""
     import importlib
     if not job["module"].startswith("jitorch."):  # (only the library's own functions)
         return _failed(f"the compile worker calls jitorch's modules only, not {job['module']}")
     try:
         fn = getattr(importlib.import_module(job["module"]), job["entry"])
-        with _compile_locks(job.get("cache_dir"), [job["lock"]]):
-            how = fn(*job["args"])
+        how = fn(*job["args"])  # (one process at a time: kernels/compile_lock.py)
     except Exception as e:  # noqa: BLE001 - reported to the caller
         return _compile_failure(e)
     return {"ok": True, "how": how, "wall": time.perf_counter() - t0,
             "cpu": time.process_time() - c0}
-
-
-@contextlib.contextmanager
-def _compile_locks(cache_dir, names):
-    """Hold `<cache_dir>/compile-locks/<name>.lock` exclusively for each module of `names`, in
-    name order (see the module doc): one compile of a program or kernel at a time across
-    processes. Without a usable directory (or flock) it compiles unlocked."""
-    held = []
-    try:
-        if cache_dir:
-            import fcntl
-            d = os.path.join(cache_dir, "compile-locks")
-            try:
-                os.makedirs(d, exist_ok=True)
-                for name in sorted(set(names)):
-                    fd = os.open(os.path.join(d, name + ".lock"),
-                                 os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
-                    held.append(fd)
-                    fcntl.flock(fd, fcntl.LOCK_EX)
-            except OSError:
-                pass  # a read-only or vanished directory: compile as without a lock
-        yield
-    finally:
-        for fd in held:
-            os.close(fd)  # (closing releases the flock)
 
 
 class _Detached:

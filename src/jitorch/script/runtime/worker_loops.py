@@ -58,11 +58,10 @@ class WorkerLoops:
                 return True
             from ..kernels import cache
             from . import compile_worker
-            name = "-".join(key)
             job = self.jobs[key] = compile_worker.submit(
                 (self.family,) + key,
                 {"kind": "call", "module": self.module, "entry": "compile_in_worker",
-                 "args": key, "lock": f"{self.family}-{name}", "cache_dir": cache.cache_dir()})
+                 "args": key, "cache_dir": cache.cache_dir()})
         if not job.done.is_set() or not job.result["ok"]:
             return False
         self._load(key)
