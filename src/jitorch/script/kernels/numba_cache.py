@@ -15,7 +15,9 @@ it imports) gets a `GuardedCache` in place of Numba's `FunctionCache`. Differenc
   cache files and Numba compiles afresh (then saves good files): one line in
   `JITORCH_LOG=compile` says so. Without this a damaged file raised on every later call;
 - a failed save (a full or read-only disk, a directory removed meanwhile) never fails the call:
-  the compiled code is already in memory; the compile log says so once per directory.
+  the compiled code is already in memory; the compile log says so once per directory;
+- a miss takes the function's cross-process compile lock (compile_lock.py) and looks once
+  more: processes that share the cache compile each function once, the others wait and load.
 
 A missing file is a plain miss, not damage (another process may be between writing the index
 and the data file; Numba writes each with temp file + os.replace).
@@ -390,6 +392,7 @@ class GuardedCache(FunctionCache):
         if cres is not None:
             compile_lock.release(token)
             return cres
+        # (args -> token of the compiles under way; made here: `replacing` skips __init__)
         self._compiling = getattr(self, "_compiling", {})
         self._compiling[args] = token
         return None
