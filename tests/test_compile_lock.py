@@ -8,6 +8,7 @@ library function eager code calls; and a compile that fails gives its lock back.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -44,7 +45,7 @@ def test_a_held_lock_keeps_other_processes_out_until_it_is_given_back(tmp_path):
     again = compile_lock.acquire(str(tmp_path), "f")  # this process: re-entrant, no wait
     assert again == token
     out = _probe(tmp_path, "f")
-    assert out.startswith("held") and "waited 0 s for another process's compile of f" in out
+    assert out.startswith("held") and "compile lock of f, and waited 0 s" in out
     assert _probe(tmp_path, "g").startswith("free")  # another function's lock is its own
     compile_lock.release(again)
     assert _probe(tmp_path, "f").startswith("held")  # held once more: still held
@@ -61,6 +62,25 @@ def test_a_lock_dies_with_its_process(tmp_path):
     token = compile_lock.acquire(str(tmp_path), "f")
     assert token is not None
     compile_lock.release(token)
+
+
+def test_a_stopped_holder_is_not_waited_for(tmp_path):
+    code = ("import sys, time\nfrom jitorch.script.kernels import compile_lock\n"
+            "assert compile_lock.acquire(sys.argv[1], 'f') is not None\n"
+            "print('holding', flush=True)\ntime.sleep(600)\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], env=ENV,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "holding"
+        os.kill(holder.pid, signal.SIGSTOP)
+        said = []
+        token = compile_lock.acquire(str(tmp_path), "f", said.append)
+        assert token is None, "waited for a stopped process"
+        assert said and "its process is stopped" in said[0], said
+    finally:
+        os.kill(holder.pid, signal.SIGCONT)
+        holder.kill()
+        holder.wait(timeout=WAIT)
 
 
 def test_no_directory_means_no_lock():

@@ -19,7 +19,8 @@ lock the other waits for. Within a process Numba's compiler lock lets one thread
 time, and a lock this process holds already is taken again at no cost (a count): a function
 compiled for a second signature inside its own compile never waits for itself.
 
-Bounded: a process waits at most `JITORCH_COMPILE_LOCK_WAIT` seconds (default 600), then
+Bounded: a process waits at most `JITORCH_COMPILE_LOCK_WAIT` seconds (default 600), and not at
+all once the holder is seen stopped (Ctrl-Z, a debugger: its pid is in the lock file), then
 compiles without the lock (the compile log says so). A lock dies with its process (the kernel
 releases a dead process's flocks), so none is ever left stale. No usable directory, or no
 `fcntl` (Windows): compiles unlocked, as before.
@@ -38,6 +39,7 @@ except ImportError:  # pragma: no cover - not on Linux/macOS
 
 DEFAULT_WAIT_S = 600.0
 _POLL_S = 0.02
+_CHECK_S = 1.0  # after this long a waiter checks that the holder is not stopped
 _lock = _fork.lock()
 _held: dict = {}  # lock file path -> [fd, count]: this process's locks
 
@@ -80,25 +82,51 @@ def acquire(directory: str, name: str, log=None):
         fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
     except OSError:
         return None  # a read-only or vanished directory: compile as without a lock
-    deadline = time.monotonic() + wait_limit()
+    start = time.monotonic()
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             break
         except BlockingIOError:
-            if time.monotonic() >= deadline:
+            waited = time.monotonic() - start
+            why = None
+            if waited >= wait_limit():
+                why = f"waited {wait_limit():.0f} s (JITORCH_COMPILE_LOCK_WAIT)"
+            elif waited >= _CHECK_S and _holder_stopped(fd):
+                why = "its process is stopped (Ctrl-Z, a debugger)"
+            if why is not None:
                 os.close(fd)
                 if log is not None:
-                    log(f"waited {wait_limit():.0f} s for another process's compile of {name} "
-                        "(JITORCH_COMPILE_LOCK_WAIT); compiling it here as well")
+                    log(f"another process holds the compile lock of {name}, and {why}; "
+                        "compiling it here as well")
                 return None
             time.sleep(_POLL_S)
         except OSError:
             os.close(fd)
             return None  # a file system without flock
+    try:  # who holds it, for a waiter's `_holder_stopped`
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError:
+        pass
     with _lock:
         _held[path] = [fd, 1]
     return path
+
+
+def _holder_stopped(fd: int) -> bool:
+    """Whether the process whose pid the lock file holds is stopped (state T or t in
+    /proc/<pid>/stat): its compile makes no progress, so waiting for it could hang the caller.
+    False whenever that cannot be told (no /proc, another pid namespace, a pid not written)."""
+    try:
+        pid = int(os.pread(fd, 32, 0).decode().strip() or 0)
+        if pid <= 0 or pid == os.getpid():
+            return False
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            state = f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    return state in ("T", "t")
 
 
 def release(token) -> None:
