@@ -203,3 +203,39 @@ def test_a_failed_compile_gives_its_lock_back(tmp_path):
         mod.f(np.zeros(3))
     assert compile_lock.held() == []
     assert _probe(mod.f._cache._cache_path, mod.f._cache._lock_name()).startswith("free")
+
+
+# --- what the lock covers ---------------------------------------------------------------------
+COVERED = """
+import gc
+import jitorch as jt
+from numba.core.caching import FunctionCache
+from numba.core.dispatcher import Dispatcher
+
+
+@jt.jit.script
+def f(x):
+    return jt.full((3, 4), 2.0) + x
+
+
+assert f(jt.ones(3, 4)).sum().item() == 36.0
+assert jt.jit.stats()["numba_compiles"] >= 1
+plain = sorted(f"{d.py_func.__module__}.{d.py_func.__qualname__}" for d in gc.get_objects()
+               if isinstance(d, Dispatcher) and d.overloads and
+               (getattr(d.py_func, "__module__", "") or "").startswith("jitorch.") and
+               type(d._cache) is FunctionCache)
+print("plain", plain)
+"""
+
+
+def test_the_callees_of_library_functions_compile_under_the_lock_too(tmp_path):
+    """A library function's direct callees (alloc.py's `_fill_flat` under `_jt_full`, conv.py's
+    im2col helpers) are Numba functions of their own, compiled on a cold cache: each must have
+    jitorch's guarded cache (checked loads, the compile lock), not Numba's plain one."""
+    (tmp_path / "covered.py").write_text(COVERED)
+    env = dict(ENV, JITORCH_COMPILE="sync", JITORCH_CACHE_DIR=str(tmp_path / "cache"),
+               NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    r = subprocess.run([sys.executable, str(tmp_path / "covered.py")], capture_output=True,
+                       text=True, timeout=WAIT, env=env)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "plain []" in r.stdout, r.stdout

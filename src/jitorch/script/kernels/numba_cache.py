@@ -568,6 +568,31 @@ def guard(module) -> None:
             v._cache = (EntryCache if own else GuardedCache).replacing(v._cache, sealed=own)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
+        if not own:
+            _guard_library_module(owner)
+
+
+_guarded_libraries: set = set()
+
+
+def _guard_library_module(name: str) -> None:
+    """An EntryCache (Numba's file format) for every `cache=True` function of jitorch library
+    module `name` that has Numba's plain cache still: the helpers that a guarded library
+    function calls directly (conv.py's `_im2col`, alloc.py's `_fill_flat`) are compiled as
+    its callees, and should load checked and compile under their own cross-process lock
+    (compile_lock.py) like it. EntryCache, the strictest: a helper that calls a symbol loads
+    only once the symbol is registered, and `guard_dispatcher` finds nothing to change later."""
+    if name in _guarded_libraries:
+        return
+    _guarded_libraries.add(name)
+    mod = sys.modules.get(name)
+    for v in list(vars(mod).values()) if mod is not None else ():
+        if isinstance(v, Dispatcher) and type(getattr(v, "_cache", None)) is FunctionCache \
+                and getattr(v.py_func, "__module__", None) == name:
+            try:
+                v._cache = EntryCache.replacing(v._cache, sealed=False)
+            except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
+                pass
 
 
 def guard_dispatcher(disp) -> None:
@@ -579,6 +604,9 @@ def guard_dispatcher(disp) -> None:
             disp._cache = EntryCache.replacing(disp._cache, sealed=False)
         except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
             pass
+    owner = getattr(disp.py_func, "__module__", "") or ""
+    if owner.startswith("jitorch."):
+        _guard_library_module(owner)
 
 
 def guard_eager(module) -> None:
