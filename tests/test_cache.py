@@ -219,3 +219,29 @@ def test_a_loaded_module_reuses_its_checked_bytecode(tmp_path, monkeypatch):
         calls.clear()
         reload()  # the file was rewritten: read again
         assert calls == []
+
+
+def test_a_library_function_called_through_a_symbol_gets_the_symbol_checks(tmp_path):
+    """`guard` gives a jitorch library function that a program module imports a GuardedCache;
+    once code calls it through a symbol (kernel_call.library -> guard_dispatcher) it must be an
+    EntryCache, whose loads first register the symbols its own machine code calls."""
+    import types
+
+    import numba
+    from jitorch.script.kernels.numba_cache import (EntryCache, GuardedCache, guard,
+                                                    guard_dispatcher)
+    lib = types.ModuleType("jitorch._test_symbol_lib")
+    src = tmp_path / "jt_symbol_lib.py"
+    src.write_text("def f(x):\n    return x + 1\n")
+    code = compile(src.read_text(), str(src), "exec")
+    lib.__file__ = str(src)
+    exec(code, lib.__dict__)
+    lib.f.__module__ = lib.__name__
+    lib.f = numba.njit(cache=True)(lib.f)
+    prog = types.ModuleType("_jitorch_prog_test_symbols")
+    prog.f = lib.f
+    guard(prog)
+    assert type(lib.f._cache) is GuardedCache
+    guard_dispatcher(lib.f)
+    assert type(lib.f._cache) is EntryCache
+    assert lib.f(1) == 2

@@ -599,10 +599,12 @@ def guard_dispatcher(disp) -> None:
     """An EntryCache (Numba's file format) for a jitorch library dispatcher that code calls
     through a symbol (kernel_call.library): a damaged file is dropped and compiled again, and
     a library function that itself calls symbols is loaded only once they are registered."""
-    if type(getattr(disp, "_cache", None)) is FunctionCache:
+    # (a GuardedCache too: `guard` gives one to a library function a program module imports,
+    # which does not check the symbols the function's machine code calls before loading it)
+    if type(getattr(disp, "_cache", None)) in (FunctionCache, GuardedCache):
         try:
             disp._cache = EntryCache.replacing(disp._cache, sealed=False)
-        except Exception:  # noqa: BLE001 - no usable cache location: Numba's own stays
+        except Exception:  # noqa: BLE001 - no usable cache location: the cache stays
             pass
     owner = getattr(disp.py_func, "__module__", "") or ""
     if owner.startswith("jitorch."):
