@@ -64,7 +64,8 @@ def test_a_lock_dies_with_its_process(tmp_path):
     compile_lock.release(token)
 
 
-def test_a_stopped_holder_is_not_waited_for(tmp_path):
+def test_a_stopped_holder_is_not_waited_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITORCH_COMPILE_LOCK_WAIT", "60")  # (a failure must not wait 600 s)
     code = ("import sys, time\nfrom jitorch.script.kernels import compile_lock\n"
             "assert compile_lock.acquire(sys.argv[1], 'f') is not None\n"
             "print('holding', flush=True)\ntime.sleep(600)\n")
