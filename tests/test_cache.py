@@ -12,9 +12,8 @@ import threading
 import time
 
 import numpy as np
-import pytest
 
-from jitorch.script.kernels import cache, numba_cache
+from jitorch.script.kernels import cache, cache_guards, numba_cache
 
 SRC = """
 import numpy as np
@@ -171,12 +170,12 @@ def test_threads_never_get_a_module_before_its_caches_are_guarded(tmp_path, monk
     # a module whose code ran but whose dispatchers do not have their checked caches yet would
     # read the sealed cache files with Numba's plain pickle (an UnpicklingError in the call)
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path))
-    real_guard = numba_cache.guard
+    real_guard = cache_guards.guard
 
     def slow_guard(mod):
         time.sleep(0.3)
         real_guard(mod)
-    monkeypatch.setattr(numba_cache, "guard", slow_guard)
+    monkeypatch.setattr(cache_guards, "guard", slow_guard)
     src = SRC + f"\n# guarded {time.time_ns()}\n"
     # (EntryCache: the GuardedCache of a function that may call symbols, kernel_call.py)
     out = _load_at_once(src, lambda m: isinstance(m.entry._cache, numba_cache.GuardedCache))
@@ -228,8 +227,8 @@ def test_a_library_function_called_through_a_symbol_gets_the_symbol_checks(tmp_p
     import types
 
     import numba
-    from jitorch.script.kernels.numba_cache import (EntryCache, GuardedCache, guard,
-                                                    guard_dispatcher)
+    from jitorch.script.kernels.cache_guards import guard, guard_dispatcher
+    from jitorch.script.kernels.numba_cache import EntryCache, GuardedCache
     lib = types.ModuleType("jitorch._test_symbol_lib")
     src = tmp_path / "jt_symbol_lib.py"
     src.write_text("def f(x):\n    return x + 1\n")

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from jitorch.script.kernels import compile_lock
-from jitorch.script.kernels.numba_cache import GuardedCache, guard_eager_dispatcher
+from jitorch.script.kernels.cache_guards import guard_eager_dispatcher
+from jitorch.script.kernels.numba_cache import GuardedCache
 
 WAIT = 300
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))

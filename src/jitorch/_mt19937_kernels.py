@@ -20,7 +20,7 @@ from numba import njit, types
 from numba.extending import intrinsic
 from llvmlite import ir
 
-from .script.kernels.numba_cache import guard_eager
+from .script.kernels.cache_guards import guard_eager
 
 _OPTS = dict(nogil=True, cache=True)
 _f = np.float32
@@ -314,4 +314,4 @@ def fma64(x, b, c):
     return out
 
 
-guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/numba_cache.py)
+guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/cache_guards.py)

@@ -213,7 +213,7 @@ def _kernels() -> dict:
 
         globals()["_reserve"] = _reserve_intrinsic
         register_jitable(philox4x32)
-        from .script.kernels.numba_cache import guard_eager_dispatcher
+        from .script.kernels.cache_guards import guard_eager_dispatcher
         _made["fill_dropout_mask"] = njit(nogil=True, cache=True)(_fill_dropout_mask)
         guard_eager_dispatcher(_made["fill_dropout_mask"])  # checked, lean loads
         return _made

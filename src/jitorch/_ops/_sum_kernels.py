@@ -20,7 +20,7 @@ import sys
 import numpy as np
 from numba import njit
 
-from ..script.kernels.numba_cache import guard_eager
+from ..script.kernels.cache_guards import guard_eager
 from ..script.runtime.worker_loops import WorkerLoops
 
 # the compiled reductions' block (script/targets/cpu/lower_reduce.py; importing it here would
@@ -42,7 +42,7 @@ def blocked_total(x):
     return total
 
 
-guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/numba_cache.py)
+guard_eager(sys.modules[__name__])  # checked, lean loads (script/kernels/cache_guards.py)
 
 
 def _warm(key: tuple) -> None:

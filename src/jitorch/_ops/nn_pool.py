@@ -124,9 +124,9 @@ def _planes(nd, a):
     if nd > 2 or a.dtype not in (np.float32, np.float64):
         return None
     if _KERNELS is None:
-        from ..script.kernels.numba_cache import guard_eager
+        from ..script.kernels.cache_guards import guard_eager
         from ..script.targets.cpu import pool
-        guard_eager(pool)  # checked, lean loads (script/kernels/numba_cache.py)
+        guard_eager(pool)  # checked, lean loads (script/kernels/cache_guards.py)
         _KERNELS = pool
     lead = a.shape[:a.ndim - nd]
     return np.ascontiguousarray(a).reshape((math.prod(lead),) + (1,) * (2 - nd) +

@@ -12,7 +12,7 @@ import numpy as np
 from numba import njit, types
 from numba.extending import overload
 
-from ...script.kernels.numba_cache import guard_dispatcher
+from ...script.kernels.cache_guards import guard_dispatcher
 from ...script.targets.cpu.blas import mm_into_by_symbol as mm_into
 # (the in-place intrinsics: no Numba function of their own to compile, fastmath.IN_PLACE)
 from ...script.targets.cpu.fastmath import sigmoid_f32_ir as sigmoid_f32, tanh_f32_ir as tanh_f32

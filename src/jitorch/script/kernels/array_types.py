@@ -5,7 +5,7 @@ question of a process imports numpy.ma (~0.014 s of every warm start, which type
 its first eager kernel and of every program entry). An array whose type is exactly `np.ndarray` is
 not a masked one, so `array_type` answers for it as Numba's `typeof` does (its dtype, dimensions,
 layout and writability) without asking. Used by program entries (runtime/entry.py) and by the
-dispatchers of jitorch's eager kernels (`eager_typeof`, numba_cache.guard_eager_dispatcher); any
+dispatchers of jitorch's eager kernels (`eager_typeof`, cache_guards.guard_eager_dispatcher); any
 other value, and a dtype Numba does not type, goes to Numba's own `typeof`.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ Owns turning a `targets.cpu.program.Program` into a loaded njit dispatcher:
   source's SHA-256 (`_compiled`: a damaged or foreign one is compiled afresh). Files are
   written to a temp file and `os.replace`d (atomic, so concurrent processes are safe, and a
   good file is never rewritten: Numba's cache stamp is taken from it);
-- Numba's own cache files for the module are checked too (`numba_cache.guard`);
+- Numba's own cache files for the module are checked too (`cache_guards.guard`);
 - a cache directory that cannot be written (read-only, full, removed and not re-creatable)
   degrades to compiling in memory (correct, just not reused); the compile log says so once;
 - the module is registered in `sys.modules` BEFORE its code runs (else Numba's cache cannot find
@@ -399,7 +399,7 @@ def _exec_module(name: str, src: str, filename: str):
     else:  # Numba's error messages and tracebacks show the generated line
         linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     sys.modules[name] = mod
-    from .numba_cache import guard
+    from .cache_guards import guard
     from .numba_locator import module_loading
     try:
         with module_loading():  # (Numba's write test of the directory: once, not per function)

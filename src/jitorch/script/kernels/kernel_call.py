@@ -212,7 +212,7 @@ def library(disp, canonical=None):
     ident = hashlib.sha256(f"{py.__module__}.{py.__qualname__}:{content}".encode()) \
         .hexdigest()[:16]
     _libraries[ident] = disp
-    from .numba_cache import guard_dispatcher
+    from .cache_guards import guard_dispatcher
     guard_dispatcher(disp)
     n = len(inspect.signature(py).parameters)
     params = ", ".join(f"a{i}" for i in range(n))

@@ -12,7 +12,7 @@ name, the Numba signature of the overload to compile, the cache directory), or a
 (`_call_job`: a jitorch module, the function of it to call, its arguments): the library's own `cache=True` njit functions compiled into Numba's disk cache (the
 fused RNN loops, nn/modules/_rnn_fused.py). The worker imports
 the module exactly as the caller did (`cache.load_module`: same checked file, same module name,
-same `numba_cache.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
+same `cache_guards.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
 Numba's index key is (signature, target machine, the function's bytecode), all equal in both
 processes. The worker refuses a job whose module name comes out different (another jitorch or
 Numba on its path) rather than compile something the caller would not load.
