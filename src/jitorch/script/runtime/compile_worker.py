@@ -9,8 +9,9 @@ disk cache, and the caller then loads the finished program from disk in millisec
 
 A job is (a generated program's source and njit options, its module name, the entry function's
 name, the Numba signature of the overload to compile, the cache directory), or a "call" job
-(`_call_job`: a jitorch module, the function of it to call, its arguments): the library's own `cache=True` njit functions compiled into Numba's disk cache (the
-fused RNN loops, nn/modules/_rnn_fused.py). The worker imports
+(`_call_job`: a jitorch module, the function of it to call, its arguments): the library's own
+`cache=True` njit functions compiled into Numba's disk cache (the fused RNN loops,
+nn/modules/_rnn_fused.py). The worker imports
 the module exactly as the caller did (`cache.load_module`: same checked file, same module name,
 same `cache_guards.guard`ed caches), so what it saves is what the caller's dispatcher looks up:
 Numba's index key is (signature, target machine, the function's bytecode), all equal in both
