@@ -54,9 +54,10 @@ was ~0.03-0.04 of the ~0.5 CPU-s of a first-ever compile of a one-loop program
 (bench/compile_time.py's gelu). Here `init_all` does nothing while this thread refreshes the
 context for a load or compiles generated code (`_entry_points_deferred`): it runs, as in Numba,
 at the next compile of any other function (Numba's compiler refreshes the context first) or
-the next call of any other dispatcher. `cache_guards.guard_eager` gives jitorch's own eager kernels (typed
-from NumPy arrays and scalars, which need no extension) the same checked load and leaves the
-entry points to their compile.
+the next call of any other dispatcher. `cache_guards.guard_eager` gives jitorch's own eager
+kernels (typed from NumPy arrays and scalars, which need no extension) the same checked load
+and leaves the entry points to their compile. Which dispatchers get these caches, and of which
+kind: cache_guards.py.
 """
 from __future__ import annotations
 
