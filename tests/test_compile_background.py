@@ -244,6 +244,7 @@ def test_a_worker_that_dies_leaves_the_function_interpreted_then_restarts(monkey
 def test_a_worker_that_times_out_is_stopped_and_the_function_stays_interpreted(monkeypatch):
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
     monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", "0.5")
+    compile_worker.service().shutdown()  # (the earlier tests' workers: the job's is the one)
 
     @jt.jit.script
     def f(x):

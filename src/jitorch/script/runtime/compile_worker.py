@@ -22,8 +22,10 @@ Process: `python -c "from jitorch.script.runtime.compile_worker import _main; _m
 lazily with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no
 user `__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
 stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print cannot corrupt a
-message). One long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
-thread of the caller; that thread waits on the pipe in `select` (no GIL held). A process forked
+message). A long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
+thread of the caller; that thread waits on the pipe in `select` (no GIL held). The caller runs
+up to `JITORCH_COMPILE_WORKERS` such lanes at once (compile_pool.py), so a training step's
+forward and backward programs compile side by side. A process forked
 from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
 the jobs it inherited unanswered again (`_fork.in_child`). A job that exceeds
 `JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies
@@ -33,10 +35,10 @@ a fresh worker. A job never hangs its caller: its `done` event is always set, wi
 
 The worker finishes its work when its caller exits. A short process (a script, a test, an
 example) often ends before its compiles do; if they died with it, no run of the program would
-ever be compiled. So at the caller's exit (`atexit`: `_Service.detach`) the jobs not answered
-yet (the one the worker is compiling and those still queued) are handed to the worker, its
-stdin is closed, and the caller says once on stderr how many there are, the worker's pid and
-the cache directory they go to. The worker then "detaches" (`_Detached`): it lowers its
+ever be compiled. So at the caller's exit (`atexit`: compile_pool's `detach`, each lane's
+`handoff`) the jobs not answered yet (the one a worker is compiling and those still queued) are
+handed to the workers, their stdin is closed, and the caller says once on stderr how many there
+are, the workers' pids and the cache directory they go to. The worker then "detaches" (`_Detached`): it lowers its
 priority (nice +10), sends its prints to /dev/null (so nothing waiting on the caller's stderr,
 a pipe or a terminal, waits on it), finishes every job it was given, writing each into the disk
 cache, and exits; the next run of the program loads them compiled. It detaches the same way
@@ -57,7 +59,6 @@ Fault injection for tests: `JITORCH_COMPILE_WORKER_FAULT` = "die" (the worker ex
 """
 from __future__ import annotations
 
-import atexit
 import collections
 import os
 import pickle
@@ -112,7 +113,8 @@ class Job:
 
 
 class _Service:
-    """The caller's side: a queue of jobs, one daemon thread, one worker process."""
+    """The caller's side of one worker: a queue of jobs, one daemon thread, one worker process
+    (a lane of compile_pool.py's pool)."""
 
     def __init__(self):
         self._lock = _fork.lock()
@@ -123,6 +125,11 @@ class _Service:
         self.proc: subprocess.Popen | None = None
         self._inflight: Job | None = None  # the job the worker has (sent, not answered)
         self.starts = 0  # worker processes started (tests, stats)
+
+    def job(self, key):
+        """The job of `key` not answered yet, or None."""
+        with self._lock:
+            return self._jobs.get(key)
 
     def submit(self, key, payload) -> Job:
         with self._lock:
@@ -265,19 +272,17 @@ class _Service:
         if proc is not None:
             self._kill(proc)
 
-    def detach(self) -> int:
-        """At the caller's exit (atexit): hand every job not answered yet to the worker,
-        which finishes them into the disk cache after this process is gone (see the module
-        doc), and say so once on stderr; with none, stop the worker. -> how many it got."""
+    def handoff(self):
+        """At the caller's exit: hand every job not answered yet to this lane's worker, which
+        finishes them into the disk cache after this process is gone (see the module doc), or
+        stop the worker when there are none. -> (the jobs it got, its process)."""
         with self._lock:
             queued = list(self._queue)
             self._queue.clear()  # (the queue thread sends nothing after this)
             proc = self.proc
             alive = proc is not None and proc.poll() is None
             jobs = ([self._inflight] if alive and self._inflight is not None else []) + queued
-            if not jobs:
-                proc = None
-            else:
+            if jobs:
                 try:
                     if queued:
                         proc = self._ensure_worker()
@@ -288,18 +293,10 @@ class _Service:
                     jobs = []  # the worker is gone: nothing will finish
         if not jobs:
             self.shutdown()
-            return 0
-        dirs = sorted({j.payload.get("cache_dir") or "(in memory)" for j in jobs})
-        n = len(jobs)
-        print(f"jitorch: {n} compile{'s' if n != 1 else ''} still pending at exit: the compile "
-              f"worker (pid {proc.pid}) finishes {'them' if n != 1 else 'it'} in the "
-              f"background at low priority (for at most {job_timeout():g} s, "
-              f"JITORCH_COMPILE_TIMEOUT) and saves {'them' if n != 1 else 'it'} to the cache "
-              f"directory {', '.join(dirs)}; the next run of this program loads "
-              f"{'them' if n != 1 else 'it'} compiled", file=sys.stderr, flush=True)
+            return [], None
         if self.proc is proc:  # (a later job, if any, starts a fresh worker)
             self.proc = None
-        return n
+        return jobs, proc
 
 
 def _payload(job: Job) -> dict:
@@ -337,20 +334,15 @@ def _receive(f, deadline: float | None):
     return pickle.loads(_read_exact(fd, n, deadline))
 
 
-_service = _Service()
-
-
-def service() -> _Service:
-    return _service
+def service():
+    """The caller's compile workers (compile_pool.py)."""
+    from .compile_pool import pool
+    return pool()
 
 
 def submit(key, payload) -> Job:
     """Queue a compile (see the module doc for `payload`); the same key shares one job."""
-    return _service.submit(key, payload)
-
-
-atexit.register(_service.detach)
-_fork.in_child(_service._after_fork)
+    return service().submit(key, payload)
 
 
 # --- the worker process ---------------------------------------------------------------------------

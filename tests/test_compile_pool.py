@@ -1,0 +1,101 @@
+"""Compile workers side by side (script/runtime/compile_pool.py): jobs submitted together go to
+separate workers, up to JITORCH_COMPILE_WORKERS; the same overload asked for twice is one job;
+at exit every worker gets its unanswered jobs and the caller says so once."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import jitorch as jt
+from jitorch.script.runtime import compile_pool, compile_worker
+
+WAIT = 300
+
+
+@pytest.fixture(autouse=True)
+def background(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITORCH_COMPILE", "background")
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))
+    # every job hangs in its worker: the jobs stay where the pool put them while we look
+    # (and a hung worker is stopped after 20 s, so none outlives the tests for long)
+    monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
+    monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", "20")
+    compile_worker.service().shutdown()
+    yield
+    compile_worker.service().shutdown()
+
+
+def _two_programs():
+    @jt.jit.script
+    def one(x):
+        return x * 37 - 1
+
+    @jt.jit.script
+    def two(x):
+        return x * 41 + 2
+
+    x = jt.tensor(np.arange(6.0))
+    np.testing.assert_array_equal(one(x).numpy(), np.arange(6.0) * 37 - 1)  # (interpreted)
+    np.testing.assert_array_equal(two(x).numpy(), np.arange(6.0) * 41 + 2)
+
+
+def _busy_lanes():
+    return [lane.pending() for lane in compile_pool.pool().lanes if lane.pending()]
+
+
+def test_two_jobs_submitted_together_compile_in_two_workers(monkeypatch):
+    monkeypatch.setenv("JITORCH_COMPILE_WORKERS", "2")
+    _two_programs()
+    assert _busy_lanes() == [1, 1]
+
+
+def test_one_worker_when_asked_for_one(monkeypatch):
+    monkeypatch.setenv("JITORCH_COMPILE_WORKERS", "1")
+    _two_programs()
+    assert _busy_lanes() == [2]  # one worker, the second job queued behind the first
+
+
+def test_the_default_is_two_workers_on_two_cores_or_more(monkeypatch):
+    monkeypatch.delenv("JITORCH_COMPILE_WORKERS", raising=False)
+    assert compile_pool.workers() == (2 if (os.cpu_count() or 1) >= 2 else 1)
+    monkeypatch.setenv("JITORCH_COMPILE_WORKERS", "bad")
+    assert compile_pool.workers() == (2 if (os.cpu_count() or 1) >= 2 else 1)
+
+
+EXIT = """
+import numpy as np
+import jitorch as jt
+
+
+@jt.jit.script
+def one(x):
+    return x * 43 - 1
+
+
+@jt.jit.script
+def two(x):
+    return x * 47 + 2
+
+
+x = jt.tensor(np.arange(6.0))
+one(x)
+two(x)
+"""
+
+
+def test_at_exit_each_worker_gets_its_jobs_and_the_caller_says_so_once(tmp_path):
+    env = dict(os.environ, JITORCH_COMPILE_WORKERS="2", JITORCH_COMPILE_TIMEOUT="5",
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    (tmp_path / "two_jobs.py").write_text(textwrap.dedent(EXIT))
+    r = subprocess.run([sys.executable, str(tmp_path / "two_jobs.py")], env=env,
+                       capture_output=True, text=True, timeout=WAIT)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if "pending at exit" in ln]
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("jitorch: 2 compiles still pending at exit: the compile workers "
+                               "(pids "), lines[0]
