@@ -3,15 +3,13 @@ separate workers, up to JITORCH_COMPILE_WORKERS; the same overload asked for twi
 at exit every worker gets its unanswered jobs and the caller says so once."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
-import textwrap
 
-import numpy as np
 import pytest
 
-import jitorch as jt
 from jitorch.script.runtime import compile_pool, compile_worker
 
 WAIT = 300
@@ -30,33 +28,55 @@ def background(monkeypatch, tmp_path):
     compile_worker.service().shutdown()
 
 
-def _two_programs():
-    @jt.jit.script
-    def one(x):
-        return x * 37 - 1
+PROGRAMS = """
+import numpy as np
+import jitorch as jt
 
-    @jt.jit.script
-    def two(x):
-        return x * 41 + 2
 
+@jt.jit.script
+def one(x):
+    return x * 37 - 1
+
+
+@jt.jit.script
+def two(x):
+    return x * 41 + 2
+
+
+def run():
     x = jt.tensor(np.arange(6.0))
     np.testing.assert_array_equal(one(x).numpy(), np.arange(6.0) * 37 - 1)  # (interpreted)
     np.testing.assert_array_equal(two(x).numpy(), np.arange(6.0) * 41 + 2)
+"""
+
+
+def _programs(tmp_path):
+    """A module of two scripted functions (a file: scripting reads their source)."""
+    path = tmp_path / "two_jobs.py"
+    path.write_text(PROGRAMS)
+    spec = importlib.util.spec_from_file_location(f"two_jobs_{tmp_path.name}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _two_programs(tmp_path):
+    _programs(tmp_path).run()  # two jobs submitted, both answered by the interpreter
 
 
 def _busy_lanes():
     return [lane.pending() for lane in compile_pool.pool().lanes if lane.pending()]
 
 
-def test_two_jobs_submitted_together_compile_in_two_workers(monkeypatch):
+def test_two_jobs_submitted_together_compile_in_two_workers(monkeypatch, tmp_path):
     monkeypatch.setenv("JITORCH_COMPILE_WORKERS", "2")
-    _two_programs()
+    _two_programs(tmp_path)
     assert _busy_lanes() == [1, 1]
 
 
-def test_one_worker_when_asked_for_one(monkeypatch):
+def test_one_worker_when_asked_for_one(monkeypatch, tmp_path):
     monkeypatch.setenv("JITORCH_COMPILE_WORKERS", "1")
-    _two_programs()
+    _two_programs(tmp_path)
     assert _busy_lanes() == [2]  # one worker, the second job queued behind the first
 
 
@@ -67,32 +87,11 @@ def test_the_default_is_two_workers_on_two_cores_or_more(monkeypatch):
     assert compile_pool.workers() == (2 if (os.cpu_count() or 1) >= 2 else 1)
 
 
-EXIT = """
-import numpy as np
-import jitorch as jt
-
-
-@jt.jit.script
-def one(x):
-    return x * 43 - 1
-
-
-@jt.jit.script
-def two(x):
-    return x * 47 + 2
-
-
-x = jt.tensor(np.arange(6.0))
-one(x)
-two(x)
-"""
-
-
 def test_at_exit_each_worker_gets_its_jobs_and_the_caller_says_so_once(tmp_path):
+    (tmp_path / "two_jobs.py").write_text(PROGRAMS)
     env = dict(os.environ, JITORCH_COMPILE_WORKERS="2", JITORCH_COMPILE_TIMEOUT="5",
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    (tmp_path / "two_jobs.py").write_text(textwrap.dedent(EXIT))
-    r = subprocess.run([sys.executable, str(tmp_path / "two_jobs.py")], env=env,
+               PYTHONPATH=os.pathsep.join([str(tmp_path)] + [p for p in sys.path if p]))
+    r = subprocess.run([sys.executable, "-c", "import two_jobs; two_jobs.run()"], env=env,
                        capture_output=True, text=True, timeout=WAIT)
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [ln for ln in r.stderr.splitlines() if "pending at exit" in ln]

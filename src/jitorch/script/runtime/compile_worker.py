@@ -22,31 +22,30 @@ Process: `python -c "from jitorch.script.runtime.compile_worker import _main; _m
 lazily with `subprocess` (fork + exec: nothing of the caller's Numba threads is inherited, and no
 user `__main__` is re-imported, as a multiprocessing spawn would), pickled messages over its
 stdin/stdout pipes (the worker moves its own stdout to stderr first, so a print cannot corrupt a
-message). A long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon
-thread of the caller; that thread waits on the pipe in `select` (no GIL held). The caller runs
-up to `JITORCH_COMPILE_WORKERS` such lanes at once (compile_pool.py), so a training step's
-forward and backward programs compile side by side. A process forked
-from the caller (a DataLoader worker) gets a fresh queue thread and worker of its own and sends
-the jobs it inherited unanswered again (`_fork.in_child`). A job that exceeds
-`JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the worker killed; a worker that dies
-(killed, crashed, out of memory) fails its job with the reason; either way the next job starts
-a fresh worker. A job never hangs its caller: its `done` event is always set, with
-`result["ok"]` False and a `reason` on failure.
+message). A long-lived worker serves jobs one at a time from a FIFO queue fed by a daemon thread of
+the caller; that thread waits on the pipe in `select` (no GIL held). The caller runs up to
+`JITORCH_COMPILE_WORKERS` such lanes at once (compile_pool.py), so a training step's forward and
+backward programs compile side by side. A process forked from the caller (a DataLoader worker) gets
+a fresh queue thread and worker of its own and sends the jobs it inherited unanswered again
+(`_fork.in_child`). A job that exceeds `JITORCH_COMPILE_TIMEOUT` seconds (default 1800) gets the
+worker killed; a worker that dies (killed, crashed, out of memory) fails its job with the reason;
+either way the next job starts a fresh worker. A job never hangs its caller: its `done` event is
+always set, with `result["ok"]` False and a `reason` on failure.
 
-The worker finishes its work when its caller exits. A short process (a script, a test, an
-example) often ends before its compiles do; if they died with it, no run of the program would
-ever be compiled. So at the caller's exit (`atexit`: compile_pool's `detach`, each lane's
-`handoff`) the jobs not answered yet (the one a worker is compiling and those still queued) are
-handed to the workers, their stdin is closed, and the caller says once on stderr how many there
-are, the workers' pids and the cache directory they go to. The worker then "detaches" (`_Detached`): it lowers its
-priority (nice +10), sends its prints to /dev/null (so nothing waiting on the caller's stderr,
-a pipe or a terminal, waits on it), finishes every job it was given, writing each into the disk
-cache, and exits; the next run of the program loads them compiled. It detaches the same way
-when its caller dies without exiting (killed, crashed: the pipe closes, or its parent pid
-changes), finishing only the jobs it had received. A detached worker lives at most
-`JITORCH_COMPILE_TIMEOUT` seconds more (a watchdog `os._exit`s it; Numba writes every cache file
-to a temporary name and renames it, and jitorch checksums them, kernels/numba_cache.py, so a
-worker stopped or killed at any point leaves no damaged file, at worst a missing one).
+The worker finishes its work when its caller exits. A short process (a script, a test, an example)
+often ends before its compiles do; if they died with it, no run of the program would ever be
+compiled. So at the caller's exit (`atexit`: compile_pool's `detach`, each lane's `handoff`) the
+jobs not answered yet (the one a worker is compiling and those still queued) are handed to the
+workers, their stdin is closed, and the caller says once on stderr how many there are, the workers'
+pids and the cache directory they go to. The worker then "detaches" (`_Detached`): it lowers its
+priority (nice +10), sends its prints to /dev/null (so nothing waiting on the caller's stderr, a
+pipe or a terminal, waits on it), finishes every job it was given, writing each into the disk
+cache, and exits; the next run of the program loads them compiled. It detaches the same way when
+its caller dies without exiting (killed, crashed: the pipe closes, or its parent pid changes),
+finishing only the jobs it had received. A detached worker lives at most `JITORCH_COMPILE_TIMEOUT`
+seconds more (a watchdog `os._exit`s it; Numba writes every cache file to a temporary name and
+renames it, and jitorch checksums them, kernels/numba_cache.py, so a worker stopped or killed at
+any point leaves no damaged file, at worst a missing one).
 
 Two workers (two processes running one program, or a run and the detached worker of the run
 before) never compile the same entry, kernel or library function twice: each function's compile
