@@ -19,7 +19,7 @@ import pytest
 import jitorch as jt
 import jitorch.jit
 from jitorch import nn
-from jitorch.script.runtime import compile_worker, functions as runtime, programs
+from jitorch.script.runtime import compile_pool, functions as runtime, programs
 from jitorch.script import ir
 from jitorch.script.frontend.trace import trace_graph
 
@@ -229,7 +229,7 @@ def test_a_worker_that_dies_leaves_the_function_interpreted_then_restarts(monkey
     assert _delta(before, "background_failed") == 1
 
     monkeypatch.delenv("JITORCH_COMPILE_WORKER_FAULT")
-    starts = compile_worker.service().starts
+    starts = compile_pool.pool().starts
 
     @jt.jit.script
     def g(x):
@@ -238,13 +238,13 @@ def test_a_worker_that_dies_leaves_the_function_interpreted_then_restarts(monkey
     g(x)
     assert g.wait_compiled(timeout=WAIT)
     assert _report(g)["tier"] == "compiled"
-    assert compile_worker.service().starts == starts + 1  # a fresh worker for the next job
+    assert compile_pool.pool().starts == starts + 1  # a fresh worker for the next job
 
 
 def test_a_worker_that_times_out_is_stopped_and_the_function_stays_interpreted(monkeypatch):
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
     monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", "0.5")
-    compile_worker.service().shutdown()  # (the earlier tests' workers: the job's is the one)
+    compile_pool.pool().shutdown()  # (the earlier tests' workers: the job's is the one)
 
     @jt.jit.script
     def f(x):
@@ -253,13 +253,13 @@ def test_a_worker_that_times_out_is_stopped_and_the_function_stays_interpreted(m
     x = _ints((5,), 8)
     f(x)
     _assert_left_interpreted(f, x, (x * 29 - 3).numpy(), "timed out after 0.5 s")
-    assert compile_worker.service().proc is None  # the hung worker was stopped
+    assert compile_pool.pool().proc is None  # the hung worker was stopped
 
 
 def test_a_worker_killed_during_a_job_leaves_the_function_interpreted(monkeypatch):
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
     monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", str(WAIT))  # the kill ends the job first
-    svc = compile_worker.service()
+    svc = compile_pool.pool()
     svc.shutdown()
 
     @jt.jit.script
@@ -414,7 +414,7 @@ def test_a_forked_child_finishes_the_compiles_its_parent_started(monkeypatch):
     os.close(r)
     os.waitpid(pid, 0)
     assert got == bytes([0])
-    compile_worker.service().shutdown()  # the parent's hung worker
+    compile_pool.pool().shutdown()  # the parent's hung worker
     assert f.wait_compiled(timeout=WAIT)
     assert _report(f)["tier"] == "interpreted"  # the parent's job died with its worker
 
@@ -453,14 +453,14 @@ def test_a_worker_whose_caller_dies_mid_compile_exits_within_the_timeout(tmp_pat
     child.write_text(textwrap.dedent("""
         import os, sys, time
         import jitorch as jt
-        from jitorch.script.runtime import compile_worker
+        from jitorch.script.runtime import compile_pool
 
         @jt.jit.script
         def f(x):
             return x * 47 - 3
 
         f(jt.ones(3))
-        svc = compile_worker.service()
+        svc = compile_pool.pool()
         while svc.proc is None:
             time.sleep(0.01)
         print(svc.proc.pid, flush=True)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from jitorch.script.runtime import compile_pool, compile_worker
+from jitorch.script.runtime import compile_pool
 
 WAIT = 300
 
@@ -23,9 +23,9 @@ def background(monkeypatch, tmp_path):
     # (and a hung worker is stopped after 20 s, so none outlives the tests for long)
     monkeypatch.setenv("JITORCH_COMPILE_WORKER_FAULT", "hang")
     monkeypatch.setenv("JITORCH_COMPILE_TIMEOUT", "20")
-    compile_worker.service().shutdown()
+    compile_pool.pool().shutdown()
     yield
-    compile_worker.service().shutdown()
+    compile_pool.pool().shutdown()
 
 
 PROGRAMS = """

@@ -38,6 +38,8 @@ def workers() -> int:
 
 
 class _Pool:
+    """The lanes, and what the caller asks of all of them (see the module doc)."""
+
     def __init__(self):
         self._lock = _fork.lock()
         self.lanes: list = [_Service()]
@@ -59,9 +61,6 @@ class _Pool:
             self.lanes.append(_Service())
             return self.lanes[-1]
         return min(usable, key=lambda lane: lane.pending())
-
-    def pending(self) -> int:
-        return sum(lane.pending() for lane in list(self.lanes))
 
     def pending_jobs(self) -> list:
         """The jobs not answered yet (queued or compiling), oldest first."""
@@ -118,6 +117,8 @@ _pool = _Pool()
 
 
 def pool() -> _Pool:
+    """This process's compile workers: `pool().submit(key, payload)` queues a compile
+    (compile_worker.py's module doc has the payload); the same key shares one job."""
     return _pool
 
 

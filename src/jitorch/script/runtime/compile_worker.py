@@ -333,17 +333,6 @@ def _receive(f, deadline: float | None):
     return pickle.loads(_read_exact(fd, n, deadline))
 
 
-def service():
-    """The caller's compile workers (compile_pool.py)."""
-    from .compile_pool import pool
-    return pool()
-
-
-def submit(key, payload) -> Job:
-    """Queue a compile (see the module doc for `payload`); the same key shares one job."""
-    return service().submit(key, payload)
-
-
 # --- the worker process ---------------------------------------------------------------------------
 def compile_job(job: dict) -> dict:
     """Import the job's module as `cache.load_module` does and compile its entry for the job's

@@ -48,7 +48,7 @@ import warnings
 
 from ... import _determinism
 from ..._tensor import Tensor
-from . import compile_worker, stats
+from . import compile_pool, stats
 from .entry import NotReady, _bkey, _boundary, _nb_signature
 
 _warned: set = set()
@@ -114,7 +114,7 @@ def _submit(entry, xs):
         return None, None  # in memory or in Numba's disk cache: loading takes milliseconds
     from ..kernels import cache
     source, options, entry_name, kernels = entry.origin
-    job = compile_worker.submit(
+    job = compile_pool.pool().submit(
         (mod.__name__, entry_name, sig),
         {"source": source, "options": options, "module": mod.__name__, "entry": entry_name,
          "kernels": kernels, "sig": sig, "cache_dir": cache.cache_dir()})
@@ -272,7 +272,7 @@ def wait_all(timeout: float | None = None) -> bool:
     left = None if deadline is None else max(0.0, deadline - time.monotonic())
     if not wait(entries, left):
         return False
-    return all(_wait_job(job, deadline) for job in compile_worker.service().pending_jobs())
+    return all(_wait_job(job, deadline) for job in compile_pool.pool().pending_jobs())
 
 
 def while_compiling(entry) -> bool:

@@ -57,8 +57,8 @@ class WorkerLoops:
                 self._load(key)
                 return True
             from ..kernels import cache
-            from . import compile_worker
-            job = self.jobs[key] = compile_worker.submit(
+            from . import compile_pool
+            job = self.jobs[key] = compile_pool.pool().submit(
                 (self.family,) + key,
                 {"kind": "call", "module": self.module, "entry": "compile_in_worker",
                  "args": key, "cache_dir": cache.cache_dir()})
