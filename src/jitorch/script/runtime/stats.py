@@ -33,7 +33,9 @@ class Stats(dict):
     in-memory cache, whatever tier then ran them: a cache hit, not a compiled call),
     interpreted_reasons (reason -> number of specialisations that fell back for it),
     compile_seconds (total time spent building specialisations), kernels (kernel overloads
-    compiled / loaded from disk / shared with another call site, kernels/kernel_call.py).
+    compiled / loaded from disk / shared with another call site, kernels/kernel_call.py; and of
+    the compiled ones, how many the lean kernel compiler compiled and how many it declined to
+    Numba, targets/cpu/lean).
 
     Calls by the tier that ran them: calls (all calls through ScriptFunctions, and the
     optimizers' direct calls of their compiled steps) == compiled_runs (run by a compiled
@@ -194,7 +196,8 @@ def _kernel_counts() -> dict:
     kc = sys.modules.get("jitorch.script.kernels.kernel_call")  # (never imports Numba here)
     counts = kc.counts if kc is not None else {}
     return {"compiled": counts.get("compiled", 0), "disk": counts.get("disk", 0),
-            "shared": counts.get("memory", 0)}
+            "shared": counts.get("memory", 0), "lean": counts.get("lean", 0),
+            "lean_declined": counts.get("lean_declined", 0)}
 
 
 def _value(counter) -> int:

@@ -1,0 +1,243 @@
+"""The lean kernel compiler (targets/cpu/lean): kernel source compiled without Numba's frontend.
+
+Every scripted and traced OpInfo test already runs its kernels through it (it is the default);
+these tests pin what that table does not reach: each statement form against the same function
+compiled by Numba, static raises, references (no leaks), the kernels it declines and Numba's
+fallback for them, and the setting that switches it off.
+"""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import textwrap
+
+import numpy as np
+import pytest
+
+import jitorch
+from jitorch.script.targets.cpu import lean
+
+_HEAD = """
+import math
+import numba
+import numpy as np
+from jitorch.script.targets.cpu.lean import body_of
+from jitorch.script.kernels.signals import RuntimeError as _RuntimeError
+"""
+_n = itertools.count()
+
+
+def _module(tmp_path, source: str, nargs: int):
+    """A module with `kernel_numba` (the source, compiled by Numba) and `kernel` (the same
+    source through the lean compiler), both callable from Python."""
+    params = ", ".join(f"a{i}" for i in range(nargs))
+    text = _HEAD + "\n@numba.njit\n" + textwrap.dedent(source).strip() + "\n\n" + \
+        "_body = body_of(kernel_numba)\n\n\n@numba.njit\n" + \
+        f"def kernel({params}):\n    return _body({params})\n"
+    name = f"lean_case_{next(_n)}"
+    path = tmp_path / f"{name}.py"
+    path.write_text(text)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _same(a, b):
+    if isinstance(a, tuple):
+        assert isinstance(b, tuple) and len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    elif isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape
+        np.testing.assert_array_equal(a, b)
+    else:
+        assert type(a) is type(b) and a == b
+
+
+LOOPS = """
+def kernel_numba(p0, p1, k):
+    n0, n1 = p0.shape
+    out = np.empty((n0, n1), np.float32)
+    acc = np.float32(0.0)
+    tot = 0.0
+    for i in range(n0):
+        for j in range(1, n1):
+            x = p0[i, j] * p1[j]
+            out[i, j] = x if x > np.float32(0.0) else -x
+            acc = acc + x
+        out[i, 0] = np.float32(i)
+        out[i, 0] += p1[0]
+    for i in range(n0 - 1, -1, -1):
+        tot = tot + np.float64(out[i, n1 - 1])
+    step = k
+    m = 0
+    for i in range(0, n1, step):
+        m += 1
+    w = 0
+    while w < n0 and (w < 3 or k > 100):
+        w = w + 1
+    back = out[-1, -1]
+    flag = (acc > np.float32(0.0)) or (m == 0)
+    dims = p0.shape
+    return (out, acc, tot, m, w, back, flag, dims[-1], int(k != 1))
+"""
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_statement_forms_match_numba(tmp_path, k):
+    mod = _module(tmp_path, LOOPS, 3)
+    rng = np.random.default_rng(k)
+    p0 = rng.standard_normal((4, 5)).astype(np.float32)
+    p1 = rng.standard_normal(5).astype(np.float32)
+    _same(mod.kernel(p0, p1, k), mod.kernel_numba(p0, p1, k))
+
+
+def test_negative_step_and_empty_ranges(tmp_path):
+    mod = _module(tmp_path, """
+    def kernel_numba(n, s):
+        out = np.zeros(8, np.int64)
+        c = 0
+        for i in range(n, -2, s):
+            out[c % 8] += i
+            c += 1
+        for i in range(n, n):
+            c += 100
+        return out, c
+    """, 2)
+    for n, s in [(5, -1), (5, -2), (-3, 1), (0, 2), (6, -3)]:
+        _same(mod.kernel(n, s), mod.kernel_numba(n, s))
+
+
+def test_static_raise_is_the_same_exception(tmp_path):
+    mod = _module(tmp_path, """
+    def kernel_numba(p0, p1):
+        if p0.shape[0] != p1.shape[0]:
+            raise _RuntimeError('The size of tensor a must match the size of tensor b')
+        return p0 + p1
+    """, 2)
+    a, b = np.ones(3), np.ones(4)
+    with pytest.raises(RuntimeError, match="size of tensor a must match") as lean_err:
+        mod.kernel(a, b)
+    with pytest.raises(RuntimeError) as numba_err:
+        mod.kernel_numba(a, b)
+    assert type(lean_err.value) is type(numba_err.value)
+    assert str(lean_err.value) == str(numba_err.value)
+    _same(mod.kernel(a, a), a + a)
+
+
+def test_arrays_are_not_leaked(tmp_path):
+    """Variables reassigned with new arrays, views of temporaries, arrays returned in a tuple:
+    Numba's runtime counts the same live allocations before and after many calls."""
+    from numba.core.runtime import _nrt_python as nrt
+    from numba.core.runtime import rtsys
+    mod = _module(tmp_path, """
+    def kernel_numba(p0):
+        buf = np.empty(p0.shape[0], np.float64)
+        for r in range(3):
+            buf = np.empty(p0.shape[0] + r, np.float64)
+            buf[0] = r
+        v = np.ascontiguousarray(p0).reshape(p0.shape[0], 1)
+        w = p0.copy()[1:]
+        keep = (v, w[0])
+        return keep[0], buf
+    """, 1)
+    x = np.arange(6.0)
+    stats_were_on = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    mod.kernel(x)  # (compiled, and its one-time allocations made)
+    before = rtsys.get_allocation_stats()
+    for _ in range(50):
+        out = mod.kernel(x)
+    del out
+    after = rtsys.get_allocation_stats()
+    if not stats_were_on:
+        nrt.memsys_disable_stats()
+    live = (after.alloc - after.free) - (before.alloc - before.free)
+    assert live == 0, (before, after)
+    assert after.mi_alloc - after.mi_free == before.mi_alloc - before.mi_free
+
+
+@pytest.mark.parametrize("body, why", [
+    ("for v in p0:\n    t = t + v", "a for loop not over range()"),
+    ("try:\n    t = p0[0]\nexcept Exception:\n    t = 0.0", "Try"),
+    ("p0 = p0 + 1.0", "assignment to parameter p0"),
+    ("raise _RuntimeError(str(t))", "raise with a run-time argument"),
+])
+def test_declines_what_it_does_not_compile(tmp_path, body, why):
+    mod = _module(tmp_path, "def kernel_numba(p0):\n    t = 0.0\n" +
+                  textwrap.indent(body, "    ") + "\n    return t\n", 1)
+    with pytest.raises(Exception):
+        mod.kernel(np.ones(3))
+    reasons = [r for (m, _), r in lean.unsupported.items() if m == mod.__name__]
+    assert reasons and reasons[0].startswith(why), reasons
+
+
+def test_a_declined_kernel_is_compiled_by_numba(monkeypatch, tmp_path):
+    """A program whose kernels the lean compiler declines still runs compiled, through
+    `kernel_numba`, and the stats say so."""
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "jt"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nb"))
+    monkeypatch.setenv("JITORCH_COMPILE", "sync")
+
+    def decline(*_a, **_k):
+        raise lean.Unsupported("declined by the test")
+
+    monkeypatch.setattr(lean, "infer", decline)
+
+    @jitorch.jit.script
+    def f(x, y):
+        return (x * 1.8125 + y).relu().sum(0) - 0.4375
+
+    x, y = jitorch.randn(6, 3), jitorch.randn(6, 3)
+    jitorch.jit.reset_stats()
+    got = f(x, y)
+    want = (x * 1.8125 + y).relu().sum(0) - 0.4375
+    assert jitorch.allclose(got, want)
+    s = jitorch.jit.stats()
+    assert s["compiled_runs"] == 1, s
+    assert s["kernels"]["lean_declined"] >= 1 and s["kernels"]["lean"] == 0, s["kernels"]
+
+
+def test_the_lean_compiler_compiles_by_default(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "jt"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nb"))
+    monkeypatch.setenv("JITORCH_COMPILE", "sync")
+    monkeypatch.delenv("JITORCH_KERNEL_COMPILER", raising=False)
+
+    @jitorch.jit.script
+    def g(x, y):
+        return (x * 2.0625 - y).tanh().sum(1) + 0.8125
+
+    x, y = jitorch.randn(4, 5), jitorch.randn(4, 5)
+    jitorch.jit.reset_stats()
+    assert jitorch.allclose(g(x, y), (x * 2.0625 - y).tanh().sum(1) + 0.8125)
+    k = jitorch.jit.stats()["kernels"]
+    assert k["lean"] >= 1 and k["lean_declined"] == 0, k
+
+
+def test_the_setting(monkeypatch):
+    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "numba")
+    assert not lean.enabled()
+    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "Lean")
+    assert lean.enabled()
+    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "llvm")
+    with pytest.raises(ValueError, match="JITORCH_KERNEL_COMPILER must be 'lean' or 'numba'"):
+        lean.enabled()
+
+
+def test_numba_setting_writes_the_old_module_form(monkeypatch):
+    from jitorch.script.targets.cpu import kernel as kernel_mod
+
+    class _Em:
+        params = ["p0"]
+
+    def text(setting):
+        monkeypatch.setenv("JITORCH_KERNEL_COMPILER", setting)
+        monkeypatch.setattr("jitorch.script.targets.cpu.module_text.module_head",
+                            lambda em: ("import numba\n", ["    y = p0 + 1"]))
+        return kernel_mod.kernel_source(_Em(), ["y"])
+
+    assert "body_of(kernel_numba)" in text("lean") and "def kernel(p0):" in text("lean")
+    old = text("numba")
+    assert "body_of" not in old and "kernel_numba" not in old and "def kernel(p0):" in old
