@@ -53,10 +53,8 @@ _lock = _fork.rlock()
 _bound: dict = {}  # (module or library id, argument types) -> (symbol, return type)
 _libraries: dict = {}  # library id -> the dispatcher `library()` made callable by symbol
 # what the kernels of this process came from: "compiled", "disk" (Numba's cache) and "memory"
-# (an overload this process had already: a kernel shared by two call sites or programs); and
-# of those compiled, by the lean kernel compiler ("lean"), or by Numba because it declined
-# ("lean_declined": targets/cpu/lean)
-counts = {"compiled": 0, "disk": 0, "memory": 0, "lean": 0, "lean_declined": 0}
+# (an overload this process had already: a kernel shared by two call sites or programs)
+counts = {"compiled": 0, "disk": 0, "memory": 0}
 library_counts = {"compiled": 0, "disk": 0, "memory": 0}  # the same, of library functions
 
 # njit options of a function that only native code calls (through a symbol here, or linked into
@@ -84,35 +82,9 @@ def _bind(module: str, argtys: tuple):
         mod = cache.load_named(module)
         if mod is None:
             raise RuntimeError(f"kernel module {module} is not in the cache directory")
-        symbol = f"jitorch_k_{module}_{_tag(argtys)}"
-        compiled = counts["compiled"]
-        try:
-            got = _register(mod.kernel, argtys, symbol, counts, f"kernel {module}")
-        except Exception:
-            fallback = _numba_fallback(mod, argtys)
-            if fallback is None:
-                raise
-            got = _register(fallback, argtys, symbol, counts, f"kernel {module} (Numba)")
-        else:
-            if counts["compiled"] > compiled and hasattr(mod, "kernel_numba"):
-                counts["lean"] += 1
-        _bound[key] = got
+        got = _bound[key] = _register(mod.kernel, argtys, f"jitorch_k_{module}_{_tag(argtys)}",
+                                      counts, f"kernel {module}")
         return got
-
-
-def _numba_fallback(mod, argtys: tuple):
-    """The Numba-compiled kernel of `mod` when its `kernel` failed because the lean kernel
-    compiler (targets/cpu/lean) declined these argument types, else None (a real failure)."""
-    disp = getattr(mod, "kernel_numba", None)
-    body = getattr(mod, "_kernel_body", None)
-    why = body.declined(argtys) if disp is not None and body is not None else None
-    if why is None:
-        return None
-    counts["lean_declined"] += 1
-    if log_enabled("compile"):
-        print(f"jitorch: kernel {mod.__name__}: the lean compiler declined ({why}); Numba "
-              "compiles it", file=sys.stderr, flush=True)
-    return disp
 
 
 def _bind_library(ident: str, argtys: tuple):
@@ -186,25 +158,21 @@ def ensure(symbol: str) -> bool:
     if m is not None:
         module, tag = m.groups()
         from . import cache
-        mod = cache.load_named(module)
-        # (a kernel the lean compiler declined is cached as kernel_numba)
-        disps = [getattr(mod, n) for n in ("kernel", "kernel_numba") if hasattr(mod, n)]
+        disp = getattr(cache.load_named(module), "kernel", None)
         bind = lambda sig: _bind(module, sig)  # noqa: E731
     else:
         m = _LIB_SYMBOL.fullmatch(symbol)
         if m is None:
             return False
         ident, tag = m.groups()
-        disps = [_libraries.get(ident)]  # (imported by the module that calls it)
+        disp = _libraries.get(ident)  # (imported by the module that calls it)
         bind = lambda sig: _bind_library(ident, sig)  # noqa: E731
-    sigs = []
-    for disp in disps:
-        try:
-            magic = _magic_tuple()
-            index = disp._cache._cache_file._load_index()
-            sigs += [tuple(k[0]) for k in index if k[1] == magic]
-        except Exception:  # noqa: BLE001 - no cache, a damaged index: not available
-            continue
+    try:
+        magic = _magic_tuple()
+        index = disp._cache._cache_file._load_index()
+        sigs = [tuple(k[0]) for k in index if k[1] == magic]
+    except Exception:  # noqa: BLE001 - no cache, a damaged index: not available
+        return False
     for sig in sigs:
         if _tag(sig) == tag:
             try:

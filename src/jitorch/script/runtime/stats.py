@@ -33,9 +33,9 @@ class Stats(dict):
     in-memory cache, whatever tier then ran them: a cache hit, not a compiled call),
     interpreted_reasons (reason -> number of specialisations that fell back for it),
     compile_seconds (total time spent building specialisations), kernels (kernel overloads
-    compiled / loaded from disk / shared with another call site, kernels/kernel_call.py; and of
-    the compiled ones, how many the lean kernel compiler compiled and how many it declined to
-    Numba, targets/cpu/lean).
+    compiled / loaded from disk / shared with another call site, kernels/kernel_call.py), lean
+    (generated functions compiled here that the lean compiler typed, and those it declined,
+    which Numba's frontend typed: targets/cpu/lean).
 
     Calls by the tier that ran them: calls (all calls through ScriptFunctions, and the
     optimizers' direct calls of their compiled steps) == compiled_runs (run by a compiled
@@ -164,6 +164,7 @@ def snapshot() -> Stats:
                    plan_errors=_c.plan_errors, fused_layers=dict(_c.fused_layers),
                    fused_loops=_fused_loop_states(),
                    functions=_function_reports(), kernels=_kernel_counts(),
+                   lean=_lean_counts(),
                    host_copies=_host_copies() - _c.host_copies_at_reset)
     # every interpreted call is counted as such (at most once), so the rest ran compiled
     # (counted so, rather than once more on the compiled call path, which stays this cheap)
@@ -196,8 +197,14 @@ def _kernel_counts() -> dict:
     kc = sys.modules.get("jitorch.script.kernels.kernel_call")  # (never imports Numba here)
     counts = kc.counts if kc is not None else {}
     return {"compiled": counts.get("compiled", 0), "disk": counts.get("disk", 0),
-            "shared": counts.get("memory", 0), "lean": counts.get("lean", 0),
-            "lean_declined": counts.get("lean_declined", 0)}
+            "shared": counts.get("memory", 0)}
+
+
+def _lean_counts() -> dict:
+    """Generated functions (kernels, entries) compiled in this process that the lean compiler
+    typed, and those it declined, which Numba's frontend typed (kernels/lean_counts.py)."""
+    lc = sys.modules.get("jitorch.script.kernels.lean_counts")  # (never imports Numba here)
+    return dict(lc.counts) if lc is not None else {"compiled": 0, "declined": 0}
 
 
 def _value(counter) -> int:
@@ -211,6 +218,9 @@ def reset() -> None:
         kc = sys.modules.get("jitorch.script.kernels.kernel_call")
         if kc is not None:
             kc.counts.update(dict.fromkeys(kc.counts, 0))
+        lc = sys.modules.get("jitorch.script.kernels.lean_counts")
+        if lc is not None:
+            lc.counts.update(dict.fromkeys(lc.counts, 0))
 
 
 def record_compile(seconds: float, *, how: str, reason: str | None = None) -> None:

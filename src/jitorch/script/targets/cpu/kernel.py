@@ -184,26 +184,16 @@ def kernel_decorator() -> str:
 
 
 def kernel_source(ke, rets) -> str:
-    """The kernel's module: its loop nest as `kernel`, compiled by Numba; or, with the lean
-    compiler (lean/__init__.py), the same loop nest as `kernel_numba` and a `kernel` of one
-    line that the lean compiler emits it into (Numba's is then only the fallback)."""
+    """The kernel's module: its loop nest as `kernel` (through the lean compiler when it is on:
+    lean.function_text)."""
     from . import lean
     from .module_text import module_head
     head, body = module_head(ke)
     # (its LLVM pipeline: llvm_pipelines.py)
     head += llvm_pipelines.mark_line(llvm_pipelines.KERNEL) + "\n"
-    params = ", ".join(ke.params)
     nest = "\n".join(body) + "\n" + f"    return {_returned(rets)}\n"
-
-    def loops(name):
-        return f"def {name}({params}):\n" + nest
-
-    if not lean.enabled():
-        return head + "\n\n" + kernel_decorator() + "\n" + loops("kernel")
-    return head + f"from {lean.__name__} import body_of  # lean {lean.version()}\n\n\n" + \
-        kernel_decorator() + "\n" + loops("kernel_numba") + \
-        "\n\n_kernel_body = body_of(kernel_numba)\n\n\n" + kernel_decorator() + "\n" + \
-        f"def kernel({params}):\n    return _kernel_body({params})\n"
+    return head + "\n\n" + lean.function_text(kernel_decorator(), "kernel",
+                                                ", ".join(ke.params), nest)
 
 
 def _returned(rets) -> str:

@@ -124,9 +124,11 @@ def generate(graph: ir.Graph, written=()) -> Program:
     head, body = module_head(em)
     if llvm_pipelines.is_glue(em.outline, body):  # (its LLVM pipeline: llvm_pipelines.py)
         head += llvm_pipelines.mark_line(llvm_pipelines.GLUE) + "\n"
-    src = head + "\n\n" + DECORATOR + "\n" + f"def {entry}({', '.join(args)}):\n" + \
-        "\n".join(body) + ("\n" if body else "") + \
-        f"    return ({''.join(o + ', ' for o in outs)})\n"
+    from . import lean  # (the entry through the lean compiler when it is on)
+    src = head + "\n\n" + lean.function_text(
+        DECORATOR, entry, ", ".join(args),
+        "\n".join(body) + ("\n" if body else "") +
+        f"    return ({''.join(o + ', ' for o in outs)})\n")
     prog = Program(src, entry, [v.type for v in graph.outputs], sorted(em.helpers),
                    checks_overlap=bool(checked), kernels=list(em.kernels.values()))
     return prog

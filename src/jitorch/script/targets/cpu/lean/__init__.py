@@ -1,21 +1,25 @@
-"""The lean kernel compiler: a generated CPU kernel's loop nest turned into LLVM IR without
-Numba's frontend (issue 17's "kernel bodies that skip Numba's per-function typing and
-lowering": a Numba `@intrinsic` whose body is emitted as LLVM IR, called from the njit
-function as before).
+"""The lean compiler: a generated CPU function (a kernel's loop nest, a program's entry) turned
+into LLVM IR without Numba's frontend (issue 17's "kernel bodies that skip Numba's per-function
+typing and lowering": a Numba `@intrinsic` whose body is emitted as LLVM IR, called from the
+njit function as before).
 
-A kernel module (targets/cpu/kernel.py) holds the kernel twice over one source:
-`kernel_numba`, the loop nest as an njit function, and `kernel`, an njit function of one
-line that calls `body_of(kernel_numba)`: an intrinsic whose typing runs typer.py over the
-loop nest's source and whose codegen emits it with lower.py, in place. Numba then compiles,
-caches and calls `kernel` as it always did (kernel_call.py), so the disk cache, the compile
-lock, symbols and exceptions are unchanged; what is skipped is Numba's bytecode analysis, SSA,
-rewrites and type inference over the whole loop nest, and its lowering of each bytecode.
-A kernel the lean compiler does not cover (typer.Unsupported) is compiled by Numba:
-kernel_call.py then binds `kernel_numba` instead (asking the intrinsic's `declined`), and
-counts both kinds (`jit.stats()["kernels"]`: `lean`, `lean_declined`).
+A generated module (targets/cpu/kernel.py, program.py) writes its function `f` as
+`function_text` gives it: `f_source`, the function as plain Python (never called), and `f`, an
+njit function of one line that calls `_f_body = body_of(f_source)`: an intrinsic whose typing
+runs typer.py over the source and whose codegen emits it with lower.py, in place. Numba then
+compiles, caches and calls `f` as it always did, so the disk cache, the compile lock, kernel
+symbols, an entry's Python wrapper and the exceptions are unchanged; what is skipped is
+Numba's bytecode analysis, SSA, rewrites and type inference over the whole function, and its
+lowering of each bytecode (bench/RESULTS.md, "The lean compiler").
 
-Which compiler: `JITORCH_KERNEL_COMPILER` = `lean` (the default) or `numba` (every kernel
-through Numba's frontend, the module text as before this compiler existed).
+Where the lean compiler does not cover the source (typer.Unsupported: a list comprehension,
+a raise with a run-time message, ...), the same intrinsic has Numba compile `f_source` (its
+whole pipeline, but no machine code of its own: it is linked into `f` and optimised there
+once, as Numba's `compile_subroutine` does), so `f` always compiles and nothing else knows.
+`counts` says how often each happened (`jit.stats()["lean"]`).
+
+Which compiler: `JITORCH_KERNEL_COMPILER` = `lean` (the default) or `numba` (the module text
+as before this compiler existed: `f` is the njit function itself).
 """
 from __future__ import annotations
 
@@ -27,11 +31,12 @@ import textwrap
 
 from numba.extending import intrinsic
 
+from ....kernels.lean_counts import counts, unsupported
 from .typer import Unsupported, infer
 
-__all__ = ["body_of", "enabled", "version", "Unsupported", "unsupported"]
+__all__ = ["body_of", "counts", "enabled", "function_text", "unsupported", "version",
+           "Unsupported"]
 
-unsupported: dict = {}  # (kernel function, argument types) -> why the lean compiler declined
 _VERSION = None
 
 
@@ -42,10 +47,22 @@ def enabled() -> bool:
     return v == "lean"
 
 
+def function_text(decorator: str, name: str, params: str, body: str) -> str:
+    """The text of generated njit function `name(params)` (`body`: its indented lines): as it
+    is when the lean compiler is off; else `name_source` with that body, the intrinsic
+    `_name_body` that emits it, and `name`, which calls it. The import line names this
+    compiler's version: a changed compiler gives the module a new name (Numba's cache does not
+    look at the code an intrinsic emits)."""
+    if not enabled():
+        return f"{decorator}\ndef {name}({params}):\n{body}"
+    return (f"from {__name__} import body_of  # lean {version()}\n\n\n"
+            f"def {name}_source({params}):\n{body}\n\n"
+            f"_{name}_body = body_of({name}_source)\n\n\n"
+            f"{decorator}\ndef {name}({params}):\n    return _{name}_body({params})\n")
+
+
 def version() -> str:
-    """A hash of this compiler's sources: part of every kernel module's text, so a changed
-    compiler gives new module names (Numba's cache does not look at the code an intrinsic
-    emits)."""
+    """A hash of this compiler's sources."""
     global _VERSION
     if _VERSION is None:
         h = hashlib.sha256()
@@ -58,39 +75,24 @@ def version() -> str:
     return _VERSION
 
 
-def body_of(disp):
-    """The intrinsic that emits njit dispatcher `disp`'s function in place (its source read
-    once, at the first typing)."""
-    py = disp.py_func
+def body_of(py):
+    """The intrinsic that emits plain Python function `py` (a generated function's source,
+    read once, at the first typing) in place."""
     parsed: list = []
+    typings: dict = {}  # argument types -> (return type, codegen): Numba may ask again
 
     def source_tree():
         if not parsed:
-            fn = ast.parse(textwrap.dedent(inspect.getsource(py))).body[0]
-            parsed.append(fn)
+            parsed.append(ast.parse(textwrap.dedent(inspect.getsource(py))).body[0])
         return parsed[0]
 
-    typings: dict = {}  # argument types -> Typed (Numba may ask for a typing again)
-
     def typing(typingctx, args):
-        from .lower import emit
-        key = (py.__module__, tuple(args))
-        typed = typings.get(key)
-        if typed is None:
-            try:
-                typed = infer(source_tree(), py.__globals__, tuple(args), typingctx)
-            except Unsupported as e:
-                unsupported[key] = str(e)
-                raise
-            except (OSError, TypeError) as e:  # no source file (a module compiled in memory)
-                unsupported[key] = f"no source: {e}"
-                raise Unsupported(unsupported[key]) from None
-            typings[key] = typed
-
-        def codegen(context, builder, sig, llargs):
-            return emit(context, builder, typed, list(llargs))
-
-        return typed.ret(*args), codegen
+        args = tuple(args)
+        got = typings.get(args)
+        if got is None:
+            got = typings[args] = _lean(py, source_tree, typingctx, args)
+        ret, codegen = got
+        return ret(*args), codegen
 
     n = len(inspect.signature(py).parameters)
     params = ", ".join(f"a{i}" for i in range(n))
@@ -98,7 +100,44 @@ def body_of(disp):
     exec(f"def lean_body(typingctx{', ' if n else ''}{params}):\n"
          f"    return _typing(typingctx, ({params}{',' if n == 1 else ''}))\n",
          {"_typing": typing}, ns)
-    fn = intrinsic(ns["lean_body"])
-    # why the lean compiler declined these argument types (None: it did not)
-    fn.declined = lambda argtys: unsupported.get((py.__module__, tuple(argtys)))
-    return fn
+    return intrinsic(ns["lean_body"])
+
+
+def _lean(py, source_tree, typingctx, args):
+    """(return type, codegen) of `py` for `args`: the lean compiler's, else Numba's."""
+    from .lower import emit
+    try:
+        typed = infer(source_tree(), py.__globals__, args, typingctx)
+    except (Unsupported, OSError, TypeError) as e:  # (OSError, TypeError: no source file)
+        unsupported[(py.__module__, py.__name__, args)] = str(e)
+        counts["declined"] += 1
+        return _numba(py, typingctx, args)
+    counts["compiled"] += 1
+
+    def codegen(context, builder, sig, llargs):
+        return emit(context, builder, typed, list(llargs))
+
+    return typed.ret, codegen
+
+
+def _numba(py, typingctx, args):
+    """(return type, codegen) of `py` compiled by Numba's pipeline with the flags of the
+    function being compiled, without machine code of its own: its library is linked into
+    the caller's, as `BaseContext.compile_subroutine` does."""
+    from numba.core import compiler, targetconfig
+    from numba.core.registry import cpu_target
+    top = targetconfig.ConfigStack.top_or_none()
+    flags = top.copy() if top is not None else compiler.Flags()
+    flags.no_compile = True
+    flags.no_cpython_wrapper = True
+    flags.no_cfunc_wrapper = True
+    targetctx = cpu_target.target_context
+    library = targetctx.codegen().create_library(py.__qualname__)
+    cres = compiler.compile_internal(typingctx, targetctx, library, py, args, None, flags,
+                                     locals={})
+
+    def codegen(context, builder, sig, llargs):
+        context.active_code_library.add_linking_library(cres.library)
+        return context.call_internal(builder, cres.fndesc, cres.signature, list(llargs))
+
+    return cres.signature.return_type, codegen
