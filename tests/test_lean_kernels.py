@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import pathlib
 import textwrap
 
 import numpy as np
@@ -252,3 +253,18 @@ def test_numba_setting_writes_the_old_module_form(monkeypatch):
     assert "body_of(kernel_source)" in text("lean") and "def kernel(p0):" in text("lean")
     old = text("numba")
     assert "body_of" not in old and "kernel_source" not in old and "def kernel(p0):" in old
+
+
+def test_reads_the_checked_source_not_the_file_again(monkeypatch, tmp_path):
+    """The cache checks a module's text once; the lean compiler, which reads a function's
+    source when it types it, must get that text even if the file changed since."""
+    monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "jt"))
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nb"))
+    monkeypatch.delenv("JITORCH_KERNEL_COMPILER", raising=False)
+    from jitorch.script.kernels import cache
+    src = "import numba\n\n\n" + lean.function_text(
+        "@numba.njit(nogil=True)", "kernel", "a0", "    return a0 + 1.0625\n")
+    mod, _ = cache.load_module(src)
+    path = pathlib.Path(mod.__file__)
+    path.write_text(path.read_text().replace("a0 + 1.0625", "a0 - 1000.0"))
+    assert mod.kernel(1.0) == 2.0625

@@ -396,8 +396,9 @@ def _exec_module(name: str, src: str, filename: str):
     mod = types.ModuleType(name)
     if on_disk:
         mod.__file__ = filename
-    else:  # Numba's error messages and tracebacks show the generated line
-        linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    # Numba's error messages, tracebacks and the lean compiler (targets/cpu/lean, which reads
+    # a function's source through `inspect`) see the checked text, never the file again
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
     sys.modules[name] = mod
     from .cache_guards import guard
     from .numba_locator import module_loading

@@ -52,6 +52,9 @@ class Typed:
         self.sig: dict = {}      # id(node) -> (function type, signature) of its operation
         self.glob: dict = {}     # id(Name/Attribute node) -> the Python value of a global
         self.ret = None          # the return type
+        # the names the function assigns anywhere (its locals, whatever the order of the code)
+        self.assigned = frozenset(n.id for n in ast.walk(fn)
+                                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
 
 
 class _Infer:
@@ -211,7 +214,7 @@ class _Infer:
             ty = self.var_type(e.id)
             if ty is not None:
                 return ty
-            if e.id in self.t.vars or e.id in _assigned(self.t.fn):
+            if e.id in self.t.vars or e.id in self.t.assigned:
                 raise Unsupported(f"{e.id} used before assignment")
             return self.global_type(e)
         if isinstance(e, ast.Attribute):
@@ -329,7 +332,7 @@ class _Infer:
         """The Python value of a global name or of an attribute chain on one (np.float32,
         np.fft.rfftn), or _MISSING."""
         if isinstance(e, ast.Name):
-            if e.id in self.t.params or e.id in _assigned(self.t.fn):
+            if e.id in self.t.params or e.id in self.t.assigned:
                 return _MISSING
             return self.global_value(e.id)
         if isinstance(e, ast.Attribute):
@@ -370,21 +373,6 @@ def _pure(fnty) -> bool:
 
 def _is_module(v) -> bool:
     return type(v).__name__ == "module"
-
-
-_ASSIGNED: dict = {}
-
-
-def _assigned(fn) -> frozenset:
-    """The names a function assigns anywhere (locals, whatever the order of the code)."""
-    got = _ASSIGNED.get(id(fn))
-    if got is None:
-        names = set()
-        for n in ast.walk(fn):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                names.add(n.id)
-        got = _ASSIGNED[id(fn)] = frozenset(names)
-    return got
 
 
 def _const_int(e):
