@@ -268,3 +268,19 @@ def test_reads_the_checked_source_not_the_file_again(monkeypatch, tmp_path):
     path = pathlib.Path(mod.__file__)
     path.write_text(path.read_text().replace("a0 + 1.0625", "a0 - 1000.0"))
     assert mod.kernel(1.0) == 2.0625
+
+
+def test_range_of_narrow_integers(tmp_path):
+    """range() over int32 and uint64 bounds: the loop variable's type is Numba's."""
+    mod = _module(tmp_path, """
+    def kernel_source(n, m):
+        t = 0
+        for i in range(np.int32(n)):
+            t += i
+        for j in range(np.uint64(1), np.uint64(m)):
+            t += j
+        for k in range(np.int32(n), np.int64(m) + 3, np.int8(2)):
+            t += k
+        return t, i, j, k
+    """, 2)
+    _same(mod.kernel(5, 4), mod.kernel_numba(5, 4))

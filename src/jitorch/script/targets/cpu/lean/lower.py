@@ -102,8 +102,11 @@ class _Lower:
         b, c = self.b, self.c
         _, sig = self.t.sig[id(s.iter)]
         ity = sig.return_type.dtype
-        vals = [self.arg(a, want) for a, want in zip(s.iter.args, sig.args)]
-        vals = [c.cast(b, v, t, ity) for v, t in zip(vals, sig.args)]
+        ops = [self.expr(a) for a in s.iter.args]
+        vals = [c.cast(b, c.cast(b, v, t, want), want, ity)
+                for (v, t, _), want in zip(ops, sig.args)]
+        for op in ops:  # (integers: nothing to release, but the rule holds)
+            self.release(*op)
         lt = c.get_value_type(ity)
         start, stop, step = (
             (lt(0), vals[0], lt(1)) if len(vals) == 1 else
@@ -315,12 +318,6 @@ class _Lower:
         if recv is not None:
             self.release(*recv)
         return res
-
-    def arg(self, node, want):
-        v, t, o = self.expr(node)
-        if o:  # (an integer: nothing to release)
-            self.release(v, t, o)
-        return v
 
     def truth(self, node):
         v, t, o = self.expr(node)

@@ -222,8 +222,10 @@ class _Infer:
                 return self.global_type(e)
             base = self.expr(e.value)
             ty = self.ctx.resolve_getattr(base, e.attr)
-            if ty is None:
-                raise Unsupported(f"{base}.{e.attr}")
+            if ty is None or isinstance(ty, types.BoundFunction):
+                raise Unsupported(f"{base}.{e.attr}" + (" as a value" if ty else ""))
+            if _target().get_getattr(base, e.attr) is None:
+                raise Unsupported(f"{base}.{e.attr} has no lowering")
             return ty
         if isinstance(e, ast.BinOp):
             return self.op(e, BINOPS.get(e.op.__class__), [e.left, e.right])
@@ -310,6 +312,10 @@ class _Infer:
             raise Unsupported(f"{fnty}{tuple(argtys)}: {type(exc).__name__}") from None
         if sig is None:
             raise Unsupported(f"{fnty}{tuple(argtys)} has no signature")
+        try:  # (lower.py asks for it: a missing one is declined now, not a failed lowering)
+            _target().get_function(fnty, sig)
+        except NotImplementedError:
+            raise Unsupported(f"{fnty}{sig.args} has no lowering") from None
         if key is not None:
             _SIGNATURES[key] = sig
         return sig
@@ -369,6 +375,11 @@ def _pure(fnty) -> bool:
     key = fnty.typing_key
     mod = getattr(key, "__module__", None) or ""
     return mod.split(".")[0] in _PURE_MODULES or mod == "numpy"
+
+
+def _target():
+    from numba.core.registry import cpu_target
+    return cpu_target.target_context
 
 
 def _is_module(v) -> bool:
