@@ -2,7 +2,7 @@
 
 For each workload of bench/_compile_workloads.py, fresh processes with fresh caches
 (`compile_time.py --child jitorch W`, JITORCH_COMPILE=sync), alternating
-JITORCH_KERNEL_COMPILER=lean and =numba, `--rounds` times: the CPU seconds until the compiled
+JITORCH_LEAN=1 (the lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
 program serves (imports excluded). Then, unless --no-speed, the steady state of each: one
 process per compiler compiles the workload and times `--steps` further calls, best of 5 rounds
 (CPU ms per call, one BLAS thread). Both in the same run, so the ratio holds on a noisy machine.
@@ -47,7 +47,7 @@ print("SPEED", json.dumps(best * 1e3))
 
 def _env(compiler: str, root: pathlib.Path) -> dict:
     base = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
-                JITORCH_COMPILE="sync", JITORCH_KERNEL_COMPILER=compiler)
+                JITORCH_COMPILE="sync", JITORCH_LEAN="1" if compiler == "lean" else "0")
     base.pop("PYTHONDONTWRITEBYTECODE", None)
     return compile_time._fresh_env(base, root)
 

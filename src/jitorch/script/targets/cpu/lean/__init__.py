@@ -18,8 +18,8 @@ whole pipeline, but no machine code of its own: it is linked into `f` and optimi
 once, as Numba's `compile_subroutine` does), so `f` always compiles and nothing else knows.
 `counts` says how often each happened (`jit.stats()["lean"]`).
 
-Which compiler: `JITORCH_KERNEL_COMPILER` = `lean` (the default) or `numba` (the module text
-as before this compiler existed: `f` is the njit function itself).
+`JITORCH_LEAN=0` switches it off (the module text as before this compiler existed: `f` is the
+njit function itself, typed and lowered by Numba); `1`, the default, on.
 """
 from __future__ import annotations
 
@@ -41,10 +41,10 @@ _VERSION = None
 
 
 def enabled() -> bool:
-    v = os.environ.get("JITORCH_KERNEL_COMPILER", "lean").strip().lower()
-    if v not in ("lean", "numba"):
-        raise ValueError(f"JITORCH_KERNEL_COMPILER must be 'lean' or 'numba', not {v!r}")
-    return v == "lean"
+    v = os.environ.get("JITORCH_LEAN", "1").strip()
+    if v not in ("0", "1"):
+        raise ValueError(f"JITORCH_LEAN must be 0 or 1, not {v!r}")
+    return v == "1"
 
 
 def function_text(decorator: str, name: str, params: str, body: str) -> str:

@@ -19,6 +19,7 @@ import ast
 from llvmlite import ir as llir
 from numba.core import cgutils, types
 from numba.core.typing import templates
+from numba.np import arrayobj
 
 from .typer import Unsupported
 
@@ -151,6 +152,11 @@ class _Lower:
             for k, e in enumerate(target.elts):
                 self.set_var(e.id, b.extract_value(val, k), ty.types[k])
             self.release(val, ty, owned)
+        elif id(target) in self.t.direct:
+            base, index = self.expr(target.value), self.index(target.slice)
+            self.put_item(base, index, val, ty)
+            for op in (base, index, (val, ty, owned)):
+                self.release(*op)
         else:  # a subscript
             base = self.expr(target.value)
             index = self.index(target.slice)
@@ -166,6 +172,16 @@ class _Lower:
             return
         base = self.expr(s.target.value)
         index = self.index(s.target.slice)
+        if id(s.target) in self.t.direct:
+            ptr = self.item_pointer(base, index)
+            arrty = base[1]
+            cur = (arrayobj.load_item(self.c, self.b, arrty, ptr), arrty.dtype, False)
+            new = self.apply(fnty, sig, [cur, self.expr(s.value)])
+            val = self.c.cast(self.b, new, sig.return_type, arrty.dtype)
+            arrayobj.store_item(self.c, self.b, arrty, val, ptr)
+            self.release(*base)
+            self.release(*index)
+            return
         get, gsig = self.t.sig[(id(s), "get")]
         keep = [(v, t, False) for v, t, _ in (base, index)]  # (used twice: released last)
         cur = self.apply(get, gsig, keep)
@@ -207,6 +223,12 @@ class _Lower:
             item = self.owned(item, ty, False)
             self.release(*base)
             return item, ty, True
+        if isinstance(e, ast.Subscript) and id(e) in t.direct:
+            base, index = self.expr(e.value), self.index(e.slice)
+            val = arrayobj.load_item(c, b, base[1], self.item_pointer(base, index))
+            self.release(*base)
+            self.release(*index)
+            return c.cast(b, val, base[1].dtype, ty), ty, False
         if isinstance(e, ast.Subscript):
             fnty, sig = t.sig[id(e)]
             return self.apply(fnty, sig, [self.expr(e.value), self.index(e.slice)]), ty, True
@@ -324,6 +346,27 @@ class _Lower:
         res = self.c.is_true(self.b, t, v)
         self.release(v, t, o)
         return res
+
+    # --- array elements addressed directly (nonneg.py: no negative-index wraparound) ------------
+    def item_pointer(self, base, index):
+        c, b = self.c, self.b
+        arrty = base[1]
+        ary = c.make_array(arrty)(c, b, base[0])
+        val, ity, _ = index
+        if isinstance(ity, types.BaseTuple):
+            inds = [c.cast(b, b.extract_value(val, k), et, types.intp)
+                    for k, et in enumerate(ity.types)]
+        else:
+            inds = [c.cast(b, val, ity, types.intp)]
+        return cgutils.get_item_pointer2(
+            c, b, ary.data, cgutils.unpack_tuple(b, ary.shape, arrty.ndim),
+            cgutils.unpack_tuple(b, ary.strides, arrty.ndim), arrty.layout, inds,
+            wraparound=False, boundscheck=c.enable_boundscheck)
+
+    def put_item(self, base, index, val, ty):
+        arrty = base[1]
+        ptr = self.item_pointer(base, index)
+        arrayobj.store_item(self.c, self.b, arrty, self.c.cast(self.b, val, ty, arrty.dtype), ptr)
 
     # --- references ----------------------------------------------------------------------------
     def owned(self, val, ty, owned):

@@ -51,6 +51,7 @@ class Typed:
         self.ty: dict = {}       # id(expr node) -> its type
         self.sig: dict = {}      # id(node) -> (function type, signature) of its operation
         self.glob: dict = {}     # id(Name/Attribute node) -> the Python value of a global
+        self.direct: set = set()  # ids of array subscripts addressed directly (nonneg.py)
         self.ret = None          # the return type
         # the names the function assigns anywhere (its locals, whatever the order of the code)
         self.assigned = frozenset(n.id for n in ast.walk(fn)
@@ -409,5 +410,7 @@ def infer(fn: ast.FunctionDef, globs: dict, argtys: tuple, typingctx) -> Typed:
         if not inf.changed:
             if t.ret is None:
                 raise Unsupported("no return")
+            from .nonneg import direct_subscripts
+            t.direct = direct_subscripts(t)
             return t
     raise Unsupported("variable types do not settle")

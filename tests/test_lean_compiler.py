@@ -215,7 +215,7 @@ def test_the_lean_compiler_compiles_by_default(monkeypatch, tmp_path):
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "jt"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nb"))
     monkeypatch.setenv("JITORCH_COMPILE", "sync")
-    monkeypatch.delenv("JITORCH_KERNEL_COMPILER", raising=False)
+    monkeypatch.delenv("JITORCH_LEAN", raising=False)
 
     @jitorch.jit.script
     def g(x, y):
@@ -229,12 +229,12 @@ def test_the_lean_compiler_compiles_by_default(monkeypatch, tmp_path):
 
 
 def test_the_setting(monkeypatch):
-    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "numba")
+    monkeypatch.setenv("JITORCH_LEAN", "0")
     assert not lean.enabled()
-    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "Lean")
+    monkeypatch.setenv("JITORCH_LEAN", " 1")
     assert lean.enabled()
-    monkeypatch.setenv("JITORCH_KERNEL_COMPILER", "llvm")
-    with pytest.raises(ValueError, match="JITORCH_KERNEL_COMPILER must be 'lean' or 'numba'"):
+    monkeypatch.setenv("JITORCH_LEAN", "yes")
+    with pytest.raises(ValueError, match="JITORCH_LEAN must be 0 or 1, not 'yes'"):
         lean.enabled()
 
 
@@ -245,13 +245,13 @@ def test_numba_setting_writes_the_old_module_form(monkeypatch):
         params = ["p0"]
 
     def text(setting):
-        monkeypatch.setenv("JITORCH_KERNEL_COMPILER", setting)
+        monkeypatch.setenv("JITORCH_LEAN", setting)
         monkeypatch.setattr("jitorch.script.targets.cpu.module_text.module_head",
                             lambda em: ("import numba\n", ["    y = p0 + 1"]))
         return kernel_mod.kernel_source(_Em(), ["y"])
 
-    assert "body_of(kernel_source)" in text("lean") and "def kernel(p0):" in text("lean")
-    old = text("numba")
+    assert "body_of(kernel_source)" in text("1") and "def kernel(p0):" in text("1")
+    old = text("0")
     assert "body_of" not in old and "kernel_source" not in old and "def kernel(p0):" in old
 
 
@@ -260,7 +260,7 @@ def test_reads_the_checked_source_not_the_file_again(monkeypatch, tmp_path):
     source when it types it, must get that text even if the file changed since."""
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "jt"))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path / "nb"))
-    monkeypatch.delenv("JITORCH_KERNEL_COMPILER", raising=False)
+    monkeypatch.delenv("JITORCH_LEAN", raising=False)
     from jitorch.script.kernels import cache
     src = "import numba\n\n\n" + lean.function_text(
         "@numba.njit(nogil=True)", "kernel", "a0", "    return a0 + 1.0625\n")
@@ -284,3 +284,58 @@ def test_range_of_narrow_integers(tmp_path):
         return t, i, j, k
     """, 2)
     _same(mod.kernel(5, 4), mod.kernel_numba(5, 4))
+
+
+def _direct_loads(src: str, argtys) -> list:
+    """The subscripts of `src`'s function that nonneg.py addresses directly, as source text."""
+    import ast
+
+    from numba.core.registry import cpu_target
+
+    from jitorch.script.targets.cpu.lean.typer import infer
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()
+    fn = ast.parse(textwrap.dedent(src)).body[0]
+    typed = infer(fn, {"np": np}, argtys, cpu_target.typing_context)
+    return sorted(ast.unparse(n) for n in ast.walk(fn) if id(n) in typed.direct)
+
+
+def test_direct_addressing_only_where_no_index_can_be_negative():
+    from numba.core import types
+    got = _direct_loads("""
+    def f(p0, p1, k):
+        n = p0.shape[0]
+        m = int(n != 1)
+        t = np.float64(0.0)
+        j = 0
+        for i in range(n):
+            t = t + p0[i * m] + p1[i, j % n]
+            j = j + 1
+        for i2 in range(1, n, 2):
+            t = t + p0[i2]
+        for i3 in range(n - 1, 0, -1):
+            t = t + p0[i3]
+        w = 0
+        w = k
+        t = t + p0[k] + p0[n - 1] + p0[w] + p0[-1] + p1[min(j, n), 0]
+        p1[n // 2, j] = t
+        return t
+    """, (types.float64[::1], types.float64[:, ::1], types.int64))
+    assert got == ["p0[i * m]", "p0[i2]", "p1[i, j % n]", "p1[min(j, n), 0]",
+                   "p1[n // 2, j]"], got
+
+
+def test_negative_indices_still_wrap(tmp_path):
+    mod = _module(tmp_path, """
+    def kernel_source(p0, k):
+        t = np.float64(0.0)
+        j = 0
+        for i in range(k - 3, 3):
+            t = t + p0[i]
+        j = k - 5
+        t = t + p0[j] * 100.0
+        p0[k - 6] = t
+        return t, p0[-1]
+    """, 2)
+    x = np.arange(1.0, 7.0)
+    _same(mod.kernel(x.copy(), 1), mod.kernel_numba(x.copy(), 1))
