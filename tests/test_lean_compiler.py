@@ -25,6 +25,7 @@ import numba
 import numpy as np
 from jitorch.script.targets.cpu.lean import body_of
 from jitorch.script.kernels.signals import RuntimeError as _RuntimeError
+from jitorch.script.targets.cpu.packed import _jt_ints
 """
 _n = itertools.count()
 
@@ -339,3 +340,20 @@ def test_negative_indices_still_wrap(tmp_path):
     """, 2)
     x = np.arange(1.0, 7.0)
     _same(mod.kernel(x.copy(), 1), mod.kernel_numba(x.copy(), 1))
+
+
+def test_literal_arguments_and_run_time_tuple_indices(tmp_path):
+    """A constant is a literal to the function it is passed to (packed.py's `_jt_ints` needs
+    one, `-1` included, which CPython's bytecode folds), a homogeneous tuple takes a run-time
+    index, and a tuple a static slice."""
+    mod = _module(tmp_path, """
+    def kernel_source(a, p0, k):
+        u = _jt_ints(a, 3)
+        dims = p0.shape
+        return u[-1] + u[0], dims[k % 2], dims[-1], -2.5, u[1:], u[::-1], dims[:-1]
+    """, 3)
+    a = np.arange(10, 13, dtype=np.int64)
+    p0 = np.ones((2, 5))
+    for k in (0, 1, 3):
+        _same(mod.kernel(a, p0, k), mod.kernel_numba(a, p0, k))
+    assert not [r for (m, _, _), r in lean.unsupported.items() if m == mod.__name__]

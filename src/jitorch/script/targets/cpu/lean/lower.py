@@ -195,8 +195,9 @@ class _Lower:
     def expr(self, e):
         b, c, t = self.b, self.c, self.t
         ty = t.ty[id(e)]
-        if isinstance(e, ast.Constant):
-            return c.get_constant_generic(b, types.unliteral(ty), e.value), ty, False
+        if id(e) in t.const or isinstance(e, ast.Constant):
+            value = t.const[id(e)] if id(e) in t.const else e.value
+            return c.get_constant_generic(b, types.unliteral(ty), value), ty, False
         if id(e) in t.glob:
             return c.get_constant_generic(b, ty, t.glob[id(e)]), ty, False
         if isinstance(e, ast.Name):
@@ -218,9 +219,14 @@ class _Lower:
             return c.make_tuple(b, ty, vals), ty, True
         if isinstance(e, ast.Subscript) and id(e) not in t.sig:  # a tuple's constant index
             base = self.expr(e.value)
-            k = _const_index(e.slice, len(base[1]))
-            item = b.extract_value(base[0], k)
-            item = self.owned(item, ty, False)
+            k = t.const[id(e.slice)]
+            n = len(base[1])
+            if isinstance(k, slice):  # (a static slice: a tuple of the elements it picks)
+                picked = [self.owned(b.extract_value(base[0], j), base[1].types[j], False)
+                          for j in range(n)[k]]
+                item = c.make_tuple(b, ty, picked)
+            else:
+                item = self.owned(b.extract_value(base[0], k + n if k < 0 else k), ty, False)
             self.release(*base)
             return item, ty, True
         if isinstance(e, ast.Subscript) and id(e) in t.direct:
@@ -377,11 +383,6 @@ class _Lower:
     def release(self, val, ty, owned):
         if owned:
             self.c.nrt.decref(self.b, ty, val)
-
-
-def _const_index(node, n):
-    k = node.value if isinstance(node, ast.Constant) else -node.operand.value
-    return k + n if k < 0 else k
 
 
 def emit(context, builder, typed, args):

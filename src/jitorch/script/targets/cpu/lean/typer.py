@@ -52,6 +52,7 @@ class Typed:
         self.sig: dict = {}      # id(node) -> (function type, signature) of its operation
         self.glob: dict = {}     # id(Name/Attribute node) -> the Python value of a global
         self.direct: set = set()  # ids of array subscripts addressed directly (nonneg.py)
+        self.const: dict = {}    # id(expr) -> its value, for numeric constants (`-1` included)
         self.ret = None          # the return type
         # the names the function assigns anywhere (its locals, whatever the order of the code)
         self.assigned = frozenset(n.id for n in ast.walk(fn)
@@ -209,8 +210,13 @@ class _Infer:
         return ty
 
     def _expr(self, e):
+        k = _const_number(e)
+        if k is not None:  # (`-1` too: CPython's bytecode, which Numba reads, folds it)
+            self.t.const[id(e)] = k
+            # a literal type, as Numba's typing of a constant (`_jt_ints(a, 3)` needs one)
+            return types.maybe_literal(k) or self.ctx.resolve_value_type(k)
         if isinstance(e, ast.Constant):
-            return self.ctx.resolve_value_type(e.value)
+            return types.maybe_literal(e.value) or self.ctx.resolve_value_type(e.value)
         if isinstance(e, ast.Name):
             ty = self.var_type(e.id)
             if ty is not None:
@@ -247,10 +253,15 @@ class _Infer:
             return types.BaseTuple.from_types([types.unliteral(self.expr(x)) for x in e.elts])
         if isinstance(e, ast.Subscript):
             base = self.expr(e.value)
-            if isinstance(base, types.BaseTuple):
-                k = _const_int(e.slice)
-                if k is None or not -len(base) <= k < len(base):
-                    raise Unsupported("tuple index that is not a constant")
+            k = _const_number(e.slice)
+            part = _const_slice(e.slice)
+            if isinstance(base, types.BaseTuple) and part is not None:  # a static slice
+                self.t.const[id(e.slice)] = part
+                return types.BaseTuple.from_types(base.types[part])
+            if isinstance(base, types.BaseTuple) and type(k) is int:
+                if not -len(base) <= k < len(base):
+                    raise Unsupported("tuple index out of range")
+                self.expr(e.slice)
                 return base.types[k]
             fnty = self.ctx.resolve_value_type(operator.getitem)
             sig = self.call_type(fnty, [base, self.index(e.slice)], {})
@@ -387,12 +398,26 @@ def _is_module(v) -> bool:
     return type(v).__name__ == "module"
 
 
-def _const_int(e):
-    if isinstance(e, ast.Constant) and type(e.value) is int:
+def _const_slice(e):
+    """A slice of constant (or absent) bounds, as a Python slice; else None."""
+    if not isinstance(e, ast.Slice):
+        return None
+    parts = [None if p is None else _const_number(p) for p in (e.lower, e.upper, e.step)]
+    if any(p is None and q is not None for p, q in zip(parts, (e.lower, e.upper, e.step))):
+        return None
+    if any(p is not None and type(p) is not int for p in parts):
+        return None
+    return slice(*parts)
+
+
+def _const_number(e):
+    """The value of a numeric constant, signed ones (`-1`) included; else None."""
+    if isinstance(e, ast.Constant) and type(e.value) in (int, float, bool):
         return e.value
-    if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.USub):
-        k = _const_int(e.operand)
-        return None if k is None else -k
+    if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+        k = _const_number(e.operand)
+        if k is not None and type(k) is not bool:
+            return -k if isinstance(e.op, ast.USub) else k
     return None
 
 
