@@ -3,11 +3,15 @@
 For each workload of bench/_compile_workloads.py, fresh processes with fresh caches
 (`compile_time.py --child jitorch W`, JITORCH_COMPILE=sync), alternating
 JITORCH_LEAN=1 (the lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
-program serves (imports excluded). Then, unless --no-speed, the steady state of each: one
-process per compiler compiles the workload and times `--steps` further calls, best of 5 rounds
-(CPU ms per call, one BLAS thread). Both in the same run, so the ratio holds on a noisy machine.
+program serves (imports excluded). `--baseline DIR` adds another tree's first-ever compile in
+the same rounds (DIR's own bench/compile_time.py child over DIR/src: e.g. a clone of 7da7f46,
+the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
+of each compiler: one process per compiler compiles the workload and times `--steps` further
+calls, best of 5 rounds (CPU ms per call, one BLAS thread). All in the same run, so the ratios
+hold on a noisy machine.
 
     python bench/lean_compile.py [--workloads gelu mlp_train ...] [--rounds 2] [--no-speed]
+                                 [--baseline /tmp/base]
 """
 from __future__ import annotations
 
@@ -52,9 +56,22 @@ def _env(compiler: str, root: pathlib.Path) -> dict:
     return compile_time._fresh_env(base, root)
 
 
-def first_ever(name: str, compiler: str, tmp: pathlib.Path) -> dict:
-    res = compile_time.run_child("jitorch", name, _env(compiler, tmp / f"{name}-{compiler}-"
-                                                        f"{time.monotonic_ns()}"))
+def first_ever(name: str, compiler: str, tmp: pathlib.Path, baseline=None) -> dict:
+    env = _env(compiler, tmp / f"{name}-{compiler}-{time.monotonic_ns()}")
+    if compiler == "baseline":
+        env["PYTHONPATH"] = str(pathlib.Path(baseline) / "src")
+        r = subprocess.run([sys.executable, str(pathlib.Path(baseline) / "bench" /
+                                                "compile_time.py"), "--child", "jitorch", name],
+                           env=env, cwd=pathlib.Path(baseline) / "bench", capture_output=True,
+                           text=True, timeout=compile_time.TIMEOUT_S)
+        res = {"error": (r.stderr.strip().splitlines() or ["no output"])[-1][:120]}
+        for line in r.stdout.splitlines():
+            if line.startswith("RESULT "):
+                res = json.loads(line[7:])
+        print(f"  {name:10s} baseline {res.get('serve_cpu', res.get('error'))}",
+              file=sys.stderr, flush=True)
+    else:
+        res = compile_time.run_child("jitorch", name, env)
     return {"cpu": res.get("serve_cpu"), "lean": res.get("stats", {}).get("lean"),
             "error": res.get("error")}
 
@@ -78,34 +95,44 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--baseline", help="another tree (a clone): its first-ever compile too")
     a = ap.parse_args()
+    compilers = COMPILERS + (["baseline"] if a.baseline else [])
     tmp = pathlib.Path(tempfile.mkdtemp(prefix="jitorch-lean-"))
     out = {"stamp": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "rows": {}}
     for name in a.workloads:
-        row = out["rows"][name] = {c: [] for c in COMPILERS}
+        row = out["rows"][name] = {c: [] for c in compilers}
         for k in range(a.rounds):
-            order = COMPILERS if k % 2 == 0 else COMPILERS[::-1]
+            order = compilers if k % 2 == 0 else compilers[::-1]
             for c in order:
-                row[c].append(first_ever(name, c, tmp))
+                row[c].append(first_ever(name, c, tmp, a.baseline))
         if not a.no_speed:
             row["speed_ms"] = {c: speed(name, c, tmp, a.steps) for c in COMPILERS}
         if a.json:
             pathlib.Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     print(f"\n{out['stamp']}: first-ever compile, CPU seconds until compiled (each run a fresh "
           "process and caches)")
-    print("| workload | lean | numba | numba / lean | lean: typed / declined | "
-          "steady ms per call, lean / numba |")
-    print("|---|---|---|---|---|---|")
+    base = ["baseline", "baseline / lean"] if a.baseline else []
+    print("| workload | lean | numba | numba / lean | " + "".join(f"{h} | " for h in base) +
+          "lean: typed / declined | steady ms per call, lean / numba |")
+    print("|---" * (6 + len(base)) + "|")
+
+    def fmt(xs):
+        return ", ".join(f"{x:.2f}" for x in xs)
+
     for name, row in out["rows"].items():
-        cpu = {c: [r["cpu"] for r in row[c] if r.get("cpu") is not None] for c in COMPILERS}
+        cpu = {c: [r["cpu"] for r in row[c] if r.get("cpu") is not None] for c in compilers}
         mean = {c: sum(v) / len(v) if v else None for c, v in cpu.items()}
-        ratio = f"{mean['numba'] / mean['lean']:.2f}x" if all(mean.values()) else "-"
+
+        def ratio(c):
+            return f"{mean[c] / mean['lean']:.2f}x" if mean[c] and mean["lean"] else "-"
+
         counts = row["lean"][0].get("lean") or {}
         sp = row.get("speed_ms") or {}
         spd = " / ".join("-" if sp.get(c) is None else f"{sp[c]:.3f}" for c in COMPILERS)
-        print(f"| {name} | {', '.join(f'{x:.2f}' for x in cpu['lean'])} | "
-              f"{', '.join(f'{x:.2f}' for x in cpu['numba'])} | {ratio} | "
-              f"{counts.get('compiled', '-')} / {counts.get('declined', '-')} | {spd} |")
+        extra = f"{fmt(cpu['baseline'])} | {ratio('baseline')} | " if a.baseline else ""
+        print(f"| {name} | {fmt(cpu['lean'])} | {fmt(cpu['numba'])} | {ratio('numba')} | "
+              f"{extra}{counts.get('compiled', '-')} / {counts.get('declined', '-')} | {spd} |")
 
 
 if __name__ == "__main__":
