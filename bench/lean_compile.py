@@ -6,9 +6,9 @@ JITORCH_LEAN=1 (the lean compiler) and =0 (Numba's frontend), `--rounds` times: 
 program serves (imports excluded). `--baseline DIR` adds another tree's first-ever compile in
 the same rounds (DIR's own bench/compile_time.py child over DIR/src: e.g. a clone of 7da7f46,
 the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
-of each compiler: one process per compiler compiles the workload and times `--steps` further
-calls, best of 5 rounds (CPU ms per call, one BLAS thread). All in the same run, so the ratios
-hold on a noisy machine.
+of each compiler: one process compiles the workload twice (JITORCH_LEAN=1 and =0) and times
+`--steps` calls of each in 12 alternating rounds (CPU ms per call, one BLAS thread: the min
+and the median). All in the same run, so the ratios hold on a noisy machine.
 
     python bench/lean_compile.py [--workloads gelu mlp_train ...] [--rounds 2] [--no-speed]
                                  [--baseline /tmp/base]
@@ -35,17 +35,21 @@ _SPEED = """
 import os, sys, time, json
 sys.path.insert(0, {here!r})
 import _compile_workloads as cw
-go, serve = cw.build("jitorch", {name!r})
-go()
-step = serve if serve is not None else go
-step()
-best = float("inf")
-for _ in range(5):
-    t = time.process_time()
-    for _ in range({steps}):
-        step()
-    best = min(best, (time.process_time() - t) / {steps})
-print("SPEED", json.dumps(best * 1e3))
+steps = {{}}
+for mode in ("1", "0"):  # (JITORCH_LEAN is read when a program's text is written)
+    os.environ["JITORCH_LEAN"] = mode
+    go, serve = cw.build("jitorch", {name!r})
+    go()
+    steps[mode] = serve if serve is not None else go
+    steps[mode]()
+ms = {{"1": [], "0": []}}
+for r in range(12):
+    for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
+        t = time.process_time()
+        for _ in range({steps}):
+            steps[mode]()
+        ms[mode].append((time.process_time() - t) / {steps} * 1e3)
+print("SPEED", json.dumps({{"lean": sorted(ms["1"]), "numba": sorted(ms["0"])}}))
 """
 
 
@@ -76,15 +80,17 @@ def first_ever(name: str, compiler: str, tmp: pathlib.Path, baseline=None) -> di
             "error": res.get("error")}
 
 
-def speed(name: str, compiler: str, tmp: pathlib.Path, steps: int) -> float | None:
-    env = _env(compiler, tmp / f"{name}-{compiler}-speed")
+def speed(name: str, tmp: pathlib.Path, steps: int) -> dict | None:
+    """CPU ms per call of each compiler's program, both compiled in one process and timed in
+    alternating rounds (the machine's drift hits both alike): {compiler: sorted rounds}."""
+    env = _env("lean", tmp / f"{name}-speed")
     src = _SPEED.format(here=str(HERE), name=name, steps=steps)
     r = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True,
                        timeout=compile_time.TIMEOUT_S)
     for line in r.stdout.splitlines():
         if line.startswith("SPEED "):
             return json.loads(line[6:])
-    print(f"  {name} {compiler}: no speed: {r.stderr.strip()[-300:]}", file=sys.stderr)
+    print(f"  {name}: no speed: {r.stderr.strip()[-300:]}", file=sys.stderr)
     return None
 
 
@@ -107,14 +113,14 @@ def main() -> None:
             for c in order:
                 row[c].append(first_ever(name, c, tmp, a.baseline))
         if not a.no_speed:
-            row["speed_ms"] = {c: speed(name, c, tmp, a.steps) for c in COMPILERS}
+            row["speed_ms"] = speed(name, tmp, a.steps)
         if a.json:
             pathlib.Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     print(f"\n{out['stamp']}: first-ever compile, CPU seconds until compiled (each run a fresh "
           "process and caches)")
     base = ["baseline", "baseline / lean"] if a.baseline else []
     print("| workload | lean | numba | numba / lean | " + "".join(f"{h} | " for h in base) +
-          "lean: typed / declined | steady ms per call, lean / numba |")
+          "lean: typed / declined | steady ms per call, lean / numba: min (median) |")
     print("|---" * (6 + len(base)) + "|")
 
     def fmt(xs):
@@ -129,7 +135,8 @@ def main() -> None:
 
         counts = row["lean"][0].get("lean") or {}
         sp = row.get("speed_ms") or {}
-        spd = " / ".join("-" if sp.get(c) is None else f"{sp[c]:.3f}" for c in COMPILERS)
+        spd = " / ".join("-" if not sp.get(c) else f"{sp[c][0]:.3f} ({sp[c][len(sp[c]) // 2]:.3f})"
+                         for c in COMPILERS)
         extra = f"{fmt(cpu['baseline'])} | {ratio('baseline')} | " if a.baseline else ""
         print(f"| {name} | {fmt(cpu['lean'])} | {fmt(cpu['numba'])} | {ratio('numba')} | "
               f"{extra}{counts.get('compiled', '-')} / {counts.get('declined', '-')} | {spd} |")
