@@ -1,8 +1,8 @@
 """The lean compiler against Numba's frontend (issue 17): first-ever compile CPU and steady speed.
 
 For each workload of bench/_compile_workloads.py, fresh processes with fresh caches
-(`compile_time.py --child jitorch W`, JITORCH_COMPILE=sync), alternating
-JITORCH_LEAN=1 (the lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
+(`compile_time.py --child jitorch W`, JITORCH_COMPILE=sync), alternating JITORCH_LEAN=1 (the
+lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
 program serves (imports excluded). `--baseline DIR` adds another tree's first-ever compile in
 the same rounds (DIR's own bench/compile_time.py child over DIR/src: e.g. a clone of 7da7f46,
 the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
