@@ -27,11 +27,13 @@ import ast
 import hashlib
 import inspect
 import os
+import sys
 import textwrap
 
 from numba.extending import intrinsic
 
 from ....kernels.lean_counts import counts, unsupported
+from ....kernels.log import log_enabled
 from .typer import Unsupported, infer
 
 __all__ = ["body_of", "counts", "enabled", "function_text", "unsupported", "version",
@@ -108,9 +110,14 @@ def _lean(py, source_tree, typingctx, args):
     from .lower import emit
     try:
         typed = infer(source_tree(), py.__globals__, args, typingctx)
-    except (Unsupported, OSError, TypeError) as e:  # (OSError, TypeError: no source file)
-        unsupported[(py.__module__, py.__name__, args)] = str(e)
+    except Exception as e:  # noqa: BLE001 - Unsupported; no source file; or a typer bug:
+        # whatever the lean compiler cannot type, Numba's pipeline compiles (and says why)
+        why = str(e) if isinstance(e, Unsupported) else f"{type(e).__name__}: {e}"
+        unsupported[(py.__module__, py.__name__, args)] = why
         counts["declined"] += 1
+        if log_enabled("compile"):
+            print(f"jitorch: {py.__module__}.{py.__name__}: the lean compiler declined "
+                  f"({why}); Numba's frontend types it", file=sys.stderr, flush=True)
         return _numba(py, typingctx, args)
     counts["compiled"] += 1
 
