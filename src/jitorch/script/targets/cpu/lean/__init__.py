@@ -96,13 +96,26 @@ def body_of(py):
         ret, codegen = got
         return ret(*args), codegen
 
-    n = len(inspect.signature(py).parameters)
-    params = ", ".join(f"a{i}" for i in range(n))
-    ns: dict = {}
-    exec(f"def lean_body(typingctx{', ' if n else ''}{params}):\n"
-         f"    return _typing(typingctx, ({params}{',' if n == 1 else ''}))\n",
-         {"_typing": typing}, ns)
-    return intrinsic(ns["lean_body"])
+    return intrinsic(_typer_of_arity(py.__code__.co_argcount)(typing))
+
+
+_TYPERS: dict = {}  # arity -> a factory of intrinsic typing functions of that many arguments
+
+
+def _typer_of_arity(n: int):
+    """`make(typing)` -> `lean_body(typingctx, a0, ..., a{n-1})` calling `typing(typingctx,
+    args)`: Numba reads an intrinsic's arity from its signature. One exec per arity, not per
+    generated module (each module makes its intrinsic when it is imported, warm starts too)."""
+    make = _TYPERS.get(n)
+    if make is None:
+        params = ", ".join(f"a{i}" for i in range(n))
+        ns: dict = {}
+        exec(f"def make(_typing):\n"
+             f"    def lean_body(typingctx{', ' if n else ''}{params}):\n"
+             f"        return _typing(typingctx, ({params}{',' if n == 1 else ''}))\n"
+             f"    return lean_body\n", {}, ns)
+        make = _TYPERS[n] = ns["make"]
+    return make
 
 
 def _lean(py, source_tree, typingctx, args):

@@ -1,5 +1,5 @@
-"""LLVM IR for a typed kernel (typer.py's `Typed`), emitted in place by an intrinsic: the lean
-compiler's second half.
+"""LLVM IR for a typed generated function (typer.py's `Typed`), emitted in place by an
+intrinsic: the lean compiler's second half.
 
 Owns `emit(context, builder, typed, args) -> value`. Each operation is lowered by the
 implementation Numba's target context has for its signature (`get_function`, `get_getattr`,
@@ -205,11 +205,8 @@ class _Lower:
                 return self.args[e.id], ty, False
             return b.load(self.slots[e.id]), t.vars[e.id], False
         if isinstance(e, ast.Attribute):
-            base = self.expr(e.value)
-            impl = c.get_getattr(base[1], e.attr)
-            if impl is None:
-                raise Unsupported(f"{base[1]}.{e.attr} has no lowering")
-            res = impl(c, b, base[1], base[0], e.attr)
+            base = self.expr(e.value)  # (typer.py checked that it has a lowering)
+            res = c.get_getattr(base[1], e.attr)(c, b, base[1], base[0], e.attr)
             self.release(*base)
             return res, ty, True
         if isinstance(e, ast.Tuple):

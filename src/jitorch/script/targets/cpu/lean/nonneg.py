@@ -27,9 +27,22 @@ _SIZES = ("shape", "size", "ndim")
 class _Facts:
     def __init__(self, typed):
         self.t = typed
-        ints = {n for n, ty in typed.vars.items() if isinstance(ty, (types.Integer,
-                                                                       types.Boolean))}
-        self.vars = set(ints)
+        self.vars = {n for n, ty in typed.vars.items()
+                     if isinstance(ty, (types.Integer, types.Boolean))}
+        # each variable's definitions, collected once: (kind, node)
+        self.defs: dict = {}
+        for node in ast.walk(typed.fn):
+            if isinstance(node, ast.Assign):
+                tgt = node.targets[0]
+                if isinstance(tgt, ast.Name):
+                    self.defs.setdefault(tgt.id, []).append(("value", node.value))
+                elif isinstance(tgt, ast.Tuple):  # (an unpacked element: not followed)
+                    for x in tgt.elts:
+                        self.defs.setdefault(x.id, []).append(("unknown", None))
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                self.defs.setdefault(node.target.id, []).append(("augment", node))
+            elif isinstance(node, ast.For):
+                self.defs.setdefault(node.target.id, []).append(("range", node.iter.args))
 
     def value(self, e) -> bool:
         t = self.t
@@ -72,24 +85,18 @@ class _Facts:
             self.vars -= drop
 
     def _assignments_ok(self, name) -> bool:
-        for node in ast.walk(self.t.fn):
-            if isinstance(node, ast.Assign):
-                tgt = node.targets[0]
-                if isinstance(tgt, ast.Name) and tgt.id == name and not self.value(node.value):
-                    return False
-                if isinstance(tgt, ast.Tuple) and any(
-                        isinstance(x, ast.Name) and x.id == name for x in tgt.elts):
-                    return False  # (an unpacked element: not followed)
-            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and \
-                    node.target.id == name:
-                if not (isinstance(node.op, (ast.Add, ast.Mult, ast.FloorDiv)) and
-                        self.value(node.value)):
-                    return False
-            elif isinstance(node, ast.For) and node.target.id == name:
-                args = node.iter.args
-                start_ok = len(args) == 1 or self.value(args[0])
-                step_ok = len(args) < 3 or (isinstance(args[2], ast.Constant) and
-                                            args[2].value > 0)
+        for kind, what in self.defs.get(name, ()):
+            if kind == "unknown":
+                return False
+            if kind == "value" and not self.value(what):
+                return False
+            if kind == "augment" and not (isinstance(what.op, (ast.Add, ast.Mult, ast.FloorDiv))
+                                          and self.value(what.value)):
+                return False
+            if kind == "range":
+                start_ok = len(what) == 1 or self.value(what[0])
+                step_ok = len(what) < 3 or (isinstance(what[2], ast.Constant) and
+                                            what[2].value > 0)
                 if not (start_ok and step_ok):
                     return False
         return True

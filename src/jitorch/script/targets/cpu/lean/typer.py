@@ -386,7 +386,7 @@ def _pure(fnty) -> bool:
         return False
     key = fnty.typing_key
     mod = getattr(key, "__module__", None) or ""
-    return mod.split(".")[0] in _PURE_MODULES or mod == "numpy"
+    return mod.split(".")[0] in _PURE_MODULES
 
 
 def _target():
