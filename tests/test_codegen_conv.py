@@ -131,9 +131,71 @@ def test_conv_library_compiled_once_per_dtype():
     np.testing.assert_allclose(ys.detach().numpy(), ye.detach().numpy(), rtol=1e-4, atol=1e-4)
     np.testing.assert_allclose(xs.grad.numpy(), xe.grad.numpy(), rtol=1e-4, atol=1e-4)
     assert not _stats()[2]  # forward and backward compiled
-    f32 = [sig for sig in conv._forward.overloads if sig[0].dtype == types.float32]
+    f32 = [sig for sig in conv._forward_unit_stride.overloads if sig[0].dtype == types.float32]
     assert len(f32) == 1, f32
-    assert any(sig[0].dtype == types.float32 for sig in conv._input_grad.overloads)
+    assert any(sig[0].dtype == types.float32 for sig in conv._input_grad_unit_stride.overloads)
+
+
+def test_constant_strides_call_only_their_method():
+    """A program whose strides are constants calls the unit-stride or the strided kernel of
+    conv.py by name (only that one is compiled), its backward too."""
+    code = conv_bias_and_not_s.code + convs2d_s.code
+    for op in ("conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"):
+        assert f"{op}_unit_stride(" in code, op
+    assert "conv2d_forward_strided(" in code  # convs2d's (2, 1) stride
+    assert "conv2d_forward(" not in code  # (no run-time strides: never the picking kernel)
+
+
+def _kernel_calls():
+    """njit functions calling conv.py's kernels by symbol: each method, and the kernel that
+    picks one by the run-time stride."""
+    from numba import njit
+    from jitorch.script.targets.cpu import conv as c
+
+    @njit
+    def forward(x, w, b, s, p, q, d):
+        return (c.conv2d_forward_unit_stride(x, w, b, True, 1, 1, p, p, q, q, d, d, 1),
+                c.conv2d_forward_strided(x, w, b, True, s, s, p, p, q, q, d, d, 1),
+                c.conv2d_forward(x, w, b, True, s, s, p, p, q, q, d, d, 1))
+
+    @njit
+    def grads(x, w, gy, s, p, d):
+        h, wd, kh, kw = x.shape[2], x.shape[3], w.shape[2], w.shape[3]
+        return (c.conv2d_input_grad_unit_stride(gy, w, h, wd, 1, 1, p, p, d, d, 1),
+                c.conv2d_input_grad_strided(gy, w, h, wd, s, s, p, p, d, d, 1),
+                c.conv2d_input_grad(gy, w, h, wd, s, s, p, p, d, d, 1),
+                c.conv2d_weight_grad_unit_stride(x, gy, kh, kw, 1, 1, p, p, d, d, 1),
+                c.conv2d_weight_grad_strided(x, gy, kh, kw, s, s, p, p, d, d, 1),
+                c.conv2d_weight_grad(x, gy, kh, kw, s, s, p, p, d, d, 1))
+    return forward, grads
+
+
+def test_conv_methods_agree_for_any_sizes():
+    """The unit-stride grid kernels and the general im2col ones are two methods of one
+    function: at stride 1 they agree, for consistent sizes and for gradients of any other
+    size too (the grid holds every window and every input pixel), and the run-time picking
+    kernel gives the same."""
+    forward, grads = _kernel_calls()
+    rng = np.random.default_rng(0)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    for trial in range(12):
+        n, cin, cout = rng.integers(1, 4), rng.integers(1, 4), rng.integers(1, 4)
+        h, wd, k = rng.integers(3, 9), rng.integers(3, 9), rng.integers(1, 4)
+        p, q, d = rng.integers(0, 3), rng.integers(0, 3), rng.integers(1, 3)
+        if h + p + q < d * (k - 1) + 1 or wd + p + q < d * (k - 1) + 1:
+            continue
+        x, w, b = f(n, cin, h, wd), f(cout, cin, k, k), f(cout)
+        for s in (1, 2):  # (at stride 2: the picking kernel against the strided one)
+            ys = forward(x, w, b, s, p, q, d)
+            for y in ys[1 if s == 1 else 2:]:
+                np.testing.assert_allclose(y, ys[0 if s == 1 else 1], rtol=1e-5, atol=1e-5)
+            oh, ow = ys[0 if s == 1 else 1].shape[2:]
+            for dh in (0, rng.integers(-2, 3)):  # the forward's size, then another one
+                gy = f(n, cout, max(1, oh + dh), max(1, ow + dh))
+                out = grads(x, w, gy, s, p, d)
+                for ref, got in ((0, 1), (0, 2), (3, 4), (3, 5)) if s == 1 else ((1, 2), (4, 5)):
+                    np.testing.assert_allclose(out[got], out[ref], rtol=1e-4, atol=1e-4,
+                                               err_msg=f"trial {trial}, stride {s}")
 
 
 conv_bias_and_not_s = jit.script(conv_bias_and_not)

@@ -14,7 +14,9 @@ contiguous run of the padded plane (a vectorised copy, no per-pixel bounds logic
 samples sits side by side in one (Cg*K, chunk*span) buffer, and one gemm per group gives the
 outputs, copied out of the grid with the bias added. The input gradient is W^T @ grad on the
 same grid followed by the adjoint copies (contiguous adds), the weight gradient sums
-grad @ cols^T over the chunks. Other strides use a general im2col (clipped row segments).
+grad @ cols^T over the chunks. Other strides use a general im2col (clipped row segments). Each
+method is a kernel of its own (`_unit_stride`, `_strided`), so that a program whose strides are
+constants compiles only the one it needs.
 The kernels re-check the relations they index by and bound every read and write by the arrays'
 own sizes (never out of bounds).
 """
@@ -178,9 +180,9 @@ def _weight_groups(w, groups):
 
 
 @njit(**_OPTS)
-def _forward(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
-    """y = conv(x, w) + b (b read only when has_b: (O,), else any 1-D array of x's dtype, so
-    that one compile serves both); pads lo (ph, pw) / hi (ph_hi, pw_hi)."""
+def _forward_start(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
+    """The forward's checks and its output y: (y, oh, ow, done); `done` when there is nothing
+    to convolve (an empty kernel or batch) and y already holds the result (the bias, or 0)."""
     nb, c, h_in, w_in = x.shape
     o, cg, kh, kw = w.shape
     if groups <= 0 or cg * groups != c or o % groups != 0:
@@ -188,48 +190,80 @@ def _forward(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
     if has_b:
         if b.shape[0] != o:
             raise ValueError("conv2d_forward: bias size does not match the weight")
+    if sh <= 0 or sw <= 0:
+        raise ValueError("conv2d_forward: non-positive stride")
     oh = _out_size(h_in, ph + ph_hi, kh, sh, dh)
     ow = _out_size(w_in, pw + pw_hi, kw, sw, dw)
     if oh < 1 or ow < 1:
         raise ValueError("conv2d_forward: kernel larger than the padded input")
+    y = np.empty((nb, o, oh, ow), x.dtype)
+    if cg * kh * kw != 0 and nb != 0:
+        return y, oh, ow, False
+    zero = x.dtype.type(0)
+    for n in range(nb):
+        for k in range(o):
+            y[n, k] = b[k] if has_b else zero
+    return y, oh, ow, True
+
+
+@njit(**_OPTS)
+def _forward_unit_stride(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
+    """y = conv(x, w) + b for stride 1 (sh == sw == 1, checked), on the padded grid: output
+    (y, z) at column y*Wp + z, every im2col row one run; a chunk of samples side by side makes
+    one larger gemm. (b read only when has_b: (O,), else any 1-D array of x's dtype, so that
+    one compile serves both; pads lo (ph, pw) / hi (ph_hi, pw_hi).)"""
+    if sh != 1 or sw != 1:
+        raise ValueError("conv2d_forward_unit_stride: a stride other than 1")
+    y, oh, ow, done = _forward_start(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw,
+                                     groups)
+    if done:
+        return y
+    nb, _, h_in, w_in = x.shape
+    o, cg, kh, kw = w.shape
     og = o // groups
     kk = cg * kh * kw
-    y = np.empty((nb, o, oh, ow), x.dtype)
     zero = x.dtype.type(0)
-    if kk == 0 or nb == 0:
-        for n in range(nb):
-            for k in range(o):
-                y[n, k] = b[k] if has_b else zero
-        return y
     wgs = _weight_groups(w, groups)
-    if sh == 1 and sw == 1:
-        # the padded grid: output (y, z) at column y*Wp + z, every im2col row one run; a
-        # chunk of samples side by side makes one larger gemm
-        hp, wp = h_in + ph + ph_hi, w_in + pw + pw_hi
-        span = (oh - 1) * wp + ow
-        bc = _chunk(nb, kk * span)
-        xp = np.zeros((cg, hp, wp), x.dtype)
-        cbuf = np.empty(kk * bc * span, x.dtype)
-        tbuf = np.empty(og * bc * span, x.dtype)
-        for n0 in range(0, nb, bc):
-            m = min(bc, nb - n0)
-            cols = cbuf[:kk * m * span].reshape((kk, m * span))
-            tmp = tbuf[:og * m * span].reshape((og, m * span))
-            for g in range(groups):
-                for q in range(m):
-                    _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
-                    _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
-                np.dot(wgs[g], cols, tmp)
-                for q in range(m):
-                    for k in range(og):
-                        bv = b[g * og + k] if has_b else zero
-                        for yy in range(oh):
-                            dst = y[n0 + q, g * og + k, yy]
-                            base = q * span + yy * wp
-                            t = tmp[k, base:base + ow]
-                            for z in range(ow):
-                                dst[z] = t[z] + bv
+    hp, wp = h_in + ph + ph_hi, w_in + pw + pw_hi
+    span = (oh - 1) * wp + ow
+    bc = _chunk(nb, kk * span)
+    xp = np.zeros((cg, hp, wp), x.dtype)
+    cbuf = np.empty(kk * bc * span, x.dtype)
+    tbuf = np.empty(og * bc * span, x.dtype)
+    for n0 in range(0, nb, bc):
+        m = min(bc, nb - n0)
+        cols = cbuf[:kk * m * span].reshape((kk, m * span))
+        tmp = tbuf[:og * m * span].reshape((og, m * span))
+        for g in range(groups):
+            for q in range(m):
+                _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
+                _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
+            np.dot(wgs[g], cols, tmp)
+            for q in range(m):
+                for k in range(og):
+                    bv = b[g * og + k] if has_b else zero
+                    for yy in range(oh):
+                        dst = y[n0 + q, g * og + k, yy]
+                        base = q * span + yy * wp
+                        t = tmp[k, base:base + ow]
+                        for z in range(ow):
+                            dst[z] = t[z] + bv
+    return y
+
+
+@njit(**_OPTS)
+def _forward_strided(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
+    """y = conv(x, w) + b for any stride: a general im2col per sample and group."""
+    y, oh, ow, done = _forward_start(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw,
+                                     groups)
+    if done:
         return y
+    nb = x.shape[0]
+    o, cg, kh, kw = w.shape
+    og = o // groups
+    kk = cg * kh * kw
+    zero = x.dtype.type(0)
+    wgs = _weight_groups(w, groups)
     big_l = oh * ow
     y3 = y.reshape((nb, o, big_l))
     cols = np.empty((kk, big_l), x.dtype)
@@ -248,6 +282,17 @@ def _forward(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
 
 
 @njit(**_OPTS)
+def _forward(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups):
+    """The forward for strides known only at run time: the unit-stride kernel or the strided
+    one (each through its symbol: this compiles both)."""
+    if sh == 1 and sw == 1:
+        return conv2d_forward_unit_stride(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh,
+                                          dw, groups)
+    return conv2d_forward_strided(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw,
+                                  groups)
+
+
+@njit(**_OPTS)
 def _grid_grad(gy, n, o0, og, gg, wp, at):
     """gg[k, at + y*Wp + z] = gy[n, o0 + k, y, z] (gg's gap columns stay zero)."""
     oh, ow = gy.shape[2], gy.shape[3]
@@ -262,65 +307,89 @@ def _grid_grad(gy, n, o0, og, gg, wp, at):
 
 
 @njit(**_OPTS)
-def _input_grad(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
-    """dx (N, C, h_in, w_in) of y = conv(x, w) given gy (N, O, oh, ow) (= conv_transpose)."""
-    nb, o, oh, ow = gy.shape
-    o2, cg, kh, kw = w.shape
-    if groups <= 0 or o2 != o or o % groups != 0:
+def _input_grad_check(gy, w, sh, sw, groups):
+    o = gy.shape[1]
+    if groups <= 0 or w.shape[0] != o or o % groups != 0:
         raise ValueError("conv2d_input_grad: channels do not match the weight and groups")
+    if sh <= 0 or sw <= 0:
+        raise ValueError("conv2d_input_grad: non-positive stride")
+
+
+@njit(**_OPTS)
+def _input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
+    """dx (N, C, h_in, w_in) of y = conv(x, w) given gy (N, O, oh, ow), stride 1 (checked):
+    the forward convolution of gy with the flipped, transposed kernel where the pads allow it,
+    else the adjoint of the forward's padded grid."""
+    _input_grad_check(gy, w, sh, sw, groups)
+    if sh != 1 or sw != 1:
+        raise ValueError("conv2d_input_grad_unit_stride: a stride other than 1")
+    nb, o, oh, ow = gy.shape
+    cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     og = o // groups
     kk = cg * kh * kw
-    if sh == 1 and sw == 1:
-        # stride 1: dx is the forward convolution of gy with the flipped, transposed kernel
-        # (the fast forward path), padded by (k-1)*d - p on each side when that is >= 0
-        lo_h, lo_w = (kh - 1) * dh - ph, (kw - 1) * dw - pw
-        hi_h = (kh - 1) * dh - (oh - h_in - ph + (kh - 1) * dh)
-        hi_w = (kw - 1) * dw - (ow - w_in - pw + (kw - 1) * dw)
-        if lo_h >= 0 and lo_w >= 0 and hi_h >= 0 and hi_w >= 0:
-            wt = np.empty((cg * groups, og, kh, kw), gy.dtype)
-            for g in range(groups):
-                for k in range(og):
-                    for c in range(cg):
-                        for i in range(kh):
-                            for j in range(kw):
-                                wt[g * cg + c, k, i, j] = w[g * og + k, c, kh - 1 - i,
-                                                            kw - 1 - j]
-            # (through the symbol: the forward's one compile per dtype, not a second copy)
-            return conv2d_forward(gy, wt, np.empty(0, gy.dtype), False, 1, 1, lo_h, lo_w,
-                                  hi_h, hi_w, dh, dw, groups)
+    # the forward of the flipped kernel, padded by (k-1)*d - p on each side when that is >= 0
+    lo_h, lo_w = (kh - 1) * dh - ph, (kw - 1) * dw - pw
+    hi_h = (kh - 1) * dh - (oh - h_in - ph + (kh - 1) * dh)
+    hi_w = (kw - 1) * dw - (ow - w_in - pw + (kw - 1) * dw)
+    if lo_h >= 0 and lo_w >= 0 and hi_h >= 0 and hi_w >= 0:
+        wt = np.empty((cg * groups, og, kh, kw), gy.dtype)
+        for g in range(groups):
+            for k in range(og):
+                for c in range(cg):
+                    for i in range(kh):
+                        for j in range(kw):
+                            wt[g * cg + c, k, i, j] = w[g * og + k, c, kh - 1 - i, kw - 1 - j]
+        # (through the symbol: the forward's one compile per dtype, not a second copy)
+        return conv2d_forward_unit_stride(gy, wt, np.empty(0, gy.dtype), False, 1, 1, lo_h,
+                                          lo_w, hi_h, hi_w, dh, dw, groups)
     dx = np.zeros((nb, cg * groups, h_in, w_in), gy.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dx
     wgs = _weight_groups(w, groups)
-    hp = (oh - 1) * sh + (kh - 1) * dh + 1
-    wp = (ow - 1) * sw + (kw - 1) * dw + 1
-    if sh == 1 and sw == 1 and hp >= ph + h_in and wp >= pw + w_in:
-        # adjoint of the forward's padded grid (the grid covers every input pixel)
-        span = (oh - 1) * wp + ow
-        bc = _chunk(nb, kk * span)
-        gbuf = np.zeros(og * bc * span, gy.dtype)
-        cbuf = np.empty(kk * bc * span, gy.dtype)
-        dxp = np.empty((cg, hp, wp), gy.dtype)
-        for n0 in range(0, nb, bc):
-            m = min(bc, nb - n0)
-            if m != bc:
-                gbuf[:] = 0  # the rows move: clear the gap columns again
-            gg = gbuf[:og * m * span].reshape((og, m * span))
-            cols = cbuf[:kk * m * span].reshape((kk, m * span))
-            for g in range(groups):
-                for q in range(m):
-                    _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
-                np.dot(wgs[g].T, gg, cols)
-                for q in range(m):
-                    dxp[:] = 0
-                    _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, q * span)
-                    for c in range(cg):
-                        for i in range(h_in):
-                            src = dxp[c, ph + i]
-                            dst = dx[n0 + q, g * cg + c, i]
-                            for j in range(w_in):
-                                dst[j] = src[pw + j]
+    # the grid holds every output pixel's window and every input pixel (both, whatever the
+    # sizes: a gradient of another size than the forward's is summed where it falls)
+    hp = max((oh - 1) + (kh - 1) * dh + 1, ph + h_in)
+    wp = max((ow - 1) + (kw - 1) * dw + 1, pw + w_in)
+    span = (oh - 1) * wp + ow
+    bc = _chunk(nb, kk * span)
+    gbuf = np.zeros(og * bc * span, gy.dtype)
+    cbuf = np.empty(kk * bc * span, gy.dtype)
+    dxp = np.empty((cg, hp, wp), gy.dtype)
+    for n0 in range(0, nb, bc):
+        m = min(bc, nb - n0)
+        if m != bc:
+            gbuf[:] = 0  # the rows move: clear the gap columns again
+        gg = gbuf[:og * m * span].reshape((og, m * span))
+        cols = cbuf[:kk * m * span].reshape((kk, m * span))
+        for g in range(groups):
+            for q in range(m):
+                _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
+            np.dot(wgs[g].T, gg, cols)
+            for q in range(m):
+                dxp[:] = 0
+                _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, q * span)
+                for c in range(cg):
+                    for i in range(h_in):
+                        src = dxp[c, ph + i]
+                        dst = dx[n0 + q, g * cg + c, i]
+                        for j in range(w_in):
+                            dst[j] = src[pw + j]
+    return dx
+
+
+@njit(**_OPTS)
+def _input_grad_strided(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
+    """dx (N, C, h_in, w_in) of y = conv(x, w) given gy (N, O, oh, ow), any stride: W^T @ gy
+    per sample and group, added back by the adjoint of the general im2col."""
+    _input_grad_check(gy, w, sh, sw, groups)
+    nb, o, oh, ow = gy.shape
+    cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
+    og = o // groups
+    kk = cg * kh * kw
+    dx = np.zeros((nb, cg * groups, h_in, w_in), gy.dtype)
+    if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dx
+    wgs = _weight_groups(w, groups)
     big_l = oh * ow
     g3 = gy.reshape((nb, o, big_l))
     cols = np.empty((kk, big_l), gy.dtype)
@@ -334,40 +403,75 @@ def _input_grad(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
 
 
 @njit(**_OPTS)
-def _weight_grad(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
-    """dw (O, C / groups, kh, kw) of y = conv(x, w) given gy (N, O, oh, ow)."""
-    nb, c, h_in, w_in = x.shape
-    nb2, o, oh, ow = gy.shape
+def _input_grad(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
+    """The input gradient for strides known only at run time (compiles both kernels)."""
+    if sh == 1 and sw == 1:
+        return conv2d_input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups)
+    return conv2d_input_grad_strided(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups)
+
+
+@njit(**_OPTS)
+def _weight_grad_start(x, gy, sh, sw, groups):
+    """The weight gradient's checks; -> (dw as (O, Cg*kh*kw) zeros, groups' O, groups' C)."""
+    nb, c = x.shape[0], x.shape[1]
+    nb2, o = gy.shape[0], gy.shape[1]
     if groups <= 0 or nb2 != nb or c % groups != 0 or o % groups != 0:
         raise ValueError("conv2d_weight_grad: batch or channels do not match")
-    og, cg = o // groups, c // groups
+    if sh <= 0 or sw <= 0:
+        raise ValueError("conv2d_weight_grad: non-positive stride")
+    return o // groups, c // groups
+
+
+@njit(**_OPTS)
+def _weight_grad_unit_stride(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
+    """dw (O, C / groups, kh, kw) of y = conv(x, w) given gy (N, O, oh, ow), stride 1
+    (checked): grad @ cols^T on the forward's padded grid, summed over chunks of samples."""
+    og, cg = _weight_grad_start(x, gy, sh, sw, groups)
+    if sh != 1 or sw != 1:
+        raise ValueError("conv2d_weight_grad_unit_stride: a stride other than 1")
+    nb, _, h_in, w_in = x.shape
+    o, oh, ow = gy.shape[1], gy.shape[2], gy.shape[3]
     kk = cg * kh * kw
     dw_ = np.zeros((o, kk), x.dtype)
-    part = np.empty((og, kk), x.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dw_.reshape((o, cg, kh, kw))
-    hp = (oh - 1) * sh + (kh - 1) * dh + 1
-    wp = (ow - 1) * sw + (kw - 1) * dw + 1
-    if sh == 1 and sw == 1 and hp >= ph + h_in and wp >= pw + w_in:
-        span = (oh - 1) * wp + ow
-        bc = _chunk(nb, kk * span)
-        gbuf = np.zeros(og * bc * span, x.dtype)
-        cbuf = np.empty(kk * bc * span, x.dtype)
-        xp = np.zeros((cg, hp, wp), x.dtype)
-        for n0 in range(0, nb, bc):
-            m = min(bc, nb - n0)
-            if m != bc:
-                gbuf[:] = 0  # the rows move: clear the gap columns again
-            gg = gbuf[:og * m * span].reshape((og, m * span))
-            cols = cbuf[:kk * m * span].reshape((kk, m * span))
-            for g in range(groups):
-                for q in range(m):
-                    _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
-                    _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
-                    _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
-                np.dot(gg, cols.T, part)
-                _rows_into(dw_, g * og, part, 0, og, True)
+    part = np.empty((og, kk), x.dtype)
+    # (as the input gradient's grid: every window and every input pixel, whatever the sizes)
+    hp = max((oh - 1) + (kh - 1) * dh + 1, ph + h_in)
+    wp = max((ow - 1) + (kw - 1) * dw + 1, pw + w_in)
+    span = (oh - 1) * wp + ow
+    bc = _chunk(nb, kk * span)
+    gbuf = np.zeros(og * bc * span, x.dtype)
+    cbuf = np.empty(kk * bc * span, x.dtype)
+    xp = np.zeros((cg, hp, wp), x.dtype)
+    for n0 in range(0, nb, bc):
+        m = min(bc, nb - n0)
+        if m != bc:
+            gbuf[:] = 0  # the rows move: clear the gap columns again
+        gg = gbuf[:og * m * span].reshape((og, m * span))
+        cols = cbuf[:kk * m * span].reshape((kk, m * span))
+        for g in range(groups):
+            for q in range(m):
+                _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
+                _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
+                _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
+            np.dot(gg, cols.T, part)
+            _rows_into(dw_, g * og, part, 0, og, True)
+    return dw_.reshape((o, cg, kh, kw))
+
+
+@njit(**_OPTS)
+def _weight_grad_strided(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
+    """dw (O, C / groups, kh, kw) of y = conv(x, w) given gy (N, O, oh, ow), any stride:
+    grad @ cols^T with the general im2col, per sample and group."""
+    og, cg = _weight_grad_start(x, gy, sh, sw, groups)
+    nb = x.shape[0]
+    o, oh, ow = gy.shape[1], gy.shape[2], gy.shape[3]
+    kk = cg * kh * kw
+    dw_ = np.zeros((o, kk), x.dtype)
+    if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dw_.reshape((o, cg, kh, kw))
+    part = np.empty((og, kk), x.dtype)
     big_l = oh * ow
     g3 = gy.reshape((nb, o, big_l))
     cols = np.empty((kk, big_l), x.dtype)
@@ -379,6 +483,14 @@ def _weight_grad(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
             np.dot(gn, cols.T, part)
             _rows_into(dw_, g * og, part, 0, og, True)
     return dw_.reshape((o, cg, kh, kw))
+
+
+@njit(**_OPTS)
+def _weight_grad(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
+    """The weight gradient for strides known only at run time (compiles both kernels)."""
+    if sh == 1 and sw == 1:
+        return conv2d_weight_grad_unit_stride(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups)
+    return conv2d_weight_grad_strided(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups)
 
 
 # --- what generated kernels call -----------------------------------------------------------------
@@ -393,8 +505,17 @@ def _bias_any_layout(argtys: tuple) -> tuple:
 
 # Through symbols (kernels/kernel_call.library): each is compiled once per dtype and process (or
 # loaded from its disk cache), never linked into (and optimised again inside) every kernel that
-# calls it; the input gradient's stride-1 path calls the same forward. Operands are the
-# C-contiguous 4-D arrays lower_conv.py passes; `conv2d_forward(x, w, b, has_b, ...)`.
+# calls it; the unit-stride input gradient calls the unit-stride forward. Operands are the
+# C-contiguous 4-D arrays lower_conv.py passes; `conv2d_forward*(x, w, b, has_b, ...)`. Each op
+# has three: `_unit_stride` and `_strided` (what lower_conv.py calls when the strides are
+# constants: a stride-1 CNN never compiles the general im2col, 2.4 of the 9.8 CPU-s of the three
+# ops' first compile) and the plain name, which picks one at run time.
+conv2d_forward_unit_stride = kernel_call.library(_forward_unit_stride, _bias_any_layout)
+conv2d_forward_strided = kernel_call.library(_forward_strided, _bias_any_layout)
 conv2d_forward = kernel_call.library(_forward, _bias_any_layout)
+conv2d_input_grad_unit_stride = kernel_call.library(_input_grad_unit_stride)
+conv2d_input_grad_strided = kernel_call.library(_input_grad_strided)
 conv2d_input_grad = kernel_call.library(_input_grad)
+conv2d_weight_grad_unit_stride = kernel_call.library(_weight_grad_unit_stride)
+conv2d_weight_grad_strided = kernel_call.library(_weight_grad_strided)
 conv2d_weight_grad = kernel_call.library(_weight_grad)

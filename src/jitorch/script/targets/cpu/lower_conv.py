@@ -78,6 +78,15 @@ def _as4(em: Emitter, xs: str, rank: int, nd: int, batched_rank: int) -> str:
     return out
 
 
+def kernel_name(em: Emitter, op: str, stride_v: ir.Value, strides: list) -> str:
+    """conv.py's kernel of `op` (conv2d_forward, ...) for 2-D stride expressions `strides` (of
+    stride argument `stride_v`): the unit-stride or the strided one when the strides are
+    constants, so that only that method is compiled; else the one that picks at run time."""
+    if not em.is_const(stride_v):
+        return op
+    return op + ("_unit_stride" if all(int(e) == 1 for e in strides) else "_strided")
+
+
 def _check(em: Emitter, cond: str, *parts) -> None:
     em.emit(f"if {cond}:")
     em.indent += 1
@@ -113,7 +122,9 @@ def lower_conv(em: Emitter, n: ir.Node) -> None:
     _static_conv_params(nd, stride, padding, dilation, groups)
     s = int_list(em, stride_v, nd, "stride")
     dl = int_list(em, dil_v, nd, "dilation")
-    import_kernels(em, MODULE, "conv2d_forward")
+    s2 = (["1"] + s) if nd == 1 else s
+    kernel = kernel_name(em, "conv2d_forward", stride_v, s2)
+    import_kernels(em, MODULE, kernel)
     x4 = _as4(em, em.name(x), tx.ndim, nd, nd + 2)
     w4 = _as4(em, em.name(w), nd + 2, nd, nd + 2)
     ks = [f"{w4}.shape[{2 + i}]" for i in range(2)]
@@ -128,7 +139,6 @@ def lower_conv(em: Emitter, n: ir.Node) -> None:
     else:
         p = ["0"] * nd if padding == "valid" else int_list(em, pad_v, nd, "padding")
         lo = hi = (["0"] + p) if nd == 1 else p
-    s2 = (["1"] + s) if nd == 1 else s
     d2 = (["1"] + dl) if nd == 1 else dl
     g = literal.integer(groups)
     _check(em, f"{w4}.shape[0] % {g} != 0", f"Given groups={groups}, expected weight to be "
@@ -152,7 +162,7 @@ def lower_conv(em: Emitter, n: ir.Node) -> None:
                (f"{d2[i]} * ({ks[i]} - 1) + 1",), "). Kernel size can't be greater than actual "
                "input size")
     y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_forward({x4}, {w4}, {_bias(em, b if has_b else None, d)}, "
+    em.emit(f"{y} = {kernel}({x4}, {w4}, {_bias(em, b if has_b else None, d)}, "
             f"{s2[0]}, {s2[1]}, {lo[0]}, {lo[1]}, {hi[0]}, {hi[1]}, {d2[0]}, {d2[1]}, {g})")
     em.bind(n.outputs[0], _from4(em, y, tx.ndim, nd))
 
@@ -208,11 +218,12 @@ def lower_conv_nd(em: Emitter, n: ir.Node) -> None:
     if nd not in (1, 2) or em.tensor(x).ndim != nd + 2:
         raise NotLowered(f"op {n.op}: ranks")
     s, lo, hi, dl, g = _internal_params(em, n, nd, stride_v, pad_v, dil_v, groups_v)
-    import_kernels(em, MODULE, "conv2d_forward")
+    kernel = kernel_name(em, "conv2d_forward", stride_v, s)
+    import_kernels(em, MODULE, kernel)
     x4 = _as4(em, em.name(x), nd + 2, nd, nd + 2)
     w4 = _as4(em, em.name(w), nd + 2, nd, nd + 2)
     y = em.fresh("cy")
-    em.emit(f"{y} = conv2d_forward({x4}, {w4}, {_bias(em, None, d)}, {s[0]}, {s[1]}, "
+    em.emit(f"{y} = {kernel}({x4}, {w4}, {_bias(em, None, d)}, {s[0]}, {s[1]}, "
             f"{lo[0]}, {lo[1]}, {hi[0]}, {hi[1]}, {dl[0]}, {dl[1]}, {g})")
     em.bind(n.outputs[0], _from4(em, y, nd + 2, nd))
 
@@ -233,6 +244,7 @@ def _lower_conv_grad(em: Emitter, n: ir.Node, kernel: str, what: str, rank_of: i
     size = (["1"] + size) if nd == 1 else size
     for e in size:
         _check(em, f"{e} < 0", f"op {n.op}: negative {what.replace('_', ' ')}")
+    kernel = kernel_name(em, kernel, stride_v, s)
     import_kernels(em, MODULE, kernel)
     a4 = _as4(em, em.name(a), nd + 2, nd, nd + 2)
     b4 = _as4(em, em.name(b), nd + 2, nd, nd + 2)

@@ -124,7 +124,9 @@ def max_pool2d_backward(g, x, kh, kw, sh, sw, ph, pw, dh, dw):
                         k = 3
                     t = a + b + e + f
                     if t != t:
-                        _, bi = _argmax_window(x[c], 2 * i, 2 * j, 2, 2, 1, 1)
+                        # (the pool's own sizes, all 2, 2, 1, 1 here, not literals: literal
+                        # arguments would type, and compile, a second _argmax_window)
+                        _, bi = _argmax_window(x[c], 2 * i, 2 * j, kh, kw, dh, dw)
                         k = (bi // w - 2 * i) * 2 + bi % w - 2 * j
                     dx[c, 2 * i + k // 2, 2 * j + k % 2] += g[c, i, j]
         return dx
