@@ -161,6 +161,28 @@ def test_arrays_are_not_leaked(tmp_path):
     assert after.mi_alloc - after.mi_free == before.mi_alloc - before.mi_free
 
 
+def test_a_variable_rebound_with_another_type_is_typed(tmp_path):
+    """A name bound to a 3-d array, then to a 4-d one (lower_conv.py's `cv1`), each binding at
+    the top level: a variable per definition (lean/rename.py), typed by the lean compiler, not
+    declined; a rebinding inside a loop still unifies (the accumulator)."""
+    mod = _module(tmp_path, """
+    def kernel_source(p0, k):
+        cv1 = np.ascontiguousarray(p0)
+        n = cv1.shape[0]
+        cv1 = cv1.reshape((1, cv1.shape[0], cv1.shape[1], cv1.shape[2]))
+        acc = 0
+        for i in range(k):
+            acc = acc + cv1[0, i, 0, 0]
+        first, cv1 = cv1, cv1.sum()
+        return first, cv1, n, acc
+    """, 2)
+    declined = lean.counts["declined"]
+    x = np.arange(24.0).reshape(2, 3, 4)
+    _same(mod.kernel(x, 2), mod.kernel_numba(x, 2))
+    assert lean.counts["declined"] == declined
+    assert not [r for (m, _, _), r in lean.unsupported.items() if m == mod.__name__]
+
+
 @pytest.mark.parametrize("body, why", [
     ("for v in p0:\n    t = t + v", "a for loop not over range()"),
     ("try:\n    t = p0[0]\nexcept Exception:\n    t = 0.0", "Try"),

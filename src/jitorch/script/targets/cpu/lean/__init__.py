@@ -12,6 +12,9 @@ symbols, an entry's Python wrapper and the exceptions are unchanged; what is ski
 Numba's bytecode analysis, SSA, rewrites and type inference over the whole function, and its
 lowering of each bytecode (bench/RESULTS.md, "The lean compiler").
 
+A variable rebound with values of another type at the top level (a 3-d array made 4-d) is a
+variable per definition (rename.py), as Numba's SSA pass would make it.
+
 Where the lean compiler does not cover the source (typer.Unsupported: a list comprehension,
 a raise with a run-time message, ...), the same intrinsic has Numba compile `f_source` (its
 whole pipeline, but no machine code of its own: it is linked into `f` and optimised there
@@ -34,6 +37,7 @@ from numba.extending import intrinsic
 
 from ....kernels.lean_counts import counts, unsupported
 from ....kernels.log import log_enabled
+from .rename import rename
 from .typer import Unsupported, infer
 
 __all__ = ["body_of", "counts", "enabled", "function_text", "unsupported", "version",
@@ -85,7 +89,7 @@ def body_of(py):
 
     def source_tree():
         if not parsed:
-            parsed.append(ast.parse(textwrap.dedent(inspect.getsource(py))).body[0])
+            parsed.append(rename(ast.parse(textwrap.dedent(inspect.getsource(py))).body[0]))
         return parsed[0]
 
     def typing(typingctx, args):
