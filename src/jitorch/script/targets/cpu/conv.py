@@ -160,6 +160,31 @@ def _chunk(nb, per_sample):
 
 
 @njit(**_OPTS)
+def _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk):
+    """The stride-1 gradients' padded grid for gy (N, O, oh, ow): (Hp, Wp, span, samples per
+    chunk, the chunk's gradient-grid buffer (zeros), its im2col buffer). The grid holds every
+    output pixel's window and every input pixel, whatever the sizes (a gradient of another
+    size than the forward's is summed where it falls)."""
+    nb, oh, ow = gy.shape[0], gy.shape[2], gy.shape[3]
+    hp = max(oh + (kh - 1) * dh, ph + h_in)
+    wp = max(ow + (kw - 1) * dw, pw + w_in)
+    span = (oh - 1) * wp + ow
+    bc = _chunk(nb, kk * span)
+    return (hp, wp, span, bc, np.zeros(og * bc * span, gy.dtype),
+            np.empty(kk * bc * span, gy.dtype))
+
+
+@njit(**_OPTS)
+def _chunk_views(gbuf, cbuf, og, kk, m, span, bc):
+    """The (og, m*span) gradient grid and (kk, m*span) im2col of a chunk of m samples; a
+    chunk smaller than the first moves the rows, so the gap columns are cleared again."""
+    if m != bc:
+        gbuf[:] = 0
+    return (gbuf[:og * m * span].reshape((og, m * span)),
+            cbuf[:kk * m * span].reshape((kk, m * span)))
+
+
+@njit(**_OPTS)
 def _rows_into(dst, d0, src, s0, rows, add):
     """dst[d0 + r] = src[s0 + r] (or +=, `add`) for r < rows. Loops, not `dst[:] = src[...]` /
     `dst[...] += src`: Numba's slice assignment of an array compiles its shape-mismatch error
@@ -346,21 +371,11 @@ def _input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dx
     wgs = _weight_groups(w, groups)
-    # the grid holds every output pixel's window and every input pixel (both, whatever the
-    # sizes: a gradient of another size than the forward's is summed where it falls)
-    hp = max((oh - 1) + (kh - 1) * dh + 1, ph + h_in)
-    wp = max((ow - 1) + (kw - 1) * dw + 1, pw + w_in)
-    span = (oh - 1) * wp + ow
-    bc = _chunk(nb, kk * span)
-    gbuf = np.zeros(og * bc * span, gy.dtype)
-    cbuf = np.empty(kk * bc * span, gy.dtype)
+    hp, wp, span, bc, gbuf, cbuf = _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk)
     dxp = np.empty((cg, hp, wp), gy.dtype)
     for n0 in range(0, nb, bc):
         m = min(bc, nb - n0)
-        if m != bc:
-            gbuf[:] = 0  # the rows move: clear the gap columns again
-        gg = gbuf[:og * m * span].reshape((og, m * span))
-        cols = cbuf[:kk * m * span].reshape((kk, m * span))
+        gg, cols = _chunk_views(gbuf, cbuf, og, kk, m, span, bc)
         for g in range(groups):
             for q in range(m):
                 _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
@@ -436,20 +451,11 @@ def _weight_grad_unit_stride(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dw_.reshape((o, cg, kh, kw))
     part = np.empty((og, kk), x.dtype)
-    # (as the input gradient's grid: every window and every input pixel, whatever the sizes)
-    hp = max((oh - 1) + (kh - 1) * dh + 1, ph + h_in)
-    wp = max((ow - 1) + (kw - 1) * dw + 1, pw + w_in)
-    span = (oh - 1) * wp + ow
-    bc = _chunk(nb, kk * span)
-    gbuf = np.zeros(og * bc * span, x.dtype)
-    cbuf = np.empty(kk * bc * span, x.dtype)
+    hp, wp, span, bc, gbuf, cbuf = _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk)
     xp = np.zeros((cg, hp, wp), x.dtype)
     for n0 in range(0, nb, bc):
         m = min(bc, nb - n0)
-        if m != bc:
-            gbuf[:] = 0  # the rows move: clear the gap columns again
-        gg = gbuf[:og * m * span].reshape((og, m * span))
-        cols = cbuf[:kk * m * span].reshape((kk, m * span))
+        gg, cols = _chunk_views(gbuf, cbuf, og, kk, m, span, bc)
         for g in range(groups):
             for q in range(m):
                 _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
@@ -508,8 +514,9 @@ def _bias_any_layout(argtys: tuple) -> tuple:
 # calls it; the unit-stride input gradient calls the unit-stride forward. Operands are the
 # C-contiguous 4-D arrays lower_conv.py passes; `conv2d_forward*(x, w, b, has_b, ...)`. Each op
 # has three: `_unit_stride` and `_strided` (what lower_conv.py calls when the strides are
-# constants: a stride-1 CNN never compiles the general im2col, 2.4 of the 9.8 CPU-s of the three
-# ops' first compile) and the plain name, which picks one at run time.
+# constants: a stride-1 CNN never compiles the general im2col; its first-ever train step
+# compile, 24.2 -> 19.2 CPU-s, bench/RESULTS.md "Convolutions by method") and the plain name,
+# which picks one at run time.
 conv2d_forward_unit_stride = kernel_call.library(_forward_unit_stride, _bias_any_layout)
 conv2d_forward_strided = kernel_call.library(_forward_strided, _bias_any_layout)
 conv2d_forward = kernel_call.library(_forward, _bias_any_layout)
