@@ -83,6 +83,10 @@ def test_first_call_answers_from_the_interpreter_then_switches_to_the_program():
     assert _delta(before, "background_done") == 1
     assert jt.jit.stats()["worker_cpu_seconds"] > 0
     assert "compile worker" not in f.code
+    # who typed the program's functions: the worker's counts, reported to this process
+    lean, lean_before = jt.jit.stats()["lean"], before["lean"]
+    assert lean["compiled"] - lean_before["compiled"] >= 1, (lean_before, lean)
+    assert lean["declined"] == lean_before["declined"]
 
 
 def test_calls_switch_without_waiting_once_the_worker_is_done():

@@ -87,7 +87,9 @@ def job_timeout() -> float:
 
 class Job:
     """One compile. `done` is set once `result` is final: {"ok": True, "how": "compiled" or
-    "disk", "wall": s, "cpu": s} or {"ok": False, "reason": str, "numba_error": bool}."""
+    "disk", "wall": s, "cpu": s, "lean": {"compiled": n, "declined": n}} (the generated
+    functions the job compiled, by who typed them: kernels/lean_counts.py) or {"ok": False,
+    "reason": str, "numba_error": bool}."""
 
     __slots__ = ("key", "payload", "done", "result", "submitted", "sent", "finished", "lock")
 
@@ -380,12 +382,15 @@ def _job(job: dict) -> dict:
                        "directory")
     fn = getattr(mod, job["entry"])
     before = cache.dispatcher_counts(fn)
+    from ..kernels.lean_counts import counts as lean
+    lean_before = dict(lean)
     try:
         compile_program(fn, job["sig"])  # (one process at a time: kernels/compile_lock.py)
     except Exception as e:  # noqa: BLE001 - reported to the caller
         return _compile_failure(e)
     return {"ok": True, "how": cache.dispatcher_outcome(fn, before),
-            "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}
+            "wall": time.perf_counter() - t0, "cpu": time.process_time() - c0,
+            "lean": {k: lean[k] - lean_before[k] for k in lean}}
 
 
 def _compile_failure(e: Exception) -> dict:

@@ -34,8 +34,9 @@ class Stats(dict):
     interpreted_reasons (reason -> number of specialisations that fell back for it),
     compile_seconds (total time spent building specialisations), kernels (kernel overloads
     compiled / loaded from disk / shared with another call site, kernels/kernel_call.py), lean
-    (generated functions compiled here that the lean compiler typed, and those it declined,
-    which Numba's frontend typed: targets/cpu/lean).
+    (generated functions compiled for this process, here or by its compile worker, that the
+    lean compiler typed, and those it declined, which Numba's frontend typed:
+    targets/cpu/lean).
 
     Calls by the tier that ran them: calls (all calls through ScriptFunctions, and the
     optimizers' direct calls of their compiled steps) == compiled_runs (run by a compiled
@@ -113,6 +114,7 @@ class _Counters:
         self.background_failed = 0
         self.worker_wall_seconds = 0.0
         self.worker_cpu_seconds = 0.0
+        self.worker_lean = {"compiled": 0, "declined": 0}  # lean counts of the worker's jobs
         self.spurious_errors: Counter = Counter()
         self.plan_hits = 0
         self.plan_stores = 0
@@ -201,10 +203,12 @@ def _kernel_counts() -> dict:
 
 
 def _lean_counts() -> dict:
-    """Generated functions (kernels, entries) compiled in this process that the lean compiler
-    typed, and those it declined, which Numba's frontend typed (kernels/lean_counts.py)."""
+    """Generated functions (kernels, entries) compiled for this process, in it or by its
+    compile worker, that the lean compiler typed, and those it declined, which Numba's
+    frontend typed (kernels/lean_counts.py). (under _lock)"""
     lc = sys.modules.get("jitorch.script.kernels.lean_counts")  # (never imports Numba here)
-    return dict(lc.counts) if lc is not None else {"compiled": 0, "declined": 0}
+    here = lc.counts if lc is not None else {}
+    return {k: here.get(k, 0) + n for k, n in _c.worker_lean.items()}
 
 
 def _value(counter) -> int:
@@ -261,13 +265,18 @@ def record_background_start() -> None:
         _c.background_compiles += 1
 
 
-def record_background_done(wall: float, cpu: float, how: str, load_s: float) -> None:
+def record_background_done(wall: float, cpu: float, how: str, load_s: float,
+                           lean: dict | None = None) -> None:
     """A background compile loaded: the worker's time, and how the caller got the program
-    (`how`: "disk" when it loaded the worker's file, counted in disk_hits)."""
+    (`how`: "disk" when it loaded the worker's file, counted in disk_hits); `lean`: the
+    worker's counts of the generated functions it compiled for it, by who typed them."""
     with _lock:
         _c.background_done += 1
         _c.worker_wall_seconds += wall
         _c.worker_cpu_seconds += cpu
+        for k, n in (lean or {}).items():
+            if k in _c.worker_lean:
+                _c.worker_lean[k] += n
         _c.compile_seconds += load_s
         if how == "disk":
             _c.disk_hits += 1

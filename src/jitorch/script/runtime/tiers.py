@@ -230,7 +230,8 @@ def _load(entry, job, sig):
             dt_s = time.perf_counter() - t0
             w, c = entry.worker_s
             entry.worker_s = (w + job.wall(), c + res.get("cpu", 0.0))
-            stats.record_background_done(job.wall(), res.get("cpu", 0.0), how, dt_s)
+            stats.record_background_done(job.wall(), res.get("cpu", 0.0), how, dt_s,
+                                         res.get("lean"))
             stats.log_compile(name, f"background compile done (worker {job.wall():.2f} s "
                               f"wall, {res.get('cpu', 0.0):.2f} s CPU)", how, dt_s)
             return ep, None
