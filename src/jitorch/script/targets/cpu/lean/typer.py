@@ -10,7 +10,7 @@ constraint solver are skipped: they cost more than the types of a loop nest whos
 never change type (bench/RESULTS.md, "The lean kernel compiler").
 
 A variable's type is the unification of every value assigned to it (a loop accumulator
-`acc = np.float32(0.0)` ... `acc = acc + x`), found by walking the body until nothing changes.
+`acc = np.float32(0.0)` ... `acc = acc + x`), found by walking the body until no type widens.
 Anything outside that subset raises `Unsupported`, and the kernel is compiled by Numba instead
 (lean/__init__.py).
 """
@@ -62,7 +62,7 @@ class Typed:
 class _Infer:
     def __init__(self, typed: Typed, globs: dict, ctx):
         self.t, self.g, self.ctx = typed, globs, ctx
-        self.changed = False
+        self.changed = False  # a type already given to a variable or the return widened
 
     # --- variables -----------------------------------------------------------------------------
     def assign(self, name: str, ty) -> None:
@@ -78,7 +78,9 @@ class _Infer:
                 raise Unsupported(f"{name} is {old} and {ty}")
         if new != old:
             self.t.vars[name] = new
-            self.changed = True
+            # (a first definition changes nothing typed before it: a use ahead of it was
+            # refused as "used before assignment")
+            self.changed |= old is not None
 
     def var_type(self, name: str):
         if name in self.t.params:
@@ -429,6 +431,9 @@ def infer(fn: ast.FunctionDef, globs: dict, argtys: tuple, typingctx) -> Typed:
         raise Unsupported("argument count")
     t = Typed(fn, tuple(argtys))
     inf = _Infer(t, globs, typingctx)
+    # A round types every statement with the types known so far; another is needed only when
+    # a type widened (`acc = 0` ... `acc = acc + x[i]`), as what was typed with the narrower
+    # one is typed again (most generated functions: one round).
     for _ in range(8):  # a variable's type widens at most a few times (int32 -> int64 ...)
         inf.changed = False
         inf.block(fn.body)
