@@ -139,11 +139,13 @@ def test_conv_library_compiled_once_per_dtype():
 def test_constant_strides_call_only_their_method():
     """A program whose strides are constants calls the unit-stride or the strided kernel of
     conv.py by name (only that one is compiled), its backward too."""
-    code = conv_bias_and_not_s.code + convs2d_s.code
+    gen = jitorch.Generator().manual_seed(3)
+    # (convs_plain: a stride-1 and a (2, 1)-strided convolution; the sizes of the test below)
+    _compare(convs_plain, convs_plain_s, [(2, 3, 12, 10), (2, 3, 3, 3), (2,)], gen)
+    code = convs_plain_s.code  # (the forward's and the backward's programs)
     for op in ("conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"):
-        assert f"{op}_unit_stride(" in code, op
-    assert "conv2d_forward_strided(" in code  # convs2d's (2, 1) stride
-    assert "conv2d_forward(" not in code  # (no run-time strides: never the picking kernel)
+        assert f"{op}_unit_stride(" in code and f"{op}_strided(" in code, op
+        assert f"{op}(" not in code, op  # (no run-time strides: never the picking kernel)
 
 
 def _kernel_calls():

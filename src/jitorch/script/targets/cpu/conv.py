@@ -333,6 +333,7 @@ def _grid_grad(gy, n, o0, og, gg, wp, at):
 
 @njit(**_OPTS)
 def _input_grad_check(gy, w, sh, sw, groups):
+    """The input gradient's checks of the relations both methods index by."""
     o = gy.shape[1]
     if groups <= 0 or w.shape[0] != o or o % groups != 0:
         raise ValueError("conv2d_input_grad: channels do not match the weight and groups")
@@ -427,7 +428,7 @@ def _input_grad(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
 
 @njit(**_OPTS)
 def _weight_grad_start(x, gy, sh, sw, groups):
-    """The weight gradient's checks; -> (dw as (O, Cg*kh*kw) zeros, groups' O, groups' C)."""
+    """The weight gradient's checks; -> (O / groups, C / groups)."""
     nb, c = x.shape[0], x.shape[1]
     nb2, o = gy.shape[0], gy.shape[1]
     if groups <= 0 or nb2 != nb or c % groups != 0 or o % groups != 0:
