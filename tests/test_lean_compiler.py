@@ -161,6 +161,51 @@ def test_arrays_are_not_leaked(tmp_path):
     assert after.mi_alloc - after.mi_free == before.mi_alloc - before.mi_free
 
 
+def test_variables_stored_once_and_unpacked_tuples_count_references(tmp_path):
+    """Variables stored by one statement outside loops skip the release of the null they
+    held, and an unpacked new tuple hands its references to the variables (lower.py); a tuple
+    variable unpacked twice, a variable stored in a branch and one stored in a loop keep the
+    general rule. Values as Numba's, and no allocation leaked or freed twice."""
+    from numba.core.runtime import _nrt_python as nrt
+    from numba.core.runtime import rtsys
+    from jitorch.script.targets.cpu.lean import lower
+    src = """
+    def kernel_source(p0, k):
+        a, b = (np.empty(3), p0.copy())
+        pair = (a, b)
+        c, d = pair
+        e, f = pair
+        if k > 0:
+            g = c[:2]
+        else:
+            g = d[:2]
+        h = d
+        for i in range(k):
+            h = h + 1.0
+        a[:] = 1.0
+        return e, f, g, h
+    """
+    import ast
+    tree = ast.parse(textwrap.dedent(src)).body[0]
+    assert lower._stored_once(tree) == {"a", "b", "pair", "c", "d", "e", "f"}
+    mod = _module(tmp_path, src, 2)
+    x = np.arange(4.0)
+    for k in (0, 3):
+        _same(mod.kernel(x, k), mod.kernel_numba(x, k))
+    stats_were_on = nrt.memsys_stats_enabled()
+    nrt.memsys_enable_stats()
+    mod.kernel(x, 2)
+    before = rtsys.get_allocation_stats()
+    for k in range(50):
+        out = mod.kernel(x, k % 3)
+    del out
+    after = rtsys.get_allocation_stats()
+    if not stats_were_on:
+        nrt.memsys_disable_stats()
+    assert (after.alloc - after.free) - (before.alloc - before.free) == 0, (before, after)
+    assert after.mi_alloc - after.mi_free == before.mi_alloc - before.mi_free
+
+
 def test_a_variable_rebound_with_another_type_is_typed(tmp_path):
     """A name bound to a 3-d array, then to a 4-d one (lower_conv.py's `cv1`), each binding at
     the top level: a variable per definition (lean/rename.py), typed by the lean compiler, not

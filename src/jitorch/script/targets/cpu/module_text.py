@@ -8,9 +8,10 @@ from __future__ import annotations
 from ...codegen.emitter import exception_classes
 
 
-def module_head(em):
+def module_head(em, global_used=None):
     """(the module text before the function: imports, exception classes, globals; the
-    function's body lines) of an entry or a kernel (kernel.py)."""
+    function's body lines) of an entry or a kernel (kernel.py); `global_used(line)`, where
+    given, says which of `em.globals` to keep (a repeated run's module, glue_runs.py)."""
     from . import alloc
     from . import lower_elementwise
     helpers = sorted(em.helpers)
@@ -26,4 +27,5 @@ def module_head(em):
         head.append(f"from {lower_elementwise.FASTMATH_MODULE} import {names}  "
                     f"# fastmath {lower_elementwise.fastmath_hash()}")
     head += exception_classes(em)
-    return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in em.globals), body
+    kept = em.globals if global_used is None else [g for g in em.globals if global_used(g)]
+    return "\n".join(head) + "\n\n" + "".join(g + "\n" for g in kept), body

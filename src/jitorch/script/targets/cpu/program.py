@@ -35,7 +35,7 @@ from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter, static_message
 from ...codegen.control import lower_if
 from ...kernels import llvm_pipelines
-from . import kernel
+from . import glue_runs, kernel
 from .target import CPU
 
 # An entry is called from Python only, never as a C callback: no cfunc wrapper, which Numba
@@ -122,16 +122,31 @@ def generate(graph: ir.Graph, written=()) -> Program:
     entry = "entry"  # not the graph's name: identifiers never come from the IR
     from .module_text import module_head
     head, body = module_head(em)
+    ret = f"    return ({''.join(o + ', ' for o in outs)})\n"
     if llvm_pipelines.is_glue(em.outline, body):  # (its LLVM pipeline: llvm_pipelines.py)
+        n = len(em.globals)  # a run that recurs (a model's layers) is compiled once
+        body = glue_runs.outline_repeats(em, args, body, ret, _value_names(em, graph))
+        if len(em.globals) != n:  # (the run's alias is a global of the entry's)
+            head = module_head(em)[0]
         head += llvm_pipelines.mark_line(llvm_pipelines.GLUE) + "\n"
     from . import lean  # (the entry through the lean compiler when it is on)
     src = head + "\n\n" + lean.function_text(
-        DECORATOR, entry, ", ".join(args),
-        "\n".join(body) + ("\n" if body else "") +
-        f"    return ({''.join(o + ', ' for o in outs)})\n")
+        DECORATOR, entry, ", ".join(args), "\n".join(body) + ("\n" if body else "") + ret)
     prog = Program(src, entry, [v.type for v in graph.outputs], sorted(em.helpers),
                    checks_overlap=bool(checked), kernels=list(em.kernels.values()))
     return prog
+
+
+def _value_names(em: Emitter, graph: ir.Graph) -> set:
+    """The entry's names bound to a tensor or a number of the graph (what a repeated run may
+    take or return, glue_runs.py)."""
+    kinds = (ir.TensorType, ir.IntType, ir.FloatType, ir.BoolType)
+    out = set()
+    for v in [*graph.inputs, *(o for n in graph.nodes() for o in n.outputs)]:
+        nm = em.names.get(v.uid)
+        if isinstance(nm, str) and nm.isidentifier() and isinstance(v.type, kinds):
+            out.add(nm)
+    return out
 
 
 def _is_int_list(t) -> bool:
