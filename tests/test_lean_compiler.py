@@ -428,3 +428,22 @@ def test_literal_arguments_and_run_time_tuple_indices(tmp_path):
     for k in (0, 1, 3):
         _same(mod.kernel(a, p0, k), mod.kernel_numba(a, p0, k))
     assert not [r for (m, _, _), r in lean.unsupported.items() if m == mod.__name__]
+
+
+def test_library_helpers_are_typed_for_plain_arguments(tmp_path):
+    """An njit helper called with constants (pool.py's `pool_out_size(h, 2, 2, 0, 1, False)`
+    in a pooling kernel) is compiled for the constants' plain types, one overload for every
+    kernel size, not a literal-specialised copy per call site as Numba's frontend makes."""
+    from numba import types
+    from jitorch.script.targets.cpu.pool import pool_out_size
+    mod = _module(tmp_path, """
+    from jitorch.script.targets.cpu.pool import pool_out_size
+    def kernel_source(n):
+        return pool_out_size(n, 3, 2, 1, 1, False) + pool_out_size(n, 5, 1, 0, 2, True)
+    """, 1)
+    before = set(pool_out_size.overloads)
+    got = mod.kernel(17)
+    added = set(pool_out_size.overloads) - before
+    assert not [sig for sig in added if any(isinstance(t, types.Literal) for t in sig)], added
+    assert (types.int64,) * 5 + (types.boolean,) in pool_out_size.overloads
+    assert got == mod.kernel_numba(17)

@@ -2,35 +2,36 @@
 does what layer 1 does, with its own weights) becomes a function of its own, which the entry
 calls at each place it recurs (issue 17: "2-layer encoder at most 1.15x the 1-layer one").
 
-Owns `outline_repeats(em, body, tail)`: given a glue entry's body lines (program.py, after
-alloc.rewrite) and the text that follows them (the return), the body with each occurrence of the
-longest repeated run replaced by a call; the run's module is added to the entry's kernels
-(kernel.kernel_alias), so it is loaded, compiled, cached and called through a symbol exactly as a
-kernel is (kernels/kernel_call.py), with the glue pipeline (llvm_pipelines.GLUE).
+Owns `outline_repeats(em, params, body, tail, values)`: given a glue entry's parameters and
+body lines (program.py, after alloc.rewrite) and the text that follows them (the return), the
+body with each occurrence of the longest repeated run replaced by a call; the run's module is
+added to the entry's kernels (kernel.kernel_alias), so it is loaded, compiled, cached and
+called through a symbol exactly as a kernel is (kernels/kernel_call.py), with the glue
+pipeline (llvm_pipelines.GLUE). The run is then searched the same way for a shorter run that
+recurs inside it (four layers: two layers twice, each one layer twice).
 
 Why: kernels are shared by content already, so a model's depth adds no kernel; but its glue
-entries (allocation-free calls, views, shape checks) grew with every layer, and Numba's cost per
-line of one function grows with the function's length. The entries were the part of a 2-layer
-Transformer encoder's first compile that the 1-layer one did not pay (bench/RESULTS.md).
+entries (calls, views, shape reads and checks) grew with every layer, and Numba's cost per line
+of one function grows with the function's length (bench/RESULTS.md, "Repeated glue runs").
 
-What is a run: consecutive top-level single statements (assignments and calls; an `if`, a
-`while` or a `raise` ends one) that are equal once their local names are numbered by first
-appearance (`_canonical`): the same kernels, views and constants, wired the same way. The
+What is a run: consecutive top-level statements (assignments, calls, and `if`s of those and of
+raises: argument checks; a loop ends a run) that are equal once their local names are numbered
+by first appearance (`_Canon`): the same kernels, views and constants, wired the same way. The
 run's free names become its parameters, and `u[c]` reads of the entry's unpacked int arguments
 are parameters too (each layer reads its own sizes); the names it defines that anything after
 it reads (in any occurrence) are returned. A run is only outlined where
 - every name it defines is assigned once in the entry (the generated code is in SSA form; a
   rebound name would make "what it returns" ambiguous);
-- every value crossing its boundary is one that already crosses a call boundary in the same
-  entry: an argument or a result of a kernel call, or an int read of `u[c]`. So the run's
-  signature holds only types that Numba's calling convention passes between generated
-  functions today (arrays and scalars), never a list or a tuple of arrays;
+- every value crossing its boundary is a tensor or a number of the graph (`values`), an
+  argument or a result of a kernel call, or an int read of `u[c]`: types that generated
+  functions already pass each other, never a list;
 - it has at least MIN_STATEMENTS statements: a call and a function of its own cost a compile
   of ~0.1-0.2 CPU-s, which a short run does not pay back.
 
 The rewrite works on the generated text's syntax tree (`ast`) and writes names of its own
 (`p0, p1, ...` for parameters, `q0, ...` for the run's locals), so the run's source, and so its
-module's name, is the same wherever it recurs; nothing read from the IR is written.
+module's name, is the same wherever it recurs (another model with the same layers shares it on
+disk); nothing read from the IR is written.
 """
 from __future__ import annotations
 
@@ -43,6 +44,8 @@ MIN_STATEMENTS = 16
 # the search compares pairs of equal statements: quadratic in the worst case (~0.06 s for the
 # 216 statements of a 2-layer encoder's forward); an entry longer than this is left as it is
 MAX_STATEMENTS = 5000
+_KERNEL = re.compile(r"^_k[0-9a-f]{16}$")  # kernel.kernel_alias's names
+_DEFINES = re.compile(r"^([A-Za-z_]\w*) = ")  # a module global's definition
 
 
 def enabled() -> bool:
@@ -51,15 +54,14 @@ def enabled() -> bool:
     if v not in ("0", "1"):
         raise ValueError(f"JITORCH_GLUE_RUNS must be 0 or 1, not {v!r}")
     return v == "1"
-_KERNEL = re.compile(r"^_k[0-9a-f]{16}$")         # kernel.kernel_alias's names
-_DEFINES = re.compile(r"^([A-Za-z_]\w*) = ")
 
 
 def outline_repeats(em, params: list, body: list, tail: str, values: set) -> list:
-    """`body` (the indented lines of an entry of parameters `params`) with its longest repeated run of at least
-    MIN_STATEMENTS statements, if any passes the module doc's conditions, called as a function
-    at each occurrence; `tail`: the text after the body (its uses count as uses after a run);
-    `values`: the entry's names known to hold a tensor or a number (program.py)."""
+    """`body` (the indented lines of an entry of parameters `params`) with its longest
+    repeated run of at least MIN_STATEMENTS statements, if any passes the module doc's
+    conditions, called as a function at each occurrence; `tail`: the text after the body (its
+    uses count as uses after a run); `values`: the entry's names known to hold a tensor or a
+    number (program.py)."""
     tops = sum(1 for ln in body if ln.startswith("    ") and ln[4:5] != " ")
     if not enabled() or not 2 * MIN_STATEMENTS <= tops <= MAX_STATEMENTS:
         return body
@@ -77,7 +79,7 @@ def outline_repeats(em, params: list, body: list, tail: str, values: set) -> lis
 class _Canon(ast.NodeTransformer):
     """Numbers the local names (and `u[c]` int reads) of the statements it visits by first
     appearance (`order`: ("free" or "def", the original text) per number); with `rename`, a
-    new name per number instead (`rename(number, kind)`)."""
+    new name per number instead (`rename(number)`)."""
 
     def __init__(self, entry, rename=None):
         self.entry, self.rename = entry, rename

@@ -309,7 +309,19 @@ class _Infer:
                 raise Unsupported(f"call of {recv}.{f.attr}")
         else:
             fnty = self.expr(f)
-        sig = self.call_type(fnty, argtys, kws)
+        sig = None
+        if isinstance(fnty, types.Dispatcher):
+            # an njit function (a jitorch library helper): typed for its arguments' plain
+            # types, so `pool_out_size(h, 2, 2, 0, 1, False)` shares one compile with every
+            # other kernel size instead of a literal-specialised copy per call site; where
+            # only the literals type (a helper that needs a constant), as Numba would
+            try:
+                sig = self.call_type(fnty, [types.unliteral(a) for a in argtys],
+                                     {k: types.unliteral(v) for k, v in kws.items()})
+            except Unsupported:
+                sig = None
+        if sig is None:
+            sig = self.call_type(fnty, argtys, kws)
         if kws and sig.pysig is None:
             raise Unsupported(f"keywords in a call of {fnty}")
         self.t.sig[id(e)] = (fnty, sig)
