@@ -21,7 +21,6 @@ import glob
 import json
 import os
 import pathlib
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,29 +28,10 @@ import time
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import compile_time  # noqa: E402  (its fresh-process child and environment)
+import lean_compile  # noqa: E402  (its steady-state timing, for another setting)
 
 SETTINGS = ("1", "0")
 
-_SPEED = """
-import os, sys, time, json
-sys.path.insert(0, {here!r})
-import _compile_workloads as cw
-steps = {{}}
-for mode in ("1", "0"):  # (JITORCH_GLUE_RUNS is read when a program's text is written)
-    os.environ["JITORCH_GLUE_RUNS"] = mode
-    go, serve = cw.build("jitorch", {name!r})
-    go()
-    steps[mode] = serve if serve is not None else go
-    steps[mode]()
-ms = {{"1": [], "0": []}}
-for r in range(12):
-    for mode in (("1", "0") if r % 2 == 0 else ("0", "1")):
-        t = time.process_time()
-        for _ in range({steps}):
-            steps[mode]()
-        ms[mode].append((time.process_time() - t) / {steps} * 1e3)
-print("SPEED", json.dumps({{k: sorted(v) for k, v in ms.items()}}))
-"""
 
 
 def _env(setting: str, root: pathlib.Path) -> dict:
@@ -83,18 +63,6 @@ def measure(name: str, setting: str, tmp: pathlib.Path) -> dict:
             "error": first.get("error") or glue.get("error")}
 
 
-def speed(name: str, tmp: pathlib.Path, steps: int) -> dict | None:
-    env = _env("1", tmp / f"{name}-speed")
-    r = subprocess.run([sys.executable, "-c", _SPEED.format(here=str(HERE), name=name,
-                                                            steps=steps)],
-                       env=env, capture_output=True, text=True, timeout=compile_time.TIMEOUT_S)
-    for line in r.stdout.splitlines():
-        if line.startswith("SPEED "):
-            return json.loads(line[6:])
-    print(f"  {name}: no speed: {r.stderr.strip()[-300:]}", file=sys.stderr)
-    return None
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workloads", nargs="+", default=["encoder1", "encoder2", "encoder4"])
@@ -111,7 +79,7 @@ def main() -> None:
             for s in (SETTINGS if k % 2 == 0 else SETTINGS[::-1]):
                 row[s].append(measure(name, s, tmp))
         if not a.no_speed:
-            row["speed_ms"] = speed(name, tmp, a.steps)
+            row["speed_ms"] = lean_compile.speed(name, tmp, a.steps, "JITORCH_GLUE_RUNS")
         if a.json:
             pathlib.Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     print(f"\n{out['stamp']}: CPU seconds until compiled; runs = JITORCH_GLUE_RUNS=1, "

@@ -31,13 +31,13 @@ import compile_time  # noqa: E402  (its fresh-process child and environment)
 WORKLOADS = ["gelu", "mlp_infer", "mlp_train", "lstm", "cnn", "encoder1", "encoder2"]
 COMPILERS = ["lean", "numba"]
 
-_SPEED = """
+SPEED_SCRIPT = """
 import os, sys, time, json
 sys.path.insert(0, {here!r})
 import _compile_workloads as cw
 steps = {{}}
-for mode in ("1", "0"):  # (JITORCH_LEAN is read when a program's text is written)
-    os.environ["JITORCH_LEAN"] = mode
+for mode in ("1", "0"):  # ({var} is read when a program's text is written)
+    os.environ[{var!r}] = mode
     go, serve = cw.build("jitorch", {name!r})
     go()
     steps[mode] = serve if serve is not None else go
@@ -49,7 +49,7 @@ for r in range(12):
         for _ in range({steps}):
             steps[mode]()
         ms[mode].append((time.process_time() - t) / {steps} * 1e3)
-print("SPEED", json.dumps({{"lean": sorted(ms["1"]), "numba": sorted(ms["0"])}}))
+print("SPEED", json.dumps({{k: sorted(v) for k, v in ms.items()}}))
 """
 
 
@@ -80,11 +80,12 @@ def first_ever(name: str, compiler: str, tmp: pathlib.Path, baseline=None) -> di
             "error": res.get("error")}
 
 
-def speed(name: str, tmp: pathlib.Path, steps: int) -> dict | None:
-    """CPU ms per call of each compiler's program, both compiled in one process and timed in
-    alternating rounds (the machine's drift hits both alike): {compiler: sorted rounds}."""
-    env = _env("lean", tmp / f"{name}-speed")
-    src = _SPEED.format(here=str(HERE), name=name, steps=steps)
+def speed(name: str, tmp: pathlib.Path, steps: int, var: str = "JITORCH_LEAN") -> dict | None:
+    """CPU ms per call of the programs written with `var`=1 and =0, both compiled in one
+    process and timed in alternating rounds (the machine's drift hits both alike):
+    {"1": sorted rounds, "0": ...} (bench/glue_runs.py asks for its own setting)."""
+    env = _env("lean", tmp / f"{name}-speed-{var}")
+    src = SPEED_SCRIPT.format(here=str(HERE), name=name, steps=steps, var=var)
     r = subprocess.run([sys.executable, "-c", src], env=env, capture_output=True, text=True,
                        timeout=compile_time.TIMEOUT_S)
     for line in r.stdout.splitlines():
@@ -113,7 +114,8 @@ def main() -> None:
             for c in order:
                 row[c].append(first_ever(name, c, tmp, a.baseline))
         if not a.no_speed:
-            row["speed_ms"] = speed(name, tmp, a.steps)
+            sp = speed(name, tmp, a.steps)
+            row["speed_ms"] = sp and {"lean": sp["1"], "numba": sp["0"]}
         if a.json:
             pathlib.Path(a.json).write_text(json.dumps(out, indent=1, default=str))
     print(f"\n{out['stamp']}: first-ever compile, CPU seconds until compiled (each run a fresh "
