@@ -224,6 +224,12 @@ def test_float64_conv_and_pool():
     assert out.dtype == jitorch.float64
     np.testing.assert_allclose(out.numpy(), ref.numpy(), rtol=1e-12)
     assert not _stats()[2]
+    # the convolution's call has no loop around it: it is lowered in the entry, not as a
+    # kernel of its own (kernel._library_call); the relu and the average pool are kernels
+    entry, *kernels = f.code.split("# --- kernel ")
+    assert "conv2d_forward_unit_stride(" in entry
+    assert not any("conv2d_forward" in k for k in kernels)
+    assert kernels
 
 
 class CNN(nn.Module):

@@ -18,14 +18,18 @@ the expression it holds for it. `x.shape` lists (`shapes`) map the same way; com
 defines are returned as one tuple and bound to fresh names in the entry.
 
 What stays in the entry: structural and scalar nodes (`prim::*` other than fused groups), control
-flow (each branch and loop body calls its own kernels), argument checks, and nodes whose code is
-no more than an expression (a shape query, an alias), which are lowered in the entry directly.
+flow (each branch and loop body calls its own kernels), argument checks, nodes whose code is
+no more than an expression (a shape query, an alias), and a call of a convolution, pooling or
+dropout-mask library function with no loop around it (`_library_call`), which are lowered in
+the entry directly.
 
 Why (NUMBA_NOTES.md, "Compile cost at model scale"): Numba's compile time grows faster than
 linearly with the size of one function and follows the number of *distinct* functions it compiles;
 splitting pays only because identical kernels are compiled once.
 """
 from __future__ import annotations
+
+import re
 
 from ... import ir
 from ...codegen import literal
@@ -125,7 +129,8 @@ def outline(em, n: ir.Node, lower) -> None:
         _KE = _kernel_emitter_class()
     ke = _KE(em)
     lower(ke, n)
-    if not _worth_a_kernel(ke) or any(uid in em.names for uid in dict.keys(ke.names)):
+    if not _worth_a_kernel(ke) or _library_call(ke) or \
+            any(uid in em.names for uid in dict.keys(ke.names)):
         # (the second: a lowering that rebinds a value of the entry, which a kernel's return
         # values would not carry back: none does today; this keeps it correct if one does)
         lower(em, n)
@@ -166,6 +171,23 @@ def _worth_a_kernel(ke) -> bool:
     entries so much longer that a 2-layer model whose kernels were all cached compiled in 54
     CPU-s instead of 10 (Numba's time per line grows with the length of the function; a kernel's is paid once)."""
     return bool(ke.lines)
+
+
+def _library_call(ke) -> bool:
+    """A node whose code is a call of a library function that `lower_conv.import_kernels`
+    imported (conv.py's convolutions, pool.py's pooling, random.py's dropout mask, through
+    their symbols) with no loop of its own around it: argument checks, a contiguous operand,
+    the call, all specialised on the node's strides, padding and sizes. It is lowered in the
+    entry: such a kernel rarely recurs in a program, and as a kernel it cost a Numba compile
+    of its own (~0.1-0.2 CPU-s) for what the entry holds in a few lines. A CNN train step: 22
+    kernels instead of 25, their compile 2.9-3.0 instead of 3.4-3.8 CPU-s, the entries'
+    0.7-0.8 as before (bench/compile_profile.py, 2026-12-07). A matmul's call stays a kernel:
+    every Linear of the same layout calls the same one."""
+    return getattr(ke, "library_call", False) and \
+        not any(_LOOP.match(line) for line in ke.lines)
+
+
+_LOOP = re.compile(r"^\s*(for|while)\b")
 
 
 def kernel_decorator() -> str:

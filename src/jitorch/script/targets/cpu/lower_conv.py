@@ -21,9 +21,12 @@ MODULE = "jitorch.script.targets.cpu.conv"  # the kernels the generated code imp
 
 
 def import_kernels(em: Emitter, module: str, names: str) -> None:
-    """The program imports `names` from `module` (whose hash then keys its cache name)."""
+    """The program imports `names` from `module` (whose hash then keys its cache name); the
+    node's code is a call of that library (conv.py, pool.py), which kernel.py lowers in the
+    entry where no loop surrounds it (`library_call`)."""
     line = f"from {module} import {names}"
     em.global_line(line)
+    em.library_call = True
 
 
 def int_list(em: Emitter, v: ir.Value, n: int, what: str) -> list:

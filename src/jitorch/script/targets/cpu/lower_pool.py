@@ -12,7 +12,7 @@ from __future__ import annotations
 from ... import ir
 from ...codegen import NotLowered, literal
 from ...codegen.emitter import Emitter
-from .lower_conv import float_operands, int_list
+from .lower_conv import float_operands, import_kernels, int_list
 from ...codegen.lowering import lowers
 
 MODULE = "jitorch.script.targets.cpu.pool"  # the kernels the generated code imports
@@ -21,10 +21,8 @@ MODULE = "jitorch.script.targets.cpu.pool"  # the kernels the generated code imp
 def _import(em: Emitter, names: str) -> None:
     """`names` of pool.py, the kernels called through their symbols (pool.py's `*_by_symbol`)
     under their own names."""
-    names = ", ".join(m if m == "pool_out_size" else f"{m}_by_symbol as {m}"
-                      for m in names.split(", "))
-    line = f"from {MODULE} import {names}"
-    em.global_line(line)
+    import_kernels(em, MODULE, ", ".join(m if m == "pool_out_size" else f"{m}_by_symbol as {m}"
+                                         for m in names.split(", ")))
 
 
 def _check(em: Emitter, cond: str, *parts) -> None:
