@@ -36,6 +36,7 @@ disk); nothing read from the IR is written.
 from __future__ import annotations
 
 import ast
+import copy
 import os
 import re
 import textwrap
@@ -128,7 +129,7 @@ def _straight(s) -> bool:
 
 
 def _copy(s):
-    return ast.parse(ast.unparse(s)).body[0]
+    return copy.deepcopy(s)  # (the transformers rewrite nodes in place)
 
 
 class _Entry:
@@ -189,14 +190,15 @@ class _Entry:
                 continue
             tried.add((i, length))
             shape = _Canon(self).texts(stmts[i:i + length])
-            starts, p = [], 0
+            canons, p = {}, 0  # start of each occurrence -> its numbering
             while p + length <= len(stmts):
-                if keys[p] == keys[i] and _Canon(self).texts(stmts[p:p + length]) == shape:
-                    starts.append(p)
+                c = _Canon(self)
+                if keys[p] == keys[i] and c.texts(stmts[p:p + length]) == shape:
+                    canons[p] = c
                     p += length
                 else:
                     p += 1
-            run = _Run(self, length, starts) if len(starts) >= 2 else None
+            run = _Run(self, length, canons) if len(canons) >= 2 else None
             if run is not None and run.valid():
                 return run
         return None
@@ -215,17 +217,13 @@ class _Run:
     """One run and its occurrences: its parameters (free values) and results (values defined
     in it that something after an occurrence reads)."""
 
-    def __init__(self, entry: _Entry, length: int, starts: list):
-        self.entry, self.length, self.starts = entry, length, starts
-        self.canons = []
-        for p in starts:
-            c = _Canon(entry)
-            c.texts(entry.stmts[p:p + length])
-            self.canons.append(c)
+    def __init__(self, entry: _Entry, length: int, canons: dict):
+        self.entry, self.length = entry, length
+        self.starts, self.canons = list(canons), list(canons.values())
         order = self.canons[0].order  # (the same kinds in every occurrence: equal texts)
         self.params = [i for i, (kind, _) in enumerate(order) if kind == "free"]
         returned = set()
-        for p, c in zip(starts, self.canons):
+        for p, c in canons.items():
             later = {n.id for s in [*entry.stmts[p + length:], entry.ret] for n in ast.walk(s)
                      if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
             returned.update(c.ids[key] for kind, key in c.order if kind == "def" and
@@ -256,9 +254,8 @@ class _Run:
         text = _Canon(self.entry, self.new_name).texts(stmts[self.starts[0]:
                                                              self.starts[0] + self.length])
         params = [self.new_name(i) for i in self.params]
-        rets = [self.new_name(i) for i in self.rets]
-        ret = rets[0] if len(rets) == 1 else "(" + "".join(r + ", " for r in rets) + ")"
-        ret = f"    return {ret}\n"
+        from .kernel import _returned, kernel_alias
+        ret = f"    return {_returned([self.new_name(i) for i in self.rets])}\n"
         lines = textwrap.indent("\n".join(text), "    ").split("\n")
         # the run may hold a shorter run that recurs in it (4 layers: a run of two layers,
         # twice, each of them one layer twice): outlined the same way, so that a model's glue
@@ -267,7 +264,6 @@ class _Run:
         values = {self.new_name(i) for i, (_, key) in enumerate(order)
                   if key in self.entry.crossing or "[" in key}  # (an int read: an int)
         lines = outline_repeats(em, params, lines, ret, values)
-        from .kernel import kernel_alias
         alias = kernel_alias(em, _block_source(em, params, lines, ret), len(params))
         # body line of each statement: its line numbers in the parsed text, less `def _f():`
         first = [s.lineno - 2 for s in stmts]
