@@ -66,6 +66,43 @@ def test_alloc_helpers_give_numpy_arrays_of_every_size():
 
 
 @numba.njit
+def _zeros_after_dirty(n, dtype):
+    # a block freed dirty is what the allocator hands out next for the same size: `_jt_zeros`
+    # must clear it, not trust fresh pages
+    ok = True
+    for _ in range(4):
+        d = alloc._jt_empty(n, dtype)
+        for i in range(n):
+            d[i] = dtype(3)
+        d = alloc._jt_zeros(n, dtype)
+        for i in range(n):
+            ok = ok and d[i] == dtype(0)
+    return ok
+
+
+@numba.njit
+def _cleared(a):
+    alloc._jt_clear(a)
+    return a
+
+
+@pytest.mark.parametrize("dtype", [np.bool_, np.int8, np.int64, np.float32, np.float64,
+                                   np.complex128])
+def test_jt_zeros_and_jt_clear_zero_every_byte(dtype):
+    for n in (1, 7, 64, 1000, BIG):
+        assert _zeros_after_dirty(n, dtype)
+    a = np.full((3, 5, 7), 3, dtype)
+    got = _cleared(a)
+    assert got is not None and (a == 0).all() and a.dtype == dtype
+    assert (_cleared(np.ones(0, dtype)) == 0).all()
+
+
+def test_jt_clear_refuses_a_non_contiguous_array():
+    with pytest.raises(numba.core.errors.TypingError):
+        _cleared(np.ones((4, 4))[:, ::2])
+
+
+@numba.njit
 def _alloc_write(shape, dtype):
     a = alloc._jt_empty(shape, dtype)
     flat = a.reshape(a.size)

@@ -1,9 +1,10 @@
 """Array allocation for generated programs: NumPy-speed large outputs inside njit.
 
-Owns `_jt_empty(shape, dtype)`, an intrinsic called instead of `np.empty`, and the `_jt_zeros` /
-`_jt_ones` / `_jt_full` functions called instead of `np.zeros` / `np.ones` / `np.full`
-(`rewrite()` edits the body of a generated entry or kernel; module_text.py applies it), and the
-`madvise` binding they use. Hand-written njit code may call them too.
+Owns `_jt_empty(shape, dtype)` and `_jt_zeros(shape, dtype)`, intrinsics called instead of
+`np.empty` / `np.zeros`, the `_jt_ones` / `_jt_full` functions called instead of `np.ones` /
+`np.full` (`rewrite()` edits the body of a generated entry or kernel; module_text.py applies
+it), `_jt_clear(a)` (`a[...] = 0`), and the `madvise` binding they use. The library kernels
+(blas.py, conv.py, pool.py) call them too.
 
 Why: Numba's `np.empty` gets its memory from `malloc`, which serves big blocks with a fresh
 `mmap` every call, so filling a 40 MB output takes one page fault per 4 KiB page. NumPy's
@@ -89,17 +90,10 @@ def _advise_huge(context, builder, data, nbytes):
                                             _llir.IntType(32)(_MADV_HUGEPAGE)])
 
 
-@intrinsic
-def _jt_empty(typingctx, shape, dtype):
-    """`np.empty(shape, dtype)` (C order, Numba's alignment, NumPy's ValueErrors for negative
-    and too large sizes) that asks for huge pages when 4 MiB or more; `shape` an integer or a
-    tuple of integers, `dtype` a NumPy number or bool type (or an array's dtype).
-
-    An intrinsic, not Numba's `np.empty`: the allocation (the NRT call NumPy's overload makes)
-    is emitted into the caller. Numba compiles its overload once per array type a program
-    allocates (13 compiles, 0.7 CPU-s, of an MLP train step; bench/compile_profile.py); the
-    first-ever compile of bench/compile_time.py's mlp_train went from 9.9 to 9.6 CPU-s,
-    encoder1's from 26.9 to 26.0, with the same per-call cost."""
+def _allocation(shape, dtype):
+    """The array type `np.empty(shape, dtype)` makes, and the shape's integer types; None when
+    `shape` is not an integer or a tuple of integers or `dtype` not a NumPy number or bool type
+    (or an array's dtype)."""
     if isinstance(shape, types.Integer):
         sizes_t = (shape,)
     elif isinstance(shape, types.BaseTuple) and all(isinstance(t, types.Integer) for t in shape):
@@ -109,21 +103,63 @@ def _jt_empty(typingctx, shape, dtype):
     if not isinstance(dtype, types.DTypeSpec) or \
             not isinstance(dtype.dtype, (types.Number, types.Boolean)):
         return None
-    ret = types.Array(dtype.dtype, len(sizes_t), "C")
-    sig = ret(shape, dtype)
+    return types.Array(dtype.dtype, len(sizes_t), "C"), sizes_t
+
+
+def _allocator(name: str, zeroed: bool):
+    """The typing of `_jt_empty` (zeroed False) or `_jt_zeros` (True)."""
+    def typing(typingctx, shape, dtype):
+        made = _allocation(shape, dtype)
+        if made is None:
+            return None
+        ret, sizes_t = made
+
+        def codegen(context, builder, signature, args):
+            vals = [args[0]] if isinstance(shape, types.Integer) else \
+                cgutils.unpack_tuple(builder, args[0], len(sizes_t))
+            sizes = [context.cast(builder, v, t, types.intp) for v, t in zip(vals, sizes_t)]
+            return impl_ret_new_ref(context, builder, ret,
+                                    emit_empty(context, builder, ret, sizes, zeroed))
+        return ret(shape, dtype), codegen
+    typing.__name__ = typing.__qualname__ = name
+    return typing
+
+
+# `np.empty(shape, dtype)` (C order, Numba's alignment, NumPy's ValueErrors for negative and
+# too large sizes) that asks for huge pages when 4 MiB or more; `shape` an integer or a tuple of
+# integers, `dtype` a NumPy number or bool type (or an array's dtype).
+# An intrinsic, not Numba's `np.empty`: the allocation (the NRT call NumPy's overload makes) is
+# emitted into the caller. Numba compiles its overload once per array type a program allocates
+# (13 compiles, 0.7 CPU-s, of an MLP train step; bench/compile_profile.py); the first-ever
+# compile of bench/compile_time.py's mlp_train went from 9.9 to 9.6 CPU-s, encoder1's from 26.9
+# to 26.0, with the same per-call cost.
+_jt_empty = intrinsic(_allocator("_jt_empty", zeroed=False))
+# `np.zeros(shape, dtype)` the same way: `_jt_empty`'s block, then one memset (all-zero bytes
+# are 0 of every number and bool type). Numba's `np.zeros` compiles its overload and a fill per
+# array type (~0.05 CPU-s each; a CNN train step compiled 5 of them and 4 fills in its library)
+_jt_zeros = intrinsic(_allocator("_jt_zeros", zeroed=True))
+
+
+@intrinsic
+def _jt_clear(typingctx, arr):
+    """`arr[...] = 0` for a C-contiguous array: one memset (Numba's slice assignment compiles
+    its broadcasting machinery per array type)."""
+    if not isinstance(arr, types.Array) or arr.layout != "C" or \
+            not isinstance(arr.dtype, (types.Number, types.Boolean)):
+        return None
 
     def codegen(context, builder, signature, args):
-        vals = [args[0]] if isinstance(shape, types.Integer) else \
-            cgutils.unpack_tuple(builder, args[0], len(sizes_t))
-        sizes = [context.cast(builder, v, t, types.intp) for v, t in zip(vals, sizes_t)]
-        return impl_ret_new_ref(context, builder, ret, emit_empty(context, builder, ret, sizes))
-    return sig, codegen
+        a = make_array(arr)(context, builder, value=args[0])
+        nbytes = builder.mul(a.nitems, a.itemsize)
+        cgutils.memset(builder, a.data, nbytes, 0)
+        return context.get_dummy_value()
+    return types.void(arr), codegen
 
 
-def emit_empty(context, builder, ret, sizes):
+def emit_empty(context, builder, ret, sizes, zeroed: bool = False):
     """Emit `_jt_empty`'s allocation of a C-contiguous array of type `ret` with the intp
-    `sizes`; returns the array value, a new reference (views.py's `_jt_dense` and `_jt_reshape` emit
-    it too)."""
+    `sizes` (`zeroed`: its bytes set to 0, `_jt_zeros`); returns the array value, a new
+    reference (views.py's `_jt_dense` and `_jt_reshape` emit it too)."""
     intp = context.get_value_type(types.intp)
     datatype = context.get_data_type(ret.dtype)
     itemsize = intp(context.get_abi_sizeof(datatype))
@@ -148,6 +184,8 @@ def emit_empty(context, builder, ret, sizes):
     data = builder.bitcast(context.nrt.meminfo_data(builder, meminfo),
                            datatype.as_pointer())
     _advise_huge(context, builder, data, nbytes)
+    if zeroed:
+        cgutils.memset(builder, data, nbytes, 0)
     strides = [itemsize] if sizes else []  # C order: the last dimension's is the itemsize
     for s in reversed(sizes[1:]):
         strides.insert(0, builder.mul(strides[0], s))
@@ -181,13 +219,6 @@ def _fill_flat(flat, value):
     # machinery for every dtype and rank (~0.1 CPU-s each); this loop vectorises the same
     for k in range(flat.size):
         flat[k] = value
-
-
-@numba.njit(**_OPTS)
-def _jt_zeros(shape, dtype):
-    a = _jt_empty(shape, dtype)
-    _fill_flat(a.reshape(a.size), dtype(0))  # flat: a 0-d array too
-    return a
 
 
 @numba.njit(**_OPTS)

@@ -43,7 +43,8 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ...kernels import kernel_call
+from ...kernels import kernel_call, source_stamp
+from . import alloc
 from .alloc import _jt_empty  # an intrinsic: no np.empty overload compiled per type
 
 with open(__file__, "rb") as _f:
@@ -546,3 +547,6 @@ def _float_any_layout(argtys: tuple) -> tuple:
 # kernel alone. Cached with the symbols they call (numba_cache.EntryCache).
 mm_into_by_symbol = kernel_call.library(mm_into, _float_any_layout)
 matmul2_by_symbol = kernel_call.library(matmul2, _float_any_layout)
+
+# alloc.py's `_jt_empty` is emitted into these functions: their disk cache follows that file too
+source_stamp.follow(globals(), alloc)

@@ -3,10 +3,11 @@
 every size is a run-time value. targets/cpu/lower_conv.py lowers conv ops to calls of them
 (`from jitorch.script.targets.cpu.conv import ...`: the program cache hashes this file into the
 program's name); the calls go through symbols (kernels/kernel_call.library), so each is compiled
-once per dtype and process, not again inside each kernel that calls it (a CNN train step's
-first compile: 25.8 -> 17.2 CPU-s with `_rows_into` below). The kernels call BLAS through
-Numba's own `np.dot` (not blas.py: a callee in another file would make this file's Numba cache
-stale when that file changed).
+once per dtype and process, not again inside each kernel that calls it. The kernels multiply
+through blas.py's `mm_into` by its symbol (strided operands, accumulating, compiled once per
+dtype and shared with the programs' matrix products; Numba's `np.dot` compiled a function per
+operand layout) and allocate with alloc.py's intrinsics (no NumPy overload compiled per array
+type); `source_stamp.follow` below keys this file's disk cache on alloc.py too.
 
 Method (stride 1, the common case): the padded input of a sample lives on a grid of width
 Wp = W + pads, and output pixel (y, z) is grid column y*Wp + z; then every im2col row is ONE
@@ -22,10 +23,12 @@ own sizes (never out of bounds).
 """
 from __future__ import annotations
 
-import numpy as np
 from numba import njit, types
 
-from ...kernels import kernel_call
+from ...kernels import kernel_call, source_stamp
+from . import alloc
+from .alloc import _jt_clear, _jt_empty, _jt_zeros
+from .blas import mm_into_by_symbol as _mm
 
 __all__ = ["conv2d_forward", "conv2d_input_grad", "conv2d_weight_grad"]
 
@@ -170,8 +173,8 @@ def _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk):
     wp = max(ow + (kw - 1) * dw, pw + w_in)
     span = (oh - 1) * wp + ow
     bc = _chunk(nb, kk * span)
-    return (hp, wp, span, bc, np.zeros(og * bc * span, gy.dtype),
-            np.empty(kk * bc * span, gy.dtype))
+    return (hp, wp, span, bc, _jt_zeros(og * bc * span, gy.dtype),
+            _jt_empty(kk * bc * span, gy.dtype))
 
 
 @njit(**_OPTS)
@@ -179,29 +182,9 @@ def _chunk_views(gbuf, cbuf, og, kk, m, span, bc):
     """The (og, m*span) gradient grid and (kk, m*span) im2col of a chunk of m samples; a
     chunk smaller than the first moves the rows, so the gap columns are cleared again."""
     if m != bc:
-        gbuf[:] = 0
+        _jt_clear(gbuf)
     return (gbuf[:og * m * span].reshape((og, m * span)),
             cbuf[:kk * m * span].reshape((kk, m * span)))
-
-
-@njit(**_OPTS)
-def _rows_into(dst, d0, src, s0, rows, add):
-    """dst[d0 + r] = src[s0 + r] (or +=, `add`) for r < rows. Loops, not `dst[:] = src[...]` /
-    `dst[...] += src`: Numba's slice assignment of an array compiles its shape-mismatch error
-    formatting, ~1 CPU-s in each library that uses it."""
-    for r in range(rows):
-        d, s = dst[d0 + r], src[s0 + r]
-        for z in range(d.shape[0]):
-            d[z] = d[z] + s[z] if add else s[z]
-
-
-@njit(**_OPTS)
-def _weight_groups(w, groups):
-    """Each group's (O / groups, Cg*kh*kw) weight block as its own C-contiguous matrix."""
-    o = w.shape[0]
-    og = o // groups
-    w2 = w.reshape((o, w.size // o if o else 0))
-    return [np.ascontiguousarray(w2[g * og:(g + 1) * og]) for g in range(groups)]
 
 
 @njit(**_OPTS)
@@ -221,7 +204,7 @@ def _forward_start(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, groups)
     ow = _out_size(w_in, pw + pw_hi, kw, sw, dw)
     if oh < 1 or ow < 1:
         raise ValueError("conv2d_forward: kernel larger than the padded input")
-    y = np.empty((nb, o, oh, ow), x.dtype)
+    y = _jt_empty((nb, o, oh, ow), x.dtype)
     if cg * kh * kw != 0 and nb != 0:
         return y, oh, ow, False
     zero = x.dtype.type(0)
@@ -248,13 +231,13 @@ def _forward_unit_stride(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, g
     og = o // groups
     kk = cg * kh * kw
     zero = x.dtype.type(0)
-    wgs = _weight_groups(w, groups)
+    w2 = w.reshape((o, kk))
     hp, wp = h_in + ph + ph_hi, w_in + pw + pw_hi
     span = (oh - 1) * wp + ow
     bc = _chunk(nb, kk * span)
-    xp = np.zeros((cg, hp, wp), x.dtype)
-    cbuf = np.empty(kk * bc * span, x.dtype)
-    tbuf = np.empty(og * bc * span, x.dtype)
+    xp = _jt_zeros((cg, hp, wp), x.dtype)
+    cbuf = _jt_empty(kk * bc * span, x.dtype)
+    tbuf = _jt_empty(og * bc * span, x.dtype)
     for n0 in range(0, nb, bc):
         m = min(bc, nb - n0)
         cols = cbuf[:kk * m * span].reshape((kk, m * span))
@@ -263,7 +246,7 @@ def _forward_unit_stride(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, g
             for q in range(m):
                 _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
                 _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
-            np.dot(wgs[g], cols, tmp)
+            _mm(w2[g * og:(g + 1) * og], cols, tmp, False)
             for q in range(m):
                 for k in range(og):
                     bv = b[g * og + k] if has_b else zero
@@ -287,22 +270,20 @@ def _forward_strided(x, w, b, has_b, sh, sw, ph, pw, ph_hi, pw_hi, dh, dw, group
     o, cg, kh, kw = w.shape
     og = o // groups
     kk = cg * kh * kw
-    zero = x.dtype.type(0)
-    wgs = _weight_groups(w, groups)
+    w2 = w.reshape((o, kk))
     big_l = oh * ow
     y3 = y.reshape((nb, o, big_l))
-    cols = np.empty((kk, big_l), x.dtype)
-    tmp = np.empty((og, big_l), x.dtype)
+    cols = _jt_empty((kk, big_l), x.dtype)
     for n in range(nb):
         for g in range(groups):
             _im2col(x, n, g * cg, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
-            np.dot(wgs[g], cols, tmp)
-            for k in range(og):
-                bv = b[g * og + k] if has_b else zero
-                src = tmp[k]
-                dst = y3[n, g * og + k]
-                for z in range(big_l):
-                    dst[z] = src[z] + bv
+            _mm(w2[g * og:(g + 1) * og], cols, y3[n, g * og:(g + 1) * og], False)
+            if has_b:
+                for k in range(og):
+                    bv = b[g * og + k]
+                    dst = y3[n, g * og + k]
+                    for z in range(big_l):
+                        dst[z] += bv
     return y
 
 
@@ -358,7 +339,7 @@ def _input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
     hi_h = (kh - 1) * dh - (oh - h_in - ph + (kh - 1) * dh)
     hi_w = (kw - 1) * dw - (ow - w_in - pw + (kw - 1) * dw)
     if lo_h >= 0 and lo_w >= 0 and hi_h >= 0 and hi_w >= 0:
-        wt = np.empty((cg * groups, og, kh, kw), gy.dtype)
+        wt = _jt_empty((cg * groups, og, kh, kw), gy.dtype)
         for g in range(groups):
             for k in range(og):
                 for c in range(cg):
@@ -366,23 +347,23 @@ def _input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
                         for j in range(kw):
                             wt[g * cg + c, k, i, j] = w[g * og + k, c, kh - 1 - i, kw - 1 - j]
         # (through the symbol: the forward's one compile per dtype, not a second copy)
-        return conv2d_forward_unit_stride(gy, wt, np.empty(0, gy.dtype), False, 1, 1, lo_h,
+        return conv2d_forward_unit_stride(gy, wt, _jt_empty(0, gy.dtype), False, 1, 1, lo_h,
                                           lo_w, hi_h, hi_w, dh, dw, groups)
-    dx = np.zeros((nb, cg * groups, h_in, w_in), gy.dtype)
+    dx = _jt_zeros((nb, cg * groups, h_in, w_in), gy.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dx
-    wgs = _weight_groups(w, groups)
+    w2 = w.reshape((o, kk))
     hp, wp, span, bc, gbuf, cbuf = _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk)
-    dxp = np.empty((cg, hp, wp), gy.dtype)
+    dxp = _jt_empty((cg, hp, wp), gy.dtype)
     for n0 in range(0, nb, bc):
         m = min(bc, nb - n0)
         gg, cols = _chunk_views(gbuf, cbuf, og, kk, m, span, bc)
         for g in range(groups):
             for q in range(m):
                 _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
-            np.dot(wgs[g].T, gg, cols)
+            _mm(w2[g * og:(g + 1) * og].T, gg, cols, False)
             for q in range(m):
-                dxp[:] = 0
+                _jt_clear(dxp)
                 _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, q * span)
                 for c in range(cg):
                     for i in range(h_in):
@@ -402,18 +383,16 @@ def _input_grad_strided(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
     cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     og = o // groups
     kk = cg * kh * kw
-    dx = np.zeros((nb, cg * groups, h_in, w_in), gy.dtype)
+    dx = _jt_zeros((nb, cg * groups, h_in, w_in), gy.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dx
-    wgs = _weight_groups(w, groups)
+    w2 = w.reshape((o, kk))
     big_l = oh * ow
     g3 = gy.reshape((nb, o, big_l))
-    cols = np.empty((kk, big_l), gy.dtype)
-    gn = np.empty((og, big_l), gy.dtype)
+    cols = _jt_empty((kk, big_l), gy.dtype)
     for n in range(nb):
         for g in range(groups):
-            _rows_into(gn, 0, g3[n], g * og, og, False)
-            np.dot(wgs[g].T, gn, cols)
+            _mm(w2[g * og:(g + 1) * og].T, g3[n, g * og:(g + 1) * og], cols, False)
             _col2im_add(cols, dx, n, g * cg, cg, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
     return dx
 
@@ -448,12 +427,11 @@ def _weight_grad_unit_stride(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
     nb, _, h_in, w_in = x.shape
     o, oh, ow = gy.shape[1], gy.shape[2], gy.shape[3]
     kk = cg * kh * kw
-    dw_ = np.zeros((o, kk), x.dtype)
+    dw_ = _jt_zeros((o, kk), x.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dw_.reshape((o, cg, kh, kw))
-    part = np.empty((og, kk), x.dtype)
     hp, wp, span, bc, gbuf, cbuf = _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk)
-    xp = np.zeros((cg, hp, wp), x.dtype)
+    xp = _jt_zeros((cg, hp, wp), x.dtype)
     for n0 in range(0, nb, bc):
         m = min(bc, nb - n0)
         gg, cols = _chunk_views(gbuf, cbuf, og, kk, m, span, bc)
@@ -462,8 +440,7 @@ def _weight_grad_unit_stride(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
                 _pad_into(x, n0 + q, g * cg, cg, xp, ph, pw)
                 _grid_cols(xp, cols, kh, kw, dh, dw, span, q * span)
                 _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
-            np.dot(gg, cols.T, part)
-            _rows_into(dw_, g * og, part, 0, og, True)
+            _mm(gg, cols.T, dw_[g * og:(g + 1) * og], True)
     return dw_.reshape((o, cg, kh, kw))
 
 
@@ -475,20 +452,16 @@ def _weight_grad_strided(x, gy, kh, kw, sh, sw, ph, pw, dh, dw, groups):
     nb = x.shape[0]
     o, oh, ow = gy.shape[1], gy.shape[2], gy.shape[3]
     kk = cg * kh * kw
-    dw_ = np.zeros((o, kk), x.dtype)
+    dw_ = _jt_zeros((o, kk), x.dtype)
     if kk == 0 or nb == 0 or oh == 0 or ow == 0:
         return dw_.reshape((o, cg, kh, kw))
-    part = np.empty((og, kk), x.dtype)
     big_l = oh * ow
     g3 = gy.reshape((nb, o, big_l))
-    cols = np.empty((kk, big_l), x.dtype)
-    gn = np.empty((og, big_l), x.dtype)
+    cols = _jt_empty((kk, big_l), x.dtype)
     for n in range(nb):
         for g in range(groups):
             _im2col(x, n, g * cg, cg, cols, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw)
-            _rows_into(gn, 0, g3[n], g * og, og, False)
-            np.dot(gn, cols.T, part)
-            _rows_into(dw_, g * og, part, 0, og, True)
+            _mm(g3[n, g * og:(g + 1) * og], cols.T, dw_[g * og:(g + 1) * og], True)
     return dw_.reshape((o, cg, kh, kw))
 
 
@@ -527,3 +500,6 @@ conv2d_input_grad = kernel_call.library(_input_grad)
 conv2d_weight_grad_unit_stride = kernel_call.library(_weight_grad_unit_stride)
 conv2d_weight_grad_strided = kernel_call.library(_weight_grad_strided)
 conv2d_weight_grad = kernel_call.library(_weight_grad)
+
+# alloc.py's intrinsics are emitted into these kernels: their disk cache follows that file too
+source_stamp.follow(globals(), alloc)

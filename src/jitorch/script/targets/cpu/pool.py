@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ...kernels import kernel_call
+from ...kernels import kernel_call, source_stamp
+from . import alloc
+from .alloc import _jt_empty, _jt_zeros  # intrinsics: no NumPy overload compiled per type
 
 __all__ = ["pool_out_size", "max_pool2d_forward", "max_pool2d_backward", "avg_pool2d_forward",
            "avg_pool2d_backward", "adaptive_avg_pool2d_forward", "adaptive_avg_pool2d_backward"]
@@ -68,8 +70,8 @@ def _argmax_window(plane, h0, w0, kh, kw, dh, dw):
 def max_pool2d_forward(x, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, want_idx):
     """(values (R, oh, ow), int64 flat indices per plane, or an empty array)."""
     r = x.shape[0]
-    y = np.empty((r, oh, ow), x.dtype)
-    idx = np.empty((r, oh, ow) if want_idx else (0, 0, 0), np.int64)
+    y = _jt_empty((r, oh, ow), x.dtype)
+    idx = _jt_empty((r, oh, ow) if want_idx else (0, 0, 0), np.int64)
     if kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
             dw == 1 and 2 * oh <= x.shape[1] and 2 * ow <= x.shape[2] and not want_idx:
         # the common 2x2 / 2 pool: four loads per output, no bounds logic
@@ -104,7 +106,7 @@ def max_pool2d_backward(g, x, kh, kw, sh, sw, ph, pw, dh, dw):
     if g.shape[0] != r:
         raise ValueError("max_pool2d_backward: grad and input planes do not match")
     oh, ow = g.shape[1], g.shape[2]
-    dx = np.zeros((r, h, w), g.dtype)
+    dx = _jt_zeros((r, h, w), g.dtype)
     if kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
             dw == 1 and 2 * oh <= h and 2 * ow <= w:
         # the common 2x2 / 2 pool: the same choice as _argmax_window, without bounds logic;
@@ -160,7 +162,7 @@ def _avg_window(h, w, i, j, kh, kw, sh, sw, ph, pw, count_include_pad, divisor):
 @njit(**_OPTS)
 def avg_pool2d_forward(x, oh, ow, kh, kw, sh, sw, ph, pw, count_include_pad, divisor):
     r, h, w = x.shape
-    y = np.empty((r, oh, ow), x.dtype)
+    y = _jt_empty((r, oh, ow), x.dtype)
     for c in range(r):
         plane = x[c]
         for i in range(oh):
@@ -179,7 +181,7 @@ def avg_pool2d_forward(x, oh, ow, kh, kw, sh, sw, ph, pw, count_include_pad, div
 @njit(**_OPTS)
 def avg_pool2d_backward(g, h, w, kh, kw, sh, sw, ph, pw, count_include_pad, divisor):
     r, oh, ow = g.shape
-    dx = np.zeros((r, h, w), g.dtype)
+    dx = _jt_zeros((r, h, w), g.dtype)
     for c in range(r):
         plane = dx[c]
         for i in range(oh):
@@ -199,7 +201,7 @@ def avg_pool2d_backward(g, h, w, kh, kw, sh, sw, ph, pw, count_include_pad, divi
 @njit(**_OPTS)
 def adaptive_avg_pool2d_forward(x, oh, ow):
     r, h, w = x.shape
-    y = np.empty((r, oh, ow), x.dtype)
+    y = _jt_empty((r, oh, ow), x.dtype)
     for c in range(r):
         plane = x[c]
         for i in range(oh):
@@ -218,7 +220,7 @@ def adaptive_avg_pool2d_forward(x, oh, ow):
 @njit(**_OPTS)
 def adaptive_avg_pool2d_backward(g, h, w):
     r, oh, ow = g.shape
-    dx = np.zeros((r, h, w), g.dtype)
+    dx = _jt_zeros((r, h, w), g.dtype)
     if oh == 0 or ow == 0:
         return dx
     for c in range(r):
@@ -245,3 +247,6 @@ avg_pool2d_forward_by_symbol = kernel_call.library(avg_pool2d_forward)
 avg_pool2d_backward_by_symbol = kernel_call.library(avg_pool2d_backward)
 adaptive_avg_pool2d_forward_by_symbol = kernel_call.library(adaptive_avg_pool2d_forward)
 adaptive_avg_pool2d_backward_by_symbol = kernel_call.library(adaptive_avg_pool2d_backward)
+
+# alloc.py's intrinsics are emitted into these kernels: their disk cache follows that file too
+source_stamp.follow(globals(), alloc)
