@@ -29,7 +29,6 @@ import re
 import sys
 
 import numba
-import numpy as np
 from llvmlite import binding as _llb
 from llvmlite import ir as _llir
 from numba import types
