@@ -291,3 +291,34 @@ def test_max_pool_nan_and_ties_route_like_eager():
     out.sum().backward()
     ref.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), xr.grad.numpy())
+
+
+def pool_2x2(x):
+    return F.max_pool2d(x, 2)
+
+
+def test_the_2x2_max_pool_calls_its_own_kernels_with_eagers_choice():
+    """A constant 2x2 / stride-2 max pool calls pool.py's `_2x2` kernels (the program compiles
+    neither the general loops nor `_argmax_window`), and routes values and gradients like
+    eager: ties, a NaN (the first in window order), an inf beside a -inf (their sum is NaN,
+    no element is), odd sizes (the last row and column are in no window)."""
+    f = jit.script(pool_2x2)
+    a = np.array([[1.0, 1.0, 0.0, 5.0, 7.0], [np.nan, 2.0, 2.0, np.nan, 1.0],
+                  [np.inf, -np.inf, 3.0, 3.0, 0.0], [1.0, np.inf, 3.0, -1.0, 2.0],
+                  [0.0, 9.0, 9.0, 0.0, 4.0]], np.float32)[None, None].repeat(2, 1)
+    a[0, 1] *= -1
+    x, xr = jitorch.tensor(a, requires_grad=True), jitorch.tensor(a, requires_grad=True)
+    out, ref = f(x), F.max_pool2d(xr, 2)
+    np.testing.assert_array_equal(out.detach().numpy(), ref.detach().numpy())
+    g = np.arange(1, 1 + out.numel(), dtype=np.float32).reshape(tuple(out.shape))
+    out.backward(jitorch.tensor(g))
+    ref.backward(jitorch.tensor(g))
+    np.testing.assert_array_equal(x.grad.numpy(), xr.grad.numpy())
+    from test_eager_max_pool_kernels import _reference  # the window-by-window rule
+    rv, _, rg = _reference(a, g, (2, 2), (2, 2), (0, 0), (1, 1), False)
+    np.testing.assert_array_equal(out.detach().numpy(), rv)
+    np.testing.assert_array_equal(x.grad.numpy(), rg)
+    assert not _stats()[2]
+    code = f.code
+    assert "max_pool2d_forward_2x2(" in code and "max_pool2d_backward_2x2(" in code
+    assert "max_pool2d_forward(" not in code and "max_pool2d_backward(" not in code

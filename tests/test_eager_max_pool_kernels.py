@@ -54,11 +54,13 @@ CASES = [  # (shape, kernel, stride, padding, dilation, ceil_mode)
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("case", CASES)
-def test_max_pool2d_matches_window_reference_with_ties_and_nan(case, dtype):
+def test_max_pool2d_matches_window_reference_with_ties_nan_and_infs(case, dtype):
     shape, k, s, p, d, ceil = case
     rng = np.random.default_rng(len(shape) + k[0])
     a = np.round(rng.standard_normal(shape) * 1.5).astype(dtype)  # many ties
     a.reshape(-1)[rng.integers(0, a.size, 3)] = np.nan
+    a.reshape(-1)[rng.integers(0, a.size, 6)] = np.inf  # (an inf beside a -inf sums to NaN)
+    a.reshape(-1)[rng.integers(0, a.size, 6)] = -np.inf
     kw = dict(kernel_size=k, stride=s, padding=p, dilation=d, ceil_mode=ceil)
     x = jt.tensor(a, requires_grad=True)
     y = F.max_pool2d(x, **kw)

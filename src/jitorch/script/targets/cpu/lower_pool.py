@@ -124,6 +124,12 @@ def lower_max_pool(em: Emitter, n: ir.Node) -> None:
     k2, s2, p2, d2 = _two(k, nd, 1), _two(s, nd, 1), _two(p, nd, 0), _two(d, nd, 1)
     want = len(n.outputs) == 2
     y3, i3 = em.fresh("py"), em.fresh("pi")
+    if _is_2x2(k2, s2, p2, d2) and not want and not ceil:
+        # (floor mode: 2 * out <= in, as the 2x2 kernel requires)
+        _import(em, "max_pool2d_forward_2x2")
+        em.emit(f"{y3} = max_pool2d_forward_2x2({x3}, {o[0]}, {o[1]})")
+        em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
+        return
     em.emit(f"{y3}, {i3} = max_pool2d_forward({x3}, {o[0]}, {o[1]}, {k2[0]}, {k2[1]}, "
             f"{s2[0]}, {s2[1]}, {p2[0]}, {p2[1]}, {d2[0]}, {d2[1]}, {want})")
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
@@ -143,7 +149,7 @@ def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
     k, s, p, d = (int_list(em, v, nd, w) for v, w in ((k_v, "kernel_size"), (s_v, "stride"),
                                                        (p_v, "padding"), (d_v, "dilation")))
     ceil = bool(em.const(ceil_v))
-    _import(em, "pool_out_size, max_pool2d_backward")
+    _import(em, "pool_out_size")
     x3, lead, sp = _planes(em, em.name(x), tx.ndim, nd)
     g3, _, gsp = _planes(em, em.name(g), tg.ndim, nd)
     for i in range(nd):
@@ -152,9 +158,22 @@ def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
                f"op {n.op}: the gradient's sizes do not match the pooled input's")
     k2, s2, p2, d2 = _two(k, nd, 1), _two(s, nd, 1), _two(p, nd, 0), _two(d, nd, 1)
     y3 = em.fresh("py")
-    em.emit(f"{y3} = max_pool2d_backward({g3}, {x3}, {k2[0]}, {k2[1]}, {s2[0]}, {s2[1]}, "
-            f"{p2[0]}, {p2[1]}, {d2[0]}, {d2[1]})")
+    if _is_2x2(k2, s2, p2, d2) and not ceil:
+        _import(em, "max_pool2d_backward_2x2")
+        em.emit(f"{y3} = max_pool2d_backward_2x2({g3}, {x3})")
+    else:
+        _import(em, "max_pool2d_backward")
+        em.emit(f"{y3} = max_pool2d_backward({g3}, {x3}, {k2[0]}, {k2[1]}, {s2[0]}, "
+                f"{s2[1]}, {p2[0]}, {p2[1]}, {d2[0]}, {d2[1]})")
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
+
+
+def _is_2x2(k2: list, s2: list, p2: list, d2: list) -> bool:
+    """Constant parameters of the pool that pool.py's `max_pool2d_*_2x2` kernels serve (a
+    program that pools only so compiles neither the general loops nor `_argmax_window`)."""
+    from .pool import is_2x2
+    vals = k2 + s2 + p2 + d2
+    return all(v.lstrip("-").isdigit() for v in vals) and is_2x2.py_func(*map(int, vals))
 
 
 def _divisor(em: Emitter, v) -> str:

@@ -67,27 +67,46 @@ def _argmax_window(plane, h0, w0, kh, kw, dh, dw):
 
 
 @njit(**_OPTS)
+def max_pool2d_forward_2x2(x, oh, ow):
+    """The values of the common 2x2 max pool (stride 2, no padding or dilation; 2*oh <= H and
+    2*ow <= W, checked): four loads per output, no bounds logic. A kernel of its own, so that
+    a program whose pool is this one compiles neither `_argmax_window` nor the general loops."""
+    r = x.shape[0]
+    if 2 * oh > x.shape[1] or 2 * ow > x.shape[2]:
+        raise ValueError("max_pool2d_forward_2x2: more outputs than 2x2 windows")
+    y = _jt_empty((r, oh, ow), x.dtype)
+    for c in range(r):
+        for i in range(oh):
+            # strided views indexed by the loop variable only (no wraparound checks)
+            r00, r01 = x[c, 2 * i, 0:2 * ow:2], x[c, 2 * i, 1:2 * ow:2]
+            r10, r11 = x[c, 2 * i + 1, 0:2 * ow:2], x[c, 2 * i + 1, 1:2 * ow:2]
+            dst = y[c, i]
+            for j in range(ow):
+                a, b = r00[j], r01[j]
+                m = a if (a >= b or a != a) else b
+                a, b = r10[j], r11[j]
+                m2 = a if (a >= b or a != a) else b
+                dst[j] = m if (m >= m2 or m != m) else m2
+    return y
+
+
+@njit(**_OPTS)
+def is_2x2(kh, kw, sh, sw, ph, pw, dh, dw):
+    """The pool that `max_pool2d_*_2x2` serve (lower_pool.py asks `is_2x2.py_func` of
+    constant parameters)."""
+    return kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
+        dw == 1
+
+
+@njit(**_OPTS)
 def max_pool2d_forward(x, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, want_idx):
     """(values (R, oh, ow), int64 flat indices per plane, or an empty array)."""
     r = x.shape[0]
+    if is_2x2(kh, kw, sh, sw, ph, pw, dh, dw) and 2 * oh <= x.shape[1] and \
+            2 * ow <= x.shape[2] and not want_idx:
+        return max_pool2d_forward_2x2(x, oh, ow), _jt_empty((0, 0, 0), np.int64)
     y = _jt_empty((r, oh, ow), x.dtype)
     idx = _jt_empty((r, oh, ow) if want_idx else (0, 0, 0), np.int64)
-    if kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
-            dw == 1 and 2 * oh <= x.shape[1] and 2 * ow <= x.shape[2] and not want_idx:
-        # the common 2x2 / 2 pool: four loads per output, no bounds logic
-        for c in range(r):
-            for i in range(oh):
-                # strided views indexed by the loop variable only (no wraparound checks)
-                r00, r01 = x[c, 2 * i, 0:2 * ow:2], x[c, 2 * i, 1:2 * ow:2]
-                r10, r11 = x[c, 2 * i + 1, 0:2 * ow:2], x[c, 2 * i + 1, 1:2 * ow:2]
-                dst = y[c, i]
-                for j in range(ow):
-                    a, b = r00[j], r01[j]
-                    m = a if (a >= b or a != a) else b
-                    a, b = r10[j], r11[j]
-                    m2 = a if (a >= b or a != a) else b
-                    dst[j] = m if (m >= m2 or m != m) else m2
-        return y, idx
     for c in range(r):
         plane = x[c]
         for i in range(oh):
@@ -100,38 +119,52 @@ def max_pool2d_forward(x, oh, ow, kh, kw, sh, sw, ph, pw, dh, dw, want_idx):
 
 
 @njit(**_OPTS)
+def max_pool2d_backward_2x2(g, x):
+    """max_pool2d_backward of the 2x2 pool (`max_pool2d_forward_2x2`'s): the same choice as
+    `_argmax_window` (the first maximum in window order, the first NaN), without bounds logic;
+    plain comparisons (3-4x faster than with NaN tests inside), and a window whose sum is NaN
+    looks for a NaN in it (an inf and a -inf sum to NaN too: then the comparisons stand)."""
+    r, h, w = x.shape
+    oh, ow = g.shape[1], g.shape[2]
+    if g.shape[0] != r or 2 * oh > h or 2 * ow > w:
+        raise ValueError("max_pool2d_backward_2x2: grad and input sizes do not match")
+    dx = _jt_zeros((r, h, w), g.dtype)
+    for c in range(r):
+        for i in range(oh):
+            for j in range(ow):
+                a, b = x[c, 2 * i, 2 * j], x[c, 2 * i, 2 * j + 1]
+                e, f = x[c, 2 * i + 1, 2 * j], x[c, 2 * i + 1, 2 * j + 1]
+                k, best = 0, a
+                if b > best:
+                    k, best = 1, b
+                if e > best:
+                    k, best = 2, e
+                if f > best:
+                    k = 3
+                t = a + b + e + f
+                if t != t:
+                    if a != a:
+                        k = 0
+                    elif b != b:
+                        k = 1
+                    elif e != e:
+                        k = 2
+                    elif f != f:
+                        k = 3
+                dx[c, 2 * i + k // 2, 2 * j + k % 2] += g[c, i, j]
+    return dx
+
+
+@njit(**_OPTS)
 def max_pool2d_backward(g, x, kh, kw, sh, sw, ph, pw, dh, dw):
     """dx (R, H, W): each g[c, i, j] added at its window's argmax (recomputed from x)."""
     r, h, w = x.shape
     if g.shape[0] != r:
         raise ValueError("max_pool2d_backward: grad and input planes do not match")
     oh, ow = g.shape[1], g.shape[2]
+    if is_2x2(kh, kw, sh, sw, ph, pw, dh, dw) and 2 * oh <= h and 2 * ow <= w:
+        return max_pool2d_backward_2x2(g, x)
     dx = _jt_zeros((r, h, w), g.dtype)
-    if kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
-            dw == 1 and 2 * oh <= h and 2 * ow <= w:
-        # the common 2x2 / 2 pool: the same choice as _argmax_window, without bounds logic;
-        # plain comparisons (3-4x faster than with NaN tests inside), and a window holding a
-        # NaN (its sum is NaN) takes the exact rule
-        for c in range(r):
-            for i in range(oh):
-                for j in range(ow):
-                    a, b = x[c, 2 * i, 2 * j], x[c, 2 * i, 2 * j + 1]
-                    e, f = x[c, 2 * i + 1, 2 * j], x[c, 2 * i + 1, 2 * j + 1]
-                    k, best = 0, a
-                    if b > best:
-                        k, best = 1, b
-                    if e > best:
-                        k, best = 2, e
-                    if f > best:
-                        k = 3
-                    t = a + b + e + f
-                    if t != t:
-                        # (the pool's own sizes, all 2, 2, 1, 1 here, not literals: literal
-                        # arguments would type, and compile, a second _argmax_window)
-                        _, bi = _argmax_window(x[c], 2 * i, 2 * j, kh, kw, dh, dw)
-                        k = (bi // w - 2 * i) * 2 + bi % w - 2 * j
-                    dx[c, 2 * i + k // 2, 2 * j + k % 2] += g[c, i, j]
-        return dx
     for c in range(r):
         plane = x[c]
         flat = dx[c].reshape(h * w)
@@ -243,6 +276,8 @@ def adaptive_avg_pool2d_backward(g, h, w):
 # pools (~0.5 CPU-s per kernel). Eager code (_ops/nn_pool.py) calls the dispatchers themselves.
 max_pool2d_forward_by_symbol = kernel_call.library(max_pool2d_forward)
 max_pool2d_backward_by_symbol = kernel_call.library(max_pool2d_backward)
+max_pool2d_forward_2x2_by_symbol = kernel_call.library(max_pool2d_forward_2x2)
+max_pool2d_backward_2x2_by_symbol = kernel_call.library(max_pool2d_backward_2x2)
 avg_pool2d_forward_by_symbol = kernel_call.library(avg_pool2d_forward)
 avg_pool2d_backward_by_symbol = kernel_call.library(avg_pool2d_backward)
 adaptive_avg_pool2d_forward_by_symbol = kernel_call.library(adaptive_avg_pool2d_forward)
