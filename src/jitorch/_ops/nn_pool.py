@@ -151,7 +151,11 @@ def _max_pool_impl(nd, name, input, kernel_size, stride, padding, dilation, ceil
     out, pads = _pool_out(spatial, input.shape[-nd - 1], k, s, p, d, ceil_mode)
     x = _planes(nd, input)
     if x is not None:
-        vals, idx = _KERNELS.max_pool2d_forward(x, *_hw(nd, (out, k, s, p, d)), want_idx)
+        hw = _hw(nd, (out, k, s, p, d))
+        if _KERNELS.takes_2x2(*hw[2:], ceil_mode, want_idx):
+            vals, idx = _KERNELS.max_pool2d_forward_2x2(x, hw[0], hw[1]), None
+        else:
+            vals, idx = _KERNELS.max_pool2d_forward(x, *hw, want_idx)
         shape = input.shape[:input.ndim - nd] + out
         return vals.reshape(shape), idx.reshape(shape) if want_idx else None
     xp = _pad(input, pads, _lowest(input.dtype))
@@ -237,8 +241,10 @@ def _max_pool_nd_backward_impl(grad, input, kernel_size, stride, padding, dilati
         x = _planes(nd, input)
         if x is not None:
             g = np.ascontiguousarray(grad).reshape(x.shape[:3 - nd] + grad.shape[grad.ndim - nd:])
-            return _KERNELS.max_pool2d_backward(g, x, *_hw(nd, (k, s, padding, d))).reshape(
-                input.shape)
+            hw = _hw(nd, (k, s, padding, d))
+            if _KERNELS.takes_2x2(*hw, ceil_mode, False):
+                return _KERNELS.max_pool2d_backward_2x2(g, x).reshape(input.shape)
+            return _KERNELS.max_pool2d_backward(g, x, *hw).reshape(input.shape)
     _, idx = _max_pool_impl(nd, f"max_pool{nd}d", input, tuple(kernel_size), tuple(stride),
                             tuple(padding), tuple(dilation), ceil_mode)
     lead = input.shape[:input.ndim - nd]

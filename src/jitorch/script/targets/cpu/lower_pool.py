@@ -117,19 +117,19 @@ def lower_max_pool(em: Emitter, n: ir.Node) -> None:
     k, s, p, d = _static(nd, _pool_params, em.const(k_v), em.const(s_v), em.const(p_v),
                          em.const(d_v))
     ceil = bool(em.const(ceil_v))
-    _import(em, "pool_out_size, max_pool2d_forward")
+    _import(em, "pool_out_size")
     x3, lead, sp = _planes(em, xs, t.ndim, nd)
     o = _out_sizes(em, xs, lead, sp, k, s, p, d, ceil, name)
     o = (["1"] + o) if nd == 1 else o
     k2, s2, p2, d2 = _two(k, nd, 1), _two(s, nd, 1), _two(p, nd, 0), _two(d, nd, 1)
     want = len(n.outputs) == 2
     y3, i3 = em.fresh("py"), em.fresh("pi")
-    if _is_2x2(k2, s2, p2, d2) and not want and not ceil:
-        # (floor mode: 2 * out <= in, as the 2x2 kernel requires)
+    if _takes_2x2(k2, s2, p2, d2, ceil, want):
         _import(em, "max_pool2d_forward_2x2")
         em.emit(f"{y3} = max_pool2d_forward_2x2({x3}, {o[0]}, {o[1]})")
         em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
         return
+    _import(em, "max_pool2d_forward")
     em.emit(f"{y3}, {i3} = max_pool2d_forward({x3}, {o[0]}, {o[1]}, {k2[0]}, {k2[1]}, "
             f"{s2[0]}, {s2[1]}, {p2[0]}, {p2[1]}, {d2[0]}, {d2[1]}, {want})")
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
@@ -158,7 +158,7 @@ def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
                f"op {n.op}: the gradient's sizes do not match the pooled input's")
     k2, s2, p2, d2 = _two(k, nd, 1), _two(s, nd, 1), _two(p, nd, 0), _two(d, nd, 1)
     y3 = em.fresh("py")
-    if _is_2x2(k2, s2, p2, d2) and not ceil:
+    if _takes_2x2(k2, s2, p2, d2, ceil, False):
         _import(em, "max_pool2d_backward_2x2")
         em.emit(f"{y3} = max_pool2d_backward_2x2({g3}, {x3})")
     else:
@@ -168,12 +168,12 @@ def lower_max_pool_backward(em: Emitter, n: ir.Node) -> None:
     em.bind(n.outputs[0], _unplanes(em, y3, lead, nd))
 
 
-def _is_2x2(k2: list, s2: list, p2: list, d2: list) -> bool:
-    """Constant parameters of the pool that pool.py's `max_pool2d_*_2x2` kernels serve (a
-    program that pools only so compiles neither the general loops nor `_argmax_window`)."""
-    from .pool import is_2x2
+def _takes_2x2(k2: list, s2: list, p2: list, d2: list, ceil: bool, want_idx: bool) -> bool:
+    """Whether constant parameters make the pool one of pool.py's `max_pool2d_*_2x2`."""
+    from .pool import takes_2x2
     vals = k2 + s2 + p2 + d2
-    return all(v.lstrip("-").isdigit() for v in vals) and is_2x2.py_func(*map(int, vals))
+    return all(v.lstrip("-").isdigit() for v in vals) and \
+        takes_2x2(*map(int, vals), ceil, want_idx)
 
 
 def _divisor(em: Emitter, v) -> str:

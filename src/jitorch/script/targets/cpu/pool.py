@@ -92,10 +92,17 @@ def max_pool2d_forward_2x2(x, oh, ow):
 
 @njit(**_OPTS)
 def is_2x2(kh, kw, sh, sw, ph, pw, dh, dw):
-    """The pool that `max_pool2d_*_2x2` serve (lower_pool.py asks `is_2x2.py_func` of
-    constant parameters)."""
+    """The pool that `max_pool2d_*_2x2` serve (with the sizes they check)."""
     return kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
         dw == 1
+
+
+def takes_2x2(kh, kw, sh, sw, ph, pw, dh, dw, ceil_mode, want_idx) -> bool:
+    """Whether a max pool of these parameters is one that `max_pool2d_*_2x2` serve: the 2x2
+    pool, in floor mode (so 2*out <= in) and without indices (lower_pool.py for constant
+    parameters, _ops/nn_pool.py for eager pools: a model that pools only so compiles neither
+    the general loops nor `_argmax_window`, whether its code runs compiled or eagerly)."""
+    return not ceil_mode and not want_idx and is_2x2.py_func(kh, kw, sh, sw, ph, pw, dh, dw)
 
 
 @njit(**_OPTS)
