@@ -4,8 +4,8 @@ For each workload of bench/_compile_workloads.py, fresh processes with fresh cac
 (`compile_time.py --child jitorch W`, JITORCH_COMPILE=sync), alternating JITORCH_LEAN=1 (the
 lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
 program serves (imports excluded). `--baseline DIR` adds another tree's first-ever compile in
-the same rounds (DIR's own bench/compile_time.py child over DIR/src: e.g. a clone of 7da7f46,
-the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
+the same rounds (DIR's own bench/compile_time.py child over DIR/src, with DIR's default
+compiler: e.g. a clone of 7da7f46, the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
 of each compiler: one process compiles the workload twice (JITORCH_LEAN=1 and =0) and times
 `--steps` calls of each in 12 alternating rounds (CPU ms per call, one BLAS thread: the min
 and the median). All in the same run, so the ratios hold on a noisy machine.
@@ -57,6 +57,8 @@ def _env(compiler: str, root: pathlib.Path) -> dict:
     base = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1",
                 JITORCH_COMPILE="sync", JITORCH_LEAN="1" if compiler == "lean" else "0")
     base.pop("PYTHONDONTWRITEBYTECODE", None)
+    if compiler == "baseline":  # the other tree's own default (it may have a lean compiler too)
+        base.pop("JITORCH_LEAN", None)
     return compile_time._fresh_env(base, root)
 
 
