@@ -38,9 +38,11 @@ import hashlib
 import re
 import sys
 import time
+from types import MethodType
 
 from llvmlite import binding as _llb
 from numba import types
+from numba.core.dispatcher import Dispatcher
 from numba.core import cgutils
 from numba.extending import intrinsic
 
@@ -63,6 +65,30 @@ library_counts = {"compiled": 0, "disk": 0, "memory": 0}  # the same, of library
 # turns into machine code per overload for nothing (bench/compile_profile.py). Such a
 # dispatcher compiles and loads from disk as before; its Python entry point is null.
 NATIVE_ONLY = dict(no_cpython_wrapper=True, no_cfunc_wrapper=True)
+
+
+def refuse_python_calls(namespace: dict) -> None:
+    """Make a Python call of a NATIVE_ONLY dispatcher defined in `namespace` (a module's
+    `globals()`, at its end) raise TypeError naming it. Its Python entry point is null: Numba
+    enters it in the dispatcher's table like any overload, and a Python call jumped to address 0
+    (a segfault). Here its overloads are recorded but not entered, so every Python call misses
+    the table and reaches `_compile_for_args`, which raises; native callers (typing, linking,
+    symbols) read `overloads` and see no difference."""
+    for v in list(namespace.values()):
+        if isinstance(v, Dispatcher) and v.targetoptions.get("no_cpython_wrapper") and \
+                getattr(v.py_func, "__module__", None) == namespace.get("__name__"):
+            v.add_overload = MethodType(_record_overload, v)
+            v._compile_for_args = MethodType(_refuse_python_call, v)
+
+
+def _record_overload(disp, cres) -> None:
+    disp.overloads[tuple(cres.signature.args)] = cres
+
+
+def _refuse_python_call(disp, *args, **kwargs):
+    f = disp.py_func
+    raise TypeError(f"{f.__module__}.{f.__qualname__} is called from compiled code only (it "
+                    "has no Python entry point)")
 
 
 def _bind(module: str, argtys: tuple):

@@ -257,3 +257,6 @@ def rewrite(lines: list) -> tuple:
 
 def import_line(names) -> str:
     return f"from {MODULE} import {', '.join(names)}"
+
+# native-only functions (no Python entry point): a Python call raises instead of crashing
+kernel_call.refuse_python_calls(globals())

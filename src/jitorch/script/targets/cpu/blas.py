@@ -550,3 +550,6 @@ matmul2_by_symbol = kernel_call.library(matmul2, _float_any_layout)
 
 # alloc.py's `_jt_empty` is emitted into these functions: their disk cache follows that file too
 source_stamp.follow(globals(), alloc)
+
+# native-only functions (no Python entry point): a Python call raises instead of crashing
+kernel_call.refuse_python_calls(globals())

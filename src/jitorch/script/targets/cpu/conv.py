@@ -503,3 +503,6 @@ conv2d_weight_grad = kernel_call.library(_weight_grad)
 
 # alloc.py's intrinsics are emitted into these kernels: their disk cache follows that file too
 source_stamp.follow(globals(), alloc)
+
+# native-only functions (no Python entry point): a Python call raises instead of crashing
+kernel_call.refuse_python_calls(globals())

@@ -101,3 +101,6 @@ def _any_layout(argtys: tuple) -> tuple:
 rows = kernel_call.library(_jt_rows)
 put = kernel_call.library(_jt_put, _any_layout)
 meet = kernel_call.library(_jt_meet)
+
+# native-only functions (no Python entry point): a Python call raises instead of crashing
+kernel_call.refuse_python_calls(globals())
