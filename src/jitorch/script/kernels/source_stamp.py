@@ -16,12 +16,19 @@ import hashlib
 from numba.core.dispatcher import Dispatcher
 
 
+_digests: dict = {}  # source file -> sha256 of its content (read once per process)
+
+
+def _digest(path: str) -> str:
+    got = _digests.get(path)
+    if got is None:
+        with open(path, "rb") as f:
+            got = _digests[path] = hashlib.sha256(f.read()).hexdigest()
+    return got
+
+
 def follow(namespace: dict, *modules) -> None:
-    digest = hashlib.sha256()
-    for m in modules:
-        with open(m.__file__, "rb") as f:
-            digest.update(f.read())
-    tag = digest.hexdigest()[:16]
+    tag = hashlib.sha256("".join(_digest(m.__file__) for m in modules).encode()).hexdigest()[:16]
     for v in list(namespace.values()):
         if not isinstance(v, Dispatcher) or \
                 getattr(v.py_func, "__module__", None) != namespace.get("__name__"):
