@@ -122,7 +122,7 @@ from jitorch.script.targets.cpu import pool
 x = jt.tensor(np.arange(2 * 3 * 8 * 8, dtype=np.float32).reshape(2, 3, 8, 8))
 y = F.max_pool2d(x, 2)
 np.testing.assert_array_equal(y.numpy(), x.numpy().reshape(2, 3, 4, 2, 4, 2).max((3, 5)))
-st = pool.max_pool2d_forward.stats
+st = pool.max_pool2d_forward_2x2.stats  # (a 2x2 pool: its own kernel)
 print("counts", sum(st.cache_misses.values()), sum(st.cache_hits.values()))
 """
 
