@@ -92,7 +92,8 @@ def max_pool2d_forward_2x2(x, oh, ow):
 
 @njit(**_OPTS)
 def is_2x2(kh, kw, sh, sw, ph, pw, dh, dw):
-    """The pool that `max_pool2d_*_2x2` serve (with the sizes they check)."""
+    """The 2x2 / stride-2 pool without padding or dilation that `max_pool2d_*_2x2` serve
+    (they check that the sizes fit)."""
     return kh == 2 and kw == 2 and sh == 2 and sw == 2 and ph == 0 and pw == 0 and dh == 1 and \
         dw == 1
 
