@@ -200,6 +200,23 @@ def test_conv_methods_agree_for_any_sizes():
                                                err_msg=f"trial {trial}, stride {s}")
 
 
+def test_unit_stride_input_grad_crops_where_a_pad_would_be_negative():
+    """The unit-stride input gradient is the flipped kernel's forward convolution padded by
+    (k-1)*d - p; where that is negative (p > (k-1)*d: a 1x1 kernel with padding, a wide
+    padding) or the gradient has another size, it pads by 0 and crops. Against the general
+    im2col method."""
+    _, grads = _kernel_calls()
+    rng = np.random.default_rng(5)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    for k, p, d, grow in [(1, 1, 1, 0), (1, 2, 2, 0), (3, 3, 1, 0), (2, 2, 1, 1), (3, 1, 2, -1),
+                          (3, 0, 1, -2), (2, 0, 2, 2)]:
+        x, w = f(2, 3, 6, 5), f(4, 3, k, k)
+        oh, ow = 6 + 2 * p - d * (k - 1), 5 + 2 * p - d * (k - 1)
+        gy = f(2, 4, oh + grow, ow + grow)
+        out = grads(x, w, gy, 1, p, d)
+        np.testing.assert_allclose(out[0], out[1], rtol=1e-4, atol=1e-4, err_msg=str((k, p, d)))
+
+
 conv_bias_and_not_s = jit.script(conv_bias_and_not)
 
 

@@ -13,9 +13,9 @@ Method (stride 1, the common case): the padded input of a sample lives on a grid
 Wp = W + pads, and output pixel (y, z) is grid column y*Wp + z; then every im2col row is ONE
 contiguous run of the padded plane (a vectorised copy, no per-pixel bounds logic), a chunk of
 samples sits side by side in one (Cg*K, chunk*span) buffer, and one gemm per group gives the
-outputs, copied out of the grid with the bias added. The input gradient is W^T @ grad on the
-same grid followed by the adjoint copies (contiguous adds), the weight gradient sums
-grad @ cols^T over the chunks. Other strides use a general im2col (clipped row segments). Each
+outputs, copied out of the grid with the bias added. The input gradient is the same forward
+convolution of the gradient with the flipped, transposed kernel (cropped where a pad would be
+negative), the weight gradient sums grad @ cols^T over the chunks on the grid. Other strides use a general im2col (clipped row segments). Each
 method is a kernel of its own (`_unit_stride`, `_strided`), so that a program whose strides are
 constants compiles only the one it needs.
 The kernels re-check the relations they index by and bound every read and write by the arrays'
@@ -133,22 +133,6 @@ def _grid_cols(xp, cols, kh, kw, dh, dw, span, at):
                 seg = src[off:off + span]
                 for z in range(span):
                     crow[z] = seg[z]
-
-
-@njit(**_OPTS)
-def _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, at):
-    """The adjoint of `_grid_cols`: each row added back onto its run of dxp[c]."""
-    cg, hp, wp = dxp.shape
-    flat = dxp.reshape((cg, hp * wp))
-    for c in range(cg):
-        dst = flat[c]
-        for i in range(kh):
-            for j in range(kw):
-                crow = cols[(c * kh + i) * kw + j, at:at + span]
-                off = i * dh * wp + j * dw
-                seg = dst[off:off + span]
-                for z in range(span):
-                    seg[z] += crow[z]
 
 
 @njit(**_OPTS)
@@ -325,52 +309,45 @@ def _input_grad_check(gy, w, sh, sw, groups):
 @njit(**_OPTS)
 def _input_grad_unit_stride(gy, w, h_in, w_in, sh, sw, ph, pw, dh, dw, groups):
     """dx (N, C, h_in, w_in) of y = conv(x, w) given gy (N, O, oh, ow), stride 1 (checked):
-    the forward convolution of gy with the flipped, transposed kernel where the pads allow it,
-    else the adjoint of the forward's padded grid."""
+    the forward convolution of gy with the flipped, transposed kernel, padded by
+    lo = (k-1)*d - p before and hi = p + size - out after (both (k-1)*d - p for the gradient of
+    a forward of these sizes). A negative pad (p > (k-1)*d, or a gradient of another size) is
+    taken as 0 and the rows or columns it adds are cropped, so every size takes this path."""
     _input_grad_check(gy, w, sh, sw, groups)
     if sh != 1 or sw != 1:
         raise ValueError("conv2d_input_grad_unit_stride: a stride other than 1")
     nb, o, oh, ow = gy.shape
     cg, kh, kw = w.shape[1], w.shape[2], w.shape[3]
     og = o // groups
-    kk = cg * kh * kw
-    # the forward of the flipped kernel, padded by (k-1)*d - p on each side when that is >= 0
+    c = cg * groups
+    if nb == 0 or og == 0 or c == 0 or kh == 0 or kw == 0 or oh == 0 or ow == 0 or \
+            h_in == 0 or w_in == 0:
+        return _jt_zeros((nb, c, h_in, w_in), gy.dtype)
     lo_h, lo_w = (kh - 1) * dh - ph, (kw - 1) * dw - pw
-    hi_h = (kh - 1) * dh - (oh - h_in - ph + (kh - 1) * dh)
-    hi_w = (kw - 1) * dw - (ow - w_in - pw + (kw - 1) * dw)
-    if lo_h >= 0 and lo_w >= 0 and hi_h >= 0 and hi_w >= 0:
-        wt = _jt_empty((cg * groups, og, kh, kw), gy.dtype)
-        for g in range(groups):
-            for k in range(og):
-                for c in range(cg):
-                    for i in range(kh):
-                        for j in range(kw):
-                            wt[g * cg + c, k, i, j] = w[g * og + k, c, kh - 1 - i, kw - 1 - j]
-        # (through the symbol: the forward's one compile per dtype, not a second copy)
-        return conv2d_forward_unit_stride(gy, wt, _jt_empty(0, gy.dtype), False, 1, 1, lo_h,
-                                          lo_w, hi_h, hi_w, dh, dw, groups)
-    dx = _jt_zeros((nb, cg * groups, h_in, w_in), gy.dtype)
-    if kk == 0 or nb == 0 or oh == 0 or ow == 0:
-        return dx
-    w2 = w.reshape((o, kk))
-    hp, wp, span, bc, gbuf, cbuf = _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk)
-    dxp = _jt_empty((cg, hp, wp), gy.dtype)
-    for n0 in range(0, nb, bc):
-        m = min(bc, nb - n0)
-        gg, cols = _chunk_views(gbuf, cbuf, og, kk, m, span, bc)
-        for g in range(groups):
-            for q in range(m):
-                _grid_grad(gy, n0 + q, g * og, og, gg, wp, q * span)
-            _mm(w2[g * og:(g + 1) * og].T, gg, cols, False)
-            for q in range(m):
-                _jt_clear(dxp)
-                _grid_cols_add(cols, dxp, kh, kw, dh, dw, span, q * span)
-                for c in range(cg):
-                    for i in range(h_in):
-                        src = dxp[c, ph + i]
-                        dst = dx[n0 + q, g * cg + c, i]
-                        for j in range(w_in):
-                            dst[j] = src[pw + j]
+    hi_h, hi_w = ph + h_in - oh, pw + w_in - ow
+    wt = _jt_empty((c, og, kh, kw), gy.dtype)
+    for g in range(groups):
+        for k in range(og):
+            for q in range(cg):
+                for i in range(kh):
+                    for j in range(kw):
+                        wt[g * cg + q, k, i, j] = w[g * og + k, q, kh - 1 - i, kw - 1 - j]
+    # (through the symbol: the forward's one compile per dtype, not a second copy)
+    z = conv2d_forward_unit_stride(gy, wt, _jt_empty(0, gy.dtype), False, 1, 1,
+                                   lo_h if lo_h > 0 else 0, lo_w if lo_w > 0 else 0,
+                                   hi_h if hi_h > 0 else 0, hi_w if hi_w > 0 else 0,
+                                   dh, dw, groups)
+    at_h, at_w = -lo_h if lo_h < 0 else 0, -lo_w if lo_w < 0 else 0
+    if at_h == 0 and at_w == 0 and z.shape[2] == h_in and z.shape[3] == w_in:
+        return z
+    dx = _jt_empty((nb, c, h_in, w_in), gy.dtype)
+    for n in range(nb):
+        for q in range(c):
+            for i in range(h_in):
+                src = z[n, q, at_h + i, at_w:at_w + w_in]
+                dst = dx[n, q, i]
+                for j in range(w_in):
+                    dst[j] = src[j]
     return dx
 
 
