@@ -217,6 +217,34 @@ def test_unit_stride_input_grad_crops_where_a_pad_would_be_negative():
         np.testing.assert_allclose(out[0], out[1], rtol=1e-4, atol=1e-4, err_msg=str((k, p, d)))
 
 
+def test_unit_stride_input_grad_agrees_with_im2col_for_random_groups_and_sizes():
+    """A small fuzz of the cropped flipped-forward method against the general im2col one:
+    groups, dilations, paddings and gradients one size off, the sizes drawn at random."""
+    from numba import njit
+    from jitorch.script.targets.cpu import conv as c
+
+    @njit
+    def both(gy, w, h, wd, p, d, g):
+        return (c.conv2d_input_grad_unit_stride(gy, w, h, wd, 1, 1, p, p, d, d, g),
+                c.conv2d_input_grad_strided(gy, w, h, wd, 1, 1, p, p, d, d, g))
+    rng = np.random.default_rng(7)
+    f = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    done = 0
+    while done < 60:
+        g, n, cg, og = (int(v) for v in rng.integers(1, 4, 4))
+        h, wd, k = (int(v) for v in rng.integers(1, 7, 3))
+        p, d = int(rng.integers(0, 3)), int(rng.integers(1, 3))
+        oh, ow = h + 2 * p - d * (k - 1), wd + 2 * p - d * (k - 1)
+        if oh < 1 or ow < 1:
+            continue
+        grow = int(rng.integers(-1, 2))
+        gy, w = f(n, og * g, max(1, oh + grow), max(1, ow + grow)), f(og * g, cg, k, k)
+        a, b = both(gy, w, h, wd, p, d, g)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4,
+                                   err_msg=str((g, n, cg, og, h, wd, k, p, d, grow)))
+        done += 1
+
+
 conv_bias_and_not_s = jit.script(conv_bias_and_not)
 
 
