@@ -5,10 +5,11 @@ For each workload of bench/_compile_workloads.py, fresh processes with fresh cac
 lean compiler) and =0 (Numba's frontend), `--rounds` times: the CPU seconds until the compiled
 program serves (imports excluded). `--baseline DIR` adds another tree's first-ever compile in
 the same rounds (DIR's own bench/compile_time.py child over DIR/src, with DIR's default
-compiler: e.g. a clone of 7da7f46, the commit issue 17's goals are measured against). Then, unless --no-speed, the steady state
-of each compiler: one process compiles the workload twice (JITORCH_LEAN=1 and =0) and times
-`--steps` calls of each in 12 alternating rounds (CPU ms per call, one BLAS thread: the min
-and the median). All in the same run, so the ratios hold on a noisy machine.
+compiler: e.g. a clone of 7da7f46, the commit issue 17's goals are measured against). Then,
+unless --no-speed, the steady state of each compiler: one process compiles the workload twice
+(JITORCH_LEAN=1 and =0) and times `--steps` calls of each in 12 alternating rounds (CPU ms per
+call, one BLAS thread: the min and the median). All in the same run, so the ratios hold on a
+noisy machine.
 
     python bench/lean_compile.py [--workloads gelu mlp_train ...] [--rounds 2] [--no-speed]
                                  [--baseline /tmp/base]

@@ -42,8 +42,8 @@ from types import MethodType
 
 from llvmlite import binding as _llb
 from numba import types
-from numba.core.dispatcher import Dispatcher
 from numba.core import cgutils
+from numba.core.dispatcher import Dispatcher
 from numba.extending import intrinsic
 
 from ... import _fork

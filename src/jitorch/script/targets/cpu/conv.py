@@ -15,9 +15,10 @@ contiguous run of the padded plane (a vectorised copy, no per-pixel bounds logic
 samples sits side by side in one (Cg*K, chunk*span) buffer, and one gemm per group gives the
 outputs, copied out of the grid with the bias added. The input gradient is the same forward
 convolution of the gradient with the flipped, transposed kernel (cropped where a pad would be
-negative), the weight gradient sums grad @ cols^T over the chunks on the grid. Other strides use a general im2col (clipped row segments). Each
-method is a kernel of its own (`_unit_stride`, `_strided`), so that a program whose strides are
-constants compiles only the one it needs.
+negative), the weight gradient sums grad @ cols^T over the chunks on the grid. Other strides
+use a general im2col (clipped row segments). Each method is a kernel of its own
+(`_unit_stride`, `_strided`), so that a program whose strides are constants compiles only the
+one it needs.
 The kernels re-check the relations they index by and bound every read and write by the arrays'
 own sizes (never out of bounds).
 """
@@ -148,10 +149,10 @@ def _chunk(nb, per_sample):
 
 @njit(**_OPTS)
 def _grad_grid(gy, kh, kw, dh, dw, ph, pw, h_in, w_in, og, kk):
-    """The stride-1 gradients' padded grid for gy (N, O, oh, ow): (Hp, Wp, span, samples per
-    chunk, the chunk's gradient-grid buffer (zeros), its im2col buffer). The grid holds every
-    output pixel's window and every input pixel, whatever the sizes (a gradient of another
-    size than the forward's is summed where it falls)."""
+    """The stride-1 weight gradient's padded grid for gy (N, O, oh, ow): (Hp, Wp, span,
+    samples per chunk, the chunk's gradient-grid buffer (zeros), its im2col buffer). The grid
+    holds every output pixel's window and every input pixel, whatever the sizes (a gradient of
+    another size than the forward's is summed where it falls)."""
     nb, oh, ow = gy.shape[0], gy.shape[2], gy.shape[3]
     hp = max(oh + (kh - 1) * dh, ph + h_in)
     wp = max(ow + (kw - 1) * dw, pw + w_in)
