@@ -13,13 +13,16 @@ from jitorch.script.kernels import cache
 from jitorch.script.runtime import autodiff as autodiff_rt, programs
 from jitorch.script.targets.cpu.target import CpuTarget
 
+from fresh_modules import set_aside
+
 
 @pytest.fixture(scope="module")
 def cache_dir(module_cache_dir):
     # modules loaded earlier in this process from another cache directory (another test
-    # compiled the same kernels) would not be written to this one, which the records name
-    cache._loaded.clear()
-    return module_cache_dir
+    # compiled the same kernels) would not be written to this one, which the records name:
+    # they are set aside for this module's tests (tests/fresh_modules.py)
+    with set_aside():
+        yield module_cache_dir
 
 
 def _f(x, y):
