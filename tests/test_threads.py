@@ -146,7 +146,7 @@ def test_gil_probe(monkeypatch):
     f = runtime.ScriptFunction(g, name="spin")
     x = jitorch.ones(16, dtype=jitorch.float64)
     f(x, 10)  # compile outside the measurement
-    _assert_other_thread_progresses(lambda: f(x, 60_000_000))
+    _assert_other_thread_progresses(lambda n: f(x, n), 1_000_000)
 
 
 def _spin_scripted(x, n: int):
@@ -162,12 +162,26 @@ def test_gil_probe_scripted_loop():
     x = jitorch.ones(64)
     np.testing.assert_allclose(f(x, 3).numpy(), _spin_scripted(x, 3).numpy(), rtol=1e-6)
     assert "runs interpreted" not in f.code, f.code
-    _assert_other_thread_progresses(lambda: f(x, 400_000))
+    _assert_other_thread_progresses(lambda n: f(x, n), 50_000)
 
 
-def _assert_other_thread_progresses(call):
-    """A Python thread counts while `call()` runs: with the GIL held for the whole call the
-    counter could not move at all during it."""
+def _long_enough(call, n: int) -> int:
+    """The first of n, 2n, 4n, ... for which `call(n)` lasts 0.05 s on this machine now: the
+    probe needs a call long enough for the counter to run, and a fixed loop count was too short
+    on a fast hour (18 ms against the 20 the probe needs)."""
+    for _ in range(16):
+        t0 = time.perf_counter()
+        call(n)
+        if time.perf_counter() - t0 >= 0.05:
+            return n
+        n *= 2
+    raise AssertionError(f"call(n) still under 0.05 s at n={n}: its time does not follow n")
+
+
+def _assert_other_thread_progresses(call, n: int):
+    """A Python thread counts while `call(n)` runs, n grown until the call lasts 0.05 s: with
+    the GIL held for the whole call the counter could not move at all during it."""
+    n = _long_enough(call, n)
     count = [0]
     stop = threading.Event()
 
@@ -179,7 +193,7 @@ def _assert_other_thread_progresses(call):
     try:
         time.sleep(0.02)
         c0, t0 = count[0], time.perf_counter()
-        call()
+        call(n)
         c1, dt = count[0], time.perf_counter() - t0
     finally:
         stop.set()
