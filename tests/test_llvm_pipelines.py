@@ -17,11 +17,17 @@ import jitorch as jt
 import jitorch.jit
 from jitorch.script.kernels import cache, llvm_pipelines as ep, numba_cache
 
+from fresh_modules import set_aside
+
 
 @pytest.fixture(autouse=True)
 def fresh_cache(monkeypatch, tmp_path):
+    # an empty cache directory, and the modules this process loaded set aside (another test's
+    # copy of a program would be reused, and nothing compiled here to record a pipeline)
     monkeypatch.setenv("JITORCH_CACHE_DIR", str(tmp_path / "cache"))
     ep.RECORD.clear()
+    with set_aside():
+        yield
 
 
 def test_an_outlined_entry_gets_the_glue_pipeline_with_the_same_results():
