@@ -1,6 +1,10 @@
 """`set_aside()`: the program modules this process has loaded are set aside, as in a fresh
 process, and put back afterwards.
 
+Why set aside: a test that needs a program compiled (or loaded from its own cache directory)
+would otherwise reuse the copy another test of this process loaded, and compile nothing
+(test_plan_cache.py, test_llvm_pipelines.py).
+
 Why put back: the rest of the process still holds what it got from those modules (eager
 softmax's table of entry points, other tests' ScriptFunctions, kernel symbols). Left cleared,
 a later build loads a second copy of the same module, whose dispatcher and entry points are
