@@ -7,8 +7,8 @@ Fresh processes with fresh caches, alternating, `--rounds` times each:
   with the CPU target's package (`targets/cpu`: SciPy's BLAS preloaded), then the first refresh
   of Numba's CPU target context (importing its implementation modules, installing its typing
   templates), with Numba's extension entry points deferred as jitorch defers them;
-- gelu: bench/compile_time.py's gelu workload, CPU seconds of its `go()` (script the tanh GELU,
-  compile, first result), the same clock as compile_time.py's first-ever column.
+- gelu: bench/compile_time.py's own child for its gelu workload (script the tanh GELU,
+  compile, first result): its first-ever CPU seconds.
 Both with one BLAS thread (OPENBLAS_NUM_THREADS=1, as compile_time.py's children), and again
 with the thread count left to OpenBLAS (`--blas-default`): a loaded OpenBLAS starts a thread per
 core whose threads spin before they sleep, CPU that lands in whichever clock is running.
@@ -30,44 +30,45 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 
-CHILD = r"""
-import json, sys, time
-sys.path.insert(0, {here!r})
-if {mode!r} == "gelu":
-    import _compile_workloads as cw
-    go, _ = cw.build("jitorch", "gelu")
-    t0 = time.process_time()
-    go()
-    print("RESULT", json.dumps({{"total": time.process_time() - t0}}))
-else:
-    import jitorch  # noqa: F401  (outside the clock, as in every workload)
-    t0 = time.process_time()
-    import jitorch.script.targets.cpu  # noqa: F401
-    from jitorch.script.kernels import numba_cache
-    t1 = time.process_time()
-    from numba.core.registry import cpu_target
-    with numba_cache._entry_points_deferred():
-        cpu_target.target_context.refresh()
-    t2 = time.process_time()
-    print("RESULT", json.dumps({{"import": t1 - t0, "refresh": t2 - t1, "total": t2 - t0}}))
+sys.path.insert(0, str(HERE))
+import compile_time  # noqa: E402  (its fresh-process child: the gelu clock)
+
+FLOOR_CHILD = r"""
+import json, time
+import jitorch  # noqa: F401  (outside the clock, as in every workload)
+t0 = time.process_time()
+import jitorch.script.targets.cpu  # noqa: F401
+from jitorch.script.kernels import numba_cache
+t1 = time.process_time()
+from numba.core.registry import cpu_target
+with numba_cache._entry_points_deferred():
+    cpu_target.target_context.refresh()
+t2 = time.process_time()
+print("RESULT", json.dumps({"import": t1 - t0, "refresh": t2 - t1, "total": t2 - t0}))
 """
 
 
 def run(mode: str, blas_default: bool) -> dict:
+    """The floor child, or compile_time.py's gelu child (its first-ever CPU as "total"), in a
+    fresh process with fresh caches."""
     with tempfile.TemporaryDirectory() as d:
-        env = dict(os.environ, JITORCH_CACHE_DIR=f"{d}/jt", NUMBA_CACHE_DIR=f"{d}/nb",
-                   JITORCH_COMPILE="sync")
+        env = compile_time._fresh_env(dict(os.environ, JITORCH_COMPILE="sync"), pathlib.Path(d))
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         if blas_default:
             env.pop("OPENBLAS_NUM_THREADS", None)
         else:
             env["OPENBLAS_NUM_THREADS"] = "1"
-        r = subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE), mode=mode)],
-                           env=env, capture_output=True, text=True, timeout=600)
+        if mode == "gelu":
+            res = compile_time.run_child("jitorch", "gelu", env)
+            if "first_cpu" not in res:
+                raise RuntimeError(f"gelu: {res.get('error')}")
+            return {"total": res["first_cpu"]}
+        r = subprocess.run([sys.executable, "-c", FLOOR_CHILD], env=env, capture_output=True,
+                           text=True, timeout=600)
     for line in r.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[7:])
-    raise RuntimeError(f"{mode}: no result: {r.stderr.strip()[-400:]}")
+    raise RuntimeError(f"floor: no result: {r.stderr.strip()[-400:]}")
 
 
 def main() -> None:
